@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The one test command: prepares the machine (tools/bootstrap.sh), then runs the
+# whole suite: unit, component, interop and system tests, lint, the import
+# contract, the docs build, stage demos and notebooks. Extra arguments go to pytest.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+"$ROOT/tools/bootstrap.sh"
+VENV="${SIMPLEKAFKA_VENV:-$ROOT/.venv}"
+export PATH="$VENV/bin:$PATH"
+export SPARK_LOCAL_IP=127.0.0.1
+
+set +e
+"$VENV/bin/python" -m pytest "$@"
+status=$?
+set -e
+if [ "$status" = 5 ]; then
+  echo "run_tests.sh: pytest collected no tests; that is a failure, not a pass" >&2
+  exit 1
+fi
+exit "$status"

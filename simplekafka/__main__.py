@@ -1,0 +1,3 @@
+from simplekafka.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""The ``simplekafka`` command line.
+
+Each subcommand lives in its own module under ``simplekafka.cli`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` to a callable
+taking the parsed arguments and returning an exit code. Add new modules to
+``SUBCOMMAND_MODULES``; nothing else here needs to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMAND_MODULES: list[str] = [
+    "simplekafka.cli.inspect_cmd",
+]
+
+
+class CliError(Exception):
+    """A user mistake on the command line: printed as one line, exit code 2."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr rather than a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="simplekafka", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    subparsers.required = True
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"simplekafka {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

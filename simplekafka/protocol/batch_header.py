@@ -1,0 +1,223 @@
+"""The broker's hot path: read, check and patch a RecordBatch v2 header in place.
+
+The broker never decodes records. It checks the 61-byte header, verifies the
+CRC-32C over bytes 21..end, and writes baseOffset (bytes 0-7) and
+partitionLeaderEpoch (bytes 12-15), which the CRC does not cover. Everything
+here works on ``bytes``, ``bytearray`` or ``memoryview`` without copying the
+records.
+
+Layout (offset, field): 0 baseOffset int64, 8 batchLength int32, 12
+partitionLeaderEpoch int32, 16 magic int8, 17 crc uint32, 21 attributes int16,
+23 lastOffsetDelta int32, 27 baseTimestamp int64, 35 maxTimestamp int64, 43
+producerId int64, 51 producerEpoch int16, 53 baseSequence int32, 57
+recordsCount int32, 61 records.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+import crc32c as _crc32c
+
+from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: bytes not counted in batchLength
+CRC_START = 21
+MAGIC_V2 = 2
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C (Castagnoli), the checksum of RecordBatch v2."""
+    return _crc32c.crc32c(data)
+
+
+class BatchHeader(NamedTuple):
+    """The fixed 61-byte header of a RecordBatch v2."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record (wrapping at 2**31 like the Java client)."""
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Unpack the header at ``pos`` (no checks beyond having 61 bytes)."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptBatchError(
+            f"record batch header needs {HEADER_SIZE} bytes, only {len(buf) - pos} available",
+            offset=len(buf),
+            expected=f"{HEADER_SIZE}-byte batch header",
+        )
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def batch_size_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
+    """Total size of the batch starting at ``pos``, or None if fewer than 12 bytes remain."""
+    if len(buf) - pos < LOG_OVERHEAD:
+        return None
+    return _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+
+
+def validate_batch(
+    buf: bytes | bytearray | memoryview, pos: int = 0, check_crc: bool = True
+) -> BatchHeader:
+    """Check one batch at ``pos`` (length, magic, CRC) and return its header.
+
+    Raises CorruptBatchError naming what is wrong; ``error_code`` is what a
+    broker should answer (CORRUPT_MESSAGE, or INVALID_RECORD for a batch whose
+    fields contradict each other).
+    """
+    available = len(buf) - pos
+    if available < HEADER_SIZE:
+        raise CorruptBatchError(
+            f"truncated batch: {available} bytes, a header alone is {HEADER_SIZE}",
+            offset=pos + max(available, 0),
+            expected="a complete 61-byte header",
+        )
+    header = read_header(buf, pos)
+    if header.magic != MAGIC_V2:
+        raise CorruptBatchError(
+            f"unsupported magic {header.magic}, only 2 (RecordBatch v2) is supported",
+            offset=pos + 16,
+            expected="magic 2",
+        )
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptBatchError(
+            f"batchLength {header.batch_length} is shorter than the header",
+            offset=pos + 8,
+            expected=f"batchLength >= {HEADER_SIZE - LOG_OVERHEAD}",
+        )
+    if header.size > available:
+        raise CorruptBatchError(
+            f"batchLength {header.batch_length} runs past the end "
+            f"({available - LOG_OVERHEAD} bytes follow the length field)",
+            offset=pos + 8,
+            expected=f"batchLength <= {available - LOG_OVERHEAD}",
+        )
+    if header.records_count < 0 or header.last_offset_delta < 0:
+        raise CorruptBatchError(
+            "negative recordsCount or lastOffsetDelta",
+            ErrorCode.INVALID_RECORD,
+            offset=pos + 23,
+            expected="non-negative counts",
+        )
+    if check_crc:
+        view = memoryview(buf)[pos + CRC_START : pos + header.size]
+        actual = _crc32c.crc32c(view)
+        if actual != header.crc:
+            raise CorruptBatchError(
+                f"CRC mismatch: header says 0x{header.crc:08x}, bytes give 0x{actual:08x}",
+                offset=pos + 17,
+                expected=f"crc 0x{actual:08x}",
+            )
+    return header
+
+
+def validate_batches(buf: bytes | bytearray | memoryview, check_crc: bool = True) -> list[BatchHeader]:
+    """Validate a records field holding one or more whole batches, back to back."""
+    headers = []
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        header = validate_batch(buf, pos, check_crc)
+        headers.append(header)
+        pos += header.size
+    return headers
+
+
+def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
+    """(position, size) of each complete batch in ``buf``; a partial trailing batch is left out."""
+    spans = []
+    pos = 0
+    end = len(buf)
+    while True:
+        size = batch_size_at(buf, pos)
+        if size is None or size < HEADER_SIZE or pos + size > end:
+            return spans
+        spans.append((pos, size))
+        pos += size
+
+
+def patch_base_offset(buf: bytearray | memoryview, base_offset: int, pos: int = 0) -> None:
+    """Write baseOffset in place (not covered by the CRC)."""
+    _INT64.pack_into(buf, pos, base_offset)
+
+
+def patch_leader_epoch(buf: bytearray | memoryview, leader_epoch: int, pos: int = 0) -> None:
+    """Write partitionLeaderEpoch in place (not covered by the CRC)."""
+    _INT32.pack_into(buf, pos + 12, leader_epoch)
+
+
+def base_offset(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    return _INT64.unpack_from(buf, pos)[0]
+
+
+def last_offset_delta(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    return _INT32.unpack_from(buf, pos + 23)[0]
+
+
+def records_count(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    return _INT32.unpack_from(buf, pos + 57)[0]
+
+
+def max_timestamp(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    return _INT64.unpack_from(buf, pos + 35)[0]
+
+
+def producer_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int, int]:
+    """(producerId, producerEpoch, baseSequence) of the batch at ``pos``."""
+    header = read_header(buf, pos)
+    return header.producer_id, header.producer_epoch, header.base_sequence

@@ -1,0 +1,24 @@
+"""The command line's manners: bad arguments get one line and a non-zero exit."""
+
+import subprocess
+import sys
+
+
+def _simplekafka(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "simplekafka", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+def test_unknown_subcommand_is_one_line_and_exit_2():
+    result = _simplekafka("no-such-command")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_help_lists_subcommands():
+    result = _simplekafka("--help")
+    assert result.returncode == 0
+    assert "inspect" in result.stdout

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prepares a fresh machine: system packages the tests and demos need, and a
+# virtualenv in .venv with SimpleKafka installed (editable) with all its extras.
+# Sourced by run_tests.sh and run_cluster.sh; safe to run again (it skips what is done).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${SIMPLEKAFKA_VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! command -v kcat >/dev/null 2>&1; then
+  echo "bootstrap: installing kcat (Debian package)" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq kcat >/dev/null
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "bootstrap: installing a Java runtime for ZooKeeper" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV" >&2
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+
+# Reinstall only when the packaging files change.
+STAMP="$VENV/.simplekafka-installed"
+WANT="$(cat "$ROOT/setup.py" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "bootstrap: installing simplekafka[all] into $VENV (pyspark builds once, ~2 min)" >&2
+  "$VENV/bin/pip" install -q -e "$ROOT[all]"
+  echo "$WANT" > "$STAMP"
+fi
