@@ -31,7 +31,9 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="simplekafka", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_OneLineParser
+    )
     subparsers.required = True
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

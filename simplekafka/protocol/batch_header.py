@@ -166,7 +166,9 @@ def validate_batch(
     return header
 
 
-def validate_batches(buf: bytes | bytearray | memoryview, check_crc: bool = True) -> list[BatchHeader]:
+def validate_batches(
+    buf: bytes | bytearray | memoryview, check_crc: bool = True
+) -> list[BatchHeader]:
     """Validate a records field holding one or more whole batches, back to back."""
     headers = []
     pos = 0
