@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.inspect_cmd",
+    "simplekafka.cli.cluster_cmd",
 ]
 
 

@@ -1,0 +1,23 @@
+"""Running SimpleKafka for real: ZooKeeper and brokers as local processes.
+
+``LocalCluster`` is the one launcher shared by the tests, the stage demos, the
+notebooks, the benchmarks and ``run_cluster.sh``.
+"""
+
+from simplekafka.cluster.local import (
+    BrokerProcess,
+    ClusterError,
+    LocalCluster,
+    ProbeResult,
+    free_port,
+    probe_broker,
+)
+
+__all__ = [
+    "BrokerProcess",
+    "ClusterError",
+    "LocalCluster",
+    "ProbeResult",
+    "free_port",
+    "probe_broker",
+]

@@ -1,0 +1,382 @@
+"""LocalCluster: ZooKeeper and N brokers as real processes on loopback ports.
+
+This is the one launcher that tests, stage demos, notebooks, benchmarks and
+``run_cluster.sh`` share, so that "start a cluster" means the same thing
+everywhere. Every broker is a separate ``python -m simplekafka broker`` process
+(so SIGKILL is a real crash), logging to its own file under ``base_dir``. A
+broker counts as started only once it answers an ApiVersions and a Metadata
+request that names every running broker and a live controller: an open port
+alone proves nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_START_TIMEOUT = 60.0
+DEFAULT_STOP_TIMEOUT = 30.0
+_PROBE_CLIENT_ID = "simplekafka-localcluster"
+
+
+class ClusterError(RuntimeError):
+    """A broker or ZooKeeper did not start, serve or stop as asked; says which and why."""
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port nobody listens on right now (the OS picks it; we release it at once)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log file, for error messages (empty if there is none)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class BrokerProcess:
+    """One broker's fixed identity (id, port, directories) and its current process."""
+
+    broker_id: int
+    port: int
+    data_dir: Path
+    log_file: Path
+    rack: str | None = None
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def address(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a broker said about the cluster in one Metadata round trip."""
+
+    broker_ids: frozenset[int]
+    controller_id: int
+
+
+def probe_broker(host: str, port: int, timeout: float = 2.0) -> ProbeResult:
+    """One ApiVersions v0 and one Metadata v1 round trip, with the project's codec.
+
+    Raises OSError when the broker does not accept or answer, and ClusterError
+    when it answers with an error.
+    """
+    from simplekafka.protocol.api import ApiKey
+    from simplekafka.protocol.messages import decode_response, encode_request
+
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        requests = [(ApiKey.API_VERSIONS, 0, {}), (ApiKey.METADATA, 1, {"topics": None})]
+        bodies = []
+        for correlation_id, (api_key, version, body) in enumerate(requests, start=1):
+            payload = encode_request(api_key, version, correlation_id, _PROBE_CLIENT_ID, body)
+            sock.sendall(struct.pack(">i", len(payload)) + payload)
+            answer_id, answer = decode_response(api_key, version, _read_frame(sock))
+            if answer_id != correlation_id:
+                raise ClusterError(f"probe got correlation id {answer_id}, sent {correlation_id}")
+            bodies.append(answer)
+    versions, metadata = bodies
+    if versions.error_code != 0:
+        raise ClusterError(f"ApiVersions v0 answered error {versions.error_code}")
+    return ProbeResult(
+        broker_ids=frozenset(b.node_id for b in metadata.brokers),
+        controller_id=metadata.controller_id,
+    )
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("broker closed the connection mid-answer")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    (length,) = struct.unpack(">i", _read_exactly(sock, 4))
+    return _read_exactly(sock, length)
+
+
+class LocalCluster:
+    """ZooKeeper (embedded unless ``zookeeper`` names one) and ``brokers`` broker processes.
+
+    Use it as a context manager, or call start() and stop(). Broker ids are
+    1..N. Ports are picked free on 127.0.0.1 once and kept, so restart() brings
+    a broker back where clients expect it, on the same data directory.
+    ``broker_config`` holds Kafka-style keys passed to every broker with
+    ``--set``; ``racks`` gives broker i the rack ``racks[i-1]``.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        base_dir: Path | None = None,
+        zookeeper: str | None = None,
+        broker_config: dict | None = None,
+        racks: list[str] | None = None,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+    ) -> None:
+        if not isinstance(brokers, int) or brokers < 1:
+            raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"racks names {len(racks)} racks for {brokers} brokers")
+        self._owns_base_dir = base_dir is None
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="simplekafka-cluster-"))
+        self._external_zookeeper = zookeeper
+        self.broker_config = {str(k): str(v) for k, v in (broker_config or {}).items()}
+        self.start_timeout = start_timeout
+        self._zookeeper = None
+        self.brokers: dict[int, BrokerProcess] = {}
+        for broker_id in range(1, brokers + 1):
+            self.brokers[broker_id] = BrokerProcess(
+                broker_id=broker_id,
+                port=free_port(),
+                data_dir=self.base_dir / f"broker-{broker_id}" / "data",
+                log_file=self.base_dir / "logs" / f"broker-{broker_id}.log",
+                rack=racks[broker_id - 1] if racks else None,
+            )
+        self._started = False
+
+    # -- what clients need -------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's address, comma-separated, as Kafka clients take it."""
+        return ",".join(b.address for b in self.brokers.values())
+
+    @property
+    def broker_ports(self) -> dict[int, int]:
+        return {broker_id: b.port for broker_id, b in self.brokers.items()}
+
+    @property
+    def broker_pids(self) -> dict[int, int | None]:
+        return {broker_id: b.pid for broker_id, b in self.brokers.items()}
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """The ZooKeeper connect string the brokers use (``host:port[/chroot]``)."""
+        if self._external_zookeeper:
+            return self._external_zookeeper
+        if self._zookeeper is None:
+            raise ClusterError("ZooKeeper is not running: call start() first")
+        return self._zookeeper.connect_string
+
+    @property
+    def zookeeper_pid(self) -> int | None:
+        """The embedded ZooKeeper's process id, if this cluster started one and it tells."""
+        zookeeper = self._zookeeper
+        process = getattr(zookeeper, "process", None) or getattr(zookeeper, "_process", None)
+        return getattr(process, "pid", None)
+
+    def running_brokers(self) -> list[int]:
+        return [broker_id for broker_id, b in self.brokers.items() if b.is_running]
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> LocalCluster:
+        """Start ZooKeeper and every broker, and wait until the cluster serves."""
+        if self._started:
+            return self
+        self._started = True
+        atexit.register(self.stop)
+        try:
+            self._start_zookeeper()
+            for broker in self.brokers.values():
+                self._spawn(broker)
+            self.wait_until_serving(self.brokers)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM every broker (they deregister and flush), then stop ZooKeeper."""
+        atexit.unregister(self.stop)
+        running = [b for b in self.brokers.values() if b.is_running]
+        for broker in running:
+            broker.process.send_signal(signal.SIGTERM)
+        for broker in running:
+            self._reap(broker, DEFAULT_STOP_TIMEOUT)
+        if self._zookeeper is not None:
+            with contextlib.suppress(Exception):
+                self._zookeeper.stop()
+            self._zookeeper = None
+        self._started = False
+
+    def cleanup(self) -> None:
+        """stop(), then remove base_dir if this cluster made it (a temporary directory)."""
+        self.stop()
+        if self._owns_base_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL a broker: a crash, with no deregistration and no flush."""
+        broker = self._broker(broker_id)
+        if broker.is_running:
+            broker.process.kill()
+        self._reap(broker, DEFAULT_STOP_TIMEOUT)
+
+    def terminate(self, broker_id: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
+        """SIGTERM a broker and wait for its clean shutdown; returns its exit code."""
+        broker = self._broker(broker_id)
+        if broker.is_running:
+            broker.process.send_signal(signal.SIGTERM)
+        return self._reap(broker, timeout)
+
+    def restart(self, broker_id: int) -> None:
+        """Start a stopped (or running: it is terminated first) broker on its old port and data."""
+        broker = self._broker(broker_id)
+        if broker.is_running:
+            self.terminate(broker_id)
+        self._spawn(broker)
+        self.wait_until_serving([broker_id])
+
+    def wait_until_serving(self, broker_ids: Iterable[int], timeout: float | None = None) -> None:
+        """Block until each broker answers Metadata naming all running brokers and a controller.
+
+        Raises ClusterError with the broker's log tail if one exits or the time runs out.
+        """
+        deadline = time.monotonic() + (timeout or self.start_timeout)
+        pending = list(broker_ids)
+        last_problem: dict[int, str] = {}
+        while pending:
+            expected = set(self.running_brokers())
+            for broker_id in list(pending):
+                broker = self._broker(broker_id)
+                if not broker.is_running:
+                    raise ClusterError(
+                        f"broker {broker_id} exited with code {broker.process.returncode} "
+                        f"while starting; last lines of {broker.log_file}:\n{tail(broker.log_file)}"
+                    )
+                try:
+                    seen = probe_broker(LOOPBACK, broker.port)
+                except Exception as exc:  # not up yet, or half up: ask again shortly
+                    last_problem[broker_id] = f"{type(exc).__name__}: {exc}"
+                    continue
+                if not expected <= seen.broker_ids:
+                    last_problem[broker_id] = (
+                        f"its metadata names brokers {sorted(seen.broker_ids)}, "
+                        f"running are {sorted(expected)}"
+                    )
+                elif seen.controller_id not in expected:
+                    last_problem[broker_id] = f"its metadata names controller {seen.controller_id}"
+                else:
+                    pending.remove(broker_id)
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                details = "\n".join(
+                    f"broker {i}: {last_problem.get(i, 'no answer')}; last lines of "
+                    f"{self._broker(i).log_file}:\n{tail(self._broker(i).log_file)}"
+                    for i in pending
+                )
+                raise ClusterError(f"brokers {pending} did not serve within the timeout\n{details}")
+            time.sleep(0.1)
+
+    # -- context manager -----------------------------------------------------
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+    # -- internals -------------------------------------------------------------
+
+    def _broker(self, broker_id: int) -> BrokerProcess:
+        try:
+            return self.brokers[broker_id]
+        except KeyError:
+            raise ClusterError(
+                f"no broker {broker_id} in this cluster (ids are {sorted(self.brokers)})"
+            ) from None
+
+    def _start_zookeeper(self) -> None:
+        if self._external_zookeeper:
+            return
+        from simplekafka.coordination import EmbeddedZooKeeper
+
+        zookeeper_dir = self.base_dir / "zookeeper"
+        zookeeper_dir.mkdir(parents=True, exist_ok=True)
+        self._zookeeper = EmbeddedZooKeeper(port=0, data_dir=zookeeper_dir)
+        self._zookeeper.start()
+
+    def broker_command(self, broker: BrokerProcess) -> list[str]:
+        """The command line that starts one broker (public so demos can print it)."""
+        command = [
+            sys.executable, "-m", "simplekafka", "broker",
+            "--broker-id", str(broker.broker_id),
+            "--host", LOOPBACK,
+            "--port", str(broker.port),
+            "--data-dir", str(broker.data_dir),
+            "--zookeeper", self.zookeeper_connect,
+        ]
+        if broker.rack:
+            command += ["--rack", broker.rack]
+        for key, value in self.broker_config.items():
+            command += ["--set", f"{key}={value}"]
+        return command
+
+    def _spawn(self, broker: BrokerProcess) -> None:
+        broker.data_dir.mkdir(parents=True, exist_ok=True)
+        broker.log_file.parent.mkdir(parents=True, exist_ok=True)
+        command = self.broker_command(broker)
+        with open(broker.log_file, "ab") as log:
+            log.write(f"\n# {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
+            log.flush()
+            broker.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                # Its own session: a Ctrl-C meant for the caller does not hit the brokers.
+                start_new_session=True,
+            )
+
+    @staticmethod
+    def _reap(broker: BrokerProcess, timeout: float) -> int | None:
+        if broker.process is None:
+            return None
+        try:
+            return broker.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            broker.process.kill()
+            return broker.process.wait(10)
