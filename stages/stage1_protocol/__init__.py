@@ -1,0 +1,1 @@
+"""Stage 1: the Kafka wire protocol codec (chapter, demo and tests)."""
