@@ -196,9 +196,7 @@ class LocalCluster:
     @property
     def zookeeper_pid(self) -> int | None:
         """The embedded ZooKeeper's process id, if this cluster started one and it tells."""
-        zookeeper = self._zookeeper
-        process = getattr(zookeeper, "process", None) or getattr(zookeeper, "_process", None)
-        return getattr(process, "pid", None)
+        return getattr(self._zookeeper, "pid", None)
 
     def running_brokers(self) -> list[int]:
         return [broker_id for broker_id, b in self.brokers.items() if b.is_running]

@@ -1,0 +1,25 @@
+"""Fixtures shared by tests/ and every stages/*/test_*.py (at the root, so both see them).
+
+Keep each fixture small and add new ones below the others; several stages share this file.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A running single-broker LocalCluster (embedded ZooKeeper), one per test module.
+
+    Tests that kill or restart brokers should build their own LocalCluster
+    rather than disturb this shared one.
+    """
+    from simplekafka.cluster import LocalCluster
+
+    local = LocalCluster(brokers=1, base_dir=tmp_path_factory.mktemp("cluster"))
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()

@@ -1,0 +1,1 @@
+"""Stage 4: the Twisted broker that real Kafka clients use."""
