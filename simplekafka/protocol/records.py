@@ -311,7 +311,10 @@ def build_batch(
         records = list(records)
     if not records:
         raise ValueError("a record batch needs at least one record")
-    codec = Compression.of(compression)
+    try:
+        codec = Compression.of(compression)
+    except CorruptBatchError as exc:
+        raise ValueError(str(exc)) from None
     if timestamp_type not in (TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME):
         raise ValueError(
             f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), not {timestamp_type}"
