@@ -1,0 +1,113 @@
+"""API keys, the versions SimpleKafka advertises, and the schema registry.
+
+Every Kafka request starts with an API key (which operation) and an API
+version (which layout). ``SUPPORTED_VERSIONS`` is what the broker advertises in
+ApiVersions: exactly what is implemented, no more, because clients use
+whatever is advertised. ``request_schema`` and ``response_schema`` look up the
+concrete :class:`~simplekafka.protocol.schema.Schema` for a key and version.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from simplekafka.protocol.definitions import MESSAGES, Message
+from simplekafka.protocol.errors import ProtocolError
+from simplekafka.protocol.schema import Schema
+
+
+class ApiKey(enum.IntEnum):
+    """The API keys SimpleKafka knows (numbers as on the wire)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+
+
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (0, 8),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.METADATA: (0, 8),
+    ApiKey.LEADER_AND_ISR: (0, 4),
+    ApiKey.STOP_REPLICA: (0, 3),
+    ApiKey.UPDATE_METADATA: (0, 6),
+    ApiKey.OFFSET_COMMIT: (2, 7),
+    ApiKey.OFFSET_FETCH: (1, 5),
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.LEAVE_GROUP: (0, 3),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.CREATE_TOPICS: (0, 4),
+    ApiKey.DELETE_TOPICS: (0, 3),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
+}
+"""(min, max) version per API: the advertise column of DESIGN.md."""
+
+INTER_BROKER_KEYS: frozenset[ApiKey] = frozenset(
+    {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA}
+)
+"""Controller-to-broker APIs: implemented, but never advertised to clients."""
+
+CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    key: versions for key, versions in SUPPORTED_VERSIONS.items() if key not in INTER_BROKER_KEYS
+}
+"""What ApiVersions advertises to clients: SUPPORTED_VERSIONS minus the inter-broker keys."""
+
+
+def _message(api_key: int, index: int) -> Message:
+    try:
+        return MESSAGES[int(api_key)][index]
+    except (KeyError, ValueError, TypeError):
+        known = ", ".join(str(int(k)) for k in ApiKey)
+        raise ProtocolError(f"unknown API key {api_key!r}", expected=f"one of {known}") from None
+
+
+def _schema(api_key: int, version: int, index: int) -> Schema:
+    message = _message(api_key, index)
+    if version not in message.valid:
+        raise ProtocolError(
+            f"{message.name} has no version {version} (this codec knows {message.valid})",
+            expected=f"a version in {message.valid}",
+        )
+    return message.schema(version)
+
+
+def request_schema(api_key: int, version: int) -> Schema:
+    """The request schema for an API key and version (ProtocolError if unknown)."""
+    return _schema(api_key, version, 0)
+
+
+def response_schema(api_key: int, version: int) -> Schema:
+    """The response schema for an API key and version (ProtocolError if unknown)."""
+    return _schema(api_key, version, 1)
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    """Whether this request/response version uses compact types and tagged fields."""
+    return version in _message(api_key, 0).flexible
+
+
+def known_versions(api_key: int) -> tuple[int, int]:
+    """The (min, max) versions this codec can encode and decode (may exceed what is advertised)."""
+    valid = _message(api_key, 0).valid
+    return valid.low, valid.high

@@ -1,0 +1,699 @@
+"""Every request and response SimpleKafka speaks, declared the way Kafka declares them.
+
+Each message is one :class:`Message`: an ordered list of fields, each with the
+versions it exists in (``"3+"``, ``"0-4"``, ``"7"``), the versions in which it
+may be null, and its default. This mirrors Apache Kafka's message JSON files
+(``clients/src/main/resources/common/message/*.json``), so a learner can lay
+the two side by side; field names are Kafka's, in snake_case. ``Message.schema
+(version)`` expands the declaration into one concrete :class:`Schema` per
+version, with compact strings, compact arrays and tagged fields in the
+flexible versions.
+
+Only the version ranges SimpleKafka needs are declared (see DESIGN.md); the
+inter-broker LeaderAndIsr, StopReplica and UpdateMetadata are included for the
+controller.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from simplekafka.protocol.schema import (
+    BOOL,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    UINT32,
+    UUID,
+    Array,
+    Bytes,
+    Field,
+    FieldType,
+    Records,
+    Schema,
+    String,
+    StructType,
+)
+
+_MISSING: Any = object()
+
+
+class Versions:
+    """A version range as Kafka writes it: ``"0+"``, ``"3-8"``, ``"2"`` or ``"none"``."""
+
+    __slots__ = ("high", "low", "text")
+
+    def __init__(self, text: str):
+        self.text = text
+        if text == "none":
+            self.low, self.high = 1, 0
+        elif text.endswith("+"):
+            self.low, self.high = int(text[:-1]), 1 << 15
+        elif "-" in text:
+            low, high = text.split("-")
+            self.low, self.high = int(low), int(high)
+        else:
+            self.low = self.high = int(text)
+
+    def __contains__(self, version: int) -> bool:
+        return self.low <= version <= self.high
+
+    def __iter__(self):
+        return iter(range(self.low, self.high + 1))
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class F:
+    """A field declaration: name, type, the versions it exists in, nullability, default.
+
+    ``type`` is ``"int32"``-style text, ``"[]int32"`` for an array of a
+    primitive, or a list of ``F`` for an array of structures.
+    """
+
+    __slots__ = ("default", "name", "nullable", "type", "versions")
+
+    def __init__(
+        self,
+        name: str,
+        type: str | list[F],
+        versions: str = "0+",
+        nullable: str = "none",
+        default: Any = _MISSING,
+    ):
+        self.name = name
+        self.type = type
+        self.versions = Versions(versions)
+        self.nullable = Versions(nullable)
+        self.default = default
+
+
+_SCALARS: dict[str, FieldType] = {
+    "int8": INT8,
+    "int16": INT16,
+    "int32": INT32,
+    "int64": INT64,
+    "uint32": UINT32,
+    "bool": BOOL,
+    "uuid": UUID,
+}
+
+
+def _scalar(type_name: str, nullable: bool, compact: bool) -> FieldType:
+    if type_name in _SCALARS:
+        return _SCALARS[type_name]
+    if type_name == "string":
+        return String(nullable, compact)
+    if type_name == "bytes":
+        return Bytes(nullable, compact)
+    if type_name == "records":
+        return Records(nullable, compact)
+    raise ValueError(f"unknown field type {type_name!r}")
+
+
+def _known_names(fields: list[F]) -> set[str]:
+    return {f.name for f in fields}
+
+
+def build_struct(name: str, fields: list[F], version: int, flexible: bool) -> Schema:
+    """The concrete schema of a field list at one version."""
+    concrete = []
+    for f in fields:
+        if version not in f.versions:
+            continue
+        nullable = version in f.nullable
+        if isinstance(f.type, list):
+            element = StructType(build_struct(f"{name}.{f.name}", f.type, version, flexible))
+            field_type: FieldType = Array(element, nullable, flexible)
+        elif f.type.startswith("[]"):
+            field_type = Array(_scalar(f.type[2:], False, flexible), nullable, flexible)
+        else:
+            field_type = _scalar(f.type, nullable, flexible)
+        if f.default is _MISSING:
+            concrete.append(Field(f.name, field_type))
+        else:
+            concrete.append(Field(f.name, field_type, f.default))
+    return Schema(name, concrete, flexible, version, _known_names(fields))
+
+
+class Message:
+    """One request or response type: its name, API key, versions and fields."""
+
+    def __init__(self, name: str, api_key: int, valid: str, flexible: str, fields: list[F]):
+        self.name = name
+        self.api_key = api_key
+        self.valid = Versions(valid)
+        self.flexible = Versions(flexible)
+        self.fields = fields
+
+    def schema(self, version: int) -> Schema:
+        return _build_message_schema(self, version)
+
+    def __repr__(self) -> str:
+        return f"<Message {self.name} v{self.valid}>"
+
+
+@cache
+def _build_message_schema(message: Message, version: int) -> Schema:
+    if version not in message.valid:
+        raise ValueError(f"{message.name} has no version {version} (valid: {message.valid})")
+    return build_struct(message.name, message.fields, version, version in message.flexible)
+
+
+# --- Produce (0) -------------------------------------------------------------------------
+
+PRODUCE_REQUEST = Message("ProduceRequest", 0, "0-8", "9+", [
+    F("transactional_id", "string", "3+", nullable="3+", default=None),
+    F("acks", "int16"),
+    F("timeout_ms", "int32"),
+    F("topic_data", [
+        F("name", "string"),
+        F("partition_data", [
+            F("index", "int32"),
+            F("records", "records", nullable="0+"),
+        ]),
+    ]),
+])
+
+PRODUCE_RESPONSE = Message("ProduceResponse", 0, "0-8", "9+", [
+    F("responses", [
+        F("name", "string"),
+        F("partition_responses", [
+            F("index", "int32"),
+            F("error_code", "int16"),
+            F("base_offset", "int64"),
+            F("log_append_time_ms", "int64", "2+", default=-1),
+            F("log_start_offset", "int64", "5+", default=-1),
+            F("record_errors", [
+                F("batch_index", "int32", "8+"),
+                F("batch_index_error_message", "string", "8+", nullable="8+", default=None),
+            ], "8+"),
+            F("error_message", "string", "8+", nullable="8+", default=None),
+        ]),
+    ]),
+    F("throttle_time_ms", "int32", "1+"),
+])
+
+# --- Fetch (1) ---------------------------------------------------------------------------
+
+FETCH_REQUEST = Message("FetchRequest", 1, "4-11", "12+", [
+    F("replica_id", "int32", default=-1),
+    F("max_wait_ms", "int32"),
+    F("min_bytes", "int32"),
+    F("max_bytes", "int32", "3+", default=0x7FFFFFFF),
+    F("isolation_level", "int8", "4+"),
+    F("session_id", "int32", "7+"),
+    F("session_epoch", "int32", "7+", default=-1),
+    F("topics", [
+        F("topic", "string"),
+        F("partitions", [
+            F("partition", "int32"),
+            F("current_leader_epoch", "int32", "9+", default=-1),
+            F("fetch_offset", "int64"),
+            F("log_start_offset", "int64", "5+", default=-1),
+            F("partition_max_bytes", "int32"),
+        ]),
+    ]),
+    F("forgotten_topics_data", [
+        F("topic", "string", "7+"),
+        F("partitions", "[]int32", "7+"),
+    ], "7+"),
+    F("rack_id", "string", "11+"),
+])
+
+FETCH_RESPONSE = Message("FetchResponse", 1, "4-11", "12+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "7+"),
+    F("session_id", "int32", "7+"),
+    F("responses", [
+        F("topic", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+            F("high_watermark", "int64"),
+            F("last_stable_offset", "int64", "4+", default=-1),
+            F("log_start_offset", "int64", "5+", default=-1),
+            F("aborted_transactions", [
+                F("producer_id", "int64", "4+"),
+                F("first_offset", "int64", "4+"),
+            ], "4+", nullable="4+"),
+            F("preferred_read_replica", "int32", "11+", default=-1),
+            F("records", "records", nullable="0+"),
+        ]),
+    ]),
+])
+
+# --- ListOffsets (2) ---------------------------------------------------------------------
+
+LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-5", "6+", [
+    F("replica_id", "int32", default=-1),
+    F("isolation_level", "int8", "2+"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("current_leader_epoch", "int32", "4+", default=-1),
+            F("timestamp", "int64"),
+            F("max_num_offsets", "int32", "0", default=1),
+        ]),
+    ]),
+])
+
+LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-5", "6+", [
+    F("throttle_time_ms", "int32", "2+"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+            F("old_style_offsets", "[]int64", "0"),
+            F("timestamp", "int64", "1+", default=-1),
+            F("offset", "int64", "1+", default=-1),
+            F("leader_epoch", "int32", "4+", default=-1),
+        ]),
+    ]),
+])
+
+# --- Metadata (3) ------------------------------------------------------------------------
+
+METADATA_REQUEST = Message("MetadataRequest", 3, "0-8", "9+", [
+    F("topics", [
+        F("name", "string"),
+    ], nullable="1+"),
+    F("allow_auto_topic_creation", "bool", "4+", default=True),
+    F("include_cluster_authorized_operations", "bool", "8-10"),
+    F("include_topic_authorized_operations", "bool", "8+"),
+])
+
+METADATA_RESPONSE = Message("MetadataResponse", 3, "0-8", "9+", [
+    F("throttle_time_ms", "int32", "3+"),
+    F("brokers", [
+        F("node_id", "int32"),
+        F("host", "string"),
+        F("port", "int32"),
+        F("rack", "string", "1+", nullable="1+", default=None),
+    ]),
+    F("cluster_id", "string", "2+", nullable="2+", default=None),
+    F("controller_id", "int32", "1+", default=-1),
+    F("topics", [
+        F("error_code", "int16"),
+        F("name", "string"),
+        F("is_internal", "bool", "1+", default=False),
+        F("partitions", [
+            F("error_code", "int16"),
+            F("partition_index", "int32"),
+            F("leader_id", "int32"),
+            F("leader_epoch", "int32", "7+", default=-1),
+            F("replica_nodes", "[]int32"),
+            F("isr_nodes", "[]int32"),
+            F("offline_replicas", "[]int32", "5+"),
+        ]),
+        F("topic_authorized_operations", "int32", "8+", default=-(2**31)),
+    ]),
+    F("cluster_authorized_operations", "int32", "8-10", default=-(2**31)),
+])
+
+# --- LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6): controller to broker ------------
+
+_LEADER_AND_ISR_PARTITION = [
+    F("topic_name", "string", "0-1"),
+    F("partition_index", "int32"),
+    F("controller_epoch", "int32"),
+    F("leader", "int32"),
+    F("leader_epoch", "int32"),
+    F("isr", "[]int32"),
+    F("zk_version", "int32"),
+    F("replicas", "[]int32"),
+    F("adding_replicas", "[]int32", "3+"),
+    F("removing_replicas", "[]int32", "3+"),
+    F("is_new", "bool", "1+", default=False),
+]
+
+LEADER_AND_ISR_REQUEST = Message("LeaderAndIsrRequest", 4, "0-4", "4+", [
+    F("controller_id", "int32"),
+    F("controller_epoch", "int32"),
+    F("broker_epoch", "int64", "2+", default=-1),
+    F("ungrouped_partition_states", _LEADER_AND_ISR_PARTITION, "0-1"),
+    F("topic_states", [
+        F("topic_name", "string", "2+"),
+        F("partition_states", _LEADER_AND_ISR_PARTITION, "2+"),
+    ], "2+"),
+    F("live_leaders", [
+        F("broker_id", "int32"),
+        F("host_name", "string"),
+        F("port", "int32"),
+    ]),
+])
+
+LEADER_AND_ISR_RESPONSE = Message("LeaderAndIsrResponse", 4, "0-4", "4+", [
+    F("error_code", "int16"),
+    F("partition_errors", [
+        F("topic_name", "string"),
+        F("partition_index", "int32"),
+        F("error_code", "int16"),
+    ]),
+])
+
+STOP_REPLICA_REQUEST = Message("StopReplicaRequest", 5, "0-3", "2+", [
+    F("controller_id", "int32"),
+    F("controller_epoch", "int32"),
+    F("broker_epoch", "int64", "1+", default=-1),
+    F("delete_partitions", "bool", "0-2"),
+    F("ungrouped_partitions", [
+        F("topic_name", "string", "0"),
+        F("partition_index", "int32", "0"),
+    ], "0"),
+    F("topics", [
+        F("name", "string", "1-2"),
+        F("partition_indexes", "[]int32", "1-2"),
+    ], "1-2"),
+    F("topic_states", [
+        F("topic_name", "string", "3+"),
+        F("partition_states", [
+            F("partition_index", "int32", "3+"),
+            F("leader_epoch", "int32", "3+", default=-1),
+            F("delete_partition", "bool", "3+"),
+        ], "3+"),
+    ], "3+"),
+])
+
+STOP_REPLICA_RESPONSE = Message("StopReplicaResponse", 5, "0-3", "2+", [
+    F("error_code", "int16"),
+    F("partition_errors", [
+        F("topic_name", "string"),
+        F("partition_index", "int32"),
+        F("error_code", "int16"),
+    ]),
+])
+
+_UPDATE_METADATA_PARTITION = [
+    F("topic_name", "string", "0-4"),
+    F("partition_index", "int32"),
+    F("controller_epoch", "int32"),
+    F("leader", "int32"),
+    F("leader_epoch", "int32"),
+    F("isr", "[]int32"),
+    F("zk_version", "int32"),
+    F("replicas", "[]int32"),
+    F("offline_replicas", "[]int32", "4+"),
+]
+
+UPDATE_METADATA_REQUEST = Message("UpdateMetadataRequest", 6, "0-6", "6+", [
+    F("controller_id", "int32"),
+    F("controller_epoch", "int32"),
+    F("broker_epoch", "int64", "5+", default=-1),
+    F("ungrouped_partition_states", _UPDATE_METADATA_PARTITION, "0-4"),
+    F("topic_states", [
+        F("topic_name", "string", "5+"),
+        F("partition_states", _UPDATE_METADATA_PARTITION, "5+"),
+    ], "5+"),
+    F("live_brokers", [
+        F("id", "int32"),
+        F("v0_host", "string", "0"),
+        F("v0_port", "int32", "0"),
+        F("endpoints", [
+            F("port", "int32", "1+"),
+            F("host", "string", "1+"),
+            F("listener", "string", "3+"),
+            F("security_protocol", "int16", "1+"),
+        ], "1+"),
+        F("rack", "string", "2+", nullable="0+", default=None),
+    ]),
+])
+
+UPDATE_METADATA_RESPONSE = Message("UpdateMetadataResponse", 6, "0-6", "6+", [
+    F("error_code", "int16"),
+])
+
+# --- OffsetCommit (8), OffsetFetch (9) -----------------------------------------------------
+
+OFFSET_COMMIT_REQUEST = Message("OffsetCommitRequest", 8, "0-7", "8+", [
+    F("group_id", "string"),
+    F("generation_id_or_member_epoch", "int32", "1+", default=-1),
+    F("member_id", "string", "1+"),
+    F("group_instance_id", "string", "7+", nullable="7+", default=None),
+    F("retention_time_ms", "int64", "2-4", default=-1),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("committed_offset", "int64"),
+            F("committed_leader_epoch", "int32", "6+", default=-1),
+            F("commit_timestamp", "int64", "1", default=-1),
+            F("committed_metadata", "string", nullable="0+"),
+        ]),
+    ]),
+])
+
+OFFSET_COMMIT_RESPONSE = Message("OffsetCommitResponse", 8, "0-7", "8+", [
+    F("throttle_time_ms", "int32", "3+"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+        ]),
+    ]),
+])
+
+OFFSET_FETCH_REQUEST = Message("OffsetFetchRequest", 9, "0-5", "6+", [
+    F("group_id", "string", "0-7"),
+    F("topics", [
+        F("name", "string", "0-7"),
+        F("partition_indexes", "[]int32", "0-7"),
+    ], "0-7", nullable="2-7"),
+    F("require_stable", "bool", "7+", default=False),
+])
+
+OFFSET_FETCH_RESPONSE = Message("OffsetFetchResponse", 9, "0-5", "6+", [
+    F("throttle_time_ms", "int32", "3+"),
+    F("topics", [
+        F("name", "string", "0-7"),
+        F("partitions", [
+            F("partition_index", "int32", "0-7"),
+            F("committed_offset", "int64", "0-7"),
+            F("committed_leader_epoch", "int32", "5-7", default=-1),
+            F("metadata", "string", "0-7", nullable="0-7"),
+            F("error_code", "int16", "0-7"),
+        ], "0-7"),
+    ], "0-7"),
+    F("error_code", "int16", "2-7", default=0),
+])
+
+# --- FindCoordinator (10) and the group APIs (11-14) ----------------------------------------
+
+FIND_COORDINATOR_REQUEST = Message("FindCoordinatorRequest", 10, "0-2", "3+", [
+    F("key", "string", "0-3"),
+    F("key_type", "int8", "1+", default=0),
+])
+
+FIND_COORDINATOR_RESPONSE = Message("FindCoordinatorResponse", 10, "0-2", "3+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16", "0-3"),
+    F("error_message", "string", "1-3", nullable="1-3", default=None),
+    F("node_id", "int32", "0-3"),
+    F("host", "string", "0-3"),
+    F("port", "int32", "0-3"),
+])
+
+JOIN_GROUP_REQUEST = Message("JoinGroupRequest", 11, "0-5", "6+", [
+    F("group_id", "string"),
+    F("session_timeout_ms", "int32"),
+    F("rebalance_timeout_ms", "int32", "1+", default=-1),
+    F("member_id", "string"),
+    F("group_instance_id", "string", "5+", nullable="5+", default=None),
+    F("protocol_type", "string"),
+    F("protocols", [
+        F("name", "string"),
+        F("metadata", "bytes"),
+    ]),
+])
+
+JOIN_GROUP_RESPONSE = Message("JoinGroupResponse", 11, "0-5", "6+", [
+    F("throttle_time_ms", "int32", "2+"),
+    F("error_code", "int16"),
+    F("generation_id", "int32", default=-1),
+    F("protocol_name", "string", nullable="7+"),
+    F("leader", "string"),
+    F("member_id", "string"),
+    F("members", [
+        F("member_id", "string"),
+        F("group_instance_id", "string", "5+", nullable="5+", default=None),
+        F("metadata", "bytes"),
+    ]),
+])
+
+HEARTBEAT_REQUEST = Message("HeartbeatRequest", 12, "0-3", "4+", [
+    F("group_id", "string"),
+    F("generation_id", "int32"),
+    F("member_id", "string"),
+    F("group_instance_id", "string", "3+", nullable="3+", default=None),
+])
+
+HEARTBEAT_RESPONSE = Message("HeartbeatResponse", 12, "0-3", "4+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16"),
+])
+
+LEAVE_GROUP_REQUEST = Message("LeaveGroupRequest", 13, "0-3", "4+", [
+    F("group_id", "string"),
+    F("member_id", "string", "0-2"),
+    F("members", [
+        F("member_id", "string", "3+"),
+        F("group_instance_id", "string", "3+", nullable="3+", default=None),
+    ], "3+"),
+])
+
+LEAVE_GROUP_RESPONSE = Message("LeaveGroupResponse", 13, "0-3", "4+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16"),
+    F("members", [
+        F("member_id", "string", "3+"),
+        F("group_instance_id", "string", "3+", nullable="3+", default=None),
+        F("error_code", "int16", "3+"),
+    ], "3+"),
+])
+
+SYNC_GROUP_REQUEST = Message("SyncGroupRequest", 14, "0-3", "4+", [
+    F("group_id", "string"),
+    F("generation_id", "int32"),
+    F("member_id", "string"),
+    F("group_instance_id", "string", "3+", nullable="3+", default=None),
+    F("assignments", [
+        F("member_id", "string"),
+        F("assignment", "bytes"),
+    ]),
+])
+
+SYNC_GROUP_RESPONSE = Message("SyncGroupResponse", 14, "0-3", "4+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16"),
+    F("assignment", "bytes"),
+])
+
+# --- ApiVersions (18) ------------------------------------------------------------------------
+
+API_VERSIONS_REQUEST = Message("ApiVersionsRequest", 18, "0-4", "3+", [
+    F("client_software_name", "string", "3+"),
+    F("client_software_version", "string", "3+"),
+])
+
+API_VERSIONS_RESPONSE = Message("ApiVersionsResponse", 18, "0-4", "3+", [
+    F("error_code", "int16"),
+    F("api_keys", [
+        F("api_key", "int16"),
+        F("min_version", "int16"),
+        F("max_version", "int16"),
+    ]),
+    F("throttle_time_ms", "int32", "1+"),
+])
+
+# --- CreateTopics (19), DeleteTopics (20) ----------------------------------------------------
+
+CREATE_TOPICS_REQUEST = Message("CreateTopicsRequest", 19, "0-4", "5+", [
+    F("topics", [
+        F("name", "string"),
+        F("num_partitions", "int32"),
+        F("replication_factor", "int16"),
+        F("assignments", [
+            F("partition_index", "int32"),
+            F("broker_ids", "[]int32"),
+        ]),
+        F("configs", [
+            F("name", "string"),
+            F("value", "string", nullable="0+"),
+        ]),
+    ]),
+    F("timeout_ms", "int32", default=60000),
+    F("validate_only", "bool", "1+", default=False),
+])
+
+CREATE_TOPICS_RESPONSE = Message("CreateTopicsResponse", 19, "0-4", "5+", [
+    F("throttle_time_ms", "int32", "2+"),
+    F("topics", [
+        F("name", "string"),
+        F("error_code", "int16"),
+        F("error_message", "string", "1+", nullable="0+", default=None),
+    ]),
+])
+
+DELETE_TOPICS_REQUEST = Message("DeleteTopicsRequest", 20, "0-3", "4+", [
+    F("topic_names", "[]string", "0-5"),
+    F("timeout_ms", "int32"),
+])
+
+DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("responses", [
+        F("name", "string"),
+        F("error_code", "int16"),
+    ]),
+])
+
+# --- InitProducerId (22), OffsetForLeaderEpoch (23) ------------------------------------------
+
+INIT_PRODUCER_ID_REQUEST = Message("InitProducerIdRequest", 22, "0-1", "2+", [
+    F("transactional_id", "string", nullable="0+", default=None),
+    F("transaction_timeout_ms", "int32"),
+])
+
+INIT_PRODUCER_ID_RESPONSE = Message("InitProducerIdResponse", 22, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+    F("producer_id", "int64", default=-1),
+    F("producer_epoch", "int16"),
+])
+
+OFFSET_FOR_LEADER_EPOCH_REQUEST = Message("OffsetForLeaderEpochRequest", 23, "0-3", "4+", [
+    F("replica_id", "int32", "3+", default=-2),
+    F("topics", [
+        F("topic", "string"),
+        F("partitions", [
+            F("partition", "int32"),
+            F("current_leader_epoch", "int32", "2+", default=-1),
+            F("leader_epoch", "int32"),
+        ]),
+    ]),
+])
+
+OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "0-3", "4+", [
+    F("throttle_time_ms", "int32", "2+"),
+    F("topics", [
+        F("topic", "string"),
+        F("partitions", [
+            F("error_code", "int16"),
+            F("partition", "int32"),
+            F("leader_epoch", "int32", "1+", default=-1),
+            F("end_offset", "int64", default=-1),
+        ]),
+    ]),
+])
+
+MESSAGES: dict[int, tuple[Message, Message]] = {
+    m[0].api_key: m
+    for m in [
+        (PRODUCE_REQUEST, PRODUCE_RESPONSE),
+        (FETCH_REQUEST, FETCH_RESPONSE),
+        (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
+        (METADATA_REQUEST, METADATA_RESPONSE),
+        (LEADER_AND_ISR_REQUEST, LEADER_AND_ISR_RESPONSE),
+        (STOP_REPLICA_REQUEST, STOP_REPLICA_RESPONSE),
+        (UPDATE_METADATA_REQUEST, UPDATE_METADATA_RESPONSE),
+        (OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
+        (OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE),
+        (FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
+        (JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE),
+        (HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE),
+        (LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE),
+        (SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
+        (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
+        (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
+        (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+        (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+        (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+    ]
+}
+"""API key -> (request, response) declarations."""

@@ -1,0 +1,226 @@
+"""Request and response headers, and whole messages: header plus body.
+
+A request payload (the frame without its 4-byte length) is a request header
+then the body::
+
+    header v1: api_key int16, api_version int16, correlation_id int32, client_id nullable string
+    header v2: the same, then a tagged-field block (for flexible request versions)
+
+A response payload is a response header (v0: correlation_id int32; v1 adds a
+tagged-field block for flexible versions, except ApiVersions, whose response
+header is always v0) then the body.
+
+Clients open with ApiVersions v3 or v4, which a broker without flexible
+versions cannot fully support. :func:`decode_request` still returns the header
+of such a probe, and :func:`api_versions_probe_response` is the answer real
+clients expect: error 35 in the exact v0 layout, listing what we support, so
+they retry with a version we speak.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from simplekafka.protocol import primitives as p
+from simplekafka.protocol.api import (
+    CLIENT_VERSIONS,
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    is_flexible,
+    known_versions,
+    request_schema,
+    response_schema,
+)
+from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.schema import Struct
+
+Buffer = bytes | bytearray | memoryview
+
+
+class RequestHeader(NamedTuple):
+    """The fields every request starts with."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+    header_version: int = 1
+    tagged_fields: dict[int, bytes] | None = None
+
+
+class UnsupportedRequestError(ProtocolError):
+    """A request whose header decoded but whose API key or version this codec lacks.
+
+    ``header`` is the decoded header, so a broker can still answer (or log) it.
+    """
+
+    def __init__(self, message: str, header: RequestHeader, offset: int | None = None):
+        super().__init__(message, offset=offset, expected="a known API key and version")
+        self.header = header
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """2 for flexible request versions, 1 otherwise (ApiVersions v3+ is flexible)."""
+    if api_key == ApiKey.API_VERSIONS and api_version >= 3:
+        return 2
+    try:
+        return 2 if is_flexible(api_key, api_version) else 1
+    except ProtocolError:
+        return 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """1 for flexible response versions, 0 otherwise; ApiVersions responses are always v0."""
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if is_flexible(api_key, api_version) else 0
+
+
+def decode_request_header(payload: Buffer) -> tuple[RequestHeader, int]:
+    """The request header and the offset where the body starts."""
+    if len(payload) < 8:
+        raise ProtocolError(
+            f"a request header needs at least 8 bytes (api_key, api_version, correlation_id), "
+            f"got {len(payload)}",
+            offset=len(payload),
+            expected="int16 api_key, int16 api_version, int32 correlation_id",
+        )
+    api_key, pos = p.read_int16(payload, 0)
+    api_version, pos = p.read_int16(payload, pos)
+    correlation_id, pos = p.read_int32(payload, pos)
+    version = request_header_version(api_key, api_version)
+    client_id, pos = p.read_string(payload, pos, nullable=True)
+    tagged = None
+    if version >= 2:
+        tagged, pos = p.read_tagged_fields(payload, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, version, tagged), pos
+
+
+def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
+    """Decode a request payload into its header and body.
+
+    Raises :class:`ProtocolError` for bytes that do not decode, and
+    :class:`UnsupportedRequestError` (carrying ``.header``) for an unknown API
+    key or version. An ApiVersions request at a version outside
+    ``SUPPORTED_VERSIONS`` never raises once its first 8 bytes are there: it
+    comes back as ``(header, body_or_None)`` so the broker can send the probe
+    answer.
+    """
+    if len(payload) >= 8 and p.INT16.unpack_from(payload, 0)[0] == ApiKey.API_VERSIONS:
+        api_version = p.INT16.unpack_from(payload, 2)[0]
+        low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+        if not low <= api_version <= high:
+            return _decode_probe(payload)
+    header, pos = decode_request_header(payload)
+    try:
+        schema = request_schema(header.api_key, header.api_version)
+    except ProtocolError as exc:
+        raise UnsupportedRequestError(str(exc), header, offset=0) from None
+    body, end = schema.read(payload, pos)
+    if end != len(payload):
+        raise ProtocolError(
+            f"{schema.name} v{header.api_version} ends at offset {end} but the request has "
+            f"{len(payload) - end} more bytes",
+            offset=end,
+            expected="end of request",
+        )
+    return header, body
+
+
+def _decode_probe(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
+    """An ApiVersions request at a version we do not advertise: header always, body if we can."""
+    api_key, api_version, correlation_id = (
+        p.INT16.unpack_from(payload, 0)[0],
+        p.INT16.unpack_from(payload, 2)[0],
+        p.INT32.unpack_from(payload, 4)[0],
+    )
+    try:
+        header, pos = decode_request_header(payload)
+    except ProtocolError:
+        return RequestHeader(api_key, api_version, correlation_id, None, 0, None), None
+    try:
+        return header, request_schema(api_key, api_version).decode(payload[pos:])
+    except ProtocolError:
+        return header, None
+
+
+def encode_request(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
+) -> bytes:
+    """A request payload (header + body, without the 4-byte length prefix)."""
+    out = bytearray(p.INT16.pack(api_key))
+    out += p.INT16.pack(api_version)
+    out += p.INT32.pack(correlation_id)
+    p.write_string(out, client_id)
+    if request_header_version(api_key, api_version) >= 2:
+        out.append(0)  # no tagged fields in the header
+    request_schema(api_key, api_version).write(out, body)
+    return bytes(out)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """A response payload (header + body, without the 4-byte length prefix)."""
+    out = bytearray(p.INT32.pack(correlation_id))
+    if response_header_version(api_key, api_version) >= 1:
+        out.append(0)
+    response_schema(api_key, api_version).write(out, body)
+    return bytes(out)
+
+
+def decode_response(api_key: int, api_version: int, payload: Buffer) -> tuple[int, Struct]:
+    """Decode a response payload to ``(correlation_id, body)``.
+
+    An ApiVersions response that does not decode at the version asked for is
+    retried as v0: that is how a broker answers a version it does not support.
+    """
+    correlation_id, pos = p.read_int32(payload, 0)
+    if response_header_version(api_key, api_version) >= 1:
+        _, pos = p.read_tagged_fields(payload, pos)
+    try:
+        return correlation_id, response_schema(api_key, api_version).decode(payload[pos:])
+    except ProtocolError:
+        if api_key != ApiKey.API_VERSIONS or api_version == 0:
+            raise
+        return correlation_id, response_schema(api_key, 0).decode(payload[pos:])
+
+
+def api_versions_body(error_code: int = ErrorCode.NONE) -> dict[str, Any]:
+    """The ApiVersions response body listing what clients may use (inter-broker keys left out)."""
+    return {
+        "error_code": int(error_code),
+        "api_keys": [
+            {"api_key": int(key), "min_version": low, "max_version": high}
+            for key, (low, high) in sorted(CLIENT_VERSIONS.items())
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
+def api_versions_probe_response(correlation_id: int) -> bytes:
+    """The answer to an ApiVersions request at a version we do not support.
+
+    Error 35 (UNSUPPORTED_VERSION) in the exact v0 layout: correlation id, int16
+    error code, int32-count array of (api_key, min, max) including key 18, no
+    throttle time, no tagged fields. librdkafka then retries with v0,
+    kafka-python with v2. Returned without the length prefix, like every
+    ``encode_*`` here.
+    """
+    return encode_response(
+        ApiKey.API_VERSIONS, 0, correlation_id, api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
+    )
+
+
+__all__ = [
+    "RequestHeader",
+    "UnsupportedRequestError",
+    "api_versions_body",
+    "api_versions_probe_response",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "known_versions",
+    "request_header_version",
+    "response_header_version",
+]
