@@ -1,0 +1,369 @@
+"""Znode paths and their JSON payloads, exactly as ZooKeeper-mode Kafka writes them.
+
+A learner who opens ``zkCli`` on a SimpleKafka cluster should see what a Kafka
+operator saw: the same paths, the same JSON. Each payload is a small frozen
+dataclass with ``to_json() -> bytes`` and ``from_json(bytes)``; decoding
+raises :class:`ZnodeFormatError` (a ``ValueError``) with the path's meaning in
+the message, never a bare ``KeyError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BrokerInfo",
+    "ClusterId",
+    "ConfigChangeNotification",
+    "ControllerInfo",
+    "PartitionRef",
+    "PartitionRefs",
+    "PartitionState",
+    "TopicAssignment",
+    "TopicConfig",
+    "ZkPaths",
+    "ZnodeFormatError",
+    "decode_controller_epoch",
+    "encode_controller_epoch",
+]
+
+
+class ZnodeFormatError(ValueError):
+    """A znode's payload is not the JSON Kafka would have written there."""
+
+
+class ZkPaths:
+    """Every path SimpleKafka reads or writes, in one place (Kafka's ``ZkData.scala``)."""
+
+    CLUSTER_ID = "/cluster/id"
+    BROKERS = "/brokers"
+    BROKER_IDS = "/brokers/ids"
+    BROKER_TOPICS = "/brokers/topics"
+    BROKER_SEQUENCE_ID = "/brokers/seqid"
+    CONTROLLER = "/controller"
+    CONTROLLER_EPOCH = "/controller_epoch"
+    CONFIG_TOPICS = "/config/topics"
+    CONFIG_BROKERS = "/config/brokers"
+    CONFIG_CHANGES = "/config/changes"
+    CONFIG_CHANGE_PREFIX = "/config/changes/config_change_"
+    DELETE_TOPICS = "/admin/delete_topics"
+    PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+    ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+    ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
+
+    #: Persistent parents created on first contact, as Kafka's brokers do at startup.
+    PERSISTENT_PATHS = (
+        BROKER_IDS, BROKER_TOPICS, BROKER_SEQUENCE_ID, CONFIG_TOPICS, CONFIG_BROKERS,
+        CONFIG_CHANGES, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION,
+    )
+
+    @staticmethod
+    def broker(broker_id: int) -> str:
+        return f"{ZkPaths.BROKER_IDS}/{broker_id}"
+
+    @staticmethod
+    def topic(topic: str) -> str:
+        return f"{ZkPaths.BROKER_TOPICS}/{topic}"
+
+    @staticmethod
+    def partitions(topic: str) -> str:
+        return f"{ZkPaths.BROKER_TOPICS}/{topic}/partitions"
+
+    @staticmethod
+    def partition(topic: str, partition: int) -> str:
+        return f"{ZkPaths.BROKER_TOPICS}/{topic}/partitions/{partition}"
+
+    @staticmethod
+    def partition_state(topic: str, partition: int) -> str:
+        return f"{ZkPaths.BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+    @staticmethod
+    def topic_config(topic: str) -> str:
+        return f"{ZkPaths.CONFIG_TOPICS}/{topic}"
+
+    @staticmethod
+    def broker_config(broker_id: int | str) -> str:
+        return f"{ZkPaths.CONFIG_BROKERS}/{broker_id}"
+
+    @staticmethod
+    def delete_topic(topic: str) -> str:
+        return f"{ZkPaths.DELETE_TOPICS}/{topic}"
+
+
+def _loads(data: bytes | None, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data or b"")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ZnodeFormatError(f"{what}: not JSON: {data!r:.80}") from exc
+    if not isinstance(value, dict):
+        raise ZnodeFormatError(f"{what}: expected a JSON object, got {value!r:.80}")
+    return value
+
+
+def _dumps(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    try:
+        value = obj[key]
+    except KeyError:
+        raise ZnodeFormatError(f"{what}: missing {key!r} in {obj!r:.120}") from None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ZnodeFormatError(f"{what}: {key!r} should be {kind}, got {value!r:.40}")
+    return value
+
+
+def _int_list(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise ZnodeFormatError(f"{what}: expected a list of broker ids, got {value!r:.80}")
+    return tuple(value)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class ClusterId:
+    """``/cluster/id``: written once, by the first broker; note version is a string."""
+
+    id: str
+
+    @staticmethod
+    def generate() -> ClusterId:
+        """A new id like Kafka's ``Uuid.randomUuid()``: url-safe base64 of 16 bytes."""
+        return ClusterId(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())
+
+    def to_json(self) -> bytes:
+        return _dumps({"version": "1", "id": self.id})
+
+    @staticmethod
+    def from_json(data: bytes) -> ClusterId:
+        what = ZkPaths.CLUSTER_ID
+        return ClusterId(_field(_loads(data, what), "id", str, what))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """``/brokers/ids/<id>`` (ephemeral): where a broker listens, and its rack.
+
+    The znode's czxid, not anything in the payload, is the broker epoch.
+    """
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    timestamp_ms: int = field(default_factory=_now_ms)
+    listener: str = "PLAINTEXT"
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+    def to_json(self) -> bytes:
+        payload: dict[str, Any] = {
+            "listener_security_protocol_map": {self.listener: "PLAINTEXT"},
+            "endpoints": [self.endpoint],
+            "jmx_port": -1,
+            "host": self.host,
+            "timestamp": str(self.timestamp_ms),
+            "port": self.port,
+            "version": 4,
+        }
+        if self.rack is not None:  # Kafka leaves the key out when no rack is set
+            payload["rack"] = self.rack
+        return _dumps(payload)
+
+    @staticmethod
+    def from_json(broker_id: int, data: bytes) -> BrokerInfo:
+        what = ZkPaths.broker(broker_id)
+        obj = _loads(data, what)
+        rack = obj.get("rack")
+        if rack is not None and not isinstance(rack, str):
+            raise ZnodeFormatError(f"{what}: rack should be a string, got {rack!r:.40}")
+        endpoints = obj.get("endpoints") or []
+        listener, host, port = "PLAINTEXT", obj.get("host"), obj.get("port")
+        if endpoints:  # the endpoint list is authoritative (host/port are the legacy copy)
+            first = endpoints[0] if isinstance(endpoints, list) else None
+            if not isinstance(first, str) or "://" not in first or ":" not in first[
+                first.index("://") + 3:
+            ]:
+                raise ZnodeFormatError(f"{what}: bad endpoint {first!r:.60}")
+            listener, address = first.split("://", 1)
+            host, _, port_text = address.rpartition(":")
+            try:
+                port = int(port_text)
+            except ValueError:
+                raise ZnodeFormatError(f"{what}: bad port in endpoint {first!r:.60}") from None
+        if not isinstance(host, str) or not isinstance(port, int):
+            raise ZnodeFormatError(f"{what}: no usable endpoint in {obj!r:.120}")
+        try:
+            timestamp = int(obj.get("timestamp", 0))
+        except (TypeError, ValueError):
+            timestamp = 0
+        return BrokerInfo(broker_id, host, port, rack, timestamp, listener)
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    """``/controller`` (ephemeral): which broker is the controller."""
+
+    broker_id: int
+    timestamp_ms: int = field(default_factory=_now_ms)
+
+    def to_json(self) -> bytes:
+        return _dumps({"version": 1, "brokerid": self.broker_id,
+                       "timestamp": str(self.timestamp_ms)})
+
+    @staticmethod
+    def from_json(data: bytes) -> ControllerInfo:
+        what = ZkPaths.CONTROLLER
+        obj = _loads(data, what)
+        try:
+            timestamp = int(obj.get("timestamp", 0))
+        except (TypeError, ValueError):
+            timestamp = 0
+        return ControllerInfo(_field(obj, "brokerid", int, what), timestamp)
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    """``/controller_epoch`` holds the epoch as decimal text, not JSON."""
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes | None) -> int:
+    try:
+        return int((data or b"").decode().strip())
+    except (ValueError, UnicodeDecodeError):
+        raise ZnodeFormatError(
+            f"{ZkPaths.CONTROLLER_EPOCH}: not an integer: {data!r:.40}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    """``/brokers/topics/<t>``: the replica list of every partition (first = preferred leader)."""
+
+    partitions: dict[int, tuple[int, ...]]
+
+    @property
+    def replication_factor(self) -> int:
+        return len(next(iter(self.partitions.values()))) if self.partitions else 0
+
+    def to_json(self) -> bytes:
+        return _dumps({
+            "version": 1,
+            "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
+        })
+
+    @staticmethod
+    def from_json(data: bytes, topic: str = "<topic>") -> TopicAssignment:
+        what = ZkPaths.topic(topic)
+        raw = _field(_loads(data, what), "partitions", dict, what)
+        partitions: dict[int, tuple[int, ...]] = {}
+        for key, replicas in raw.items():
+            try:
+                partition = int(key)
+            except ValueError:
+                raise ZnodeFormatError(f"{what}: partition key {key!r} is not a number") from None
+            partitions[partition] = _int_list(replicas, what)
+        return TopicAssignment(dict(sorted(partitions.items())))
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """``/brokers/topics/<t>/partitions/<p>/state``: leader, leader epoch, ISR.
+
+    Written by the controller with a conditional setData on the znode's version
+    (the partition epoch). ``leader == -1`` means no leader (partition offline).
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def to_json(self) -> bytes:
+        return _dumps({"controller_epoch": self.controller_epoch, "leader": self.leader,
+                       "version": 1, "leader_epoch": self.leader_epoch, "isr": list(self.isr)})
+
+    @staticmethod
+    def from_json(data: bytes, topic: str = "<topic>", partition: int = -1) -> PartitionState:
+        what = ZkPaths.partition_state(topic, partition)
+        obj = _loads(data, what)
+        return PartitionState(
+            leader=_field(obj, "leader", int, what),
+            leader_epoch=_field(obj, "leader_epoch", int, what),
+            isr=_int_list(_field(obj, "isr", list, what), what),
+            controller_epoch=_field(obj, "controller_epoch", int, what),
+        )
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """``/config/topics/<t>``: the topic's overrides of broker defaults (all values strings)."""
+
+    config: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        return _dumps({"version": 1, "config": dict(self.config)})
+
+    @staticmethod
+    def from_json(data: bytes, topic: str = "<topic>") -> TopicConfig:
+        what = ZkPaths.topic_config(topic)
+        raw = _field(_loads(data, what), "config", dict, what)
+        return TopicConfig({str(k): str(v) for k, v in raw.items()})
+
+
+@dataclass(frozen=True)
+class ConfigChangeNotification:
+    """``/config/changes/config_change_<seq>``: "the config of this entity changed"."""
+
+    entity_path: str  # e.g. "topics/orders"
+
+    def to_json(self) -> bytes:
+        return _dumps({"version": 2, "entity_path": self.entity_path})
+
+    @staticmethod
+    def from_json(data: bytes) -> ConfigChangeNotification:
+        what = ZkPaths.CONFIG_CHANGES
+        return ConfigChangeNotification(_field(_loads(data, what), "entity_path", str, what))
+
+
+@dataclass(frozen=True)
+class PartitionRef:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class PartitionRefs:
+    """A list of partitions, the payload of ``/admin/preferred_replica_election`` and of
+    ``/isr_change_notification/isr_change_<seq>``."""
+
+    partitions: tuple[PartitionRef, ...]
+
+    def to_json(self) -> bytes:
+        return _dumps({"version": 1, "partitions": [
+            {"topic": p.topic, "partition": p.partition} for p in self.partitions
+        ]})
+
+    @staticmethod
+    def from_json(data: bytes, what: str = "partition list") -> PartitionRefs:
+        raw = _field(_loads(data, what), "partitions", list, what)
+        refs = []
+        for item in raw:
+            if not isinstance(item, dict):
+                raise ZnodeFormatError(f"{what}: expected objects, got {item!r:.40}")
+            refs.append(PartitionRef(_field(item, "topic", str, what),
+                                     _field(item, "partition", int, what)))
+        return PartitionRefs(tuple(refs))
