@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+# Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
+pytest_plugins = ["simplekafka.coordination.pytest_plugin"]
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
