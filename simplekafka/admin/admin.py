@@ -1,0 +1,228 @@
+"""``Admin``: create, delete, list and describe topics; describe the cluster.
+
+Topic creation and deletion go to the controller (named in Metadata), as in
+ZooKeeper-mode Kafka; if the controller moved meanwhile (NOT_CONTROLLER) the
+metadata is refreshed and the request retried. Creating a topic returns once
+the controller accepted it; with ``wait=True`` (the default) it also waits
+until every partition has a leader, so a producer can use it right away.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from simplekafka.client.client import Deadline, KafkaClient
+from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
+from simplekafka.client.metadata import BrokerMetadata, PartitionMetadata
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create: name, partition count, replication factor, Kafka-style configs."""
+
+    name: str
+    num_partitions: int = 1
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    """A topic as the cluster describes it."""
+
+    name: str
+    partitions: list[PartitionMetadata]
+    is_internal: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    """Who is in the cluster and who controls it."""
+
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerMetadata]
+
+
+class Admin:
+    """Administrative operations on topics and the cluster."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str] = "localhost:9092",
+        *,
+        client_id: str = "simplekafka-admin",
+        request_timeout_ms: int = 30_000,
+        client: KafkaClient | None = None,
+    ) -> None:
+        self.request_timeout_ms = request_timeout_ms
+        self._owns_client = client is None
+        self.client = client or KafkaClient(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms
+        )
+
+    # ----- topics ----------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = 1,
+        replication_factor: int = 1,
+        config: Mapping[str, str] | None = None,
+        wait: bool = True,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """Create one topic; raises ``TopicAlreadyExistsError`` etc. by name."""
+        self.create_topics(
+            [NewTopic(name, num_partitions, replication_factor, dict(config or {}))],
+            wait=wait,
+            timeout_ms=timeout_ms,
+        )
+
+    def create_topics(
+        self, topics: Iterable[NewTopic], wait: bool = True, timeout_ms: int | None = None
+    ) -> None:
+        """Create topics at the controller; the first per-topic error is raised."""
+        topics = list(topics)
+        for topic in topics:
+            if topic.num_partitions < 1:
+                raise ValueError(f"{topic.name}: num_partitions must be at least 1")
+            if topic.replication_factor < 1:
+                raise ValueError(f"{topic.name}: replication_factor must be at least 1")
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        body = {
+            "topics": [
+                {
+                    "name": t.name,
+                    "num_partitions": t.num_partitions,
+                    "replication_factor": t.replication_factor,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": str(v)} for k, v in t.config.items()],
+                }
+                for t in topics
+            ],
+            "timeout_ms": timeout_ms,
+            "validate_only": False,
+        }
+        answer = self._to_controller(ApiKey.CREATE_TOPICS, body, timeout_ms)
+        for result in answer.topics:
+            if result.error_code:
+                raise error_for(
+                    result.error_code,
+                    getattr(result, "error_message", None) or f"creating topic {result.name!r}",
+                )
+        if wait:
+            self._wait_for_topics({t.name: t.num_partitions for t in topics}, timeout_ms)
+
+    def _wait_for_topics(self, expected: dict[str, int], timeout_ms: int) -> None:
+        deadline = Deadline(timeout_ms / 1000)
+        while True:
+            snapshot = self.client.refresh_metadata(None, timeout_ms)
+            missing = []
+            for name, count in expected.items():
+                meta = snapshot.topics.get(name)
+                if (
+                    meta is None
+                    or meta.error_code
+                    or len(meta.partitions) < count
+                    or any(p.leader < 0 for p in meta.partitions.values())
+                ):
+                    missing.append(name)
+            if not missing:
+                return
+            if deadline.expired:
+                raise KafkaTimeoutError(
+                    f"topics {', '.join(missing)} were created but have no leaders "
+                    f"after {timeout_ms} ms"
+                )
+            time.sleep(deadline.remaining(0.05))
+
+    def delete_topics(
+        self, names: Iterable[str], wait: bool = True, timeout_ms: int | None = None
+    ) -> None:
+        """Delete topics at the controller; raises ``UnknownTopicOrPartitionError`` by name."""
+        names = list(names)
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        body = {"topic_names": names, "timeout_ms": timeout_ms}
+        answer = self._to_controller(ApiKey.DELETE_TOPICS, body, timeout_ms)
+        for result in answer.responses:
+            if result.error_code:
+                raise error_for(result.error_code, f"deleting topic {result.name!r}")
+        if wait:
+            deadline = Deadline(timeout_ms / 1000)
+            while True:
+                snapshot = self.client.refresh_metadata(None, timeout_ms)
+                if not any(n in snapshot.topics for n in names):
+                    return
+                if deadline.expired:
+                    raise KafkaTimeoutError(f"topics {names} still listed after {timeout_ms} ms")
+                time.sleep(deadline.remaining(0.05))
+
+    def delete_topic(self, name: str, wait: bool = True, timeout_ms: int | None = None) -> None:
+        self.delete_topics([name], wait=wait, timeout_ms=timeout_ms)
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        """Names of the topics in the cluster, sorted."""
+        snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)
+        return sorted(
+            name
+            for name, meta in snapshot.topics.items()
+            if not meta.error_code and (include_internal or not meta.is_internal)
+        )
+
+    def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicDescription]:
+        """Partitions, leaders, replicas and ISRs of the named topics (all if None).
+
+        Raises ``UnknownTopicOrPartitionError`` for a name the cluster does not have.
+        """
+        snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)
+        wanted = sorted(snapshot.topics) if names is None else list(names)
+        result = {}
+        for name in wanted:
+            meta = snapshot.topics.get(name)
+            if meta is None:
+                raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
+            if meta.error_code:
+                raise error_for(meta.error_code, f"topic {name!r}")
+            partitions = [meta.partitions[p] for p in sorted(meta.partitions)]
+            result[name] = TopicDescription(name, partitions, meta.is_internal)
+        return result
+
+    def describe_cluster(self) -> ClusterDescription:
+        """The brokers and the controller, from a fresh Metadata request."""
+        snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)
+        brokers = [snapshot.brokers[n] for n in sorted(snapshot.brokers)]
+        return ClusterDescription(snapshot.cluster_id, snapshot.controller_id, brokers)
+
+    # ----- plumbing --------------------------------------------------------------
+
+    def _to_controller(self, api_key: ApiKey, body: dict, timeout_ms: int):
+        def attempt(deadline: Deadline):
+            controller = self.client.controller_id(max(1, int(deadline.remaining() * 1000)))
+            answer = self.client.request(
+                controller, api_key, body, timeout_ms=max(1, int(deadline.remaining() * 1000))
+            )
+            results = getattr(answer, "topics", None) or getattr(answer, "responses", None) or []
+            for result in results:
+                if result.error_code == ErrorCode.NOT_CONTROLLER:
+                    raise error_for(ErrorCode.NOT_CONTROLLER, "controller moved")
+            return answer
+
+        try:
+            return self.client.call_with_retries(attempt, timeout_ms)
+        except KafkaError:
+            raise
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

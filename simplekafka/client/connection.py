@@ -1,0 +1,269 @@
+"""The sans-I/O heart of a broker connection: requests in, bytes out; bytes in, responses out.
+
+``ConnectionCore`` never touches a socket. The transport (``transport.py``)
+writes whatever ``data_to_send()`` returns and feeds whatever arrives to
+``receive_data()``; tests do the same with plain bytes. What it keeps track of:
+
+- correlation ids: each request gets the next one, and a response must answer
+  the oldest request in flight (Kafka answers in order on a connection);
+- the in-flight limit: requests beyond it wait in a queue, unsent;
+- ApiVersions negotiation: the first request on every connection. We send v2
+  (our codec does not do flexible versions); a broker that does not know v2
+  answers error 35 in v0 format with its own range, and we retry with that.
+  Once the broker's ranges are known each API is sent at
+  ``min(client max, broker max)``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simplekafka.client.errors import IncompatibleBrokerError, KafkaConnectionError, error_for
+from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
+from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.framing import FrameDecoder, encode_frame
+from simplekafka.protocol.messages import decode_response, encode_request
+
+# The versions this client can speak: what our codec knows, minus the
+# inter-broker APIs a client never sends.
+CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    key: span
+    for key, span in SUPPORTED_VERSIONS.items()
+    if key not in (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA)
+}
+# Produce below v3 uses the old message format; Metadata v0 cannot say "all topics".
+CLIENT_VERSIONS[ApiKey.PRODUCE] = (3, CLIENT_VERSIONS[ApiKey.PRODUCE][1])
+CLIENT_VERSIONS[ApiKey.METADATA] = (1, CLIENT_VERSIONS[ApiKey.METADATA][1])
+
+HANDSHAKE_VERSION = min(2, CLIENT_VERSIONS[ApiKey.API_VERSIONS][1])
+MAX_CORRELATION_ID = 2**31 - 1
+
+Body = dict[str, Any] | Any
+BodyFactory = Callable[[int], Body]
+
+
+@dataclass
+class InFlightRequest:
+    """One request: what was asked, with which id and version, and the caller's token."""
+
+    api_key: ApiKey
+    body: Body | BodyFactory
+    context: Any = None
+    expect_response: bool = True
+    correlation_id: int = -1
+    api_version: int = -1
+    internal: bool = False
+
+
+@dataclass
+class Response:
+    """A decoded answer to ``request`` (``body`` is the response Struct)."""
+
+    request: InFlightRequest
+    body: Any
+
+    @property
+    def context(self) -> Any:
+        return self.request.context
+
+
+@dataclass
+class ConnectionCore:
+    """The protocol state of one connection to one broker, without any I/O."""
+
+    client_id: str = "simplekafka"
+    max_in_flight: int = 5
+    max_frame_bytes: int = 100 * 1024 * 1024
+    client_versions: dict[ApiKey, tuple[int, int]] = field(
+        default_factory=lambda: dict(CLIENT_VERSIONS)
+    )
+    broker_versions: dict[int, tuple[int, int]] | None = None
+
+    def __post_init__(self) -> None:
+        self._decoder = FrameDecoder(self.max_frame_bytes)
+        self._next_correlation_id = 0
+        self._outbox: list[bytes] = []
+        self._waiting: deque[InFlightRequest] = deque()
+        self._in_flight: deque[InFlightRequest] = deque()
+        self._handshake_done = self.broker_versions is not None
+        self._handshake_sent = False
+        self._completed_without_response: list[InFlightRequest] = []
+        self._failed: list[tuple[InFlightRequest, Exception]] = []
+
+    # ----- state -----------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """True once the broker's API versions are known."""
+        return self._handshake_done
+
+    @property
+    def in_flight_count(self) -> int:
+        return len(self._in_flight)
+
+    @property
+    def waiting_count(self) -> int:
+        return len(self._waiting)
+
+    def in_flight(self) -> list[InFlightRequest]:
+        """The requests sent and not yet answered, oldest first."""
+        return list(self._in_flight)
+
+    def waiting(self) -> list[InFlightRequest]:
+        """The requests queued and not yet sent (handshake pending or in-flight limit)."""
+        return list(self._waiting)
+
+    def version_for(self, api_key: ApiKey) -> int:
+        """The version to send ``api_key`` at: the highest both sides speak."""
+        api_key = ApiKey(api_key)
+        if api_key not in self.client_versions:
+            raise IncompatibleBrokerError(f"the client does not implement {api_key.name}")
+        client_min, client_max = self.client_versions[api_key]
+        if self.broker_versions is None:
+            return client_max
+        if int(api_key) not in self.broker_versions:
+            raise IncompatibleBrokerError(f"the broker does not support {api_key.name}")
+        broker_min, broker_max = self.broker_versions[int(api_key)]
+        version = min(client_max, broker_max)
+        if version < max(client_min, broker_min):
+            raise IncompatibleBrokerError(
+                f"no common version of {api_key.name}: client {client_min}-{client_max}, "
+                f"broker {broker_min}-{broker_max}"
+            )
+        return version
+
+    # ----- requests in, bytes out ------------------------------------------------
+
+    def send_request(
+        self,
+        api_key: ApiKey,
+        body: Body | BodyFactory,
+        context: Any = None,
+        expect_response: bool = True,
+    ) -> InFlightRequest:
+        """Queue a request; its bytes appear in ``data_to_send()`` when it may go.
+
+        ``body`` is a dict/Struct, or a callable taking the negotiated version and
+        returning one (for fields that differ between versions).
+        """
+        request = InFlightRequest(ApiKey(api_key), body, context, expect_response)
+        self._waiting.append(request)
+        self._pump()
+        return request
+
+    def data_to_send(self) -> bytes:
+        """All bytes ready for the wire (and forget them)."""
+        self._pump()
+        data = b"".join(self._outbox)
+        self._outbox.clear()
+        return data
+
+    def completed_without_response(self) -> list[InFlightRequest]:
+        """Requests that went out and will get no answer (acks=0 produce)."""
+        done, self._completed_without_response = self._completed_without_response, []
+        return done
+
+    def _pump(self) -> None:
+        if not self._handshake_done:
+            if not self._handshake_sent:
+                self._send_handshake(HANDSHAKE_VERSION)
+            return
+        while self._waiting and len(self._in_flight) < self.max_in_flight:
+            request = self._waiting.popleft()
+            try:
+                self._write(request, self.version_for(request.api_key))
+            except (IncompatibleBrokerError, ProtocolError, ValueError, TypeError) as exc:
+                # This request cannot be sent (no common version, or a body that does
+                # not encode); it fails alone, the connection carries on.
+                self._failed.append((request, exc))
+
+    def pop_failed(self) -> list[tuple[InFlightRequest, Exception]]:
+        """Requests that could not be sent, with the reason (the caller fails them)."""
+        failed, self._failed = self._failed, []
+        return failed
+
+    def _send_handshake(self, version: int) -> None:
+        request = InFlightRequest(ApiKey.API_VERSIONS, {}, internal=True)
+        self._handshake_sent = True
+        self._write(request, version)
+
+    def _write(self, request: InFlightRequest, version: int) -> None:
+        body = request.body(version) if callable(request.body) else request.body
+        request.api_version = version
+        request.correlation_id = self._next_correlation_id
+        self._next_correlation_id = (self._next_correlation_id + 1) % (MAX_CORRELATION_ID + 1)
+        payload = encode_request(
+            request.api_key, version, request.correlation_id, self.client_id, body
+        )
+        self._outbox.append(encode_frame(payload))
+        if request.expect_response:
+            self._in_flight.append(request)
+        else:
+            self._completed_without_response.append(request)
+
+    # ----- bytes in, responses out -----------------------------------------------
+
+    def receive_data(self, data: bytes) -> list[Response]:
+        """Feed bytes from the wire; get back the responses they complete.
+
+        Raises ``KafkaConnectionError`` if the broker broke the protocol (a frame
+        that does not decode, or an answer to a request we did not send): the
+        connection is then unusable.
+        """
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as exc:
+            raise KafkaConnectionError(f"bad frame from broker: {exc}") from exc
+        responses: list[Response] = []
+        for frame in frames:
+            response = self._decode(frame)
+            if response is not None:
+                responses.append(response)
+        return responses
+
+    def _decode(self, frame: bytes) -> Response | None:
+        if not self._in_flight:
+            raise KafkaConnectionError("broker sent a response to no request")
+        request = self._in_flight.popleft()
+        try:
+            correlation_id, body = decode_response(request.api_key, request.api_version, frame)
+        except ProtocolError as exc:
+            if request.api_key != ApiKey.API_VERSIONS or request.api_version == 0:
+                raise KafkaConnectionError(
+                    f"undecodable {request.api_key.name} v{request.api_version} response: {exc}"
+                ) from exc
+            # A broker that does not know our ApiVersions version answers in v0 format.
+            correlation_id, body = decode_response(request.api_key, 0, frame)
+        if correlation_id != request.correlation_id:
+            raise KafkaConnectionError(
+                f"correlation id mismatch: expected {request.correlation_id}, got {correlation_id}"
+            )
+        if request.internal:
+            self._handle_handshake(request, body)
+            return None
+        return Response(request, body)
+
+    def _handle_handshake(self, request: InFlightRequest, body: Any) -> None:
+        versions = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
+        if body.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            ours = versions.get(int(ApiKey.API_VERSIONS))
+            retry = min(request.api_version - 1, ours[1]) if ours else 0
+            if retry < 0 or retry >= request.api_version:
+                raise KafkaConnectionError("broker rejected every ApiVersions version")
+            self._send_handshake(retry)
+            return
+        if body.error_code:
+            raise KafkaConnectionError(f"ApiVersions failed: {error_for(body.error_code)}")
+        self.broker_versions = versions
+        self._handshake_done = True
+        self._pump()
+
+    def fail_all(self) -> list[InFlightRequest]:
+        """The connection is gone: every request in flight or waiting (caller fails them)."""
+        lost = [r for r in self._in_flight if not r.internal] + list(self._waiting)
+        self._in_flight.clear()
+        self._waiting.clear()
+        return lost

@@ -1,0 +1,362 @@
+"""``Consumer``: read records from partitions you assign, from offsets you choose.
+
+No consumer groups yet (they arrive in a later stage, through ``subscribe`` and
+``group_id``): you ``assign`` partitions, optionally ``seek``, and ``poll``.
+Where a partition has no position yet, ``auto_offset_reset`` decides:
+``"earliest"``, ``"latest"`` (the default, as in Kafka) or ``"none"`` (raise
+``OffsetOutOfRangeError``). The same policy applies when a fetch answers
+OFFSET_OUT_OF_RANGE, for example after retention removed old records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from simplekafka.client.client import Deadline, KafkaClient
+from simplekafka.client.errors import (
+    ClientClosedError,
+    KafkaError,
+    OffsetOutOfRangeError,
+    SerializationError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
+from simplekafka.client.types import TopicPartition
+from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+
+Deserializer = Callable[[bytes | None], Any]
+
+EARLIEST = -2
+LATEST = -1
+_RESET_POLICIES = {"earliest": EARLIEST, "smallest": EARLIEST, "latest": LATEST,
+                   "largest": LATEST, "none": None}
+
+
+class Consumer:
+    """A Kafka consumer for explicitly assigned partitions (not thread-safe, like Kafka's)."""
+
+    def __init__(
+        self,
+        *topics: str,
+        bootstrap_servers: str | Iterable[str] = "localhost:9092",
+        client_id: str = "simplekafka-consumer",
+        group_id: str | None = None,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
+        auto_offset_reset: str = "latest",
+        fetch_min_bytes: int = 1,
+        fetch_max_wait_ms: int = 500,
+        fetch_max_bytes: int = 50 * 1024 * 1024,
+        max_partition_fetch_bytes: int = 1024 * 1024,
+        max_poll_records: int = 500,
+        check_crcs: bool = True,
+        isolation_level: str = "read_uncommitted",
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        consumer_timeout_ms: float | None = None,
+        client: KafkaClient | None = None,
+    ) -> None:
+        if auto_offset_reset not in _RESET_POLICIES:
+            raise ValueError(
+                f"auto_offset_reset must be one of {sorted(_RESET_POLICIES)}, "
+                f"not {auto_offset_reset!r}"
+            )
+        if isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError("isolation_level must be 'read_uncommitted' or 'read_committed'")
+        if max_poll_records < 1:
+            raise ValueError("max_poll_records must be at least 1")
+        self.group_id = group_id
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self.auto_offset_reset = auto_offset_reset
+        self.max_poll_records = max_poll_records
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self.request_timeout_ms = request_timeout_ms
+        self._owns_client = client is None
+        self.client = client or KafkaClient(
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )
+        self._fetcher = Fetcher(
+            self.client,
+            fetch_min_bytes=fetch_min_bytes,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            fetch_max_bytes=fetch_max_bytes,
+            max_partition_fetch_bytes=max_partition_fetch_bytes,
+            isolation_level=0 if isolation_level == "read_uncommitted" else 1,
+            check_crcs=check_crcs,
+        )
+        self._closed = False
+        if topics:
+            self.subscribe(list(topics))
+
+    # ----- assignment and positions ---------------------------------------------
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Group subscription: not in this stage (consumer groups come later); use ``assign``."""
+        raise NotImplementedError(
+            "subscribe() needs consumer groups, which a later stage adds; "
+            "use assign([TopicPartition(topic, partition), ...]) for now"
+        )
+
+    def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        """Consume exactly these partitions (replacing any earlier assignment).
+
+        Raises ``UnknownTopicOrPartitionError`` for a topic or partition that does
+        not exist (after waiting ``request_timeout_ms`` for it to appear).
+        """
+        self._check_open()
+        wanted = [TopicPartition(*tp) for tp in partitions]
+        for tp in wanted:
+            known = self.client.partitions_for(tp.topic, self.request_timeout_ms)
+            if tp.partition not in known:
+                raise UnknownTopicOrPartitionError(
+                    f"topic {tp.topic!r} has no partition {tp.partition} (it has {len(known)})"
+                )
+        old = self._fetcher.states
+        self._fetcher.states = {tp: old.get(tp) or PartitionState() for tp in wanted}
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._fetcher.states)
+
+    def _state(self, tp: TopicPartition | tuple[str, int]) -> PartitionState:
+        tp = TopicPartition(*tp)
+        state = self._fetcher.states.get(tp)
+        if state is None:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        return state
+
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Make the next poll return records of ``partition`` from ``offset``."""
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer, not {offset!r}")
+        self._set_position(self._state(partition), offset)
+
+    @staticmethod
+    def _set_position(state: PartitionState, offset: int | None) -> None:
+        state.epoch += 1
+        state.position = offset
+        state.fetch_offset = offset
+        state.buffered.clear()
+        state.records.clear()
+        state.in_flight = False
+        state.error = None
+        state.reset_pending = False
+
+    def seek_to_beginning(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Next poll starts at the earliest offset still in the log (all assigned if none given)."""
+        self._seek_to(partitions, EARLIEST)
+
+    def seek_to_end(self, *partitions: TopicPartition | tuple[str, int]) -> None:
+        """Next poll returns only records produced from now on."""
+        self._seek_to(partitions, LATEST)
+
+    def _seek_to(self, partitions: tuple, timestamp: int) -> None:
+        tps = [TopicPartition(*tp) for tp in partitions] or list(self._fetcher.states)
+        for tp in tps:
+            self._state(tp)
+        offsets = self._list_offsets({tp: timestamp for tp in tps})
+        for tp, offset in offsets.items():
+            self._set_position(self._fetcher.states[tp], offset)
+
+    def position(self, partition: TopicPartition | tuple[str, int]) -> int:
+        """The offset of the next record poll would return (looked up if not known yet)."""
+        state = self._state(partition)
+        if state.position is None:
+            self._reset_positions()
+        if state.position is None:
+            raise OffsetOutOfRangeError(f"{partition} has no position")
+        return state.position
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The earliest offset of each partition (its log start)."""
+        return self._list_offsets({TopicPartition(*tp): EARLIEST for tp in partitions})
+
+    def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset the next produced record of each partition will get (the high watermark)."""
+        return self._list_offsets({TopicPartition(*tp): LATEST for tp in partitions})
+
+    def offsets_for_times(
+        self, timestamps: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, int | None]:
+        """The first offset at or after each timestamp (ms), None if there is none."""
+        found = self._list_offsets({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        return {tp: (None if off < 0 else off) for tp, off in found.items()}
+
+    def partitions_for(self, topic: str) -> list[int]:
+        return self.client.partitions_for(topic, self.request_timeout_ms)
+
+    def _list_offsets(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """ListOffsets to each leader, with retries on leader changes."""
+        result: dict[TopicPartition, int] = {}
+
+        def attempt(deadline: Deadline) -> dict[TopicPartition, int]:
+            remaining = {tp: ts for tp, ts in wanted.items() if tp not in result}
+            per_node: dict[int, list[TopicPartition]] = {}
+            for tp in remaining:
+                leader = self.client.leader_for(
+                    tp.topic, tp.partition, max(1, int(deadline.remaining() * 1000))
+                )
+                per_node.setdefault(leader, []).append(tp)
+            futures = []
+            for node_id, tps in per_node.items():
+                topics: dict[str, list[dict[str, int]]] = {}
+                for tp in tps:
+                    topics.setdefault(tp.topic, []).append(
+                        {"partition_index": tp.partition, "current_leader_epoch": -1,
+                         "timestamp": remaining[tp]}
+                    )
+                body = {
+                    "replica_id": -1,
+                    "isolation_level": self._fetcher.isolation_level,
+                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+                }
+                futures.append(self.client.send(node_id, ApiKey.LIST_OFFSETS, body))
+            first_error: KafkaError | None = None
+            for future in futures:
+                answer = future.result(deadline.remaining(self.request_timeout_ms / 1000) + 1)
+                for topic in answer.topics:
+                    for part in topic.partitions:
+                        tp = TopicPartition(topic.name, part.partition_index)
+                        if part.error_code:
+                            first_error = first_error or error_for(
+                                part.error_code, f"listing offsets of {tp}"
+                            )
+                        else:
+                            result[tp] = part.offset
+            if first_error is not None:
+                raise first_error
+            return result
+
+        return self.client.call_with_retries(attempt, self.request_timeout_ms)
+
+    def _reset_positions(self) -> None:
+        """Give every partition without a position one, by ``auto_offset_reset``."""
+        need = [
+            tp for tp, s in self._fetcher.states.items() if s.position is None or s.reset_pending
+        ]
+        if not need:
+            return
+        policy = _RESET_POLICIES[self.auto_offset_reset]
+        if policy is None:
+            for tp in need:
+                state = self._fetcher.states[tp]
+                state.reset_pending = False
+                state.error = OffsetOutOfRangeError(
+                    f"{tp} has no valid position (offset {state.fetch_offset}) and "
+                    f"auto_offset_reset is 'none'"
+                )
+            return
+        offsets = self._list_offsets({tp: policy for tp in need})
+        for tp, offset in offsets.items():
+            self._set_position(self._fetcher.states[tp], offset)
+
+    # ----- polling ---------------------------------------------------------------
+
+    def poll(
+        self, timeout_ms: float = 1000, max_records: int | None = None
+    ) -> list[ConsumerRecord]:
+        """Records from the assigned partitions, waiting up to ``timeout_ms`` for some.
+
+        Returns an empty list on timeout. Raises errors that concern a partition
+        (``OffsetOutOfRangeError`` with auto_offset_reset 'none', a corrupt batch)
+        as named ``KafkaError``s.
+        """
+        self._check_open()
+        if not self._fetcher.states:
+            raise ValueError("no partitions assigned: call assign() first")
+        limit = max_records or self.max_poll_records
+        deadline = time.monotonic() + max(0.0, timeout_ms) / 1000
+        fetcher = self._fetcher
+        while True:
+            fetcher.handle_answers()
+            self._reset_positions()
+            records = self._take(limit)
+            if records:
+                fetcher.send_fetches()
+                return records
+            if fetcher.client.metadata.needs_update():
+                try:
+                    fetcher.client.refresh_metadata(None, self.request_timeout_ms)
+                except KafkaError:
+                    pass
+            fetcher.send_fetches()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            fetcher.wait_for_answers(min(left, 0.1))
+
+    def _take(self, limit: int) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        key_de = self.key_deserializer
+        value_de = self.value_deserializer
+        for tp, state in self._fetcher.states.items():
+            if state.error is not None:
+                error, state.error = state.error, None
+                raise error
+            if not state.records and state.buffered:
+                self._fetcher.decode_next(tp)
+            queue = state.records
+            topic, partition = tp.topic, tp.partition
+            while queue and len(out) < limit:
+                kind, record = queue.popleft()
+                if kind == "skip":
+                    if record > state.position:
+                        state.position = record
+                    continue
+                key, value = record.key, record.value
+                try:
+                    if key_de is not None:
+                        key = key_de(key)
+                    if value_de is not None:
+                        value = value_de(value)
+                except Exception as exc:
+                    raise SerializationError(
+                        f"deserializer failed on {tp} offset {record.offset}: {exc}"
+                    ) from exc
+                out.append(
+                    ConsumerRecord(
+                        topic, partition, record.offset, record.timestamp, kind,
+                        key, value, list(record.headers),
+                    )
+                )
+                state.position = record.offset + 1
+            if len(out) >= limit:
+                break
+        return out
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records one by one; stops after ``consumer_timeout_ms`` without any (if set)."""
+        while True:
+            timeout = 1000 if self.consumer_timeout_ms is None else self.consumer_timeout_ms
+            records = self.poll(timeout)
+            if not records and self.consumer_timeout_ms is not None:
+                return
+            yield from records
+
+    # ----- lifecycle -------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the consumer is closed")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._owns_client:
+                self.client.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+__all__ = ["Consumer", "ConsumerRecord", "ErrorCode"]

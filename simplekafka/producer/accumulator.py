@@ -1,0 +1,224 @@
+"""The record accumulator: records wait here, grouped into batches per partition.
+
+``send()`` appends a record to the open batch of its partition and returns at
+once; the sender thread takes batches out when they are full (``batch_size``),
+old enough (``linger_ms``), or a flush or close asks for everything. Memory is
+bounded: ``buffer_memory`` bytes of records at most, and an append that would
+exceed it blocks (back-pressure) up to ``max_block_ms``, then fails with
+``BufferExhaustedError``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from simplekafka.client.errors import BufferExhaustedError
+from simplekafka.client.types import TopicPartition
+from simplekafka.producer.futures import BatchResult, RecordFuture
+from simplekafka.protocol.records import Record
+
+RECORD_OVERHEAD = 21  # worst-case varint framing of one record in a batch
+BATCH_OVERHEAD = 61
+
+
+def estimate_size(key: bytes | None, value: bytes | None, headers: list | None) -> int:
+    """Upper bound on the bytes a record takes in an uncompressed batch."""
+    size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+    if headers:
+        for hkey, hvalue in headers:
+            size += 10 + len(hkey.encode()) + (len(hvalue) if hvalue else 0)
+    return size
+
+
+@dataclass(eq=False)
+class ProducerBatch:
+    """Records for one partition that travel in one RecordBatch."""
+
+    tp: TopicPartition
+    created: float
+    deadline: float
+    records: list[Record] = field(default_factory=list)
+    size: int = BATCH_OVERHEAD
+    result: BatchResult = field(default_factory=BatchResult)
+    attempts: int = 0
+    retry_at: float = 0.0
+    base_sequence: int = -1
+    encoded: bytes | None = None
+    closed: bool = False
+
+    @property
+    def is_retry(self) -> bool:
+        return self.attempts > 0
+
+
+class RecordAccumulator:
+    """Per-partition queues of batches, with memory accounting (thread-safe)."""
+
+    def __init__(
+        self,
+        batch_size: int = 16_384,
+        linger_ms: float = 5,
+        buffer_memory: int = 32 * 1024 * 1024,
+        delivery_timeout_ms: int = 120_000,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger = linger_ms / 1000
+        self.buffer_memory = buffer_memory
+        self.delivery_timeout = delivery_timeout_ms / 1000
+        self.condition = threading.Condition()
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._used = 0
+        self._incomplete: set[ProducerBatch] = set()
+        self._flushing = 0
+        self.closed = False
+
+    # ----- producer side ---------------------------------------------------------
+
+    def append(
+        self,
+        tp: TopicPartition,
+        record: Record,
+        size: int,
+        max_block: float,
+    ) -> tuple[RecordFuture, bool]:
+        """Add ``record`` to its partition's open batch; returns (future, new batch made)."""
+        with self.condition:
+            if self._used + size > self.buffer_memory and self._used > 0:
+                deadline = time.monotonic() + max_block
+                while self._used + size > self.buffer_memory and self._used > 0:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self.closed:
+                        raise BufferExhaustedError(
+                            f"producer buffer ({self.buffer_memory} bytes) stayed full for "
+                            f"{max_block * 1000:.0f} ms: the broker is slower than the producer"
+                        )
+                    self.condition.wait(left)
+            queue = self._queues.get(tp)
+            if queue is None:
+                queue = self._queues[tp] = deque()
+            batch = queue[-1] if queue else None
+            new_batch = False
+            if (
+                batch is None
+                or batch.closed
+                or batch.is_retry
+                or (batch.records and batch.size + size > self.batch_size)
+            ):
+                if batch is not None and not batch.closed:
+                    batch.closed = True
+                    self.condition.notify_all()
+                now = time.monotonic()
+                batch = ProducerBatch(tp, now, now + self.delivery_timeout)
+                queue.append(batch)
+                self._incomplete.add(batch)
+                new_batch = True
+            index = len(batch.records)
+            batch.records.append(record)
+            batch.size += size
+            self._used += size
+            if batch.size >= self.batch_size:
+                batch.closed = True
+                self.condition.notify_all()
+            future = RecordFuture(
+                batch.result,
+                index,
+                tp.topic,
+                tp.partition,
+                record.timestamp,
+                len(record.key) if record.key is not None else -1,
+                len(record.value) if record.value is not None else -1,
+            )
+            return future, new_batch
+
+    # ----- sender side (call with the condition held) ---------------------------
+
+    def ready_partitions(self, now: float) -> tuple[list[TopicPartition], float]:
+        """Partitions whose head batch may go now, and seconds until the next may."""
+        ready = []
+        wait = 3600.0
+        flushing = self._flushing > 0 or self.closed
+        for tp, queue in self._queues.items():
+            if not queue:
+                continue
+            head = queue[0]
+            if head.is_retry:
+                due = head.retry_at
+            elif head.closed or len(queue) > 1 or flushing:
+                due = now
+            else:
+                due = head.created + self.linger
+            if due <= now:
+                ready.append(tp)
+            else:
+                wait = min(wait, due - now)
+        return ready, wait
+
+    def head(self, tp: TopicPartition) -> ProducerBatch | None:
+        queue = self._queues.get(tp)
+        return queue[0] if queue else None
+
+    def pop(self, tp: TopicPartition) -> ProducerBatch:
+        batch = self._queues[tp].popleft()
+        batch.closed = True
+        return batch
+
+    def requeue(self, batch: ProducerBatch, backoff: float) -> None:
+        """Put a failed batch back, ahead of newer ones, in sequence order."""
+        batch.retry_at = time.monotonic() + backoff
+        queue = self._queues.setdefault(batch.tp, deque())
+        index = 0
+        while (
+            index < len(queue)
+            and queue[index].is_retry
+            and 0 <= queue[index].base_sequence < batch.base_sequence
+        ):
+            index += 1
+        queue.insert(index, batch)
+        self.condition.notify_all()
+
+    def complete(self, batch: ProducerBatch) -> None:
+        """The batch is finished (acknowledged or failed): free its memory."""
+        if batch in self._incomplete:
+            self._incomplete.discard(batch)
+            self._used -= batch.size - BATCH_OVERHEAD
+            self.condition.notify_all()
+
+    def expired(self, now: float) -> list[ProducerBatch]:
+        """Queued batches past their delivery deadline (removed from the queues)."""
+        gone = []
+        for queue in self._queues.values():
+            while queue and queue[0].deadline <= now:
+                gone.append(queue.popleft())
+        return gone
+
+    def drain_all(self) -> list[ProducerBatch]:
+        """Every queued batch (for an abort on close)."""
+        batches = [b for queue in self._queues.values() for b in queue]
+        for queue in self._queues.values():
+            queue.clear()
+        return batches
+
+    # ----- flush -----------------------------------------------------------------
+
+    def incomplete(self) -> list[ProducerBatch]:
+        with self.condition:
+            return list(self._incomplete)
+
+    def begin_flush(self) -> None:
+        with self.condition:
+            self._flushing += 1
+            self.condition.notify_all()
+
+    def end_flush(self) -> None:
+        with self.condition:
+            self._flushing -= 1
+
+    @property
+    def used_bytes(self) -> int:
+        return self._used
+
+    def has_unsent(self) -> bool:
+        return any(self._queues.values())

@@ -1,0 +1,263 @@
+"""``Producer``: send records to topics, batched, compressed, retried, in the background.
+
+``send()`` serializes the key and value, picks a partition, appends the record
+to the accumulator and returns a future at once; the sender thread does the
+network work. ``flush()`` waits for everything sent so far; ``close()`` flushes
+and stops. Configuration names follow Kafka's (``acks``, ``linger_ms``,
+``batch_size``, ``compression_type``, ``enable_idempotence``, ...).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from simplekafka.client.client import KafkaClient
+from simplekafka.client.errors import (
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageTooLargeError,
+    SerializationError,
+    UnknownTopicOrPartitionError,
+)
+from simplekafka.client.types import TopicPartition
+from simplekafka.producer.accumulator import BATCH_OVERHEAD, RecordAccumulator, estimate_size
+from simplekafka.producer.futures import RecordFuture
+from simplekafka.producer.partitioner import DefaultPartitioner
+from simplekafka.producer.sender import Sender
+from simplekafka.protocol.compression import Compression
+from simplekafka.protocol.records import Record
+
+Serializer = Callable[[Any], bytes | None]
+Partitioner = Callable[[str, bytes | None, Sequence[int]], int]
+
+
+def _parse_acks(acks: int | str) -> int:
+    if acks in ("all", -1, "-1"):
+        return -1
+    if acks in (0, 1, "0", "1"):
+        return int(acks)
+    raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
+
+
+def _to_bytes(data: Any, serializer: Serializer | None, what: str) -> bytes | None:
+    if serializer is not None:
+        try:
+            data = serializer(data)
+        except Exception as exc:
+            raise SerializationError(f"{what} serializer failed: {exc}") from exc
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise SerializationError(
+        f"{what} must be bytes (or None), not {type(data).__name__}; "
+        f"pass {what}_serializer=... to convert it (e.g. str.encode)"
+    )
+
+
+class Producer:
+    """A thread-safe Kafka producer (one background sender thread, one I/O thread)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str] = "localhost:9092",
+        *,
+        client_id: str = "simplekafka-producer",
+        acks: int | str = 1,
+        linger_ms: float = 5,
+        batch_size: int = 16_384,
+        compression_type: str | int | None = None,
+        enable_idempotence: bool = False,
+        retries: int = 2**31 - 1,
+        retry_backoff_ms: int = 100,
+        max_in_flight: int = 5,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_block_ms: int = 60_000,
+        max_request_size: int = 1024 * 1024,
+        request_timeout_ms: int = 30_000,
+        delivery_timeout_ms: int = 120_000,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
+        partitioner: Partitioner | None = None,
+        client: KafkaClient | None = None,
+    ) -> None:
+        self.acks = _parse_acks(acks)
+        if enable_idempotence:
+            if self.acks != -1:
+                raise ValueError("enable_idempotence needs acks='all'")
+            max_in_flight = min(max_in_flight, 5)
+        if batch_size <= 0 or buffer_memory <= 0 or max_request_size <= 0:
+            raise ValueError("batch_size, buffer_memory and max_request_size must be positive")
+        self.compression = Compression.of(compression_type or 0)
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self.partitioner = partitioner or DefaultPartitioner()
+        self.max_block = max_block_ms / 1000
+        self.max_request_size = max_request_size
+        self._owns_client = client is None
+        self.client = client or KafkaClient(
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            max_in_flight=max_in_flight,
+        )
+        self.accumulator = RecordAccumulator(
+            batch_size, linger_ms, buffer_memory, delivery_timeout_ms
+        )
+        self._sender = Sender(
+            self.client,
+            self.accumulator,
+            acks=self.acks,
+            compression=int(self.compression),
+            retries=retries,
+            retry_backoff_ms=retry_backoff_ms,
+            request_timeout_ms=request_timeout_ms,
+            max_in_flight=max_in_flight,
+            max_request_size=max_request_size,
+            idempotent=enable_idempotence,
+            on_new_batch=self._batch_closed,
+        )
+        self._partitions: dict[str, list[int]] = {}
+        self._closed = False
+        self._sender.start()
+
+    # ----- sending ---------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> RecordFuture:
+        """Queue one record; the future resolves to its ``RecordMetadata`` once acknowledged.
+
+        Raises at once (not through the future) for mistakes on this side: a
+        value that is not bytes, a record over ``max_request_size``, a topic
+        or partition that does not exist (after waiting ``max_block_ms`` for
+        metadata), a closed producer.
+        """
+        if self._closed:
+            raise ClientClosedError("send() on a closed producer")
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"topic must be a non-empty string, not {topic!r}")
+        key_bytes = _to_bytes(key, self.key_serializer, "key")
+        value_bytes = _to_bytes(value, self.value_serializer, "value")
+        header_list = _headers(headers)
+        size = estimate_size(key_bytes, value_bytes, header_list)
+        if size + BATCH_OVERHEAD > self.max_request_size:
+            raise MessageTooLargeError(
+                f"record of about {size + BATCH_OVERHEAD} bytes is larger than "
+                f"max_request_size ({self.max_request_size})"
+            )
+        if size > self.accumulator.buffer_memory:
+            raise MessageTooLargeError(
+                f"record of about {size} bytes is larger than buffer_memory "
+                f"({self.accumulator.buffer_memory})"
+            )
+        partitions = self._partitions_of(topic)
+        if partition is None:
+            partition = self.partitioner(topic, key_bytes, partitions)
+        elif partition not in partitions:
+            raise UnknownTopicOrPartitionError(
+                f"topic {topic!r} has partitions {partitions[0]}..{partitions[-1]}, "
+                f"not {partition}"
+            )
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        record = Record(0, timestamp, key_bytes, value_bytes, header_list)
+        future, _ = self.accumulator.append(
+            TopicPartition(topic, partition), record, size, self.max_block
+        )
+        return future
+
+    def _partitions_of(self, topic: str) -> list[int]:
+        partitions = self._partitions.get(topic)
+        if partitions is None or self.client.metadata.partitions_for(topic) is None:
+            partitions = self.client.partitions_for(topic, int(self.max_block * 1000))
+            self._partitions[topic] = partitions
+        return partitions
+
+    def _batch_closed(self, tp: TopicPartition) -> None:
+        on_new_batch = getattr(self.partitioner, "on_new_batch", None)
+        if on_new_batch is not None:
+            on_new_batch(tp.topic, tp.partition, self._partitions.get(tp.topic, [tp.partition]))
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partition numbers of ``topic`` (waits up to ``max_block_ms`` for metadata)."""
+        return list(self._partitions_of(topic))
+
+    # ----- flushing and closing -------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait until each is acknowledged or failed.
+
+        Raises ``KafkaTimeoutError`` if that takes longer than ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.accumulator.begin_flush()
+        try:
+            for batch in self.accumulator.incomplete():
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not batch.result.wait(left):
+                    raise KafkaTimeoutError(f"flush() did not finish within {timeout} s")
+        finally:
+            self.accumulator.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush (up to ``timeout`` seconds), then stop the threads; unsent records fail."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush(timeout)
+        except KafkaError:
+            pass
+        self._sender.initiate_close(force=True)
+        self._sender.join(5)
+        if self._owns_client:
+            self.client.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def producer_id(self) -> int:
+        """The id InitProducerId gave (idempotence), -1 otherwise or before the first send."""
+        return self._sender.producer_id
+
+
+def _headers(
+    headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None,
+) -> list[tuple[str, bytes | None]]:
+    if not headers:
+        return []
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    result = []
+    for item in items:
+        try:
+            hkey, hvalue = item
+        except (TypeError, ValueError):
+            raise SerializationError(f"a header must be a (key, value) pair: {item!r}") from None
+        if not isinstance(hkey, str):
+            raise SerializationError(f"header keys must be str, not {type(hkey).__name__}")
+        if isinstance(hvalue, str):
+            hvalue = hvalue.encode()
+        elif hvalue is not None and not isinstance(hvalue, bytes):
+            if isinstance(hvalue, (bytearray, memoryview)):
+                hvalue = bytes(hvalue)
+            else:
+                raise SerializationError(
+                    f"header {hkey!r} value must be bytes or None, not {type(hvalue).__name__}"
+                )
+        result.append((hkey, hvalue))
+    return result
