@@ -59,6 +59,7 @@ __all__ = [
     "ControllerMovedError",
     "FencedTransaction",
     "NotControllerError",
+    "TopicChanges",
     "WriteConflictError",
     "diff_brokers",
     "read_controller",
@@ -105,6 +106,15 @@ class BrokerChanges:
 
     def __bool__(self) -> bool:
         return bool(self.new or self.dead or self.bounced)
+
+
+@dataclass(frozen=True)
+class TopicChanges:
+    """Topics under ``/brokers/topics``: all of them, and which appeared or went."""
+
+    topics: frozenset[str]
+    new: frozenset[str] = frozenset()
+    deleted: frozenset[str] = frozenset()
 
 
 def diff_brokers(before: dict[int, int], after: dict[int, int]) -> BrokerChanges:
@@ -210,6 +220,7 @@ class ControllerElection:
         on_resigned: Callable[[], Any] | None = None,
         on_brokers_changed: Callable[[BrokerChanges], Any] | None = None,
         on_controller_changed: Callable[[int | None], Any] | None = None,
+        on_topics_changed: Callable[[TopicChanges], Any] | None = None,
         call_soon: CallSoon = call_directly,
     ):
         self.zk = zk
@@ -218,6 +229,7 @@ class ControllerElection:
         self._callbacks = {
             "elected": on_elected, "resigned": on_resigned,
             "brokers_changed": on_brokers_changed, "controller_changed": on_controller_changed,
+            "topics_changed": on_topics_changed,
         }
         self._call_soon = call_soon
         self._events: queue.Queue[_Event] = queue.Queue()
@@ -231,6 +243,7 @@ class ControllerElection:
         self.epoch_zk_version: int | None = None  # /controller_epoch version after our win
         self.controller_id: int | None = None  # last controller seen
         self.live_brokers: dict[int, int] = {}  # only kept while controller
+        self.topics: set[str] = set()  # only kept while controller
 
     # ---- public API -------------------------------------------------------------------
 
@@ -302,6 +315,9 @@ class ControllerElection:
     def _on_brokers_watch(self, event: WatchedEvent) -> None:
         self._enqueue("brokers_changed")
 
+    def _on_topics_watch(self, event: WatchedEvent) -> None:
+        self._enqueue("topics_changed")
+
     def _deliver(self, name: str, *args: Any) -> None:
         callback = self._callbacks[name]
         if callback is not None:
@@ -312,6 +328,7 @@ class ControllerElection:
             "startup": self._handle_startup,
             "controller_changed": self._elect,
             "brokers_changed": self._handle_brokers_changed,
+            "topics_changed": self._handle_topics_changed,
             "session_lost": self._handle_session_lost,
             "session_new": self._handle_session_new,
             "moved": self._handle_moved,
@@ -387,9 +404,12 @@ class ControllerElection:
         self.epoch_zk_version = results[1].version if version >= 0 else 0
         self._set_controller_id(self.broker_id)
         self.live_brokers = self._read_live_brokers()
+        self.topics = set(self.zk.get_children(ZkPaths.BROKER_TOPICS, watch=self._on_topics_watch))
         log.info("broker %s is the controller, epoch %s", self.broker_id, self.epoch)
         self._deliver("elected", self.epoch)
         self._deliver("brokers_changed", diff_brokers({}, self.live_brokers))
+        every_topic = frozenset(self.topics)
+        self._deliver("topics_changed", TopicChanges(every_topic, new=every_topic))
 
     def _set_controller_id(self, controller_id: int | None) -> None:
         if controller_id != self.controller_id:
@@ -403,6 +423,7 @@ class ControllerElection:
         self.is_controller = False
         self.epoch_zk_version = None
         self.live_brokers = {}
+        self.topics = set()
         self._deliver("resigned")
 
     def _read_live_brokers(self) -> dict[int, int]:
@@ -421,6 +442,16 @@ class ControllerElection:
         self.live_brokers = changes.live
         if changes:
             self._deliver("brokers_changed", changes)
+
+    def _handle_topics_changed(self) -> None:
+        if not self.is_controller:
+            return
+        topics = set(self.zk.get_children(ZkPaths.BROKER_TOPICS, watch=self._on_topics_watch))
+        changes = TopicChanges(frozenset(topics), frozenset(topics - self.topics),
+                               frozenset(self.topics - topics))
+        self.topics = topics
+        if changes.new or changes.deleted:
+            self._deliver("topics_changed", changes)
 
     def _handle_moved(self) -> None:
         """A fenced write found a newer controller epoch: resign, then see who leads."""

@@ -1,0 +1,161 @@
+"""A cluster member for stage 2: a "broker" with no log and no network server yet.
+
+It does exactly the ZooKeeper part of a broker's life: register under
+``/brokers/ids/<id>``, contend for controller, and, while controller, keep a
+leader for every partition (new partitions get the first live replica; when a
+broker dies, its partitions move to the next live ISR member with the leader
+epoch bumped). Every write the controller makes is a fenced transaction.
+
+Run one per process, as the demo and the tests do::
+
+    python -m stages.stage2_zookeeper.member --zookeeper 127.0.0.1:2181 --broker-id 1
+
+It prints one JSON object per line on stdout for each thing that happens
+(``registered``, ``controller``, ``elected``, ``brokers``, ``leaders``, ``resigned``)
+and runs until it is killed or its stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from simplekafka.coordination import (
+    BrokerChanges,
+    BrokerRegistration,
+    ControllerElection,
+    ControllerMovedError,
+    NotControllerError,
+    TopicChanges,
+    WriteConflictError,
+    ZkPaths,
+    connect_zookeeper,
+    elect_leader_for_new_partition,
+    elect_leader_for_offline_partition,
+    list_topics,
+    read_partition_state,
+    read_topic_assignment,
+)
+
+_print_lock = threading.Lock()
+
+
+def emit(event: str, **fields: Any) -> None:
+    """One JSON line on stdout, flushed at once so a parent process sees it live."""
+    with _print_lock:
+        print(json.dumps({"event": event, **fields}), flush=True)
+
+
+class Member:
+    """Registration + election + the controller's one duty in this stage: leaders."""
+
+    def __init__(self, zk: KazooClient, broker_id: int, port: int, rack: str | None):
+        self.zk = zk
+        self.registration = BrokerRegistration(zk, broker_id, "127.0.0.1", port, rack)
+        self.election = ControllerElection(
+            zk, broker_id, registration=self.registration,
+            on_elected=self.on_elected, on_resigned=lambda: emit("resigned"),
+            on_brokers_changed=self.on_brokers_changed,
+            on_controller_changed=lambda cid: emit("controller", id=cid),
+            on_topics_changed=self.on_topics_changed,
+        )
+        # Callbacks run on the election's event thread (call_soon defaults to
+        # calling directly), so the partition work below never interleaves.
+
+    def start(self) -> None:
+        self.election.start()
+        self.election.wait_until_settled(timeout=30)
+        emit("registered", broker_id=self.registration.broker_id, epoch=self.registration.epoch)
+
+    def on_elected(self, epoch: int) -> None:
+        emit("elected", epoch=epoch)
+
+    def on_brokers_changed(self, changes: BrokerChanges) -> None:
+        emit("brokers", live=sorted(changes.live), new=list(changes.new),
+             dead=list(changes.dead), bounced=list(changes.bounced))
+        try:
+            self.elect_leaders(set(changes.live))
+        except NotControllerError as exc:  # fenced: a newer controller took over
+            emit("fenced", reason=str(exc))
+
+    def on_topics_changed(self, changes: TopicChanges) -> None:
+        if changes.new:
+            emit("topics", new=sorted(changes.new))
+            try:
+                self.elect_leaders(set(self.election.live_brokers))
+            except NotControllerError as exc:
+                emit("fenced", reason=str(exc))
+
+    def elect_leaders(self, live: set[int]) -> None:
+        """Give every partition of every topic a live leader if it can have one."""
+        controller_epoch = self.election.epoch or 0
+        moved = []
+        for topic in list_topics(self.zk):
+            assignment = read_topic_assignment(self.zk, topic)
+            if assignment is None:
+                continue
+            for partition, replicas in assignment.partitions.items():
+                change = self._elect_one(topic, partition, replicas, live, controller_epoch)
+                if change:
+                    moved.append(change)
+        if moved:
+            emit("leaders", changes=moved)
+
+    def _elect_one(self, topic: str, partition: int, replicas: tuple[int, ...], live: set[int],
+                   controller_epoch: int) -> dict[str, Any] | None:
+        current = read_partition_state(self.zk, topic, partition)
+        transaction = self.election.fenced_transaction()
+        if current is None:
+            state = elect_leader_for_new_partition(replicas, live, controller_epoch)
+            if state is None:
+                return None
+            self.zk.ensure_path(ZkPaths.partition(topic, partition))
+            transaction.create(ZkPaths.partition_state(topic, partition), state.to_json())
+        else:
+            old, version = current
+            state = elect_leader_for_offline_partition(replicas, old, live, controller_epoch)
+            if state == old:
+                return None
+            transaction.set_data(ZkPaths.partition_state(topic, partition), state.to_json(),
+                                 version=version)
+        try:
+            transaction.commit()
+        except WriteConflictError:
+            return None  # someone changed it meanwhile; the next broker change retries
+        except ControllerMovedError:
+            raise
+        return {"topic": topic, "partition": partition, "leader": state.leader,
+                "leader_epoch": state.leader_epoch, "isr": list(state.isr)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zookeeper", required=True, help="host:port[/chroot]")
+    parser.add_argument("--broker-id", type=int, required=True)
+    parser.add_argument("--port", type=int, default=9092, help="advertised port (not opened)")
+    parser.add_argument("--rack")
+    parser.add_argument("--session-timeout", type=float, default=3.0, help="seconds")
+    args = parser.parse_args(argv)
+    zk = connect_zookeeper(args.zookeeper, timeout=15, session_timeout=args.session_timeout)
+    member = Member(zk, args.broker_id, args.port, args.rack)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    member.start()
+    stop.wait()
+    member.election.stop()
+    member.registration.deregister()
+    zk.stop()
+    zk.close()
+    emit("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
