@@ -68,18 +68,33 @@ class Compression(enum.IntEnum):
             ) from None
 
 
-def compress(codec: int | str | Compression, data: bytes | bytearray | memoryview) -> bytes:
-    """Compress ``data`` the way a Kafka producer would for ``codec``."""
+# What librdkafka uses when the producer sets no level: zlib's default, lz4's
+# fast mode (cramjam's own default is a slower high-compression level), zstd 3.
+DEFAULT_LEVELS = {"GZIP": 6, "LZ4": 0, "ZSTD": 3}
+
+
+def compress(
+    codec: int | str | Compression,
+    data: bytes | bytearray | memoryview,
+    level: int | None = None,
+) -> bytes:
+    """Compress ``data`` the way a Kafka producer would for ``codec``.
+
+    ``level`` is the codec's own compression level (gzip 1-9, lz4 0-12, zstd
+    1-22); None picks the default in DEFAULT_LEVELS. Snappy has no levels.
+    """
     codec = Compression.of(codec)
     if codec is Compression.NONE:
         return bytes(data)
-    if codec is Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data))
     if codec is Compression.SNAPPY:
         return snappy_xerial_compress(data)
-    if codec is Compression.LZ4:
-        return bytes(cramjam.lz4.compress(data))
-    return bytes(cramjam.zstd.compress(data))
+    if level is None:
+        level = DEFAULT_LEVELS[codec.name]
+    module = {Compression.GZIP: cramjam.gzip, Compression.LZ4: cramjam.lz4}.get(codec, cramjam.zstd)
+    try:
+        return bytes(module.compress(data, level=level))
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise ValueError(f"bad {codec.name.lower()} compression level {level!r}: {exc}") from None
 
 
 def decompress(codec: int | str | Compression, data: bytes | bytearray | memoryview) -> bytes:

@@ -175,6 +175,16 @@ def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
             )
 
 
+def _read_zigzag(data: bytes, pos: int) -> tuple[int, int]:
+    """A signed (zigzag) varint of any length; returns (value, new position)."""
+    value, pos = _read_uvarint(data, pos)
+    return (value >> 1) ^ -(value & 1), pos
+
+
+# Zigzag-decoded value of every one- or two-byte varint (the raw 14-bit number).
+_ZIGZAG = tuple((z >> 1) ^ -(z & 1) for z in range(1 << 14))
+
+
 # ---------------------------------------------------------------- building
 
 
@@ -298,6 +308,7 @@ def build_batch(
     is_transactional: bool = False,
     timestamp_type: int = TIMESTAMP_CREATE_TIME,
     is_control: bool = False,
+    compression_level: int | None = None,
 ) -> bytes:
     """Encode ``records`` as one RecordBatch v2, ready for a ProduceRequest.
 
@@ -305,7 +316,9 @@ def build_batch(
     ``key``, ``value`` and optionally ``headers`` and ``timestamp``. Offsets are
     assigned by position (offset delta 0, 1, 2...); a record's own ``offset``
     is ignored. A missing timestamp means now. ``compression`` is a codec id
-    or name (``"gzip"``...). Raises ValueError or TypeError for bad arguments.
+    or name (``"gzip"``...), ``compression_level`` the codec's level (None:
+    the default in compression.DEFAULT_LEVELS). Raises ValueError or TypeError
+    for bad arguments.
     """
     if not isinstance(records, Sequence):
         records = list(records)
@@ -322,7 +335,7 @@ def build_batch(
     now_ms = int(time.time() * 1000)
     payload, base_ts, max_ts = _encode_records(records, now_ms)
     if codec is not Compression.NONE:
-        payload = compress(codec, payload)
+        payload = compress(codec, payload, compression_level)
     attributes = int(codec)
     if timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
         attributes |= ATTR_TIMESTAMP_TYPE
@@ -353,15 +366,19 @@ def build_batch(
 # ---------------------------------------------------------------- parsing
 
 
-def _decode_records(
-    data: bytes, count: int, base_offset: int, base_ts: int, fixed_ts: int | None
-) -> list[Record]:
-    """Decode ``count`` records filling ``data`` exactly (offsets in errors are within data)."""
+def _decode_records(data: bytes, count: int, base_offset: int, base_ts: int) -> list[Record]:
+    """Decode ``count`` records filling ``data`` exactly (offsets in errors are within data).
+
+    Each varint is read inline: one byte (the common case), two bytes (lengths
+    up to 8191), or the slow path; ``zz`` turns a one- or two-byte varint into
+    its zigzag-decoded value with one lookup.
+    """
     records: list[Record] = []
     append = records.append
     new = tuple.__new__
     record_type = Record
-    read_uvarint = _read_uvarint
+    read_zigzag = _read_zigzag
+    zz = _ZIGZAG
     end = len(data)
     pos = 0
     rec_start = 0
@@ -370,68 +387,70 @@ def _decode_records(
             rec_start = pos
             v = data[pos]
             if v < 0x80:
+                n = zz[v]
                 pos += 1
             elif data[pos + 1] < 0x80:
-                v = (v & 0x7F) | (data[pos + 1] << 7)
+                n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                v, pos = read_uvarint(data, pos)
-            rec_end = pos + ((v >> 1) ^ -(v & 1))
-            if rec_end > end or rec_end <= pos:
+                n, pos = read_zigzag(data, pos)
+            rec_end = pos + n
+            if rec_end > end or n <= 0:
                 raise CorruptBatchError(
-                    f"record length {(v >> 1) ^ -(v & 1)} does not fit the {end - pos} bytes left",
+                    f"record length {n} does not fit the {end - pos} bytes left",
                     offset=rec_start,
                     expected=f"record length 1..{end - pos}",
                 )
             pos += 1  # attributes: unused in v2
             v = data[pos]
             if v < 0x80:
+                n = zz[v]
                 pos += 1
             elif data[pos + 1] < 0x80:
-                v = (v & 0x7F) | (data[pos + 1] << 7)
+                n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                v, pos = read_uvarint(data, pos)
-            timestamp = base_ts + ((v >> 1) ^ -(v & 1)) if fixed_ts is None else fixed_ts
+                n, pos = read_zigzag(data, pos)
+            timestamp = base_ts + n
             v = data[pos]
             if v < 0x80:
+                n = zz[v]
                 pos += 1
             elif data[pos + 1] < 0x80:
-                v = (v & 0x7F) | (data[pos + 1] << 7)
+                n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                v, pos = read_uvarint(data, pos)
-            offset = base_offset + ((v >> 1) ^ -(v & 1))
+                n, pos = read_zigzag(data, pos)
+            offset = base_offset + n
             v = data[pos]
             if v < 0x80:
+                n = zz[v]
                 pos += 1
             elif data[pos + 1] < 0x80:
-                v = (v & 0x7F) | (data[pos + 1] << 7)
+                n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                v, pos = read_uvarint(data, pos)
-            if v & 1:  # negative length: null key
+                n, pos = read_zigzag(data, pos)
+            if n < 0:  # a negative length is a null key
                 key = None
             else:
-                v >>= 1
-                key = data[pos : pos + v]
-                pos += v
+                key = data[pos : pos + n]
+                pos += n
             v = data[pos]
             if v < 0x80:
+                n = zz[v]
                 pos += 1
             elif data[pos + 1] < 0x80:
-                v = (v & 0x7F) | (data[pos + 1] << 7)
+                n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                v, pos = read_uvarint(data, pos)
-            if v & 1:
+                n, pos = read_zigzag(data, pos)
+            if n < 0:
                 value = None
             else:
-                v >>= 1
-                value = data[pos : pos + v]
-                pos += v
-            v = data[pos]
-            if v == 0:
+                value = data[pos : pos + n]
+                pos += n
+            if data[pos] == 0:
                 pos += 1
                 headers = []
             else:
@@ -509,15 +528,18 @@ def parse_batch(
     codec = header.attributes & 0x07
     compressed = codec != 0
     data = decompress(codec, section) if compressed else bytes(section)
-    fixed_ts = header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else None
     try:
         records = _decode_records(
-            data, header.records_count, header.base_offset, header.base_timestamp, fixed_ts
+            data, header.records_count, header.base_offset, header.base_timestamp
         )
     except CorruptBatchError as exc:
         if not compressed and exc.offset is not None:
             exc.offset += pos + HEADER_SIZE
         raise
+    if header.attributes & ATTR_TIMESTAMP_TYPE:
+        # LogAppendTime: the broker's time, kept once in maxTimestamp, is every record's time
+        append_time = header.max_timestamp
+        records = [record._replace(timestamp=append_time) for record in records]
     return RecordBatch(header, records)
 
 

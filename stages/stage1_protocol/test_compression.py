@@ -204,3 +204,12 @@ def test_damaged_stream_raises_only_the_codecs_error(codec, data):
         decompress(codec, packed)
     except ProtocolError:
         pass
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.LZ4, Compression.ZSTD])
+def test_compression_levels(codec):
+    fast = compress(codec, PAYLOAD, level=1)
+    best = compress(codec, PAYLOAD, level=9)
+    assert decompress(codec, fast) == decompress(codec, best) == PAYLOAD
+    with pytest.raises(ValueError, match="compression level"):
+        compress(codec, PAYLOAD, level=-5 if codec is not Compression.ZSTD else "high")
