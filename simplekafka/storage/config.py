@@ -1,0 +1,117 @@
+"""How a log is cut into segments, indexed, flushed and trimmed: Kafka's per-topic settings.
+
+Field names are Kafka's topic config names in snake_case (``segment.bytes`` is
+``segment_bytes``). The defaults are Kafka's defaults. ``from_kafka`` reads
+either the topic-level names (``segment.bytes``) or the broker-level ones
+(``log.segment.bytes``, ``log.retention.hours``...), so a broker can build one
+LogConfig from its server.properties and override it per topic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from simplekafka.storage.errors import LogConfigError
+
+MIB = 1024 * 1024
+HOUR_MS = 60 * 60 * 1000
+DAY_MS = 24 * HOUR_MS
+
+# Smallest index file that still holds one entry of each index type.
+_MIN_INDEX_BYTES = 12
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Per-log settings; -1 in retention_ms / retention_bytes means "no limit"."""
+
+    segment_bytes: int = 1024 * MIB
+    segment_ms: int = 7 * DAY_MS
+    index_interval_bytes: int = 4096
+    max_index_size: int = 10 * MIB
+    retention_ms: int = 7 * DAY_MS
+    retention_bytes: int = -1
+    flush_messages: int | None = None
+    flush_ms: int | None = None
+    max_message_bytes: int = 1024 * 1024 + 12
+
+    def __post_init__(self) -> None:
+        _at_least("segment_bytes", self.segment_bytes, 61)
+        _at_least("segment_ms", self.segment_ms, 1)
+        _at_least("index_interval_bytes", self.index_interval_bytes, 0)
+        _at_least("max_index_size", self.max_index_size, _MIN_INDEX_BYTES)
+        _at_least("retention_ms", self.retention_ms, -1)
+        _at_least("retention_bytes", self.retention_bytes, -1)
+        _at_least("max_message_bytes", self.max_message_bytes, 0)
+        if self.flush_messages is not None:
+            _at_least("flush_messages", self.flush_messages, 1)
+        if self.flush_ms is not None:
+            _at_least("flush_ms", self.flush_ms, 0)
+
+    def replace(self, **changes: object) -> LogConfig:
+        """A copy with some fields changed (validated like the original)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_kafka(cls, settings: Mapping[str, object], base: LogConfig | None = None) -> LogConfig:
+        """Build from Kafka-style keys (values may be strings); keys about other things are ignored.
+
+        Topic-level names win over broker-level ones; among broker-level
+        retention and roll settings, ``.ms`` wins over ``.minutes`` over
+        ``.hours`` as in Kafka. ``base`` gives the values of keys not present.
+        """
+        changes: dict[str, int | None] = {}
+        for field, keys in _KAFKA_KEYS.items():
+            for key, scale in keys:
+                if key in settings:
+                    changes[field] = _number(key, settings[key]) * scale
+                    break
+        for field in ("flush_messages", "flush_ms"):
+            value = changes.get(field)
+            if value is not None and value >= _KAFKA_LONG_MAX:
+                changes[field] = None  # Kafka's "never" default
+        try:
+            return dataclasses.replace(base or cls(), **changes)
+        except TypeError as exc:  # pragma: no cover - fields are fixed above
+            raise LogConfigError(str(exc)) from exc
+
+
+_KAFKA_LONG_MAX = (1 << 63) - 1
+
+# field -> [(kafka key, multiplier to our unit)], first present key wins.
+_KAFKA_KEYS: dict[str, list[tuple[str, int]]] = {
+    "segment_bytes": [("segment.bytes", 1), ("log.segment.bytes", 1)],
+    "segment_ms": [("segment.ms", 1), ("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)],
+    "index_interval_bytes": [("index.interval.bytes", 1), ("log.index.interval.bytes", 1)],
+    "max_index_size": [("segment.index.bytes", 1), ("log.index.size.max.bytes", 1)],
+    "retention_ms": [
+        ("retention.ms", 1),
+        ("log.retention.ms", 1),
+        ("log.retention.minutes", 60 * 1000),
+        ("log.retention.hours", HOUR_MS),
+    ],
+    "retention_bytes": [("retention.bytes", 1), ("log.retention.bytes", 1)],
+    "flush_messages": [("flush.messages", 1), ("log.flush.interval.messages", 1)],
+    "flush_ms": [("flush.ms", 1), ("log.flush.interval.ms", 1)],
+    "max_message_bytes": [("max.message.bytes", 1), ("message.max.bytes", 1)],
+}
+
+
+def _number(key: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise LogConfigError(f"{key} must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise LogConfigError(f"{key} must be an integer, got {value!r}") from None
+
+
+def _at_least(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LogConfigError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise LogConfigError(f"{name} must be at least {minimum}, got {value}")

@@ -1,0 +1,125 @@
+"""The leader epoch cache: at which offset each leader epoch began.
+
+A new leader records ``(epoch, log end offset)`` before it appends; every batch
+it writes carries the epoch. A follower that comes back asks the leader "where
+did my latest epoch end?" (OffsetForLeaderEpoch) and truncates there, instead
+of trusting its own high watermark, which is how Kafka stopped losing and
+diverging data (KIP-101). The cache is persisted to ``leader-epoch-checkpoint``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from simplekafka.storage.checkpoints import read_epoch_checkpoint, write_epoch_checkpoint
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+CHECKPOINT_NAME = "leader-epoch-checkpoint"
+
+
+class EpochEntry(NamedTuple):
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochCache:
+    """Ordered ``epoch -> start offset`` entries, both strictly increasing.
+
+    ``log_end_offset`` is a callable because the answer for the latest epoch is
+    "the log end", which moves with every append.
+    """
+
+    def __init__(self, path: Path | None, log_end_offset: Callable[[], int]):
+        self._path = path
+        self._log_end_offset = log_end_offset
+        self._entries: list[EpochEntry] = []
+        if path is not None:
+            self._entries = [EpochEntry(*entry) for entry in read_epoch_checkpoint(path)]
+
+    @property
+    def entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest epoch, or -1 when no leader has written anything yet."""
+        return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+
+    @property
+    def latest_entry(self) -> EpochEntry | None:
+        return self._entries[-1] if self._entries else None
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; True if the cache changed.
+
+        An entry that would break monotonicity wins over older entries with an
+        epoch or a start offset at least as large, which are dropped (they came
+        from a leader whose log we are being told to overwrite).
+        """
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"epoch and start offset must be >= 0, got ({epoch}, {start_offset})")
+        latest = self.latest_entry
+        if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
+            return False
+        self._entries = [
+            entry
+            for entry in self._entries
+            if entry.epoch < epoch and entry.start_offset < start_offset
+        ]
+        self._entries.append(EpochEntry(epoch, start_offset))
+        self._flush()
+        return True
+
+    def end_offset_for(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` as OffsetForLeaderEpoch answers for ``epoch``.
+
+        For the latest epoch the end is the log end offset. For an older epoch
+        it is the start offset of the first newer epoch, paired with the
+        largest epoch we know that is <= the one asked for. An epoch newer than
+        all we know, or -1, gives (-1, -1).
+        """
+        if epoch == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if epoch == self._entries[-1].epoch:
+            return epoch, self._log_end_offset()
+        higher = next((entry for entry in self._entries if entry.epoch > epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        floor = [entry for entry in self._entries if entry.epoch <= epoch]
+        return (floor[-1].epoch if floor else epoch), higher.start_offset
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch the record at ``offset`` was written in (-1 if before every entry)."""
+        found = UNDEFINED_EPOCH
+        for entry in self._entries:
+            if entry.start_offset > offset:
+                break
+            found = entry.epoch
+        return found
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs that start at or after ``end_offset`` (the log was truncated there)."""
+        kept = [entry for entry in self._entries if entry.start_offset < end_offset]
+        if len(kept) != len(self._entries):
+            self._entries = kept
+            self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at ``start_offset``: drop older epochs, clamp the one covering it."""
+        before = [entry for entry in self._entries if entry.start_offset <= start_offset]
+        if not before or (len(before) == 1 and before[0].start_offset == start_offset):
+            return
+        after = self._entries[len(before) :]
+        self._entries = [EpochEntry(before[-1].epoch, start_offset), *after]
+        self._flush()
+
+    def clear(self) -> None:
+        self._entries = []
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._path is not None:
+            write_epoch_checkpoint(self._path, self._entries)

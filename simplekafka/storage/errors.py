@@ -1,0 +1,51 @@
+"""The exceptions the storage layer raises, each carrying the Kafka error code a broker answers."""
+
+from __future__ import annotations
+
+from simplekafka.protocol.errors import ErrorCode
+
+
+class StorageError(Exception):
+    """Something went wrong on disk or with the log's state; ``error_code`` is the wire answer."""
+
+    error_code: ErrorCode = ErrorCode.KAFKA_STORAGE_ERROR
+
+    def __init__(self, message: str, error_code: ErrorCode | None = None):
+        super().__init__(message)
+        if error_code is not None:
+            self.error_code = error_code
+
+
+class OffsetOutOfRangeError(StorageError):
+    """A read asked for an offset below the log start or above the log end."""
+
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int):
+        super().__init__(
+            f"offset {offset} is out of range: the log holds "
+            f"[{log_start_offset}, {log_end_offset}) (reading at {log_end_offset} gives nothing)"
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class RecordTooLargeError(StorageError):
+    """A batch bigger than ``max.message.bytes`` or than a whole segment."""
+
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class UnexpectedAppendOffsetError(StorageError):
+    """A follower's batches do not start at our log end offset (or skip offsets)."""
+
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class CheckpointError(StorageError):
+    """A checkpoint file that does not parse; the message names the file and the line."""
+
+
+class LogConfigError(ValueError):
+    """A configuration value that is out of range or not a number."""

@@ -1,0 +1,231 @@
+"""Sparse, memory-mapped indexes of one segment: offset -> file position, timestamp -> offset.
+
+Both index files are arrays of fixed-size big-endian entries, sorted, so a
+lookup is a binary search over the memory map. Offsets are stored relative to
+the segment's base offset in 4 bytes, like Kafka:
+
+- ``.index``: relative offset (int32) + position in the .log file (int32)
+- ``.timeindex``: timestamp (int64) + relative offset (int32)
+
+The active segment's index files are preallocated to ``max_index_size`` (so
+appends never grow the file) and trimmed to their real length when the segment
+is closed or rolled; after a crash the tail of a preallocated file is zeros,
+which is why the active segment's indexes are rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from pathlib import Path
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class _MappedIndex:
+    """The shared machinery: a file of fixed-size entries, mapped into memory."""
+
+    _entry: struct.Struct
+
+    def __init__(self, path: Path, base_offset: int, max_bytes: int, writable: bool):
+        self.path = path
+        self.base_offset = base_offset
+        self._entry_size = self._entry.size
+        self._max_bytes = max(max_bytes - max_bytes % self._entry_size, self._entry_size)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._mm: mmap.mmap | None = None
+        self._writable = False
+        file_size = os.fstat(self._fd).st_size
+        self.misaligned = file_size % self._entry_size != 0
+        self._count = file_size // self._entry_size
+        if writable:
+            self.make_writable()
+        else:
+            self._map_read_only()
+
+    # -- sizing ----------------------------------------------------------------
+    @property
+    def max_entries(self) -> int:
+        return self._max_bytes // self._entry_size
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def is_full(self) -> bool:
+        return self._count >= self.max_entries
+
+    def make_writable(self) -> None:
+        """Preallocate the file to its maximum size and map it for appends (the active segment)."""
+        self._unmap()
+        self._count = min(self._count, self.max_entries)
+        os.ftruncate(self._fd, self._max_bytes)
+        self._mm = mmap.mmap(self._fd, self._max_bytes, access=mmap.ACCESS_WRITE)
+        self._writable = True
+
+    def trim(self) -> None:
+        """Cut the file to the entries in use and map it read-only (segment no longer active)."""
+        if self._mm is not None and self._writable:
+            self._mm.flush()
+        self._unmap()
+        os.ftruncate(self._fd, self._count * self._entry_size)
+        self._map_read_only()
+
+    def _map_read_only(self) -> None:
+        self._writable = False
+        length = self._count * self._entry_size
+        self._mm = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ) if length else None
+
+    def _unmap(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+    # -- entries ---------------------------------------------------------------
+    def _raw(self, index: int) -> tuple[int, int]:
+        assert self._mm is not None
+        return self._entry.unpack_from(self._mm, index * self._entry_size)
+
+    def _append_raw(self, first: int, second: int) -> None:
+        if not self._writable or self._mm is None:
+            raise ValueError(f"{self.path.name} is not open for appends")
+        self._entry.pack_into(self._mm, self._count * self._entry_size, first, second)
+        self._count += 1
+
+    def _largest_at_most(self, column: int, target: int) -> int:
+        """Position of the last entry whose ``column`` is <= target, or -1 (binary search)."""
+        lo, hi, found = 0, self._count - 1, -1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self._raw(mid)[column] <= target:
+                found, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def reset(self) -> None:
+        """Forget every entry (before a rebuild)."""
+        self._count = 0
+
+    def _truncate_entries(self, count: int) -> None:
+        self._count = min(self._count, count)
+        if not self._writable:
+            self.trim()
+
+    # -- lifetime --------------------------------------------------------------
+    def flush(self) -> None:
+        if self._mm is not None and self._writable:
+            self._mm.flush()
+
+    def close(self, trim: bool = True) -> None:
+        """Close the map and file; ``trim=False`` leaves a preallocated file as a crash would."""
+        if self._fd < 0:
+            return
+        if trim:
+            self.trim()
+        self._unmap()
+        os.close(self._fd)
+        self._fd = -1
+
+
+class OffsetIndex(_MappedIndex):
+    """``.index``: (relative offset, position) entries, offsets and positions increasing.
+
+    The offset stored is the LAST offset of the batch that starts at the
+    position, as in Kafka. A lookup for offset ``t`` returns the last entry
+    with an offset <= t; the batch holding ``t`` starts at or after it.
+    """
+
+    _entry = _OFFSET_ENTRY
+
+    def append(self, offset: int, position: int) -> None:
+        self._append_raw(offset - self.base_offset, position)
+
+    def entry(self, index: int) -> tuple[int, int]:
+        """The ``index``-th entry as (absolute offset, position)."""
+        relative, position = self._raw(index)
+        return self.base_offset + relative, position
+
+    def entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self._count)]
+
+    @property
+    def last_offset(self) -> int | None:
+        return self.entry(self._count - 1)[0] if self._count else None
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at or below ``offset``; (base, 0) if none."""
+        found = self._largest_at_most(0, offset - self.base_offset)
+        return self.entry(found) if found >= 0 else (self.base_offset, 0)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= ``offset`` (their batches were cut from the log)."""
+        self._truncate_entries(self._largest_at_most(0, offset - self.base_offset - 1) + 1)
+
+    def looks_sane(self) -> bool:
+        """Cheap checks like Kafka's: whole entries, offsets and positions increasing at the end."""
+        if self.misaligned:
+            return False
+        if self._count and min(self._raw(0)) < 0:
+            return False
+        if self._count >= 2:
+            (o1, p1), (o2, p2) = self._raw(self._count - 2), self._raw(self._count - 1)
+            if o2 <= o1 or p2 <= p1:
+                return False
+        return True
+
+
+class TimeIndex(_MappedIndex):
+    """``.timeindex``: (max timestamp so far, relative offset) entries, both increasing.
+
+    An entry ``(T, o)`` promises: every record at or before offset ``o`` in
+    this segment has a timestamp <= T. One slot is kept free for the final
+    entry written when the segment becomes inactive.
+    """
+
+    _entry = _TIME_ENTRY
+
+    @property
+    def is_full(self) -> bool:
+        return self._count >= self.max_entries - 1
+
+    def entry(self, index: int) -> tuple[int, int]:
+        """The ``index``-th entry as (timestamp, absolute offset)."""
+        timestamp, relative = self._raw(index)
+        return timestamp, self.base_offset + relative
+
+    def entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self._count)]
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        return self.entry(self._count - 1) if self._count else None
+
+    def maybe_append(self, timestamp: int, offset: int, final: bool = False) -> None:
+        """Add an entry if it moves the timestamp forward (``final`` may use the reserved slot)."""
+        last = self.last_entry
+        if last is not None and (timestamp <= last[0] or offset <= last[1]):
+            return
+        if self._count >= self.max_entries or (self.is_full and not final):
+            return
+        self._append_raw(timestamp, offset - self.base_offset)
+
+    def last_before(self, timestamp: int) -> tuple[int, int] | None:
+        """The last entry whose timestamp is < ``timestamp``, or None."""
+        found = self._largest_at_most(0, timestamp - 1)
+        return self.entry(found) if found >= 0 else None
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= ``offset``."""
+        self._truncate_entries(self._largest_at_most(1, offset - self.base_offset - 1) + 1)
+
+    def looks_sane(self) -> bool:
+        if self.misaligned:
+            return False
+        if self._count >= 2:
+            (t1, o1), (t2, o2) = self._raw(self._count - 2), self._raw(self._count - 1)
+            if t2 <= t1 or o2 <= o1:
+                return False
+        return True

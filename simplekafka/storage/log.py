@@ -1,0 +1,605 @@
+"""A partition's log: an ordered list of segments, appended at the end, read anywhere.
+
+``Log.open`` loads (and if needed recovers) a partition directory; ``append``
+gives a producer's batch its offsets by patching the header and writes it;
+``read`` returns whole batches from the one holding an offset. Rolling,
+retention, truncation, flushing and the leader epoch cache live here too, so
+that the broker only has to call one object per partition.
+
+Not thread-safe: the broker calls it from its one reactor thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from simplekafka.protocol.batch_header import (
+    HEADER_SIZE,
+    BatchHeader,
+    batch_size_at,
+    patch_base_offset,
+    patch_leader_epoch,
+    validate_batch,
+)
+from simplekafka.storage.checkpoints import fsync_directory
+from simplekafka.storage.config import LogConfig
+from simplekafka.storage.epochs import CHECKPOINT_NAME, LeaderEpochCache
+from simplekafka.storage.errors import (
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
+from simplekafka.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    Buffer,
+    LogSegment,
+)
+
+EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest"
+LATEST_TIMESTAMP = -1  # ListOffsets' "latest"
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_MAX_IOVECS = 1000  # stay under IOV_MAX (1024) in one pwritev
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``"orders-3"`` -> ``("orders", 3)``; None for a name that is not ``<topic>-<partition>``."""
+    match = _PARTITION_DIR.match(name)
+    return (match["topic"], int(match["partition"])) if match else None
+
+
+class AppendInfo(NamedTuple):
+    """What an append did: the offsets it assigned and what the broker's answer needs."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    record_count: int
+    batch_count: int
+    size: int
+
+
+class TimestampOffset(NamedTuple):
+    """The answer to "first offset with a timestamp >= t" (ListOffsets)."""
+
+    timestamp: int
+    offset: int
+
+
+class Log:
+    """One partition on disk. Build it with :meth:`Log.open`."""
+
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
+                 log_start_offset: int, clock_ms: Callable[[], int]):
+        self.directory = directory
+        self._config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self._log_start_offset = log_start_offset
+        self._clock_ms = clock_ms
+        self._closed = False
+        self.recovery_point = self.log_end_offset
+        self._unflushed_records = 0
+        self._last_flush_ms = clock_ms()
+        self.fsync_count = 0
+        self.leader_epochs = LeaderEpochCache(
+            directory / CHECKPOINT_NAME, lambda: self.log_end_offset
+        )
+        self.leader_epochs.truncate_from_end(self.log_end_offset)
+        self.leader_epochs.truncate_from_start(self._log_start_offset)
+        parsed = parse_partition_dir(directory.name)
+        self.topic, self.partition = parsed if parsed else (None, None)
+
+    # -- opening -------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        clean_shutdown: bool = False,
+        recovery_point: int | None = None,
+        log_start_offset: int | None = None,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> Log:
+        """Load a partition directory (creating it if needed), recovering what may be torn.
+
+        After a clean shutdown the files are trusted (indexes still get a cheap
+        sanity check and are rebuilt if missing or broken). Otherwise every
+        segment from the one holding ``recovery_point`` on is re-validated
+        batch by batch and cut at the first bad byte. Without a recovery point
+        only the active segment is checked: older segments were fsynced when
+        they were rolled.
+        """
+        config = config or LogConfig()
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        bases = _clean_directory(directory)
+        now = clock_ms()
+        recover_from: int | None = None
+        if not clean_shutdown and bases:
+            recover_from = bases[-1]
+            if recovery_point is not None:
+                recover_from = bases[max(bisect.bisect_right(bases, recovery_point) - 1, 0)]
+        segments: list[LogSegment] = []
+        for number, base in enumerate(bases):
+            last = number == len(bases) - 1
+            segment = LogSegment(directory, base, config, active=last, created_ms=now)
+            if segments and base != segments[-1].next_offset:
+                # A gap or overlap: the files after it do not belong to this log.
+                segment.delete()
+                _delete_segments_from(directory, bases[number + 1 :])
+                break
+            segments.append(segment)
+            if recover_from is not None and base >= recover_from:
+                cut = segment.recover()
+                if cut and not last:
+                    _delete_segments_from(directory, bases[number + 1 :])
+                    break
+            else:
+                segment.load()
+        start = max(log_start_offset or 0, segments[0].base_offset if segments else 0)
+        if not segments or start > segments[-1].next_offset:
+            for segment in segments:
+                segment.delete()
+            segments = [LogSegment(directory, start, config, active=True, created_ms=now)]
+        segments[-1].make_active()
+        return cls(directory, config, segments, start, clock_ms)
+
+    # -- state ---------------------------------------------------------------------
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply new topic settings (new index sizes apply to segments created from now on)."""
+        self._config = config
+        for segment in self._segments:
+            segment.config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset a consumer may read."""
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record will get."""
+        return self._segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segment files."""
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The segments, oldest first (for inspection; change the log through its methods)."""
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"log {self.directory} is closed")
+
+    # -- appending -----------------------------------------------------------------
+    def append(self, batch_bytes: Buffer, leader_epoch: int) -> AppendInfo:
+        """Append one or more producer batches as leader: assign offsets, stamp the epoch, write.
+
+        The batches are validated first (length, magic 2, CRC-32C); a bad one
+        raises CorruptBatchError and nothing is written. Only the base offset
+        and the partition leader epoch are changed, which the CRC does not cover.
+        """
+        self._check_open()
+        view = memoryview(batch_bytes)
+        headers = self._validate(view)
+        next_offset = self.log_end_offset
+        final: list[tuple[int, BatchHeader]] = []
+        for _, header in headers:
+            final.append((header.size, header._replace(
+                base_offset=next_offset, partition_leader_epoch=leader_epoch)))
+            next_offset += header.last_offset_delta + 1
+
+        def patched_parts(first: int, last: int) -> list[Buffer]:
+            parts: list[Buffer] = []
+            for number in range(first, last):
+                position, original = headers[number]
+                head = bytearray(view[position : position + 16])
+                patch_base_offset(head, final[number][1].base_offset)
+                patch_leader_epoch(head, leader_epoch)
+                parts.append(head)
+                parts.append(view[position + 16 : position + original.size])
+            return parts
+
+        self._write(final, patched_parts)
+        if leader_epoch >= 0:
+            self.leader_epochs.assign(leader_epoch, final[0][1].base_offset)
+        return self._after_append(final)
+
+    def append_as_follower(self, batch_bytes: Buffer) -> AppendInfo:
+        """Append batches copied from the leader, keeping their offsets and epochs.
+
+        They must start exactly at our log end offset and follow each other
+        without gaps (UnexpectedAppendOffsetError otherwise); empty input is a
+        no-op. The leader epoch cache learns every epoch change it sees.
+        """
+        self._check_open()
+        view = memoryview(batch_bytes)
+        if len(view) == 0:
+            end = self.log_end_offset
+            return AppendInfo(end, end - 1, -1, 0, 0, 0)
+        headers = self._validate(view)
+        expected = self.log_end_offset
+        for _, header in headers:
+            if header.base_offset != expected:
+                raise UnexpectedAppendOffsetError(
+                    f"follower append at offset {header.base_offset}, log end is {expected}")
+            expected = header.next_offset
+        final = [(header.size, header) for _, header in headers]
+
+        def slices(first: int, last: int) -> list[Buffer]:
+            start = headers[first][0]
+            end = headers[last - 1][0] + headers[last - 1][1].size
+            return [view[start:end]]
+
+        self._write(final, slices)
+        for _, header in headers:
+            if header.partition_leader_epoch >= 0:
+                self.leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
+        return self._after_append(final)
+
+    def _validate(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
+        headers = []
+        position = 0
+        while True:
+            header = validate_batch(view, position, check_crc=True)
+            if header.size > self._config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {header.size} bytes is over max.message.bytes "
+                    f"({self._config.max_message_bytes})")
+            if header.size > self._config.segment_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {header.size} bytes is over segment.bytes "
+                    f"({self._config.segment_bytes})")
+            headers.append((position, header))
+            position += header.size
+            if position == len(view):
+                return headers
+
+    def _write(self, final: list[tuple[int, BatchHeader]],
+               parts_for: Callable[[int, int], list[Buffer]]) -> None:
+        """Write batches ``final`` in groups that fit the active segment, rolling between groups."""
+        now = self._clock_ms()
+        first = 0
+        while first < len(final):
+            segment = self._segments[-1]
+            if segment.size > 0 and now - segment.created_ms > self._config.segment_ms:
+                segment = self._roll(now)
+            last, used = first, 0
+            while last < len(final) and last - first < _MAX_IOVECS // 2:
+                size, header = final[last]
+                if not segment.can_hold(used + size, header.last_offset):
+                    break
+                used += size
+                last += 1
+            if last == first:
+                segment = self._roll(now)
+                continue
+            segment.append(parts_for(first, last), final[first:last])
+            first = last
+
+    def _after_append(self, final: list[tuple[int, BatchHeader]]) -> AppendInfo:
+        records = sum(header.records_count for _, header in final)
+        self._unflushed_records += records
+        flush_messages, flush_ms = self._config.flush_messages, self._config.flush_ms
+        if (flush_messages is not None and self._unflushed_records >= flush_messages) or (
+            flush_ms is not None and self._clock_ms() - self._last_flush_ms >= flush_ms
+        ):
+            self.flush()
+        return AppendInfo(
+            base_offset=final[0][1].base_offset,
+            last_offset=final[-1][1].last_offset,
+            max_timestamp=max(header.max_timestamp for _, header in final),
+            record_count=records,
+            batch_count=len(final),
+            size=sum(size for size, _ in final),
+        )
+
+    # -- reading -------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        """Whole batches starting with the one that holds ``offset``, across segments.
+
+        At most ``max_bytes`` except that the first batch always comes whole
+        (KIP-74), so a consumer can always make progress. Batches at or after
+        ``max_offset`` (the high watermark, for consumers) are left out. An
+        offset below the log start or above the log end raises
+        OffsetOutOfRangeError; the log end itself gives ``b""``.
+        """
+        self._check_open()
+        end = self.log_end_offset
+        if offset < self._log_start_offset or offset > end:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, end)
+        limit = end if max_offset is None else min(max_offset, end)
+        if offset >= limit:
+            return b""
+        chunks: list[bytes] = []
+        used = 0
+        first_number = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        for segment in self._segments[first_number:]:
+            if segment.base_offset >= limit:
+                break
+            if chunks:
+                start, first_size = 0, 0
+            else:
+                found = segment.translate_offset(offset)
+                if found is None:
+                    continue
+                start, first_size = found[0], found[1].size
+            stop = segment.size
+            if limit < segment.next_offset:
+                cut_at = segment.translate_offset(limit)
+                stop = cut_at[0] if cut_at else segment.size
+            available = stop - start
+            want = min(available, max(max_bytes - used, first_size))
+            if want < HEADER_SIZE:
+                break
+            data = segment.read(start, want)
+            whole = _whole_batches_length(data)
+            if whole == 0:
+                break
+            chunks.append(data if whole == len(data) else data[:whole])
+            used += whole
+            if whole < available or stop < segment.size:
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def find_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first batch with a timestamp >= ``timestamp`` as (its maxTimestamp, its offset).
+
+        The answer has batch precision: the offset is the batch's base offset
+        (or the log start if that is later). -2 / -1 give the earliest and latest offsets.
+        """
+        self._check_open()
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampOffset(-1, self._log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampOffset(-1, self.log_end_offset)
+        for segment in self._segments:
+            if segment.next_offset <= self._log_start_offset:
+                continue
+            header = segment.find_by_timestamp(timestamp, self._log_start_offset)
+            if header is not None:
+                return TimestampOffset(header.max_timestamp,
+                                       max(header.base_offset, self._log_start_offset))
+        return None
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """Offset part of :meth:`find_offset_by_timestamp` (None: no record that late)."""
+        found = self.find_offset_by_timestamp(timestamp)
+        return found.offset if found else None
+
+    # -- rolling, flushing ---------------------------------------------------------
+    def roll(self) -> int:
+        """Close the active segment (fsync, trim indexes) and start a new one at the log end.
+
+        A no-op on an empty active segment. Returns the active segment's base offset.
+        """
+        self._check_open()
+        if self._segments[-1].size == 0:
+            return self._segments[-1].base_offset
+        return self._roll(self._clock_ms()).base_offset
+
+    def _roll(self, now: int) -> LogSegment:
+        old = self._segments[-1]
+        old.make_inactive()
+        self.fsync_count += 1
+        segment = LogSegment(self.directory, old.next_offset, self._config, active=True,
+                             created_ms=now)
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        fsync_directory(self.directory)
+        self.recovery_point = max(self.recovery_point, old.next_offset)
+        return segment
+
+    def flush(self) -> None:
+        """fsync the active segment: everything below the log end survives a power cut."""
+        self._check_open()
+        self._segments[-1].flush()
+        self.fsync_count += 1
+        self.recovery_point = self.log_end_offset
+        self._unflushed_records = 0
+        self._last_flush_ms = self._clock_ms()
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """Apply flush.ms from a periodic task; True if it flushed."""
+        flush_ms = self._config.flush_ms
+        now = self._clock_ms() if now_ms is None else now_ms
+        if flush_ms is None or self.recovery_point == self.log_end_offset:
+            return False
+        if now - self._last_flush_ms < flush_ms:
+            return False
+        self.flush()
+        return True
+
+    # -- removing data -------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= ``offset`` (a follower undoing a diverged tail).
+
+        The batch holding ``offset`` goes whole, so the log end may end up
+        below ``offset`` if it is not a batch boundary. Below the log start the
+        whole log is emptied and restarts at ``offset``.
+        """
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return
+        if offset <= self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        keep = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        for segment in self._segments[keep + 1 :]:
+            segment.delete()
+        del self._segments[keep + 1 :]
+        del self._bases[keep + 1 :]
+        last = self._segments[-1]
+        last.make_active()
+        last.truncate_to(offset)
+        if self.log_end_offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(self._log_start_offset)
+            return
+        self.leader_epochs.truncate_from_end(self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start an empty log at ``offset``."""
+        self._check_open()
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [LogSegment(self.directory, offset, self._config, active=True,
+                                     created_ms=self._clock_ms())]
+        self._bases = [offset]
+        self._log_start_offset = offset
+        self.recovery_point = offset
+        self.leader_epochs.clear()
+
+    def enforce_retention(
+        self, now_ms: int | None = None, high_watermark: int | None = None
+    ) -> int:
+        """Delete old closed segments by retention.ms and retention.bytes; returns how many.
+
+        A segment goes when its newest timestamp is older than retention.ms, or
+        while the log without it would still be at least retention.bytes big.
+        Only whole closed segments, oldest first, and (if given) only those
+        wholly below the high watermark.
+        """
+        self._check_open()
+        now = self._clock_ms() if now_ms is None else now_ms
+        closed = self._segments[:-1]
+        if high_watermark is not None:
+            closed = [segment for segment in closed if segment.next_offset <= high_watermark]
+        by_time = 0
+        if self._config.retention_ms >= 0:
+            for segment in closed:
+                if now - segment.max_timestamp <= self._config.retention_ms:
+                    break
+                by_time += 1
+        by_size = 0
+        if self._config.retention_bytes >= 0:
+            excess = self.size - self._config.retention_bytes
+            for segment in closed:
+                if excess - segment.size < 0:
+                    break
+                excess -= segment.size
+                by_size += 1
+        count = max(by_time, by_size)
+        self._delete_oldest(count)
+        return count
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start up to ``offset`` (DeleteRecords) and drop segments wholly below it."""
+        self._check_open()
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, self.log_end_offset)
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            count = 0
+            for segment in self._segments[:-1]:
+                if segment.next_offset > offset:
+                    break
+                count += 1
+            self._delete_oldest(count)
+            self.leader_epochs.truncate_from_start(self._log_start_offset)
+        return self._log_start_offset
+
+    def _delete_oldest(self, count: int) -> None:
+        if count <= 0:
+            return
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count]
+        del self._bases[:count]
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self.leader_epochs.truncate_from_start(self._log_start_offset)
+
+    # -- closing -------------------------------------------------------------------
+    def close(self) -> None:
+        """Flush, write the final time index entry, trim the active indexes, close every file."""
+        if self._closed:
+            return
+        for segment in self._segments:
+            segment.close(clean=True)
+        self.fsync_count += 1
+        self._closed = True
+
+    def abandon(self) -> None:
+        """Drop every file handle with no shutdown work at all, as if the process were killed.
+
+        Tests and the demo use it to simulate a crash: the active index files
+        stay preallocated and nothing is fsynced.
+        """
+        if self._closed:
+            return
+        for segment in self._segments:
+            segment.close(clean=False)
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        self.abandon()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({str(self.directory)!r}, log_start_offset={self._log_start_offset}, "
+                f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def _whole_batches_length(data: bytes) -> int:
+    """Length of the prefix of ``data`` made of whole batches (by their length fields)."""
+    position = 0
+    while True:
+        size = batch_size_at(data, position)
+        if size is None or size < HEADER_SIZE or position + size > len(data):
+            return position
+        position += size
+
+
+def _clean_directory(directory: Path) -> list[int]:
+    """Remove leftovers of interrupted writes; return the segments' base offsets, sorted."""
+    bases = []
+    for path in directory.iterdir():
+        if path.name.endswith((".tmp", ".deleted")):
+            path.unlink(missing_ok=True)
+            continue
+        match = _SEGMENT_NAME.match(path.name)
+        if match:
+            bases.append(int(match[1]))
+    logs = set(bases)
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for path in directory.glob(f"*{suffix}"):
+            stem = path.name[: -len(suffix)]
+            if not (stem.isdigit() and int(stem) in logs):
+                path.unlink(missing_ok=True)  # an index whose log is gone
+    return sorted(bases)
+
+
+def _delete_segments_from(directory: Path, bases: list[int]) -> None:
+    for base in bases:
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
+
+

@@ -1,0 +1,179 @@
+"""All the partitions of a broker, spread over one or more log directories.
+
+Per log directory, like Kafka::
+
+    <log dir>/
+        .kafka_cleanshutdown                only while the broker is stopped cleanly
+        replication-offset-checkpoint       high watermarks
+        recovery-point-offset-checkpoint    offsets known to be fsynced
+        log-start-offset-checkpoint         log start offsets
+        orders-0/                           one directory per partition
+        orders-1/
+
+On start the marker decides how much to trust: with it, files are taken as
+they are; without it (a crash), each log re-validates everything after its
+recovery point. The marker is deleted once the logs are loaded and written
+again by a clean ``close``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from simplekafka.storage.checkpoints import (
+    TopicPartition,
+    fsync_directory,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from simplekafka.storage.config import LogConfig
+from simplekafka.storage.errors import StorageError
+from simplekafka.storage.log import Log, parse_partition_dir, wall_clock_ms
+
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+class LogManager:
+    """Opens, creates, finds and deletes partition logs; keeps the per-directory checkpoints."""
+
+    def __init__(self, log_dirs: list[Path], config: LogConfig | None = None,
+                 clock_ms: Callable[[], int] = wall_clock_ms):
+        if not log_dirs:
+            raise StorageError("at least one log directory is needed")
+        self.log_dirs = [Path(directory) for directory in log_dirs]
+        self.config = config or LogConfig()
+        self._clock_ms = clock_ms
+        self._logs: dict[TopicPartition, Log] = {}
+        self.recovered_unclean = False
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._load_dir(directory)
+
+    def _load_dir(self, directory: Path) -> None:
+        marker = directory / CLEAN_SHUTDOWN_MARKER
+        clean = marker.exists()
+        self.recovered_unclean |= not clean
+        recovery_points = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
+        log_starts = read_offset_checkpoint(directory / LOG_START_CHECKPOINT)
+        for child in sorted(directory.iterdir()):
+            topic_partition = parse_partition_dir(child.name) if child.is_dir() else None
+            if topic_partition is None or child.name.endswith("-delete"):
+                continue
+            if topic_partition in self._logs:
+                raise StorageError(
+                    f"partition {topic_partition} is in two log directories: "
+                    f"{self._logs[topic_partition].directory} and {child}")
+            self._logs[topic_partition] = Log.open(
+                child,
+                self.config,
+                clean_shutdown=clean,
+                recovery_point=recovery_points.get(topic_partition),
+                log_start_offset=log_starts.get(topic_partition),
+                clock_ms=self._clock_ms,
+            )
+        marker.unlink(missing_ok=True)
+
+    # -- partitions ----------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        """The partition's log, created in the least loaded log directory if new."""
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            if config is not None:
+                existing.update_config(config)
+            return existing
+        _check_topic(topic, partition)
+        loads = {directory: 0 for directory in self.log_dirs}
+        for log in self._logs.values():
+            loads[log.directory.parent] = loads.get(log.directory.parent, 0) + 1
+        directory = min(self.log_dirs, key=lambda d: loads[d])
+        log = Log.open(directory / f"{topic}-{partition}", config or self.config,
+                       clean_shutdown=True, clock_ms=self._clock_ms)
+        fsync_directory(directory)
+        self._logs[(topic, partition)] = log
+        return log
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Close and remove a partition's log; False if there was none."""
+        log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return False
+        log.delete()
+        return True
+
+    def all_logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def partitions(self) -> list[TopicPartition]:
+        return sorted(self._logs)
+
+    # -- periodic work -------------------------------------------------------------
+    def enforce_retention(self, now_ms: int | None = None,
+                          high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
+        """Run retention on every log (bounded by its high watermark if known); segments deleted."""
+        marks = high_watermarks or {}
+        return sum(log.enforce_retention(now_ms, marks.get(key)) for key, log in self._logs.items())
+
+    def flush_if_due(self, now_ms: int | None = None) -> int:
+        """Apply flush.ms to every log; how many were flushed."""
+        return sum(log.flush_if_due(now_ms) for log in self._logs.values())
+
+    # -- checkpoints ---------------------------------------------------------------
+    def _per_dir(self, value: Callable[[TopicPartition, Log], int | None]) -> dict[Path, dict]:
+        grouped: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for key, log in self._logs.items():
+            found = value(key, log)
+            if found is not None:
+                grouped.setdefault(log.directory.parent, {})[key] = found
+        return grouped
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Write each log dir's replication-offset-checkpoint with the given high watermarks."""
+        for directory, entries in self._per_dir(lambda key, _: high_watermarks.get(key)).items():
+            write_offset_checkpoint(directory / HIGH_WATERMARK_CHECKPOINT, entries)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        """High watermarks from every log dir's replication-offset-checkpoint."""
+        found: dict[TopicPartition, int] = {}
+        for directory in self.log_dirs:
+            found.update(read_offset_checkpoint(directory / HIGH_WATERMARK_CHECKPOINT))
+        return found
+
+    def checkpoint_recovery_points_and_log_starts(self) -> None:
+        """Write recovery-point-offset-checkpoint and log-start-offset-checkpoint of each dir."""
+        for directory, entries in self._per_dir(lambda _, log: log.recovery_point).items():
+            write_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, entries)
+        for directory, entries in self._per_dir(lambda _, log: log.log_start_offset).items():
+            write_offset_checkpoint(directory / LOG_START_CHECKPOINT, entries)
+
+    # -- shutdown ------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every log (fsync, trim), write the checkpoints and the clean-shutdown markers."""
+        for log in self._logs.values():
+            log.close()
+        self.checkpoint_recovery_points_and_log_starts()
+        for directory in self.log_dirs:
+            (directory / CLEAN_SHUTDOWN_MARKER).touch()
+            fsync_directory(directory)
+        self._logs = {}
+
+    def abandon(self) -> None:
+        """Let go of every file as a killed process would (for crash tests and demos)."""
+        for log in self._logs.values():
+            log.abandon()
+        self._logs = {}
+
+
+def _check_topic(topic: str, partition: int) -> None:
+    if not topic or topic in (".", "..") or "/" in topic or any(c.isspace() for c in topic):
+        raise StorageError(f"topic name {topic!r} cannot be a directory name")
+    if partition < 0:
+        raise StorageError(f"partition must be >= 0, got {partition}")
+
+

@@ -1,0 +1,316 @@
+"""One segment: a ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+
+A segment is named by its base offset, the offset of its first record, written
+as 20 digits so that file names sort like offsets::
+
+    00000000000000000000.log        batches, exactly as the leader stored them
+    00000000000000000000.index      last offset of a batch -> its position in .log
+    00000000000000000000.timeindex  max timestamp so far -> offset
+
+Only the last segment of a log (the active one) is appended to. The segment
+never looks inside a batch beyond its 61-byte header.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from simplekafka.protocol.batch_header import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    batch_size_at,
+    read_header,
+    validate_batch,
+)
+from simplekafka.protocol.errors import CorruptBatchError
+from simplekafka.storage.config import LogConfig
+from simplekafka.storage.errors import StorageError
+from simplekafka.storage.index import OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+_SCAN_CHUNK = 64 * 1024
+_RECOVERY_CHUNK = 4 * 1024 * 1024
+_INT32_MAX = (1 << 31) - 1
+
+Buffer = bytes | bytearray | memoryview
+
+
+def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
+    """``<directory>/<20-digit base offset><suffix>``, Kafka's naming."""
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    """The files of one segment and what we know about them in memory.
+
+    ``next_offset`` is the offset after the last batch (the base offset when
+    empty); ``max_timestamp`` the largest batch maxTimestamp seen (-1 if none).
+    """
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, active: bool,
+                 created_ms: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.created_ms = created_ms
+        self.log_path = segment_file(directory, base_offset, LOG_SUFFIX)
+        index_path = segment_file(directory, base_offset, INDEX_SUFFIX)
+        time_index_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX)
+        self.indexes_were_missing = not (index_path.exists() and time_index_path.exists())
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(index_path, base_offset, config.max_index_size, active)
+        self.time_index = TimeIndex(time_index_path, base_offset, config.max_index_size, active)
+        self.active = active
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self._bytes_since_index_entry = 0
+
+    # -- loading -----------------------------------------------------------------
+    def load(self) -> None:
+        """Trust the files (clean shutdown or an already flushed segment); rebuild bad indexes.
+
+        The index is checked the cheap way (whole entries, increasing, the last
+        entry pointing at a batch with that last offset); the log tail after
+        the last index entry is scanned for the next offset.
+        """
+        if self.indexes_were_missing and self.size > 0:
+            self.recover()
+            return
+        if not (self.offset_index.looks_sane() and self.time_index.looks_sane()):
+            self.recover()
+            return
+        last_entry = self.offset_index.last_offset
+        if last_entry is not None:
+            position = self.offset_index.entry(len(self.offset_index) - 1)[1]
+            header = self._header_at(position)
+            if header is None or header.last_offset != last_entry:
+                self.recover()
+                return
+        self._load_tail_state()
+
+    def _load_tail_state(self) -> None:
+        """Set next offset, max timestamp and index bookkeeping from the index and the log tail."""
+        start = 0
+        if len(self.offset_index):
+            start = self.offset_index.entry(len(self.offset_index) - 1)[1]
+        last_time = self.time_index.last_entry
+        self.max_timestamp = last_time[0] if last_time else -1
+        self.next_offset = self.base_offset
+        for _, header in self.iter_headers(start):
+            self.next_offset = header.next_offset
+            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
+        self._bytes_since_index_entry = self.size - start
+
+    def recover(self) -> int:
+        """Re-validate every batch (bounds, magic, CRC, contiguous offsets) and rebuild the indexes.
+
+        Truncates the file at the first bad byte and returns how many bytes
+        were cut. A batch whose base offset is not the previous batch's next
+        offset counts as bad: stale or foreign bytes cannot sneak in.
+        """
+        was_active = self.active
+        self.offset_index.make_writable()
+        self.time_index.make_writable()
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self._bytes_since_index_entry = 0
+        position = 0
+        buffer = b""
+        buffer_start = 0
+        while position < self.size:
+            rel = position - buffer_start
+            size = batch_size_at(buffer, rel)
+            if size is None or rel + max(size, HEADER_SIZE) > len(buffer):
+                remaining = self.size - position
+                buffer = os.pread(self._fd, min(_RECOVERY_CHUNK, remaining), position)
+                buffer_start, rel = position, 0
+                size = batch_size_at(buffer, 0)
+                if size is None or size < HEADER_SIZE or size > remaining:
+                    break  # fewer than 12 bytes, a nonsense length, or torn at the end
+                if size > len(buffer):
+                    buffer = os.pread(self._fd, size, position)
+            try:
+                header = validate_batch(buffer, rel, check_crc=True)
+            except CorruptBatchError:
+                break
+            if header.base_offset != self.next_offset or not self._fits_relative(header):
+                break
+            self._index_batch(position, header)
+            position += header.size
+        truncated = self.size - position
+        if truncated:
+            os.ftruncate(self._fd, position)
+            self.size = position
+        if not was_active:
+            self.offset_index.trim()
+            self.time_index.trim()
+        return truncated
+
+    def _fits_relative(self, header: BatchHeader) -> bool:
+        return header.last_offset - self.base_offset <= _INT32_MAX
+
+    # -- appending ---------------------------------------------------------------
+    def can_hold(self, batch_bytes: int, last_offset: int) -> bool:
+        """Whether appending fits segment.bytes, the indexes and 4-byte relative offsets."""
+        if self.size > 0 and self.size + batch_bytes > self.config.segment_bytes:
+            return False
+        if self.offset_index.is_full or self.time_index.is_full:
+            return False
+        fits_offsets = last_offset - self.base_offset <= _INT32_MAX
+        return fits_offsets and self.size + batch_bytes <= _INT32_MAX
+
+    def append(self, parts: Sequence[Buffer], headers: Sequence[tuple[int, BatchHeader]]) -> None:
+        """Write ``parts`` (batches with final offsets) and index ``headers`` (size, header).
+
+        All or nothing: on a short or failed write the file is cut back.
+        """
+        position = self.size
+        total = sum(size for size, _ in headers)
+        try:
+            written = os.pwritev(self._fd, parts, position)
+        except OSError as exc:
+            os.ftruncate(self._fd, position)
+            raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+        if written != total:
+            os.ftruncate(self._fd, position)
+            raise StorageError(f"short write to {self.log_path}: {written} of {total} bytes")
+        for size, header in headers:
+            self._index_batch(position, header)
+            position += size
+        self.size = position
+
+    def _index_batch(self, position: int, header: BatchHeader) -> None:
+        """Account for a batch at ``position``; add index entries every index.interval.bytes."""
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+        if self._bytes_since_index_entry > self.config.index_interval_bytes:
+            if not self.offset_index.is_full:
+                self.offset_index.append(header.last_offset, position)
+                self.time_index.maybe_append(self.max_timestamp, header.last_offset)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += header.size
+        self.next_offset = header.next_offset
+
+    # -- reading -----------------------------------------------------------------
+    def _header_at(self, position: int) -> BatchHeader | None:
+        data = os.pread(self._fd, HEADER_SIZE, position)
+        return read_header(data) if len(data) == HEADER_SIZE else None
+
+    def iter_headers(
+        self, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``start`` up to ``end``, reading in chunks."""
+        end = self.size if end is None else end
+        position = start
+        buffer = b""
+        buffer_start = start
+        while position + HEADER_SIZE <= end:
+            rel = position - buffer_start
+            if rel + HEADER_SIZE > len(buffer):
+                buffer = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position)
+                buffer_start, rel = position, 0
+                if len(buffer) < HEADER_SIZE:
+                    return
+            header = read_header(buffer, rel)
+            if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                return
+            yield position, header
+            position += header.size
+
+    def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= ``offset``, or None.
+
+        Binary search in the index gives a nearby earlier batch; a short scan
+        of headers (about index.interval.bytes) finds the one.
+        """
+        _, position = self.offset_index.lookup(offset)
+        for found in self.iter_headers(position):
+            if found[1].last_offset >= offset:
+                return found
+        return None
+
+    def read(self, position: int, length: int) -> bytes:
+        return os.pread(self._fd, length, position)
+
+    def find_by_timestamp(self, timestamp: int, start_offset: int) -> BatchHeader | None:
+        """The first batch at or after ``start_offset`` whose maxTimestamp is >= ``timestamp``."""
+        if self.max_timestamp < timestamp:
+            return None
+        entry = self.time_index.last_before(timestamp)
+        begin = max(start_offset, entry[1] + 1 if entry else self.base_offset)
+        found = self.translate_offset(begin)
+        if found is None:
+            return None
+        for _, header in self.iter_headers(found[0]):
+            if header.max_timestamp >= timestamp:
+                return header
+        return None
+
+    # -- changing ----------------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Cut the batch holding ``offset`` and everything after it; returns bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position, header = found
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.offset_index.truncate_to(header.base_offset)
+        self.time_index.truncate_to(header.base_offset)
+        self._load_tail_state()
+        return removed
+
+    def make_active(self) -> None:
+        """Reopen the indexes for appends (after a truncation made this the last segment)."""
+        if not self.active:
+            self.offset_index.make_writable()
+            self.time_index.make_writable()
+            self.active = True
+
+    def make_inactive(self) -> None:
+        """The segment is full: record its final max timestamp, trim the indexes, fsync."""
+        if self.size:
+            self.time_index.maybe_append(self.max_timestamp, self.next_offset - 1, final=True)
+        self.flush()
+        self.offset_index.trim()
+        self.time_index.trim()
+        self.active = False
+
+    def flush(self) -> None:
+        """fsync the log file and msync the indexes."""
+        os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self, clean: bool = True) -> None:
+        """Close the files; a clean close of the active segment finishes and trims its indexes."""
+        if self._fd < 0:
+            return
+        trim = clean and self.active
+        if trim:
+            if self.size:
+                self.time_index.maybe_append(self.max_timestamp, self.next_offset - 1, final=True)
+            self.flush()
+        self.offset_index.close(trim=trim)
+        self.time_index.close(trim=trim)
+        os.close(self._fd)
+        self._fd = -1
+
+    def delete(self) -> None:
+        """Close and remove the segment's three files."""
+        self.close(clean=False)
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "
+                f"size={self.size}, active={self.active})")
