@@ -16,6 +16,7 @@ from collections.abc import Sequence
 SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.inspect_cmd",
     "simplekafka.cli.cluster_cmd",
+    "simplekafka.cli.zk_cmd",
     "simplekafka.cli.broker_cmd",
     "simplekafka.cli.topics_cmd",
     "simplekafka.cli.produce_cmd",
