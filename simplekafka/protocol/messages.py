@@ -19,6 +19,7 @@ they retry with a version we speak.
 
 from __future__ import annotations
 
+import struct
 from typing import Any, NamedTuple
 
 from simplekafka.protocol import primitives as p
@@ -35,6 +36,7 @@ from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.schema import Struct
 
 Buffer = bytes | bytearray | memoryview
+_FIRST_THREE = struct.Struct(">hhi")
 
 
 class RequestHeader(NamedTuple):
@@ -106,16 +108,18 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
     comes back as ``(header, body_or_None)`` so the broker can send the probe
     answer.
     """
-    if len(payload) >= 8 and p.INT16.unpack_from(payload, 0)[0] == ApiKey.API_VERSIONS:
-        api_version = p.INT16.unpack_from(payload, 2)[0]
+    if len(payload) < 8:
+        decode_request_header(payload)  # raises the "too short" error
+    api_key, api_version, _ = _FIRST_THREE.unpack_from(payload, 0)
+    if api_key == ApiKey.API_VERSIONS:
         low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
         if not low <= api_version <= high:
             return _decode_probe(payload)
-    header, pos = decode_request_header(payload)
     try:
-        schema = request_schema(header.api_key, header.api_version)
+        schema = request_schema(api_key, api_version)
     except ProtocolError as exc:
-        raise UnsupportedRequestError(str(exc), header, offset=0) from None
+        raise UnsupportedRequestError(str(exc), _best_effort_header(payload), offset=0) from None
+    header, pos = decode_request_header(payload)
     body, end = schema.read(payload, pos)
     if end != len(payload):
         raise ProtocolError(
@@ -127,19 +131,23 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
     return header, body
 
 
+def _best_effort_header(payload: Buffer) -> RequestHeader:
+    """The header of a request we cannot fully decode: at least its first three fields."""
+    try:
+        return decode_request_header(payload)[0]
+    except ProtocolError:
+        api_key, api_version, correlation_id = _FIRST_THREE.unpack_from(payload, 0)
+        return RequestHeader(api_key, api_version, correlation_id, None, 0, None)
+
+
 def _decode_probe(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
     """An ApiVersions request at a version we do not advertise: header always, body if we can."""
-    api_key, api_version, correlation_id = (
-        p.INT16.unpack_from(payload, 0)[0],
-        p.INT16.unpack_from(payload, 2)[0],
-        p.INT32.unpack_from(payload, 4)[0],
-    )
     try:
         header, pos = decode_request_header(payload)
     except ProtocolError:
-        return RequestHeader(api_key, api_version, correlation_id, None, 0, None), None
+        return _best_effort_header(payload), None
     try:
-        return header, request_schema(api_key, api_version).decode(payload[pos:])
+        return header, request_schema(header.api_key, header.api_version).decode(payload[pos:])
     except ProtocolError:
         return header, None
 

@@ -1,0 +1,176 @@
+"""Framing at every split, request/response headers, and the ApiVersions probe answer."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simplekafka.protocol import (
+    ApiKey,
+    FrameDecoder,
+    FrameTooLargeError,
+    ProtocolError,
+    UnsupportedRequestError,
+    api_versions_probe_response,
+    decode_request,
+    decode_response,
+    encode_frame,
+    encode_request,
+    encode_response,
+)
+from simplekafka.protocol.messages import decode_request_header, request_header_version
+
+
+def _stream() -> tuple[bytes, list[bytes]]:
+    payloads = [
+        encode_request(ApiKey.API_VERSIONS, 0, 1, "a", {}),
+        encode_request(ApiKey.METADATA, 8, 2, None, {"topics": [{"name": "orders"}]}),
+        b"",
+        encode_request(ApiKey.PRODUCE, 8, 3, "p", {"acks": -1, "timeout_ms": 10}),
+    ]
+    return b"".join(encode_frame(p) for p in payloads), payloads
+
+
+def test_every_single_split_gives_the_same_frames():
+    stream, payloads = _stream()
+    for cut in range(len(stream) + 1):
+        decoder = FrameDecoder()
+        frames = decoder.feed(stream[:cut]) + decoder.feed(stream[cut:])
+        assert frames == payloads, f"split at {cut}"
+        assert decoder.buffered == 0
+
+
+def test_byte_at_a_time():
+    stream, payloads = _stream()
+    decoder = FrameDecoder()
+    frames = []
+    for i in range(len(stream)):
+        frames += decoder.feed(stream[i : i + 1])
+    assert frames == payloads
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 200), max_size=8))
+def test_any_chunking_gives_the_same_decoded_requests(cuts):
+    stream, payloads = _stream()
+    points = sorted({min(c, len(stream)) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
+    decoder = FrameDecoder()
+    frames = [f for chunk in chunks for f in decoder.feed(chunk)]
+    assert frames == payloads
+    decoded = [decode_request(f) for f in frames if f]
+    assert [h.correlation_id for h, _ in decoded] == [1, 2, 3]
+
+
+def test_oversized_length_is_rejected_before_buffering_the_body():
+    decoder = FrameDecoder(max_length=1000)
+    with pytest.raises(FrameTooLargeError) as info:
+        decoder.feed(b"\x00\x00\x03\xe9")  # 1001, with no body sent at all
+    assert info.value.offset == 0
+    assert isinstance(info.value, ProtocolError)
+    with pytest.raises(FrameTooLargeError):
+        FrameDecoder().feed(b"\xff\xff\xff\xfe")  # negative
+
+
+def test_request_header_versions():
+    assert request_header_version(ApiKey.METADATA, 8) == 1
+    assert request_header_version(ApiKey.API_VERSIONS, 3) == 2
+    assert request_header_version(ApiKey.LEADER_AND_ISR, 4) == 2  # flexible in Kafka
+    header, body = decode_request(encode_request(ApiKey.LEADER_AND_ISR, 4, 9, "ctl", {}))
+    assert header.header_version == 2 and body.controller_id == 0
+
+
+def test_request_round_trip_with_null_client_id():
+    payload = encode_request(ApiKey.FETCH, 11, 123, None, {"max_wait_ms": 500})
+    header, body = decode_request(payload)
+    assert (header.api_key, header.api_version, header.correlation_id) == (1, 11, 123)
+    assert header.client_id is None
+    assert body.max_wait_ms == 500 and body.max_bytes == 0x7FFFFFFF
+
+
+def test_response_round_trip():
+    body = {"throttle_time_ms": 0, "error_code": 0, "producer_id": 1000, "producer_epoch": 0}
+    payload = encode_response(ApiKey.INIT_PRODUCER_ID, 1, 55, body)
+    assert payload[:4] == b"\x00\x00\x00\x37"
+    correlation_id, decoded = decode_response(ApiKey.INIT_PRODUCER_ID, 1, payload)
+    assert correlation_id == 55 and decoded.producer_id == 1000
+
+
+def test_flexible_response_header_carries_tags_except_api_versions():
+    flexible = encode_response(ApiKey.LEADER_AND_ISR, 4, 1, {})
+    assert flexible[4] == 0  # the empty tagged-field block of response header v1
+    api_versions_v3 = encode_response(ApiKey.API_VERSIONS, 3, 1, {"api_keys": []})
+    # header v0 (no tag byte), then error_code int16 0
+    assert api_versions_v3[:6] == b"\x00\x00\x00\x01\x00\x00"
+
+
+def test_unknown_api_key_keeps_the_header():
+    payload = b"\x00\x07\x00\x00\x00\x00\x00\x09\xff\xff"  # api key 7, v0, correlation 9
+    with pytest.raises(UnsupportedRequestError) as info:
+        decode_request(payload)
+    assert info.value.header.correlation_id == 9
+
+
+def test_unsupported_version_keeps_the_header():
+    payload = b"\x00\x01\x00\x63\x00\x00\x00\x05\x00\x00"  # Fetch v99
+    with pytest.raises(UnsupportedRequestError) as info:
+        decode_request(payload)
+    assert info.value.header.api_version == 99
+
+
+def test_too_short_for_a_header():
+    with pytest.raises(ProtocolError) as info:
+        decode_request_header(b"\x00\x03\x00")
+    assert info.value.offset == 3
+
+
+def test_probe_is_answered_even_when_its_body_is_gibberish():
+    payload = bytes.fromhex("00120004" "0000002a" "0003616263" "00" "ff")  # bad compact string
+    header, body = decode_request(payload)
+    assert (header.api_key, header.api_version, header.correlation_id) == (18, 4, 42)
+    assert header.client_id == "abc"
+    assert body is None
+    header, body = decode_request(bytes.fromhex("0012000900000007"))  # v9, nothing else
+    assert header.correlation_id == 7 and body is None
+
+
+def test_probe_v3_body_decodes():
+    payload = encode_request(ApiKey.API_VERSIONS, 3, 1, "rdkafka", {
+        "client_software_name": "confluent-kafka-python", "client_software_version": "2.16.1"})
+    header, body = decode_request(payload)
+    assert header.header_version == 2
+    assert body.client_software_name == "confluent-kafka-python"
+
+
+PROBE_ANSWER_HEX = (
+    "0000002a"  # correlation id 42 (response header v0)
+    "0023"  # error code 35 UNSUPPORTED_VERSION
+    "00000010"  # 16 api keys
+    "000000000008"  # Produce 0-8
+    "00010004000b"  # Fetch 4-11
+    "000200010005"  # ListOffsets 1-5
+    "000300000008"  # Metadata 0-8
+    "000800020007"  # OffsetCommit 2-7
+    "000900010005"  # OffsetFetch 1-5
+    "000a00000002"  # FindCoordinator 0-2
+    "000b00000005"  # JoinGroup 0-5
+    "000c00000003"  # Heartbeat 0-3
+    "000d00000003"  # LeaveGroup 0-3
+    "000e00000003"  # SyncGroup 0-3
+    "001200000002"  # ApiVersions 0-2
+    "001300000004"  # CreateTopics 0-4
+    "001400000003"  # DeleteTopics 0-3
+    "001600000001"  # InitProducerId 0-1
+    "001700020003"  # OffsetForLeaderEpoch 2-3
+)  # and nothing after: no throttle time, no tagged fields
+
+
+def test_probe_answer_bytes_exactly():
+    assert api_versions_probe_response(42).hex() == PROBE_ANSWER_HEX
+
+
+def test_probe_answer_decodes_when_the_client_asked_for_v3():
+    correlation_id, body = decode_response(ApiKey.API_VERSIONS, 3, api_versions_probe_response(3))
+    assert correlation_id == 3 and body.error_code == 35
+    assert body.schema.version == 0
