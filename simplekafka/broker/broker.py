@@ -1,0 +1,315 @@
+"""KafkaBroker: the storage, ZooKeeper, controller and request handlers, put together.
+
+Start-up follows Kafka's order: open (and if needed recover) the logs, bind the
+listener, connect to ZooKeeper, register under ``/brokers/ids`` and take part
+in the controller election. The broker is ready when the controller's
+UpdateMetadata names it as live; until then Metadata lists no brokers and
+clients keep asking. Shutdown (SIGTERM) is the reverse: stop accepting
+requests, resign and deregister, checkpoint high watermarks, close the logs
+(fsync and the clean-shutdown marker), close the ZooKeeper session.
+
+ZooKeeper work runs on worker threads (kazoo blocks) and on the election's
+event thread; results come back to the reactor with ``callFromThread``. The
+reactor thread itself only does short things: decode, append, read, encode.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer, task, threads
+
+from simplekafka.broker.config import BrokerConfig
+from simplekafka.broker.controller import Controller, read_topic_config
+from simplekafka.broker.controller_channel import ControllerChannel
+from simplekafka.broker.dispatch import RequestDispatcher
+from simplekafka.broker.fetch import FetchHandler
+from simplekafka.broker.metadata import ApiVersionsHandler, MetadataHandler
+from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.produce import ProduceHandler
+from simplekafka.broker.producer_ids import InitProducerIdHandler
+from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.topic_admin import TopicAdmin
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.storage import LogConfig, LogManager
+
+log = logging.getLogger(__name__)
+
+
+class KafkaBroker:
+    """One broker process's worth of state; ``start()`` and ``stop()`` return Deferreds."""
+
+    def __init__(self, config: BrokerConfig, reactor: Any = None,
+                 on_ready: Callable[[KafkaBroker], None] | None = None):
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+            reactor = default_reactor
+        self.config = config
+        self.reactor = reactor
+        self.broker_id = config.broker_id
+        self.on_ready = on_ready
+        self.ready = False
+        self.cluster_id: str | None = None
+        self.zk: Any = None
+        self.registration: Any = None
+        self.election: Any = None
+        self.controller: Controller | None = None
+        self.channel: ControllerChannel | None = None
+        self.port: Any = None
+        self.factory: KafkaServerFactory | None = None
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self._loops: list[task.LoopingCall] = []
+        self._stopping = False
+
+        self.log_config = LogConfig.from_kafka(
+            {k: v for k, v in config.log_config_keys().items() if v is not None})
+        self.log_manager = LogManager(config.log_dirs, self.log_config)
+        if self.log_manager.recovered_unclean and self.log_manager.all_logs():
+            log.warning("log directories were not shut down cleanly: logs recovered")
+        self.metadata_cache = MetadataCache()
+        self.metadata_cache.listeners.append(self._metadata_changed)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
+                                              self.metadata_cache, self.log_config_for)
+        self.topic_admin = TopicAdmin(self)
+        self.fetch_handler = FetchHandler(self)
+        self.dispatcher = RequestDispatcher()
+        self._register_handlers()
+
+    # -- wiring -------------------------------------------------------------------------
+
+    def _register_handlers(self) -> None:
+        register = self.dispatcher.register
+        register(ApiKey.API_VERSIONS, ApiVersionsHandler(self))
+        register(ApiKey.METADATA, MetadataHandler(self))
+        register(ApiKey.PRODUCE, ProduceHandler(self))
+        register(ApiKey.FETCH, self.fetch_handler)
+        register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(self))
+        register(ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochHandler(self))
+        register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(self))
+        register(ApiKey.CREATE_TOPICS, self.topic_admin.create_topics)
+        register(ApiKey.DELETE_TOPICS, self.topic_admin.delete_topics)
+        register(ApiKey.LEADER_AND_ISR, self._handle_leader_and_isr)
+        register(ApiKey.UPDATE_METADATA, self._handle_update_metadata)
+        register(ApiKey.STOP_REPLICA, self._handle_stop_replica)
+
+    @property
+    def is_controller(self) -> bool:
+        return self.controller is not None and self.controller.active
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's overrides from ZooKeeper (as last read; {} if none)."""
+        return self.topic_configs.get(topic, {})
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        overrides = self.topic_configs.get(topic)
+        if not overrides:
+            return self.log_config
+        try:
+            return LogConfig.from_kafka(overrides, base=self.log_config)
+        except ValueError as exc:
+            log.warning("topic %s: bad config override ignored (%s)", topic, exc)
+            return self.log_config
+
+    # -- start --------------------------------------------------------------------------
+
+    def listen(self) -> int:
+        """Bind the listener (raises CannotListenError); returns the port bound."""
+        self.factory = KafkaServerFactory(self.dispatcher, self.config["socket.request.max.bytes"])
+        self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
+                                           interface=self.config.listen_host or "")
+        return self.port.getHost().port
+
+    def start(self) -> defer.Deferred:
+        """Listen, connect to ZooKeeper, register and join the election."""
+        if self.port is None:
+            self.listen()
+        self._start_loops()
+        return threads.deferToThreadPool(
+            self.reactor, self.reactor.getThreadPool(), self._connect_zookeeper
+        ).addCallback(self._join_cluster)
+
+    def _connect_zookeeper(self) -> Any:
+        from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
+        from simplekafka.coordination.registration import ensure_cluster_id
+
+        timeout_ms = (self.config["zookeeper.connection.timeout.ms"]
+                      or self.config["zookeeper.session.timeout.ms"])
+        zk = connect_zookeeper(self.config.zookeeper_connect, timeout=timeout_ms / 1000.0,
+                               session_timeout=self.config["zookeeper.session.timeout.ms"]
+                               / 1000.0)
+        ensure_kafka_paths(zk)
+        self.cluster_id = ensure_cluster_id(zk)
+        return zk
+
+    def _join_cluster(self, zk: Any) -> None:
+        from simplekafka.coordination.election import ControllerElection
+        from simplekafka.coordination.registration import BrokerRegistration
+
+        self.zk = zk
+        host, port = self.config.advertised_host_port
+        if port == 0 and self.port is not None:
+            port = self.port.getHost().port
+        self.registration = BrokerRegistration(zk, self.broker_id, host, port, self.config.rack)
+        self.channel = ControllerChannel(self.reactor, self.broker_id, self.dispatcher,
+                                         self._endpoint_of)
+        self.election = ControllerElection(
+            zk, self.broker_id, registration=self.registration,
+            on_elected=self._elected, on_resigned=self._resigned,
+            on_brokers_changed=self._brokers_changed,
+            call_soon=self.reactor.callFromThread)
+        self.controller = Controller(self.broker_id, self.election, self._send_from_controller,
+                                     self.config["unclean.leader.election.enable"])
+        self.election.start()
+        log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
+                 self.config.zookeeper_connect)
+
+    def _send_from_controller(self, sends: list) -> None:
+        # Called from the election's event thread: hand over to the reactor.
+        self.reactor.callFromThread(self._send_on_reactor, sends)
+
+    def _send_on_reactor(self, sends: list) -> None:
+        if self.channel is not None and not self._stopping:
+            self.channel.send_all(sends)
+
+    def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+        if self.controller is not None:
+            info = self.controller.brokers.get(broker_id)
+            if info is not None:
+                return info.host, info.port
+        endpoint = self.metadata_cache.brokers.get(broker_id)
+        return (endpoint.host, endpoint.port) if endpoint else None
+
+    def _elected(self, epoch: int) -> None:
+        log.info("broker %d is now the controller (epoch %d)", self.broker_id, epoch)
+        if self.controller is not None:
+            self.controller.on_elected(epoch)
+
+    def _resigned(self) -> None:
+        if self.controller is not None:
+            self.controller.on_resigned()
+
+    def _brokers_changed(self, changes: Any) -> None:
+        if self.controller is not None:
+            self.controller.on_brokers_changed(changes)
+
+    def _metadata_changed(self) -> None:
+        if not self.ready and self.broker_id in self.metadata_cache.brokers:
+            self.ready = True
+            if self.on_ready is not None:
+                self.on_ready(self)
+
+    def _start_loops(self) -> None:
+        def every(seconds: float, fn: Callable[[], Any]) -> None:
+            loop = task.LoopingCall(fn)
+            loop.clock = self.reactor
+            loop.start(seconds, now=False).addErrback(
+                lambda f: log.error("periodic task failed: %s", f.getTraceback()))
+            self._loops.append(loop)
+
+        every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
+              self.replica_manager.checkpoint_high_watermarks)
+        every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
+        if self.config["log.flush.interval.ms"] is not None:
+            every(min(self.config["log.flush.interval.ms"], 1000) / 1000.0,
+                  self.log_manager.flush_if_due)
+
+    def _enforce_retention(self) -> None:
+        removed = self.log_manager.enforce_retention(
+            high_watermarks=self.replica_manager.high_watermarks())
+        if removed:
+            log.info("retention removed %d segments", removed)
+
+    # -- inter-broker requests (from the controller, over the wire or the local channel) --
+
+    def _handle_leader_and_isr(self, context: Any, request: Any) -> Any:
+        stale = self._stale_broker_epoch(request)
+        if stale is not None:
+            return {"error_code": stale, "partition_errors": []}
+        topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
+        topics |= {p.topic_name for p in (getattr(request, "ungrouped_partition_states", None)
+                                          or [])}
+        unknown = sorted(t for t in topics if t not in self.topic_configs)
+        if not unknown or self.zk is None:
+            return self.replica_manager.become_leader_or_follower(request)
+
+        def read_configs() -> dict[str, dict[str, str]]:
+            return {t: read_topic_config(self.zk, t) for t in unknown}
+
+        def apply(configs: dict[str, dict[str, str]]) -> dict:
+            self.topic_configs.update(configs)
+            return self.replica_manager.become_leader_or_follower(request)
+
+        return threads.deferToThreadPool(
+            self.reactor, self.reactor.getThreadPool(), read_configs).addCallback(apply)
+
+    def _handle_update_metadata(self, context: Any, request: Any) -> dict:
+        stale = self._stale_broker_epoch(request)
+        if stale is not None:
+            return {"error_code": stale}
+        code = self.metadata_cache.apply_update_metadata(request)
+        for topic in list(self.topic_configs):
+            if not self.metadata_cache.has_topic(topic):
+                self.topic_configs.pop(topic, None)
+        return {"error_code": code}
+
+    def _handle_stop_replica(self, context: Any, request: Any) -> dict:
+        stale = self._stale_broker_epoch(request)
+        if stale is not None:
+            return {"error_code": stale, "partition_errors": []}
+        return self.replica_manager.stop_replicas(request)
+
+    def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
+        """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""
+        ours = getattr(self.registration, "epoch", None)
+        theirs = getattr(request, "broker_epoch", -1)
+        if ours is not None and theirs not in (-1, None) and theirs < ours:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return None
+
+    # -- stop ---------------------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def stop(self) -> Any:
+        """Clean shutdown: stop serving, leave the cluster, flush, mark the logs clean."""
+        if self._stopping:
+            return
+        self._stopping = True
+        log.info("broker %d shutting down", self.broker_id)
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        if self.port is not None:
+            yield defer.maybeDeferred(self.port.stopListening)
+        if self.factory is not None:
+            self.factory.close_all()
+        if self.channel is not None:
+            self.channel.close()
+        pool = self.reactor.getThreadPool()
+        if self.election is not None:
+            yield threads.deferToThreadPool(self.reactor, pool, self.election.stop)
+        if self.registration is not None:
+            try:
+                yield threads.deferToThreadPool(self.reactor, pool,
+                                                self.registration.deregister)
+            except Exception as exc:
+                log.warning("deregistration failed: %s", exc)
+        self.replica_manager.shutdown()
+        self.log_manager.close()
+        if self.zk is not None:
+            zk = self.zk
+            self.zk = None
+            yield threads.deferToThreadPool(self.reactor, pool, _close_zookeeper, zk)
+        log.info("broker %d stopped cleanly", self.broker_id)
+
+
+def _close_zookeeper(zk: Any) -> None:
+    try:
+        zk.stop()
+        zk.close()
+    except Exception as exc:
+        log.warning("closing the ZooKeeper session: %s", exc)

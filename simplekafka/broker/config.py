@@ -1,0 +1,307 @@
+"""Broker configuration, with Kafka's key names and (where they make sense) Kafka's defaults.
+
+A learner who has run Apache Kafka should recognise every key: a
+``server.properties`` file from a Kafka install works here too, as far as the
+keys it sets mean something for SimpleKafka. Keys that only tune Kafka's JVM
+internals (thread pools, socket buffers) are accepted and ignored with a log
+line; any other unknown key, or a value of the wrong type, stops the broker at
+start-up with a one-line error (``ConfigError``), because a silently ignored
+typo is worse than a refusal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration key or value the broker cannot use (message is one line)."""
+
+
+# -- value parsers: each turns the text form into a typed value or raises ValueError ---------
+
+
+def _int(text: str) -> int:
+    return int(str(text).strip())
+
+
+def _long_or_none(text: str) -> int | None:
+    """Kafka writes 'no limit' as Long.MAX_VALUE; we also accept an empty value or 'none'."""
+    text = str(text).strip()
+    if text.lower() in ("", "none", "null", str(2**63 - 1)):
+        return None
+    return int(text)
+
+
+def _bool(text: str) -> bool:
+    if isinstance(text, bool):
+        return text
+    lowered = str(text).strip().lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _str(text: str) -> str:
+    return str(text).strip()
+
+
+def _str_or_none(text: str) -> str | None:
+    text = str(text).strip()
+    return text or None
+
+
+def _list(text: str) -> list[str]:
+    if isinstance(text, (list, tuple)):
+        return [str(item).strip() for item in text if str(item).strip()]
+    return [item.strip() for item in str(text).split(",") if item.strip()]
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One documented key: its parser, default, lower bound and what it does."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+    minimum: int | None = None
+
+
+_KEYS: list[ConfigKey] = [
+    ConfigKey("broker.id", _int, None, "This broker's id; unique in the cluster.", 0),
+    ConfigKey("broker.rack", _str_or_none, None, "Rack of this broker, for rack-aware placement."),
+    ConfigKey("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"],
+              "Where to listen: PLAINTEXT://host:port (one listener supported)."),
+    ConfigKey("advertised.listeners", _list, None,
+              "What clients are told to connect to; defaults to listeners."),
+    ConfigKey("log.dirs", _list, None, "Directories that hold the partition logs."),
+    ConfigKey("zookeeper.connect", _str, None, "ZooKeeper connection string host:port[/chroot]."),
+    ConfigKey("zookeeper.session.timeout.ms", _int, 18000, "ZooKeeper session timeout.", 1),
+    ConfigKey("zookeeper.connection.timeout.ms", _int, None,
+              "How long to wait for ZooKeeper at start-up; defaults to the session timeout.", 1),
+    ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
+    ConfigKey("default.replication.factor", _int, 1,
+              "Replication factor of auto-created topics.", 1),
+    ConfigKey("auto.create.topics.enable", _bool, True,
+              "Create a topic when a client asks Metadata about an unknown one."),
+    ConfigKey("delete.topic.enable", _bool, True, "Allow DeleteTopics."),
+    ConfigKey("message.max.bytes", _int, 1048588, "Largest record batch accepted.", 0),
+    ConfigKey("min.insync.replicas", _int, 1, "In-sync replicas needed for acks=all.", 1),
+    ConfigKey("socket.request.max.bytes", _int, 104857600,
+              "Largest request frame; bigger frames are refused unread.", 1),
+    ConfigKey("log.segment.bytes", _int, 1073741824, "Size at which a segment rolls.", 14),
+    ConfigKey("log.roll.ms", _long_or_none, None, "Age at which a segment rolls (default 7 days)."),
+    ConfigKey("log.roll.hours", _int, 168, "Age at which a segment rolls, in hours.", 1),
+    ConfigKey("log.retention.ms", _long_or_none, None,
+              "How long to keep data; -1 keeps it forever (default log.retention.hours)."),
+    ConfigKey("log.retention.minutes", _long_or_none, None, "log.retention.ms, in minutes."),
+    ConfigKey("log.retention.hours", _int, 168, "log.retention.ms, in hours."),
+    ConfigKey("log.retention.bytes", _int, -1, "Size per partition above which old segments go."),
+    ConfigKey("log.retention.check.interval.ms", _int, 300000, "How often retention runs.", 1),
+    ConfigKey("log.index.interval.bytes", _int, 4096, "Bytes between offset index entries.", 0),
+    ConfigKey("log.index.size.max.bytes", _int, 10485760, "Largest offset/time index file.", 4),
+    ConfigKey("log.flush.interval.messages", _long_or_none, None,
+              "fsync after this many messages (default: leave it to the OS)."),
+    ConfigKey("log.flush.interval.ms", _long_or_none, None, "fsync at least this often."),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", _int, 5000,
+              "How often high watermarks are written to disk.", 1),
+    ConfigKey("replica.lag.time.max.ms", _int, 30000,
+              "A follower not caught up for this long leaves the ISR.", 1),
+    ConfigKey("replica.fetch.wait.max.ms", _int, 500, "Follower fetch long-poll time.", 0),
+    ConfigKey("replica.fetch.min.bytes", _int, 1, "Follower fetch min bytes.", 0),
+    ConfigKey("replica.fetch.max.bytes", _int, 1048576, "Follower fetch size per partition.", 0),
+    ConfigKey("unclean.leader.election.enable", _bool, False,
+              "Allow an out-of-sync replica to lead (may lose acknowledged data)."),
+    ConfigKey("controlled.shutdown.enable", _bool, True,
+              "Move leadership away before a clean shutdown."),
+    ConfigKey("offsets.topic.num.partitions", _int, 10, "Partitions of __consumer_offsets.", 1),
+    ConfigKey("offsets.topic.replication.factor", _int, 1,
+              "Replication factor of __consumer_offsets.", 1),
+    ConfigKey("group.initial.rebalance.delay.ms", _int, 3000,
+              "How long a new group waits for more members before its first rebalance.", 0),
+    ConfigKey("producer.id.block.size", _int, 1000,
+              "Producer ids a broker reserves from ZooKeeper at a time.", 1),
+]
+
+KEYS: dict[str, ConfigKey] = {key.name: key for key in _KEYS}
+
+# Kafka keys that tune machinery SimpleKafka does not have; accepted so that a
+# stock server.properties loads, and reported in the log as ignored.
+IGNORED_KAFKA_KEYS = frozenset({
+    "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "log.cleaner.enable", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
+    "listener.security.protocol.map", "inter.broker.listener.name", "log.dir",
+    "num.replica.fetchers", "queued.max.requests", "background.threads",
+    "compression.type", "log.message.timestamp.type", "zookeeper.set.acl",
+})
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>[^:/]*):(?P<port>\d+)$")
+
+
+def parse_listener(text: str) -> tuple[str, str, int]:
+    """Split ``PLAINTEXT://host:port`` into (listener name, host, port)."""
+    match = _LISTENER.match(text.strip())
+    if not match:
+        raise ConfigError(f"listener {text!r} is not of the form PLAINTEXT://host:port")
+    port = int(match["port"])
+    if port > 65535:
+        raise ConfigError(f"listener {text!r}: port {port} is out of range")
+    return match["name"].upper(), match["host"], port
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Read a Java-style properties file: ``key=value`` (or ``key: value``) lines, # comments."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    properties: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if not match:
+            raise ConfigError(f"{path}:{number}: expected key=value, got {line!r}")
+        properties[match[1]] = match[2].strip()
+    return properties
+
+
+class BrokerConfig:
+    """Validated broker settings: ``config["log.segment.bytes"]`` or the named properties.
+
+    Build one with ``BrokerConfig.from_properties({...})``; all checks happen
+    there, so a broker that got a BrokerConfig can trust every value in it.
+    """
+
+    def __init__(self, values: dict[str, Any], ignored: Iterable[str] = ()):
+        self._values = values
+        self.ignored_keys = sorted(ignored)
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> BrokerConfig:
+        values = {name: key.default for name, key in KEYS.items()}
+        ignored = []
+        for name, raw in properties.items():
+            if name in IGNORED_KAFKA_KEYS:
+                ignored.append(name)
+                continue
+            key = KEYS.get(name)
+            if key is None:
+                raise ConfigError(f"unknown configuration key {name!r}")
+            try:
+                value = key.parse(raw)
+            except (TypeError, ValueError) as exc:
+                detail = str(exc) if "expected" in str(exc) else f"cannot parse {raw!r}"
+                raise ConfigError(f"configuration key {name}: {detail}") from None
+            if key.minimum is not None and value is not None and value < key.minimum:
+                raise ConfigError(f"configuration key {name}: {value} is below {key.minimum}")
+            values[name] = value
+        config = cls(values, ignored)
+        config._check()
+        return config
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def _check(self) -> None:
+        for required in ("broker.id", "zookeeper.connect", "log.dirs"):
+            if self._values[required] in (None, "", []):
+                raise ConfigError(f"configuration key {required} is required")
+        listeners = self._values["listeners"]
+        if len(listeners) != 1:
+            raise ConfigError("listeners: exactly one PLAINTEXT listener is supported")
+        parse_listener(listeners[0])
+        for text in self._values["advertised.listeners"] or []:
+            parse_listener(text)
+
+    # -- the values the broker reads most, by name ------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self._values["broker.id"]
+
+    @property
+    def rack(self) -> str | None:
+        return self._values["broker.rack"]
+
+    @property
+    def listen_host(self) -> str:
+        return parse_listener(self._values["listeners"][0])[1]
+
+    @property
+    def listen_port(self) -> int:
+        return parse_listener(self._values["listeners"][0])[2]
+
+    @property
+    def advertised_host_port(self) -> tuple[str, int]:
+        """Host and port clients are told; an empty listen host advertises 127.0.0.1."""
+        advertised = self._values["advertised.listeners"] or self._values["listeners"]
+        _, host, port = parse_listener(advertised[0])
+        return (host or "127.0.0.1"), port
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(item) for item in self._values["log.dirs"]]
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self._values["zookeeper.connect"]
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self._values["min.insync.replicas"]
+
+    @property
+    def default_replication_factor(self) -> int:
+        return self._values["default.replication.factor"]
+
+    @property
+    def retention_ms(self) -> int:
+        """log.retention.ms, else .minutes, else .hours, as Kafka resolves them."""
+        if self._values["log.retention.ms"] is not None:
+            return self._values["log.retention.ms"]
+        if self._values["log.retention.minutes"] is not None:
+            return self._values["log.retention.minutes"] * 60_000
+        return self._values["log.retention.hours"] * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        if self._values["log.roll.ms"] is not None:
+            return self._values["log.roll.ms"]
+        return self._values["log.roll.hours"] * 3_600_000
+
+    def log_config_keys(self) -> dict[str, Any]:
+        """The log settings as Kafka's topic-level keys (segment.bytes, retention.ms, ...)."""
+        return {
+            "segment.bytes": self["log.segment.bytes"],
+            "segment.ms": self.roll_ms,
+            "segment.index.bytes": self["log.index.size.max.bytes"],
+            "index.interval.bytes": self["log.index.interval.bytes"],
+            "retention.ms": self.retention_ms,
+            "retention.bytes": self["log.retention.bytes"],
+            "flush.messages": self["log.flush.interval.messages"],
+            "flush.ms": self["log.flush.interval.ms"],
+            "max.message.bytes": self["message.max.bytes"],
+            "min.insync.replicas": self["min.insync.replicas"],
+        }
+
+
+def describe_keys() -> str:
+    """A table of every key, its default and meaning (for docs and ``--help``)."""
+    lines = []
+    for key in _KEYS:
+        lines.append(f"{key.name} (default {key.default!r}): {key.doc}")
+    return "\n".join(lines)

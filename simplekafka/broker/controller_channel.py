@@ -1,0 +1,180 @@
+"""How controller requests reach brokers: over TCP, or to this broker through the same bytes.
+
+Each target broker has a queue: requests to it are sent one at a time, in
+order (UpdateMetadata before the LeaderAndIsr that follows it), and retried
+while the broker is still alive. A request to the controller's own broker is
+encoded to bytes, handed to this broker's request dispatcher exactly as a frame
+from the network would be, and its response bytes decoded: the single-broker
+cluster exercises the same code path as a three-broker one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import struct
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer, protocol
+from twisted.internet.endpoints import TCP4ClientEndpoint
+
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.messages import decode_response, encode_request
+
+log = logging.getLogger(__name__)
+
+RETRY_DELAY = 0.1
+MAX_ATTEMPTS = 50
+CLIENT_ID = "simplekafka-controller"
+
+
+class _ResponseReader(protocol.Protocol):
+    """Reads Kafka-framed responses and fires the waiting Deferred by correlation id."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.waiting: dict[int, defer.Deferred] = {}
+        self.lost: defer.Deferred = defer.Deferred()
+
+    def dataReceived(self, data: bytes) -> None:
+        self.buffer += data
+        while len(self.buffer) >= 4:
+            (length,) = struct.unpack_from(">i", self.buffer, 0)
+            if len(self.buffer) < 4 + length:
+                return
+            frame = bytes(self.buffer[4:4 + length])
+            del self.buffer[:4 + length]
+            (correlation_id,) = struct.unpack_from(">i", frame, 0)
+            waiter = self.waiting.pop(correlation_id, None)
+            if waiter is not None:
+                waiter.callback(frame)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        waiting, self.waiting = self.waiting, {}
+        for waiter in waiting.values():
+            waiter.errback(ConnectionError("connection to broker lost"))
+        if not self.lost.called:
+            self.lost.callback(None)
+
+
+class ControllerChannel:
+    """Delivers controller requests in order, per broker; see the module docstring."""
+
+    def __init__(self, reactor: Any, local_broker_id: int,
+                 local_handler: Callable[[bytes, Any], Any],
+                 endpoint_of: Callable[[int], tuple[str, int] | None]):
+        self.reactor = reactor
+        self.local_broker_id = local_broker_id
+        self.local_handler = local_handler
+        self.endpoint_of = endpoint_of
+        self._correlation = itertools.count(1)
+        self._queues: dict[int, deque[tuple[ApiKey, int, dict, defer.Deferred]]] = {}
+        self._busy: set[int] = set()
+        self._connections: dict[int, _ResponseReader] = {}
+        self.sent = 0
+        self.closed = False
+
+    def send_all(self, sends: list[tuple[int, ApiKey, int, dict]]) -> None:
+        for broker_id, api_key, version, body in sends:
+            self.send(broker_id, api_key, version, body)
+
+    def send(self, broker_id: int, api_key: ApiKey, version: int, body: dict) -> defer.Deferred:
+        """Queue one request for ``broker_id``; the Deferred fires with the decoded response."""
+        done: defer.Deferred = defer.Deferred()
+        self._queues.setdefault(broker_id, deque()).append((api_key, version, body, done))
+        self._pump(broker_id)
+        return done
+
+    def _pump(self, broker_id: int) -> None:
+        if broker_id in self._busy or self.closed:
+            return
+        queue = self._queues.get(broker_id)
+        if not queue:
+            return
+        self._busy.add(broker_id)
+        api_key, version, body, done = queue[0]
+        attempt = self._deliver(broker_id, api_key, version, body)
+        attempt.addCallbacks(self._delivered, self._failed,
+                             callbackArgs=(broker_id, done), errbackArgs=(broker_id, 1))
+
+    def _delivered(self, response: Any, broker_id: int, done: defer.Deferred) -> None:
+        self._queues[broker_id].popleft()
+        self._busy.discard(broker_id)
+        self.sent += 1
+        code = getattr(response, "error_code", 0)
+        if code:
+            log.warning("broker %d answered controller request with error %d", broker_id, code)
+        done.callback(response)
+        self._pump(broker_id)
+
+    def _failed(self, failure: Any, broker_id: int, attempt: int) -> None:
+        queue = self._queues.get(broker_id)
+        if not queue or self.closed:
+            self._busy.discard(broker_id)
+            return
+        api_key, version, body, done = queue[0]
+        if attempt >= MAX_ATTEMPTS or self.endpoint_of(broker_id) is None:
+            log.warning("giving up %s to broker %d: %s", api_key.name, broker_id,
+                        failure.getErrorMessage())
+            queue.popleft()
+            self._busy.discard(broker_id)
+            done.errback(failure)
+            self._pump(broker_id)
+            return
+
+        def retry() -> None:
+            again = self._deliver(broker_id, api_key, version, body)
+            again.addCallbacks(self._delivered, self._failed,
+                               callbackArgs=(broker_id, done),
+                               errbackArgs=(broker_id, attempt + 1))
+
+        self.reactor.callLater(RETRY_DELAY, retry)
+
+    def _deliver(self, broker_id: int, api_key: ApiKey, version: int,
+                 body: dict) -> defer.Deferred:
+        correlation_id = next(self._correlation)
+        try:
+            payload = encode_request(api_key, version, correlation_id, CLIENT_ID, body)
+        except Exception as exc:
+            log.exception("cannot encode %s for broker %d", api_key.name, broker_id)
+            return defer.fail(exc)
+        if broker_id == self.local_broker_id:
+            answer = defer.maybeDeferred(self.local_handler, payload, None)
+        else:
+            answer = self._remote(broker_id, correlation_id, payload)
+        return answer.addCallback(
+            lambda frame: decode_response(api_key, version, frame)[1])
+
+    def _remote(self, broker_id: int, correlation_id: int, payload: bytes) -> defer.Deferred:
+        connection = self._connections.get(broker_id)
+        if connection is not None and connection.transport is not None \
+                and connection.connected:
+            return self._write(connection, correlation_id, payload)
+        address = self.endpoint_of(broker_id)
+        if address is None:
+            return defer.fail(ConnectionError(f"broker {broker_id} is not alive"))
+        endpoint = TCP4ClientEndpoint(self.reactor, address[0], address[1], timeout=5)
+        connecting = endpoint.connect(protocol.Factory.forProtocol(_ResponseReader))
+
+        def connected(reader: _ResponseReader) -> defer.Deferred:
+            self._connections[broker_id] = reader
+            reader.lost.addCallback(lambda _: self._connections.pop(broker_id, None))
+            return self._write(reader, correlation_id, payload)
+
+        return connecting.addCallback(connected)
+
+    @staticmethod
+    def _write(reader: _ResponseReader, correlation_id: int, payload: bytes) -> defer.Deferred:
+        waiter: defer.Deferred = defer.Deferred()
+        reader.waiting[correlation_id] = waiter
+        reader.transport.write(struct.pack(">i", len(payload)) + payload)
+        return waiter
+
+    def close(self) -> None:
+        self.closed = True
+        for connection in list(self._connections.values()):
+            if connection.transport is not None:
+                connection.transport.loseConnection()
+        self._connections.clear()

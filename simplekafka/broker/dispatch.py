@@ -1,0 +1,117 @@
+"""From a frame to a handler and back: decode the request, call its handler, encode the answer.
+
+The dispatcher is the broker's only caller of the protocol codec on the request
+path. It reads the three header fields every request starts with (api key,
+version, correlation id) itself first, so that even a request it cannot decode
+gets the right treatment:
+
+* ApiVersions at a version we do not speak (clients probe with v3 or v4): the
+  special error-35 answer in v0 format, which every client understands and
+  retries from;
+* an unknown api key, a version outside what we advertise, or a body that does
+  not decode: no answer can be formed that the client would parse, so the
+  connection is closed with a log line (what Kafka does), and other connections
+  carry on.
+
+Handlers take a RequestContext and the decoded request Struct and return a
+response (a dict or Struct), None for "no response" (acks=0), or a Deferred of
+either. Register more with ``dispatcher.register(ApiKey.X, handler)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer
+
+from simplekafka.broker.server import CloseConnection
+from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
+from simplekafka.protocol.errors import ProtocolError
+from simplekafka.protocol.messages import (
+    api_versions_probe_response,
+    decode_request,
+    encode_response,
+)
+
+log = logging.getLogger(__name__)
+
+_HEADER_START = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Who asked what: the request header plus the connection it came on."""
+
+    api_key: ApiKey
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str = "?"
+
+
+Handler = Callable[[RequestContext, Any], Any]
+
+
+class RequestDispatcher:
+    """Routes decoded requests to handlers by api key; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+        self.requests_handled = 0
+
+    def register(self, api_key: ApiKey, handler: Handler) -> None:
+        self._handlers[int(api_key)] = handler
+
+    def handles(self, api_key: int) -> bool:
+        return int(api_key) in self._handlers
+
+    def __call__(self, frame: bytes, connection: Any = None) -> bytes | defer.Deferred | None:
+        """Handle one frame; raises CloseConnection when the connection must close."""
+        peer = getattr(connection, "peer", "?")
+        if len(frame) < _HEADER_START.size:
+            log.warning("closing %s: %d-byte frame is too short for a request header",
+                        peer, len(frame))
+            raise CloseConnection()
+        api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame, 0)
+        low_high = _supported_range(api_key)
+        if api_key == ApiKey.API_VERSIONS and (
+                low_high is None or not low_high[0] <= api_version <= low_high[1]):
+            return api_versions_probe_response(correlation_id)
+        if low_high is None or api_key not in self._handlers:
+            log.warning("closing %s: unknown or unsupported api key %d (correlation id %d)",
+                        peer, api_key, correlation_id)
+            raise CloseConnection()
+        if not low_high[0] <= api_version <= low_high[1]:
+            log.warning("closing %s: %s v%d is not supported (we speak v%d-%d)",
+                        peer, ApiKey(api_key).name, api_version, *low_high)
+            raise CloseConnection()
+        try:
+            header, body = decode_request(frame)
+        except ProtocolError as exc:
+            log.warning("closing %s: cannot decode %s v%d request (correlation id %d): %s",
+                        peer, ApiKey(api_key).name, api_version, correlation_id, exc)
+            raise CloseConnection() from None
+        context = RequestContext(ApiKey(api_key), api_version, correlation_id,
+                                 getattr(header, "client_id", None), peer)
+        self.requests_handled += 1
+        result = self._handlers[api_key](context, body)
+        if isinstance(result, defer.Deferred):
+            return result.addCallback(self._encode, context)
+        return self._encode(result, context)
+
+    @staticmethod
+    def _encode(body: Any, context: RequestContext) -> bytes | None:
+        if body is None:
+            return None
+        return encode_response(context.api_key, context.api_version, context.correlation_id, body)
+
+
+def _supported_range(api_key: int) -> tuple[int, int] | None:
+    try:
+        return SUPPORTED_VERSIONS.get(ApiKey(api_key))
+    except ValueError:
+        return None

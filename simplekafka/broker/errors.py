@@ -1,0 +1,13 @@
+"""The broker's one exception type: a Kafka error code with a reason for the log."""
+
+from __future__ import annotations
+
+from simplekafka.protocol.errors import ErrorCode
+
+
+class KafkaError(Exception):
+    """Raised inside request handling; the handler turns it into ``code`` on the wire."""
+
+    def __init__(self, code: ErrorCode, message: str = ""):
+        super().__init__(message or code.name)
+        self.code = ErrorCode(code)

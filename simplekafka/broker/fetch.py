@@ -1,0 +1,129 @@
+"""Fetch: whole batches straight from the log, with a long poll woken by appends.
+
+A fetch names partitions and offsets. For each, the leader returns whole record
+batches from the one holding the offset (consumers up to the high watermark,
+followers up to the log end), always the first batch whole even when it is
+larger than the size limits (KIP-74: a client must be able to make progress),
+and an empty partition as zero-length records, never null. Every requested
+partition is named in the answer, errors included.
+
+When there is less than ``min_bytes`` to return, the fetch waits: it listens on
+its partitions and is re-read when any of them gets an append, or answered as
+it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
+within milliseconds of its produce without busy polling.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from twisted.internet import defer
+
+from simplekafka.broker.errors import KafkaError
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class FetchHandler:
+    """ApiKey.FETCH: see the module docstring."""
+
+    def __init__(self, broker: Any):
+        self.broker = broker
+        self.waiting = 0  # fetches parked right now (for tests and metrics)
+
+    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
+        body, total_bytes, has_error = self.read(request)
+        if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
+                or not request.topics):
+            return body
+        return _DelayedFetch(self, request).start()
+
+    def read(self, request: Any) -> tuple[dict, int, bool]:
+        """Read every requested partition once: (response body, bytes, any error?)."""
+        remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
+        total = 0
+        has_error = False
+        responses = []
+        replicas = self.broker.replica_manager
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                answer = {"partition_index": wanted.partition, "error_code": ErrorCode.NONE,
+                          "high_watermark": -1, "last_stable_offset": -1,
+                          "log_start_offset": -1, "aborted_transactions": [],
+                          "preferred_read_replica": -1, "records": b""}
+                try:
+                    partition = replicas.leader_partition(topic.topic, wanted.partition)
+                    partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
+                    limit = min(wanted.partition_max_bytes, remaining)
+                    if limit > 0 or total == 0:
+                        records = partition.read(wanted.fetch_offset, max(limit, 1),
+                                                 request.replica_id)
+                    else:
+                        records = b""
+                    answer["records"] = records
+                    answer["high_watermark"] = partition.high_watermark
+                    answer["last_stable_offset"] = partition.high_watermark
+                    answer["log_start_offset"] = partition.log_start_offset
+                    total += len(records)
+                    remaining -= len(records)
+                except KafkaError as exc:
+                    answer["error_code"] = exc.code
+                    has_error = True
+                except Exception:
+                    log.exception("fetch from %s-%d failed", topic.topic, wanted.partition)
+                    answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                    has_error = True
+                partitions.append(answer)
+            responses.append({"topic": topic.topic, "partitions": partitions})
+        body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
+                "responses": responses}
+        return body, total, has_error
+
+    def partitions_of(self, request: Any) -> list[Any]:
+        found = []
+        for topic in request.topics:
+            for wanted in topic.partitions:
+                partition = self.broker.replica_manager.get_partition(topic.topic,
+                                                                      wanted.partition)
+                if partition is not None:
+                    found.append(partition)
+        return found
+
+
+class _DelayedFetch:
+    """A parked fetch: re-read on appends to its partitions, answered at max_wait_ms."""
+
+    def __init__(self, handler: FetchHandler, request: Any):
+        self.handler = handler
+        self.request = request
+        self.result: defer.Deferred = defer.Deferred()
+        self.partitions = handler.partitions_of(request)
+        self.timer = None
+
+    def start(self) -> defer.Deferred:
+        for partition in self.partitions:
+            partition.add_append_listener(self.on_append)
+        self.handler.waiting += 1
+        self.timer = self.handler.broker.reactor.callLater(
+            self.request.max_wait_ms / 1000.0, self.complete)
+        return self.result
+
+    def on_append(self, _partition: Any) -> None:
+        body, total, has_error = self.handler.read(self.request)
+        if total >= max(self.request.min_bytes, 1) or has_error:
+            self.complete(body)
+
+    def complete(self, body: dict | None = None) -> None:
+        if self.result.called:
+            return
+        for partition in self.partitions:
+            partition.remove_append_listener(self.on_append)
+        if self.timer is not None and self.timer.active():
+            self.timer.cancel()
+        self.handler.waiting -= 1
+        if body is None:
+            body = self.handler.read(self.request)[0]
+        self.result.callback(body)

@@ -1,0 +1,88 @@
+"""ApiVersions and Metadata: what this broker speaks, and who leads what.
+
+ApiVersions lists exactly the API versions the broker implements (clients use
+whatever is advertised). Metadata answers from the metadata cache the
+controller keeps up to date: live brokers, the controller (a live broker, so
+admin requests can find it), and per partition the leader, its epoch (v7+),
+replicas and ISR. Asking about an unknown topic creates it when
+auto.create.topics.enable is on (and, from v4, the client allows it); the
+answer is then LEADER_NOT_AVAILABLE until the controller has elected leaders,
+and the client simply asks again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+INTER_BROKER_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA,
+                               ApiKey.UPDATE_METADATA})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def advertised_versions() -> list[dict]:
+    """ApiVersions' api_keys: every client-facing key we implement, with its range."""
+    return [{"api_key": int(key), "min_version": low, "max_version": high}
+            for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+            if key not in INTER_BROKER_KEYS]
+
+
+class ApiVersionsHandler:
+    def __init__(self, broker: Any):
+        self.broker = broker
+
+    def __call__(self, context: Any, request: Any) -> dict:
+        return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(),
+                "throttle_time_ms": 0}
+
+
+class MetadataHandler:
+    def __init__(self, broker: Any):
+        self.broker = broker
+
+    def __call__(self, context: Any, request: Any) -> dict:
+        cache = self.broker.metadata_cache
+        version = context.api_version
+        requested = request.topics
+        if requested is None or (version == 0 and not requested):
+            names = cache.topic_names()
+        else:
+            names = list(dict.fromkeys(t.name for t in requested))
+        allow_create = self.broker.config["auto.create.topics.enable"] and (
+            version < 4 or request.allow_auto_topic_creation)
+        topics = [self._topic(name, cache, allow_create) for name in names]
+        brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                   for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)]
+        controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
+        return {"throttle_time_ms": 0, "brokers": brokers,
+                "cluster_id": self.broker.cluster_id, "controller_id": controller_id,
+                "topics": topics}
+
+    def _topic(self, name: str, cache: Any, allow_create: bool) -> dict:
+        partitions = cache.topics.get(name)
+        if partitions is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if allow_create:
+                code = self.broker.topic_admin.auto_create(name)
+            return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
+        answers = []
+        for index in sorted(partitions):
+            p = partitions[index]
+            offline = [r for r in p.replicas if not cache.is_alive(r)]
+            leader_alive = p.leader >= 0 and cache.is_alive(p.leader)
+            answers.append({
+                "error_code": ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE,
+                "partition_index": index,
+                "leader_id": p.leader if leader_alive else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": list(p.replicas),
+                "isr_nodes": list(p.isr),
+                "offline_replicas": offline,
+            })
+        return {"error_code": ErrorCode.NONE, "name": name,
+                "is_internal": name in INTERNAL_TOPICS, "partitions": answers}

@@ -1,0 +1,116 @@
+"""What this broker knows about the cluster: live brokers, the controller, every partition.
+
+Every broker answers Metadata from this cache, and the cache changes only when
+the controller says so with an UpdateMetadata request (as in ZooKeeper-mode
+Kafka: brokers do not read topic state from ZooKeeper themselves). A request
+from a controller with an older epoch than one already seen is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simplekafka.protocol.errors import ErrorCode
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    zk_version: int = 0
+    controller_epoch: int = 0
+
+
+@dataclass
+class MetadataCache:
+    """The last UpdateMetadata applied, in a shape Metadata and the handlers can read."""
+
+    controller_id: int = -1
+    controller_epoch: int = -1
+    brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    topics: dict[str, dict[int, PartitionMetadata]] = field(default_factory=dict)
+    listeners: list[Callable[[], None]] = field(default_factory=list)
+
+    def apply_update_metadata(self, request: Any) -> ErrorCode:
+        """Apply an UpdateMetadata (v5+ shape: topic_states; v0-4: ungrouped_partition_states)."""
+        if request.controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.controller_epoch = request.controller_epoch
+        self.controller_id = request.controller_id
+        brokers = {}
+        for live in request.live_brokers:
+            endpoints = getattr(live, "endpoints", None) or []
+            if endpoints:
+                host, port = endpoints[0].host, endpoints[0].port
+            else:
+                host, port = live.v0_host, live.v0_port
+            brokers[live.id] = BrokerEndpoint(live.id, host, port, getattr(live, "rack", None))
+        self.brokers = brokers
+        states = []
+        for topic_state in getattr(request, "topic_states", None) or []:
+            states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
+        for p in getattr(request, "ungrouped_partition_states", None) or []:
+            states.append((p.topic_name, p))
+        for topic, p in states:
+            if p.leader == LEADER_DURING_DELETE:
+                partitions = self.topics.get(topic)
+                if partitions is not None:
+                    partitions.pop(p.partition_index, None)
+                    if not partitions:
+                        del self.topics[topic]
+                continue
+            self.topics.setdefault(topic, {})[p.partition_index] = PartitionMetadata(
+                topic, p.partition_index, p.leader, p.leader_epoch, tuple(p.isr),
+                tuple(p.replicas), tuple(getattr(p, "offline_replicas", ()) or ()),
+                p.zk_version, p.controller_epoch,
+            )
+        self._changed()
+        return ErrorCode.NONE
+
+    def remove_topic(self, topic: str) -> None:
+        if self.topics.pop(topic, None) is not None:
+            self._changed()
+
+    def _changed(self) -> None:
+        for listener in list(self.listeners):
+            listener()
+
+    # -- queries --------------------------------------------------------------------------
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self.topics
+
+    def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
+        return self.topics.get(topic, {}).get(partition)
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.topics)
+
+    def is_alive(self, broker_id: int) -> bool:
+        return broker_id in self.brokers
+
+    def all_leaders_known(self, topic: str) -> bool:
+        partitions = self.topics.get(topic)
+        return bool(partitions) and all(
+            p.leader >= 0 and p.leader in self.brokers for p in partitions.values()
+        )
+
+
+# The controller marks a partition of a topic being deleted with this leader (as Kafka
+# does with LeaderAndIsr.LeaderDuringDelete) so that brokers drop it from their caches.
+LEADER_DURING_DELETE = -2

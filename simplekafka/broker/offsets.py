@@ -1,0 +1,90 @@
+"""ListOffsets and OffsetForLeaderEpoch: where a partition starts, ends, and where an epoch ended.
+
+ListOffsets answers the earliest offset (timestamp -2), the latest one a
+consumer may read (-1, the high watermark) or the first offset whose record
+timestamp is at or after a given time. OffsetForLeaderEpoch answers where a
+leader epoch ended in this leader's log; clients use it to check their position
+after a leader change, followers to know where to truncate (KIP-101).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from simplekafka.broker.errors import KafkaError
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+LATEST = -1
+EARLIEST = -2
+
+
+class ListOffsetsHandler:
+    def __init__(self, broker: Any):
+        self.broker = broker
+
+    def __call__(self, context: Any, request: Any) -> dict:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                answer = {"partition_index": wanted.partition_index,
+                          "error_code": ErrorCode.NONE, "timestamp": -1, "offset": -1,
+                          "leader_epoch": -1, "old_style_offsets": []}
+                try:
+                    self._answer(topic.name, wanted, request.replica_id, answer)
+                except KafkaError as exc:
+                    answer["error_code"] = exc.code
+                except Exception:
+                    log.exception("ListOffsets on %s-%d failed", topic.name,
+                                  wanted.partition_index)
+                    answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                partitions.append(answer)
+            topics.append({"name": topic.name, "partitions": partitions})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
+        partition = self.broker.replica_manager.leader_partition(topic, wanted.partition_index)
+        partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
+        if wanted.timestamp == EARLIEST:
+            answer["offset"] = partition.log_start_offset
+        elif wanted.timestamp == LATEST:
+            answer["offset"] = (partition.log_end_offset if replica_id >= 0
+                                else partition.high_watermark)
+        elif wanted.timestamp < 0:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"timestamp {wanted.timestamp} is not -1, -2 or a time")
+        else:
+            found = partition.log.find_offset_by_timestamp(wanted.timestamp)
+            if found is None or found.offset >= partition.high_watermark:
+                return  # no such record (yet): offset -1, timestamp -1
+            answer["offset"] = found.offset
+            answer["timestamp"] = found.timestamp
+        answer["leader_epoch"] = partition.leader_epoch
+
+
+class OffsetForLeaderEpochHandler:
+    def __init__(self, broker: Any):
+        self.broker = broker
+
+    def __call__(self, context: Any, request: Any) -> dict:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                answer = {"error_code": ErrorCode.NONE, "partition": wanted.partition,
+                          "leader_epoch": -1, "end_offset": -1}
+                try:
+                    partition = self.broker.replica_manager.leader_partition(
+                        topic.topic, wanted.partition)
+                    partition.check_leader_epoch(wanted.current_leader_epoch)
+                    epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
+                    answer["leader_epoch"] = epoch
+                    answer["end_offset"] = end
+                except KafkaError as exc:
+                    answer["error_code"] = exc.code
+                partitions.append(answer)
+            topics.append({"topic": topic.topic, "partitions": partitions})
+        return {"throttle_time_ms": 0, "topics": topics}

@@ -1,0 +1,93 @@
+"""InitProducerId: hand out producer ids, unique across the cluster, for idempotent producers.
+
+Like ZooKeeper-mode Kafka, brokers reserve blocks of ids in
+``/latest_producer_id_block`` with a conditional setData (so two brokers never
+get the same block) and hand them out one by one; a block is fetched from
+ZooKeeper on a worker thread only when the current one runs out. Transactions
+are not supported: a transactional id gets an error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from twisted.internet import defer, threads
+
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+
+
+def reserve_block(zk: Any, broker_id: int, size: int) -> tuple[int, int]:
+    """Reserve the next ``size`` producer ids in ZooKeeper; returns (first, last) inclusive."""
+    while True:
+        try:
+            data, stat = zk.get(PRODUCER_ID_BLOCK_PATH)
+        except NoNodeError:
+            data, stat = b"", None
+        start = 0
+        if data:
+            start = int(json.loads(data)["block_end"]) + 1
+        end = start + size - 1
+        payload = json.dumps({"version": 1, "broker": broker_id, "block_start": str(start),
+                              "block_end": str(end)}).encode()
+        try:
+            if stat is None:
+                zk.create(PRODUCER_ID_BLOCK_PATH, payload)
+            else:
+                zk.set(PRODUCER_ID_BLOCK_PATH, payload, version=stat.version)
+            return start, end
+        except (BadVersionError, NodeExistsError):
+            continue  # another broker took a block meanwhile: read again
+
+
+class InitProducerIdHandler:
+    def __init__(self, broker: Any):
+        self.broker = broker
+        self._next = 0
+        self._end = -1
+        self._refill: defer.Deferred | None = None
+
+    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
+        if request.transactional_id is not None:
+            log.info("InitProducerId with transactional id %r refused: no transactions",
+                     request.transactional_id)
+            return self._answer(ErrorCode.INVALID_REQUEST)
+        if self._next <= self._end:
+            return self._take()
+        if self.broker.zk is None:
+            return self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if self._refill is None:
+            reactor = self.broker.reactor
+            self._refill = threads.deferToThreadPool(
+                reactor, reactor.getThreadPool(), reserve_block, self.broker.zk,
+                self.broker.config.broker_id, self.broker.config["producer.id.block.size"])
+            self._refill.addBoth(self._refilled)
+        waiter: defer.Deferred = defer.Deferred()
+        self._refill.addBoth(lambda result: (waiter.callback(None), result)[1])
+        return waiter.addCallback(lambda _: self._take() if self._next <= self._end
+                                  else self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+
+    def _refilled(self, result: Any) -> None:
+        self._refill = None
+        if isinstance(result, tuple):
+            self._next, self._end = result
+            log.info("reserved producer ids %d..%d", *result)
+        else:
+            log.warning("cannot reserve producer ids: %s", result.getErrorMessage())
+
+    def _take(self) -> dict:
+        producer_id = self._next
+        self._next += 1
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                "producer_id": producer_id, "producer_epoch": 0}
+
+    @staticmethod
+    def _answer(code: ErrorCode) -> dict:
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1,
+                "producer_epoch": -1}

@@ -1,0 +1,166 @@
+"""The partitions this broker holds, and how controller requests change them.
+
+LeaderAndIsr makes this broker leader or follower of partitions (creating their
+logs on first sight); StopReplica stops (and optionally deletes) them. Both are
+refused when they come from a controller older than one already heard from
+(STALE_CONTROLLER_EPOCH), and per partition a request with an older leader
+epoch than the one held is ignored. High watermarks are checkpointed to disk
+periodically and at shutdown, and read back at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from simplekafka.broker.errors import KafkaError
+from simplekafka.broker.partition import Partition
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class ReplicaManager:
+    """Owns every local Partition; the handlers ask it for leaders."""
+
+    def __init__(self, broker_id: int, log_manager: Any, metadata_cache: Any,
+                 log_config_for: Callable[[str], Any] | None = None):
+        self.broker_id = broker_id
+        self.log_config_for = log_config_for
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.controller_epoch = -1
+        self._checkpointed_hw: dict[tuple[str, int], int] = {}
+        try:
+            self._checkpointed_hw = {
+                (tp[0], int(tp[1])): int(hw)
+                for tp, hw in (log_manager.read_high_watermarks() or {}).items()
+            }
+        except Exception as exc:
+            log.warning("high watermark checkpoint unreadable (%s); starting from 0", exc)
+
+    # -- lookups for request handlers ---------------------------------------------------
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def leader_partition(self, topic: str, partition: int) -> Partition:
+        """The local leader of topic-partition, or the KafkaError a client should get."""
+        local = self.partitions.get((topic, partition))
+        if local is not None and local.is_leader:
+            return local
+        if self.metadata_cache.partition(topic, partition) is not None or local is not None:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    # -- controller requests ------------------------------------------------------------
+
+    def become_leader_or_follower(self, request: Any) -> dict:
+        """Apply a LeaderAndIsr request; the response names every partition's outcome."""
+        if request.controller_epoch < self.controller_epoch:
+            log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d < %d",
+                        request.controller_id, request.controller_epoch, self.controller_epoch)
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+        self.controller_epoch = request.controller_epoch
+        errors = []
+        for topic, state in _partition_states(request):
+            code = self._apply_partition_state(topic, state)
+            errors.append({"topic_name": topic, "partition_index": state.partition_index,
+                           "error_code": code})
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    def _apply_partition_state(self, topic: str, state: Any) -> ErrorCode:
+        key = (topic, state.partition_index)
+        if self.broker_id not in state.replicas:
+            return ErrorCode.NONE  # not ours to hold
+        partition = self.partitions.get(key)
+        try:
+            if partition is None:
+                config = self.log_config_for(topic) if self.log_config_for else None
+                log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
+                partition = Partition(topic, state.partition_index, self.broker_id, log_)
+                partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
+                self.partitions[key] = partition
+            if state.leader == self.broker_id:
+                applied = partition.make_leader(
+                    state.leader_epoch, list(state.isr), list(state.replicas),
+                    state.zk_version, state.controller_epoch)
+            else:
+                applied = partition.make_follower(
+                    state.leader, state.leader_epoch, list(state.isr), list(state.replicas),
+                    state.zk_version, state.controller_epoch)
+        except Exception as exc:
+            log.exception("cannot apply state of %s-%d: %s", topic, state.partition_index, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if not applied:
+            log.info("%s-%d: ignoring stale leader epoch %d (have %d)", topic,
+                     state.partition_index, state.leader_epoch, partition.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        log.info("%s-%d: %s at leader epoch %d, ISR %s", topic, state.partition_index,
+                 "leader" if partition.is_leader else f"follower of {state.leader}",
+                 state.leader_epoch, list(state.isr))
+        return ErrorCode.NONE
+
+    def stop_replicas(self, request: Any) -> dict:
+        """Apply StopReplica (v0-3 shapes): forget the partitions, deleting their logs if asked."""
+        if request.controller_epoch < self.controller_epoch:
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+        self.controller_epoch = request.controller_epoch
+        targets: list[tuple[str, int, bool]] = []
+        delete_all = bool(getattr(request, "delete_partitions", False))
+        for topic in getattr(request, "topics", None) or []:
+            targets += [(topic.name, p, delete_all) for p in topic.partition_indexes]
+        for p in getattr(request, "ungrouped_partitions", None) or []:
+            targets.append((p.topic_name, p.partition_index, delete_all))
+        for topic in getattr(request, "topic_states", None) or []:
+            targets += [(topic.topic_name, p.partition_index, p.delete_partition)
+                        for p in topic.partition_states]
+        errors = []
+        for topic, index, delete in targets:
+            errors.append({"topic_name": topic, "partition_index": index,
+                           "error_code": self._stop_replica(topic, index, delete)})
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    def _stop_replica(self, topic: str, index: int, delete: bool) -> ErrorCode:
+        partition = self.partitions.pop((topic, index), None)
+        self._checkpointed_hw.pop((topic, index), None)
+        if partition is not None:
+            partition.close_waiters()
+        try:
+            if delete:
+                self.log_manager.delete(topic, index)
+        except Exception as exc:
+            log.exception("cannot delete %s-%d: %s", topic, index, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        log.info("%s-%d: stopped%s", topic, index, " and deleted" if delete else "")
+        return ErrorCode.NONE
+
+    # -- checkpoints and shutdown -------------------------------------------------------
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        marks = dict(self._checkpointed_hw)
+        marks.update({key: p.high_watermark for key, p in self.partitions.items()})
+        return marks
+
+    def checkpoint_high_watermarks(self) -> None:
+        try:
+            self.log_manager.checkpoint_high_watermarks(self.high_watermarks())
+        except Exception as exc:
+            log.warning("high watermark checkpoint failed: %s", exc)
+
+    def shutdown(self) -> None:
+        for partition in self.partitions.values():
+            partition.close_waiters()
+        self.checkpoint_high_watermarks()
+
+
+def _partition_states(request: Any) -> list[tuple[str, Any]]:
+    """(topic, partition state) pairs from either LeaderAndIsr shape (v0-1 or v2+)."""
+    states = []
+    for topic_state in getattr(request, "topic_states", None) or []:
+        states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
+    for p in getattr(request, "ungrouped_partition_states", None) or []:
+        states.append((p.topic_name, p))
+    return states

@@ -1,0 +1,203 @@
+"""The network side of the broker: Kafka framing on Twisted, one protocol per connection.
+
+Kafka's framing is a 4-byte big-endian length and then the request, which is
+exactly Twisted's ``Int32StringReceiver``. We keep its hooks (``MAX_LENGTH``,
+``stringReceived``, ``lengthLimitExceeded``, ``sendString``) but replace its
+``dataReceived`` for two reasons: Twisted's version re-joins the whole buffer on
+every read (quadratic for a big frame arriving in many pieces) and keeps
+buffering after it has refused an oversized frame. Ours reads the 4-byte length,
+refuses a negative or too-large one before a single body byte is kept, and
+accumulates a frame in one ``bytearray``.
+
+Kafka answers requests on a connection in the order they arrived, even when a
+later request is answered sooner (a produce waits for acks=all, a fetch waits
+for data, but a metadata request behind them must not overtake them). Each
+request takes a slot in a FIFO; a slot is filled when its handler finishes; the
+connection writes responses from the head of the queue only.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import deque
+from collections.abc import Callable
+
+from twisted.internet import defer, protocol
+from twisted.protocols.basic import Int32StringReceiver
+from twisted.python.failure import Failure
+
+log = logging.getLogger(__name__)
+
+_LENGTH = struct.Struct(">i")
+
+# A handler's answer that means "write nothing" (acks=0 produce).
+NO_RESPONSE = None
+
+
+class CloseConnection(Exception):
+    """Raised (or returned through a Deferred) by a handler: close after earlier responses."""
+
+
+class _Slot:
+    """One request's place in the connection's response queue."""
+
+    __slots__ = ("close", "done", "response")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.response: bytes | None = None
+        self.close = False
+
+
+RequestHandler = Callable[[bytes, "KafkaConnection"], "bytes | defer.Deferred | None"]
+
+
+class KafkaConnection(Int32StringReceiver):
+    """One client connection: frames in, handler calls, ordered responses out."""
+
+    MAX_LENGTH = 100 * 1024 * 1024
+    # Stop reading from a client that has this many requests waiting (back pressure).
+    MAX_IN_FLIGHT = 200
+
+    def __init__(self, handler: RequestHandler, max_length: int | None = None):
+        self.handler = handler
+        if max_length is not None:
+            self.MAX_LENGTH = max_length
+        self._buffer = bytearray()
+        self._expected: int | None = None  # body length of the frame being read
+        self._queue: deque[_Slot] = deque()
+        self._refusing = False
+        self._reading_paused = False
+        self.peer = "?"
+
+    # -- connection life cycle -------------------------------------------------------------
+
+    def connectionMade(self) -> None:
+        peer = self.transport.getPeer()
+        self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        factory = getattr(self, "factory", None)
+        if isinstance(factory, KafkaServerFactory):
+            factory.connections.add(self)
+        log.debug("connection from %s", self.peer)
+
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+        self._refusing = True
+        self._buffer = bytearray()
+        self._queue.clear()
+        factory = getattr(self, "factory", None)
+        if isinstance(factory, KafkaServerFactory):
+            factory.connections.discard(self)
+
+    @property
+    def connected_and_open(self) -> bool:
+        return not self._refusing and bool(self.connected)
+
+    # -- framing ----------------------------------------------------------------------------
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._refusing:
+            return  # a refused connection reads nothing more into memory
+        self._buffer += data
+        buffer = self._buffer
+        while not self._refusing:
+            if self._expected is None:
+                if len(buffer) < 4:
+                    return
+                (length,) = _LENGTH.unpack_from(buffer, 0)
+                if length < 0 or length > self.MAX_LENGTH:
+                    self.lengthLimitExceeded(length)
+                    return
+                del buffer[:4]
+                self._expected = length
+            if len(buffer) < self._expected:
+                return
+            frame = bytes(buffer[: self._expected])
+            del buffer[: self._expected]
+            self._expected = None
+            self.stringReceived(frame)
+
+    def lengthLimitExceeded(self, length: int) -> None:
+        """Refuse the frame unread: log it and close, keeping nothing of its body."""
+        log.warning(
+            "closing connection from %s: frame length %d outside 0..%d "
+            "(socket.request.max.bytes)", self.peer, length, self.MAX_LENGTH,
+        )
+        self._refuse()
+
+    def _refuse(self) -> None:
+        self._refusing = True
+        self._buffer = bytearray()
+        self._write_ready_responses()
+        self.transport.loseConnection()
+
+    # -- requests and ordered responses -----------------------------------------------------
+
+    def stringReceived(self, frame: bytes) -> None:
+        slot = _Slot()
+        self._queue.append(slot)
+        try:
+            result = self.handler(frame, self)
+        except CloseConnection:
+            self._fill(slot, None, close=True)
+            return
+        except Exception:
+            log.exception("request handler failed on a frame from %s; closing", self.peer)
+            self._fill(slot, None, close=True)
+            return
+        if isinstance(result, defer.Deferred):
+            result.addCallbacks(
+                lambda response: self._fill(slot, response),
+                lambda failure: self._failed(slot, failure),
+            )
+            if len(self._queue) >= self.MAX_IN_FLIGHT and not self._reading_paused:
+                self._reading_paused = True
+                self.transport.pauseProducing()
+        else:
+            self._fill(slot, result)
+
+    def _failed(self, slot: _Slot, failure: Failure) -> None:
+        if not failure.check(CloseConnection):
+            log.error("request from %s failed: %s", self.peer, failure.getTraceback())
+        self._fill(slot, None, close=True)
+
+    def _fill(self, slot: _Slot, response: bytes | None, close: bool = False) -> None:
+        slot.done = True
+        slot.response = response
+        slot.close = close
+        self._write_ready_responses()
+
+    def _write_ready_responses(self) -> None:
+        queue = self._queue
+        while queue and queue[0].done:
+            slot = queue.popleft()
+            if slot.close:
+                queue.clear()
+                if not self._refusing:
+                    self._refusing = True
+                    self.transport.loseConnection()
+                return
+            if slot.response is not None and self.transport is not None:
+                self.transport.write(_LENGTH.pack(len(slot.response)) + slot.response)
+        if self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2:
+            self._reading_paused = False
+            self.transport.resumeProducing()
+
+
+class KafkaServerFactory(protocol.ServerFactory):
+    """Builds a KafkaConnection per client, all sharing one request handler."""
+
+    def __init__(self, handler: RequestHandler, max_length: int):
+        self.handler = handler
+        self.max_length = max_length
+        self.connections: set[KafkaConnection] = set()
+
+    def buildProtocol(self, addr) -> KafkaConnection:
+        connection = KafkaConnection(self.handler, self.max_length)
+        connection.factory = self
+        return connection
+
+    def close_all(self) -> None:
+        """Drop every client connection (used at shutdown)."""
+        for connection in list(self.connections):
+            connection.transport.loseConnection()

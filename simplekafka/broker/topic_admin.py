@@ -1,0 +1,211 @@
+"""CreateTopics, DeleteTopics and Metadata's auto-creation: topic changes go through ZooKeeper.
+
+A broker never creates a partition on its own. Creating a topic means writing
+its config and replica assignment to ZooKeeper (stage 2's ``create_topic``);
+the controller sees the new znode, elects leaders and tells the brokers. So
+CreateTopics, like in Kafka, must be sent to the controller (others answer
+NOT_CONTROLLER), and waits, up to timeout_ms, until this broker's metadata
+cache shows a leader for every partition. Deleting writes
+``/admin/delete_topics/<t>`` and waits until the topic has left the cache.
+
+All ZooKeeper calls run on a worker thread, never on the reactor.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kazoo.exceptions import NodeExistsError
+from twisted.internet import defer, threads
+
+from simplekafka.coordination.topics import TopicError, create_topic, validate_topic_name
+from simplekafka.coordination.znodes import ZkPaths
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class TopicAdmin:
+    """The CreateTopics and DeleteTopics handlers, and auto-creation for Metadata."""
+
+    def __init__(self, broker: Any):
+        self.broker = broker
+        self._auto_creating: set[str] = set()
+
+    # -- Metadata's auto-create -----------------------------------------------------------
+
+    def auto_create(self, name: str) -> ErrorCode:
+        """Start creating ``name`` in the background; the code Metadata answers meanwhile."""
+        try:
+            validate_topic_name(name)
+        except TopicError as exc:
+            return exc.error_code
+        if self.broker.zk is None:
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        if name not in self._auto_creating:
+            self._auto_creating.add(name)
+            config = self.broker.config
+            replication = min(config.default_replication_factor,
+                              max(len(self.broker.metadata_cache.brokers), 1))
+            work = threads.deferToThreadPool(
+                self.broker.reactor, self.broker.reactor.getThreadPool(),
+                create_topic, self.broker.zk, name, config["num.partitions"], replication)
+            work.addCallbacks(
+                lambda _: log.info("auto-created topic %s", name),
+                lambda f: f.check(TopicError) or log.warning(
+                    "auto-creating %s failed: %s", name, f.getErrorMessage()))
+            work.addBoth(lambda _: self._auto_creating.discard(name))
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    # -- CreateTopics -------------------------------------------------------------------
+
+    def create_topics(self, context: Any, request: Any) -> defer.Deferred | dict:
+        results = []
+        waits = []
+        validate_only = bool(getattr(request, "validate_only", False))
+        for topic in request.topics:
+            result = {"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None}
+            results.append(result)
+            if not self.broker.is_controller:
+                result["error_code"] = ErrorCode.NOT_CONTROLLER
+                continue
+            waits.append(self._create_one(topic, validate_only, result))
+        body = {"throttle_time_ms": 0, "topics": results}
+        if not waits:
+            return body
+        created = defer.gatherResults(waits, consumeErrors=True)
+        created.addCallback(lambda _: self._wait_for(
+            [r["name"] for r in results if r["error_code"] == ErrorCode.NONE
+             and not validate_only],
+            request.timeout_ms, lambda name: self.broker.metadata_cache.all_leaders_known(name),
+            results))
+        return created.addCallback(lambda _: body)
+
+    def _create_one(self, topic: Any, validate_only: bool, result: dict) -> defer.Deferred:
+        config = self.broker.config
+        partitions = topic.num_partitions if topic.num_partitions != -1 \
+            else config["num.partitions"]
+        replication = topic.replication_factor if topic.replication_factor != -1 \
+            else config.default_replication_factor
+        manual = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+        if manual and (topic.num_partitions != -1 or topic.replication_factor != -1):
+            result["error_code"] = ErrorCode.INVALID_REQUEST
+            result["error_message"] = ("give either assignments or num_partitions and "
+                                       "replication_factor, not both")
+            return defer.succeed(None)
+        topic_config = {c.name: c.value for c in topic.configs if c.value is not None}
+        unknown = sorted(k for k in topic_config if k not in TOPIC_CONFIG_KEYS)
+        if unknown:
+            result["error_code"] = ErrorCode.INVALID_CONFIG
+            result["error_message"] = f"unknown topic config {unknown[0]!r}"
+            return defer.succeed(None)
+
+        def work() -> None:
+            if validate_only:
+                validate_topic_name(topic.name)
+                if self.broker.zk.exists(ZkPaths.topic(topic.name)):
+                    raise TopicError(f"topic {topic.name!r} already exists",
+                                     ErrorCode.TOPIC_ALREADY_EXISTS)
+                return
+            create_topic(self.broker.zk, topic.name, partitions, replication,
+                         topic_config, manual)
+
+        def failed(failure: Any) -> None:
+            if failure.check(TopicError):
+                result["error_code"] = failure.value.error_code
+                result["error_message"] = str(failure.value)
+            else:
+                log.error("creating topic %s failed: %s", topic.name, failure.getErrorMessage())
+                result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+                result["error_message"] = failure.getErrorMessage()
+
+        reactor = self.broker.reactor
+        return threads.deferToThreadPool(reactor, reactor.getThreadPool(), work).addErrback(
+            failed)
+
+    # -- DeleteTopics -------------------------------------------------------------------
+
+    def delete_topics(self, context: Any, request: Any) -> defer.Deferred | dict:
+        results = []
+        waits = []
+        for name in request.topic_names:
+            result = {"name": name, "error_code": ErrorCode.NONE}
+            results.append(result)
+            if not self.broker.is_controller:
+                result["error_code"] = ErrorCode.NOT_CONTROLLER
+            elif not self.broker.config["delete.topic.enable"]:
+                result["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
+            elif not self.broker.metadata_cache.has_topic(name):
+                result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                waits.append(self._mark_for_deletion(name, result))
+        body = {"throttle_time_ms": 0, "responses": results}
+        if not waits:
+            return body
+        marked = defer.gatherResults(waits, consumeErrors=True)
+        marked.addCallback(lambda _: self._wait_for(
+            [r["name"] for r in results if r["error_code"] == ErrorCode.NONE],
+            request.timeout_ms, lambda name: not self.broker.metadata_cache.has_topic(name),
+            results))
+        return marked.addCallback(lambda _: body)
+
+    def _mark_for_deletion(self, name: str, result: dict) -> defer.Deferred:
+        def work() -> None:
+            try:
+                self.broker.zk.create(ZkPaths.delete_topic(name), b"", makepath=True)
+            except NodeExistsError:
+                pass  # already being deleted
+
+        def failed(failure: Any) -> None:
+            log.error("marking %s for deletion failed: %s", name, failure.getErrorMessage())
+            result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+
+        reactor = self.broker.reactor
+        return threads.deferToThreadPool(reactor, reactor.getThreadPool(), work).addErrback(
+            failed)
+
+    # -- waiting for the controller -----------------------------------------------------
+
+    def _wait_for(self, names: list[str], timeout_ms: int, is_done: Any,
+                  results: list[dict]) -> defer.Deferred:
+        """Fire when ``is_done(name)`` holds for every name, or at the timeout (then
+        the late ones answer REQUEST_TIMED_OUT, as Kafka's delayed operations do)."""
+        cache = self.broker.metadata_cache
+        finished: defer.Deferred = defer.Deferred()
+        pending = [n for n in names if not is_done(n)]
+        if not pending or timeout_ms <= 0:
+            return defer.succeed(None)
+
+        def check() -> None:
+            if finished.called:
+                return
+            if all(is_done(n) for n in pending):
+                finish(timed_out=False)
+
+        def finish(timed_out: bool) -> None:
+            if finished.called:
+                return
+            if check in cache.listeners:
+                cache.listeners.remove(check)
+            if timer.active():
+                timer.cancel()
+            if timed_out:
+                for result in results:
+                    if result["name"] in pending and not is_done(result["name"]):
+                        result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+            finished.callback(None)
+
+        cache.listeners.append(check)
+        timer = self.broker.reactor.callLater(timeout_ms / 1000.0, finish, True)
+        return finished
+
+
+# Topic-level keys CreateTopics accepts (stored in /config/topics/<t>; Kafka's names).
+TOPIC_CONFIG_KEYS = frozenset({
+    "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms",
+    "flush.messages", "flush.ms", "index.interval.bytes", "max.message.bytes",
+    "message.timestamp.type", "min.insync.replicas", "retention.bytes", "retention.ms",
+    "segment.bytes", "segment.index.bytes", "segment.ms", "unclean.leader.election.enable",
+    "message.format.version", "min.cleanable.dirty.ratio", "preallocate",
+})
