@@ -68,7 +68,8 @@ class RecordAccumulator:
         self.linger = linger_ms / 1000
         self.buffer_memory = buffer_memory
         self.delivery_timeout = delivery_timeout_ms / 1000
-        self.condition = threading.Condition()
+        self._lock = threading.RLock()
+        self.condition = threading.Condition(self._lock)
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._used = 0
         self._incomplete: set[ProducerBatch] = set()
@@ -83,55 +84,52 @@ class RecordAccumulator:
         record: Record,
         size: int,
         max_block: float,
-    ) -> tuple[RecordFuture, bool]:
-        """Add ``record`` to its partition's open batch; returns (future, new batch made)."""
-        with self.condition:
+    ) -> RecordFuture:
+        """Add ``record`` (about ``size`` bytes) to its partition's open batch.
+
+        Blocks while the buffer is full, up to ``max_block`` seconds. This is the
+        producer's hot path: one lock, no calls it can avoid.
+        """
+        with self._lock:
             if self._used + size > self.buffer_memory and self._used > 0:
-                deadline = time.monotonic() + max_block
-                while self._used + size > self.buffer_memory and self._used > 0:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self.closed:
-                        raise BufferExhaustedError(
-                            f"producer buffer ({self.buffer_memory} bytes) stayed full for "
-                            f"{max_block * 1000:.0f} ms: the broker is slower than the producer"
-                        )
-                    self.condition.wait(left)
+                self._wait_for_memory(size, max_block)
             queue = self._queues.get(tp)
-            if queue is None:
-                queue = self._queues[tp] = deque()
             batch = queue[-1] if queue else None
-            new_batch = False
             if (
                 batch is None
                 or batch.closed
-                or batch.is_retry
-                or (batch.records and batch.size + size > self.batch_size)
+                or (batch.size + size > self.batch_size and batch.records)
             ):
-                if batch is not None and not batch.closed:
-                    batch.closed = True
-                    self.condition.notify_all()
-                now = time.monotonic()
-                batch = ProducerBatch(tp, now, now + self.delivery_timeout)
-                queue.append(batch)
-                self._incomplete.add(batch)
-                new_batch = True
-            index = len(batch.records)
-            batch.records.append(record)
+                batch = self._new_batch(tp, batch)
+            records = batch.records
+            records.append(record)
             batch.size += size
             self._used += size
             if batch.size >= self.batch_size:
                 batch.closed = True
                 self.condition.notify_all()
-            future = RecordFuture(
-                batch.result,
-                index,
-                tp.topic,
-                tp.partition,
-                record.timestamp,
-                len(record.key) if record.key is not None else -1,
-                len(record.value) if record.value is not None else -1,
-            )
-            return future, new_batch
+            return RecordFuture(batch, len(records) - 1)
+
+    def _wait_for_memory(self, size: int, max_block: float) -> None:
+        deadline = time.monotonic() + max_block
+        while self._used + size > self.buffer_memory and self._used > 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.closed:
+                raise BufferExhaustedError(
+                    f"producer buffer ({self.buffer_memory} bytes) stayed full for "
+                    f"{max_block * 1000:.0f} ms: the broker is slower than the producer"
+                )
+            self.condition.wait(left)
+
+    def _new_batch(self, tp: TopicPartition, previous: ProducerBatch | None) -> ProducerBatch:
+        if previous is not None and not previous.closed:
+            previous.closed = True
+            self.condition.notify_all()
+        now = time.monotonic()
+        batch = ProducerBatch(tp, now, now + self.delivery_timeout)
+        self._queues.setdefault(tp, deque()).append(batch)
+        self._incomplete.add(batch)
+        return batch
 
     # ----- sender side (call with the condition held) ---------------------------
 

@@ -80,57 +80,65 @@ def _call_safely(callback: Callable[[RecordFuture], Any], future: RecordFuture) 
 
 
 class RecordFuture:
-    """The future of one sent record (concurrent.futures-like)."""
+    """The future of one sent record (concurrent.futures-like).
 
-    __slots__ = ("_batch", "_index", "key_size", "partition", "timestamp", "topic", "value_size")
+    ``batch`` is the producer batch holding the record (it has ``result``, a
+    ``BatchResult``, ``tp`` and ``records``); the record is ``batch.records[index]``.
+    """
 
-    def __init__(
-        self,
-        batch: BatchResult,
-        index: int,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key_size: int,
-        value_size: int,
-    ) -> None:
+    __slots__ = ("_batch", "_index")
+
+    def __init__(self, batch: Any, index: int) -> None:
         self._batch = batch
         self._index = index
-        self.topic = topic
-        self.partition = partition
-        self.timestamp = timestamp
-        self.key_size = key_size
-        self.value_size = value_size
+
+    @property
+    def topic(self) -> str:
+        return self._batch.tp.topic
+
+    @property
+    def partition(self) -> int:
+        return self._batch.tp.partition
 
     def done(self) -> bool:
-        return self._batch.done
+        return self._batch.result.done
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         """Block until acknowledged; raise the batch's error (a ``KafkaError``) if it failed."""
-        if not self._batch.wait(timeout):
+        outcome = self._batch.result
+        if not outcome.wait(timeout):
             raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
-        if self._batch.error is not None:
-            raise self._batch.error
-        base = self._batch.base_offset
+        if outcome.error is not None:
+            raise outcome.error
+        base = outcome.base_offset
         offset = base + self._index if base >= 0 else -1
-        timestamp = self._batch.log_append_time
+        record = self._batch.records[self._index]
+        timestamp = outcome.log_append_time
         if timestamp < 0:
-            timestamp = self.timestamp
+            timestamp = record.timestamp
+        tp = self._batch.tp
         return RecordMetadata(
-            self.topic, self.partition, offset, timestamp, self.key_size, self.value_size
+            tp.topic,
+            tp.partition,
+            offset,
+            timestamp,
+            len(record.key) if record.key is not None else -1,
+            len(record.value) if record.value is not None else -1,
         )
 
     get = result
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        if not self._batch.wait(timeout):
+        outcome = self._batch.result
+        if not outcome.wait(timeout):
             raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
-        return self._batch.error
+        return outcome.error
 
     def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
         """Run ``callback(future)`` when done (on the producer's sender thread)."""
-        self._batch.add_callback(self, callback)
+        self._batch.result.add_callback(self, callback)
 
     def __repr__(self) -> str:
-        state = "pending" if not self.done() else ("failed" if self._batch.error else "done")
+        outcome = self._batch.result
+        state = "pending" if not outcome.done else ("failed" if outcome.error else "done")
         return f"<RecordFuture {self.topic}-{self.partition} {state}>"

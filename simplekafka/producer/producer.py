@@ -23,13 +23,19 @@ from simplekafka.client.errors import (
     UnknownTopicOrPartitionError,
 )
 from simplekafka.client.types import TopicPartition
-from simplekafka.producer.accumulator import BATCH_OVERHEAD, RecordAccumulator, estimate_size
+from simplekafka.producer.accumulator import (
+    BATCH_OVERHEAD,
+    RECORD_OVERHEAD,
+    RecordAccumulator,
+    estimate_size,
+)
 from simplekafka.producer.futures import RecordFuture
 from simplekafka.producer.partitioner import DefaultPartitioner
 from simplekafka.producer.sender import Sender
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.records import Record
 
+_new_record = tuple.__new__
 Serializer = Callable[[Any], bytes | None]
 Partitioner = Callable[[str, bytes | None, Sequence[int]], int]
 
@@ -122,6 +128,9 @@ class Producer:
             on_new_batch=self._batch_closed,
         )
         self._partitions: dict[str, list[int]] = {}
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._size_limit = min(max_request_size, buffer_memory + BATCH_OVERHEAD)
+        self._snapshot = None
         self._closed = False
         self._sender.start()
 
@@ -145,23 +154,32 @@ class Producer:
         """
         if self._closed:
             raise ClientClosedError("send() on a closed producer")
-        if not isinstance(topic, str) or not topic:
-            raise ValueError(f"topic must be a non-empty string, not {topic!r}")
-        key_bytes = _to_bytes(key, self.key_serializer, "key")
-        value_bytes = _to_bytes(value, self.value_serializer, "value")
-        header_list = _headers(headers)
-        size = estimate_size(key_bytes, value_bytes, header_list)
-        if size + BATCH_OVERHEAD > self.max_request_size:
-            raise MessageTooLargeError(
-                f"record of about {size + BATCH_OVERHEAD} bytes is larger than "
-                f"max_request_size ({self.max_request_size})"
+        # The common case (bytes or None, no serializer) stays on a short path.
+        if self.key_serializer is None and (key is None or type(key) is bytes):
+            key_bytes = key
+        else:
+            key_bytes = _to_bytes(key, self.key_serializer, "key")
+        if self.value_serializer is None and (value is None or type(value) is bytes):
+            value_bytes = value
+        else:
+            value_bytes = _to_bytes(value, self.value_serializer, "value")
+        if headers:
+            header_list = _headers(headers)
+            size = estimate_size(key_bytes, value_bytes, header_list)
+        else:
+            header_list = []
+            size = RECORD_OVERHEAD + (len(key_bytes) if key_bytes else 0) + (
+                len(value_bytes) if value_bytes else 0
             )
-        if size > self.accumulator.buffer_memory:
+        if size + BATCH_OVERHEAD > self._size_limit:
+            limit = min(self.max_request_size, self.accumulator.buffer_memory)
             raise MessageTooLargeError(
-                f"record of about {size} bytes is larger than buffer_memory "
-                f"({self.accumulator.buffer_memory})"
+                f"record of about {size + BATCH_OVERHEAD} bytes is larger than the limit of "
+                f"{limit} bytes (max_request_size / buffer_memory)"
             )
-        partitions = self._partitions_of(topic)
+        partitions = self._partitions.get(topic)
+        if partitions is None or self._snapshot is not self.client.metadata.snapshot:
+            partitions = self._partitions_of(topic)
         if partition is None:
             partition = self.partitioner(topic, key_bytes, partitions)
         elif partition not in partitions:
@@ -171,17 +189,26 @@ class Producer:
             )
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        record = Record(0, timestamp, key_bytes, value_bytes, header_list)
-        future, _ = self.accumulator.append(
-            TopicPartition(topic, partition), record, size, self.max_block
-        )
-        return future
+        tp = self._tps.get((topic, partition))
+        if tp is None:
+            tp = self._tps[(topic, partition)] = TopicPartition(topic, partition)
+        record = _new_record(Record, (0, timestamp, key_bytes, value_bytes, header_list))
+        return self.accumulator.append(tp, record, size, self.max_block)
 
     def _partitions_of(self, topic: str) -> list[int]:
-        partitions = self._partitions.get(topic)
-        if partitions is None or self.client.metadata.partitions_for(topic) is None:
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"topic must be a non-empty string, not {topic!r}")
+        if self._closed:
+            raise ClientClosedError("send() on a closed producer")
+        snapshot = self.client.metadata.snapshot
+        partitions = self.client.metadata.partitions_for(topic)
+        if partitions is None or self.client.metadata.needs_update():
             partitions = self.client.partitions_for(topic, int(self.max_block * 1000))
-            self._partitions[topic] = partitions
+            snapshot = self.client.metadata.snapshot
+        if self._snapshot is not snapshot:
+            self._partitions.clear()
+            self._snapshot = snapshot
+        self._partitions[topic] = partitions
         return partitions
 
     def _batch_closed(self, tp: TopicPartition) -> None:
