@@ -9,6 +9,7 @@ prints the znodes of any ZooKeeper (``--zookeeper host:port[/chroot]``).
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from simplekafka.cli import CliError
@@ -104,6 +105,7 @@ def _status(args: argparse.Namespace) -> int:
 def _tree(args: argparse.Namespace) -> int:
     from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper, format_tree
 
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # our own error says it in one line
     try:
         zk = connect_zookeeper(args.zookeeper, timeout=10)
     except ZooKeeperConnectError as exc:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 import threading
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rack")
     parser.add_argument("--session-timeout", type=float, default=3.0, help="seconds")
     args = parser.parse_args(argv)
+    # kazoo warns on every dropped connection; the events we print tell the story.
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     zk = connect_zookeeper(args.zookeeper, timeout=15, session_timeout=args.session_timeout)
     member = Member(zk, args.broker_id, args.port, args.rack)
     stop = threading.Event()

@@ -40,7 +40,8 @@ def test_broker_info_is_kafkas_version_4_json():
 
 
 def test_broker_info_reads_what_a_real_kafka_broker_wrote():
-    written_by_kafka = (b'{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+    written_by_kafka = (b'{"features":{},'
+                        b'"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
                         b'"endpoints":["PLAINTEXT://kafka-1:19092"],"jmx_port":-1,"port":19092,'
                         b'"host":"kafka-1","version":5,"timestamp":"1699999999999"}')
     info = BrokerInfo.from_json(7, written_by_kafka)
