@@ -293,9 +293,10 @@ class Consumer:
             fetcher.wait_for_answers(min(left, 0.1))
 
     def _take(self, limit: int) -> list[ConsumerRecord]:
+        """Up to ``limit`` decoded records, advancing positions (the consumer's hot path)."""
         out: list[ConsumerRecord] = []
-        key_de = self.key_deserializer
-        value_de = self.value_deserializer
+        plain = self.key_deserializer is None and self.value_deserializer is None
+        new = tuple.__new__
         for tp, state in self._fetcher.states.items():
             if state.error is not None:
                 error, state.error = state.error, None
@@ -305,30 +306,53 @@ class Consumer:
             queue = state.records
             topic, partition = tp.topic, tp.partition
             while queue and len(out) < limit:
-                kind, record = queue.popleft()
-                if kind == "skip":
-                    if record > state.position:
-                        state.position = record
-                    continue
-                key, value = record.key, record.value
-                try:
-                    if key_de is not None:
-                        key = key_de(key)
-                    if value_de is not None:
-                        value = value_de(value)
-                except Exception as exc:
-                    raise SerializationError(
-                        f"deserializer failed on {tp} offset {record.offset}: {exc}"
-                    ) from exc
-                out.append(
-                    ConsumerRecord(
-                        topic, partition, record.offset, record.timestamp, kind,
-                        key, value, list(record.headers),
+                chunk = queue[0]
+                records, start, ts_type, next_offset = chunk
+                stop = min(len(records), start + limit - len(out))
+                if plain:
+                    out.extend(
+                        [
+                            new(ConsumerRecord, (topic, partition, r[0], r[1], ts_type, r[2],
+                                                 r[3], r[4]))
+                            for r in records[start:stop]
+                        ]
                     )
-                )
-                state.position = record.offset + 1
+                else:
+                    out.extend(self._deserialized(tp, records[start:stop], ts_type))
+                if stop >= len(records):
+                    queue.popleft()
+                    if state.position is None or next_offset > state.position:
+                        state.position = next_offset
+                else:
+                    chunk[1] = stop
+                    state.position = records[stop - 1].offset + 1
+                if not queue and state.buffered and len(out) < limit:
+                    self._fetcher.decode_next(tp)
             if len(out) >= limit:
                 break
+        return out
+
+    def _deserialized(self, tp: TopicPartition, records: list, ts_type: int) -> list:
+        key_de = self.key_deserializer
+        value_de = self.value_deserializer
+        out = []
+        for record in records:
+            key, value = record.key, record.value
+            try:
+                if key_de is not None:
+                    key = key_de(key)
+                if value_de is not None:
+                    value = value_de(value)
+            except Exception as exc:
+                raise SerializationError(
+                    f"deserializer failed on {tp} offset {record.offset}: {exc}"
+                ) from exc
+            out.append(
+                ConsumerRecord(
+                    tp.topic, tp.partition, record.offset, record.timestamp, ts_type,
+                    key, value, record.headers,
+                )
+            )
         return out
 
     def __iter__(self) -> Iterator[ConsumerRecord]:

@@ -50,7 +50,7 @@ class PartitionState:
     in_flight: bool = False
     high_watermark: int = -1
     buffered: deque = field(default_factory=deque)  # raw (records bytes, epoch) not decoded
-    records: deque = field(default_factory=deque)  # decoded Record objects, offset >= position
+    records: deque = field(default_factory=deque)  # decoded batches, see decode_next
     error: KafkaError | None = None  # to raise from the next poll
     reset_pending: bool = False
 
@@ -233,13 +233,11 @@ class Fetcher:
                 raise CorruptMessageError(
                     f"{tp}: corrupt record batch near offset {position}: {exc}"
                 ) from exc
-            if batch.header.next_offset <= position:
+            next_offset = batch.header.next_offset
+            if next_offset <= position:
                 continue
-            if batch.is_control:
-                state.records.append(("skip", batch.header.next_offset))
-                continue
-            timestamp_type = batch.timestamp_type
-            for record in batch.records:
-                if record.offset >= position:
-                    state.records.append((timestamp_type, record))
-            state.records.append(("skip", batch.header.next_offset))
+            decoded = [] if batch.is_control else batch.records
+            if decoded and decoded[0].offset < position:
+                decoded = [r for r in decoded if r.offset >= position]
+            # [records, index of the next one to hand out, timestamp type, offset after batch]
+            state.records.append([decoded, 0, batch.timestamp_type, next_offset])
