@@ -180,6 +180,62 @@ def validate_batches(
     return headers
 
 
+def check_client_batch(header: BatchHeader, pos: int = 0) -> None:
+    """The extra rules a leader applies to a batch that comes from a producer.
+
+    A producer's batch is never compacted, so its offsets are dense: exactly
+    ``lastOffsetDelta + 1`` records, at least one. Clients may not write
+    control batches (those mark transaction ends and only brokers write them),
+    and an idempotent batch (producerId >= 0) needs a sequence number. Each
+    violation raises CorruptBatchError with INVALID_RECORD (87), the code Kafka
+    answers; ``pos`` is where the batch starts, for the error's offset.
+    """
+    if header.records_count <= 0:
+        raise CorruptBatchError(
+            f"a produced batch must hold records, recordsCount is {header.records_count}",
+            ErrorCode.INVALID_RECORD,
+            offset=pos + 57,
+            expected="recordsCount >= 1",
+        )
+    if header.last_offset_delta + 1 != header.records_count:
+        raise CorruptBatchError(
+            f"offset range of {header.last_offset_delta + 1} (lastOffsetDelta "
+            f"{header.last_offset_delta}) disagrees with recordsCount {header.records_count}",
+            ErrorCode.INVALID_RECORD,
+            offset=pos + 23,
+            expected=f"lastOffsetDelta {header.records_count - 1}",
+        )
+    if header.attributes & ATTR_CONTROL:
+        raise CorruptBatchError(
+            "clients may not write control batches",
+            ErrorCode.INVALID_RECORD,
+            offset=pos + 21,
+            expected="attributes without the control bit (0x20)",
+        )
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise CorruptBatchError(
+            f"idempotent batch (producerId {header.producer_id}) without a sequence number",
+            ErrorCode.INVALID_RECORD,
+            offset=pos + 53,
+            expected="baseSequence >= 0",
+        )
+
+
+def validate_client_batches(
+    buf: bytes | bytearray | memoryview, check_crc: bool = True
+) -> list[BatchHeader]:
+    """validate_batches plus check_client_batch on each: what a leader runs on a Produce."""
+    headers = []
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        header = validate_batch(buf, pos, check_crc)
+        check_client_batch(header, pos)
+        headers.append(header)
+        pos += header.size
+    return headers
+
+
 def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
     """(position, size) of each complete batch in ``buf``; a partial trailing batch is left out."""
     spans = []

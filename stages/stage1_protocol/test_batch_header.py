@@ -222,3 +222,40 @@ def test_random_bytes_raise_only_the_codecs_error(buf):
     except CorruptBatchError:
         pass
     bh.iter_batch_positions(buf)  # never raises at all
+
+
+# ------------------------------------------------------------------ producer-batch rules
+
+
+def test_a_well_formed_producer_batch_passes_the_client_rules():
+    batches = make_batch(3) + make_batch(2, producer_id=4, producer_epoch=0, base_sequence=0)
+    headers = bh.validate_client_batches(batches)
+    assert [h.records_count for h in headers] == [3, 2]
+    bh.check_client_batch(headers[0])
+
+
+def _patched(field_pos: int, fmt: str, value: int, **kwargs) -> bytes:
+    buf = bytearray(make_batch(3, **kwargs))
+    struct.pack_into(fmt, buf, field_pos, value)
+    struct.pack_into(">I", buf, 17, bh.crc32c(memoryview(buf)[bh.CRC_START :]))
+    return bytes(buf)
+
+
+@pytest.mark.parametrize(
+    ("batch", "match", "offset"),
+    [
+        (lambda: _patched(57, ">i", 0), "must hold records", 57),
+        (lambda: _patched(57, ">i", 2), "disagrees with recordsCount 2", 23),
+        (lambda: _patched(23, ">i", 7), "lastOffsetDelta 7", 23),
+        (lambda: make_batch(3, is_control=True), "control batches", 21),
+        (lambda: make_batch(3, producer_id=5, producer_epoch=0), "without a sequence", 53),
+    ],
+)
+def test_client_rules_reject_with_invalid_record(batch, match, offset):
+    good = make_batch(1)
+    with pytest.raises(CorruptBatchError, match=match) as info:
+        bh.validate_client_batches(good + batch())
+    assert info.value.error_code == ErrorCode.INVALID_RECORD
+    assert info.value.offset == len(good) + offset
+    # the plain (replication-side) validation accepts all of these
+    assert len(bh.validate_batches(good + batch())) == 2
