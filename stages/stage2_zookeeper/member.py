@@ -18,11 +18,14 @@ and runs until it is killed or its stdin closes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import signal
+import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -162,3 +165,68 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class MemberProcess:
+    """The launcher side: one member in a child process, its JSON events collected live."""
+
+    def __init__(self, zookeeper: str, broker_id: int, rack: str | None = None,
+                 session_timeout: float = 3.0):
+        self.broker_id = broker_id
+        command = [sys.executable, "-m", "stages.stage2_zookeeper.member",
+                   "--zookeeper", zookeeper, "--broker-id", str(broker_id),
+                   "--port", str(9090 + broker_id), "--session-timeout", str(session_timeout)]
+        if rack:
+            command += ["--rack", rack]
+        self.events: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+        self._output_done = False
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, bufsize=1)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._changed:
+                self.events.append(event)
+                self._changed.notify_all()
+        with self._changed:
+            self._output_done = True
+            self._changed.notify_all()
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        with self._changed:
+            return [e for e in self.events if e["event"] == kind]
+
+    def wait_for(self, kind: str, timeout: float = 30.0, count: int = 1) -> dict[str, Any]:
+        """The ``count``-th event of this kind, waiting for it up to ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(found := [e for e in self.events if e["event"] == kind]) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._output_done:
+                    raise TimeoutError(f"broker {self.broker_id}: no {kind!r} event "
+                                       f"(exit status {self.process.poll()})")
+                self._changed.wait(min(remaining, 0.5))
+            return found[count - 1]
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, so its znodes live until its session times out."""
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Clean stop (closing stdin); SIGKILL if it does not finish in time."""
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
