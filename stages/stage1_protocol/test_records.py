@@ -289,6 +289,28 @@ def test_cross_check_generated_records_both_ways(records, codec):
     assert kafka_python_records(ours) == expected(records, 0)
 
 
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
+def test_cross_check_with_aiokafkas_compiled_codec(codec):
+    """aiokafka's Cython record codec is a third, compiled implementation."""
+    from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
+
+    records = compressible_records(30)
+    ours = build_batch(records, compression=codec, base_offset=9)
+    aio_view = AioBatch(ours)
+    assert aio_view.validate_crc()
+    assert aio_view.compression_type == codec
+    got = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in aio_view]
+    assert got == expected(records, 9)
+
+    builder = AioBuilder(2, int(codec), 0, -1, -1, -1, 1 << 24)
+    for i, r in enumerate(records):
+        assert builder.append(i, r.timestamp, r.key, r.value, list(r.headers)) is not None
+    parsed = parse_batch(bytes(builder.build()))
+    assert parsed.compression == codec
+    assert as_tuples(parsed.records) == expected(records, 0)
+
+
 def test_several_batches_read_by_kafka_python_memory_records():
     batches = [
         build_batch(compressible_records(n), compression=c, base_offset=off)
