@@ -183,10 +183,7 @@ class Producer:
         if partition is None:
             partition = self.partitioner(topic, key_bytes, partitions)
         elif partition not in partitions:
-            raise UnknownTopicOrPartitionError(
-                f"topic {topic!r} has partitions {partitions[0]}..{partitions[-1]}, "
-                f"not {partition}"
-            )
+            partitions = self._wait_for_partition(topic, partition)
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         tp = self._tps.get((topic, partition))
@@ -210,6 +207,21 @@ class Producer:
             self._snapshot = snapshot
         self._partitions[topic] = partitions
         return partitions
+
+    def _wait_for_partition(self, topic: str, partition: int) -> list[int]:
+        """Our metadata may be stale (topic recreated bigger): refresh until ``max_block``."""
+        deadline = time.monotonic() + self.max_block
+        while True:
+            self.client.metadata.request_update()
+            partitions = self._partitions_of(topic)
+            if partition in partitions:
+                return partitions
+            if time.monotonic() >= deadline:
+                raise UnknownTopicOrPartitionError(
+                    f"topic {topic!r} has partitions {partitions[0]}..{partitions[-1]}, "
+                    f"not {partition}"
+                )
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
     def _batch_closed(self, tp: TopicPartition) -> None:
         on_new_batch = getattr(self.partitioner, "on_new_batch", None)
