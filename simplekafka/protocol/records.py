@@ -152,6 +152,16 @@ _CACHE_SIZE = 1 << 14
 _VARINT = tuple(_uvarint_bytes(z) for z in range(_CACHE_SIZE))
 
 
+def _varlong_bytes(z: int, timestamp: int, base_timestamp: int) -> bytes:
+    """A zigzagged timestamp delta, which must fit Kafka's varlong (int64)."""
+    if z >= 1 << 64:
+        raise ValueError(
+            f"timestamp {timestamp} is too far from the batch's first timestamp "
+            f"{base_timestamp}: the delta must fit a signed 64-bit integer"
+        )
+    return _uvarint_bytes(z)
+
+
 def _zigzag_bytes(n: int) -> bytes:
     z = n << 1 if n >= 0 else ((-n) << 1) - 1
     return _VARINT[z] if z < _CACHE_SIZE else _uvarint_bytes(z)
@@ -268,7 +278,7 @@ def _encode_records(records: Sequence[Any], now_ms: int) -> tuple[bytes, int, in
             max_ts = ts
         z = ts - base_ts
         z = z << 1 if z >= 0 else ((-z) << 1) - 1
-        ts_part = varint[z] if z < limit else _uvarint_bytes(z)
+        ts_part = varint[z] if z < limit else _varlong_bytes(z, ts, base_ts)
         z = delta << 1
         offset_part = varint[z] if z < limit else _uvarint_bytes(z)
         if key is None:

@@ -197,6 +197,8 @@ def test_accepts_tuples_dicts_strings_and_generators():
         ([b"just bytes"], {}, TypeError, "a record must be"),
         ([{"key": b"k", "velue": b"v"}], {}, TypeError, "unknown record fields"),
         ([Record(timestamp=1.5)], {}, TypeError, "timestamp must be an int"),
+        ([Record(timestamp=-(2**63)), Record(timestamp=2**63 - 1)], {}, ValueError, "delta"),
+        ([Record(timestamp=2**63)], {}, ValueError, "out of range"),
         ([Record(headers=[("only-key",)])], {}, TypeError, "a header must be"),
         ([Record(headers=[(3, b"v")])], {}, TypeError, "header key must be str"),
     ],
