@@ -27,6 +27,8 @@ from simplekafka.protocol.batch_header import (
     patch_leader_epoch,
     validate_batch,
 )
+from simplekafka.protocol.errors import ProtocolError
+from simplekafka.protocol.records import parse_batch
 from simplekafka.storage.checkpoints import fsync_directory
 from simplekafka.storage.config import LogConfig
 from simplekafka.storage.epochs import CHECKPOINT_NAME, LeaderEpochCache
@@ -370,10 +372,11 @@ class Log:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def find_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """The first batch with a timestamp >= ``timestamp`` as (its maxTimestamp, its offset).
+        """The first record with a timestamp >= ``timestamp``: (its timestamp, its offset).
 
-        The answer has batch precision: the offset is the batch's base offset
-        (or the log start if that is later). -2 / -1 give the earliest and latest offsets.
+        This is ListOffsets by time. The time index and batch headers find the
+        batch; only that one batch is decoded to find the record. -2 and -1
+        ask for the earliest and the latest offset (timestamp -1 in the answer).
         """
         self._check_open()
         if timestamp == EARLIEST_TIMESTAMP:
@@ -383,11 +386,25 @@ class Log:
         for segment in self._segments:
             if segment.next_offset <= self._log_start_offset:
                 continue
-            header = segment.find_by_timestamp(timestamp, self._log_start_offset)
-            if header is not None:
-                return TimestampOffset(header.max_timestamp,
-                                       max(header.base_offset, self._log_start_offset))
+            found = segment.find_by_timestamp(timestamp, self._log_start_offset)
+            if found is not None:
+                return self._record_at_or_after(segment, *found, timestamp)
         return None
+
+    def _record_at_or_after(self, segment: LogSegment, position: int, header: BatchHeader,
+                            timestamp: int) -> TimestampOffset:
+        """Decode the one batch the search landed on; batch precision if it does not decode."""
+        try:
+            batch = parse_batch(segment.read(position, header.size))
+        except ProtocolError:
+            return TimestampOffset(header.max_timestamp,
+                                   max(header.base_offset, self._log_start_offset))
+        for record in batch.records:
+            record_time = record.timestamp if record.timestamp is not None else -1
+            if record.offset >= self._log_start_offset and record_time >= timestamp:
+                return TimestampOffset(record_time, record.offset)
+        return TimestampOffset(header.max_timestamp, max(header.last_offset,
+                                                         self._log_start_offset))
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """Offset part of :meth:`find_offset_by_timestamp` (None: no record that late)."""

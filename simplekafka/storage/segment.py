@@ -240,8 +240,11 @@ class LogSegment:
     def read(self, position: int, length: int) -> bytes:
         return os.pread(self._fd, length, position)
 
-    def find_by_timestamp(self, timestamp: int, start_offset: int) -> BatchHeader | None:
-        """The first batch at or after ``start_offset`` whose maxTimestamp is >= ``timestamp``."""
+    def find_by_timestamp(
+        self, timestamp: int, start_offset: int
+    ) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch at or after ``start_offset`` whose
+        maxTimestamp is >= ``timestamp`` (the time index narrows the scan)."""
         if self.max_timestamp < timestamp:
             return None
         entry = self.time_index.last_before(timestamp)
@@ -249,9 +252,9 @@ class LogSegment:
         found = self.translate_offset(begin)
         if found is None:
             return None
-        for _, header in self.iter_headers(found[0]):
+        for position, header in self.iter_headers(found[0]):
             if header.max_timestamp >= timestamp:
-                return header
+                return position, header
         return None
 
     # -- changing ----------------------------------------------------------------
