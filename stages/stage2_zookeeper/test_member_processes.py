@@ -53,8 +53,8 @@ def test_kill_the_controller_process_and_exactly_one_takes_over(members, zk):
     wait_for(lambda: len(zk.get_children(ZkPaths.BROKER_IDS)) == 3, what="3 registrations")
     first = read_controller(zk)
     assert read_controller_epoch(zk)[0] == 1
-    winners = [m for m in group if m.of_kind("elected")]
-    assert [m.broker_id for m in winners] == [first]
+    assert next(m for m in group if m.broker_id == first).wait_for("elected")["epoch"] == 1
+    assert [m.broker_id for m in group if m.of_kind("elected")] == [first]
 
     create_topic(zk, "orders", partitions=3, replication_factor=3)
     wait_for(lambda: all(read_partition_state(zk, "orders", p) for p in range(3)),
@@ -72,6 +72,7 @@ def test_kill_the_controller_process_and_exactly_one_takes_over(members, zk):
     assert read_controller_epoch(zk)[0] == 2
     for member in survivors:
         assert member.wait_for("controller", count=2)["id"] == second
+    assert next(m for m in survivors if m.broker_id == second).wait_for("elected")["epoch"] == 2
     assert [m.broker_id for m in survivors if m.of_kind("elected")] == [second]
     print(f"failover took {took:.1f} s with a {SESSION} s session")
 
