@@ -9,7 +9,7 @@ __all__ = ["format_tree"]
 
 
 def format_tree(zk: KazooClient, path: str = "/", skip: tuple[str, ...] = ("/zookeeper",),
-                max_value: int = 160) -> str:
+                max_value: int = 400) -> str:
     """The tree under ``path``, one znode a line, indented, with its value and
     ``(ephemeral)`` or ``czxid`` where they teach something."""
     lines: list[str] = []
