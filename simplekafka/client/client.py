@@ -183,6 +183,10 @@ class KafkaClient:
             return min(brokers, key=lambda n: (self._network.pending_count(n), n))
         return -1 - next(self._bootstrap_cycle)
 
+    def negotiated_versions(self, node_id: int) -> dict[ApiKey, int]:
+        """The version each API is sent at to ``node_id`` (empty until connected)."""
+        return self._network.negotiated_versions(node_id)
+
     def pending_count(self, node_id: int) -> int:
         return self._network.pending_count(node_id)
 

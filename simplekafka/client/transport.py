@@ -131,6 +131,19 @@ class NetworkThread:
         conn = self._connections.get(node_id)
         return bool(conn and conn.connected and conn.core.ready)
 
+    def negotiated_versions(self, node_id: int) -> dict[ApiKey, int]:
+        """Per-API versions agreed with ``node_id`` (empty if not connected yet)."""
+        conn = self._connections.get(node_id)
+        if conn is None or not conn.core.ready:
+            return {}
+        versions = {}
+        for key in conn.core.client_versions:
+            try:
+                versions[key] = conn.core.version_for(key)
+            except KafkaError:
+                continue
+        return versions
+
     def disconnect(self, node_id: int) -> None:
         """Close the connection to ``node_id`` (requests on it fail, retriable)."""
         with self._lock:
