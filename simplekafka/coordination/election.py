@@ -36,9 +36,11 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionLoss,
     KazooException,
     NoNodeError,
     RolledBackError,
+    SessionExpiredError,
 )
 from kazoo.protocol.states import WatchedEvent
 
@@ -347,6 +349,10 @@ class ControllerElection:
                 continue
             try:
                 handlers[event.kind]()
+            except (ConnectionLoss, SessionExpiredError) as exc:
+                # The session listener enqueues what follows (session_new re-registers
+                # and re-elects), so this is expected, not alarming.
+                log.debug("broker %s: %s interrupted: %r", self.broker_id, event.kind, exc)
             except (KazooException, ZnodeFormatError) as exc:
                 # Connection trouble: the session listener will enqueue what follows
                 # (session_new re-registers and re-elects); meanwhile retry the election.

@@ -140,6 +140,7 @@ def test_controller_session_expiry_elects_next_and_the_zombie_cannot_write(conte
     FencedTransaction(zombie.zk, stale_version).create(
         ZkPaths.partition_state("t", 0), state.to_json()).commit()
 
+    old_session = zombie.zk.client_id[0]
     expire_session(zombie.zk)
     wait_for(lambda: read_controller(zk) not in (None, zombie.broker_id), what="new controller")
     others = [c for c in group if c is not zombie]
@@ -147,7 +148,8 @@ def test_controller_session_expiry_elects_next_and_the_zombie_cannot_write(conte
     assert read_controller_epoch(zk)[0] == 2 == successor.election.epoch
 
     # The zombie's writes, fenced with the epoch version it won, all fail.
-    wait_for(lambda: zombie.zk.connected, what="zombie reconnected")
+    wait_for(lambda: zombie.zk.connected and zombie.zk.client_id[0] != old_session,
+             what="zombie reconnected with a new session")
     hijack = PartitionState(leader=zombie.broker_id, leader_epoch=9, isr=(zombie.broker_id,),
                             controller_epoch=1)
     attempts = [
