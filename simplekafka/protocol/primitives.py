@@ -29,6 +29,8 @@ INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 UINT32 = struct.Struct(">I")
 FLOAT64 = struct.Struct(">d")
+_INT16_UNPACK = INT16.unpack_from
+_INT32_UNPACK = INT32.unpack_from
 
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -170,10 +172,17 @@ def _utf8(raw: bytes, pos: int) -> str:
 
 def read_string(buf: Buffer, pos: int, nullable: bool = False) -> tuple[str | None, int]:
     """int16 length then UTF-8; length -1 is null (only where the field is nullable)."""
-    length, body = read_int16(buf, pos)
+    body = pos + 2
+    if body > len(buf):
+        raise short_read(pos, 2, len(buf) - pos, "int16 string length")
+    (length,) = _INT16_UNPACK(buf, pos)
+    if length >= 0:
+        end = body + length
+        if end <= len(buf):
+            return _utf8(bytes(buf[body:end]), body), end
+    elif length == -1 and nullable:
+        return None, body
     if length < 0:
-        if length == -1 and nullable:
-            return None, body
         raise ProtocolError(
             f"string length {length} at offset {pos} is negative",
             offset=pos,
@@ -185,10 +194,17 @@ def read_string(buf: Buffer, pos: int, nullable: bool = False) -> tuple[str | No
 
 def read_bytes(buf: Buffer, pos: int, nullable: bool = False) -> tuple[bytes | None, int]:
     """int32 length then raw bytes; length -1 is null (only where nullable)."""
-    length, body = read_int32(buf, pos)
+    body = pos + 4
+    if body > len(buf):
+        raise short_read(pos, 4, len(buf) - pos, "int32 bytes length")
+    (length,) = _INT32_UNPACK(buf, pos)
+    if length >= 0:
+        end = body + length
+        if end <= len(buf):
+            return bytes(buf[body:end]), end
+    elif length == -1 and nullable:
+        return None, body
     if length < 0:
-        if length == -1 and nullable:
-            return None, body
         raise ProtocolError(
             f"bytes length {length} at offset {pos} is negative",
             offset=pos,

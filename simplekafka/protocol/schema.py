@@ -28,6 +28,7 @@ Reader = Callable[[Buffer, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
 _MISSING: Any = object()
+_SMALL = 17  # arrays of fixed-width values shorter than this use precompiled structs
 
 
 class EncodeError(ProtocolError, ValueError):
@@ -188,10 +189,20 @@ class Array(FieldType):
         self.min_size = 1 if compact else 4
         self._read_element = element.read
         self._write_element = element.write
-        # Arrays of one fixed-width type decode with a single unpack_from.
+        # Arrays of one fixed-width type decode with a single unpack_from, and short ones
+        # (replica lists, partition ids) with a precompiled struct, count included.
         self._fixed_fmt = element.fmt if isinstance(element, Fixed) else None
+        if self._fixed_fmt is not None:
+            count_fmt = "" if compact else "i"
+            self._packers = [
+                struct.Struct(f">{count_fmt}{n}{self._fixed_fmt}").pack for n in range(_SMALL)
+            ]
+            self._unpackers = [
+                struct.Struct(f">{n}{self._fixed_fmt}").unpack_from for n in range(_SMALL)
+            ]
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read_count(self, buf: Buffer, pos: int) -> tuple[int, int]:
+        """The element count (-1 for a null array), checked against the bytes left."""
         start = pos
         if self.compact:
             count, pos = p.read_compact_length(buf, pos, self.nullable, "array")
@@ -199,7 +210,7 @@ class Array(FieldType):
             count, pos = p.read_fixed(p.INT32, buf, pos, "int32 array length")
         if count < 0:
             if count == -1 and self.nullable:
-                return None, pos
+                return -1, pos
             raise ProtocolError(
                 f"array length {count} at offset {start} is negative",
                 offset=start,
@@ -213,8 +224,18 @@ class Array(FieldType):
                 offset=start,
                 expected=f"an array length of at most {(len(buf) - pos) // element_size}",
             )
+        return count, pos
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        count, pos = self.read_count(buf, pos)
+        if count < 0:
+            return None, pos
+        element_size = self.element.min_size
         if self._fixed_fmt is not None:
-            items = struct.unpack_from(f">{count}{self._fixed_fmt}", buf, pos)
+            if count < _SMALL:
+                items = self._unpackers[count](buf, pos)
+            else:
+                items = struct.unpack_from(f">{count}{self._fixed_fmt}", buf, pos)
             return list(items), pos + count * element_size
         read = self._read_element
         items = []
@@ -230,12 +251,20 @@ class Array(FieldType):
                 raise EncodeError(f"null given for non-nullable array {self.name}")
             out += b"\x00" if self.compact else b"\xff\xff\xff\xff"
             return
+        count = len(value)
+        if self._fixed_fmt is not None and count < _SMALL:
+            if self.compact:
+                p.write_unsigned_varint(out, count + 1)
+                out += self._packers[count](*value)
+            else:
+                out += self._packers[count](count, *value)
+            return
         if self.compact:
-            p.write_unsigned_varint(out, len(value) + 1)
+            p.write_unsigned_varint(out, count + 1)
         else:
-            out += p.INT32.pack(len(value))
+            out += p.INT32.pack(count)
         if self._fixed_fmt is not None:
-            out += struct.pack(f">{len(value)}{self._fixed_fmt}", *value)
+            out += struct.pack(f">{count}{self._fixed_fmt}", *value)
             return
         write = self._write_element
         for item in value:
@@ -290,14 +319,17 @@ class Struct:
     """A decoded (or to-be-encoded) message: fields as attributes.
 
     ``Struct(schema, topic="t", partition=0)`` is the same as
-    ``schema.make(topic="t", partition=0)``.
+    ``schema.make(topic="t", partition=0)``. Each schema has its own subclass
+    with one slot per field, so ``struct.schema`` says which message and
+    version it is, and a typo in an attribute name fails loudly.
     """
 
-    __slots__ = ("__dict__", "_schema")
+    __slots__ = ()
+    _schema: Schema
+    _fields: tuple[str, ...] = ()
 
-    def __init__(self, schema: Schema, /, **fields: Any):
-        object.__setattr__(self, "_schema", schema)
-        self.__dict__.update(schema._fill(fields))
+    def __new__(cls, schema: Schema, /, **fields: Any) -> Struct:
+        return schema.make(**fields)
 
     @property
     def schema(self) -> Schema:
@@ -306,10 +338,16 @@ class Struct:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dicts and lists, for printing, comparing and JSON."""
-        return {name: _plain(value) for name, value in self.__dict__.items()}
+        return {name: _plain(getattr(self, name)) for name in self._fields}
+
+    def items(self) -> list[tuple[str, Any]]:
+        """(field name, value) pairs in wire order."""
+        return [(name, getattr(self, name)) for name in self._fields]
 
     def __getitem__(self, name: str) -> Any:
-        return self.__dict__[name]
+        if name not in self._fields:
+            raise KeyError(name)
+        return getattr(self, name)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Struct):
@@ -321,7 +359,7 @@ class Struct:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.items())
         return f"{self._schema.name}({inner})"
 
 
@@ -337,11 +375,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _new_struct(schema: Schema, values: dict[str, Any]) -> Struct:
-    obj = object.__new__(Struct)
-    object.__setattr__(obj, "_schema", schema)
-    obj.__dict__ = values
-    return obj
+def _getter(value: Any) -> Callable[[str, Any], Any]:
+    """How to read field values from a Struct, a dict, or any object with attributes."""
+    if isinstance(value, Mapping):
+        return value.get
+    if value is None:
+        raise EncodeError("None given where a structure was expected")
+
+    def get(name: str, default: Any) -> Any:
+        return getattr(value, name, default)
+
+    return get
+
+
+def _is_fixed(field_type: FieldType) -> bool:
+    return field_type.fmt is not None and not isinstance(field_type, Uuid)
 
 
 class Schema:
@@ -352,6 +400,13 @@ class Schema:
     the field names of every version of the message, so ``make`` can accept a
     field that this version simply lacks (it is dropped) while still catching
     typos.
+
+    The schema compiles itself into two Python functions, one to read and one
+    to write, generated from the field list (see ``source``): runs of
+    fixed-width fields become one ``struct`` call, arrays of structures become
+    plain loops. ``read_slow``/``write_slow`` interpret the field list instead;
+    they are the reference the compiled code is tested against, and they find
+    the exact field when encoding fails.
     """
 
     def __init__(
@@ -371,14 +426,21 @@ class Schema:
         if flexible:
             self.known_names |= {"tagged_fields"}
         self.min_size = sum(f.type.min_size for f in self.fields) + (1 if flexible else 0)
-        self._readers = self._compile_readers()
-        self._writers = self._compile_writers()
+        slots = self.names + (("tagged_fields",) if flexible else ())
+        namespace = {"__slots__": slots, "_schema": self, "_fields": slots}
+        self.struct_class: type[Struct] = type(name.replace(".", "_"), (Struct,), namespace)
+        self.source: dict[str, str] = {}
+        self.read: Callable[[Buffer, int], tuple[Struct, int]] = self._compile_read()
+        self._write_fast: Callable[[bytearray, Any], None] = self._compile_write()
 
     # -- building values ----------------------------------------------------------------
 
     def make(self, **fields: Any) -> Struct:
         """A Struct of this schema; missing fields take their defaults."""
-        return _new_struct(self, self._fill(fields))
+        obj = object.__new__(self.struct_class)
+        for name, value in self._fill(fields).items():
+            setattr(obj, name, value)
+        return obj
 
     def _fill(self, given: dict[str, Any]) -> dict[str, Any]:
         unknown = set(given) - self.known_names
@@ -397,33 +459,48 @@ class Schema:
 
     # -- decoding -----------------------------------------------------------------------
 
-    def _compile_readers(self) -> list[Callable[[Buffer, int, dict], int]]:
-        """One step per run of fixed-width fields, one per variable field."""
-        steps: list[Callable[[Buffer, int, dict], int]] = []
-        run: list[Field] = []
+    def _compile_read(self) -> Callable[[Buffer, int], tuple[Struct, int]]:
+        ns: dict[str, Any] = {
+            "_new": object.__new__,
+            "_len": len,
+            "_range": range,
+            "_read_tags": p.read_tagged_fields,
+            "_int32": p.INT32.unpack_from,
+            "_list": list,
+        }
+        lines = ["def read(buf, pos):"]
+        _emit_read(self, ns, lines, "    ", "obj")
+        lines.append("    return obj, pos")
+        return self._define("read", lines, ns)
 
-        def close_run() -> None:
-            if run:
-                steps.append(_fixed_run_reader(self.name, list(run)))
-                run.clear()
+    def _define(self, name: str, lines: list[str], ns: dict[str, Any]) -> Any:
+        source = "\n".join(lines) + "\n"
+        self.source[name] = source
+        exec(compile(source, f"<{self.name} v{self.version} {name}>", "exec"), ns)
+        return ns[name]
 
-        for f in self.fields:
-            if f.type.fmt is not None and not isinstance(f.type, Uuid):
-                run.append(f)
-            else:
-                close_run()
-                steps.append(_single_reader(f))
-        close_run()
-        if self.flexible:
-            steps.append(_tagged_reader)
-        return steps
-
-    def read(self, buf: Buffer, pos: int = 0) -> tuple[Struct, int]:
-        """Decode one struct at ``pos``; returns it and the position after it."""
+    def read_slow(self, buf: Buffer, pos: int = 0) -> tuple[Struct, int]:
+        """Decode one struct field by field, without the compiled code (reference path)."""
         values: dict[str, Any] = {}
-        for step in self._readers:
-            pos = step(buf, pos, values)
-        return _new_struct(self, values), pos
+        for f in self.fields:
+            if isinstance(f.type, Array) and isinstance(f.type.element, StructType):
+                count, pos = f.type.read_count(buf, pos)
+                if count < 0:
+                    values[f.name] = None
+                    continue
+                items = []
+                for _ in range(count):
+                    item, pos = f.type.element.schema.read_slow(buf, pos)
+                    items.append(item)
+                values[f.name] = items
+            else:
+                values[f.name], pos = f.type.read(buf, pos)
+        if self.flexible:
+            values["tagged_fields"], pos = p.read_tagged_fields(buf, pos)
+        obj = object.__new__(self.struct_class)
+        for name, value in values.items():
+            setattr(obj, name, value)
+        return obj, pos
 
     def decode(self, buf: Buffer) -> Struct:
         """Decode a whole buffer; trailing bytes are an error (a sign of a wrong version)."""
@@ -444,61 +521,115 @@ class Schema:
 
     # -- encoding -----------------------------------------------------------------------
 
-    def _compile_writers(self) -> list[tuple[str, Any, Any]]:
-        writers: list[tuple[str, Any, Any]] = []
+    def _compile_write(self) -> Callable[[bytearray, Any], None]:
+        ns: dict[str, Any] = {
+            "_getattr": getattr,
+            "_dict": dict,
+            "_isinstance": isinstance,
+            "_Mapping": Mapping,
+            "_write_tags": p.write_tagged_fields,
+            "_encode_error": EncodeError,
+        }
+        lines = [
+            "def write(out, value):",
+            "    if value is None:",
+            f"        raise _encode_error('None given for a {self.name}')",
+            "    if type(value) is _dict or _isinstance(value, _Mapping):",
+            "        get = value.get",
+        ]
+        self._emit_write(ns, lines, "get({name!r}, {default})")
+        lines.append("    else:")
+        self._emit_write(ns, lines, "_getattr(value, {name!r}, {default})")
+        return self._define("write", lines, ns)
+
+    def _emit_write(self, ns: dict[str, Any], lines: list[str], get: str) -> None:
+        ind = "        "
         run: list[Field] = []
 
         def close_run() -> None:
-            if run:
-                writers.append(("fixed", struct.Struct(">" + "".join(f.type.fmt for f in run)),
-                                tuple(run)))
-                run.clear()
+            if not run:
+                return
+            i = len(ns)
+            ns[f"_pack{i}"] = struct.Struct(">" + "".join(f.type.fmt for f in run)).pack
+            args = []
+            for k, f in enumerate(run):
+                ns[f"_d{i}_{k}"] = f.default
+                args.append(get.format(name=f.name, default=f"_d{i}_{k}"))
+            lines.append(f"{ind}out += _pack{i}({', '.join(args)})")
+            run.clear()
 
         for f in self.fields:
-            if f.type.fmt is not None and not isinstance(f.type, Uuid):
+            if _is_fixed(f.type):
                 run.append(f)
+                continue
+            close_run()
+            i = len(ns)
+            ns[f"_d{i}"] = f.default
+            t = f.type
+            value = get.format(name=f.name, default=f"_d{i}")
+            if isinstance(t, Array) and isinstance(t.element, StructType) and not t.compact:
+                ns[f"_write{i}"] = t.write  # handles null
+                ns[f"_elem{i}"] = t.element.schema._write_fast
+                ns[f"_count{i}"] = p.INT32.pack
+                lines += [
+                    f"{ind}x = {value}",
+                    f"{ind}if x is None:",
+                    f"{ind}    _write{i}(out, x)",
+                    f"{ind}else:",
+                    f"{ind}    out += _count{i}(len(x))",
+                    f"{ind}    for item in x:",
+                    f"{ind}        _elem{i}(out, item)",
+                ]
             else:
-                close_run()
-                writers.append(("one", f.type.write, f))
+                ns[f"_write{i}"] = t.write
+                lines.append(f"{ind}_write{i}(out, {value})")
         close_run()
-        return writers
+        if self.flexible:
+            tags = get.format(name="tagged_fields", default="None")
+            lines.append(f"{ind}_write_tags(out, {tags})")
+        lines.append(f"{ind}pass")
 
     def write(self, out: bytearray, value: Any) -> None:
         """Append the encoding of ``value`` (a Struct, a dict, or any object with attributes)."""
-        if isinstance(value, Struct):
-            get = value.__dict__.get
-        elif isinstance(value, Mapping):
-            get = value.get
-        else:
+        mark = len(out)
+        try:
+            self._write_fast(out, value)
+        except (struct.error, TypeError, AttributeError, ValueError, OverflowError):
+            # EncodeError is a ValueError too: all land here, and the slow path names the field.
+            del out[mark:]
+            self.write_slow(out, value)  # raises EncodeError naming the field
+            raise EncodeError(f"{self.name}: cannot encode {value!r}") from None
 
-            def get(name: str, default: Any, _obj: Any = value) -> Any:
-                return getattr(_obj, name, default)
-
-        for kind, writer, detail in self._writers:
-            if kind == "fixed":
-                values = [get(f.name, f.default) for f in detail]
-                try:
-                    out += writer.pack(*values)
-                except struct.error as exc:
-                    raise EncodeError(
-                        f"{self.name}: cannot encode {dict(zip([f.name for f in detail], values))}"
-                        f" as {[f.type.name for f in detail]}: {exc}"
-                    ) from None
-            else:
-                field_value = get(detail.name, _MISSING)
-                if field_value is _MISSING:
-                    field_value = detail.make_default()
-                try:
-                    writer(out, field_value)
-                except EncodeError as exc:
-                    if str(exc).startswith(self.name + "."):
-                        raise
-                    raise EncodeError(f"{self.name}.{detail.name}: {exc}") from None
-                except (struct.error, TypeError, AttributeError, ValueError) as exc:
-                    raise EncodeError(
-                        f"{self.name}.{detail.name}: cannot encode {field_value!r} as "
-                        f"{detail.type.name}: {exc}"
-                    ) from None
+    def write_slow(self, out: bytearray, value: Any) -> None:
+        """Encode field by field, naming the field that fails (reference and diagnosis path)."""
+        get = _getter(value)
+        for f in self.fields:
+            field_value = get(f.name, f.default)
+            try:
+                if isinstance(f.type, StructType):
+                    f.type.schema.write_slow(out, field_value)
+                elif isinstance(f.type, Array) and isinstance(f.type.element, StructType):
+                    if field_value is None:
+                        f.type.write(out, None)
+                        continue
+                    if f.type.compact:
+                        p.write_unsigned_varint(out, len(field_value) + 1)
+                    else:
+                        out += p.INT32.pack(len(field_value))
+                    for item in field_value:
+                        f.type.element.schema.write_slow(out, item)
+                elif _is_fixed(f.type):
+                    out += f.type.struct.pack(field_value)
+                else:
+                    f.type.write(out, field_value)
+            except EncodeError as exc:
+                if str(exc).startswith(self.name.split(".")[0]):
+                    raise
+                raise EncodeError(f"{self.name}.{f.name}: {exc}") from None
+            except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as exc:
+                raise EncodeError(
+                    f"{self.name}.{f.name}: cannot encode {field_value!r} as {f.type.name}: {exc}"
+                ) from None
         if self.flexible:
             p.write_tagged_fields(out, get("tagged_fields", None))
 
@@ -513,44 +644,90 @@ class Schema:
         return f"<Schema {self.name}{version}: {', '.join(self.names)}>"
 
 
-def _fixed_run_reader(schema_name: str, run: list[Field]) -> Callable[[Buffer, int, dict], int]:
-    compiled = struct.Struct(">" + "".join(f.type.fmt for f in run))
-    unpack_from = compiled.unpack_from
-    size = compiled.size
-    names = tuple(f.name for f in run)
-    types = tuple(f.type for f in run)
+def _emit_read(
+    schema: Schema, ns: dict[str, Any], lines: list[str], ind: str, target: str
+) -> None:
+    """Emit code that reads one ``schema`` struct at ``pos`` into the variable ``target``.
 
-    def read_fixed_run(buf: Buffer, pos: int, values: dict) -> int:
-        end = pos + size
-        if end > len(buf):
-            # Find the first field that does not fit, for a precise message.
-            at = pos
-            for name, type_ in zip(names, types):
-                if at + type_.min_size > len(buf):
-                    raise ProtocolError(
-                        f"expected {type_.name} '{name}' of {schema_name} at offset {at}, but "
-                        f"only {max(len(buf) - at, 0)} bytes remain",
-                        offset=min(at, len(buf)) if at <= len(buf) else len(buf),
-                        expected=f"{type_.name} {name}",
-                    )
-                at += type_.min_size
-        values.update(zip(names, unpack_from(buf, pos)))
-        return end
+    Nested structures are inlined (no call per array element), and runs of
+    fixed-width fields are unpacked straight into the new object's slots.
+    """
+    n = len(ns)
+    ns[f"_cls{n}"] = schema.struct_class
+    lines.append(f"{ind}{target} = _new(_cls{n})")
+    run: list[Field] = []
 
-    return read_fixed_run
+    def close_run() -> None:
+        if not run:
+            return
+        i = len(ns)
+        compiled = struct.Struct(">" + "".join(f.type.fmt for f in run))
+        ns[f"_unpack{i}"] = compiled.unpack_from
+        ns[f"_short{i}"] = _short_run_error(schema.name, list(run))
+        attrs = ", ".join(f"{target}.{f.name}" for f in run)
+        lines.append(f"{ind}if pos + {compiled.size} > _len(buf): _short{i}(buf, pos)")
+        lines.append(f"{ind}{attrs}, = _unpack{i}(buf, pos)")
+        lines.append(f"{ind}pos += {compiled.size}")
+        run.clear()
+
+    for f in schema.fields:
+        if _is_fixed(f.type):
+            run.append(f)
+            continue
+        close_run()
+        i = len(ns)
+        t = f.type
+        if isinstance(t, Array) and isinstance(t.element, StructType):
+            ns[f"_count{i}"] = t.read_count
+            items, element = f"items{i}", f"element{i}"
+            lines += [
+                f"{ind}n, pos = _count{i}(buf, pos)",
+                f"{ind}if n < 0:",
+                f"{ind}    {target}.{f.name} = None",
+                f"{ind}else:",
+                f"{ind}    {items} = []",
+                f"{ind}    for _ in _range(n):",
+            ]
+            _emit_read(t.element.schema, ns, lines, ind + "        ", element)
+            lines += [
+                f"{ind}        {items}.append({element})",
+                f"{ind}    {target}.{f.name} = {items}",
+            ]
+        elif isinstance(t, Array) and t._fixed_fmt is not None and not t.compact:
+            # Inline the common case (a short, non-null list of ints); anything else,
+            # errors included, goes through the generic reader.
+            ns[f"_read{i}"] = t.read
+            ns[f"_unpackers{i}"] = t._unpackers
+            size = t.element.min_size
+            lines += [
+                f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= _len(buf) else -2",
+                f"{ind}if 0 <= n < {_SMALL} and pos + 4 + n * {size} <= _len(buf):",
+                f"{ind}    {target}.{f.name} = _list(_unpackers{i}[n](buf, pos + 4))",
+                f"{ind}    pos += 4 + n * {size}",
+                f"{ind}else:",
+                f"{ind}    {target}.{f.name}, pos = _read{i}(buf, pos)",
+            ]
+        else:
+            ns[f"_read{i}"] = t.read
+            lines.append(f"{ind}{target}.{f.name}, pos = _read{i}(buf, pos)")
+    close_run()
+    if schema.flexible:
+        lines.append(f"{ind}{target}.tagged_fields, pos = _read_tags(buf, pos)")
 
 
-def _single_reader(field: Field) -> Callable[[Buffer, int, dict], int]:
-    read = field.type.read
-    name = field.name
+def _short_run_error(schema_name: str, run: list[Field]) -> Callable[[Buffer, int], None]:
+    """Raise a precise error for a run of fixed-width fields that the buffer cuts short."""
 
-    def read_one(buf: Buffer, pos: int, values: dict) -> int:
-        values[name], pos = read(buf, pos)
-        return pos
+    def raise_short(buf: Buffer, pos: int) -> None:
+        at = pos
+        for f in run:
+            if at + f.type.min_size > len(buf):
+                raise ProtocolError(
+                    f"expected {f.type.name} '{f.name}' of {schema_name} at offset {at}, but "
+                    f"only {max(len(buf) - at, 0)} bytes remain",
+                    offset=min(at, len(buf)),
+                    expected=f"{f.type.name} {f.name}",
+                )
+            at += f.type.min_size
 
-    return read_one
-
-
-def _tagged_reader(buf: Buffer, pos: int, values: dict) -> int:
-    values["tagged_fields"], pos = p.read_tagged_fields(buf, pos)
-    return pos
+    return raise_short
