@@ -1,0 +1,1 @@
+"""Stage 5: the client library (chapter, demo and tests)."""

@@ -1,0 +1,1 @@
+"""Stage 6: Producer, Consumer, Admin and the CLI (chapter, demo and tests)."""
