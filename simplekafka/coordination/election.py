@@ -46,7 +46,7 @@ from kazoo.protocol.states import WatchedEvent
 
 from simplekafka.coordination.connection import ensure_kafka_paths
 from simplekafka.coordination.handoff import CallSoon, call_directly
-from simplekafka.coordination.registration import BrokerRegistration
+from simplekafka.coordination.registration import BrokerIdInUseError, BrokerRegistration
 from simplekafka.coordination.znodes import (
     ControllerInfo,
     ZkPaths,
@@ -310,6 +310,8 @@ class ControllerElection:
                 self._session_lost = False
                 self._session_id = session
                 self._enqueue("session_new")
+            else:  # the same session, back after a disconnection: re-check everything
+                self._enqueue("resync")
 
     def _on_controller_watch(self, event: WatchedEvent) -> None:
         self._enqueue("controller_changed")
@@ -333,6 +335,7 @@ class ControllerElection:
             "topics_changed": self._handle_topics_changed,
             "session_lost": self._handle_session_lost,
             "session_new": self._handle_session_new,
+            "resync": self._resync,
             "moved": self._handle_moved,
         }
         while True:
@@ -350,26 +353,45 @@ class ControllerElection:
             try:
                 handlers[event.kind]()
             except (ConnectionLoss, SessionExpiredError) as exc:
-                # The session listener enqueues what follows (session_new re-registers
-                # and re-elects), so this is expected, not alarming.
+                # Expected when the connection drops: the session listener enqueues a
+                # resync (same session) or session_new (new session) on reconnection.
                 log.debug("broker %s: %s interrupted: %r", self.broker_id, event.kind, exc)
-            except (KazooException, ZnodeFormatError) as exc:
-                # Connection trouble: the session listener will enqueue what follows
-                # (session_new re-registers and re-elects); meanwhile retry the election.
+                self._retry_later()
+            except (KazooException, ZnodeFormatError, BrokerIdInUseError) as exc:
                 log.warning("broker %s: %s failed: %r", self.broker_id, event.kind, exc)
-                if not self._stopping and self.zk.connected:
-                    self._enqueue("controller_changed")
+                self._retry_later()
             except Exception:
                 log.exception("broker %s: %s failed", self.broker_id, event.kind)
+                self._retry_later()
             event.done.set_result(None)
+
+    def _retry_later(self, delay: float = 0.5) -> None:
+        """Re-read everything soon (if still connected; otherwise reconnection will)."""
+        if self._stopping or not self.zk.connected:
+            return
+        timer = threading.Timer(delay, self._enqueue, args=("resync",))
+        timer.daemon = True
+        timer.start()
 
     # ---- handlers (event thread only) -------------------------------------------------
 
     def _handle_startup(self) -> None:
         ensure_kafka_paths(self.zk)
+        self._resync()
+
+    def _resync(self) -> None:
+        """Make sure we are registered, re-arm the watches, and catch up on changes.
+
+        Every step is idempotent, so this is the answer to any interruption.
+        """
+        if self._stopping:
+            return
         if self.registration is not None:
             self.registration.register()
         self._elect()
+        if self.is_controller:
+            self._handle_brokers_changed()
+            self._handle_topics_changed()
 
     def _elect(self) -> None:
         """Read ``/controller`` (re-arming the watch); if nobody holds it, try to take it."""
@@ -469,9 +491,7 @@ class ControllerElection:
 
     def _handle_session_new(self) -> None:
         self._resign()
-        if self.registration is not None:
-            self.registration.register()
-        self._elect()
+        self._resync()
 
     def _handle_shutdown(self) -> None:
         if self.is_controller and self.epoch_zk_version is not None:

@@ -16,6 +16,8 @@ from kazoo.client import KazooClient
 
 from simplekafka.coordination import (
     BrokerChanges,
+    BrokerIdInUseError,
+    BrokerInfo,
     BrokerRegistration,
     ControllerElection,
     ControllerMovedError,
@@ -255,3 +257,18 @@ def test_broker_whose_session_expires_ends_up_live_with_a_new_epoch(contenders, 
              what="controller knows the new epoch")
     assert controller.election.live_brokers[broker.broker_id] == broker.registration.epoch
     assert controller.election.is_controller and not broker.election.is_controller
+
+
+def test_a_broker_id_held_by_another_live_session_is_refused(zk, zk_client_factory):
+    BrokerRegistration(zk, 5, "127.0.0.1", 9005).register()
+    other = zk_client_factory()
+    with pytest.raises(BrokerIdInUseError, match="broker id 5 is registered by another"):
+        BrokerRegistration(other, 5, "127.0.0.1", 9999, stale_wait=0.5).register()
+    info = BrokerInfo.from_json(5, zk.get(ZkPaths.broker(5))[0])
+    assert info.port == 9005  # the live broker's registration is untouched
+
+
+def test_registering_twice_in_one_session_is_harmless(zk):
+    registration = BrokerRegistration(zk, 6, "127.0.0.1", 9006)
+    epoch = registration.register()
+    assert registration.register() == epoch

@@ -85,3 +85,16 @@ def test_kill_the_controller_process_and_exactly_one_takes_over(members, zk):
     for partition in led_by_first:
         state, version = read_partition_state(zk, "orders", partition)
         assert state.leader_epoch == 1 and state.controller_epoch == 2 and version == 1
+
+
+def test_a_restarted_broker_waits_out_its_stale_registration(members, zk):
+    """SIGKILL then restart at once: the old znode lives until the old session expires;
+    the new process waits for that, then registers with a larger epoch."""
+    (first,) = members(7)
+    old_epoch = first.wait_for("registered")["epoch"]
+    first.kill()
+    assert zk.exists(ZkPaths.broker(7)).czxid == old_epoch  # still there: session not expired
+    (second,) = members(7)
+    new_epoch = second.wait_for("registered", timeout=SESSION * 3 + 20)["epoch"]
+    assert new_epoch > old_epoch
+    assert zk.exists(ZkPaths.broker(7)).czxid == new_epoch
