@@ -39,9 +39,9 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 def short_read(pos: int, needed: int, available: int, what: str) -> ProtocolError:
     """The error for a buffer that ends before ``what`` does."""
+    size = "" if what.endswith("bytes") else f" ({needed} bytes)"
     return ProtocolError(
-        f"expected {what} ({needed} bytes) at offset {pos}, but only {max(available, 0)} "
-        f"bytes remain",
+        f"expected {what}{size} at offset {pos}, but only {max(available, 0)} bytes remain",
         offset=pos + max(available, 0),
         expected=what,
     )
@@ -287,11 +287,12 @@ def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
     Unknown tags are kept as raw bytes, so a decoder can skip what it does not
     understand, which is the point of tagged fields.
     """
+    start = pos
     count, pos = read_unsigned_varint(buf, pos)
     if count > len(buf) - pos:
         raise ProtocolError(
             f"{count} tagged fields cannot fit in the {len(buf) - pos} bytes left",
-            offset=pos,
+            offset=start,
             expected="a tagged field count that fits the buffer",
         )
     fields: dict[int, bytes] = {}
