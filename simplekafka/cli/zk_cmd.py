@@ -81,12 +81,13 @@ def _stop(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from simplekafka.coordination.zookeeper_server import (
         four_letter_word,
+        is_zookeeper_process,
         pid_alive,
         read_pid_file,
     )
 
     recorded = read_pid_file(args.data_dir)
-    if recorded is None or not pid_alive(recorded[0]):
+    if recorded is None or not pid_alive(recorded[0]) or not is_zookeeper_process(recorded[0]):
         print(f"not running (nothing recorded in {args.data_dir})")
         return 1
     pid, port = recorded
@@ -106,6 +107,8 @@ def _tree(args: argparse.Namespace) -> int:
     from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper, format_tree
 
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # our own error says it in one line
+    if not args.path.startswith("/"):
+        raise CliError(f"--path must start with '/', got {args.path!r}")
     try:
         zk = connect_zookeeper(args.zookeeper, timeout=10)
     except ZooKeeperConnectError as exc:

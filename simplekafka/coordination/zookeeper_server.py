@@ -29,6 +29,7 @@ __all__ = [
     "find_java",
     "find_zookeeper_classpath",
     "four_letter_word",
+    "is_zookeeper_process",
     "pid_alive",
     "port_is_free",
     "read_pid_file",
@@ -140,6 +141,20 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def is_zookeeper_process(pid: int) -> bool:
+    """True if ``pid`` runs ZooKeeper's main class (so a recycled pid is never killed).
+
+    Where ``/proc`` is not available we cannot tell, and trust the pid file.
+    """
+    try:
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return not Path("/proc/self/cmdline").exists() and pid_alive(pid)
+    except OSError:
+        return False
+    return MAIN_CLASS.encode() in command_line
+
+
 def read_pid_file(data_dir: Path) -> tuple[int, int] | None:
     """``(pid, port)`` recorded by a server started in ``data_dir``, or None."""
     try:
@@ -210,12 +225,28 @@ class EmbeddedZooKeeper:
         ]
 
     def start(self, timeout: float = 60.0) -> EmbeddedZooKeeper:
-        """Start the server and wait until it answers; raises ZooKeeperLaunchError."""
+        """Start the server and wait until it answers; raises ZooKeeperLaunchError.
+
+        With ``port=0`` a free port is picked; if another process grabs it before
+        ZooKeeper binds it (other tests run in parallel), another one is tried.
+        """
+        if self.port != 0:
+            return self._start_once(timeout)
+        for attempt in range(3):
+            self.port = 0
+            try:
+                return self._start_once(timeout)
+            except ZooKeeperLaunchError as exc:
+                if "already in use" not in str(exc) or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> EmbeddedZooKeeper:
         if self._process is not None and self._process.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
         recorded = read_pid_file(self.data_dir)
-        if recorded and pid_alive(recorded[0]):
+        if recorded and pid_alive(recorded[0]) and is_zookeeper_process(recorded[0]):
             raise ZooKeeperLaunchError(
                 f"a ZooKeeper (pid {recorded[0]}, port {recorded[1]}) already runs from "
                 f"{self.data_dir}; stop it first (simplekafka zk stop --data-dir {self.data_dir})"
@@ -308,7 +339,7 @@ def stop_recorded_server(data_dir: Path | str, timeout: float = 10.0) -> int | N
         return None
     pid, _port = recorded
     stopped = None
-    if pid_alive(pid):
+    if pid_alive(pid) and is_zookeeper_process(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while pid_alive(pid) and time.monotonic() < deadline:

@@ -39,6 +39,7 @@ from simplekafka.coordination import (
     TopicChanges,
     WriteConflictError,
     ZkPaths,
+    ZooKeeperConnectError,
     connect_zookeeper,
     elect_leader_for_new_partition,
     elect_leader_for_offline_partition,
@@ -146,9 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rack")
     parser.add_argument("--session-timeout", type=float, default=3.0, help="seconds")
     args = parser.parse_args(argv)
+    if args.broker_id < 0:
+        parser.error(f"--broker-id must be 0 or more, got {args.broker_id}")
     # kazoo warns on every dropped connection; the events we print tell the story.
     logging.getLogger("kazoo").setLevel(logging.ERROR)
-    zk = connect_zookeeper(args.zookeeper, timeout=15, session_timeout=args.session_timeout)
+    try:
+        zk = connect_zookeeper(args.zookeeper, timeout=15, session_timeout=args.session_timeout)
+    except ZooKeeperConnectError as exc:
+        print(f"member: error: {exc}", file=sys.stderr)
+        return 2
     member = Member(zk, args.broker_id, args.port, args.rack)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -4,8 +4,11 @@ works the same way): callbacks arrive on the loop's thread and the loop never bl
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +99,39 @@ def test_election_callbacks_and_watches_run_on_the_loop(zk, zk_client_factory):
         assert zk.exists(ZkPaths.CONTROLLER) is None  # stop() resigned cleanly
 
     asyncio.run(scenario())
+
+
+TWISTED_SCRIPT = r"""
+import sys, threading
+from twisted.internet import reactor
+from simplekafka.coordination import BrokerRegistration, ControllerElection, connect_zookeeper
+
+zk = connect_zookeeper(sys.argv[1], session_timeout=4.0)
+reactor_thread = []
+seen = []
+
+def on_elected(epoch):
+    seen.append(("elected", epoch, threading.get_ident() == reactor_thread[0]))
+    reactor.callLater(0, finish)
+
+def finish():
+    election.stop()  # blocks briefly; acceptable at shutdown
+    print(seen, flush=True)
+    reactor.stop()
+
+election = ControllerElection(zk, 1, registration=BrokerRegistration(zk, 1, "127.0.0.1", 9001),
+                              on_elected=on_elected, call_soon=reactor.callFromThread)
+reactor.callWhenRunning(lambda: (reactor_thread.append(threading.get_ident()), election.start()))
+reactor.callLater(30, reactor.stop)
+reactor.run()
+zk.stop()
+"""
+
+
+def test_twisted_reactor_gets_the_callbacks_on_its_own_thread(zk_connect):
+    """The seam as the stage 4 broker uses it: reactor.callFromThread."""
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", TWISTED_SCRIPT, zk_connect],
+                            capture_output=True, text=True, timeout=60, cwd=root, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[('elected', 1, True)]"
