@@ -24,7 +24,7 @@ from simplekafka.protocol import primitives as p
 from simplekafka.protocol.api import ApiKey, known_versions, request_schema, response_schema
 from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, crc32c
 from simplekafka.protocol.compression import Compression, decompress
-from simplekafka.protocol.errors import ProtocolError
+from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import DEFAULT_MAX_LENGTH
 from simplekafka.protocol.messages import request_header_version, response_header_version
 from simplekafka.protocol.schema import Array, Records, Schema, StructType
@@ -172,7 +172,9 @@ class _Walker:
                 _BatchWalker(self.data[:end], self.space, self.buffers).batches(node, start, end)
             return end
         value, end = field_type.read(self.data, pos)
-        parent.children.append(Node(name, pos, end - pos, field_type.name, value, space=self.space))
+        node = Node(name, pos, end - pos, field_type.name, value, space=self.space)
+        node.note = _meaning(name, value)
+        parent.children.append(node)
         return end
 
 
@@ -372,6 +374,18 @@ class _RecordWalker(_Walker):
         return end
 
 
+def _meaning(name: str, value: Any) -> str:
+    """What a number means, for the fields whose numbers are names: API keys, error codes."""
+    if not isinstance(value, int):
+        return ""
+    if name in ("api_key", "request_api_key"):
+        return _api_name(value)
+    if name == "error_code" and value != 0:
+        code = ErrorCode.of(value)
+        return code.name if code.value == value else "unknown error code"
+    return ""
+
+
 def _fixed_reader(st):
     def read(buf: Buffer, pos: int) -> tuple[Any, int]:
         return p.read_fixed(st, buf, pos, _type_name(st))
@@ -471,7 +485,7 @@ def _dissect_request(walker: _Walker, root: Node, pos: int, result: Dissection) 
     header = Node("header", pos, 0, "RequestHeader")
     root.children.append(header)
     key, pos = walker.leaf(header, "request_api_key", "int16", p.read_int16, pos)
-    header.children[-1].note = _api_name(key)
+    header.children[-1].note = _meaning("api_key", key)
     version, pos = walker.leaf(header, "request_api_version", "int16", p.read_int16, pos)
     correlation_id, pos = walker.leaf(header, "correlation_id", "int32", p.read_int32, pos)
     result.summary = f"request {_api_name(key)} v{version}, correlation id {correlation_id}"
