@@ -132,3 +132,28 @@ ids = st.integers(0, 2**31 - 1)
 def test_partition_state_round_trips(leader, epoch, isr, cepoch):
     state = PartitionState(leader, epoch, tuple(isr), cepoch)
     assert PartitionState.from_json(state.to_json()) == state
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["version", "leader", "leader_epoch", "isr", "controller_epoch",
+                         "partitions", "0", "endpoints", "host", "port", "rack", "brokerid",
+                         "id", "config", "topic", "partition", "timestamp"]), inner, max_size=6),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_any_json_shape_decodes_or_raises_znode_format_error(value):
+    """Near-miss JSON (right keys, wrong shapes) never escapes as KeyError or TypeError."""
+    data = json.dumps(value).encode()
+    for decode in (lambda d: PartitionState.from_json(d), TopicAssignment.from_json,
+                   lambda d: BrokerInfo.from_json(1, d), ControllerInfo.from_json,
+                   ClusterId.from_json, TopicConfig.from_json, PartitionRefs.from_json,
+                   ConfigChangeNotification.from_json):
+        try:
+            decode(data)
+        except ZnodeFormatError:
+            pass
