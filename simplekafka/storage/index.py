@@ -96,10 +96,11 @@ class _MappedIndex:
 
     def _largest_at_most(self, column: int, target: int) -> int:
         """Position of the last entry whose ``column`` is <= target, or -1 (binary search)."""
+        mm, unpack, size = self._mm, self._entry.unpack_from, self._entry_size
         lo, hi, found = 0, self._count - 1, -1
         while lo <= hi:
             mid = (lo + hi) // 2
-            if self._raw(mid)[column] <= target:
+            if unpack(mm, mid * size)[column] <= target:
                 found, lo = mid, mid + 1
             else:
                 hi = mid - 1
@@ -186,6 +187,8 @@ class TimeIndex(_MappedIndex):
     """
 
     _entry = _TIME_ENTRY
+    _cached_count = -1
+    _cached_last: tuple[int, int] | None = None
 
     @property
     def is_full(self) -> bool:
@@ -205,12 +208,16 @@ class TimeIndex(_MappedIndex):
 
     def maybe_append(self, timestamp: int, offset: int, final: bool = False) -> None:
         """Add an entry if it moves the timestamp forward (``final`` may use the reserved slot)."""
-        last = self.last_entry
+        if self._cached_count != self._count:  # the last entry, without touching the map
+            self._cached_last = self.last_entry
+            self._cached_count = self._count
+        last = self._cached_last
         if last is not None and (timestamp <= last[0] or offset <= last[1]):
             return
         if self._count >= self.max_entries or (self.is_full and not final):
             return
         self._append_raw(timestamp, offset - self.base_offset)
+        self._cached_last, self._cached_count = (timestamp, offset), self._count
 
     def last_before(self, timestamp: int) -> tuple[int, int] | None:
         """The last entry whose timestamp is < ``timestamp``, or None."""

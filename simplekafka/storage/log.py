@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 import shutil
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +24,6 @@ from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
     BatchHeader,
     batch_size_at,
-    patch_base_offset,
-    patch_leader_epoch,
     validate_batch,
 )
 from simplekafka.protocol.errors import ProtocolError
@@ -51,6 +50,7 @@ LATEST_TIMESTAMP = -1  # ListOffsets' "latest"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _MAX_IOVECS = 1000  # stay under IOV_MAX (1024) in one pwritev
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # bytes 0-15 of a batch: what the leader rewrites
 
 
 def wall_clock_ms() -> int:
@@ -206,10 +206,31 @@ class Log:
 
         The batches are validated first (length, magic 2, CRC-32C); a bad one
         raises CorruptBatchError and nothing is written. Only the base offset
-        and the partition leader epoch are changed, which the CRC does not cover.
+        and the partition leader epoch are changed, which the CRC does not
+        cover, so the records are never copied: a 16-byte patched head and a
+        view of the rest go to one ``pwritev``.
         """
         self._check_open()
         view = memoryview(batch_bytes)
+        header = validate_batch(view, 0, check_crc=True)
+        if header.size != len(view):
+            return self._append_many(view, leader_epoch)
+        # The hot path: one batch, as every produce request carries per partition.
+        size = header.size
+        self._check_size(size)
+        segment = self._segments[-1]
+        base = segment.next_offset
+        last = base + header.last_offset_delta
+        if not segment.can_hold(size, last) or self._roll_is_due(segment):
+            segment = self._roll(self._clock_ms())
+        head = _OFFSET_LENGTH_EPOCH.pack(base, header.batch_length, leader_epoch)
+        segment.append((head, view[16:]), size, ((size, last, header.max_timestamp),))
+        if leader_epoch >= 0 and leader_epoch != self.leader_epochs.latest_epoch:
+            self.leader_epochs.assign(leader_epoch, base)
+        self._count_unflushed(header.records_count)
+        return AppendInfo(base, last, header.max_timestamp, header.records_count, 1, size)
+
+    def _append_many(self, view: memoryview, leader_epoch: int) -> AppendInfo:
         headers = self._validate(view)
         next_offset = self.log_end_offset
         final: list[tuple[int, BatchHeader]] = []
@@ -222,10 +243,8 @@ class Log:
             parts: list[Buffer] = []
             for number in range(first, last):
                 position, original = headers[number]
-                head = bytearray(view[position : position + 16])
-                patch_base_offset(head, final[number][1].base_offset)
-                patch_leader_epoch(head, leader_epoch)
-                parts.append(head)
+                parts.append(_OFFSET_LENGTH_EPOCH.pack(
+                    final[number][1].base_offset, original.batch_length, leader_epoch))
                 parts.append(view[position + 16 : position + original.size])
             return parts
 
@@ -266,33 +285,38 @@ class Log:
                 self.leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
         return self._after_append(final)
 
+    def _check_size(self, size: int) -> None:
+        if size > self._config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes is over max.message.bytes "
+                f"({self._config.max_message_bytes})")
+        if size > self._config.segment_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes is over segment.bytes ({self._config.segment_bytes})")
+
     def _validate(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
         headers = []
         position = 0
         while True:
             header = validate_batch(view, position, check_crc=True)
-            if header.size > self._config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes is over max.message.bytes "
-                    f"({self._config.max_message_bytes})")
-            if header.size > self._config.segment_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes is over segment.bytes "
-                    f"({self._config.segment_bytes})")
+            self._check_size(header.size)
             headers.append((position, header))
             position += header.size
             if position == len(view):
                 return headers
 
+    def _roll_is_due(self, segment: LogSegment) -> bool:
+        """segment.ms: time to start a new segment even though this one is not full."""
+        return segment.size > 0 and self._clock_ms() - segment.created_ms > self._config.segment_ms
+
     def _write(self, final: list[tuple[int, BatchHeader]],
                parts_for: Callable[[int, int], list[Buffer]]) -> None:
         """Write batches ``final`` in groups that fit the active segment, rolling between groups."""
-        now = self._clock_ms()
         first = 0
         while first < len(final):
             segment = self._segments[-1]
-            if segment.size > 0 and now - segment.created_ms > self._config.segment_ms:
-                segment = self._roll(now)
+            if self._roll_is_due(segment):
+                segment = self._roll(self._clock_ms())
             last, used = first, 0
             while last < len(final) and last - first < _MAX_IOVECS // 2:
                 size, header = final[last]
@@ -301,19 +325,24 @@ class Log:
                 used += size
                 last += 1
             if last == first:
-                segment = self._roll(now)
+                segment = self._roll(self._clock_ms())
                 continue
-            segment.append(parts_for(first, last), final[first:last])
+            batches = [(size, h.last_offset, h.max_timestamp) for size, h in final[first:last]]
+            segment.append(parts_for(first, last), used, batches)
             first = last
 
-    def _after_append(self, final: list[tuple[int, BatchHeader]]) -> AppendInfo:
-        records = sum(header.records_count for _, header in final)
+    def _count_unflushed(self, records: int) -> None:
+        """Apply flush.messages and flush.ms after an append."""
         self._unflushed_records += records
         flush_messages, flush_ms = self._config.flush_messages, self._config.flush_ms
         if (flush_messages is not None and self._unflushed_records >= flush_messages) or (
             flush_ms is not None and self._clock_ms() - self._last_flush_ms >= flush_ms
         ):
             self.flush()
+
+    def _after_append(self, final: list[tuple[int, BatchHeader]]) -> AppendInfo:
+        records = sum(header.records_count for _, header in final)
+        self._count_unflushed(records)
         return AppendInfo(
             base_offset=final[0][1].base_offset,
             last_offset=final[-1][1].last_offset,

@@ -143,7 +143,7 @@ class LogSegment:
                 break
             if header.base_offset != self.next_offset or not self._fits_relative(header):
                 break
-            self._index_batch(position, header)
+            self._index_batch(position, header.size, header.last_offset, header.max_timestamp)
             position += header.size
         truncated = self.size - position
         if truncated:
@@ -167,13 +167,14 @@ class LogSegment:
         fits_offsets = last_offset - self.base_offset <= _INT32_MAX
         return fits_offsets and self.size + batch_bytes <= _INT32_MAX
 
-    def append(self, parts: Sequence[Buffer], headers: Sequence[tuple[int, BatchHeader]]) -> None:
-        """Write ``parts`` (batches with final offsets) and index ``headers`` (size, header).
+    def append(self, parts: Sequence[Buffer], total: int,
+               batches: Sequence[tuple[int, int, int]]) -> None:
+        """Write ``parts`` (``total`` bytes of batches whose offsets are final) and index them.
 
-        All or nothing: on a short or failed write the file is cut back.
+        ``batches`` gives (size, last offset, max timestamp) of each batch in
+        order. All or nothing: on a short or failed write the file is cut back.
         """
         position = self.size
-        total = sum(size for size, _ in headers)
         try:
             written = os.pwritev(self._fd, parts, position)
         except OSError as exc:
@@ -182,22 +183,22 @@ class LogSegment:
         if written != total:
             os.ftruncate(self._fd, position)
             raise StorageError(f"short write to {self.log_path}: {written} of {total} bytes")
-        for size, header in headers:
-            self._index_batch(position, header)
+        for size, last_offset, max_timestamp in batches:
+            self._index_batch(position, size, last_offset, max_timestamp)
             position += size
         self.size = position
 
-    def _index_batch(self, position: int, header: BatchHeader) -> None:
+    def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         """Account for a batch at ``position``; add index entries every index.interval.bytes."""
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
         if self._bytes_since_index_entry > self.config.index_interval_bytes:
             if not self.offset_index.is_full:
-                self.offset_index.append(header.last_offset, position)
-                self.time_index.maybe_append(self.max_timestamp, header.last_offset)
+                self.offset_index.append(last_offset, position)
+                self.time_index.maybe_append(self.max_timestamp, last_offset)
             self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += header.size
-        self.next_offset = header.next_offset
+        self._bytes_since_index_entry += size
+        self.next_offset = last_offset + 1
 
     # -- reading -----------------------------------------------------------------
     def _header_at(self, position: int) -> BatchHeader | None:
@@ -205,7 +206,7 @@ class LogSegment:
         return read_header(data) if len(data) == HEADER_SIZE else None
 
     def iter_headers(
-        self, start: int = 0, end: int | None = None
+        self, start: int = 0, end: int | None = None, chunk: int = _SCAN_CHUNK
     ) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from ``start`` up to ``end``, reading in chunks."""
         end = self.size if end is None else end
@@ -215,7 +216,7 @@ class LogSegment:
         while position + HEADER_SIZE <= end:
             rel = position - buffer_start
             if rel + HEADER_SIZE > len(buffer):
-                buffer = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position)
+                buffer = os.pread(self._fd, min(chunk, end - position), position)
                 buffer_start, rel = position, 0
                 if len(buffer) < HEADER_SIZE:
                     return
@@ -232,7 +233,9 @@ class LogSegment:
         of headers (about index.interval.bytes) finds the one.
         """
         _, position = self.offset_index.lookup(offset)
-        for found in self.iter_headers(position):
+        # The batch is usually within index.interval.bytes of the entry: read about that much.
+        chunk = min(_SCAN_CHUNK, 2 * self.config.index_interval_bytes + 2 * HEADER_SIZE)
+        for found in self.iter_headers(position, chunk=max(chunk, 1024)):
             if found[1].last_offset >= offset:
                 return found
         return None
