@@ -12,6 +12,7 @@ Not thread-safe: the broker calls it from its one reactor thread.
 from __future__ import annotations
 
 import bisect
+import logging
 import re
 import shutil
 import struct
@@ -44,6 +45,8 @@ from simplekafka.storage.segment import (
     Buffer,
     LogSegment,
 )
+
+logger = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest"
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest"
@@ -97,6 +100,7 @@ class Log:
         self._unflushed_records = 0
         self._last_flush_ms = clock_ms()
         self.fsync_count = 0
+        self.truncated_on_recovery = 0  # bytes recovery cut off when this log was opened
         self.leader_epochs = LeaderEpochCache(
             directory / CHECKPOINT_NAME, lambda: self.log_end_offset
         )
@@ -137,6 +141,7 @@ class Log:
             if recovery_point is not None:
                 recover_from = bases[max(bisect.bisect_right(bases, recovery_point) - 1, 0)]
         segments: list[LogSegment] = []
+        truncated = 0
         for number, base in enumerate(bases):
             last = number == len(bases) - 1
             segment = LogSegment(directory, base, config, active=last, created_ms=now)
@@ -148,6 +153,10 @@ class Log:
             segments.append(segment)
             if recover_from is not None and base >= recover_from:
                 cut = segment.recover()
+                truncated += cut
+                if cut:
+                    logger.warning("%s: recovery cut %d bytes of %s at offset %d",
+                                   directory, cut, segment.log_path.name, segment.next_offset)
                 if cut and not last:
                     _delete_segments_from(directory, bases[number + 1 :])
                     break
@@ -159,7 +168,9 @@ class Log:
                 segment.delete()
             segments = [LogSegment(directory, start, config, active=True, created_ms=now)]
         segments[-1].make_active()
-        return cls(directory, config, segments, start, clock_ms)
+        log = cls(directory, config, segments, start, clock_ms)
+        log.truncated_on_recovery = truncated
+        return log
 
     # -- state ---------------------------------------------------------------------
     @property
