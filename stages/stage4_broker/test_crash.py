@@ -18,7 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from simplekafka.cluster import LocalCluster
 
-from ._interop import create_topic, unique_topic
+from ._interop import create_topic, latest_offset, unique_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -83,13 +83,12 @@ def wait_for_acks(producer: SteadyProducer, at_least: int, timeout: float = 60.0
         time.sleep(0.05)
 
 
-def read_everything(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
+def read_everything(cluster: LocalCluster, topic: str) -> dict[tuple[int, int], bytes]:
     """Every record of the topic, keyed by (partition, offset), read up to the high watermark."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
+    ends = {p: latest_offset(cluster.broker_ports[1], topic, p) for p in range(PARTITIONS)}
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(PARTITIONS)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
         records: dict[tuple[int, int], bytes] = {}
         finished: set[int] = {p for p, end in ends.items() if end == 0}
@@ -132,7 +131,7 @@ def test_sigkill_during_acks_all_production_loses_no_acknowledged_record(tmp_pat
             assert not overlap, f"offsets acknowledged twice across rounds: {sorted(overlap)[:5]}"
             acked.update(producer.acked)
 
-        stored = read_everything(cluster.bootstrap_servers, topic)
+        stored = read_everything(cluster, topic)
         missing = [key for key in acked if key not in stored]
         assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"
         changed = [key for key, value in acked.items() if stored[key] != value]
@@ -145,5 +144,5 @@ def test_sigkill_during_acks_all_production_loses_no_acknowledged_record(tmp_pat
         after = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
         after.produce(topic, value=b"after the crashes", partition=0)
         assert after.flush(30) == 0
-        final = read_everything(cluster.bootstrap_servers, topic)
+        final = read_everything(cluster, topic)
         assert max((o, v) for (p, o), v in final.items() if p == 0)[1] == b"after the crashes"
