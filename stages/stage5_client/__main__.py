@@ -45,7 +45,9 @@ def main() -> None:
             print(f"  controller: broker {snapshot.controller_id}")
 
             section("ApiVersions: min(client max, broker max) per API")
-            versions = client.negotiated_versions(client.least_loaded_node())
+            node = snapshot.controller_id
+            client.request(node, ApiKey.METADATA, {"topics": []})  # connects, negotiates
+            versions = client.negotiated_versions(node)
             for key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA, ApiKey.CREATE_TOPICS):
                 print(f"  {key.name:14} v{versions.get(key, '?')}")
 

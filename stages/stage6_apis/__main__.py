@@ -81,7 +81,8 @@ def main() -> None:
         section("The CLI: simplekafka consume")
         result = subprocess.run(
             [sys.executable, "-m", "simplekafka", "consume", TOPIC, "--from-beginning",
-             "--partition", "0", "--max-messages", "3", "--print-key", "-b", bootstrap],
+             "--partition", "0", "--max-messages", "10", "--idle-timeout-ms", "3000",
+             "--print-key", "--print-offset", "-b", bootstrap],
             capture_output=True, text=True, timeout=60, check=False,
         )
         print("  " + (result.stdout or result.stderr).strip().replace("\n", "\n  "))
