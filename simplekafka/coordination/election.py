@@ -235,6 +235,7 @@ class ControllerElection:
         }
         self._call_soon = call_soon
         self._events: queue.Queue[_Event] = queue.Queue()
+        self._queue_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._session_id: int | None = None
         self._session_lost = False
@@ -265,9 +266,10 @@ class ControllerElection:
         """Resign (deleting ``/controller`` if ours) and stop the event thread."""
         if self._thread is None:
             return
-        self._stopping = True
+        with self._queue_lock:  # nothing can be queued behind the shutdown event
+            self._stopping = True
+            self._enqueue("shutdown")
         self.zk.remove_listener(self._on_session_state)
-        self._enqueue("shutdown")
         self._thread.join(timeout)
         self._thread = None
 
@@ -278,7 +280,12 @@ class ControllerElection:
         so it never interleaves with an election or a broker change.
         """
         event = _Event("call", fn)
-        self._events.put(event)
+        with self._queue_lock:
+            if self._stopping or self._thread is None:
+                event.done.set_exception(NotControllerError(
+                    f"the election of broker {self.broker_id} is not running"))
+            else:
+                self._events.put(event)
         return event.done
 
     def fenced_transaction(self) -> FencedTransaction:
@@ -343,6 +350,7 @@ class ControllerElection:
             if event.kind == "shutdown":
                 self._handle_shutdown()
                 event.done.set_result(None)
+                self._drain()
                 return
             if event.kind == "call":
                 try:
@@ -364,6 +372,17 @@ class ControllerElection:
                 log.exception("broker %s: %s failed", self.broker_id, event.kind)
                 self._retry_later()
             event.done.set_result(None)
+
+    def _drain(self) -> None:
+        """Fail the work still queued at shutdown, so nobody waits on it forever."""
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if not event.done.done():
+                event.done.set_exception(NotControllerError(
+                    f"the election of broker {self.broker_id} has stopped"))
 
     def _retry_later(self, delay: float = 0.5) -> None:
         """Re-read everything soon (if still connected; otherwise reconnection will)."""

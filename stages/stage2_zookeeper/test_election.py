@@ -272,3 +272,12 @@ def test_registering_twice_in_one_session_is_harmless(zk):
     registration = BrokerRegistration(zk, 6, "127.0.0.1", 9006)
     epoch = registration.register()
     assert registration.register() == epoch
+
+
+def test_work_submitted_after_stop_fails_instead_of_hanging(contenders, zk):
+    (only,) = contenders(1)
+    settled_single_controller([only], zk)
+    assert only.election.submit(lambda: 42).result(10) == 42
+    only.election.stop()
+    with pytest.raises(NotControllerError):
+        only.election.submit(lambda: 42).result(10)
