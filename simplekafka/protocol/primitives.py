@@ -39,7 +39,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 def short_read(pos: int, needed: int, available: int, what: str) -> ProtocolError:
     """The error for a buffer that ends before ``what`` does."""
-    size = "" if what.endswith("bytes") else f" ({needed} bytes)"
+    size = "" if "bytes" in what else f" ({needed} bytes)"
     return ProtocolError(
         f"expected {what}{size} at offset {pos}, but only {max(available, 0)} bytes remain",
         offset=pos + max(available, 0),
