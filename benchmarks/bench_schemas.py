@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simplekafka.protocol import (  # noqa: E402
+from simplekafka.protocol import (
     ApiKey,
     decode_request,
     encode_response,
