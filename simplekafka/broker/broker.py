@@ -26,7 +26,11 @@ from simplekafka.broker.controller import Controller, read_topic_config
 from simplekafka.broker.controller_channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch import FetchHandler
-from simplekafka.broker.metadata import ApiVersionsHandler, MetadataHandler
+from simplekafka.broker.metadata import (
+    ApiVersionsHandler,
+    CoordinatorUnavailableHandler,
+    MetadataHandler,
+)
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
 from simplekafka.broker.produce import ProduceHandler
@@ -96,6 +100,8 @@ class KafkaBroker:
         register(ApiKey.LEADER_AND_ISR, self._handle_leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self._handle_update_metadata)
         register(ApiKey.STOP_REPLICA, self._handle_stop_replica)
+        # Replaced by the group coordinator (stage 6) when it registers its handlers.
+        register(ApiKey.FIND_COORDINATOR, CoordinatorUnavailableHandler())
 
     @property
     def is_controller(self) -> bool:
