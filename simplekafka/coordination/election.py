@@ -263,14 +263,19 @@ class ControllerElection:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Resign (deleting ``/controller`` if ours) and stop the event thread."""
+        """Resign (deleting ``/controller`` if ours) and stop the event thread.
+
+        An election is used once: after ``stop()`` make a new one to contend again.
+        The ZooKeeper client stays open; it belongs to the caller.
+        """
         if self._thread is None:
             return
         with self._queue_lock:  # nothing can be queued behind the shutdown event
             self._stopping = True
             self._enqueue("shutdown")
         self.zk.remove_listener(self._on_session_state)
-        self._thread.join(timeout)
+        if threading.current_thread() is not self._thread:  # stop() from a callback: no join
+            self._thread.join(timeout)
         self._thread = None
 
     def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
