@@ -250,6 +250,16 @@ class ControllerElection:
 
     # ---- public API -------------------------------------------------------------------
 
+    @property
+    def controller_epoch(self) -> int | None:
+        """The controller epoch we won (None unless controller); same as ``epoch``."""
+        return self.epoch if self.is_controller else None
+
+    @property
+    def controller_epoch_zk_version(self) -> int | None:
+        """The ``/controller_epoch`` znode version every fenced write checks."""
+        return self.epoch_zk_version
+
     def start(self) -> ControllerElection:
         """Start the event thread, register (if given a registration) and contend."""
         if self._thread is not None:

@@ -110,7 +110,8 @@ def test_three_contenders_elect_exactly_one_controller_with_epoch_1(contenders, 
     group = contenders(1, 2, 3)
     winner = settled_single_controller(group, zk)
     assert read_controller_epoch(zk)[0] == 1
-    assert winner.election.epoch == 1
+    assert winner.election.epoch == winner.election.controller_epoch == 1
+    assert winner.election.controller_epoch_zk_version == read_controller_epoch(zk)[1]
     assert [c.broker_id for c in group if c.of_kind("elected")] == [winner.broker_id]
     for contender in group:  # everyone knows who the controller is
         assert contender.election.controller_id == winner.broker_id
