@@ -14,6 +14,7 @@ disk, is what both append and os.write hit: neither fsyncs, like Kafka's default
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import random
@@ -22,13 +23,15 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simplekafka.protocol.batch_header import crc32c
 from simplekafka.protocol.records import Record, build_batch
-from simplekafka.storage import Log, LogConfig
+from simplekafka.storage import Log, LogConfig, LogSegment
 
 KB = 1024
 MB = 1024 * 1024
@@ -85,10 +88,32 @@ def append_vs_write(directory: Path, batch: bytes, total: int, rounds: int) -> t
     return best_log, best_write
 
 
+def _lookups(segment: LogSegment, offsets: list[int]) -> None:
+    for offset in offsets:
+        segment.translate_offset(offset)
+
+
+def _reads(log: Log, offsets: list[int]) -> None:
+    for offset in offsets:
+        log.read(offset, 1)
+
+
+def best_cpu_us(work: Callable[[], object], rounds: int = 3) -> float:
+    """CPU microseconds of the fastest of a few runs of ``work``."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        work()
+        best = min(best, time.process_time() - start)
+    return best * 1e6
+
+
 def lookup_table(directory: Path, max_records: int, records_per_batch: int) -> None:
-    print(f"\nOffset lookup ({records_per_batch} records per batch, an index entry per batch;"
-          " random offsets; read(offset, 1) = index binary search + short scan + pread)")
-    print(f"{'records':>10} {'batches':>9} {'index entries':>14} {'us/lookup':>10} {'us/read':>9}")
+    print(f"\nOffset lookup ({records_per_batch} records per batch, an index entry per batch,"
+          " random offsets, CPU us; steps = binary search depth;\n"
+          "lookup = index search + scan of headers, read = lookup + pread of the batch)")
+    print(f"{'records':>10} {'batches':>9} {'index entries':>14} {'steps':>6} {'us/lookup':>10} "
+          f"{'us/read':>9}")
     batch = synthetic_batch(records_per_batch)
     group = batch * 500
     size = 10**4
@@ -99,17 +124,12 @@ def lookup_table(directory: Path, max_records: int, records_per_batch: int) -> N
             log.append(group, 0)
         segment = log.segments[-1]
         rng = random.Random(size)
-        offsets = [rng.randrange(log.log_end_offset) for _ in range(20_000)]
-        start = time.perf_counter()
-        for offset in offsets:
-            segment.translate_offset(offset)
-        lookup = (time.perf_counter() - start) / len(offsets) * 1e6
-        start = time.perf_counter()
-        for offset in offsets:
-            log.read(offset, 1)
-        read = (time.perf_counter() - start) / len(offsets) * 1e6
+        offsets = [rng.randrange(log.log_end_offset) for _ in range(5_000)]
+        lookup = best_cpu_us(partial(_lookups, segment, offsets)) / len(offsets)
+        read = best_cpu_us(partial(_reads, log, offsets)) / len(offsets)
+        entries = len(segment.offset_index)
         print(f"{log.log_end_offset:>10} {log.log_end_offset // records_per_batch:>9} "
-              f"{len(segment.offset_index):>14} {lookup:>10.2f} {read:>9.2f}")
+              f"{entries:>14} {math.ceil(math.log2(entries + 1)):>6} {lookup:>10.2f} {read:>9.2f}")
         log.delete()
         size *= 10
 

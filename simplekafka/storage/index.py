@@ -34,6 +34,7 @@ class _MappedIndex:
         self.base_offset = base_offset
         self._entry_size = self._entry.size
         self._max_bytes = max(max_bytes - max_bytes % self._entry_size, self._entry_size)
+        self._max_entries = self._max_bytes // self._entry_size
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mm: mmap.mmap | None = None
         self._writable = False
@@ -48,14 +49,14 @@ class _MappedIndex:
     # -- sizing ----------------------------------------------------------------
     @property
     def max_entries(self) -> int:
-        return self._max_bytes // self._entry_size
+        return self._max_entries
 
     def __len__(self) -> int:
         return self._count
 
     @property
     def is_full(self) -> bool:
-        return self._count >= self.max_entries
+        return self._count >= self._max_entries
 
     def make_writable(self) -> None:
         """Preallocate the file to its maximum size and map it for appends (the active segment)."""
@@ -192,7 +193,7 @@ class TimeIndex(_MappedIndex):
 
     @property
     def is_full(self) -> bool:
-        return self._count >= self.max_entries - 1
+        return self._count >= self._max_entries - 1
 
     def entry(self, index: int) -> tuple[int, int]:
         """The ``index``-th entry as (timestamp, absolute offset)."""

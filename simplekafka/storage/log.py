@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
+    LOG_OVERHEAD,
     BatchHeader,
     batch_size_at,
     validate_batch,
@@ -90,8 +91,8 @@ class Log:
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
                  log_start_offset: int, clock_ms: Callable[[], int]):
         self.directory = directory
-        self._config = config
         self._segments = segments
+        self.update_config(config)
         self._bases = [segment.base_offset for segment in segments]
         self._log_start_offset = log_start_offset
         self._clock_ms = clock_ms
@@ -180,6 +181,8 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         """Apply new topic settings (new index sizes apply to segments created from now on)."""
         self._config = config
+        self._max_batch_bytes = min(config.max_message_bytes, config.segment_bytes)
+        self._flush_policy = config.flush_messages is not None or config.flush_ms is not None
         for segment in self._segments:
             segment.config = config
 
@@ -221,24 +224,30 @@ class Log:
         cover, so the records are never copied: a 16-byte patched head and a
         view of the rest go to one ``pwritev``.
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()
         view = memoryview(batch_bytes)
         header = validate_batch(view, 0, check_crc=True)
-        if header.size != len(view):
+        size = header.batch_length + LOG_OVERHEAD
+        if size != len(view):
             return self._append_many(view, leader_epoch)
         # The hot path: one batch, as every produce request carries per partition.
-        size = header.size
-        self._check_size(size)
+        if size > self._max_batch_bytes:
+            self._check_size(size)
         segment = self._segments[-1]
         base = segment.next_offset
         last = base + header.last_offset_delta
-        if not segment.can_hold(size, last) or self._roll_is_due(segment):
+        if not segment.can_hold(size, last) or (
+            segment.size and self._clock_ms() - segment.created_ms > self._config.segment_ms
+        ):
             segment = self._roll(self._clock_ms())
         head = _OFFSET_LENGTH_EPOCH.pack(base, header.batch_length, leader_epoch)
-        segment.append((head, view[16:]), size, ((size, last, header.max_timestamp),))
+        segment.append_batch(head, view[16:], size, last, header.max_timestamp)
         if leader_epoch >= 0 and leader_epoch != self.leader_epochs.latest_epoch:
             self.leader_epochs.assign(leader_epoch, base)
-        self._count_unflushed(header.records_count)
+        self._unflushed_records += header.records_count
+        if self._flush_policy:
+            self._flush_if_policy_says()
         return AppendInfo(base, last, header.max_timestamp, header.records_count, 1, size)
 
     def _append_many(self, view: memoryview, leader_epoch: int) -> AppendInfo:
@@ -343,8 +352,12 @@ class Log:
             first = last
 
     def _count_unflushed(self, records: int) -> None:
-        """Apply flush.messages and flush.ms after an append."""
         self._unflushed_records += records
+        if self._flush_policy:
+            self._flush_if_policy_says()
+
+    def _flush_if_policy_says(self) -> None:
+        """Apply flush.messages and flush.ms after an append."""
         flush_messages, flush_ms = self._config.flush_messages, self._config.flush_ms
         if (flush_messages is not None and self._unflushed_records >= flush_messages) or (
             flush_ms is not None and self._clock_ms() - self._last_flush_ms >= flush_ms

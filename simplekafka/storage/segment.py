@@ -160,12 +160,27 @@ class LogSegment:
     # -- appending ---------------------------------------------------------------
     def can_hold(self, batch_bytes: int, last_offset: int) -> bool:
         """Whether appending fits segment.bytes, the indexes and 4-byte relative offsets."""
-        if self.size > 0 and self.size + batch_bytes > self.config.segment_bytes:
+        size = self.size
+        if size > 0 and size + batch_bytes > self.config.segment_bytes:
             return False
         if self.offset_index.is_full or self.time_index.is_full:
             return False
-        fits_offsets = last_offset - self.base_offset <= _INT32_MAX
-        return fits_offsets and self.size + batch_bytes <= _INT32_MAX
+        return last_offset - self.base_offset <= _INT32_MAX and size + batch_bytes <= _INT32_MAX
+
+    def append_batch(self, head: bytes, rest: Buffer, size: int, last_offset: int,
+                     max_timestamp: int) -> None:
+        """The one-batch case of :meth:`append`: a patched 16-byte head, then the rest as is."""
+        position = self.size
+        try:
+            written = os.pwritev(self._fd, (head, rest), position)
+        except OSError as exc:
+            os.ftruncate(self._fd, position)
+            raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+        if written != size:
+            os.ftruncate(self._fd, position)
+            raise StorageError(f"short write to {self.log_path}: {written} of {size} bytes")
+        self._index_batch(position, size, last_offset, max_timestamp)
+        self.size = position + size
 
     def append(self, parts: Sequence[Buffer], total: int,
                batches: Sequence[tuple[int, int, int]]) -> None:
