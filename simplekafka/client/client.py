@@ -252,36 +252,50 @@ class KafkaClient:
     def partitions_for(self, topic: str, timeout_ms: int | None = None) -> list[int]:
         """The partitions of ``topic``; waits for it to appear until the timeout.
 
-        Raises ``UnknownTopicOrPartitionError`` if the topic still does not exist.
+        Raises ``UnknownTopicOrPartitionError`` if the topic still does not exist,
+        ``NoBrokersAvailableError`` if no broker could be asked at all.
         """
         deadline = Deadline((self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000)
         self.metadata.want_topics([topic])
+        asked = False
         while True:
             partitions = self.metadata.partitions_for(topic)
-            if partitions is not None and not self.metadata.needs_update():
+            if partitions is not None and (asked or not self.metadata.needs_update()):
                 return partitions
-            self.refresh_metadata(None, max(1, int(deadline.remaining() * 1000)))
-            partitions = self.metadata.partitions_for(topic)
-            if partitions is not None:
-                return partitions
-            if deadline.expired:
+            if asked and deadline.expired:
                 topic_meta = self.metadata.topic(topic)
                 if topic_meta is not None and topic_meta.error_code:
                     raise error_for(topic_meta.error_code, f"topic {topic!r}")
                 raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-            time.sleep(deadline.remaining(self.retry_backoff_ms / 1000))
+            if asked:
+                time.sleep(deadline.remaining(self.retry_backoff_ms / 1000))
+            try:
+                self.refresh_metadata(None, self._refresh_budget(deadline))
+            except NoBrokersAvailableError:
+                if not asked:
+                    raise
+            asked = True
+
+    def _refresh_budget(self, deadline: Deadline) -> int:
+        """Milliseconds for one metadata refresh: what is left, but never uselessly little."""
+        return max(200, int(deadline.remaining() * 1000))
 
     def leader_for(self, topic: str, partition: int, timeout_ms: int | None = None) -> int:
         """The node id leading ``topic``/``partition``; refreshes and waits while it has none."""
         deadline = Deadline((self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000)
+        asked = False
         while True:
-            if self.metadata.needs_update():
-                self.refresh_metadata(None, max(1, int(deadline.remaining() * 1000)))
+            if self.metadata.needs_update() or asked:
+                try:
+                    self.refresh_metadata(None, self._refresh_budget(deadline))
+                except NoBrokersAvailableError:
+                    if not asked:
+                        raise
             leader = self.metadata.leader_for(topic, partition)
             if leader is not None and self.metadata.broker(leader) is not None:
                 return leader
-            partitions = self.metadata.partitions_for(topic)
             if deadline.expired:
+                partitions = self.metadata.partitions_for(topic)
                 if partitions is None:
                     raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
                 if partition not in partitions:
@@ -289,8 +303,8 @@ class KafkaClient:
                         f"topic {topic!r} has no partition {partition}"
                     )
                 raise LeaderNotAvailableError(f"{topic}-{partition} has no leader")
+            asked = True
             time.sleep(deadline.remaining(self.retry_backoff_ms / 1000))
-            self.metadata.request_update()
 
     def controller_id(self, timeout_ms: int | None = None) -> int:
         """The controller's node id (admin requests go there)."""
