@@ -8,6 +8,6 @@ from simplekafka.protocol.errors import ErrorCode
 class KafkaError(Exception):
     """Raised inside request handling; the handler turns it into ``code`` on the wire."""
 
-    def __init__(self, code: ErrorCode, message: str = ""):
+    def __init__(self, code: int, message: str = ""):
         super().__init__(message or code.name)
         self.code = ErrorCode(code)

@@ -134,6 +134,7 @@ class KafkaConnection(Int32StringReceiver):
     # -- requests and ordered responses -----------------------------------------------------
 
     def stringReceived(self, frame: bytes) -> None:
+        """One complete request frame: take a slot in the response queue and handle it."""
         slot = _Slot()
         self._queue.append(slot)
         try:
