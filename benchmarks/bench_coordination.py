@@ -35,7 +35,7 @@ from simplekafka.coordination import (
     create_topic,
     read_controller,
 )
-from simplekafka.coordination.pytest_plugin import expire_session
+from simplekafka.coordination.testing import expire_session
 from stages.stage2_zookeeper.member import MemberProcess
 
 

@@ -23,7 +23,11 @@ import pytest
 from kazoo.client import KazooClient
 
 from simplekafka.coordination.connection import connect_zookeeper
+from simplekafka.coordination.testing import expire_session
 from simplekafka.coordination.zookeeper_server import EmbeddedZooKeeper
+
+__all__ = ["TEST_SESSION_TIMEOUT", "expire_session", "zk", "zk_client_factory", "zk_connect",
+           "zookeeper"]
 
 #: Short sessions keep failure tests quick; the embedded server allows down to 1 s.
 TEST_SESSION_TIMEOUT = 4.0
@@ -76,18 +80,3 @@ def zk(zk_client_factory: Callable[..., KazooClient]) -> KazooClient:
     """A started KazooClient in this test's chroot."""
     return zk_client_factory()
 
-
-def expire_session(client: KazooClient, timeout: float = 10.0) -> None:
-    """Expire ``client``'s session on the server, as a long pause or network cut would.
-
-    The trick kazoo's own harness uses: connect a second client with the same
-    session id and password, then close it; the server ends the session, deletes
-    its ephemeral znodes, and ``client`` finds its session expired (LOST) when
-    it reconnects, then gets a new one.
-    """
-    session_id, password = client.client_id
-    hosts = ",".join(f"{host}:{port}" for host, port in client.hosts)
-    twin = KazooClient(hosts=hosts, client_id=(session_id, password))
-    twin.start(timeout=timeout)
-    twin.stop()
-    twin.close()

@@ -29,7 +29,7 @@ from simplekafka.coordination import (
     read_controller,
     read_controller_epoch,
 )
-from simplekafka.coordination.pytest_plugin import expire_session
+from simplekafka.coordination.testing import expire_session
 
 pytestmark = pytest.mark.integration
 
