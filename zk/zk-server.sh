@@ -7,5 +7,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${SIMPLEKAFKA_VENV:-$ROOT/.venv}/bin/python"
 [ -x "$PYTHON" ] || PYTHON=python3
-cd "$ROOT"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PYTHON" -m simplekafka zk "$@"

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions.required = True
 
     start = actions.add_parser("start", help="start ZooKeeper in the background")
-    start.add_argument("--port", type=int, default=2181, help="client port (default 2181)")
+    start.add_argument("--port", type=int, default=2181, help="client port (default 2181; 0 picks a free one)")
     start.add_argument("--host", default="127.0.0.1", help="address to listen on")
     start.add_argument("--timeout", type=float, default=60.0,
                        help="seconds to wait until it answers")
@@ -54,8 +54,8 @@ def _data_dir_argument(parser: argparse.ArgumentParser) -> None:
 def _start(args: argparse.Namespace) -> int:
     from simplekafka.coordination.zookeeper_server import EmbeddedZooKeeper, ZooKeeperLaunchError
 
-    if not 0 < args.port < 65536:
-        raise CliError(f"--port must be between 1 and 65535, got {args.port}")
+    if not 0 <= args.port < 65536:
+        raise CliError(f"--port must be between 0 (any free port) and 65535, got {args.port}")
     server = EmbeddedZooKeeper(port=args.port, data_dir=args.data_dir, host=args.host,
                                detach=True)
     try:

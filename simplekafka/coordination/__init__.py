@@ -16,7 +16,8 @@ Modules, one job each:
 - :mod:`~simplekafka.coordination.topics`: topic validation and creation, partition states
 - :mod:`~simplekafka.coordination.handoff`: delivering kazoo's threads to an event loop
 - :mod:`~simplekafka.coordination.tree`: printing the znode tree
-- :mod:`~simplekafka.coordination.testing`, :mod:`~simplekafka.coordination.pytest_plugin`: expiring sessions, real-ZooKeeper fixtures
+- :mod:`~simplekafka.coordination.testing`: expiring a session on purpose
+- :mod:`~simplekafka.coordination.pytest_plugin`: real-ZooKeeper pytest fixtures
 """
 
 from simplekafka.coordination.assignment import (

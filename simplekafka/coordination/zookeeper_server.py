@@ -13,12 +13,15 @@ example Debian's ``/usr/share/java/zookeeper.jar``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import socket
 import string
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +47,30 @@ MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 # the machine is shared with brokers, clients and Spark.
 JVM_OPTIONS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Djava.net.preferIPv4Stack=true"]
+
+
+def _load_libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _load_libc()
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when its parent dies.
+
+    A test run that is killed outright then leaves no ZooKeeper JVM behind. Only
+    used when the server is started from the main thread: the signal follows the
+    thread that forked, and a worker thread may end long before the process.
+    """
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class ZooKeeperLaunchError(RuntimeError):
@@ -259,10 +286,12 @@ class EmbeddedZooKeeper:
                 "pick another with --port"
             )
         command = self.command()
+        tie_to_us = not self.detach and threading.current_thread() is threading.main_thread()
         with open(self.data_dir / "zookeeper.out", "ab") as out:
             self._process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=self.detach, cwd=self.data_dir,
+                preexec_fn=_die_with_parent if tie_to_us and _LIBC is not None else None,
             )
         (self.data_dir / PID_FILE).write_text(f"{self._process.pid}\n")
         (self.data_dir / PORT_FILE).write_text(f"{self.port}\n")
