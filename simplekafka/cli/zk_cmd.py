@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions.required = True
 
     start = actions.add_parser("start", help="start ZooKeeper in the background")
-    start.add_argument("--port", type=int, default=2181, help="client port (default 2181; 0 picks a free one)")
+    start.add_argument("--port", type=int, default=2181,
+                       help="client port (default 2181; 0 picks a free one)")
     start.add_argument("--host", default="127.0.0.1", help="address to listen on")
     start.add_argument("--timeout", type=float, default=60.0,
                        help="seconds to wait until it answers")
