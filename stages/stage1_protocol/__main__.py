@@ -54,6 +54,7 @@ class TinyServer:
         self.first_request: bytes | None = None
         self.errors: list[str] = []
         self.seen_versions: set[int] = set()
+        self.requests: list[tuple[int, int, str | None]] = []  # (api_key, version, client_id)
 
     def serve(self) -> None:
         try:
@@ -90,6 +91,7 @@ class TinyServer:
 
     def answer(self, payload: bytes) -> bytes | None:
         header, body = decode_request(payload)
+        self.requests.append((header.api_key, header.api_version, header.client_id))
         self.exchanges += 1
         number = self.exchanges
         if self.first_request is None:
