@@ -253,8 +253,16 @@ class Partition:
     # -- life cycle ---------------------------------------------------------------------
 
     def _rebuild_producer_state(self) -> None:
-        """Replay batch headers from the log so idempotence survives a restart."""
-        offset = self.log.log_start_offset
+        """Replay batch headers so idempotence survives a restart.
+
+        Only the last two segments are read (Kafka keeps producer snapshots
+        instead), which bounds the start-up work; a producer last seen before
+        them is simply unknown, and an unknown producer may continue at any
+        sequence.
+        """
+        segments = getattr(self.log, "segments", ())
+        start = segments[-2].base_offset if len(segments) >= 2 else self.log.log_start_offset
+        offset = max(start, self.log.log_start_offset)
         end = self.log.log_end_offset
         try:
             while offset < end:

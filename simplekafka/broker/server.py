@@ -7,7 +7,7 @@ exactly Twisted's ``Int32StringReceiver``. We keep its hooks (``MAX_LENGTH``,
 every read (quadratic for a big frame arriving in many pieces) and keeps
 buffering after it has refused an oversized frame. Ours reads the 4-byte length,
 refuses a negative or too-large one before a single body byte is kept, and
-accumulates a frame in one ``bytearray``.
+joins the pieces of a frame that arrives in many reads only once.
 
 Kafka answers requests on a connection in the order they arrived, even when a
 later request is answered sooner (a produce waits for acks=all, a fetch waits
@@ -64,8 +64,9 @@ class KafkaConnection(Int32StringReceiver):
         self.handler = handler
         if max_length is not None:
             self.MAX_LENGTH = max_length
-        self._buffer = bytearray()
-        self._expected: int | None = None  # body length of the frame being read
+        self._pending: list[bytes] = []  # pieces of an incomplete frame
+        self._pending_size = 0
+        self._needed: int | None = None  # bytes the pending frame needs, prefix included
         self._queue: deque[_Slot] = deque()
         self._refusing = False
         self._reading_paused = False
@@ -83,7 +84,7 @@ class KafkaConnection(Int32StringReceiver):
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self._refusing = True
-        self._buffer = bytearray()
+        self._pending = []
         self._queue.clear()
         factory = getattr(self, "factory", None)
         if isinstance(factory, KafkaServerFactory):
@@ -98,24 +99,53 @@ class KafkaConnection(Int32StringReceiver):
     def dataReceived(self, data: bytes) -> None:
         if self._refusing:
             return  # a refused connection reads nothing more into memory
-        self._buffer += data
-        buffer = self._buffer
-        while not self._refusing:
-            if self._expected is None:
-                if len(buffer) < 4:
-                    return
-                (length,) = _LENGTH.unpack_from(buffer, 0)
-                if length < 0 or length > self.MAX_LENGTH:
-                    self.lengthLimitExceeded(length)
-                    return
-                del buffer[:4]
-                self._expected = length
-            if len(buffer) < self._expected:
+        if self._pending:
+            # Part of a frame is already here: collect pieces until the frame is whole,
+            # then join them once (no re-copying of the whole buffer on every read).
+            self._pending.append(data)
+            self._pending_size += len(data)
+            if self._pending_size < 4:
                 return
-            frame = bytes(buffer[: self._expected])
-            del buffer[: self._expected]
-            self._expected = None
-            self.stringReceived(frame)
+            if self._needed is None:
+                head = b"".join(self._pending)
+                self._pending = [head]
+                if not self._check_length(head):
+                    return
+            if self._pending_size < self._needed:
+                return
+            data = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+            self._needed = None
+        position = 0
+        end = len(data)
+        while end - position >= 4:
+            (length,) = _LENGTH.unpack_from(data, position)
+            if length < 0 or length > self.MAX_LENGTH:
+                self.lengthLimitExceeded(length)
+                return
+            frame_end = position + 4 + length
+            if frame_end > end:
+                break
+            self.stringReceived(data[position + 4:frame_end])
+            position = frame_end
+            if self._refusing:
+                return
+        if position < end:
+            rest = data[position:]
+            self._pending = [rest]
+            self._pending_size = len(rest)
+            if len(rest) >= 4:
+                self._check_length(rest)
+
+    def _check_length(self, head: bytes) -> bool:
+        """Read the length of the pending frame; refuse it at once if it is out of bounds."""
+        (length,) = _LENGTH.unpack_from(head, 0)
+        if length < 0 or length > self.MAX_LENGTH:
+            self.lengthLimitExceeded(length)
+            return False
+        self._needed = 4 + length
+        return True
 
     def lengthLimitExceeded(self, length: int) -> None:
         """Refuse the frame unread: log it and close, keeping nothing of its body."""
@@ -127,7 +157,8 @@ class KafkaConnection(Int32StringReceiver):
 
     def _refuse(self) -> None:
         self._refusing = True
-        self._buffer = bytearray()
+        self._pending = []
+        self._pending_size = 0
         self._write_ready_responses()
         self.transport.loseConnection()
 

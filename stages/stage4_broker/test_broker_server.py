@@ -62,7 +62,7 @@ def test_oversized_frame_is_refused_without_buffering_its_body():
     connection.dataReceived(struct.pack(">i", 101) + b"x" * 50)
     assert transport.disconnecting
     connection.dataReceived(b"x" * 10_000)  # the rest of the huge body keeps arriving
-    assert len(connection._buffer) == 0
+    assert connection._pending_size == 0 and connection._pending == []
     assert seen == []
 
 
@@ -141,3 +141,24 @@ def test_failed_deferred_closes_the_connection():
     connection.dataReceived(frame(b"x"))
     failing.errback(RuntimeError("lost"))
     assert transport.disconnecting
+
+
+def test_oversized_length_split_across_reads_is_refused_as_soon_as_it_is_known():
+    connection, transport = connect(echo, max_length=100)
+    connection.dataReceived(frame(b"ok"))
+    prefix = struct.pack(">i", 1_000_000)
+    connection.dataReceived(prefix[:2])
+    assert not transport.disconnecting
+    connection.dataReceived(prefix[2:] + b"x" * 10)
+    assert transport.disconnecting
+    assert connection._pending_size == 0
+    assert split_frames(transport.value()) == [b"re:ok"]
+
+
+def test_a_big_frame_in_many_small_reads():
+    body = bytes(range(256)) * 400
+    connection, transport = connect(echo, max_length=len(body))
+    data = frame(body)
+    for start in range(0, len(data), 1000):
+        connection.dataReceived(data[start:start + 1000])
+    assert split_frames(transport.value()) == [b"re:" + body]
