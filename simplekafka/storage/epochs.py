@@ -9,11 +9,15 @@ diverging data (KIP-101). The cache is persisted to ``leader-epoch-checkpoint``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from simplekafka.storage.checkpoints import read_epoch_checkpoint, write_epoch_checkpoint
+from simplekafka.storage.errors import CheckpointError
+
+logger = logging.getLogger(__name__)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -37,7 +41,11 @@ class LeaderEpochCache:
         self._log_end_offset = log_end_offset
         self._entries: list[EpochEntry] = []
         if path is not None:
-            self._entries = [EpochEntry(*entry) for entry in read_epoch_checkpoint(path)]
+            try:
+                self._entries = [EpochEntry(*entry) for entry in read_epoch_checkpoint(path)]
+            except CheckpointError as exc:
+                # Like a missing file: followers fall back to truncating at the high watermark.
+                logger.warning("ignoring unreadable leader epoch checkpoint: %s", exc)
 
     @property
     def entries(self) -> list[EpochEntry]:

@@ -133,6 +133,16 @@ class Log:
         """
         config = config or LogConfig()
         directory = Path(directory)
+        try:
+            return cls._load(directory, config, clean_shutdown, recovery_point,
+                             log_start_offset, clock_ms)
+        except OSError as exc:
+            raise StorageError(f"cannot open log {directory}: {exc}") from exc
+
+    @classmethod
+    def _load(cls, directory: Path, config: LogConfig, clean_shutdown: bool,
+              recovery_point: int | None, log_start_offset: int | None,
+              clock_ms: Callable[[], int]) -> Log:
         directory.mkdir(parents=True, exist_ok=True)
         bases = _clean_directory(directory)
         now = clock_ms()

@@ -18,6 +18,7 @@ again by a clean ``close``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -28,8 +29,10 @@ from simplekafka.storage.checkpoints import (
     write_offset_checkpoint,
 )
 from simplekafka.storage.config import LogConfig
-from simplekafka.storage.errors import StorageError
+from simplekafka.storage.errors import CheckpointError, StorageError
 from simplekafka.storage.log import Log, parse_partition_dir, wall_clock_ms
+
+logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
@@ -50,15 +53,18 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self.recovered_unclean = False
         for directory in self.log_dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._load_dir(directory)
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                self._load_dir(directory)
+            except OSError as exc:
+                raise StorageError(f"cannot use log directory {directory}: {exc}") from exc
 
     def _load_dir(self, directory: Path) -> None:
         marker = directory / CLEAN_SHUTDOWN_MARKER
         clean = marker.exists()
         self.recovered_unclean |= not clean
-        recovery_points = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
-        log_starts = read_offset_checkpoint(directory / LOG_START_CHECKPOINT)
+        recovery_points = _read_or_warn(directory / RECOVERY_POINT_CHECKPOINT)
+        log_starts = _read_or_warn(directory / LOG_START_CHECKPOINT)
         for child in sorted(directory.iterdir()):
             topic_partition = parse_partition_dir(child.name) if child.is_dir() else None
             if topic_partition is None or child.name.endswith("-delete"):
@@ -142,7 +148,7 @@ class LogManager:
         """High watermarks from every log dir's replication-offset-checkpoint."""
         found: dict[TopicPartition, int] = {}
         for directory in self.log_dirs:
-            found.update(read_offset_checkpoint(directory / HIGH_WATERMARK_CHECKPOINT))
+            found.update(_read_or_warn(directory / HIGH_WATERMARK_CHECKPOINT))
         return found
 
     def checkpoint_recovery_points_and_log_starts(self) -> None:
@@ -168,6 +174,20 @@ class LogManager:
         for log in self._logs.values():
             log.abandon()
         self._logs = {}
+
+
+def _read_or_warn(path: Path) -> dict[TopicPartition, int]:
+    """A checkpoint's entries; an unreadable one is logged and treated as missing.
+
+    Missing recovery points only mean more checking (the active segments are
+    always recovered after a crash); missing log starts fall back to the first
+    segment; missing high watermarks are relearned from the leaders.
+    """
+    try:
+        return read_offset_checkpoint(path)
+    except CheckpointError as exc:
+        logger.warning("ignoring %s", exc)
+        return {}
 
 
 def _check_topic(topic: str, partition: int) -> None:

@@ -19,6 +19,7 @@ from simplekafka.storage import (
     LogManager,
     OffsetOutOfRangeError,
     RecordTooLargeError,
+    StorageError,
     UnexpectedAppendOffsetError,
 )
 from simplekafka.storage.checkpoints import (
@@ -385,3 +386,28 @@ def test_log_manager_rejects_bad_topic_names(tmp_path):
     with pytest.raises(Exception, match="directory name"):
         manager.get_or_create("../evil", 0)
     manager.close()
+
+
+def test_unreadable_checkpoints_are_logged_and_treated_as_missing(tmp_path, caplog):
+    manager = LogManager([tmp_path], LogConfig())
+    log = manager.get_or_create("orders", 0)
+    log.append(make_batch([b"a"]), 4)
+    manager.checkpoint_high_watermarks({("orders", 0): 1})
+    manager.close()
+    (tmp_path / "replication-offset-checkpoint").write_text("garbage\n")
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n1\norders 0\n")
+    (tmp_path / "orders-0" / "leader-epoch-checkpoint").write_text("0\nx\n")
+    reopened = LogManager([tmp_path], LogConfig())
+    assert reopened.read_high_watermarks() == {}
+    assert reopened.get("orders", 0).log_end_offset == 1
+    assert reopened.get("orders", 0).leader_epochs.entries == []
+    assert "ignoring" in caplog.text
+    reopened.close()
+
+
+def test_a_log_path_that_is_a_file_gives_a_storage_error(tmp_path):
+    (tmp_path / "orders-0").write_text("not a directory")
+    with pytest.raises(StorageError, match="cannot open log"):
+        Log.open(tmp_path / "orders-0")
+    with pytest.raises(StorageError, match="cannot use log directory"):
+        LogManager([tmp_path / "orders-0" / "x"])
