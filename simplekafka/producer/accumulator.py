@@ -68,7 +68,7 @@ class RecordAccumulator:
         self.linger = linger_ms / 1000
         self.buffer_memory = buffer_memory
         self.delivery_timeout = delivery_timeout_ms / 1000
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # never held while user code runs
         self.condition = threading.Condition(self._lock)
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._used = 0
@@ -95,11 +95,13 @@ class RecordAccumulator:
                 self._wait_for_memory(size, max_block)
             queue = self._queues.get(tp)
             batch = queue[-1] if queue else None
+            handed_over = False
             if (
                 batch is None
                 or batch.closed
                 or (batch.size + size > self.batch_size and batch.records)
             ):
+                handed_over = batch is not None and not batch.closed
                 batch = self._new_batch(tp, batch)
             records = batch.records
             records.append(record)
@@ -107,8 +109,15 @@ class RecordAccumulator:
             self._used += size
             if batch.size >= self.batch_size:
                 batch.closed = True
+                handed_over = True
                 self.condition.notify_all()
-            return RecordFuture(batch, len(records) - 1)
+            future = RecordFuture(batch, len(records) - 1)
+        if handed_over:
+            # A full batch is waiting for the sender thread. A caller in a tight send()
+            # loop would otherwise keep the GIL for a whole switch interval (5 ms);
+            # yielding here lets the sender (and the I/O thread) take it now.
+            time.sleep(0)
+        return future
 
     def _wait_for_memory(self, size: int, max_block: float) -> None:
         deadline = time.monotonic() + max_block

@@ -72,6 +72,7 @@ class Sender(threading.Thread):
         self._running = True
         self._force_close = False
         self._on_new_batch = on_new_batch
+        self._outcomes: list[tuple[ProducerBatch, int, int, BaseException | None]] = []
 
     # ----- control from the producer --------------------------------------------
 
@@ -101,6 +102,7 @@ class Sender(threading.Thread):
             responses, self._responses = self._responses, []
         for future, node_id, batches in responses:
             self._handle_response(future, node_id, batches)
+        self._resolve()
         if self._force_close:
             return False
         if self.idempotent and self.producer_id < 0 and acc.has_unsent():
@@ -115,8 +117,10 @@ class Sender(threading.Thread):
                 if not self._running and not acc.has_unsent() and not self._in_flight_nodes_busy():
                     return False
                 acc.condition.wait(min(wait, 0.1) if ready or wait < 3600 else 0.1)
+        self._resolve()
         for node_id, batches in requests.items():
             self._send(node_id, batches)
+        self._resolve()
         return True
 
     def _in_flight_nodes_busy(self) -> bool:
@@ -263,12 +267,22 @@ class Sender(threading.Thread):
                     self._retry_or_fail(batch, error)
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        batch.result.complete(base_offset, log_append_time if log_append_time is not None else -1)
+        """Record the outcome (under the lock); futures resolve in ``_resolve`` (outside it)."""
         self.accumulator.complete(batch)
+        lat = log_append_time if log_append_time is not None else -1
+        self._outcomes.append((batch, base_offset, lat, None))
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
-        batch.result.complete(-1, -1, error)
         self.accumulator.complete(batch)
+        self._outcomes.append((batch, -1, -1, error))
+
+    def _resolve(self) -> None:
+        """Resolve futures and run user callbacks, never while holding the accumulator lock
+        (a callback may well call ``send()``)."""
+        with self.accumulator.condition:
+            outcomes, self._outcomes = self._outcomes, []
+        for batch, base_offset, log_append_time, error in outcomes:
+            batch.result.complete(base_offset, log_append_time, error)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
         retriable = isinstance(error, KafkaError) and error.retriable
@@ -314,14 +328,16 @@ class Sender(threading.Thread):
             with self.accumulator.condition:
                 for batch in self.accumulator.drain_all():
                     self._fail(batch, exc)
+            self._resolve()
             return
         self.producer_id = body.producer_id
         self.producer_epoch = body.producer_epoch
         self._sequences.clear()
 
     def _fail_everything(self, error: KafkaError) -> None:
+        leftovers = self.accumulator.incomplete()
         with self.accumulator.condition:
-            for batch in self.accumulator.drain_all():
+            self.accumulator.drain_all()
+            for batch in leftovers:
                 self._fail(batch, error)
-            for batch in self.accumulator.incomplete():
-                self._fail(batch, error)
+        self._resolve()
