@@ -195,10 +195,11 @@ def read_pid_file(data_dir: Path) -> tuple[int, int] | None:
 class EmbeddedZooKeeper:
     """A standalone ZooKeeper server in a child process.
 
-    ``port=0`` picks a free port. ``start()`` returns once the server answers
-    ``ruok``; ``connect_string`` is then ``127.0.0.1:<port>``. The pid and port
-    are written to ``data_dir`` so that another process (``simplekafka zk stop``)
-    can find and stop the server. Usable as a context manager.
+    ``port=0`` picks a free port. ``start()`` returns once the server serves
+    clients (it answers ``srvr`` with its mode); ``connect_string`` is then
+    ``127.0.0.1:<port>``. The pid and port are written to ``data_dir`` so that
+    another process (``simplekafka zk stop``) can find and stop the server.
+    Usable as a context manager.
     """
 
     def __init__(self, port: int = 0, data_dir: Path | str | None = None,
@@ -226,11 +227,19 @@ class EmbeddedZooKeeper:
 
     @property
     def is_running(self) -> bool:
-        """True while the server process lives and answers ``ruok``."""
+        """True while the server process lives and serves clients."""
         if self._process is None or self._process.poll() is not None:
             return False
+        return self.serving()
+
+    def serving(self) -> bool:
+        """True if the server answers ``srvr`` with its mode, i.e. it serves clients.
+
+        ``ruok`` is not enough: it says ``imok`` as soon as the process listens,
+        while ``srvr`` says "not currently serving requests" until it really is.
+        """
         try:
-            return four_letter_word(self.host, self.port, "ruok", timeout=1.0) == "imok"
+            return "Mode: " in four_letter_word(self.host, self.port, "srvr", timeout=1.0)
         except OSError:
             return False
 
@@ -308,9 +317,8 @@ class EmbeddedZooKeeper:
                     f"ZooKeeper exited with status {self._process.returncode} while starting"
                     f"{self._why()}"
                 )
-            with contextlib.suppress(OSError):
-                if four_letter_word(self.host, self.port, "ruok", timeout=1.0) == "imok":
-                    return
+            if self.serving():
+                return
             time.sleep(0.1)
         self.stop()
         raise ZooKeeperLaunchError(
