@@ -7,7 +7,7 @@ import time
 import pytest
 
 from simplekafka.admin import Admin
-from simplekafka.client.errors import MessageTooLargeError
+from simplekafka.client.errors import BufferExhaustedError, MessageTooLargeError
 from simplekafka.cluster import LocalCluster
 from simplekafka.producer import Producer
 
@@ -28,3 +28,28 @@ def test_a_record_over_message_max_bytes_fails_with_message_too_large(tmp_path):
                 big.get(30)
             assert time.monotonic() - started < 10  # not retried: the error is final
             assert producer.send("limits", b"z").get(30).offset == 1
+
+
+def test_a_stalled_broker_makes_send_block_then_fail_and_everything_flows_after(tmp_path):
+    import os
+    import signal
+
+    with LocalCluster(brokers=1, base_dir=tmp_path) as cluster:
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic("slow")
+        producer = Producer(cluster.bootstrap_servers, buffer_memory=50_000, max_block_ms=500,
+                            request_timeout_ms=30_000, linger_ms=0)
+        producer.send("slow", b"warm").get(30)
+        pid = cluster.broker_pids[1]
+        os.kill(pid, signal.SIGSTOP)  # the broker stops answering, its socket stays open
+        try:
+            accepted = []
+            with pytest.raises(BufferExhaustedError):
+                for i in range(10_000):
+                    accepted.append(producer.send("slow", b"%05d" % i + b"." * 95))
+            assert 100 < len(accepted) < 1000  # bounded by buffer_memory, not by the loop
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        producer.flush(60)
+        assert [f.get(0).offset for f in accepted] == list(range(1, len(accepted) + 1))
+        producer.close()
