@@ -350,7 +350,7 @@ class Log:
             last, used = first, 0
             while last < len(final) and last - first < _MAX_IOVECS // 2:
                 size, header = final[last]
-                if not segment.can_hold(used + size, header.last_offset):
+                if not segment.can_hold(size, header.last_offset, pending=used):
                     break
                 used += size
                 last += 1

@@ -158,9 +158,14 @@ class LogSegment:
         return header.last_offset - self.base_offset <= _INT32_MAX
 
     # -- appending ---------------------------------------------------------------
-    def can_hold(self, batch_bytes: int, last_offset: int) -> bool:
-        """Whether appending fits segment.bytes, the indexes and 4-byte relative offsets."""
-        size = self.size
+    def can_hold(self, batch_bytes: int, last_offset: int, pending: int = 0) -> bool:
+        """Whether a batch fits segment.bytes, the indexes and 4-byte relative offsets.
+
+        ``pending`` bytes go in before it in the same write. An empty segment
+        takes its first batch whatever its size (batches over segment.bytes
+        are refused before they get here).
+        """
+        size = self.size + pending
         if size > 0 and size + batch_bytes > self.config.segment_bytes:
             return False
         if self.offset_index.is_full or self.time_index.is_full:

@@ -121,6 +121,31 @@ class LogMachine(RuleBasedStateMachine):
                        T0 + timestamp + records - 1)
         )
 
+    @rule(
+        sizes=st.lists(st.integers(0, 300), min_size=2, max_size=4),
+        timestamp=st.integers(0, 20_000),
+        as_follower=st.booleans(),
+    )
+    def append_several(self, sizes: list[int], timestamp: int, as_follower: bool) -> None:
+        """Several batches in one call: as a leader (offsets assigned) or a follower (kept)."""
+        batches = [make_batch([b"w" * size], timestamp=T0 + timestamp) for size in sizes]
+        base = self.end
+        stored = []
+        for batch in batches:
+            stored.append(ModelBatch(base, base, stored_bytes(batch, base, self.epoch),
+                                     T0 + timestamp))
+            base += 1
+        if as_follower:
+            info = self.log.append_as_follower(b"".join(batch.data for batch in stored))
+        else:
+            info = self.log.append(b"".join(batches), self.epoch)
+        assert (info.base_offset, info.last_offset) == (stored[0].base, stored[-1].last)
+        for batch in stored:
+            active = self.segments[-1]
+            if active.batches and active.size + batch.size > CONFIG.segment_bytes:
+                self.model_roll()
+            self.segments[-1].batches.append(batch)
+
     @rule()
     def new_leader_epoch(self) -> None:
         self.epoch += 1
