@@ -40,14 +40,17 @@ _FIRST_THREE = struct.Struct(">hhi")
 
 
 class RequestHeader(NamedTuple):
-    """The fields every request starts with."""
+    """The fields every request starts with (header v2's tagged fields are read and dropped)."""
 
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None = None
-    header_version: int = 1
-    tagged_fields: dict[int, bytes] | None = None
+
+    @property
+    def header_version(self) -> int:
+        """1, or 2 for flexible request versions."""
+        return request_header_version(self.api_key, self.api_version)
 
 
 class UnsupportedRequestError(ProtocolError):
@@ -90,12 +93,10 @@ def decode_request_header(payload: Buffer) -> tuple[RequestHeader, int]:
     api_key, pos = p.read_int16(payload, 0)
     api_version, pos = p.read_int16(payload, pos)
     correlation_id, pos = p.read_int32(payload, pos)
-    version = request_header_version(api_key, api_version)
     client_id, pos = p.read_string(payload, pos, nullable=True)
-    tagged = None
-    if version >= 2:
-        tagged, pos = p.read_tagged_fields(payload, pos)
-    return RequestHeader(api_key, api_version, correlation_id, client_id, version, tagged), pos
+    if request_header_version(api_key, api_version) >= 2:
+        _, pos = p.read_tagged_fields(payload, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
 
 
 def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
@@ -137,7 +138,7 @@ def _best_effort_header(payload: Buffer) -> RequestHeader:
         return decode_request_header(payload)[0]
     except ProtocolError:
         api_key, api_version, correlation_id = _FIRST_THREE.unpack_from(payload, 0)
-        return RequestHeader(api_key, api_version, correlation_id, None, 0, None)
+        return RequestHeader(api_key, api_version, correlation_id, None)
 
 
 def _decode_probe(payload: Buffer) -> tuple[RequestHeader, Struct | None]:

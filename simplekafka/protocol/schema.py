@@ -24,8 +24,6 @@ from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
-Reader = Callable[[Buffer, int], tuple[Any, int]]
-Writer = Callable[[bytearray, Any], None]
 
 _MISSING: Any = object()
 _SMALL = 17  # arrays of fixed-width values shorter than this use precompiled structs
@@ -401,8 +399,9 @@ class Schema:
     field that this version simply lacks (it is dropped) while still catching
     typos.
 
-    The schema compiles itself into two Python functions, one to read and one
-    to write, generated from the field list (see ``source``): runs of
+    The schema compiles itself into two Python functions, one to read
+    (``schema.read(buf, pos) -> (struct, new_pos)``) and one to write, generated
+    from the field list (``schema.source`` holds their text): runs of
     fixed-width fields become one ``struct`` call, arrays of structures become
     plain loops. ``read_slow``/``write_slow`` interpret the field list instead;
     they are the reference the compiled code is tested against, and they find
