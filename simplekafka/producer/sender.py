@@ -72,6 +72,7 @@ class Sender(threading.Thread):
         self._running = True
         self._force_close = False
         self._on_new_batch = on_new_batch
+        self._refreshing = False
         self._outcomes: list[tuple[ProducerBatch, int, int, BaseException | None]] = []
 
     # ----- control from the producer --------------------------------------------
@@ -157,14 +158,23 @@ class Sender(threading.Thread):
             sizes[leader] = sizes.get(leader, 0) + batch.size
         if missing_leader:
             self.client.metadata.request_update()
-            threading.Thread(target=self._refresh_quietly, daemon=True).start()
+            self._refresh_in_background()
         return per_node
+
+    def _refresh_in_background(self) -> None:
+        """One metadata refresh at a time, off the sender thread (it may take a while)."""
+        if self._refreshing:
+            return
+        self._refreshing = True
+        threading.Thread(target=self._refresh_quietly, daemon=True).start()
 
     def _refresh_quietly(self) -> None:
         try:
             self.client.refresh_metadata(None, self.request_timeout_ms)
         except KafkaError as exc:
             log.debug("metadata refresh failed: %s", exc)
+        finally:
+            self._refreshing = False
         with self.accumulator.condition:
             self.accumulator.condition.notify_all()
 
@@ -299,7 +309,7 @@ class Sender(threading.Thread):
                 batch.encoded = None  # rebuilt (fresh timestamps are not needed: keep it simple)
             self.accumulator.requeue(batch, self.retry_backoff)
             if needs_metadata_refresh(error):
-                threading.Thread(target=self._refresh_quietly, daemon=True).start()
+                self._refresh_in_background()
         else:
             self._fail(batch, error)
 
