@@ -237,3 +237,25 @@ class TimeIndex(_MappedIndex):
             if t2 <= t1 or o2 <= o1:
                 return False
         return True
+
+
+def read_index_entries(
+    path: Path, base_offset: int, time_index: bool = False
+) -> list[tuple[int, int]]:
+    """The entries of an index file, read without mapping or changing it (for dump tools).
+
+    Offsets come back absolute: (offset, position) for ``.index``, (timestamp,
+    offset) for ``.timeindex``. A partial trailing entry is ignored, and so is
+    the zero-filled tail of a preallocated file (an active segment, or one left
+    by a crash): an entry of all zeros after the first is no entry.
+    """
+    entry = _TIME_ENTRY if time_index else _OFFSET_ENTRY
+    data = path.read_bytes()
+    entries = []
+    for number in range(len(data) // entry.size):
+        first, second = entry.unpack_from(data, number * entry.size)
+        if number and first == 0 and second == 0:
+            break
+        entries.append((first, base_offset + second) if time_index
+                       else (base_offset + first, second))
+    return entries
