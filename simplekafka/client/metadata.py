@@ -107,49 +107,47 @@ class ClusterMetadata:
     def __init__(self, max_age_ms: int = 300_000) -> None:
         self.max_age_ms = max_age_ms
         self._lock = threading.Lock()
-        self._snapshot = ClusterSnapshot(None, -1, {}, {})
+        # The latest snapshot: replaced whole on every update, never changed in place,
+        # so readers need no lock (and a hot path can compare it by identity).
+        self.snapshot = ClusterSnapshot(None, -1, {}, {})
         self._updated_at = 0.0
         self._stale = True
         self._topics_wanted: set[str] = set()
 
     @property
-    def snapshot(self) -> ClusterSnapshot:
-        return self._snapshot
-
-    @property
     def brokers(self) -> dict[int, BrokerMetadata]:
-        return self._snapshot.brokers
+        return self.snapshot.brokers
 
     @property
     def controller_id(self) -> int:
-        return self._snapshot.controller_id
+        return self.snapshot.controller_id
 
     @property
     def cluster_id(self) -> str | None:
-        return self._snapshot.cluster_id
+        return self.snapshot.cluster_id
 
     def update(self, body: Any) -> ClusterSnapshot:
         """Take in a Metadata response; a partial response (some topics) is merged."""
         fresh = ClusterSnapshot.from_response(body)
         with self._lock:
-            topics = dict(self._snapshot.topics)
+            topics = dict(self.snapshot.topics)
             topics.update(fresh.topics)
             # A topic the broker says does not exist is dropped from the cache.
             for name, topic in fresh.topics.items():
                 if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     topics.pop(name, None)
-            self._snapshot = ClusterSnapshot(
+            self.snapshot = ClusterSnapshot(
                 fresh.cluster_id, fresh.controller_id, fresh.brokers, topics
             )
             self._updated_at = time.monotonic()
             self._stale = False
-        return self._snapshot
+        return self.snapshot
 
     def replace(self, body: Any) -> ClusterSnapshot:
         """Take in a full (all topics) Metadata response: topics not in it are forgotten."""
         fresh = ClusterSnapshot.from_response(body)
         with self._lock:
-            self._snapshot = fresh
+            self.snapshot = fresh
             self._updated_at = time.monotonic()
             self._stale = False
         return fresh
@@ -172,17 +170,17 @@ class ClusterMetadata:
         return set(self._topics_wanted)
 
     def topic(self, name: str) -> TopicMetadata | None:
-        return self._snapshot.topics.get(name)
+        return self.snapshot.topics.get(name)
 
     def partitions_for(self, topic: str) -> list[int] | None:
         """Partition numbers of ``topic``, or None if the cache does not know it."""
-        meta = self._snapshot.topics.get(topic)
+        meta = self.snapshot.topics.get(topic)
         if meta is None or meta.error_code:
             return None
         return sorted(meta.partitions)
 
     def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
-        meta = self._snapshot.topics.get(topic)
+        meta = self.snapshot.topics.get(topic)
         return None if meta is None else meta.partitions.get(partition)
 
     def leader_for(self, topic: str, partition: int) -> int | None:
@@ -193,4 +191,4 @@ class ClusterMetadata:
         return part.leader
 
     def broker(self, node_id: int) -> BrokerMetadata | None:
-        return self._snapshot.brokers.get(node_id)
+        return self.snapshot.brokers.get(node_id)

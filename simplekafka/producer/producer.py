@@ -36,6 +36,7 @@ from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.records import Record
 
 _new_record = tuple.__new__
+_NO_HEADERS: tuple = ()
 Serializer = Callable[[Any], bytes | None]
 Partitioner = Callable[[str, bytes | None, Sequence[int]], int]
 
@@ -167,7 +168,7 @@ class Producer:
             header_list = _headers(headers)
             size = estimate_size(key_bytes, value_bytes, header_list)
         else:
-            header_list = []
+            header_list = _NO_HEADERS
             size = RECORD_OVERHEAD + (len(key_bytes) if key_bytes else 0) + (
                 len(value_bytes) if value_bytes else 0
             )
