@@ -44,6 +44,9 @@ from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
 
+# Shutdown waits at most this long (seconds) for each ZooKeeper step.
+ZOOKEEPER_STOP_TIMEOUT = 5.0
+
 
 class KafkaBroker:
     """One broker process's worth of state; ``start()`` and ``stop()`` return Deferreds."""
@@ -130,6 +133,14 @@ class KafkaBroker:
                                            interface=self.config.listen_host or "")
         return self.port.getHost().port
 
+    @property
+    def advertised_address(self) -> tuple[str, int]:
+        """(host, port) clients are told; port 0 in the config means the one actually bound."""
+        host, port = self.config.advertised_host_port
+        if port == 0 and self.port is not None:
+            port = self.port.getHost().port
+        return host, port
+
     def start(self) -> defer.Deferred:
         """Listen, connect to ZooKeeper, register and join the election."""
         if self.port is None:
@@ -157,9 +168,7 @@ class KafkaBroker:
         from simplekafka.coordination.registration import BrokerRegistration
 
         self.zk = zk
-        host, port = self.config.advertised_host_port
-        if port == 0 and self.port is not None:
-            port = self.port.getHost().port
+        host, port = self.advertised_address
         self.registration = BrokerRegistration(zk, self.broker_id, host, port, self.config.rack)
         self.channel = ControllerChannel(self.reactor, self.broker_id, self.dispatcher,
                                          self._endpoint_of)
@@ -169,7 +178,8 @@ class KafkaBroker:
             on_brokers_changed=self._brokers_changed,
             call_soon=self.reactor.callFromThread)
         self.controller = Controller(self.broker_id, self.election, self._send_from_controller,
-                                     self.config["unclean.leader.election.enable"])
+                                     self.config["unclean.leader.election.enable"],
+                                     call_later=self.reactor.callLater)
         self.election.start()
         log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
                  self.config.zookeeper_connect)
@@ -297,20 +307,29 @@ class KafkaBroker:
             self.channel.close()
         pool = self.reactor.getThreadPool()
         if self.election is not None:
-            yield threads.deferToThreadPool(self.reactor, pool, self.election.stop)
+            yield self._bounded(threads.deferToThreadPool(
+                self.reactor, pool, self.election.stop, ZOOKEEPER_STOP_TIMEOUT), "resigning")
         if self.registration is not None:
-            try:
-                yield threads.deferToThreadPool(self.reactor, pool,
-                                                self.registration.deregister)
-            except Exception as exc:
-                log.warning("deregistration failed: %s", exc)
+            yield self._bounded(threads.deferToThreadPool(
+                self.reactor, pool, self.registration.deregister), "deregistering")
         self.replica_manager.shutdown()
         self.log_manager.close()
         if self.zk is not None:
             zk = self.zk
             self.zk = None
-            yield threads.deferToThreadPool(self.reactor, pool, _close_zookeeper, zk)
+            yield self._bounded(threads.deferToThreadPool(
+                self.reactor, pool, _close_zookeeper, zk), "closing the ZooKeeper session")
         log.info("broker %d stopped cleanly", self.broker_id)
+
+    def _bounded(self, work: defer.Deferred, what: str) -> defer.Deferred:
+        """Wait for ZooKeeper work at shutdown, but not forever (ZooKeeper may be gone)."""
+        connected = self.zk is not None and self.zk.connected
+        work.addTimeout(ZOOKEEPER_STOP_TIMEOUT if connected else 1.0, self.reactor)
+
+        def give_up(failure: Any) -> None:
+            log.warning("%s at shutdown failed: %s", what, failure.getErrorMessage())
+
+        return work.addErrback(give_up)
 
 
 def _close_zookeeper(zk: Any) -> None:

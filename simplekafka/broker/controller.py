@@ -53,6 +53,7 @@ LEADER_AND_ISR_VERSION = 2
 UPDATE_METADATA_VERSION = 5
 STOP_REPLICA_VERSION = 1
 PLAINTEXT = 0  # security protocol id in UpdateMetadata endpoints
+RELOAD_DELAY = 1.0  # seconds before reloading after a ZooKeeper error
 
 # One request for the channel: (target broker, api key, api version, body).
 Send = tuple[int, ApiKey, int, dict]
@@ -62,8 +63,10 @@ class Controller:
     """Controller state and decisions; methods ending in ``_event`` run on the event thread."""
 
     def __init__(self, broker_id: int, election: ControllerElection,
-                 send: Callable[[list[Send]], None], unclean_election: bool = False):
+                 send: Callable[[list[Send]], None], unclean_election: bool = False,
+                 call_later: Callable[..., Any] | None = None):
         self.broker_id = broker_id
+        self._call_later = call_later
         self.election = election
         self.zk = election.zk
         self._send = send
@@ -90,6 +93,10 @@ class Controller:
         self.active = False
         self._submit(self._reset)
 
+    def _reload(self) -> None:
+        if self.active:
+            self._submit(self._startup_event)
+
     def on_brokers_changed(self, changes: Any) -> None:
         if self.active:
             self._submit(lambda: self._brokers_changed_event(changes))
@@ -103,6 +110,13 @@ class Controller:
             if error is not None:
                 if isinstance(error, NotControllerError):
                     log.info("controller work dropped: %s", error)
+                elif isinstance(error, KazooException):
+                    # ZooKeeper trouble mid-event: state may be half read, so reload it
+                    # all (and resend everything, which brokers apply idempotently).
+                    log.warning("controller event failed (%r); reloading in %.0f s",
+                                error, RELOAD_DELAY)
+                    if self.active and self._call_later is not None:
+                        self._call_later(RELOAD_DELAY, self._reload)
                 else:
                     log.error("controller event failed: %r", error, exc_info=error)
                 return

@@ -100,7 +100,7 @@ def serve(config: object) -> int:
     exit_code = [0]
 
     def ready(broker: KafkaBroker) -> None:
-        host, port = broker.config.advertised_host_port
+        host, port = broker.advertised_address
         print(f"simplekafka broker {broker.broker_id} listening on {host}:{port}", flush=True)
 
     try:
