@@ -234,6 +234,35 @@ def raw_to_broker(port: int, frames: list[bytes]) -> float:
     return elapsed
 
 
+def raw_fetch_all(port: int, topic: str, end_offset: int, max_bytes: int = 8 * MB) -> float:
+    """Seconds to fetch a partition from offset 0 to ``end_offset`` with raw Fetch v11 requests.
+
+    Records are counted from batch headers, not decoded: this is the broker's side of
+    consuming, without any client library's per-record work.
+    """
+    from simplekafka.protocol.batch_header import iter_batch_positions, read_header
+    from simplekafka.protocol.messages import decode_response
+
+    sock = socket.create_connection(("127.0.0.1", port))
+    offset, correlation_id = 0, 0
+    started = time.perf_counter()
+    while offset < end_offset:
+        correlation_id += 1
+        payload = encode_request(ApiKey.FETCH, 11, correlation_id, "bench", {
+            "replica_id": -1, "max_wait_ms": 100, "min_bytes": 1, "max_bytes": max_bytes,
+            "topics": [{"topic": topic, "partitions": [{
+                "partition": 0, "fetch_offset": offset, "partition_max_bytes": max_bytes}]}]})
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        _, answer = decode_response(ApiKey.FETCH, 11, sock.recv(size, socket.MSG_WAITALL))
+        records = answer.responses[0].partitions[0].records or b""
+        for position, _size in iter_batch_positions(records):
+            offset = max(offset, read_header(records, position).next_offset)
+    elapsed = time.perf_counter() - started
+    sock.close()
+    return elapsed
+
+
 def raw_to_discard_server(frames: list[bytes]) -> tuple[float, int]:
     """Seconds for a plain Python server to read and discard the same bytes, and its RSS."""
     server = subprocess.Popen([sys.executable, "-c", DISCARD_SERVER], stdout=subprocess.PIPE,
@@ -287,6 +316,10 @@ def main() -> int:
         create_topic(bootstrap, "raw")
         frames = produce_frames("raw", args.messages, value)
         raw_seconds = raw_to_broker(port, frames)
+        fetch_seconds = raw_fetch_all(port, "raw", args.messages)
+        create_topic(bootstrap, "raw-small")
+        small_frames = produce_frames("raw-small", 20_000, value, per_batch=1)
+        small_seconds = raw_to_broker(port, small_frames)
         load_rss = sampler.stop()
         after_rss = broker.memory_info().rss
     discard_seconds, discard_rss = raw_to_discard_server(frames)
@@ -311,6 +344,11 @@ def main() -> int:
           f"{sent_mb / raw_seconds:>8.0f} MB/s")
     print(f"  plain socket read+discard    {args.messages / discard_seconds:>12,.0f} msg/s "
           f"{sent_mb / discard_seconds:>8.0f} MB/s   (RSS {discard_rss / MB:.1f} MB)")
+    print(f"  broker, Fetch v11 of 8 MB, records counted from batch headers "
+          f"{args.messages / fetch_seconds:>12,.0f} msg/s {sent_mb / fetch_seconds:>8.0f} MB/s")
+    print(f"per-request cost: {len(small_frames):,} ProduceRequests of one record, pipelined: "
+          f"{len(small_frames) / small_seconds:,.0f} requests/s "
+          f"({small_seconds / len(small_frames) * 1e6:.0f} µs each)")
     return 0
 
 
