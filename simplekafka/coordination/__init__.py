@@ -51,6 +51,7 @@ from simplekafka.coordination.registration import (
 )
 from simplekafka.coordination.topics import (
     TopicError,
+    add_partition_state_creation,
     create_topic,
     create_topic_znodes,
     elect_leader_for_new_partition,
@@ -98,6 +99,7 @@ __all__ = [
     "ZnodeFormatError",
     "ZooKeeperConnectError",
     "ZooKeeperLaunchError",
+    "add_partition_state_creation",
     "assign_replicas",
     "call_directly",
     "connect_zookeeper",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -32,6 +33,7 @@ from simplekafka.protocol.errors import ErrorCode
 __all__ = [
     "MAX_TOPIC_NAME_LENGTH",
     "TopicError",
+    "add_partition_state_creation",
     "create_topic",
     "create_topic_znodes",
     "elect_leader_for_new_partition",
@@ -215,6 +217,29 @@ def create_topic(
     except AssignmentError as exc:
         raise TopicError(str(exc), ErrorCode.INVALID_REPLICA_ASSIGNMENT) from exc
     return create_topic_znodes(zk, topic, assignment, config)
+
+
+class _Creates(Protocol):
+    def create(self, path: str, value: bytes = b"", ephemeral: bool = False,
+               sequence: bool = False) -> Any: ...
+
+
+def add_partition_state_creation(transaction: _Creates, zk: KazooClient, topic: str,
+                                 partition: int, state: PartitionState,
+                                 planned: set[str] | None = None) -> None:
+    """Add to ``transaction`` the creation of a partition's state znode and missing parents.
+
+    The parents (``.../partitions`` and ``.../partitions/<p>``) go into the same
+    (fenced) multi rather than being created beforehand, so a deposed controller
+    cannot leave even an empty znode behind. Pass the same ``planned`` set when
+    adding several partitions to one transaction, so a parent is created once.
+    """
+    planned = set() if planned is None else planned
+    for parent in (ZkPaths.partitions(topic), ZkPaths.partition(topic, partition)):
+        if parent not in planned and zk.exists(parent) is None:
+            transaction.create(parent, b"")
+            planned.add(parent)
+    transaction.create(ZkPaths.partition_state(topic, partition), state.to_json())
 
 
 def elect_leader_for_new_partition(replicas: tuple[int, ...] | list[int], live: set[int],

@@ -40,6 +40,7 @@ from simplekafka.coordination import (
     WriteConflictError,
     ZkPaths,
     ZooKeeperConnectError,
+    add_partition_state_creation,
     connect_zookeeper,
     elect_leader_for_new_partition,
     elect_leader_for_offline_partition,
@@ -120,8 +121,7 @@ class Member:
             state = elect_leader_for_new_partition(replicas, live, controller_epoch)
             if state is None:
                 return None
-            self.zk.ensure_path(ZkPaths.partition(topic, partition))
-            transaction.create(ZkPaths.partition_state(topic, partition), state.to_json())
+            add_partition_state_creation(transaction, self.zk, topic, partition, state)
         else:
             old, version = current
             state = elect_leader_for_offline_partition(replicas, old, live, controller_epoch)

@@ -26,6 +26,7 @@ from simplekafka.coordination import (
     PartitionState,
     WriteConflictError,
     ZkPaths,
+    add_partition_state_creation,
     read_controller,
     read_controller_epoch,
 )
@@ -164,6 +165,11 @@ def test_controller_session_expiry_elects_next_and_the_zombie_cannot_write(conte
     for attempt in attempts:
         with pytest.raises(ControllerMovedError):
             attempt(FencedTransaction(zombie.zk, stale_version)).commit()
+    with pytest.raises(ControllerMovedError):  # not even the empty parent znodes appear
+        transaction = FencedTransaction(zombie.zk, stale_version)
+        add_partition_state_creation(transaction, zombie.zk, "z", 0, hijack)
+        transaction.commit()
+    assert zk.exists(ZkPaths.partitions("z")) is None
     data, _ = zk.get(ZkPaths.partition_state("t", 0))
     assert PartitionState.from_json(data) == state
     assert zk.exists(ZkPaths.topic("zombie-topic")) is None
@@ -282,3 +288,18 @@ def test_work_submitted_after_stop_fails_instead_of_hanging(contenders, zk):
     only.election.stop()
     with pytest.raises(NotControllerError):
         only.election.submit(lambda: 42).result(10)
+
+
+def test_partition_states_and_their_parents_are_created_in_one_fenced_multi(contenders, zk):
+    (only,) = contenders(1)
+    settled_single_controller([only], zk)
+    zk.ensure_path(ZkPaths.topic("t"))
+    transaction, planned = only.election.fenced_transaction(), set()
+    states = {p: PartitionState(leader=1, leader_epoch=0, isr=(1,), controller_epoch=1)
+              for p in range(3)}
+    for partition, state in states.items():
+        add_partition_state_creation(transaction, zk, "t", partition, state, planned)
+    transaction.commit()
+    for partition, state in states.items():
+        assert PartitionState.from_json(zk.get(ZkPaths.partition_state("t", partition))[0]) \
+            == state
