@@ -9,6 +9,10 @@ through a plain Python socket server that only reads and discards the bytes:
 the most a single Python process can take in.
 
     .venv/bin/python benchmarks/bench_broker.py [--messages 1000000] [--latency-seconds 5]
+        [--profile broker.prof]
+
+With ``--profile`` the broker runs under cProfile and writes its profile when it
+stops (read it with ``python -m pstats broker.prof``, then ``sort tottime``).
 
 Everything (ZooKeeper, the broker, the discard server) runs on this machine
 via LocalCluster; the figures move with whatever else the machine is doing.
@@ -60,6 +64,16 @@ while True:
     total += n
 print(total, time.perf_counter() - started, flush=True)
 """
+
+
+class ProfiledCluster(LocalCluster):
+    """A LocalCluster whose brokers run under cProfile, writing ``profile_path`` on exit."""
+
+    profile_path = "broker.prof"
+
+    def broker_command(self, broker):
+        command = super().broker_command(broker)
+        return [command[0], "-m", "cProfile", "-o", self.profile_path, *command[1:]]
 
 
 class RssSampler(threading.Thread):
@@ -287,14 +301,20 @@ def main() -> int:
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--latency-rate", type=int, default=10_000)
     parser.add_argument("--latency-seconds", type=float, default=5.0)
+    parser.add_argument("--profile", metavar="FILE", default=None,
+                        help="run the broker under cProfile and write its profile here")
     args = parser.parse_args()
+    cluster_class = LocalCluster
+    if args.profile:
+        cluster_class = ProfiledCluster
+        ProfiledCluster.profile_path = str(Path(args.profile).resolve())
     value = os.urandom(args.value_size)
 
     print(f"python {platform.python_version()} on {platform.machine()}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
           f"{args.messages:,} messages of {args.value_size} bytes, one partition")
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as directory, \
-            LocalCluster(brokers=1, base_dir=Path(directory)) as cluster:
+            cluster_class(brokers=1, base_dir=Path(directory)) as cluster:
         bootstrap, port = cluster.bootstrap_servers, cluster.broker_ports[1]
         broker = psutil.Process(cluster.broker_pids[1])
         time.sleep(1)
