@@ -140,9 +140,15 @@ class LogManager:
         return grouped
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """Write each log dir's replication-offset-checkpoint with the given high watermarks."""
+        """Write each log dir's replication-offset-checkpoint with the given high watermarks.
+
+        The recovery-point and log-start checkpoints are refreshed too, so one
+        periodic call (Kafka: every replica.high.watermark.checkpoint.interval.ms)
+        keeps all three current and a crash recovers as little as possible.
+        """
         for directory, entries in self._per_dir(lambda key, _: high_watermarks.get(key)).items():
             write_offset_checkpoint(directory / HIGH_WATERMARK_CHECKPOINT, entries)
+        self.checkpoint_recovery_points_and_log_starts()
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         """High watermarks from every log dir's replication-offset-checkpoint."""

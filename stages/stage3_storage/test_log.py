@@ -411,3 +411,25 @@ def test_a_log_path_that_is_a_file_gives_a_storage_error(tmp_path):
         Log.open(tmp_path / "orders-0")
     with pytest.raises(StorageError, match="cannot use log directory"):
         LogManager([tmp_path / "orders-0" / "x"])
+
+
+def test_after_a_crash_the_manager_recovers_from_the_checkpointed_recovery_point(tmp_path):
+    config = LogConfig(segment_bytes=300, flush_messages=2)
+    manager = LogManager([tmp_path], config)
+    log = manager.get_or_create("orders", 0)
+    for number in range(9):
+        log.append(make_batch([b"record %d" % number]), 0)
+    log.delete_records_before(3)
+    manager.checkpoint_high_watermarks({("orders", 0): 9})
+    assert read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {
+        ("orders", 0): 8}  # flushed every 2 records
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 3}
+    active = log.segments[-1].log_path
+    manager.abandon()
+    with open(active, "ab") as handle:
+        handle.write(b"\xde\xad")  # a torn append after the last flush
+    crashed = LogManager([tmp_path], config)
+    recovered = crashed.get("orders", 0)
+    assert (recovered.log_start_offset, recovered.log_end_offset) == (3, 9)
+    assert recovered.truncated_on_recovery == 2
+    crashed.close()
