@@ -110,6 +110,22 @@ def test_a_broker_that_cannot_start_is_reported_with_its_log(tmp_path):
 
 
 @pytest.mark.integration
+def test_a_port_taken_before_the_first_start_is_replaced(tmp_path):
+    """free_port() releases the port before the broker binds it; someone may take it."""
+    import socket
+
+    cluster = LocalCluster(brokers=1, base_dir=tmp_path)
+    taken = cluster.broker_ports[1]
+    with socket.socket() as squatter:
+        squatter.bind((LOOPBACK, taken))
+        squatter.listen()
+        with cluster:
+            assert cluster.broker_ports[1] != taken
+            assert probe_broker(LOOPBACK, cluster.broker_ports[1]).broker_ids == {1}
+            assert cluster.bootstrap_servers == f"127.0.0.1:{cluster.broker_ports[1]}"
+
+
+@pytest.mark.integration
 @pytest.mark.slow
 def test_two_brokers_with_racks_see_each_other(tmp_path):
     with LocalCluster(brokers=2, base_dir=tmp_path, racks=["r1", "r2"]) as cluster:

@@ -63,6 +63,9 @@ class BrokerProcess:
     log_file: Path
     rack: str | None = None
     process: subprocess.Popen | None = field(default=None, repr=False)
+    has_served: bool = False
+    log_offset: int = 0  # where this process's lines start in log_file
+    port_retries: int = 0
 
     @property
     def pid(self) -> int | None:
@@ -273,6 +276,8 @@ class LocalCluster:
             expected = set(self.running_brokers())
             for broker_id in list(pending):
                 broker = self._broker(broker_id)
+                if not broker.is_running and self._retry_on_a_new_port(broker):
+                    continue
                 if not broker.is_running:
                     raise ClusterError(
                         f"broker {broker_id} exited with code {broker.process.returncode} "
@@ -291,6 +296,7 @@ class LocalCluster:
                 elif seen.controller_id not in expected:
                     last_problem[broker_id] = f"its metadata names controller {seen.controller_id}"
                 else:
+                    broker.has_served = True
                     pending.remove(broker_id)
             if not pending:
                 return
@@ -352,11 +358,34 @@ class LocalCluster:
             command += ["--set", f"{key}={value}"]
         return command
 
+    def _retry_on_a_new_port(self, broker: BrokerProcess) -> bool:
+        """If a broker that never served lost its port to another process, move it and respawn.
+
+        free_port() releases the port before the broker binds it, so on a busy
+        machine someone else can take it in between. Once a broker has served,
+        its port is part of the cluster's identity and is never changed.
+        """
+        if broker.has_served or broker.port_retries >= 3:
+            return False
+        try:
+            with open(broker.log_file, "rb") as log:
+                log.seek(broker.log_offset)
+                since_spawn = log.read().decode(errors="replace")
+        except OSError:
+            return False
+        if "Address already in use" not in since_spawn:
+            return False
+        broker.port_retries += 1
+        broker.port = free_port()
+        self._spawn(broker)
+        return True
+
     def _spawn(self, broker: BrokerProcess) -> None:
         broker.data_dir.mkdir(parents=True, exist_ok=True)
         broker.log_file.parent.mkdir(parents=True, exist_ok=True)
         command = self.broker_command(broker)
         with open(broker.log_file, "ab") as log:
+            broker.log_offset = log.tell()
             log.write(f"\n# {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
             log.flush()
             broker.process = subprocess.Popen(
