@@ -295,7 +295,7 @@ class Log:
         if len(view) == 0:
             end = self.log_end_offset
             return AppendInfo(end, end - 1, -1, 0, 0, 0)
-        headers = self._validate(view)
+        headers = self._validate(view, follower=True)
         expected = self.log_end_offset
         for _, header in headers:
             if header.base_offset != expected:
@@ -315,7 +315,11 @@ class Log:
                 self.leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
         return self._after_append(final)
 
-    def _check_size(self, size: int) -> None:
+    def _check_size(self, size: int, follower: bool = False) -> None:
+        """Refuse a batch over max.message.bytes or segment.bytes (a follower takes what the
+        leader took, as Kafka's replication ignores the record size limits)."""
+        if follower:
+            return
         if size > self._config.max_message_bytes:
             raise RecordTooLargeError(
                 f"batch of {size} bytes is over max.message.bytes "
@@ -324,12 +328,12 @@ class Log:
             raise RecordTooLargeError(
                 f"batch of {size} bytes is over segment.bytes ({self._config.segment_bytes})")
 
-    def _validate(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
+    def _validate(self, view: memoryview, follower: bool = False) -> list[tuple[int, BatchHeader]]:
         headers = []
         position = 0
         while True:
             header = validate_batch(view, position, check_crc=True)
-            self._check_size(header.size)
+            self._check_size(header.size, follower)
             headers.append((position, header))
             position += header.size
             if position == len(view):

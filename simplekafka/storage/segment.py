@@ -166,7 +166,9 @@ class LogSegment:
         are refused before they get here).
         """
         size = self.size + pending
-        if size > 0 and size + batch_bytes > self.config.segment_bytes:
+        if size == 0:
+            return True  # rolling an empty segment would not help
+        if size + batch_bytes > self.config.segment_bytes:
             return False
         if self.offset_index.is_full or self.time_index.is_full:
             return False

@@ -433,3 +433,18 @@ def test_after_a_crash_the_manager_recovers_from_the_checkpointed_recovery_point
     assert (recovered.log_start_offset, recovered.log_end_offset) == (3, 9)
     assert recovered.truncated_on_recovery == 2
     crashed.close()
+
+
+def test_the_smallest_index_still_rolls_and_never_loops(tmp_path):
+    log = open_log(tmp_path, max_index_size=12, index_interval_bytes=0)
+    for number in range(6):
+        log.append(make_batch([b"n%d" % number]), 0)
+    assert log.log_end_offset == 6 and len(log.segments) >= 3
+    assert validate_batches(log.read(0, 1 << 20))[-1].base_offset == 5
+
+
+def test_a_follower_takes_a_batch_over_its_own_size_limit(tmp_path):
+    leader = open_log(tmp_path)
+    leader.append(make_batch([b"x" * 500]), 0)
+    follower = Log.open(tmp_path / "follower-0", LogConfig(max_message_bytes=100))
+    assert follower.append_as_follower(leader.read(0, 1 << 20)).last_offset == 0
