@@ -49,7 +49,8 @@ def test_three_racks_rf3_every_partition_on_three_racks_and_leaders_even(
 def test_equal_racks_spread_every_replica_evenly(per_rack, racks, rounds, start, shift):
     """With equal racks and partitions a multiple of the brokers, every broker holds the
     same number of replicas and of leaders."""
-    rack_of = {b: f"r{b % racks}" for b in range(per_rack * racks)}
+    # Sorted ids group the racks (r0 r0 r1 r1 ...): the interleaving must come from the code.
+    rack_of = {b: f"r{b // per_rack}" for b in range(per_rack * racks)}
     replication = min(3, racks)
     partitions = rounds * len(rack_of)
     assignment = assign_replicas(rack_of, rack_of, partitions, replication, start, shift)
