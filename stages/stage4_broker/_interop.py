@@ -30,7 +30,11 @@ def unique_topic(prefix: str) -> str:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, timeout: float = 30.0) -> None:
-    """Create a topic with confluent-kafka's AdminClient; wait until each partition has a leader."""
+    """Create a topic with confluent-kafka's AdminClient; wait until each partition's leader serves.
+
+    "Serves" means Metadata names a leader and that leader answers ListOffsets
+    without an error (test_interop_metadata.py checks the two happen together).
+    """
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -38,14 +42,29 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, timeout: float 
     futures[name].result(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        topic = admin.list_topics(name, timeout=5).topics.get(name)
+        metadata = admin.list_topics(name, timeout=5)
+        topic = metadata.topics.get(name)
         if (
             topic is not None and topic.error is None and len(topic.partitions) == partitions
-            and all(p.leader >= 0 and p.error is None for p in topic.partitions.values())
+            and all(p.leader in metadata.brokers and p.error is None
+                    for p in topic.partitions.values())
+            and all(list_offsets_error(metadata.brokers[p.leader].port, name, p.id) == 0
+                    for p in topic.partitions.values())
         ):
             return
-        time.sleep(0.1)
-    raise AssertionError(f"topic {name} has no leader for every partition after {timeout} s")
+        time.sleep(0.05)
+    raise AssertionError(f"topic {name}: a partition has no serving leader after {timeout} s")
+
+
+def list_offsets_error(port: int, topic: str, partition: int) -> int:
+    """The error code a broker gives to ListOffsets (latest) for one partition."""
+    with connect(port) as sock:
+        response = request(sock, ApiKey.LIST_OFFSETS, 5, {
+            "replica_id": -1, "isolation_level": 0,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}]}],
+        })
+    return response.topics[0].partitions[0].error_code
 
 
 def kcat(bootstrap: str, *args: str, stdin: bytes | None = None, timeout: float = 60.0) -> bytes:
