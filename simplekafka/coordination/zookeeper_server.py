@@ -125,8 +125,13 @@ def find_conf_dir() -> Path:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True if nothing listens on ``host:port`` (checked by binding it for a moment)."""
+    """True if nothing listens on ``host:port`` (checked by binding it for a moment).
+
+    SO_REUSEADDR, as Java's server sockets use: connections of a server that just
+    stopped (TIME_WAIT) do not make the port "taken", a listening socket does.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

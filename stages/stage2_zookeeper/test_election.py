@@ -303,3 +303,47 @@ def test_partition_states_and_their_parents_are_created_in_one_fenced_multi(cont
     for partition, state in states.items():
         assert PartitionState.from_json(zk.get(ZkPaths.partition_state("t", partition))[0]) \
             == state
+
+
+def test_a_zookeeper_restart_keeps_sessions_and_the_election_still_works(tmp_path):
+    """ZooKeeper restarted within the session timeout: sessions survive (standalone
+    ZooKeeper persists them), clients reconnect to the SAME session, the controller
+    keeps its job, and the watches still work afterwards (the election resyncs)."""
+    from simplekafka.coordination import EmbeddedZooKeeper, connect_zookeeper
+
+    server = EmbeddedZooKeeper(data_dir=tmp_path).start()
+    clients = []
+    try:
+        def make_client(session_timeout: float = 15.0) -> KazooClient:
+            client = connect_zookeeper(server.connect_string, session_timeout=session_timeout)
+            clients.append(client)
+            return client
+
+        group = [Contender(make_client, b) for b in (1, 2)]
+        for contender in group:
+            contender.start()
+        admin = make_client()
+        first = settled_single_controller(group, admin)
+        sessions = [c.zk.client_id[0] for c in group]
+
+        port = server.port
+        server.stop()
+        server = EmbeddedZooKeeper(port=port, data_dir=tmp_path).start()
+        wait_for(lambda: all(c.zk.connected for c in group), what="clients reconnected")
+        assert [c.zk.client_id[0] for c in group] == sessions  # the same sessions
+        for contender in group:
+            contender.election.wait_until_settled()
+        assert settled_single_controller(group, admin) is first
+        assert read_controller_epoch(admin)[0] == 1 and not first.of_kind("resigned")
+
+        first.election.stop()  # the survivor's watch on /controller must still fire
+        (other,) = [c for c in group if c is not first]
+        wait_for(lambda: other.election.is_controller, what="the other takes over")
+        assert read_controller_epoch(admin)[0] == 2
+    finally:
+        for contender in locals().get("group", []):
+            contender.election.stop()
+        for client in clients:
+            client.stop()
+            client.close()
+        server.stop()
