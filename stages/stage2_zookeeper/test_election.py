@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 
 from simplekafka.coordination import (
     BrokerChanges,
+    EmbeddedZooKeeper,
     BrokerIdInUseError,
     BrokerInfo,
     BrokerRegistration,
@@ -27,6 +28,7 @@ from simplekafka.coordination import (
     WriteConflictError,
     ZkPaths,
     add_partition_state_creation,
+    connect_zookeeper,
     read_controller,
     read_controller_epoch,
 )
@@ -309,17 +311,16 @@ def test_a_zookeeper_restart_keeps_sessions_and_the_election_still_works(tmp_pat
     """ZooKeeper restarted within the session timeout: sessions survive (standalone
     ZooKeeper persists them), clients reconnect to the SAME session, the controller
     keeps its job, and the watches still work afterwards (the election resyncs)."""
-    from simplekafka.coordination import EmbeddedZooKeeper, connect_zookeeper
-
     server = EmbeddedZooKeeper(data_dir=tmp_path).start()
-    clients = []
+    clients: list[KazooClient] = []
+    group: list[Contender] = []
     try:
         def make_client(session_timeout: float = 15.0) -> KazooClient:
             client = connect_zookeeper(server.connect_string, session_timeout=session_timeout)
             clients.append(client)
             return client
 
-        group = [Contender(make_client, b) for b in (1, 2)]
+        group += [Contender(make_client, b) for b in (1, 2)]
         for contender in group:
             contender.start()
         admin = make_client()
@@ -341,7 +342,7 @@ def test_a_zookeeper_restart_keeps_sessions_and_the_election_still_works(tmp_pat
         wait_for(lambda: other.election.is_controller, what="the other takes over")
         assert read_controller_epoch(admin)[0] == 2
     finally:
-        for contender in locals().get("group", []):
+        for contender in group:
             contender.election.stop()
         for client in clients:
             client.stop()
