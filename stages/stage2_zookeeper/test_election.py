@@ -16,12 +16,12 @@ from kazoo.client import KazooClient
 
 from simplekafka.coordination import (
     BrokerChanges,
-    EmbeddedZooKeeper,
     BrokerIdInUseError,
     BrokerInfo,
     BrokerRegistration,
     ControllerElection,
     ControllerMovedError,
+    EmbeddedZooKeeper,
     FencedTransaction,
     NotControllerError,
     PartitionState,
