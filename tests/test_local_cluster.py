@@ -126,6 +126,28 @@ def test_a_port_taken_before_the_first_start_is_replaced(tmp_path):
 
 
 @pytest.mark.integration
+def test_two_clusters_share_an_external_zookeeper_by_chroot(zookeeper, tmp_path):
+    """With ``zookeeper=`` no embedded server is started; chroots keep the clusters apart."""
+    from kazoo.client import KazooClient
+
+    first = LocalCluster(base_dir=tmp_path / "a", zookeeper=zookeeper.connect_string + "/lc-a")
+    second = LocalCluster(base_dir=tmp_path / "b", zookeeper=zookeeper.connect_string + "/lc-b")
+    with first, second:
+        assert first.zookeeper_pid is None and first.zookeeper_connect.endswith("/lc-a")
+        for cluster in (first, second):
+            assert probe_broker(LOOPBACK, cluster.broker_ports[1]).broker_ids == {1}
+        client = KazooClient(hosts=zookeeper.connect_string)
+        client.start(timeout=15)
+        try:
+            assert client.get_children("/lc-a/brokers/ids") == ["1"]
+            assert client.get_children("/lc-b/brokers/ids") == ["1"]
+        finally:
+            client.stop()
+            client.close()
+    assert zookeeper.is_running, "stopping a cluster must not stop an external ZooKeeper"
+
+
+@pytest.mark.integration
 @pytest.mark.slow
 def test_two_brokers_with_racks_see_each_other(tmp_path):
     with LocalCluster(brokers=2, base_dir=tmp_path, racks=["r1", "r2"]) as cluster:
