@@ -29,13 +29,13 @@ ROUNDS = 2
 class SteadyProducer(threading.Thread):
     """Produces numbered records as fast as the broker takes them, recording every ack."""
 
-    def __init__(self, bootstrap: str, topic: str, round_number: int):
+    def __init__(self, bootstrap: str, topic: str, round_number: int, **config):
         super().__init__(daemon=True)
         self.topic, self.round_number = topic, round_number
         self.producer = Producer({
             "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2,
             "message.timeout.ms": 120_000,  # wait for the restart rather than give up
-            "reconnect.backoff.max.ms": 500,
+            "reconnect.backoff.max.ms": 500, **config,
         })
         self.acked: dict[tuple[int, int], bytes] = {}
         self.acked_twice: list[tuple[int, int]] = []
@@ -146,3 +146,33 @@ def test_sigkill_during_acks_all_production_loses_no_acknowledged_record(tmp_pat
         assert after.flush(30) == 0
         final = read_everything(cluster, topic)
         assert max((o, v) for (p, o), v in final.items() if p == 0)[1] == b"after the crashes"
+
+
+def test_sigkill_with_an_idempotent_producer_keeps_every_record_exactly_once(tmp_path):
+    """The broker rebuilds its producer state (last sequences) from the log after a crash,
+    so the producer's retries of in-flight batches are recognised as duplicates."""
+    config = {"zookeeper.session.timeout.ms": "6000"}
+    with LocalCluster(brokers=1, base_dir=tmp_path, broker_config=config) as cluster:
+        topic = unique_topic("crash-idempotent")
+        create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
+        producer = SteadyProducer(cluster.bootstrap_servers, topic, 0, **{
+            "enable.idempotence": True})
+        producer.start()
+        wait_for_acks(producer, 2000)
+        time.sleep(0.5)
+        cluster.kill(1)
+        time.sleep(0.5)
+        cluster.restart(1)
+        wait_for_acks(producer, producer.acked_count() + 1000)
+        producer.finish()
+        assert producer.failed == 0, f"{producer.failed} records failed for good"
+
+        stored = read_everything(cluster, topic)
+        values = list(stored.values())
+        duplicates = len(values) - len(set(values))
+        assert duplicates == 0, f"{duplicates} records stored twice despite idempotence"
+        missing = [key for key in producer.acked if stored.get(key) != producer.acked[key]]
+        assert not missing, f"{len(missing)} acknowledged records not at their offsets"
+        for partition in range(PARTITIONS):
+            sequence = [stored[(p, o)] for p, o in sorted(stored) if p == partition]
+            assert sequence == sorted(sequence), f"partition {partition} out of order"
