@@ -310,13 +310,10 @@ class Consumer:
                 records, start, ts_type, next_offset = chunk
                 stop = min(len(records), start + limit - len(out))
                 if plain:
-                    out.extend(
-                        [
-                            new(ConsumerRecord, (topic, partition, r[0], r[1], ts_type, r[2],
-                                                 r[3], r[4]))
-                            for r in records[start:stop]
-                        ]
-                    )
+                    out += [
+                        new(ConsumerRecord, (topic, partition, offset, ts, ts_type, k, v, h))
+                        for offset, ts, k, v, h in records[start:stop]
+                    ]
                 else:
                     out.extend(self._deserialized(tp, records[start:stop], ts_type))
                 if stop >= len(records):

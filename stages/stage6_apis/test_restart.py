@@ -16,7 +16,8 @@ from simplekafka.producer import Producer
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def test_sends_in_flight_across_a_broker_restart_are_retried_without_duplicates(tmp_path):
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_sends_in_flight_across_a_broker_restart_are_retried_without_duplicates(tmp_path, how):
     with LocalCluster(brokers=1, base_dir=tmp_path) as cluster:
         with Admin(cluster.bootstrap_servers) as admin:
             admin.create_topic("restart", num_partitions=1)
@@ -37,7 +38,10 @@ def test_sends_in_flight_across_a_broker_restart_are_retried_without_duplicates(
         sender = threading.Thread(target=keep_sending)
         sender.start()
         time.sleep(1.0)
-        cluster.restart(1)  # SIGTERM, then the same broker back on the same port and data
+        if how == "sigkill":
+            cluster.kill(1)  # a crash: connections reset, answers lost
+            time.sleep(0.5)
+        cluster.restart(1)  # (SIGTERM if running) the same broker back on its port and data
         time.sleep(1.0)
         stop.set()
         sender.join(10)
