@@ -52,8 +52,9 @@ def wait_for(predicate: Callable[[], object], timeout: float = 15.0, what: str =
 class Contender:
     """One in-process broker: own ZooKeeper session, registration and election."""
 
-    def __init__(self, make_client: Callable[..., KazooClient], broker_id: int):
-        self.zk = make_client(session_timeout=SESSION)
+    def __init__(self, make_client: Callable[..., KazooClient], broker_id: int,
+                 session_timeout: float = SESSION):
+        self.zk = make_client(session_timeout=session_timeout)
         self.broker_id = broker_id
         self.events: list[tuple] = []
         self.lock = threading.Lock()
@@ -315,12 +316,13 @@ def test_a_zookeeper_restart_keeps_sessions_and_the_election_still_works(tmp_pat
     clients: list[KazooClient] = []
     group: list[Contender] = []
     try:
-        def make_client(session_timeout: float = 15.0) -> KazooClient:
+        def make_client(session_timeout: float = 20.0) -> KazooClient:
             client = connect_zookeeper(server.connect_string, session_timeout=session_timeout)
             clients.append(client)
             return client
 
-        group += [Contender(make_client, b) for b in (1, 2)]
+        # Sessions long enough to outlive the restart (the JVM takes a few seconds).
+        group += [Contender(make_client, b, session_timeout=20.0) for b in (1, 2)]
         for contender in group:
             contender.start()
         admin = make_client()
