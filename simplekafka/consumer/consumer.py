@@ -283,7 +283,9 @@ class Consumer:
                 return records
             if fetcher.client.metadata.needs_update():
                 try:
-                    fetcher.client.refresh_metadata(None, self.request_timeout_ms)
+                    # Bounded by what is left of this poll (poll never blocks past it).
+                    left_ms = (deadline - time.monotonic()) * 1000
+                    fetcher.client.refresh_metadata(None, int(max(100, left_ms)))
                 except KafkaError:
                     pass
             fetcher.send_fetches()

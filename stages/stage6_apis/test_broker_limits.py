@@ -53,3 +53,37 @@ def test_a_stalled_broker_makes_send_block_then_fail_and_everything_flows_after(
         producer.flush(60)
         assert [f.get(0).offset for f in accepted] == list(range(1, len(accepted) + 1))
         producer.close()
+
+
+def test_poll_returns_on_time_while_the_broker_is_stalled(tmp_path):
+    import os
+    import signal
+
+    from simplekafka.client import TopicPartition
+    from simplekafka.consumer import Consumer
+
+    with LocalCluster(brokers=1, base_dir=tmp_path) as cluster:
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic("stalled")
+        with Producer(cluster.bootstrap_servers) as producer:
+            producer.send("stalled", b"one").get(30)
+        with Consumer(bootstrap_servers=cluster.bootstrap_servers, auto_offset_reset="earliest",
+                      request_timeout_ms=3000) as consumer:
+            consumer.assign([TopicPartition("stalled", 0)])
+            assert [r.value for r in consumer.poll(10_000)] == [b"one"]
+            pid = cluster.broker_pids[1]
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                for _ in range(3):  # including past the request timeout
+                    started = time.monotonic()
+                    assert consumer.poll(1500) == []
+                    assert time.monotonic() - started < 3.0
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            with Producer(cluster.bootstrap_servers) as producer:
+                producer.send("stalled", b"two").get(30)
+            records = []
+            deadline = time.monotonic() + 30
+            while not records and time.monotonic() < deadline:
+                records = consumer.poll(500)
+            assert [r.value for r in records] == [b"two"]
