@@ -205,6 +205,24 @@ def test_cli_up_status_down(tmp_path):
     assert status.returncode == 1 and "not running" in status.stdout
 
 
+@pytest.mark.integration
+def test_cli_down_cleans_up_after_a_killed_supervisor(tmp_path):
+    directory = tmp_path / "c"
+    up = _cli("up", "--brokers", "1", "--dir", str(directory))
+    assert up.returncode == 0, up.stdout + up.stderr
+    state = json.loads((directory / "cluster.json").read_text())
+    os.kill(state["supervisor_pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _alive(state["supervisor_pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    broker_pid = state["brokers"]["1"]["pid"]
+    assert _alive(broker_pid), "the broker should outlive its supervisor (own session)"
+    down = _cli("down", "--dir", str(directory))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "left behind" in down.stdout
+    assert not _alive(broker_pid) and not _alive(state["zookeeper_pid"])
+
+
 @pytest.mark.parametrize("args", [
     ["up", "--brokers", "0"],
     ["up", "--brokers", "many"],

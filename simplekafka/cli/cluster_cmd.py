@@ -226,19 +226,52 @@ def cluster_down(args: argparse.Namespace) -> int:
     if state is None:
         raise CliError(f"no cluster recorded in {directory / STATE_FILE}")
     pid = state.get("supervisor_pid")
-    if not pid_alive(pid):
-        print(f"cluster in {directory} is not running")
-        return 0
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + DOWN_TIMEOUT
-    while pid_alive(pid):
-        if time.monotonic() > deadline:
-            print(f"simplekafka cluster down: supervisor {pid} still running after "
-                  f"{DOWN_TIMEOUT:.0f} s; see {directory / SUPERVISOR_LOG}", file=sys.stderr)
-            return 1
-        time.sleep(0.2)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + DOWN_TIMEOUT
+        while pid_alive(pid):
+            if time.monotonic() > deadline:
+                print(f"simplekafka cluster down: supervisor {pid} still running after "
+                      f"{DOWN_TIMEOUT:.0f} s; see {directory / SUPERVISOR_LOG}", file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+    else:
+        print(f"the supervisor of {directory} is not running")
+    orphans = _stop_orphans(state)
+    if orphans:
+        print(f"stopped processes the supervisor left behind: {orphans}")
     print(f"cluster in {directory} stopped")
     return 0
+
+
+def _command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def _stop_orphans(state: dict) -> list[int]:
+    """SIGTERM (then SIGKILL) recorded brokers and ZooKeeper that outlived a dead supervisor.
+
+    A pid is only signalled if its command line is still one of ours, so a
+    recycled pid belonging to something else is left alone.
+    """
+    candidates = [(b.get("pid"), "simplekafka broker") for b in state.get("brokers", {}).values()]
+    candidates.append((state.get("zookeeper_pid"), "ZooKeeperServerMain"))
+    stopped = []
+    for pid, marker in candidates:  # brokers first, ZooKeeper last
+        if not pid_alive(pid) or marker not in _command_line(pid):
+            continue
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        stopped.append(pid)
+    return stopped
 
 
 def cluster_status(args: argparse.Namespace) -> int:
