@@ -23,8 +23,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
@@ -42,8 +41,7 @@ log = logging.getLogger(__name__)
 _HEADER_START = struct.Struct(">hhi")
 
 
-@dataclass(frozen=True)
-class RequestContext:
+class RequestContext(NamedTuple):
     """Who asked what: the request header plus the connection it came on."""
 
     api_key: ApiKey
@@ -77,7 +75,7 @@ class RequestDispatcher:
                         peer, len(frame))
             raise CloseConnection()
         api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame, 0)
-        low_high = _supported_range(api_key)
+        low_high = _RANGES.get(api_key)
         if api_key == ApiKey.API_VERSIONS and (
                 low_high is None or not low_high[0] <= api_version <= low_high[1]):
             return api_versions_probe_response(correlation_id)
@@ -95,7 +93,7 @@ class RequestDispatcher:
             log.warning("closing %s: cannot decode %s v%d request (correlation id %d): %s",
                         peer, ApiKey(api_key).name, api_version, correlation_id, exc)
             raise CloseConnection() from None
-        context = RequestContext(ApiKey(api_key), api_version, correlation_id,
+        context = RequestContext(_KEYS[api_key], api_version, correlation_id,
                                  getattr(header, "client_id", None), peer)
         self.requests_handled += 1
         result = self._handlers[api_key](context, body)
@@ -110,8 +108,6 @@ class RequestDispatcher:
         return encode_response(context.api_key, context.api_version, context.correlation_id, body)
 
 
-def _supported_range(api_key: int) -> tuple[int, int] | None:
-    try:
-        return SUPPORTED_VERSIONS.get(ApiKey(api_key))
-    except ValueError:
-        return None
+# Looked up on every request: plain dicts keyed by the wire number.
+_RANGES: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
+_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}

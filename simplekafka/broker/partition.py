@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from twisted.internet import defer
 
 from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
+    HEADER_SIZE,
+    MAGIC_V2,
+    BatchHeader,
     iter_batch_positions,
     read_header,
+    validate_batch,
     validate_batches,
 )
 from simplekafka.protocol.compression import Compression
@@ -31,8 +35,7 @@ log = logging.getLogger(__name__)
 NO_LEADER = -1
 
 
-@dataclass(frozen=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     """What a produce gets back: where the batch landed (or landed before, if a retry)."""
 
     base_offset: int
@@ -139,29 +142,30 @@ class Partition:
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"batch of {len(records)} bytes over message.max.bytes {max_batch_bytes}",
             )
+        header = _single_batch_header(records)
         try:
-            headers = validate_batches(records)
-        except CorruptBatchError as exc:
-            raise KafkaError(exc.error_code, str(exc)) from None
-        if len(headers) != 1:
-            raise KafkaError(ErrorCode.INVALID_RECORD,
-                             f"a produce must carry exactly one batch, got {len(headers)}")
-        header = headers[0]
-        if header.compression > Compression.ZSTD or (
-                header.compression == Compression.ZSTD and api_version < 7):
-            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-        if header.is_transactional or header.is_control:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "transactions are not supported")
-        if required_acks == -1 and len(self.isr) < min_insync:
-            raise KafkaError(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
-            )
-        duplicate = self.producers.check(header)
+            if header.compression > Compression.ZSTD or (
+                    header.compression == Compression.ZSTD and api_version < 7):
+                raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+            if header.is_transactional or header.is_control:
+                raise KafkaError(ErrorCode.INVALID_RECORD, "transactions are not supported")
+            if required_acks == -1 and len(self.isr) < min_insync:
+                raise KafkaError(
+                    ErrorCode.NOT_ENOUGH_REPLICAS,
+                    f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
+                )
+            duplicate = self.producers.check(header)
+        except KafkaError:
+            _raise_if_corrupt(records)  # a damaged batch is reported as such first
+            raise
         if duplicate is not None:
+            _raise_if_corrupt(records)
             return AppendResult(duplicate.base_offset, duplicate.last_offset,
                                 self.log_start_offset, duplicate=True)
-        info = self.log.append(records, self.leader_epoch)
+        try:
+            info = self.log.append(records, self.leader_epoch)  # checks the CRC; writes or not
+        except CorruptBatchError as exc:
+            raise KafkaError(exc.error_code, str(exc)) from None
         self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
@@ -173,6 +177,14 @@ class Partition:
         """HW = lowest log end offset over the ISR (leader included); it never goes back."""
         if not self.is_leader:
             return False
+        if len(self.isr) == 1 and self.isr[0] == self.local_broker_id:
+            new_hw = self.log_end_offset  # alone in the ISR: everything appended is committed
+            if new_hw <= self.high_watermark:
+                return False
+            self.high_watermark = new_hw
+            if self._hw_waiters:
+                self._complete_hw_waiters()
+            return True
         end_offsets = [self.log_end_offset]
         end_offsets += [self.follower_end_offsets.get(replica, 0)
                         for replica in self.isr if replica != self.local_broker_id]
@@ -247,6 +259,8 @@ class Partition:
             pass
 
     def _notify_append(self) -> None:
+        if not self._append_listeners:
+            return
         for listener in list(self._append_listeners):
             listener(self)
 
@@ -281,3 +295,30 @@ class Partition:
     def close_waiters(self) -> None:
         self._append_listeners.clear()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def _single_batch_header(records: bytes) -> BatchHeader:
+    """The header of the one batch a produce carries (Kafka: exactly one per partition).
+
+    Only the header is read here; the CRC is checked once, by the log's append.
+    Anything that is not exactly one plausible batch goes through the full
+    validation, which names what is wrong.
+    """
+    header = read_header(records, 0) if len(records) >= HEADER_SIZE else None
+    if header is not None and header.magic == MAGIC_V2 and header.size == len(records):
+        return header
+    try:
+        headers = validate_batches(records)
+    except CorruptBatchError as exc:
+        raise KafkaError(exc.error_code, str(exc)) from None
+    raise KafkaError(ErrorCode.INVALID_RECORD,
+                     f"a produce must carry exactly one batch, got {len(headers)}")
+
+
+def _raise_if_corrupt(records: bytes) -> None:
+    """Check the CRC now (the append would have): integrity errors come before the rest."""
+    try:
+        validate_batch(records)
+    except CorruptBatchError as exc:
+        raise KafkaError(exc.error_code, str(exc)) from None
+
