@@ -1,0 +1,1 @@
+"""Stage 2: ZooKeeper coordination (chapter in README.md, demo in __main__.py)."""
