@@ -34,8 +34,9 @@ pytestmark = pytest.mark.integration
 
 TOPIC = "fuzz"
 PARTITIONS = 2
-FUZZ_EXAMPLES = 40
-FRAMES_PER_CONNECTION = 2600  # 40 x 2600 = 104,000 frames
+FUZZ_EXAMPLES = 20
+CONCURRENT_CONNECTIONS = 2
+FRAMES_PER_CONNECTION = 2600  # 20 x 2 x 2600 = 104,000 frames
 QUIET_WAIT = 0.5  # how long a connection that ended in garbage may stay silent
 
 
@@ -258,6 +259,7 @@ def test_corrupt_batches_are_rejected_and_not_stored(fuzz_cluster, witness, corr
 # -- the fuzz run ----------------------------------------------------------------------
 
 FRAMES_SENT = {"total": 0}
+FRAMES_LOCK = threading.Lock()
 TOPIC_NAMES = [TOPIC, "no-such-topic", "", "a" * 249, "bad name!", "é", "__consumer_offsets"]
 
 
@@ -427,7 +429,8 @@ def _fuzz_one_connection(port: int, rng: random.Random, end_with_garbage: bool) 
         reader = _Reader(sock, len(expects))
         reader.start()
         sock.sendall(b"".join(frames))
-        FRAMES_SENT["total"] += len(frames)
+        with FRAMES_LOCK:
+            FRAMES_SENT["total"] += len(frames)
         reader.join(60)
         assert not reader.is_alive(), f"only {len(reader.frames)} of {len(expects)} answers"
         assert reader.error is None, f"after {len(reader.frames)} answers: {reader.error!r}"
@@ -451,14 +454,34 @@ def test_fuzz_100k_frames_never_crash_the_broker(fuzz_cluster, witness):
     # Hypothesis draws a seed per connection; the bulk of each connection's frames comes
     # from random.Random(seed), which is much faster than a hypothesis draw per byte and
     # replays exactly from the seed in the falsifying example. Shrinking a seed is
-    # meaningless, so that phase is off.
+    # meaningless, so that phase is off. Each example runs its connections at once, so
+    # the broker interleaves their requests.
     @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(seed=st.integers(0, 2**64 - 1), end_with_garbage=st.booleans())
-    def one_connection(seed, end_with_garbage):
-        _fuzz_one_connection(port, random.Random(seed), end_with_garbage)
+    @given(seeds=st.lists(st.integers(0, 2**64 - 1), min_size=CONCURRENT_CONNECTIONS,
+                          max_size=CONCURRENT_CONNECTIONS),
+           end_with_garbage=st.lists(st.booleans(), min_size=CONCURRENT_CONNECTIONS,
+                                     max_size=CONCURRENT_CONNECTIONS))
+    def concurrent_connections(seeds, end_with_garbage):
+        failures: list[BaseException] = []
+
+        def run(seed: int, garbage: bool) -> None:
+            try:
+                _fuzz_one_connection(port, random.Random(seed), garbage)
+            except BaseException as exc:  # re-raised below, in the test's thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=run, args=pair) for pair in zip(seeds,
+                                                                             end_with_garbage)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not any(thread.is_alive() for thread in threads), "a fuzz connection hung"
+        if failures:
+            raise failures[0]
         assert_still_serving(fuzz_cluster, witness)
 
-    one_connection()
+    concurrent_connections()
     assert FRAMES_SENT["total"] >= 100_000, FRAMES_SENT
     assert_still_serving(fuzz_cluster, witness)
