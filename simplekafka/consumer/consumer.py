@@ -26,7 +26,6 @@ from simplekafka.client.errors import (
 from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
 from simplekafka.protocol.api import ApiKey
-from simplekafka.protocol.errors import ErrorCode
 
 Deserializer = Callable[[bytes | None], Any]
 
@@ -266,7 +265,7 @@ class Consumer:
 
         Returns an empty list on timeout. Raises errors that concern a partition
         (``OffsetOutOfRangeError`` with auto_offset_reset 'none', a corrupt batch)
-        as named ``KafkaError``s.
+        as named ``KafkaError`` exceptions.
         """
         self._check_open()
         if not self._fetcher.states:
@@ -382,4 +381,4 @@ class Consumer:
         self.close()
 
 
-__all__ = ["Consumer", "ConsumerRecord", "ErrorCode"]
+__all__ = ["Consumer", "ConsumerRecord"]
