@@ -156,7 +156,8 @@ class LocalCluster:
         if racks is not None and len(racks) != brokers:
             raise ValueError(f"racks names {len(racks)} racks for {brokers} brokers")
         self._owns_base_dir = base_dir is None
-        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="simplekafka-cluster-"))
+        # Absolute, so the brokers' command lines mean the same from any working directory.
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="simplekafka-cluster-")).resolve()
         self._external_zookeeper = zookeeper
         self.broker_config = {str(k): str(v) for k, v in (broker_config or {}).items()}
         self.start_timeout = start_timeout
