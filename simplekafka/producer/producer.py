@@ -9,6 +9,7 @@ and stops. Configuration names follow Kafka's (``acks``, ``linger_ms``,
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from simplekafka.client.client import KafkaClient
 from simplekafka.client.errors import (
     ClientClosedError,
+    InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
     MessageTooLargeError,
@@ -35,6 +37,7 @@ from simplekafka.producer.sender import Sender
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.records import Record
 
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _new_record = tuple.__new__
 _NO_HEADERS: tuple = ()
 Serializer = Callable[[Any], bytes | None]
@@ -184,9 +187,13 @@ class Producer:
         if partition is None:
             partition = self.partitioner(topic, key_bytes, partitions)
         elif partition not in partitions:
+            if type(partition) is not int or partition < 0:
+                raise ValueError(f"partition must be a non-negative int, not {partition!r}")
             partitions = self._wait_for_partition(topic, partition)
         if timestamp is None:
             timestamp = int(time.time() * 1000)
+        elif type(timestamp) is not int or timestamp < 0:
+            raise ValueError(f"timestamp must be milliseconds as a non-negative int: {timestamp!r}")
         tp = self._tps.get((topic, partition))
         if tp is None:
             tp = self._tps[(topic, partition)] = TopicPartition(topic, partition)
@@ -194,8 +201,10 @@ class Producer:
         return self.accumulator.append(tp, record, size, self.max_block)
 
     def _partitions_of(self, topic: str) -> list[int]:
-        if not isinstance(topic, str) or not topic:
-            raise ValueError(f"topic must be a non-empty string, not {topic!r}")
+        if not isinstance(topic, str) or not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
+            raise InvalidTopicError(
+                f"{topic!r} is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -)"
+            )
         if self._closed:
             raise ClientClosedError("send() on a closed producer")
         snapshot = self.client.metadata.snapshot

@@ -10,6 +10,7 @@ import pytest
 from simplekafka.admin import Admin
 from simplekafka.client import KafkaClient, TopicPartition
 from simplekafka.client.errors import (
+    InvalidTopicError,
     MessageTooLargeError,
     NoBrokersAvailableError,
     OffsetOutOfRangeError,
@@ -243,6 +244,12 @@ def test_a_value_that_is_not_bytes_needs_a_serializer(cluster, admin):
             producer.send(topic, "a str")
         with pytest.raises(SerializationError, match="key"):
             producer.send(topic, b"v", key=42)
+        with pytest.raises(InvalidTopicError):
+            producer.send("not a topic!", b"v")
+        with pytest.raises(ValueError, match="timestamp"):
+            producer.send(topic, b"v", timestamp=1.5)
+        with pytest.raises(ValueError, match="partition"):
+            producer.send(topic, b"v", partition=-1)
 
 
 def test_a_record_over_the_producers_limit_fails_at_send(cluster):
