@@ -26,6 +26,7 @@ from simplekafka.broker.controller import Controller, read_topic_config
 from simplekafka.broker.controller_channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch import FetchHandler
+from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata import (
     ApiVersionsHandler,
     CoordinatorUnavailableHandler,
@@ -35,6 +36,7 @@ from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
 from simplekafka.broker.produce import ProduceHandler
 from simplekafka.broker.producer_ids import InitProducerIdHandler
+from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.topic_admin import TopicAdmin
@@ -80,8 +82,15 @@ class KafkaBroker:
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()
         self.metadata_cache.listeners.append(self._metadata_changed)
+        self.fetchers = ReplicaFetcherManager(
+            reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
+                                   config["replica.fetch.min.bytes"],
+                                   config["replica.fetch.max.bytes"]),
+            self._endpoint_of)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
-                                              self.metadata_cache, self.log_config_for)
+                                              self.metadata_cache, self.log_config_for,
+                                              fetchers=self.fetchers,
+                                              isr_writer=self._write_isr)
         self.topic_admin = TopicAdmin(self)
         self.fetch_handler = FetchHandler(self)
         self.dispatcher = RequestDispatcher()
@@ -153,6 +162,7 @@ class KafkaBroker:
     def _connect_zookeeper(self) -> Any:
         from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
         from simplekafka.coordination.registration import ensure_cluster_id
+        from simplekafka.coordination.session_file import publish_session
 
         timeout_ms = (self.config["zookeeper.connection.timeout.ms"]
                       or self.config["zookeeper.session.timeout.ms"])
@@ -161,6 +171,7 @@ class KafkaBroker:
                                / 1000.0)
         ensure_kafka_paths(zk)
         self.cluster_id = ensure_cluster_id(zk)
+        publish_session(zk)  # only when SIMPLEKAFKA_ZK_SESSION_FILE is set (fault-injection tests)
         return zk
 
     def _join_cluster(self, zk: Any) -> None:
@@ -230,9 +241,21 @@ class KafkaBroker:
         every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
               self.replica_manager.checkpoint_high_watermarks)
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
+        lag_max_ms = self.config["replica.lag.time.max.ms"]
+        every(max(lag_max_ms / 2, 100) / 1000.0,
+              lambda: self.replica_manager.maybe_shrink_isrs(lag_max_ms))
         if self.config["log.flush.interval.ms"] is not None:
             every(min(self.config["log.flush.interval.ms"], 1000) / 1000.0,
                   self.log_manager.flush_if_due)
+
+    def _write_isr(self, partition: Any, isr: list[int]) -> defer.Deferred:
+        """Write a leader's ISR change to ZooKeeper on a worker thread (see isr.py)."""
+        if self.zk is None or self._stopping:
+            return defer.fail(ConnectionError("not connected to ZooKeeper"))
+        return threads.deferToThreadPool(
+            self.reactor, self.reactor.getThreadPool(), write_isr, self.zk, partition.topic,
+            partition.index, self.broker_id, partition.leader_epoch, isr,
+            partition.controller_epoch, partition.partition_epoch)
 
     def _enforce_retention(self) -> None:
         removed = self.log_manager.enforce_retention(

@@ -22,10 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+from simplekafka.coordination.session_file import SESSION_FILE_ENV
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_START_TIMEOUT = 60.0
@@ -162,6 +165,7 @@ class LocalCluster:
         self.broker_config = {str(k): str(v) for k, v in (broker_config or {}).items()}
         self.start_timeout = start_timeout
         self._zookeeper = None
+        self._zk_client = None
         self.brokers: dict[int, BrokerProcess] = {}
         for broker_id in range(1, brokers + 1):
             self.brokers[broker_id] = BrokerProcess(
@@ -226,6 +230,7 @@ class LocalCluster:
     def stop(self) -> None:
         """SIGTERM every broker (they deregister and flush), then stop ZooKeeper."""
         atexit.unregister(self.stop)
+        self._close_zk()
         running = [b for b in self.brokers.values() if b.is_running]
         for broker in running:
             broker.process.send_signal(signal.SIGTERM)
@@ -309,6 +314,112 @@ class LocalCluster:
                 )
                 raise ClusterError(f"brokers {pending} did not serve within the timeout\n{details}")
             time.sleep(0.1)
+
+    # -- what ZooKeeper says (the truth the controller writes) -----------------
+
+    @property
+    def zk(self) -> Any:
+        """A kazoo client on the cluster's ZooKeeper, opened on first use, closed by stop()."""
+        if self._zk_client is None:
+            from simplekafka.coordination.connection import connect_zookeeper
+
+            self._zk_client = connect_zookeeper(self.zookeeper_connect, timeout=30.0)
+        return self._zk_client
+
+    def _close_zk(self) -> None:
+        if self._zk_client is not None:
+            with contextlib.suppress(Exception):
+                self._zk_client.stop()
+                self._zk_client.close()
+            self._zk_client = None
+
+    def session_file(self, broker_id: int) -> Path:
+        """Where a broker publishes its ZooKeeper session (faults.expire_session reads it)."""
+        return self.base_dir / f"broker-{broker_id}" / "zookeeper-session"
+
+    def partition_dir(self, broker_id: int, topic: str, partition: int) -> Path:
+        """The directory holding broker ``broker_id``'s replica of ``topic``-``partition``."""
+        return self._broker(broker_id).data_dir / f"{topic}-{partition}"
+
+    def controller_id(self) -> int | None:
+        """The broker id in ``/controller``, or None while there is no controller."""
+        from kazoo.exceptions import NoNodeError
+
+        from simplekafka.coordination.znodes import ControllerInfo, ZkPaths
+
+        try:
+            data, _stat = self.zk.get(ZkPaths.CONTROLLER)
+        except NoNodeError:
+            return None
+        return ControllerInfo.from_json(data).broker_id
+
+    def partition_state(self, topic: str, partition: int) -> Any:
+        """The partition's state znode (leader, leader_epoch, isr), or None if there is none."""
+        from simplekafka.coordination.topics import read_partition_state
+
+        found = read_partition_state(self.zk, topic, partition)
+        return found[0] if found else None
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The partition's leader as ZooKeeper records it (-1: offline or no such partition)."""
+        state = self.partition_state(topic, partition)
+        return state.leader if state is not None else -1
+
+    def isr_of(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The partition's in-sync replicas as ZooKeeper records them."""
+        state = self.partition_state(topic, partition)
+        return tuple(state.isr) if state is not None else ()
+
+    def replicas_of(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The partition's assigned replicas, preferred leader first."""
+        from simplekafka.coordination.topics import read_topic_assignment
+
+        assignment = read_topic_assignment(self.zk, topic)
+        if assignment is None:
+            return ()
+        return tuple(assignment.partitions.get(partition, ()))
+
+    def registered_brokers(self) -> list[int]:
+        """The broker ids with a live ``/brokers/ids/<id>`` znode."""
+        from simplekafka.coordination.znodes import ZkPaths
+
+        return sorted(int(child) for child in self.zk.get_children(ZkPaths.BROKER_IDS))
+
+    def wait_for(self, condition: Callable[[], Any], what: str, timeout: float = 60.0,
+                 interval: float = 0.1) -> Any:
+        """Poll ``condition`` until it returns something true, else raise ClusterError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = condition()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise ClusterError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(interval)
+
+    def wait_for_znode_gone(self, broker_id: int, timeout: float = 60.0) -> None:
+        """Wait until ``/brokers/ids/<id>`` has vanished (the session expired or was closed)."""
+        self.wait_for(lambda: broker_id not in self.registered_brokers(),
+                      f"/brokers/ids/{broker_id} to vanish", timeout)
+
+    def wait_for_leader(self, topic: str, partition: int, timeout: float = 60.0,
+                        not_: int | None = None) -> int:
+        """Wait for a live leader (other than ``not_``) in the state znode; returns its id."""
+        def leader() -> int | None:
+            current = self.leader_of(topic, partition)
+            live = current in self.registered_brokers()
+            return current if current >= 0 and current != not_ and live else None
+
+        return self.wait_for(leader, f"a leader of {topic}-{partition}"
+                             + (f" other than {not_}" if not_ is not None else ""), timeout)
+
+    def wait_for_isr(self, topic: str, partition: int, members: Iterable[int],
+                     timeout: float = 60.0) -> tuple[int, ...]:
+        """Wait until the ISR of ``topic``-``partition`` holds every id in ``members``."""
+        wanted = set(members)
+        return self.wait_for(
+            lambda: (isr if wanted <= set(isr := self.isr_of(topic, partition)) else None),
+            f"{sorted(wanted)} in the ISR of {topic}-{partition}", timeout)
 
     # -- context manager -----------------------------------------------------
 
@@ -394,7 +505,8 @@ class LocalCluster:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1",
+                     SESSION_FILE_ENV: str(self.session_file(broker.broker_id))},
                 # Its own session: a Ctrl-C meant for the caller does not hit the brokers.
                 start_new_session=True,
             )
