@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from simplekafka.client.client import Deadline, KafkaClient
+from simplekafka.client.client import Deadline, KafkaClient, wait_for
 from simplekafka.client.errors import (
     ClientClosedError,
     KafkaError,
@@ -219,7 +219,7 @@ class Consumer:
                 futures.append(self.client.send(node_id, ApiKey.LIST_OFFSETS, body))
             first_error: KafkaError | None = None
             for future in futures:
-                answer = future.result(deadline.remaining(self.request_timeout_ms / 1000) + 1)
+                answer = wait_for(future, deadline.remaining(self.request_timeout_ms / 1000) + 1)
                 for topic in answer.topics:
                     for part in topic.partitions:
                         tp = TopicPartition(topic.name, part.partition_index)
