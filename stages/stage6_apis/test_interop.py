@@ -176,3 +176,27 @@ def ours_partition(key: bytes) -> int:
     from simplekafka.producer import partition_for_key
 
     return partition_for_key(key, PARTITIONS)
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_ours_idempotent_to_kafka_python(cluster, topic, codec):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+
+    sent = records(90)
+    with Producer(cluster.bootstrap_servers, compression_type=codec, acks="all",
+                  enable_idempotence=True) as producer:
+        for key, value, headers in sent:
+            producer.send(topic, value, key=key, headers=headers)
+        producer.flush(30)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, check_crcs=True,
+                             enable_auto_commit=False, consumer_timeout_ms=10_000)
+    consumer.assign([KpTopicPartition(topic, p) for p in range(PARTITIONS)])
+    consumer.seek_to_beginning()
+    got = []
+    for message in consumer:
+        got.append((message.key, message.value, list(message.headers)))
+        if len(got) == len(sent):
+            break
+    consumer.close()
+    assert sorted(got, key=repr) == sorted(((k, v, list(h)) for k, v, h in sent), key=repr)
