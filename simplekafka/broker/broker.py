@@ -26,10 +26,10 @@ from simplekafka.broker.controller import Controller, read_topic_config
 from simplekafka.broker.controller_channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch import FetchHandler
+from simplekafka.broker.group_coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata import (
     ApiVersionsHandler,
-    CoordinatorUnavailableHandler,
     MetadataHandler,
 )
 from simplekafka.broker.metadata_cache import MetadataCache
@@ -93,6 +93,7 @@ class KafkaBroker:
                                               isr_writer=self._write_isr)
         self.topic_admin = TopicAdmin(self)
         self.fetch_handler = FetchHandler(self)
+        self.group_coordinator = GroupCoordinator(self)
         self.dispatcher = RequestDispatcher()
         self._register_handlers()
 
@@ -112,8 +113,8 @@ class KafkaBroker:
         register(ApiKey.LEADER_AND_ISR, self._handle_leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self._handle_update_metadata)
         register(ApiKey.STOP_REPLICA, self._handle_stop_replica)
-        # Replaced by the group coordinator (stage 6) when it registers its handlers.
-        register(ApiKey.FIND_COORDINATOR, CoordinatorUnavailableHandler())
+        # Consumer groups and committed offsets (FindCoordinator ... DeleteGroups).
+        self.group_coordinator.register(self.dispatcher)
 
     @property
     def is_controller(self) -> bool:
@@ -241,6 +242,8 @@ class KafkaBroker:
         every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
               self.replica_manager.checkpoint_high_watermarks)
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
+        every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
+              self.group_coordinator.expire_offsets)
         lag_max_ms = self.config["replica.lag.time.max.ms"]
         every(max(lag_max_ms / 2, 100) / 1000.0,
               lambda: self.replica_manager.maybe_shrink_isrs(lag_max_ms))

@@ -574,6 +574,56 @@ SYNC_GROUP_RESPONSE = Message("SyncGroupResponse", 14, "0-3", "4+", [
     F("assignment", "bytes"),
 ])
 
+# --- DescribeGroups (15), ListGroups (16), DeleteGroups (42) ---------------------------------
+
+DESCRIBE_GROUPS_REQUEST = Message("DescribeGroupsRequest", 15, "0-4", "5+", [
+    F("groups", "[]string"),
+    F("include_authorized_operations", "bool", "3+", default=False),
+])
+
+DESCRIBE_GROUPS_RESPONSE = Message("DescribeGroupsResponse", 15, "0-4", "5+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("groups", [
+        F("error_code", "int16"),
+        F("group_id", "string"),
+        F("group_state", "string"),
+        F("protocol_type", "string"),
+        F("protocol_data", "string"),
+        F("members", [
+            F("member_id", "string"),
+            F("group_instance_id", "string", "4+", nullable="4+", default=None),
+            F("client_id", "string"),
+            F("client_host", "string"),
+            F("member_metadata", "bytes"),
+            F("member_assignment", "bytes"),
+        ]),
+        F("authorized_operations", "int32", "3+", default=-2147483648),
+    ]),
+])
+
+LIST_GROUPS_REQUEST = Message("ListGroupsRequest", 16, "0-2", "3+", [])
+
+LIST_GROUPS_RESPONSE = Message("ListGroupsResponse", 16, "0-2", "3+", [
+    F("throttle_time_ms", "int32", "1+"),
+    F("error_code", "int16"),
+    F("groups", [
+        F("group_id", "string"),
+        F("protocol_type", "string"),
+    ]),
+])
+
+DELETE_GROUPS_REQUEST = Message("DeleteGroupsRequest", 42, "0-1", "2+", [
+    F("groups_names", "[]string"),
+])
+
+DELETE_GROUPS_RESPONSE = Message("DeleteGroupsResponse", 42, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("group_id", "string"),
+        F("error_code", "int16"),
+    ]),
+])
+
 # --- ApiVersions (18) ------------------------------------------------------------------------
 
 API_VERSIONS_REQUEST = Message("ApiVersionsRequest", 18, "0-4", "3+", [
@@ -689,6 +739,9 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE),
         (LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE),
         (SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
+        (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
+        (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
+        (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),

@@ -1,0 +1,912 @@
+"""The group coordinator: consumer groups, rebalances and committed offsets, on the broker.
+
+Which broker coordinates a group is decided by ``__consumer_offsets``: the
+leader of partition ``partition_for(group_id, N)`` (see ``offsets_topic``).
+FindCoordinator answers with that leader (creating the topic on first use);
+every other group request sent to a broker that does not lead the group's
+partition gets NOT_COORDINATOR, and one that has just become leader answers
+COORDINATOR_LOAD_IN_PROGRESS until it has read the partition back.
+
+A rebalance is Kafka's two-round protocol. JoinGroup: every member says which
+assignors it supports; the coordinator waits until all known members have
+(re)joined, or the rebalance timeout passes, bumps the generation, picks the
+protocol all members share, and answers; the leader's answer lists every
+member's subscription. SyncGroup: the leader sends the assignment it computed
+(the broker never looks inside), everyone receives their share, and the group
+is Stable. Heartbeats keep members alive (a member silent for its session
+timeout is removed and the others rebalance) and tell them when to rejoin.
+
+Commits are appended to the group's ``__consumer_offsets`` partition with
+acks=all semantics and acknowledged only once the high watermark passed them,
+so a commit the client saw succeed survives the coordinator's broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from twisted.internet import defer, threads
+
+from simplekafka.broker.errors import KafkaError
+from simplekafka.broker.group_state import Group, GroupState, Member
+from simplekafka.broker.offsets_topic import (
+    OFFSETS_TOPIC,
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+    partition_for,
+)
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.records import build_batch, parse_batches
+
+log = logging.getLogger(__name__)
+
+MIN_SESSION_TIMEOUT_MS = 1_000
+MAX_SESSION_TIMEOUT_MS = 1_800_000
+OFFSET_METADATA_MAX_BYTES = 4096
+MAX_GROUP_ID_BYTES = 32_767  # what an int16-length string can carry
+COMMIT_TIMEOUT_S = 5.0
+CONSUMER_PROTOCOL = "consumer"
+
+# A failed append to __consumer_offsets, as the group client should hear it (Kafka's mapping).
+_APPEND_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupCoordinator:
+    """Every group whose ``__consumer_offsets`` partition this broker leads."""
+
+    def __init__(self, broker: Any):
+        self.broker = broker
+        self.reactor = broker.reactor
+        self.groups: dict[str, Group] = {}
+        self.loaded: dict[int, int] = {}  # offsets partition -> leader epoch it was loaded at
+        self._loading: set[int] = set()
+        self._creating_topic = False
+        broker.metadata_cache.listeners.append(self.sync_ownership)
+
+    def register(self, dispatcher: Any) -> None:
+        for key, handler in [
+            (ApiKey.FIND_COORDINATOR, self.find_coordinator),
+            (ApiKey.JOIN_GROUP, self.join_group),
+            (ApiKey.SYNC_GROUP, self.sync_group),
+            (ApiKey.HEARTBEAT, self.heartbeat),
+            (ApiKey.LEAVE_GROUP, self.leave_group),
+            (ApiKey.OFFSET_COMMIT, self.offset_commit),
+            (ApiKey.OFFSET_FETCH, self.offset_fetch),
+            (ApiKey.LIST_GROUPS, self.list_groups),
+            (ApiKey.DESCRIBE_GROUPS, self.describe_groups),
+            (ApiKey.DELETE_GROUPS, self.delete_groups),
+        ]:
+            dispatcher.register(key, handler)
+
+    # -- configuration --------------------------------------------------------------------
+
+    @property
+    def num_partitions(self) -> int:
+        known = self.broker.metadata_cache.topics.get(OFFSETS_TOPIC)
+        return len(known) if known else self.broker.config["offsets.topic.num.partitions"]
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def _config(self, key: str, default: int) -> int:
+        try:
+            value = self.broker.config[key]
+        except KeyError:
+            return default
+        return default if value is None else value
+
+    # -- ownership: which groups this broker coordinates ----------------------------------
+
+    def _local_leader(self, index: int) -> Any:
+        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+        return partition if partition is not None and partition.is_leader else None
+
+    def check_owner(self, group_id: str) -> ErrorCode | None:
+        """None if this broker coordinates the group now; else the error to answer."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if len(group_id.encode("utf-8")) > MAX_GROUP_ID_BYTES:
+            return ErrorCode.INVALID_GROUP_ID
+        index = self.partition_of(group_id)
+        partition = self._local_leader(index)
+        if partition is None:
+            if index in self.loaded:
+                self._drop(index)
+            return ErrorCode.NOT_COORDINATOR
+        if self.loaded.get(index) != partition.leader_epoch:
+            if index in self.loaded:
+                self._drop(index)
+            self._schedule_load(index)
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return None
+
+    def sync_ownership(self) -> None:
+        """After a metadata change: drop partitions no longer led, load newly led ones."""
+        for index, epoch in list(self.loaded.items()):
+            partition = self._local_leader(index)
+            if partition is None or partition.leader_epoch != epoch:
+                self._drop(index)
+        for (topic, index), partition in list(self.broker.replica_manager.partitions.items()):
+            if topic == OFFSETS_TOPIC and partition.is_leader and index not in self.loaded:
+                self._schedule_load(index)
+
+    def _schedule_load(self, index: int) -> None:
+        if index not in self._loading:
+            self._loading.add(index)
+            self.reactor.callLater(0, self._load, index)
+
+    def _load(self, index: int) -> None:
+        """Rebuild the groups of one partition from its log (later records win)."""
+        self._loading.discard(index)
+        partition = self._local_leader(index)
+        if partition is None or self.loaded.get(index) == partition.leader_epoch:
+            return
+        started = time.monotonic()
+        offsets: dict[str, dict[tuple[str, int], OffsetValue | None]] = {}
+        metadata: dict[str, GroupValue | None] = {}
+        the_log = partition.log
+        position = the_log.log_start_offset
+        end = the_log.log_end_offset
+        records = 0
+        while position < end:
+            chunk = the_log.read(position, 1 << 20)
+            if not chunk:
+                break
+            batches = parse_batches(bytes(chunk))
+            if not batches:
+                break
+            for batch in batches:
+                for record in batch:
+                    records += 1
+                    self._replay(record, offsets, metadata)
+                position = max(position, batch.next_offset)
+        for group_id, value in metadata.items():
+            if value is None:
+                self._forget(group_id)
+                continue
+            self.groups[group_id] = self._group_from(group_id, value)
+        for group_id, entries in offsets.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                if metadata.get(group_id, 0) is None:
+                    continue
+                group = self.groups[group_id] = Group(group_id)
+            for key, value in entries.items():
+                if value is None:
+                    group.offsets.pop(key, None)
+                else:
+                    group.offsets[key] = value
+        self.loaded[index] = partition.leader_epoch
+        log.info("%s-%d loaded: %d records, %d groups, in %.3f s", OFFSETS_TOPIC, index,
+                 records, sum(1 for g in self.groups if self.partition_of(g) == index),
+                 time.monotonic() - started)
+
+    @staticmethod
+    def _replay(record: Any, offsets: dict, metadata: dict) -> None:
+        try:
+            key = decode_key(record.key or b"")
+            if isinstance(key, OffsetKey):
+                value = decode_offset_value(record.value) if record.value is not None else None
+                offsets.setdefault(key.group_id, {})[(key.topic, key.partition)] = value
+            else:
+                value = decode_group_value(record.value) if record.value is not None else None
+                metadata[key.group_id] = value
+                if value is None:
+                    offsets.pop(key.group_id, None)
+        except RecordFormatError as exc:
+            log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
+
+    def _group_from(self, group_id: str, value: GroupValue) -> Group:
+        group = Group(group_id, generation=value.generation,
+                      protocol_type=value.protocol_type or None, protocol=value.protocol,
+                      leader_id=value.leader, state_timestamp=value.state_timestamp)
+        for m in value.members:
+            member = Member(m.member_id, m.client_id, m.client_host, m.session_timeout_ms,
+                            m.rebalance_timeout_ms, value.protocol_type,
+                            [(value.protocol or "", m.subscription)], m.group_instance_id,
+                            m.assignment)
+            group.members[m.member_id] = member
+            self._schedule_expiry(group, member)
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        return group
+
+    def _drop(self, index: int) -> None:
+        """This broker no longer coordinates partition ``index``: forget its groups."""
+        self.loaded.pop(index, None)
+        for group_id in [g for g in self.groups if self.partition_of(g) == index]:
+            self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+        log.info("%s-%d: groups unloaded (no longer the leader)", OFFSETS_TOPIC, index)
+
+    def _forget(self, group_id: str, code: ErrorCode = ErrorCode.UNKNOWN_MEMBER_ID) -> None:
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return
+        group.state = GroupState.DEAD
+        _cancel(group.join_timer)
+        for timer in group.pending_members.values():
+            _cancel(timer)
+        for member in group.members.values():
+            _cancel(member.expiry)
+            self._fail_waiters(member, code)
+
+    # -- writing to __consumer_offsets --------------------------------------------------------
+
+    def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> defer.Deferred:
+        """Append records to the group's partition; fires with an ErrorCode once replicated."""
+        partition = self._local_leader(self.partition_of(group_id))
+        if partition is None:
+            return defer.succeed(ErrorCode.NOT_COORDINATOR)
+        batch = build_batch(entries)
+        config = self.broker.config
+        min_insync = self.broker.topic_config(OFFSETS_TOPIC).get("min.insync.replicas")
+        try:
+            result = partition.append_as_leader(
+                batch, -1, int(min_insync or config.min_insync_replicas),
+                config["message.max.bytes"], 8)
+        except KafkaError as exc:
+            return defer.succeed(_APPEND_ERRORS.get(exc.code, exc.code))
+        except Exception:
+            log.exception("appending to %s for group %r failed", OFFSETS_TOPIC, group_id)
+            return defer.succeed(ErrorCode.NOT_COORDINATOR)
+        waiter = partition.wait_for_high_watermark(result.last_offset + 1)
+        done: defer.Deferred = defer.Deferred()
+
+        def finish(code: ErrorCode) -> None:
+            if not done.called:
+                if timer.active():
+                    timer.cancel()
+                done.callback(_APPEND_ERRORS.get(code, code))
+
+        timer = self.reactor.callLater(COMMIT_TIMEOUT_S, finish, ErrorCode.REQUEST_TIMED_OUT)
+        waiter.addCallback(finish)
+        return done
+
+    def _store_group(self, group: Group) -> defer.Deferred:
+        value = GroupValue(
+            group.protocol_type or "", group.generation, group.protocol, group.leader_id,
+            group.state_timestamp,
+            [MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                         m.rebalance_timeout_ms, m.session_timeout_ms,
+                         m.metadata_for(group.protocol or ""), m.assignment)
+             for m in group.members.values()])
+        return self._append(group.group_id,
+                            [(encode_group_key(GroupKey(group.group_id)),
+                              encode_group_value(value))])
+
+    def _ensure_offsets_topic(self) -> None:
+        """Create __consumer_offsets (in the background) if no one has yet."""
+        broker = self.broker
+        if self._creating_topic or broker.zk is None:
+            return
+        from simplekafka.coordination.topics import TopicError, create_topic
+
+        self._creating_topic = True
+        config = broker.config
+        live = max(len(broker.metadata_cache.brokers), 1)
+        replication = min(config["offsets.topic.replication.factor"], live)
+        partitions = config["offsets.topic.num.partitions"]
+        work = threads.deferToThreadPool(
+            self.reactor, self.reactor.getThreadPool(), create_topic, broker.zk,
+            OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
+
+        def created(_: Any) -> None:
+            log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
+                     partitions, replication)
+
+        def failed(failure: Any) -> None:
+            if not failure.check(TopicError):
+                log.warning("creating %s failed: %s", OFFSETS_TOPIC, failure.getErrorMessage())
+
+        work.addCallbacks(created, failed)
+        work.addBoth(lambda _: setattr(self, "_creating_topic", False))
+
+    # -- FindCoordinator ------------------------------------------------------------------
+
+    def find_coordinator(self, context: Any, request: Any) -> dict:
+        def answer(code: ErrorCode, node: Any = None) -> dict:
+            return {"throttle_time_ms": 0, "error_code": code,
+                    "error_message": None if code == ErrorCode.NONE else code.name,
+                    "node_id": node.broker_id if node else -1,
+                    "host": node.host if node else "", "port": node.port if node else -1}
+
+        if getattr(request, "key_type", 0) != 0:
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)  # no transactions here
+        group_id = request.key or ""
+        if not group_id or len(group_id.encode("utf-8")) > MAX_GROUP_ID_BYTES:
+            return answer(ErrorCode.INVALID_GROUP_ID)
+        cache = self.broker.metadata_cache
+        if OFFSETS_TOPIC not in cache.topics:
+            self._ensure_offsets_topic()
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
+        if state is None or state.leader < 0 or not cache.is_alive(state.leader):
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return answer(ErrorCode.NONE, cache.brokers[state.leader])
+
+    # -- JoinGroup ------------------------------------------------------------------------
+
+    def join_group(self, context: Any, request: Any) -> dict | defer.Deferred:
+        version = context.api_version
+        group_id = request.group_id
+
+        def refuse(code: ErrorCode, member_id: str = request.member_id) -> dict:
+            return _join_answer(code, member_id=member_id)
+
+        code = self.check_owner(group_id)
+        if code is not None:
+            return refuse(code)
+        session = request.session_timeout_ms
+        if not MIN_SESSION_TIMEOUT_MS <= session <= MAX_SESSION_TIMEOUT_MS:
+            return refuse(ErrorCode.INVALID_SESSION_TIMEOUT)
+        rebalance = request.rebalance_timeout_ms if version >= 1 else -1
+        if rebalance is None or rebalance <= 0:
+            rebalance = session
+        protocols = [(p.name, bytes(p.metadata or b"")) for p in request.protocols]
+        member_id = request.member_id or ""
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return refuse(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = Group(group_id)
+        if not request.protocol_type or not protocols or not group.supports(
+                request.protocol_type, [name for name, _ in protocols]):
+            if not (member_id and set(group.members) == {member_id}):
+                return refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if not member_id or member_id in group.pending_members:
+            if not member_id:
+                member_id = f"{context.client_id or 'consumer'}-{uuid.uuid4()}"
+                if version >= 4:
+                    # KIP-394: the client must come back with this id (so a retried
+                    # first join cannot leave a ghost member behind).
+                    group.pending_members[member_id] = self.reactor.callLater(
+                        session / 1000.0, self._pending_expired, group, member_id)
+                    return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
+            _cancel(group.pending_members.pop(member_id, None))
+            member = Member(member_id, context.client_id or "", _host(context.peer), session,
+                            rebalance, request.protocol_type, protocols,
+                            getattr(request, "group_instance_id", None))
+            return self._add_member(group, member)
+        member = group.members.get(member_id)
+        if member is None:
+            return refuse(ErrorCode.UNKNOWN_MEMBER_ID)
+        return self._rejoin(group, member, protocols, session, rebalance)
+
+    def _add_member(self, group: Group, member: Member) -> defer.Deferred:
+        if not group.members:
+            group.protocol_type = member.protocol_type
+        group.members[member.member_id] = member
+        if group.leader_id is None:
+            group.leader_id = member.member_id
+        group.new_member_joined = True
+        waiter: defer.Deferred = defer.Deferred()
+        member.join_waiter = waiter
+        self._schedule_expiry(group, member)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"{member.member_id} joined")
+        return waiter
+
+    def _rejoin(self, group: Group, member: Member, protocols: list, session: int,
+                rebalance: int) -> dict | defer.Deferred:
+        changed = protocols != member.protocols
+        member.protocols = protocols
+        member.session_timeout_ms = session
+        member.rebalance_timeout_ms = rebalance
+        self._schedule_expiry(group, member)
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE) and not changed \
+                and member.member_id != group.leader_id:
+            # Nothing new: answer with the current generation, no rebalance.
+            return self._join_result(group, member)
+        if group.is_in(GroupState.EMPTY, GroupState.DEAD):
+            return _join_answer(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id)
+        if member.join_waiter is not None and not member.join_waiter.called:
+            member.join_waiter.callback(_join_answer(ErrorCode.REBALANCE_IN_PROGRESS,
+                                                     member_id=member.member_id))
+        waiter: defer.Deferred = defer.Deferred()
+        member.join_waiter = waiter
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"{member.member_id} rejoined")
+        return waiter
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            for member in group.members.values():
+                member.assignment = b""
+                if member.sync_waiter is not None and not member.sync_waiter.called:
+                    member.sync_waiter.callback(_sync_answer(ErrorCode.REBALANCE_IN_PROGRESS))
+                member.sync_waiter = None
+        initial = group.is_in(GroupState.EMPTY)
+        group.state = GroupState.PREPARING_REBALANCE
+        group.state_timestamp = _now_ms()
+        _cancel(group.join_timer)
+        log.info("%s: rebalancing (%s)", group.summary(), reason)
+        if initial:
+            delay = self._config("group.initial.rebalance.delay.ms", 3000)
+            group.new_member_joined = False
+            group.join_timer = self.reactor.callLater(
+                delay / 1000.0, self._initial_delay_done, group,
+                max(group.rebalance_timeout_ms() - delay, 0))
+            group.initial_delay = True
+        else:
+            group.initial_delay = False
+            group.join_timer = self.reactor.callLater(
+                group.rebalance_timeout_ms() / 1000.0, self._complete_join, group)
+            self._maybe_complete_join(group)
+
+    def _initial_delay_done(self, group: Group, remaining_ms: int) -> None:
+        """A new group waits for more members, extending while they keep coming (KIP-134)."""
+        if not group.is_in(GroupState.PREPARING_REBALANCE):
+            return
+        delay = self._config("group.initial.rebalance.delay.ms", 3000)
+        if group.new_member_joined and remaining_ms > 0 and delay > 0:
+            group.new_member_joined = False
+            step = min(delay, remaining_ms)
+            group.join_timer = self.reactor.callLater(step / 1000.0, self._initial_delay_done,
+                                                      group, remaining_ms - step)
+            return
+        group.initial_delay = False
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: Group) -> None:
+        if group.is_in(GroupState.PREPARING_REBALANCE) and not group.initial_delay \
+                and group.all_rejoined():
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        if not group.is_in(GroupState.PREPARING_REBALANCE) or group.group_id not in self.groups:
+            return
+        _cancel(group.join_timer)
+        group.join_timer = None
+        group.initial_delay = False
+        for member in [m for m in group.members.values() if m.join_waiter is None]:
+            log.info("group %r: %s did not rejoin in time; removed", group.group_id,
+                     member.member_id)
+            self._remove(group, member, rebalance=False)
+        group.generation += 1
+        group.state_timestamp = _now_ms()
+        if not group.members:
+            group.state = GroupState.EMPTY
+            group.protocol = None
+            group.leader_id = None
+            log.info("%s", group.summary())
+            self._store_group(group)
+            return
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.protocol = group.select_protocol()
+        group.state = GroupState.COMPLETING_REBALANCE
+        log.info("%s protocol %s leader %s", group.summary(), group.protocol, group.leader_id)
+        for member in group.members.values():
+            waiter, member.join_waiter = member.join_waiter, None
+            self._schedule_expiry(group, member)
+            if waiter is not None and not waiter.called:
+                waiter.callback(self._join_result(group, member))
+
+    def _join_result(self, group: Group, member: Member) -> dict:
+        members = []
+        if member.member_id == group.leader_id:
+            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                        "metadata": m.metadata_for(group.protocol or "")}
+                       for m in group.members.values()]
+        return _join_answer(ErrorCode.NONE, generation=group.generation,
+                            protocol=group.protocol or "", leader=group.leader_id or "",
+                            member_id=member.member_id, members=members)
+
+    # -- SyncGroup ------------------------------------------------------------------------
+
+    def sync_group(self, context: Any, request: Any) -> dict | defer.Deferred:
+        code = self.check_owner(request.group_id)
+        if code is not None:
+            return _sync_answer(code)
+        group = self.groups.get(request.group_id)
+        member = group.members.get(request.member_id) if group else None
+        if group is None or member is None:
+            return _sync_answer(ErrorCode.UNKNOWN_MEMBER_ID)
+        if request.generation_id != group.generation:
+            return _sync_answer(ErrorCode.ILLEGAL_GENERATION)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return _sync_answer(ErrorCode.REBALANCE_IN_PROGRESS)
+        self._schedule_expiry(group, member)
+        if group.is_in(GroupState.STABLE):
+            return _sync_answer(ErrorCode.NONE, member.assignment)
+        if not group.is_in(GroupState.COMPLETING_REBALANCE):
+            return _sync_answer(ErrorCode.UNKNOWN_MEMBER_ID)
+        waiter: defer.Deferred = defer.Deferred()
+        member.sync_waiter = waiter
+        if member.member_id == group.leader_id:
+            assignments = {a.member_id: bytes(a.assignment or b"") for a in request.assignments}
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            generation = group.generation
+            self._store_group(group).addCallback(self._assignment_stored, group, generation)
+        return waiter
+
+    def _assignment_stored(self, code: ErrorCode, group: Group, generation: int) -> None:
+        if not group.is_in(GroupState.COMPLETING_REBALANCE) or group.generation != generation:
+            return
+        if code != ErrorCode.NONE:
+            log.warning("%s: storing the assignment failed (%s)", group.summary(), code.name)
+            for member in group.members.values():
+                member.assignment = b""
+                if member.sync_waiter is not None and not member.sync_waiter.called:
+                    member.sync_waiter.callback(_sync_answer(code))
+                member.sync_waiter = None
+            self._prepare_rebalance(group, "assignment not stored")
+            return
+        group.state = GroupState.STABLE
+        group.state_timestamp = _now_ms()
+        log.info("%s", group.summary())
+        for member in group.members.values():
+            waiter, member.sync_waiter = member.sync_waiter, None
+            if waiter is not None and not waiter.called:
+                waiter.callback(_sync_answer(ErrorCode.NONE, member.assignment))
+
+    # -- Heartbeat, LeaveGroup, session expiry --------------------------------------------
+
+    def heartbeat(self, context: Any, request: Any) -> dict:
+        def answer(code: ErrorCode) -> dict:
+            return {"throttle_time_ms": 0, "error_code": code}
+
+        code = self.check_owner(request.group_id)
+        if code is not None:
+            return answer(code)
+        group = self.groups.get(request.group_id)
+        member = group.members.get(request.member_id) if group else None
+        if group is None or member is None or group.is_in(GroupState.EMPTY):
+            return answer(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._schedule_expiry(group, member)
+            return answer(ErrorCode.REBALANCE_IN_PROGRESS)
+        if request.generation_id != group.generation:
+            return answer(ErrorCode.ILLEGAL_GENERATION)
+        self._schedule_expiry(group, member)
+        return answer(ErrorCode.NONE)
+
+    def leave_group(self, context: Any, request: Any) -> dict:
+        version = context.api_version
+        if version >= 3:
+            leaving = [m.member_id for m in request.members]
+        else:
+            leaving = [request.member_id]
+        code = self.check_owner(request.group_id)
+        group = self.groups.get(request.group_id) if code is None else None
+        results = []
+        for member_id in leaving:
+            member_code = code or ErrorCode.NONE
+            if code is None:
+                if group is None:
+                    member_code = ErrorCode.UNKNOWN_MEMBER_ID
+                elif member_id in group.pending_members:
+                    _cancel(group.pending_members.pop(member_id))
+                elif member_id in group.members:
+                    member = group.members[member_id]
+                    log.info("group %r: %s left", group.group_id, member_id)
+                    self._fail_waiters(member, ErrorCode.UNKNOWN_MEMBER_ID)
+                    self._remove(group, member)
+                else:
+                    member_code = ErrorCode.UNKNOWN_MEMBER_ID
+            results.append({"member_id": member_id, "group_instance_id": None,
+                            "error_code": member_code})
+        top = code or ErrorCode.NONE
+        if version < 3 and results:
+            top = results[0]["error_code"]
+        return {"throttle_time_ms": 0, "error_code": top, "members": results}
+
+    def _schedule_expiry(self, group: Group, member: Member) -> None:
+        _cancel(member.expiry)
+        member.expiry = self.reactor.callLater(member.session_timeout_ms / 1000.0,
+                                               self._member_expired, group, member.member_id)
+
+    def _member_expired(self, group: Group, member_id: str) -> None:
+        member = group.members.get(member_id)
+        if member is None or self.groups.get(group.group_id) is not group:
+            return
+        if member.join_waiter is not None:
+            self._schedule_expiry(group, member)  # waiting in JoinGroup counts as alive
+            return
+        log.info("group %r: %s's session expired; removed", group.group_id, member_id)
+        self._fail_waiters(member, ErrorCode.UNKNOWN_MEMBER_ID)
+        self._remove(group, member)
+
+    def _pending_expired(self, group: Group, member_id: str) -> None:
+        group.pending_members.pop(member_id, None)
+
+    def _remove(self, group: Group, member: Member, rebalance: bool = True) -> None:
+        _cancel(member.expiry)
+        group.members.pop(member.member_id, None)
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
+        if not rebalance:
+            return
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"{member.member_id} left")
+        elif group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+
+    @staticmethod
+    def _fail_waiters(member: Member, code: ErrorCode) -> None:
+        join, member.join_waiter = member.join_waiter, None
+        sync, member.sync_waiter = member.sync_waiter, None
+        if join is not None and not join.called:
+            join.callback(_join_answer(code, member_id=member.member_id))
+        if sync is not None and not sync.called:
+            sync.callback(_sync_answer(code))
+
+    # -- OffsetCommit, OffsetFetch --------------------------------------------------------
+
+    def offset_commit(self, context: Any, request: Any) -> dict | defer.Deferred:
+        version = context.api_version
+        generation = request.generation_id_or_member_epoch if version >= 1 else -1
+        member_id = request.member_id if version >= 1 else ""
+        results: list[tuple[str, dict]] = []
+
+        def answer() -> dict:
+            topics: dict[str, list[dict]] = {}
+            for topic, part in results:
+                topics.setdefault(topic, []).append(part)
+            return {"throttle_time_ms": 0,
+                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+
+        def everyone(code: ErrorCode) -> dict:
+            for topic in request.topics:
+                for p in topic.partitions:
+                    results.append((topic.name, {"partition_index": p.partition_index,
+                                                 "error_code": code}))
+            return answer()
+
+        group_id = request.group_id
+        code = self.check_owner(group_id)
+        if code is not None:
+            return everyone(code)
+        group = self.groups.get(group_id)
+        code = self._commit_allowed(group, generation, member_id)
+        if code is not None:
+            return everyone(code)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        member = group.members.get(member_id)
+        if member is not None:
+            self._schedule_expiry(group, member)
+        cache = self.broker.metadata_cache
+        now = _now_ms()
+        entries = []
+        accepted: list[tuple[tuple[str, int], OffsetValue, dict]] = []
+        for topic in request.topics:
+            for p in topic.partitions:
+                part = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE}
+                results.append((topic.name, part))
+                metadata = p.committed_metadata or ""
+                if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+                    part["error_code"] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                if cache.partition(topic.name, p.partition_index) is None:
+                    part["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                value = OffsetValue(p.committed_offset,
+                                    getattr(p, "committed_leader_epoch", -1), metadata, now)
+                key = (topic.name, p.partition_index)
+                entries.append((encode_offset_key(OffsetKey(group_id, *key)),
+                                encode_offset_value(value)))
+                accepted.append((key, value, part))
+        if not entries:
+            return answer()
+
+        def stored(code: ErrorCode) -> dict:
+            for key, value, part in accepted:
+                if code == ErrorCode.NONE:
+                    if self.groups.get(group_id) is group:
+                        group.offsets[key] = value
+                else:
+                    part["error_code"] = code
+            return answer()
+
+        return self._append(group_id, entries).addCallback(stored)
+
+    @staticmethod
+    def _commit_allowed(group: Group | None, generation: int, member_id: str) -> ErrorCode | None:
+        if group is None or group.is_in(GroupState.EMPTY):
+            # A consumer outside any group (assign + commit) uses generation -1.
+            if generation < 0 and not member_id:
+                return None
+            return ErrorCode.UNKNOWN_MEMBER_ID if group is None or member_id \
+                else ErrorCode.ILLEGAL_GENERATION
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    def offset_fetch(self, context: Any, request: Any) -> dict:
+        version = context.api_version
+        code = self.check_owner(request.group_id)
+        if code is not None:
+            topics = []
+            if version < 2:  # no top-level error: say it per partition
+                topics = [{"name": t.name, "partitions": [
+                    {"partition_index": p, "committed_offset": -1, "metadata": "",
+                     "error_code": code} for p in t.partition_indexes]}
+                    for t in request.topics or []]
+            return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
+        group = self.groups.get(request.group_id)
+        offsets = group.offsets if group is not None else {}
+        if request.topics is None:
+            wanted: dict[str, list[int]] = {}
+            for topic, index in sorted(offsets):
+                wanted.setdefault(topic, []).append(index)
+        else:
+            wanted = {t.name: list(t.partition_indexes) for t in request.topics}
+        topics = []
+        for name, indexes in wanted.items():
+            parts = []
+            for index in indexes:
+                value = offsets.get((name, index))
+                parts.append({
+                    "partition_index": index,
+                    "committed_offset": value.offset if value else -1,
+                    "committed_leader_epoch": value.leader_epoch if value else -1,
+                    "metadata": value.metadata if value else "",
+                    "error_code": ErrorCode.NONE})
+            topics.append({"name": name, "partitions": parts})
+        return {"throttle_time_ms": 0, "topics": topics, "error_code": ErrorCode.NONE}
+
+    # -- ListGroups, DescribeGroups, DeleteGroups -----------------------------------------
+
+    def list_groups(self, context: Any, request: Any) -> dict:
+        self.sync_ownership()
+        code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or ""}
+                  for g in sorted(self.groups.values(), key=lambda g: g.group_id)
+                  if not g.is_in(GroupState.DEAD)]
+        return {"throttle_time_ms": 0, "error_code": code, "groups": groups}
+
+    def describe_groups(self, context: Any, request: Any) -> dict:
+        return {"throttle_time_ms": 0,
+                "groups": [self._describe(group_id) for group_id in request.groups]}
+
+    def _describe(self, group_id: str) -> dict:
+        answer = {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": "Dead",
+                  "protocol_type": "", "protocol_data": "", "members": [],
+                  "authorized_operations": -2147483648}
+        code = self.check_owner(group_id)
+        if code is not None:
+            answer["error_code"] = code
+            return answer
+        group = self.groups.get(group_id)
+        if group is None:
+            return answer
+        stable = group.is_in(GroupState.STABLE)
+        answer.update(group_state=group.state.value, protocol_type=group.protocol_type or "",
+                      protocol_data=(group.protocol or "") if stable else "")
+        answer["members"] = [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+             "client_id": m.client_id, "client_host": m.client_host,
+             "member_metadata": m.metadata_for(group.protocol or "") if stable else b"",
+             "member_assignment": m.assignment if stable else b""}
+            for m in group.members.values()]
+        return answer
+
+    def delete_groups(self, context: Any, request: Any) -> dict | defer.Deferred:
+        results = []
+        waits = []
+        for group_id in request.groups_names:
+            result = {"group_id": group_id, "error_code": ErrorCode.NONE}
+            results.append(result)
+            code = self.check_owner(group_id)
+            group = self.groups.get(group_id) if code is None else None
+            if code is None and group is None:
+                code = ErrorCode.GROUP_ID_NOT_FOUND
+            elif code is None and group.members:
+                code = ErrorCode.NON_EMPTY_GROUP
+            if code is not None:
+                result["error_code"] = code
+                continue
+            waits.append(self._delete(group).addCallback(
+                lambda c, r=result: r.update(error_code=c)))
+        body = {"throttle_time_ms": 0, "results": results}
+        if not waits:
+            return body
+        return defer.gatherResults(waits).addCallback(lambda _: body)
+
+    def _delete(self, group: Group, offsets: list | None = None) -> defer.Deferred:
+        """Tombstone a group's offsets (all, or those listed) and, if all, the group itself."""
+        keys = list(group.offsets) if offsets is None else offsets
+        entries: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_key(OffsetKey(group.group_id, *key)), None) for key in keys]
+        if offsets is None:
+            entries.append((encode_group_key(GroupKey(group.group_id)), None))
+        if not entries:
+            return defer.succeed(ErrorCode.NONE)
+
+        def stored(code: ErrorCode) -> ErrorCode:
+            if code == ErrorCode.NONE:
+                for key in keys:
+                    group.offsets.pop(key, None)
+                if offsets is None and self.groups.get(group.group_id) is group:
+                    self._forget(group.group_id)
+            return code
+
+        return self._append(group.group_id, entries).addCallback(stored)
+
+    # -- offset expiry --------------------------------------------------------------------
+
+    def expire_offsets(self) -> None:
+        """Drop offsets of empty groups older than offsets.retention.minutes (then the group)."""
+        retention_ms = self._config("offsets.retention.minutes", 10080) * 60_000
+        now = _now_ms()
+        for group in list(self.groups.values()):
+            if not group.is_in(GroupState.EMPTY):
+                continue
+            if self.check_owner(group.group_id) is not None:
+                continue
+            since = max(group.state_timestamp, 0)
+            old = [key for key, value in group.offsets.items()
+                   if now - max(value.commit_timestamp, since) >= retention_ms]
+            if old and len(old) == len(group.offsets):
+                log.info("group %r: all %d offsets expired; group removed", group.group_id,
+                         len(old))
+                self._delete(group)
+            elif old:
+                log.info("group %r: %d offsets expired", group.group_id, len(old))
+                self._delete(group, old)
+            elif not group.offsets and not group.members and group.generation == 0:
+                self._delete(group)
+
+    def shutdown(self) -> None:
+        for group_id in list(self.groups):
+            self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+
+
+def _cancel(timer: Any) -> None:
+    if timer is not None and timer.active():
+        timer.cancel()
+
+
+def _host(peer: str) -> str:
+    return peer.rsplit(":", 1)[0] if peer and ":" in peer else (peer or "")
+
+
+def _join_answer(code: ErrorCode, generation: int = -1, protocol: str = "", leader: str = "",
+                 member_id: str = "", members: list | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "generation_id": generation,
+            "protocol_name": protocol, "leader": leader, "member_id": member_id or "",
+            "members": members or []}
+
+
+def _sync_answer(code: ErrorCode, assignment: bytes = b"") -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "assignment": assignment}
+

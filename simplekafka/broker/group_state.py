@@ -1,0 +1,112 @@
+"""One consumer group as its coordinator holds it: members, generation, state, offsets.
+
+The states are Kafka's::
+
+    Empty --join--> PreparingRebalance --all joined--> CompletingRebalance
+      ^                  ^                                    | leader's SyncGroup
+      |                  +-------- join, leave, expiry -------+--> Stable
+      +-- last member gone (PreparingRebalance completes with nobody)
+
+``Dead`` is a group that was deleted, or whose partition this broker no longer
+leads. A *generation* is one completed rebalance: every JoinGroup round that
+completes bumps it, and commits or heartbeats from an older generation are
+refused (ILLEGAL_GENERATION). This module holds the data and the small pure
+decisions (which protocol, who leads); the coordinator drives the transitions.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from simplekafka.broker.offsets_topic import OffsetValue
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass
+class Member:
+    """A consumer in the group, with what it asked for and what it was given."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    group_instance_id: str | None = None
+    assignment: bytes = b""
+    join_waiter: Any = None  # (Deferred, api_version) while a JoinGroup waits
+    sync_waiter: Any = None  # Deferred while a SyncGroup waits
+    expiry: Any = None  # the session timer (an IDelayedCall)
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+
+@dataclass
+class Group:
+    """A group's coordinator-side state (one per group id on the coordinator)."""
+
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending_members: dict[str, Any] = field(default_factory=dict)  # member id -> expiry timer
+    offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    state_timestamp: int = -1
+    join_timer: Any = None  # the delayed completion of PreparingRebalance
+    new_member_joined: bool = False
+    initial_delay: bool = False  # True while a new group waits group.initial.rebalance.delay.ms
+
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def all_rejoined(self) -> bool:
+        return all(m.join_waiter is not None for m in self.members.values())
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def supports(self, protocol_type: str, protocols: list[str]) -> bool:
+        """Could a member with these protocols join (same type, one protocol in common)?"""
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
+        return bool(self.candidate_protocols() & set(protocols))
+
+    def candidate_protocols(self) -> set[str]:
+        """Protocols every current member supports."""
+        sets = [set(m.protocol_names()) for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def select_protocol(self) -> str:
+        """Kafka's vote: each member votes its most preferred common protocol; most votes win."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            choice = next(n for n in member.protocol_names() if n in candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(sorted(votes), key=lambda name: votes[name])
+
+    def summary(self) -> str:
+        return (f"group {self.group_id!r} {self.state.value} generation {self.generation} "
+                f"members {sorted(self.members)}")
