@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# The main demo. Prepares the machine (tools/bootstrap.sh), then runs the stage
-# demos that exist, in order. When stage 7 lands this becomes the three-broker
-# demo: ZooKeeper, three brokers, produce, consume, kill a leader, watch failover.
+# The main demo: ZooKeeper and three brokers on this machine, a replicated
+# topic, acks=all writes, the leader of a partition killed with SIGKILL, the
+# controller electing a new leader, a check that nothing acknowledged was lost,
+# and the killed broker rejoining the in-sync replicas.
+#
+#   ./run_cluster.sh                 run unattended to the end (exit 0 when all is well)
+#   ./run_cluster.sh --interactive   pause before each step
+#   ./run_cluster.sh --keep          leave the cluster running at the end (Ctrl-C stops it)
+#
+# On a fresh machine it first sets itself up (tools/bootstrap.sh: virtualenv,
+# dependencies, Java for ZooKeeper). Everything it starts, it stops.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
@@ -10,8 +18,4 @@ VENV="${SIMPLEKAFKA_VENV:-$ROOT/.venv}"
 export PATH="$VENV/bin:$PATH"
 export SPARK_LOCAL_IP=127.0.0.1
 
-for demo in stages/stage*/__main__.py; do
-  stage="$(basename "$(dirname "$demo")")"
-  printf '\n======== python -m stages.%s ========\n' "$stage"
-  "$VENV/bin/python" -m "stages.$stage"
-done
+exec "$VENV/bin/python" -m simplekafka.cluster.demo "$@"

@@ -103,6 +103,23 @@ class DeliveryLog:
             self.acknowledged(message.topic(), message.partition(), message.offset(),
                               message.key(), message.value())
 
+    def track(self, future: Any, key: Any = None, value: Any = None) -> Any:
+        """Record the outcome of one of our Producer's send() futures when it completes."""
+        def done(completed: Any) -> None:
+            if completed.exception() is not None:
+                self.failed()
+            else:
+                metadata = completed.result()
+                self.acknowledged(metadata.topic, metadata.partition, metadata.offset, key, value)
+
+        future.add_done_callback(done)
+        return future
+
+    def consumed_all(self, records: Iterable[Any]) -> None:
+        """Note consumed records that have topic, partition, offset, key and value attributes."""
+        for record in records:
+            self.consumed(record.topic, record.partition, record.offset, record.key, record.value)
+
     @property
     def acks(self) -> list[Delivered]:
         with self._lock:

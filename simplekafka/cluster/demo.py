@@ -1,0 +1,207 @@
+"""The three-broker failover demo that ``run_cluster.sh`` and the stage 7 chapter run.
+
+ZooKeeper and three brokers start as real processes (LocalCluster); a topic
+with three partitions, each on all three brokers, takes writes with
+acks=all; the leader of partition 0 is killed with SIGKILL; the controller
+elects a new leader from the in-sync replicas; the checker shows that every
+acknowledged record can still be read; the killed broker comes back and
+rejoins the ISR. Everything it starts, it stops (``--keep`` waits for Ctrl-C
+first, so you can play with the cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from simplekafka.cluster.checker import DeliveryLog
+from simplekafka.cluster.faults import Faults
+from simplekafka.cluster.local import LocalCluster
+
+TOPIC = "payments"
+PARTITIONS = 3
+REPLICATION_FACTOR = 3
+#: Short timeouts so that failover takes seconds, not Kafka's production minutes.
+DEMO_BROKER_CONFIG = {
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "4000",
+}
+TOPIC_CONFIG = {"min.insync.replicas": "2"}
+
+
+class Narrator:
+    """Prints numbered steps; in interactive mode waits for Enter before each."""
+
+    def __init__(self, interactive: bool = False, out=None) -> None:
+        self.interactive = interactive
+        self.out = out or sys.stdout
+        self.step = 0
+
+    def __call__(self, title: str) -> None:
+        self.step += 1
+        if self.interactive:
+            input(f"\n[press Enter for step {self.step}: {title}] ")
+        self.say(f"\n=== {self.step}. {title}")
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+
+def partition_table(cluster: LocalCluster, topic: str, partitions: int) -> str:
+    """Leader, replicas and ISR of every partition, as ZooKeeper records them."""
+    lines = [f"{'partition':>9}  {'leader':>6}  {'replicas':<10} {'isr':<10} epoch"]
+    for partition in range(partitions):
+        state = cluster.partition_state(topic, partition)
+        replicas = ",".join(map(str, cluster.replicas_of(topic, partition)))
+        if state is None:
+            lines.append(f"{partition:>9}  {'?':>6}  {replicas:<10} {'?':<10} ?")
+            continue
+        isr = ",".join(map(str, state.isr))
+        lines.append(f"{partition:>9}  {state.leader:>6}  {replicas:<10} {isr:<10} "
+                     f"{state.leader_epoch}")
+    return "\n".join(lines)
+
+
+def produce(cluster: LocalCluster, deliveries: DeliveryLog, first: int, count: int) -> None:
+    """Send ``count`` numbered records with acks=all and wait for every answer."""
+    from simplekafka.producer import Producer
+
+    with Producer(cluster.bootstrap_servers, acks="all", linger_ms=5,
+                  request_timeout_ms=10_000, delivery_timeout_ms=60_000) as producer:
+        for number in range(first, first + count):
+            value = f"payment-{number:05d}".encode()
+            deliveries.track(producer.send(TOPIC, value=value, key=str(number % 7).encode()),
+                             key=str(number % 7).encode(), value=value)
+        producer.flush(60)
+
+
+def consume_everything(cluster: LocalCluster, deliveries: DeliveryLog,
+                       timeout: float = 30.0) -> int:
+    """Read every partition from the beginning up to its current end; returns records read."""
+    from simplekafka.consumer import Consumer
+
+    with Consumer(bootstrap_servers=cluster.bootstrap_servers,
+                  auto_offset_reset="earliest") as consumer:
+        partitions = [(TOPIC, p) for p in range(PARTITIONS)]
+        consumer.assign(partitions)
+        ends = consumer.end_offsets(consumer.assignment())
+        read = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(consumer.position(tp) >= end for tp, end in ends.items()):
+                break
+            records = consumer.poll(500)
+            deliveries.consumed_all(records)
+            read += len(records)
+        return read
+
+
+def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool = False,
+             out=None) -> int:
+    """The whole walk-through; returns 0 when nothing acknowledged was lost."""
+    from simplekafka.admin import Admin
+
+    step = Narrator(interactive, out)
+    say = step.say
+    step("start ZooKeeper and three brokers (each a real process)")
+    cluster = LocalCluster(brokers=3, base_dir=base_dir, broker_config=DEMO_BROKER_CONFIG)
+    cluster.start()
+    try:
+        say(f"bootstrap servers: {cluster.bootstrap_servers}")
+        say(f"ZooKeeper:         {cluster.zookeeper_connect}")
+        say(f"controller:        broker {cluster.controller_id()}")
+
+        step(f"create topic {TOPIC!r}: {PARTITIONS} partitions, replication factor "
+             f"{REPLICATION_FACTOR}, min.insync.replicas 2")
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic(TOPIC, PARTITIONS, REPLICATION_FACTOR, TOPIC_CONFIG)
+        for partition in range(PARTITIONS):
+            cluster.wait_for_isr(TOPIC, partition, cluster.replicas_of(TOPIC, partition))
+        say(partition_table(cluster, TOPIC, PARTITIONS))
+
+        step("produce 300 records with acks=all (acknowledged once every ISR member has them)")
+        deliveries = DeliveryLog()
+        produce(cluster, deliveries, 0, 300)
+        say(f"acknowledged: {len(deliveries.acks)}, failed: {deliveries.failed_sends}")
+
+        faults = Faults(cluster, announce=False)
+        victim = cluster.leader_of(TOPIC, 0)
+        step(f"SIGKILL broker {victim}, the leader of partition 0, while producing 300 more")
+        writer = threading.Thread(target=produce, args=(cluster, deliveries, 300, 300))
+        writer.start()
+        time.sleep(0.2)
+        killed_at = time.monotonic()
+        faults.kill(victim)
+        say(f"broker {victim} killed; its ZooKeeper session lives until it times out "
+            f"({DEMO_BROKER_CONFIG['zookeeper.session.timeout.ms']} ms)")
+        cluster.wait_for_znode_gone(victim)
+        new_leader = cluster.wait_for_leader(TOPIC, 0, not_=victim)
+        say(f"new leader of partition 0: broker {new_leader} "
+            f"({time.monotonic() - killed_at:.1f} s after the kill)")
+        writer.join(120)
+        say(partition_table(cluster, TOPIC, PARTITIONS))
+        say(f"acknowledged: {len(deliveries.acks)}, failed: {deliveries.failed_sends}")
+
+        step("consume everything and check that nothing acknowledged was lost")
+        read = consume_everything(cluster, deliveries)
+        report = deliveries.check()
+        say(f"consumed {read} records")
+        say(report.summary())
+        say("nothing acknowledged was lost" if report.ok else "ACKNOWLEDGED RECORDS WERE LOST")
+
+        step(f"restart broker {victim}: it truncates to the new leader's log and catches up")
+        faults.restart(victim)
+        for partition in range(PARTITIONS):
+            cluster.wait_for_isr(TOPIC, partition, [victim])
+        say(f"broker {victim} is back in every ISR")
+        say(partition_table(cluster, TOPIC, PARTITIONS))
+
+        if keep:
+            say(f"\nthe cluster keeps running: bootstrap servers {cluster.bootstrap_servers}")
+            say(f"  try: kcat -b {cluster.brokers[1].address} -L")
+            say("press Ctrl-C to stop it")
+            _wait_for_interrupt()
+        return 0 if report.ok else 1
+    finally:
+        say("\nstopping the brokers and ZooKeeper")
+        cluster.cleanup()
+
+
+def _wait_for_interrupt() -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--interactive", action="store_true", help="pause before each step")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the cluster running at the end until Ctrl-C")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="where the brokers keep data and logs (default: a temp dir, "
+                             "or $SIMPLEKAFKA_DEMO_DIR)")
+    args = parser.parse_args(argv)
+    base_dir = args.dir or (Path(os.environ["SIMPLEKAFKA_DEMO_DIR"]) / "cluster"
+                            if os.environ.get("SIMPLEKAFKA_DEMO_DIR") else None)
+    try:
+        return run_demo(base_dir, interactive=args.interactive, keep=args.keep)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a demo ends with one clear sentence, not a traceback
+        print(f"demo failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

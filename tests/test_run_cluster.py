@@ -1,0 +1,47 @@
+"""``./run_cluster.sh``, the README's first command: the three-broker failover demo."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+from pathlib import Path
+
+from simplekafka.cluster.demo import Narrator
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_run_cluster_runs_the_failover_demo_to_the_end(tmp_path):
+    env = {**os.environ, "SIMPLEKAFKA_DEMO_DIR": str(tmp_path)}
+    result = subprocess.run([str(ROOT / "run_cluster.sh")], cwd=ROOT, env=env,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "new leader of partition 0: broker" in output
+    assert "nothing acknowledged was lost" in output
+    assert "is back in every ISR" in output
+    assert "stopping the brokers and ZooKeeper" in output
+    # It stopped what it started: no broker of this run is left.
+    leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
+
+
+def test_a_bad_option_is_a_usage_error():
+    result = subprocess.run([str(ROOT / "run_cluster.sh"), "--no-such-option"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert "unrecognized arguments" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_interactive_mode_waits_for_enter_before_each_step(monkeypatch):
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "")
+    out = io.StringIO()
+    step = Narrator(interactive=True, out=out)
+    step("first")
+    step("second")
+    assert len(asked) == 2 and "step 2: second" in asked[1]
+    assert "=== 1. first" in out.getvalue()
