@@ -168,8 +168,8 @@ class Controller:
             if state.leader in gone or state.leader not in live or set(state.isr) & gone:
                 affected.add(key)
         changed = self._elect_leaders(sorted(affected))
-        sends = self._update_metadata_to_all(self._all_partitions())
-        sends += self._leader_and_isr(changed)
+        sends = self._leader_and_isr(changed)
+        sends += self._update_metadata_to_all(self._all_partitions())
         if arrived:
             theirs = [key for key, replicas in self._replicas_items() if set(replicas) & arrived]
             sends += self._leader_and_isr(theirs, only=arrived)
@@ -191,8 +191,10 @@ class Controller:
         if not new:
             return []
         log.info("controller: new topics %s, %d leaders elected", new, len(changed))
-        sends = self._update_metadata_to_all(keys)
-        sends += self._leader_and_isr(keys)
+        # LeaderAndIsr first, as Kafka does: a broker named leader in metadata must
+        # already know it leads, or clients meet NOT_LEADER_OR_FOLLOWER in between.
+        sends = self._leader_and_isr(keys)
+        sends += self._update_metadata_to_all(keys)
         return sends
 
     def _deletions_event(self) -> list[Send]:
