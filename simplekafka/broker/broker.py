@@ -73,6 +73,7 @@ class KafkaBroker:
         self.factory: KafkaServerFactory | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._loops: list[task.LoopingCall] = []
+        self._checkpointing: defer.Deferred | None = None
         self._stopping = False
 
         self.log_config = LogConfig.from_kafka(
@@ -240,7 +241,7 @@ class KafkaBroker:
             self._loops.append(loop)
 
         every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
-              self.replica_manager.checkpoint_high_watermarks)
+              self._checkpoint_high_watermarks)
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
         every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
               self.group_coordinator.expire_offsets)
@@ -259,6 +260,14 @@ class KafkaBroker:
             self.reactor, self.reactor.getThreadPool(), write_isr, self.zk, partition.topic,
             partition.index, self.broker_id, partition.leader_epoch, isr,
             partition.controller_epoch, partition.partition_epoch)
+
+    def _checkpoint_high_watermarks(self) -> defer.Deferred:
+        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor."""
+        marks = self.replica_manager.high_watermarks()  # taken on the reactor, consistent
+        self._checkpointing = threads.deferToThreadPool(
+            self.reactor, self.reactor.getThreadPool(),
+            self.replica_manager.write_high_watermarks, marks)
+        return self._checkpointing
 
     def _enforce_retention(self) -> None:
         removed = self.log_manager.enforce_retention(
@@ -325,6 +334,8 @@ class KafkaBroker:
         for loop in self._loops:
             if loop.running:
                 loop.stop()
+        if self._checkpointing is not None and not self._checkpointing.called:
+            yield self._checkpointing  # the final checkpoint must not race a periodic one
         if self.port is not None:
             yield defer.maybeDeferred(self.port.stopListening)
         if self.factory is not None:

@@ -30,7 +30,7 @@ MAX_ATTEMPTS = 50
 CLIENT_ID = "simplekafka-controller"
 
 
-class _ResponseReader(protocol.Protocol):
+class ResponseReader(protocol.Protocol):
     """Reads Kafka-framed responses and fires the waiting Deferred by correlation id."""
 
     def __init__(self) -> None:
@@ -72,7 +72,7 @@ class ControllerChannel:
         self._correlation = itertools.count(1)
         self._queues: dict[int, deque[tuple[ApiKey, int, dict, defer.Deferred]]] = {}
         self._busy: set[int] = set()
-        self._connections: dict[int, _ResponseReader] = {}
+        self._connections: dict[int, ResponseReader] = {}
         self.sent = 0
         self.closed = False
 
@@ -156,9 +156,9 @@ class ControllerChannel:
         if address is None:
             return defer.fail(ConnectionError(f"broker {broker_id} is not alive"))
         endpoint = TCP4ClientEndpoint(self.reactor, address[0], address[1], timeout=5)
-        connecting = endpoint.connect(protocol.Factory.forProtocol(_ResponseReader))
+        connecting = endpoint.connect(protocol.Factory.forProtocol(ResponseReader))
 
-        def connected(reader: _ResponseReader) -> defer.Deferred:
+        def connected(reader: ResponseReader) -> defer.Deferred:
             self._connections[broker_id] = reader
             reader.lost.addCallback(lambda _: self._connections.pop(broker_id, None))
             return self._write(reader, correlation_id, payload)
@@ -166,7 +166,7 @@ class ControllerChannel:
         return connecting.addCallback(connected)
 
     @staticmethod
-    def _write(reader: _ResponseReader, correlation_id: int, payload: bytes) -> defer.Deferred:
+    def _write(reader: ResponseReader, correlation_id: int, payload: bytes) -> defer.Deferred:
         waiter: defer.Deferred = defer.Deferred()
         reader.waiting[correlation_id] = waiter
         reader.transport.write(struct.pack(">i", len(payload)) + payload)

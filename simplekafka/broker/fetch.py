@@ -61,6 +61,8 @@ class FetchHandler:
                     if limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
                                                  request.replica_id)
+                        if request.replica_id >= 0:
+                            replicas.maybe_expand_isr(partition, request.replica_id)
                     else:
                         records = b""
                     answer["records"] = records

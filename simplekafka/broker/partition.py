@@ -11,12 +11,14 @@ data (a long-polling fetch) or for the high watermark (an acks=all produce).
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
 from twisted.internet import defer
 
 from simplekafka.broker.errors import KafkaError
+from simplekafka.broker.isr import may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
@@ -33,6 +35,7 @@ from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
+_BATCH_LENGTH = struct.Struct(">i")
 
 
 class AppendResult(NamedTuple):
@@ -60,10 +63,14 @@ class Partition:
         self.replicas: list[int] = []
         self.high_watermark = 0
         self.producers = ProducerStateTable()
-        # LEOs followers reported with their fetches (stage 7 moves followers in and out)
+        # What the leader knows of each follower: the LEO its last fetch asked from, when it
+        # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
+        self.follower_caught_up_ms: dict[int, float] = {}
+        self._follower_last_fetch: dict[int, tuple[float, int]] = {}
+        self.isr_change_pending = False  # an ISR write to ZooKeeper is in flight
         self._append_listeners: list[Callable[[Partition], None]] = []
-        self._hw_waiters: list[tuple[int, defer.Deferred]] = []
+        self._hw_waiters: list[tuple[int, int, defer.Deferred]] = []
         self._rebuild_producer_state()
 
     def __repr__(self) -> str:
@@ -99,11 +106,18 @@ class Partition:
         if new_epoch:
             # A new leader records (epoch, LEO): offsets from here on belong to this epoch.
             self.log.leader_epochs.assign(leader_epoch, self.log_end_offset)
+            # Followers start from "unknown" (LEO 0 until they fetch); ISR members count
+            # as caught up now, so they get replica.lag.time.max.ms to show up (as Kafka).
+            now = now_ms()
             self.follower_end_offsets = {
-                replica: self.follower_end_offsets.get(replica, 0)
-                for replica in replicas if replica != self.local_broker_id
-            }
+                replica: 0 for replica in replicas if replica != self.local_broker_id}
+            self.follower_caught_up_ms = {
+                replica: (now if replica in isr else 0.0)
+                for replica in replicas if replica != self.local_broker_id}
+            self._follower_last_fetch = {}
+            self.isr_change_pending = False
         self.maybe_advance_high_watermark()
+        self._check_hw_waiters()
         return True
 
     def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int],
@@ -111,13 +125,16 @@ class Partition:
         """Apply a LeaderAndIsr naming another broker (or none) leader; False if stale."""
         if leader_epoch < self.leader_epoch:
             return False
+        was_leader = self.is_leader
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.isr = list(isr)
         self.replicas = list(replicas)
         self.partition_epoch = partition_epoch
         self.controller_epoch = controller_epoch
-        self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.isr_change_pending = False
+        if was_leader:
+            self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return True
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
@@ -193,32 +210,49 @@ class Partition:
             return False
         self.high_watermark = new_hw
         self._complete_hw_waiters()
+        self._notify_append()  # consumers read below the HW: a new HW is new data for them
         return True
 
     def restore_high_watermark(self, checkpointed: int) -> None:
         """Take a checkpointed HW back after a restart (bounded by what the log holds)."""
         self.high_watermark = max(self.log_start_offset, min(checkpointed, self.log_end_offset))
 
-    def wait_for_high_watermark(self, offset: int) -> defer.Deferred:
-        """A Deferred that fires (with ErrorCode.NONE) once HW >= ``offset``."""
+    def wait_for_high_watermark(self, offset: int, min_insync: int = 1) -> defer.Deferred:
+        """A Deferred firing with an ErrorCode once HW >= ``offset`` (acks=all).
+
+        Like Kafka's delayed produce: when the HW passes the batch the answer is
+        NONE if the ISR still has ``min_insync`` members, and
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if it shrank below that meanwhile (the
+        batch was written, but fewer replicas than asked for hold it).
+        """
         if self.high_watermark >= offset:
-            return defer.succeed(ErrorCode.NONE)
+            return defer.succeed(self._acks_code(min_insync))
         waiter: defer.Deferred = defer.Deferred()
-        self._hw_waiters.append((offset, waiter))
+        self._hw_waiters.append((offset, min_insync, waiter))
         return waiter
 
+    def _acks_code(self, min_insync: int) -> ErrorCode:
+        if len(self.isr) < min_insync:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
     def _complete_hw_waiters(self) -> None:
-        ready = [(o, d) for o, d in self._hw_waiters if o <= self.high_watermark]
+        hw = self.high_watermark
+        ready = [w for w in self._hw_waiters if w[0] <= hw]
         if not ready:
             return
-        self._hw_waiters = [(o, d) for o, d in self._hw_waiters if o > self.high_watermark]
-        for _, waiter in ready:
+        self._hw_waiters = [w for w in self._hw_waiters if w[0] > hw]
+        for _, min_insync, waiter in ready:
             if not waiter.called:
-                waiter.callback(ErrorCode.NONE)
+                waiter.callback(self._acks_code(min_insync))
+
+    def _check_hw_waiters(self) -> None:
+        if self._hw_waiters:
+            self._complete_hw_waiters()
 
     def _fail_hw_waiters(self, code: ErrorCode) -> None:
         waiters, self._hw_waiters = self._hw_waiters, []
-        for _, waiter in waiters:
+        for _, _, waiter in waiters:
             if not waiter.called:
                 waiter.callback(code)
 
@@ -236,8 +270,7 @@ class Partition:
                 f"offset {fetch_offset} outside {self.log_start_offset}..{self.log_end_offset}",
             )
         if replica_id >= 0:
-            self.follower_end_offsets[replica_id] = fetch_offset
-            self.maybe_advance_high_watermark()
+            self.record_follower_fetch(replica_id, fetch_offset)
             upper = None
         else:
             upper = self.high_watermark
@@ -248,6 +281,99 @@ class Partition:
         except OffsetOutOfRangeError as exc:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
         return bytes(data) if data else b""
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int,
+                              now: float | None = None) -> None:
+        """A follower fetched from ``fetch_offset``: that is its LEO; maybe it caught up.
+
+        As Kafka: caught up now if it asked for our LEO; caught up as of its
+        previous fetch if it asked for at least what our LEO was then.
+        """
+        if replica_id not in self.replicas or replica_id == self.local_broker_id:
+            return  # not a replica of this partition: nothing to record
+        now = now_ms() if now is None else now
+        leader_end = self.log_end_offset
+        self.follower_end_offsets[replica_id] = fetch_offset
+        previous = self._follower_last_fetch.get(replica_id)
+        if fetch_offset >= leader_end:
+            self.follower_caught_up_ms[replica_id] = now
+        elif previous is not None and fetch_offset >= previous[1]:
+            self.follower_caught_up_ms[replica_id] = max(
+                self.follower_caught_up_ms.get(replica_id, 0.0), previous[0])
+        self._follower_last_fetch[replica_id] = (now, leader_end)
+        self.maybe_advance_high_watermark()
+
+    # -- ISR ----------------------------------------------------------------------------
+
+    def current_epoch_start_offset(self) -> int:
+        """Where this leader's epoch began in its log (its LEO when it became leader)."""
+        entry = self.log.leader_epochs.latest_entry
+        if entry is not None and entry.epoch == self.leader_epoch:
+            return entry.start_offset
+        return self.log_end_offset
+
+    def isr_to_expand(self, replica_id: int) -> list[int] | None:
+        """The ISR with ``replica_id`` added, if it may join now (rule 5), else None."""
+        if (not self.is_leader or self.isr_change_pending or replica_id in self.isr
+                or replica_id not in self.replicas):
+            return None
+        end = self.follower_end_offsets.get(replica_id, 0)
+        if may_join_isr(end, self.high_watermark, self.current_epoch_start_offset()):
+            return [r for r in self.replicas if r in self.isr or r == replica_id]
+        return None
+
+    def isr_to_shrink(self, lag_max_ms: float, now: float | None = None) -> list[int] | None:
+        """The ISR without followers that lag (replica.lag.time.max.ms), or None."""
+        if not self.is_leader or self.isr_change_pending:
+            return None
+        now = now_ms() if now is None else now
+        lagging = out_of_sync_replicas(
+            self.isr, self.local_broker_id, self.log_end_offset, self.follower_end_offsets,
+            self.follower_caught_up_ms, now, lag_max_ms)
+        if not lagging:
+            return None
+        return [r for r in self.isr if r not in lagging]
+
+    def apply_isr(self, isr: list[int], partition_epoch: int) -> None:
+        """Use an ISR that ZooKeeper now holds (written at ``partition_epoch``); rule 2."""
+        self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self.isr_change_pending = False
+        self.maybe_advance_high_watermark()
+        self._check_hw_waiters()
+
+    # -- follower -----------------------------------------------------------------------
+
+    def append_as_follower(self, records: bytes, leader_high_watermark: int) -> int:
+        """Append batches copied from the leader exactly at our LEO; HW = min(leader HW, LEO).
+
+        Returns how many bytes were appended. Producer state learns each batch,
+        so idempotence holds if this replica becomes leader.
+        """
+        appended = 0
+        if records:
+            whole = whole_batches_length(records)
+            if whole:
+                data = records[:whole] if whole != len(records) else records
+                self.log.append_as_follower(data)
+                for pos, _size in iter_batch_positions(data):
+                    header = read_header(data, pos)
+                    if header.producer_id >= 0:
+                        self.producers.record(header, header.base_offset)
+                appended = whole
+        new_hw = min(leader_high_watermark, self.log_end_offset)
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
+        return appended
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the log from ``offset`` (a follower's diverged tail); HW not above the LEO."""
+        if offset < self.log_end_offset:
+            log.info("%s: truncating from %d to %d", self, self.log_end_offset, offset)
+            self.log.truncate_to(offset)
+            self.producers = ProducerStateTable()
+            self._rebuild_producer_state()
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
     def add_append_listener(self, listener: Callable[[Partition], None]) -> None:
         self._append_listeners.append(listener)
@@ -295,6 +421,17 @@ class Partition:
     def close_waiters(self) -> None:
         self._append_listeners.clear()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def whole_batches_length(data: bytes) -> int:
+    """How many leading bytes of ``data`` are whole batches (a fetch may end mid-batch)."""
+    position = 0
+    while position + 12 <= len(data):
+        (length,) = _BATCH_LENGTH.unpack_from(data, position + 8)
+        if position + 12 + length > len(data):
+            break
+        position += 12 + length
+    return position
 
 
 def _single_batch_header(records: bytes) -> BatchHeader:

@@ -62,8 +62,9 @@ class ProduceHandler:
         config = self.broker.config
         try:
             partition = self.broker.replica_manager.leader_partition(topic, data.index)
+            min_insync = self._min_insync(topic)
             result = partition.append_as_leader(
-                data.records, acks, self._min_insync(topic), config["message.max.bytes"], version)
+                data.records, acks, min_insync, config["message.max.bytes"], version)
         except KafkaError as exc:
             if exc.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
@@ -79,7 +80,8 @@ class ProduceHandler:
         response["base_offset"] = result.base_offset
         response["log_start_offset"] = result.log_start_offset
         if acks == -1 and partition.high_watermark <= result.last_offset:
-            return response, partition.wait_for_high_watermark(result.last_offset + 1)
+            return response, partition.wait_for_high_watermark(result.last_offset + 1,
+                                                               min_insync)
         return response, None
 
     def _min_insync(self, topic: str) -> int:

@@ -1,7 +1,11 @@
 """The partitions this broker holds, and how controller requests change them.
 
 LeaderAndIsr makes this broker leader or follower of partitions (creating their
-logs on first sight); StopReplica stops (and optionally deletes) them. Both are
+logs on first sight): a follower is handed to the replica fetchers (which
+truncate by epoch, then copy the leader's log), a leader stops fetching.
+StopReplica stops (and optionally deletes) them. As leader, the broker keeps
+each ISR: followers that lag leave it, caught-up ones join it, every change
+written to ZooKeeper before it is used (see ``isr.py``). Both are
 refused when they come from a controller older than one already heard from
 (STALE_CONTROLLER_EPOCH), and per partition a request with an older leader
 epoch than the one held is ignored. High watermarks are checkpointed to disk
@@ -14,6 +18,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from twisted.internet import defer
+
 from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol.errors import ErrorCode
@@ -25,8 +31,13 @@ class ReplicaManager:
     """Owns every local Partition; the handlers ask it for leaders."""
 
     def __init__(self, broker_id: int, log_manager: Any, metadata_cache: Any,
-                 log_config_for: Callable[[str], Any] | None = None):
+                 log_config_for: Callable[[str], Any] | None = None,
+                 fetchers: Any = None,
+                 isr_writer: Callable[[Partition, list[int]], defer.Deferred] | None = None):
         self.broker_id = broker_id
+        self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
+        self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
+        self.isr_changes = 0  # ISR changes written (for tests and logs)
         self.log_config_for = log_config_for
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -87,10 +98,17 @@ class ReplicaManager:
                 applied = partition.make_leader(
                     state.leader_epoch, list(state.isr), list(state.replicas),
                     state.zk_version, state.controller_epoch)
+                if applied and self.fetchers is not None:
+                    self.fetchers.unfollow(key)
             else:
+                before = (partition.leader_id, partition.leader_epoch)
                 applied = partition.make_follower(
                     state.leader, state.leader_epoch, list(state.isr), list(state.replicas),
                     state.zk_version, state.controller_epoch)
+                if applied and self.fetchers is not None and (
+                        before != (partition.leader_id, partition.leader_epoch)
+                        or not self.fetchers.is_following(key)):
+                    self.fetchers.follow(partition)
         except Exception as exc:
             log.exception("cannot apply state of %s-%d: %s", topic, state.partition_index, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
@@ -124,6 +142,8 @@ class ReplicaManager:
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _stop_replica(self, topic: str, index: int, delete: bool) -> ErrorCode:
+        if self.fetchers is not None:
+            self.fetchers.unfollow((topic, index))
         partition = self.partitions.pop((topic, index), None)
         self._checkpointed_hw.pop((topic, index), None)
         if partition is not None:
@@ -137,6 +157,46 @@ class ReplicaManager:
         log.info("%s-%d: stopped%s", topic, index, " and deleted" if delete else "")
         return ErrorCode.NONE
 
+    # -- ISR maintenance (leader side) --------------------------------------------------
+
+    def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None:
+        """After a follower's fetch: write it into the ISR if it may join (rule 5)."""
+        new_isr = partition.isr_to_expand(replica_id)
+        if new_isr is not None:
+            self._change_isr(partition, new_isr, "expand")
+
+    def maybe_shrink_isrs(self, lag_max_ms: float) -> None:
+        """Periodic: drop followers that lagged longer than ``lag_max_ms`` from their ISRs."""
+        for partition in list(self.partitions.values()):
+            new_isr = partition.isr_to_shrink(lag_max_ms)
+            if new_isr is not None:
+                self._change_isr(partition, new_isr, "shrink")
+
+    def _change_isr(self, partition: Partition, new_isr: list[int], why: str) -> None:
+        """Write ``new_isr`` to ZooKeeper; use it only once written (rule 2)."""
+        if self.isr_writer is None:
+            return
+        partition.isr_change_pending = True
+        epoch = partition.leader_epoch
+        old_isr = list(partition.isr)
+        written = self.isr_writer(partition, new_isr)
+
+        def done(version: int) -> None:
+            if not partition.is_leader or partition.leader_epoch != epoch:
+                return  # the controller moved on while we wrote; its state wins
+            self.isr_changes += 1
+            log.info("%s-%d: ISR %s %s -> %s (partition epoch %d)", partition.topic,
+                     partition.index, why, old_isr, new_isr, version)
+            partition.apply_isr(new_isr, version)
+
+        def failed(failure: Any) -> None:
+            if partition.leader_epoch == epoch:
+                partition.isr_change_pending = False
+            log.warning("%s-%d: ISR %s to %s not written (%s); keeping %s", partition.topic,
+                        partition.index, why, new_isr, failure.getErrorMessage(), old_isr)
+
+        written.addCallbacks(done, failed)
+
     # -- checkpoints and shutdown -------------------------------------------------------
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
@@ -145,12 +205,18 @@ class ReplicaManager:
         return marks
 
     def checkpoint_high_watermarks(self) -> None:
+        self.write_high_watermarks(self.high_watermarks())
+
+    def write_high_watermarks(self, marks: dict[tuple[str, int], int]) -> None:
+        """Write ``marks`` (may run on a worker thread; a failure is retried next time)."""
         try:
-            self.log_manager.checkpoint_high_watermarks(self.high_watermarks())
-        except Exception as exc:
+            self.log_manager.checkpoint_high_watermarks(marks)
+        except Exception as exc:  # retried at the next interval
             log.warning("high watermark checkpoint failed: %s", exc)
 
     def shutdown(self) -> None:
+        if self.fetchers is not None:
+            self.fetchers.shutdown()
         for partition in self.partitions.values():
             partition.close_waiters()
         self.checkpoint_high_watermarks()

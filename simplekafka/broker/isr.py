@@ -1,0 +1,86 @@
+"""The in-sync replica set: who may leave it, who may join it, and how a change is written.
+
+A leader keeps the ISR honest on its own, as ZooKeeper-mode Kafka did from
+0.10 to 2.6:
+
+* a follower that has not caught up to the leader's log end for
+  ``replica.lag.time.max.ms`` leaves the ISR (it holds back the high watermark,
+  and so every acks=all produce);
+* a follower joins when its log end offset is at least the high watermark and
+  at least the offset where the leader's current epoch began (rule 5: before
+  that it may still hold records of an older leader that this leader truncated);
+* either change is written to the partition's state znode first, conditional on
+  the znode version the leader knows (its partition epoch), and only used once
+  ZooKeeper accepted it (rule 2). A refused write means the controller changed
+  the partition meanwhile: the leader keeps its old ISR and waits for the
+  controller's LeaderAndIsr. A notification under ``/isr_change_notification``
+  tells the controller to send UpdateMetadata.
+
+The rules are plain functions so that tests can check them without a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kazoo.exceptions import BadVersionError, NoNodeError
+
+from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, PartitionState, ZkPaths
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> float:
+    """Monotonic milliseconds: lag is measured on a clock that never jumps."""
+    return time.monotonic() * 1000.0
+
+
+def out_of_sync_replicas(isr: Iterable[int], leader_id: int, leader_end_offset: int,
+                         follower_end_offsets: Mapping[int, int],
+                         caught_up_ms: Mapping[int, float], now: float,
+                         lag_max_ms: float) -> list[int]:
+    """ISR followers to drop: not at the leader's LEO and not caught up for ``lag_max_ms``."""
+    lagging = []
+    for replica in isr:
+        if replica == leader_id:
+            continue
+        at_end = follower_end_offsets.get(replica, -1) >= leader_end_offset
+        if not at_end and now - caught_up_ms.get(replica, 0.0) > lag_max_ms:
+            lagging.append(replica)
+    return lagging
+
+
+def may_join_isr(follower_end_offset: int, high_watermark: int,
+                 leader_epoch_start_offset: int) -> bool:
+    """Rule 5: LEO >= HW and >= the start offset of the leader's current epoch."""
+    return (follower_end_offset >= high_watermark
+            and follower_end_offset >= leader_epoch_start_offset)
+
+
+class IsrWriteRefused(RuntimeError):
+    """The state znode changed since the leader last heard from the controller."""
+
+
+def write_isr(zk: Any, topic: str, partition: int, leader: int, leader_epoch: int,
+              isr: list[int], controller_epoch: int, partition_epoch: int) -> int:
+    """Write a leader's new ISR to ZooKeeper conditionally; returns the new znode version.
+
+    Runs on a worker thread (kazoo blocks). Raises IsrWriteRefused when the
+    znode's version is no longer ``partition_epoch`` (the controller moved on).
+    """
+    state = PartitionState(leader=leader, leader_epoch=leader_epoch, isr=tuple(isr),
+                           controller_epoch=controller_epoch)
+    path = ZkPaths.partition_state(topic, partition)
+    try:
+        stat = zk.set(path, state.to_json(), version=partition_epoch)
+    except (BadVersionError, NoNodeError) as exc:
+        raise IsrWriteRefused(f"{path} is no longer at version {partition_epoch}") from exc
+    try:
+        notice = PartitionRefs((PartitionRef(topic, partition),))
+        zk.create(ZkPaths.ISR_CHANGE_PREFIX, notice.to_json(), sequence=True, makepath=True)
+    except Exception as exc:  # the ISR is written; the controller will learn it later
+        log.warning("%s-%d: ISR change notification not written: %s", topic, partition, exc)
+    return stat.version

@@ -1,0 +1,339 @@
+"""Followers copy their leaders' logs: one replica fetcher per leader broker, on the reactor.
+
+A follower partition first truncates by leader epoch (KIP-101, rule 4): it asks
+the leader, with OffsetForLeaderEpoch, where its own latest epoch ended in the
+leader's log, and cuts its log there (if the leader answers an earlier epoch,
+it cuts to its own end of that epoch and asks again). It never truncates to its
+local high watermark, which may be stale. Then it fetches in a loop: Fetch with
+``replica_id`` = this broker, ``fetch_offset`` = its log end offset,
+``current_leader_epoch`` = the epoch it follows, a ~500 ms long poll. The
+leader's answer is appended exactly at the log end (``append_as_follower``) and
+the follower's high watermark becomes min(leader HW, own LEO). Each fetch is
+also how the leader learns the follower's log end offset.
+
+A leader that fences the follower (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER)
+or does not know its epoch yet (UNKNOWN_LEADER_EPOCH) is asked again after a
+short back-off; the controller's next LeaderAndIsr settles who leads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer, protocol, task
+from twisted.internet.endpoints import TCP4ClientEndpoint
+
+from simplekafka.broker.controller_channel import ResponseReader
+from simplekafka.broker.partition import Partition
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.messages import decode_response, encode_request
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+LIST_OFFSETS_VERSION = 5
+CLIENT_ID = "simplekafka-replica-fetcher"
+BACKOFF = 0.2  # seconds after an error before trying again
+REQUEST_TIMEOUT = 10.0  # seconds beyond the long poll before a silent leader is dropped
+EARLIEST = -2
+
+_RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+              ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+              ErrorCode.LEADER_NOT_AVAILABLE}
+
+
+@dataclass
+class FetchSettings:
+    """replica.fetch.* settings of this broker."""
+
+    broker_id: int
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 1 << 20
+
+
+@dataclass
+class _FollowerState:
+    partition: Partition
+    truncated: bool = False  # truncation by epoch done for the epoch it follows
+    epoch: int = -1
+
+
+class ReplicaFetcher:
+    """Fetches, for this broker, every partition led by one leader broker."""
+
+    def __init__(self, reactor: Any, leader_id: int, settings: FetchSettings,
+                 endpoint_of: Callable[[int], tuple[str, int] | None]):
+        self.reactor = reactor
+        self.leader_id = leader_id
+        self.settings = settings
+        self.endpoint_of = endpoint_of
+        self.states: dict[tuple[str, int], _FollowerState] = {}
+        self.running = False
+        self.fetches = 0  # answered fetch requests (for tests)
+        self._connection: ResponseReader | None = None
+        self._correlation = itertools.count(1)
+        self._loop_done: defer.Deferred | None = None
+
+    # -- partitions ---------------------------------------------------------------------
+
+    def add(self, partition: Partition) -> None:
+        """Follow ``partition`` (again): truncation by epoch comes first."""
+        key = (partition.topic, partition.index)
+        self.states[key] = _FollowerState(partition, truncated=False,
+                                          epoch=partition.leader_epoch)
+        self.start()
+
+    def remove(self, key: tuple[str, int]) -> None:
+        self.states.pop(key, None)
+        if not self.states:
+            self.stop()
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self.running:
+            self.running = True
+            self._loop_done = self._run()
+
+    def stop(self) -> None:
+        self.running = False
+        self._drop_connection()
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None and connection.transport is not None:
+            connection.transport.loseConnection()
+
+    @defer.inlineCallbacks
+    def _run(self) -> Any:
+        failures = 0
+        while self.running and self.states:
+            try:
+                pending = [s for s in self.states.values() if not s.truncated]
+                if pending:
+                    yield self._truncate(pending)
+                else:
+                    yield self._fetch_once()
+                failures = 0
+            except Exception as exc:
+                if self.running:
+                    failures += 1
+                    # The first failure in a row is worth a line; a dead leader is retried
+                    # quietly until the controller names a new one.
+                    (log.info if failures == 1 else log.debug)(
+                        "replica fetcher for leader %d: %s; retrying", self.leader_id,
+                        exc or type(exc).__name__)
+                self._drop_connection()
+                if self.running:
+                    yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+
+    # -- requests -----------------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def _request(self, api_key: ApiKey, version: int, body: dict, timeout: float) -> Any:
+        connection = self._connection
+        if connection is None or connection.transport is None or not connection.connected:
+            address = self.endpoint_of(self.leader_id)
+            if address is None:
+                raise ConnectionError(f"leader {self.leader_id} has no known address")
+            endpoint = TCP4ClientEndpoint(self.reactor, address[0], address[1], timeout=5)
+            connection = yield endpoint.connect(protocol.Factory.forProtocol(ResponseReader))
+            if not self.running:
+                connection.transport.loseConnection()
+                raise ConnectionError("fetcher stopped")
+            self._connection = connection
+        correlation_id = next(self._correlation)
+        payload = encode_request(api_key, version, correlation_id, CLIENT_ID, body)
+        waiter: defer.Deferred = defer.Deferred()
+        connection.waiting[correlation_id] = waiter
+        connection.transport.write(struct.pack(">i", len(payload)) + payload)
+        waiter.addTimeout(timeout, self.reactor)
+        frame = yield waiter
+        return decode_response(api_key, version, frame)[1]
+
+    # -- truncation by leader epoch (KIP-101) -------------------------------------------
+
+    @defer.inlineCallbacks
+    def _truncate(self, states: list[_FollowerState]) -> Any:
+        """One OffsetForLeaderEpoch round for ``states``; done ones are marked truncated."""
+        asking = {}
+        for state in states:
+            latest = state.partition.log.leader_epochs.latest_epoch
+            if latest < 0:
+                state.truncated = True  # nothing written under any epoch: nothing to undo
+                continue
+            asking[(state.partition.topic, state.partition.index)] = (state, latest)
+        if not asking:
+            return
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), (state, latest) in asking.items():
+            topics.setdefault(topic, []).append({
+                "partition": index, "current_leader_epoch": state.epoch, "leader_epoch": latest})
+        body = {"replica_id": self.settings.broker_id,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
+        response = yield self._request(ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                                       OFFSET_FOR_LEADER_EPOCH_VERSION, body, REQUEST_TIMEOUT)
+        retry_later = False
+        for topic in response.topics:
+            for answer in topic.partitions:
+                found = asking.get((topic.topic, answer.partition))
+                if found is None or self.states.get((topic.topic, answer.partition)) \
+                        is not found[0]:
+                    continue  # no longer followed (or followed anew) meanwhile
+                state, latest = found
+                if answer.error_code != ErrorCode.NONE:
+                    retry_later = True
+                    continue
+                truncate_by_epoch(state.partition, latest, answer.leader_epoch,
+                                  answer.end_offset)
+                if state.partition.log.leader_epochs.latest_epoch <= answer.leader_epoch \
+                        or answer.leader_epoch < 0:
+                    state.truncated = True
+        if retry_later:
+            yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+
+    # -- fetching -----------------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def _fetch_once(self) -> Any:
+        topics: dict[str, list[dict]] = {}
+        sent: dict[tuple[str, int], _FollowerState] = {}
+        for key, state in self.states.items():
+            partition = state.partition
+            topics.setdefault(key[0], []).append({
+                "partition": key[1], "current_leader_epoch": state.epoch,
+                "fetch_offset": partition.log_end_offset,
+                "log_start_offset": partition.log_start_offset,
+                "partition_max_bytes": self.settings.max_bytes})
+            sent[key] = state
+        body = {"replica_id": self.settings.broker_id, "max_wait_ms": self.settings.max_wait_ms,
+                "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes,
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+                "forgotten_topics_data": [], "rack_id": ""}
+        response = yield self._request(ApiKey.FETCH, FETCH_VERSION, body,
+                                       self.settings.max_wait_ms / 1000.0 + REQUEST_TIMEOUT)
+        self.fetches += 1
+        back_off = False
+        out_of_range = []
+        for topic in response.responses:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition_index)
+                state = sent.get(key)
+                if state is None or self.states.get(key) is not state:
+                    continue  # removed or re-added while the fetch was out
+                code = answer.error_code
+                if code == ErrorCode.NONE:
+                    state.partition.append_as_follower(bytes(answer.records or b""),
+                                                       answer.high_watermark)
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    out_of_range.append(state)
+                else:
+                    if code not in _RETRIABLE:
+                        log.warning("fetch of %s-%d from leader %d: error %d", *key,
+                                    self.leader_id, code)
+                    back_off = True
+        if out_of_range:
+            yield self._handle_out_of_range(out_of_range)
+        if back_off:
+            yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+
+    @defer.inlineCallbacks
+    def _handle_out_of_range(self, states: list[_FollowerState]) -> Any:
+        """Our LEO is outside the leader's log: ahead (truncate by epoch again) or behind
+        its start (retention moved it: start over empty at the leader's log start)."""
+        topics: dict[str, list[dict]] = {}
+        for state in states:
+            topics.setdefault(state.partition.topic, []).append({
+                "partition_index": state.partition.index, "current_leader_epoch": state.epoch,
+                "timestamp": EARLIEST})
+        body = {"replica_id": self.settings.broker_id, "isolation_level": 0,
+                "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+        response = yield self._request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body,
+                                       REQUEST_TIMEOUT)
+        by_key = {(s.partition.topic, s.partition.index): s for s in states}
+        for topic in response.topics:
+            for answer in topic.partitions:
+                state = by_key.get((topic.name, answer.partition_index))
+                if state is None or answer.error_code != ErrorCode.NONE:
+                    continue
+                partition = state.partition
+                if partition.log_end_offset < answer.offset:
+                    log.info("%s: behind the leader's log start %d: starting over there",
+                             partition, answer.offset)
+                    partition.log.truncate_fully_and_start_at(answer.offset)
+                    partition.high_watermark = answer.offset
+                else:
+                    state.truncated = False
+
+
+def truncate_by_epoch(partition: Partition, asked_epoch: int, leader_epoch: int,
+                      leader_end_offset: int) -> None:
+    """Apply one OffsetForLeaderEpoch answer to a follower (rule 4; see the module docstring).
+
+    * the leader knows our epoch: keep min(its end of that epoch, our LEO);
+    * it answers an earlier epoch: cut to min(its end, our own end of that epoch),
+      and the caller asks again with our (now earlier) latest epoch;
+    * it knows no epoch at or before ours (-1): our log holds nothing it has,
+      cut to its end offset if one is given, else keep (nothing to compare).
+    """
+    epochs = partition.log.leader_epochs
+    if leader_epoch < 0 or leader_end_offset < 0:
+        if leader_end_offset >= 0:
+            partition.truncate_to(leader_end_offset)
+        return
+    if leader_epoch == asked_epoch:
+        partition.truncate_to(min(leader_end_offset, partition.log_end_offset))
+        return
+    own_epoch, own_end = epochs.end_offset_for(leader_epoch)
+    if own_epoch < 0 or own_end < 0:
+        own_end = leader_end_offset
+    partition.truncate_to(min(leader_end_offset, own_end))
+
+
+class ReplicaFetcherManager:
+    """One ReplicaFetcher per leader broker; partitions move between them on LeaderAndIsr."""
+
+    def __init__(self, reactor: Any, settings: FetchSettings,
+                 endpoint_of: Callable[[int], tuple[str, int] | None]):
+        self.reactor = reactor
+        self.settings = settings
+        self.endpoint_of = endpoint_of
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._leader_of: dict[tuple[str, int], int] = {}
+
+    def follow(self, partition: Partition) -> None:
+        """Fetch ``partition`` from its leader (after truncating by epoch); -1: from nobody."""
+        key = (partition.topic, partition.index)
+        self.unfollow(key)
+        leader = partition.leader_id
+        if leader < 0 or leader == self.settings.broker_id:
+            return
+        fetcher = self.fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self.fetchers[leader] = ReplicaFetcher(
+                self.reactor, leader, self.settings, self.endpoint_of)
+        self._leader_of[key] = leader
+        fetcher.add(partition)
+
+    def is_following(self, key: tuple[str, int]) -> bool:
+        return key in self._leader_of
+
+    def unfollow(self, key: tuple[str, int]) -> None:
+        leader = self._leader_of.pop(key, None)
+        if leader is not None and leader in self.fetchers:
+            self.fetchers[leader].remove(key)
+
+    def shutdown(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()
+        self._leader_of.clear()
