@@ -35,6 +35,8 @@ from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
+# How far back (in offsets) producer state is rebuilt from the log at start-up.
+PRODUCER_STATE_REPLAY_OFFSETS = 100_000
 _BATCH_LENGTH = struct.Struct(">i")
 
 
@@ -395,15 +397,13 @@ class Partition:
     def _rebuild_producer_state(self) -> None:
         """Replay batch headers so idempotence survives a restart.
 
-        Only the last two segments are read (Kafka keeps producer snapshots
-        instead), which bounds the start-up work; a producer last seen before
-        them is simply unknown, and an unknown producer may continue at any
-        sequence.
+        Only the last PRODUCER_STATE_REPLAY_OFFSETS offsets are read (Kafka
+        keeps producer snapshots instead), which bounds the start-up work; a
+        producer last seen before them is simply unknown, and an unknown
+        producer may continue at any sequence.
         """
-        segments = getattr(self.log, "segments", ())
-        start = segments[-2].base_offset if len(segments) >= 2 else self.log.log_start_offset
-        offset = max(start, self.log.log_start_offset)
         end = self.log.log_end_offset
+        offset = max(self.log.log_start_offset, end - PRODUCER_STATE_REPLAY_OFFSETS)
         try:
             while offset < end:
                 chunk = self.log.read(offset, 1 << 20)
