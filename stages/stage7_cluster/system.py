@@ -168,3 +168,45 @@ def wait_for_identical_logs(cluster: LocalCluster, topic: str, partition: int,
         cluster.wait_for(same, f"identical replica logs of {topic}-{partition}", timeout)
     except Exception as exc:
         raise AssertionError(f"{exc}; log end offsets {last and last.log_end_offsets}") from exc
+
+
+def send_and_wait(bootstrap_servers: str, topic: str, values: list[bytes], acks: str | int,
+                  log: DeliveryLog | None = None, retries: int = 2**31 - 1,
+                  timeout: float = 60.0) -> list[BaseException | None]:
+    """Send each value to partition 0 with our Producer; returns each send's error (or None).
+
+    Acknowledged sends are noted in ``log`` (when given). ``retries=0`` makes a
+    broker's first error final, so it can be asserted on.
+    """
+    from simplekafka.producer import Producer
+
+    with Producer(bootstrap_servers, acks=acks, linger_ms=0, retries=retries,
+                  request_timeout_ms=int(timeout * 1000 / 2),
+                  delivery_timeout_ms=int(timeout * 1000)) as producer:
+        futures = [producer.send(topic, value=value, partition=0) for value in values]
+        if log is not None:
+            for future, value in zip(futures, values, strict=True):
+                log.track(future, value=value)
+        producer.flush(timeout)
+        return [future.exception(timeout) for future in futures]
+
+
+def chop_log_from(partition_dir: Path, offset: int) -> int:
+    """Cut a stopped replica's data file at the batch holding ``offset``: a lost unflushed tail.
+
+    This is what a power failure does to writes still in the page cache (a
+    process crash does not lose them). Returns how many bytes were cut.
+    """
+    from simplekafka.protocol.batch_header import iter_batch_positions, read_header
+
+    cut = 0
+    for segment in sorted(Path(partition_dir).glob("*.log")):
+        data = segment.read_bytes()
+        for position, _size in iter_batch_positions(data):
+            header = read_header(data, position)
+            if header.last_offset >= offset:
+                with open(segment, "r+b") as file:
+                    file.truncate(position)
+                cut += len(data) - position
+                break
+    return cut
