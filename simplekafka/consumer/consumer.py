@@ -1,8 +1,13 @@
-"""``Consumer``: read records from partitions you assign, from offsets you choose.
+"""``Consumer``: read records from partitions you assign, or that a consumer group gives you.
 
-No consumer groups yet (they arrive in a later stage, through ``subscribe`` and
-``group_id``): you ``assign`` partitions, optionally ``seek``, and ``poll``.
-Where a partition has no position yet, ``auto_offset_reset`` decides:
+Two ways to get partitions. ``assign`` partitions yourself, optionally
+``seek``, and ``poll``. Or give a ``group_id`` and ``subscribe`` to topics (or
+a pattern): the group's members share the partitions, rebalancing whenever one
+joins or leaves (see ``simplekafka.consumer.group``), with ``on_revoke`` and
+``on_assign`` called around each rebalance. With a ``group_id``, positions
+start from the group's committed offsets (``commit``, or automatically every
+``auto_commit_interval_ms`` with ``enable_auto_commit``).
+Where a partition has no committed offset or position yet, ``auto_offset_reset`` decides:
 ``"earliest"``, ``"latest"`` (the default, as in Kafka) or ``"none"`` (raise
 ``OffsetOutOfRangeError``). The same policy applies when a fetch answers
 OFFSET_OUT_OF_RANGE, for example after retention removed old records.
@@ -10,8 +15,11 @@ OFFSET_OUT_OF_RANGE, for example after retention removed old records.
 
 from __future__ import annotations
 
+import logging
+import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from simplekafka.client.client import Deadline, KafkaClient, wait_for
@@ -25,9 +33,17 @@ from simplekafka.client.errors import (
 )
 from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
+from simplekafka.consumer.group import (
+    CommitFailedError,
+    GroupMember,
+    OffsetAndMetadata,
+    topics_matching,
+)
 from simplekafka.protocol.api import ApiKey
 
 Deserializer = Callable[[bytes | None], Any]
+RebalanceCallback = Callable[[list[TopicPartition]], Any]
+log = logging.getLogger(__name__)
 
 EARLIEST = -2
 LATEST = -1
@@ -36,7 +52,7 @@ _RESET_POLICIES = {"earliest": EARLIEST, "smallest": EARLIEST, "latest": LATEST,
 
 
 class Consumer:
-    """A Kafka consumer for explicitly assigned partitions (not thread-safe, like Kafka's)."""
+    """A Kafka consumer, alone or in a group (not thread-safe, like Kafka's)."""
 
     def __init__(
         self,
@@ -58,6 +74,12 @@ class Consumer:
         retry_backoff_ms: int = 100,
         consumer_timeout_ms: float | None = None,
         client: KafkaClient | None = None,
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5_000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        max_poll_interval_ms: int = 300_000,
+        partition_assignment_strategy: Iterable[str] = ("range", "roundrobin"),
     ) -> None:
         if auto_offset_reset not in _RESET_POLICIES:
             raise ValueError(
@@ -92,17 +114,81 @@ class Consumer:
             check_crcs=check_crcs,
         )
         self._closed = False
+        self.enable_auto_commit = enable_auto_commit
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        self._group: GroupMember | None = None
+        if group_id is not None:
+            self._group = GroupMember(
+                self.client, group_id, list(partition_assignment_strategy),
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=max_poll_interval_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                retry_backoff_ms=retry_backoff_ms, request_timeout_ms=request_timeout_ms)
+        self._topics: list[str] | None = None  # the subscription (None: not subscribed)
+        self._pattern: re.Pattern | None = None
+        self._joined_topics: list[str] | None = None
+        self._on_assign: RebalanceCallback | None = None
+        self._on_revoke: RebalanceCallback | None = None
+        self._next_auto_commit = time.monotonic() + auto_commit_interval_ms / 1000
+        self._last_committed: dict[TopicPartition, int] = {}
         if topics:
             self.subscribe(list(topics))
 
     # ----- assignment and positions ---------------------------------------------
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        """Group subscription: not in this stage (consumer groups come later); use ``assign``."""
-        raise NotImplementedError(
-            "subscribe() needs consumer groups, which a later stage adds; "
-            "use assign([TopicPartition(topic, partition), ...]) for now"
-        )
+    def subscribe(
+        self,
+        topics: Iterable[str] | str | None = None,
+        pattern: str | re.Pattern | None = None,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+    ) -> None:
+        """Join the group and consume whatever partitions of ``topics`` it gives this member.
+
+        Give topic names, or a regular ``pattern`` matched against every
+        topic's full name (internal topics excluded). ``on_revoke(partitions)``
+        runs before a rebalance takes partitions away (commit there if you
+        commit by hand), ``on_assign(partitions)`` after the new ones arrive.
+        The join itself happens in the next ``poll``.
+        """
+        self._check_open()
+        if self._group is None:
+            raise ValueError("subscribe() needs a group_id; without one, use assign()")
+        if (topics is None) == (pattern is None):
+            raise ValueError("give either topics or a pattern")
+        if pattern is not None:
+            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self._topics = []
+        else:
+            names = [topics] if isinstance(topics, str) else list(topics)
+            if not names or not all(isinstance(t, str) and t for t in names):
+                raise ValueError(f"topics must be non-empty topic names, not {topics!r}")
+            self._pattern = None
+            self._topics = sorted(set(names))
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._group.needs_rejoin = True
+
+    def subscription(self) -> list[str]:
+        """The topics subscribed to (for a pattern: those it matched at the last rebalance)."""
+        if self._pattern is not None:
+            return list(self._joined_topics or [])
+        return list(self._topics or [])
+
+    def unsubscribe(self) -> None:
+        """Leave the group and drop the assignment."""
+        if self._group is not None and self._topics is not None:
+            self._revoke()
+            self._group.leave()
+            self._group = self._fresh_group(self._group)
+        self._topics = self._pattern = self._joined_topics = None
+        self._fetcher.states = {}
+
+    @staticmethod
+    def _fresh_group(old: GroupMember) -> GroupMember:
+        return GroupMember(old.client, old.group_id, [a.name for a in old.assignors],
+                           old.session_timeout_ms, old.rebalance_timeout_ms,
+                           old.heartbeat_interval_ms, old.retry_backoff_ms,
+                           old.request_timeout_ms)
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Consume exactly these partitions (replacing any earlier assignment).
@@ -111,6 +197,8 @@ class Consumer:
         not exist (after waiting ``request_timeout_ms`` for it to appear).
         """
         self._check_open()
+        if self._topics is not None:
+            raise ValueError("this consumer subscribed to a group: unsubscribe() before assign()")
         wanted = [TopicPartition(*tp) for tp in partitions]
         for tp in wanted:
             known = self.client.partitions_for(tp.topic, self.request_timeout_ms)
@@ -242,6 +330,16 @@ class Consumer:
         ]
         if not need:
             return
+        if self._group is not None:
+            fresh = [tp for tp in need if not self._fetcher.states[tp].reset_pending]
+            committed = self._group.fetch_committed(fresh, self.request_timeout_ms) if fresh \
+                else {}
+            for tp, found in committed.items():
+                if found is not None and tp in self._fetcher.states:
+                    self._set_position(self._fetcher.states[tp], found.offset)
+            need = [tp for tp in need if committed.get(tp) is None]
+            if not need:
+                return
         policy = _RESET_POLICIES[self.auto_offset_reset]
         if policy is None:
             for tp in need:
@@ -268,12 +366,21 @@ class Consumer:
         as named ``KafkaError`` exceptions.
         """
         self._check_open()
-        if not self._fetcher.states:
-            raise ValueError("no partitions assigned: call assign() first")
+        if not self._fetcher.states and self._topics is None:
+            raise ValueError("no partitions assigned: call assign() or subscribe() first")
         limit = max_records or self.max_poll_records
         deadline = time.monotonic() + max(0.0, timeout_ms) / 1000
         fetcher = self._fetcher
         while True:
+            if self._group is not None:
+                self._ensure_group()
+                self._maybe_auto_commit()
+                if not fetcher.states and self._topics is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return []
+                    time.sleep(min(left, 0.1))
+                    continue
             fetcher.handle_answers()
             self._reset_positions()
             records = self._take(limit)
@@ -362,17 +469,131 @@ class Consumer:
                 return
             yield from records
 
+    # ----- groups: rebalances and commits ------------------------------------------
+
+    def _ensure_group(self) -> None:
+        """Rejoin the group if a rebalance (or a new matching topic) asks for it."""
+        group = self._group
+        if group is None or self._topics is None:
+            return
+        topics = self._topics
+        if self._pattern is not None:
+            if self.client.metadata.needs_update() or self._joined_topics is None:
+                self.client.refresh_metadata(None, self.request_timeout_ms)
+            topics = topics_matching(self._pattern, self.client.metadata.snapshot.topics)
+        if topics != self._joined_topics:
+            group.needs_rejoin = True
+        if not group.needs_rejoin:
+            return
+        owned = sorted(self._fetcher.states)
+        self._revoke()
+        deadline = Deadline((group.rebalance_timeout_ms + group.session_timeout_ms) / 1000)
+        assigned = group.join(topics, owned, self._partition_counts, deadline)
+        self._joined_topics = topics
+        self._fetcher.states = {tp: PartitionState() for tp in assigned}
+        self._last_committed = {}
+        if self._on_assign is not None:
+            self._on_assign(list(assigned))
+
+    def _revoke(self) -> None:
+        """Before giving partitions back: commit (if automatic) and tell on_revoke."""
+        owned = sorted(self._fetcher.states)
+        if self._joined_topics is None:
+            return
+        if self.enable_auto_commit and self._group is not None and self._group.generation >= 0:
+            try:
+                self._group.commit(self._positions(), True, self.request_timeout_ms)
+            except KafkaError as exc:
+                log.info("commit before the rebalance failed: %s", exc)
+        if self._on_revoke is not None:
+            self._on_revoke(owned)
+        self._fetcher.states = {}
+
+    def _partition_counts(self, topics: set[str]) -> dict[str, int]:
+        snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)
+        return {t: len(snapshot.topics[t].partitions) for t in topics
+                if t in snapshot.topics and snapshot.topics[t].partitions}
+
+    def _positions(self) -> dict[TopicPartition, int]:
+        return {tp: s.position for tp, s in self._fetcher.states.items()
+                if s.position is not None}
+
+    def _maybe_auto_commit(self) -> None:
+        if not self.enable_auto_commit or time.monotonic() < self._next_auto_commit:
+            return
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval_ms / 1000
+        changed = {tp: o for tp, o in self._positions().items()
+                   if self._last_committed.get(tp) != o}
+        if changed and self._group is not None:
+            future = self._group.commit_async(changed, self._topics is not None)
+            future.add_done_callback(
+                lambda f: f.exception() is None and self._last_committed.update(changed))
+
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition | tuple[str, int], int] | None = None,
+        asynchronous: bool = False,
+        callback: Callable[[dict, BaseException | None], Any] | None = None,
+    ) -> Future | None:
+        """Commit offsets to the group: by default the position of every assigned partition.
+
+        An offset committed is the *next* record to read (last processed + 1).
+        Synchronous commits retry coordinator moves and raise ``CommitFailedError``
+        when a rebalance gave the partitions to someone else; ``asynchronous=True``
+        returns a Future at once and calls ``callback(offsets, error)`` when done.
+        """
+        self._check_open()
+        if self._group is None:
+            raise ValueError("commit() needs a group_id")
+        if offsets is None:
+            wanted = self._positions()
+        else:
+            wanted = {TopicPartition(*tp): o for tp, o in offsets.items()}
+            for tp, offset in wanted.items():
+                if not isinstance(offset, int) or offset < 0:
+                    raise ValueError(f"offset for {tp} must be a non-negative integer")
+        as_member = self._topics is not None
+        if asynchronous:
+            future = self._group.commit_async(wanted, as_member)
+            if callback is not None:
+                future.add_done_callback(lambda f: callback(wanted, f.exception()))
+            return future
+        self._group.commit(wanted, as_member, self.request_timeout_ms)
+        self._last_committed.update(wanted)
+        return None
+
+    def committed(self, partition: TopicPartition | tuple[str, int]) -> int | None:
+        """The group's committed offset of ``partition`` (None if nothing is committed)."""
+        self._check_open()
+        if self._group is None:
+            raise ValueError("committed() needs a group_id")
+        tp = TopicPartition(*partition)
+        found = self._group.fetch_committed([tp], self.request_timeout_ms).get(tp)
+        return None if found is None else found.offset
+
     # ----- lifecycle -------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._closed:
             raise ClientClosedError("the consumer is closed")
 
-    def close(self) -> None:
+    def close(self, autocommit: bool = True) -> None:
+        """Commit (if automatic), leave the group so the others rebalance at once, disconnect."""
         if not self._closed:
-            self._closed = True
-            if self._owns_client:
-                self.client.close()
+            try:
+                if self._group is not None and self._topics is not None:
+                    if autocommit and self.enable_auto_commit and self._group.generation >= 0:
+                        try:
+                            self._group.commit(self._positions(), True, self.request_timeout_ms)
+                        except KafkaError as exc:
+                            log.info("final commit failed: %s", exc)
+                    self._group.leave()
+                elif self._group is not None:
+                    self._group.stop_heartbeats()
+            finally:
+                self._closed = True
+                if self._owns_client:
+                    self.client.close()
 
     def __enter__(self) -> Consumer:
         return self
@@ -381,4 +602,4 @@ class Consumer:
         self.close()
 
 
-__all__ = ["Consumer", "ConsumerRecord"]
+__all__ = ["CommitFailedError", "Consumer", "ConsumerRecord", "OffsetAndMetadata"]

@@ -1,0 +1,245 @@
+"""Partition assignors, and the "consumer" protocol bytes every Kafka client agrees on.
+
+The broker never decides who reads which partition: the group leader (one of
+the consumers) does, with an *assignor* that all members support. That is why
+a group can mix clients: confluent-kafka, kafka-python, aiokafka and ours all
+speak ``roundrobin`` and the same subscription/assignment byte layout
+(``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` version 0)::
+
+    subscription: int16 version, [string topic], bytes user_data
+    assignment:   int16 version, [string topic, [int32 partition]], bytes user_data
+
+Three assignors, each ``assign(subscriptions, partitions_per_topic)`` returning
+member id -> sorted list of TopicPartition:
+
+* ``range``: per topic, consecutive partitions to members in member-id order
+  (Kafka's default for years; uneven across many topics).
+* ``roundrobin``: all partitions of all subscribed topics dealt one by one.
+* ``sticky``: balanced like roundrobin, but members keep what they had (their
+  subscription's user_data carries their current partitions), so a rebalance
+  moves as few partitions as possible.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from simplekafka.client.types import TopicPartition
+
+PROTOCOL_TYPE = "consumer"
+
+
+class Subscription(NamedTuple):
+    """What one member asked for: its topics, and assignor-specific user data."""
+
+    topics: list[str]
+    user_data: bytes = b""
+
+
+# -- the consumer protocol's bytes -------------------------------------------------------
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return struct.pack(">h", len(raw)) + raw
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = bytes(data or b"")
+        self.pos = 0
+
+    def take(self, fmt: str) -> tuple:
+        values = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return values
+
+    def string(self) -> str:
+        (length,) = self.take(">h")
+        raw = self.data[self.pos:self.pos + max(length, 0)]
+        self.pos += max(length, 0)
+        return raw.decode("utf-8", errors="replace")
+
+    def bytes_(self) -> bytes:
+        if self.pos + 4 > len(self.data):
+            return b""
+        (length,) = self.take(">i")
+        raw = self.data[self.pos:self.pos + max(length, 0)]
+        self.pos += max(length, 0)
+        return raw
+
+
+def encode_subscription(subscription: Subscription) -> bytes:
+    topics = sorted(subscription.topics)
+    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics)
+            + struct.pack(">i", len(subscription.user_data)) + subscription.user_data)
+
+
+def decode_subscription(data: bytes) -> Subscription:
+    """A member's subscription (any version: fields after user_data are ignored)."""
+    try:
+        reader = _Reader(data)
+        _version, count = reader.take(">hi")
+        topics = [reader.string() for _ in range(max(count, 0))]
+        return Subscription(topics, reader.bytes_())
+    except struct.error:
+        raise ValueError("subscription metadata is truncated") from None
+
+
+def encode_partitions(partitions: Iterable[TopicPartition]) -> bytes:
+    """``[string topic, [int32 partition]]``: the shape of an assignment's body."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    parts = [struct.pack(">i", len(by_topic))]
+    for topic in sorted(by_topic):
+        indexes = sorted(by_topic[topic])
+        parts += [_string(topic), struct.pack(f">i{len(indexes)}i", len(indexes), *indexes)]
+    return b"".join(parts)
+
+
+def _decode_partitions(reader: _Reader) -> list[TopicPartition]:
+    (count,) = reader.take(">i")
+    out = []
+    for _ in range(max(count, 0)):
+        topic = reader.string()
+        (n,) = reader.take(">i")
+        out += [TopicPartition(topic, p) for p in reader.take(f">{max(n, 0)}i")]
+    return out
+
+
+def encode_assignment(partitions: Iterable[TopicPartition], user_data: bytes = b"") -> bytes:
+    return (struct.pack(">h", 0) + encode_partitions(partitions)
+            + struct.pack(">i", len(user_data)) + user_data)
+
+
+def decode_assignment(data: bytes) -> list[TopicPartition]:
+    """The partitions in an assignment (empty bytes: nothing assigned)."""
+    if not data:
+        return []
+    try:
+        reader = _Reader(data)
+        reader.take(">h")
+        return sorted(_decode_partitions(reader))
+    except struct.error:
+        raise ValueError("assignment is truncated") from None
+
+
+# -- assignors ----------------------------------------------------------------------------
+
+Assignment = dict[str, list[TopicPartition]]
+
+
+def _all_partitions(topics: Iterable[str], counts: Mapping[str, int]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in sorted(set(topics)) if t in counts
+            for p in range(counts[t])]
+
+
+class RangeAssignor:
+    name = "range"
+
+    def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
+        return Subscription(topics)
+
+    def assign(self, subscriptions: Mapping[str, Subscription],
+               counts: Mapping[str, int]) -> Assignment:
+        result: Assignment = {m: [] for m in subscriptions}
+        topics = sorted({t for s in subscriptions.values() for t in s.topics})
+        for topic in topics:
+            if topic not in counts:
+                continue
+            members = sorted(m for m, s in subscriptions.items() if topic in s.topics)
+            per, extra = divmod(counts[topic], len(members))
+            start = 0
+            for i, member in enumerate(members):
+                size = per + (1 if i < extra else 0)
+                result[member] += [TopicPartition(topic, p) for p in range(start, start + size)]
+                start += size
+        return {m: sorted(tps) for m, tps in result.items()}
+
+
+class RoundRobinAssignor:
+    name = "roundrobin"
+
+    def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
+        return Subscription(topics)
+
+    def assign(self, subscriptions: Mapping[str, Subscription],
+               counts: Mapping[str, int]) -> Assignment:
+        result: Assignment = {m: [] for m in subscriptions}
+        members = sorted(subscriptions)
+        if not members:
+            return result
+        topics = {t for s in subscriptions.values() for t in s.topics}
+        turn = 0
+        for tp in _all_partitions(topics, counts):
+            # Deal to the next member (in a circle) that subscribes to this topic.
+            for _ in range(len(members)):
+                member = members[turn % len(members)]
+                turn += 1
+                if tp.topic in subscriptions[member].topics:
+                    result[member].append(tp)
+                    break
+        return {m: sorted(tps) for m, tps in result.items()}
+
+
+class StickyAssignor:
+    """Balanced, and moving as little as possible: members keep what they owned."""
+
+    name = "sticky"
+
+    def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
+        return Subscription(topics, encode_partitions(owned))
+
+    def assign(self, subscriptions: Mapping[str, Subscription],
+               counts: Mapping[str, int]) -> Assignment:
+        members = sorted(subscriptions)
+        result: Assignment = {m: [] for m in members}
+        if not members:
+            return result
+        topics = {t for s in subscriptions.values() for t in s.topics}
+        wanted = set(_all_partitions(topics, counts))
+        owned = {m: self._owned(subscriptions[m]) for m in members}
+        base, extra = divmod(len(wanted), len(members))
+        # Members holding the most keep up to base+1 (as many as there are extras).
+        order = sorted(members, key=lambda m: (-len(owned[m]), m))
+        taken: set[TopicPartition] = set()
+        for rank, member in enumerate(order):
+            limit = base + (1 if rank < extra else 0)
+            for tp in owned[member]:
+                if len(result[member]) >= limit:
+                    break
+                if tp in wanted and tp not in taken and tp.topic in subscriptions[member].topics:
+                    result[member].append(tp)
+                    taken.add(tp)
+        for tp in sorted(wanted - taken):
+            eligible = [m for m in members if tp.topic in subscriptions[m].topics]
+            if eligible:
+                fewest = min(eligible, key=lambda m: (len(result[m]), m))
+                result[fewest].append(tp)
+        return {m: sorted(tps) for m, tps in result.items()}
+
+    @staticmethod
+    def _owned(subscription: Subscription) -> list[TopicPartition]:
+        if not subscription.user_data:
+            return []
+        try:
+            return sorted(_decode_partitions(_Reader(subscription.user_data)))
+        except (struct.error, ValueError):
+            return []  # another client's user data: treat as owning nothing
+
+
+ASSIGNORS = {a.name: a for a in (RangeAssignor, RoundRobinAssignor, StickyAssignor)}
+"""Assignor classes by protocol name."""
+
+
+def assignor_for(name: str) -> RangeAssignor | RoundRobinAssignor | StickyAssignor:
+    """An assignor instance by name (ValueError naming the known ones otherwise)."""
+    try:
+        return ASSIGNORS[name]()
+    except KeyError:
+        raise ValueError(
+            f"unknown partition assignor {name!r} (known: {', '.join(sorted(ASSIGNORS))})"
+        ) from None

@@ -1,0 +1,413 @@
+"""Group membership for the Consumer: find the coordinator, join, sync, heartbeat, commit.
+
+One ``GroupMember`` per consumer with a ``group_id``. The consumer's own
+thread does the rebalances (inside ``poll``): JoinGroup (answering
+MEMBER_ID_REQUIRED by joining again with the id the broker handed out), then,
+if this member is the leader, run the assignor the group agreed on over every
+member's subscription, then SyncGroup to learn its own partitions. A
+background thread only sends heartbeats; when one answers
+REBALANCE_IN_PROGRESS (or says the member or generation is stale) it raises a
+flag that the next ``poll`` acts on, calling ``on_revoke`` before the rejoin
+and ``on_assign`` after it, as Kafka's consumer does.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from simplekafka.client.client import Deadline, KafkaClient
+from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
+from simplekafka.client.types import TopicPartition
+from simplekafka.consumer.assignors import (
+    PROTOCOL_TYPE,
+    assignor_for,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+# Errors after which the coordinator must be looked up again.
+COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+# Errors after which the member must rejoin (the group moved on without it).
+REJOIN_ERRORS = frozenset({ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION,
+                           ErrorCode.UNKNOWN_MEMBER_ID})
+
+
+class CommitFailedError(KafkaError):
+    """A commit the group no longer accepts (the member was rebalanced out of the partitions)."""
+
+
+class OffsetAndMetadata(tuple):
+    """A committed offset with its metadata string (as ``committed()`` returns them)."""
+
+    __slots__ = ()
+
+    def __new__(cls, offset: int, metadata: str = "") -> OffsetAndMetadata:
+        return tuple.__new__(cls, (offset, metadata))
+
+    @property
+    def offset(self) -> int:
+        return self[0]
+
+    @property
+    def metadata(self) -> str:
+        return self[1]
+
+
+class GroupMember:
+    """This consumer's membership of group ``group_id`` (see the module docstring)."""
+
+    def __init__(self, client: KafkaClient, group_id: str, assignors: Iterable[str],
+                 session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 300_000,
+                 heartbeat_interval_ms: int = 3_000, retry_backoff_ms: int = 100,
+                 request_timeout_ms: int = 30_000) -> None:
+        if not group_id:
+            raise ValueError("group_id must be a non-empty string")
+        if heartbeat_interval_ms >= session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be below session_timeout_ms")
+        self.client = client
+        self.group_id = group_id
+        self.assignors = [assignor_for(name) for name in assignors]
+        if not self.assignors:
+            raise ValueError("at least one partition assignor is needed")
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.member_id = ""
+        self.generation = -1
+        self.protocol: str | None = None
+        self.leader_id: str | None = None
+        self.coordinator_id: int | None = None
+        self.needs_rejoin = True
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._heartbeat_thread: threading.Thread | None = None
+        self._in_rebalance = False
+
+    # -- the coordinator --------------------------------------------------------------------
+
+    def coordinator(self, deadline: Deadline) -> int:
+        """The node id of the group's coordinator (FindCoordinator, retried until the deadline)."""
+        if self.coordinator_id is not None:
+            return self.coordinator_id
+
+        def attempt(deadline: Deadline) -> int:
+            node = self.client.least_loaded_node()
+            answer = self.client.request(
+                node, ApiKey.FIND_COORDINATOR, {"key": self.group_id, "key_type": 0},
+                timeout_ms=max(1, int(deadline.remaining(self.request_timeout_ms / 1000) * 1000)))
+            if answer.error_code:
+                raise error_for(answer.error_code, f"finding the coordinator of {self.group_id!r}")
+            if self.client.metadata.broker(answer.node_id) is None:
+                self.client.refresh_metadata(None, max(200, int(deadline.remaining() * 1000)))
+            return answer.node_id
+
+        self.coordinator_id = self.client.call_with_retries(
+            attempt, max(1, int(deadline.remaining() * 1000)))
+        return self.coordinator_id
+
+    def coordinator_dead(self) -> None:
+        self.coordinator_id = None
+
+    def send_to_coordinator(self, api_key: ApiKey, body: Any, deadline: Deadline,
+                            timeout_ms: int | None = None) -> Any:
+        """Send to the coordinator; a coordinator error or lost connection forgets it."""
+        node = self.coordinator(deadline)
+        try:
+            answer = self.client.request(node, api_key, body, timeout_ms=timeout_ms)
+        except KafkaError:
+            self.coordinator_dead()
+            raise
+        return answer
+
+    # -- joining ----------------------------------------------------------------------------
+
+    def join(self, topics: list[str], owned: list[TopicPartition],
+             partition_counts: Callable[[set[str]], Mapping[str, int]],
+             deadline: Deadline) -> list[TopicPartition]:
+        """Rejoin the group and return this member's new partitions (blocks for the rebalance)."""
+        self._in_rebalance = True
+        try:
+            while True:
+                assignment = self._join_once(topics, owned, partition_counts, deadline)
+                if assignment is not None:
+                    self.needs_rejoin = False
+                    self._start_heartbeats()
+                    return assignment
+                if deadline.expired:
+                    raise KafkaTimeoutError(
+                        f"could not join group {self.group_id!r} in time")
+                time.sleep(deadline.remaining(self.retry_backoff_ms / 1000))
+        finally:
+            self._in_rebalance = False
+
+    def _join_once(self, topics: list[str], owned: list[TopicPartition],
+                   partition_counts: Callable[[set[str]], Mapping[str, int]],
+                   deadline: Deadline) -> list[TopicPartition] | None:
+        protocols = [{"name": a.name,
+                      "metadata": encode_subscription(a.subscription(topics, owned))}
+                     for a in self.assignors]
+        body = {"group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
+                "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
+                "group_instance_id": None, "protocol_type": PROTOCOL_TYPE,
+                "protocols": protocols}
+        try:
+            answer = self.send_to_coordinator(ApiKey.JOIN_GROUP, body, deadline,
+                                              timeout_ms=self.rebalance_timeout_ms + 5_000)
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise
+            return None
+        code = ErrorCode.of(answer.error_code)
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = answer.member_id
+            return None
+        if code == ErrorCode.UNKNOWN_MEMBER_ID or code == ErrorCode.ILLEGAL_GENERATION:
+            self.member_id, self.generation = "", -1
+            return None
+        if code in COORDINATOR_ERRORS:
+            self.coordinator_dead()
+            return None
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
+            return None
+        if code != ErrorCode.NONE:
+            raise error_for(code, f"joining group {self.group_id!r}")
+        with self._lock:
+            self.member_id = answer.member_id
+            self.generation = answer.generation_id
+            self.protocol = answer.protocol_name
+            self.leader_id = answer.leader
+        assignments: list[dict] = []
+        if answer.leader == answer.member_id:
+            assignments = self._lead(answer, partition_counts)
+        sync = {"group_id": self.group_id, "generation_id": self.generation,
+                "member_id": self.member_id, "group_instance_id": None,
+                "assignments": assignments}
+        try:
+            answer = self.send_to_coordinator(ApiKey.SYNC_GROUP, sync, deadline,
+                                              timeout_ms=self.rebalance_timeout_ms + 5_000)
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise
+            return None
+        code = ErrorCode.of(answer.error_code)
+        if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self.member_id, self.generation = "", -1
+            return None
+        if code in COORDINATOR_ERRORS:
+            self.coordinator_dead()
+            return None
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
+            return None
+        if code != ErrorCode.NONE:
+            raise error_for(code, f"syncing group {self.group_id!r}")
+        partitions = decode_assignment(answer.assignment)
+        log.info("group %r generation %d: %s assigned %s", self.group_id, self.generation,
+                 self.member_id, [str(tp) for tp in partitions])
+        return partitions
+
+    def _lead(self, answer: Any, partition_counts: Callable[[set[str]], Mapping[str, int]],
+              ) -> list[dict]:
+        """As the leader: run the agreed assignor over every member's subscription."""
+        assignor = assignor_for(answer.protocol_name)
+        subscriptions = {}
+        for member in answer.members:
+            try:
+                subscriptions[member.member_id] = decode_subscription(member.metadata)
+            except ValueError:
+                log.warning("member %s sent an unreadable subscription", member.member_id)
+                subscriptions[member.member_id] = decode_subscription(b"\0\0\0\0\0\0")
+        topics = {t for s in subscriptions.values() for t in s.topics}
+        counts = partition_counts(topics)
+        plan = assignor.assign(subscriptions, counts)
+        return [{"member_id": m, "assignment": encode_assignment(tps)} for m, tps in plan.items()]
+
+    # -- heartbeats -------------------------------------------------------------------------
+
+    def _start_heartbeats(self) -> None:
+        if self._heartbeat_thread is None:
+            self._heartbeat_thread = threading.Thread(
+                target=self._heartbeat_loop, name=f"heartbeat-{self.group_id}", daemon=True)
+            self._heartbeat_thread.start()
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_interval_ms / 1000):
+            if self._in_rebalance or self.generation < 0 or self.needs_rejoin:
+                continue
+            try:
+                self.heartbeat_once()
+            except Exception as exc:  # the loop must survive anything; the next poll sees it
+                log.debug("heartbeat for %r failed: %s", self.group_id, exc)
+
+    def heartbeat_once(self) -> ErrorCode:
+        """One Heartbeat; flags a rejoin or a coordinator lookup when the answer says so."""
+        with self._lock:
+            body = {"group_id": self.group_id, "generation_id": self.generation,
+                    "member_id": self.member_id, "group_instance_id": None}
+        deadline = Deadline(self.session_timeout_ms / 1000)
+        try:
+            answer = self.send_to_coordinator(ApiKey.HEARTBEAT, body, deadline,
+                                              timeout_ms=self.session_timeout_ms)
+        except KafkaError:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        code = ErrorCode.of(answer.error_code)
+        if code in REJOIN_ERRORS:
+            if code != ErrorCode.REBALANCE_IN_PROGRESS:
+                with self._lock:
+                    self.member_id, self.generation = "", -1
+            self.needs_rejoin = True
+        elif code in COORDINATOR_ERRORS:
+            self.coordinator_dead()
+        return code
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def commit_body(self, offsets: Mapping[TopicPartition, int | tuple[int, str]],
+                    as_member: bool = True) -> dict:
+        topics: dict[str, list[dict]] = {}
+        for tp, value in offsets.items():
+            offset, metadata = (value, "") if isinstance(value, int) else value
+            topics.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "committed_offset": int(offset),
+                 "committed_leader_epoch": -1, "commit_timestamp": -1,
+                 "committed_metadata": metadata or ""})
+        with self._lock:
+            generation = self.generation if as_member else -1
+            member_id = self.member_id if as_member and self.generation >= 0 else ""
+        return {"group_id": self.group_id, "generation_id_or_member_epoch": generation,
+                "member_id": member_id, "group_instance_id": None, "retention_time_ms": -1,
+                "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+
+    def commit(self, offsets: Mapping[TopicPartition, int | tuple[int, str]], as_member: bool,
+               timeout_ms: int) -> None:
+        """Commit synchronously; retries coordinator moves, raises CommitFailedError if fenced."""
+        if not offsets:
+            return
+        body = self.commit_body(offsets, as_member)
+
+        def attempt(deadline: Deadline) -> None:
+            answer = self.send_to_coordinator(ApiKey.OFFSET_COMMIT, body, deadline)
+            self.check_commit_answer(answer)
+
+        self.client.call_with_retries(attempt, timeout_ms)
+
+    def commit_async(self, offsets: Mapping[TopicPartition, int | tuple[int, str]],
+                     as_member: bool) -> Future:
+        """Commit without waiting: the future holds None or the error (no retries)."""
+        result: Future = Future()
+        if not offsets:
+            result.set_result(None)
+            return result
+        body = self.commit_body(offsets, as_member)
+        try:
+            node = self.coordinator(Deadline(self.request_timeout_ms / 1000))
+            sent = self.client.send(node, ApiKey.OFFSET_COMMIT, body)
+        except KafkaError as exc:
+            result.set_exception(exc)
+            return result
+
+        def done(answer_future: Future) -> None:
+            try:
+                self.check_commit_answer(answer_future.result())
+            except BaseException as exc:
+                if isinstance(exc, KafkaError) and not isinstance(exc, CommitFailedError):
+                    self.coordinator_dead()
+                result.set_exception(exc)
+            else:
+                result.set_result(None)
+
+        sent.add_done_callback(done)
+        return result
+
+    def check_commit_answer(self, answer: Any) -> None:
+        for topic in answer.topics:
+            for part in topic.partitions:
+                code = ErrorCode.of(part.error_code)
+                if code == ErrorCode.NONE:
+                    continue
+                where = f"committing {topic.name}-{part.partition_index}"
+                if code in COORDINATOR_ERRORS:
+                    self.coordinator_dead()
+                    raise error_for(code, where)
+                if code in REJOIN_ERRORS:
+                    self.needs_rejoin = True
+                    if code != ErrorCode.REBALANCE_IN_PROGRESS:
+                        with self._lock:
+                            self.member_id, self.generation = "", -1
+                    raise CommitFailedError(
+                        f"{where}: {code.name}: the group rebalanced; this member no longer "
+                        f"owns the partition (poll again to rejoin)")
+                raise error_for(code, where)
+
+    def fetch_committed(self, partitions: Iterable[TopicPartition],
+                        timeout_ms: int) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets (None where nothing is committed)."""
+        wanted: dict[str, list[int]] = {}
+        for tp in partitions:
+            wanted.setdefault(tp.topic, []).append(tp.partition)
+        if not wanted:
+            return {}
+        body = {"group_id": self.group_id, "require_stable": False,
+                "topics": [{"name": t, "partition_indexes": p} for t, p in wanted.items()]}
+
+        def attempt(deadline: Deadline) -> dict[TopicPartition, OffsetAndMetadata | None]:
+            answer = self.send_to_coordinator(ApiKey.OFFSET_FETCH, body, deadline)
+            top = getattr(answer, "error_code", 0)
+            if top:
+                if top in COORDINATOR_ERRORS:
+                    self.coordinator_dead()
+                raise error_for(top, f"fetching offsets of {self.group_id!r}")
+            found: dict[TopicPartition, OffsetAndMetadata | None] = {}
+            for topic in answer.topics:
+                for part in topic.partitions:
+                    if part.error_code:
+                        if part.error_code in COORDINATOR_ERRORS:
+                            self.coordinator_dead()
+                        raise error_for(part.error_code, f"fetching offsets of {topic.name}")
+                    tp = TopicPartition(topic.name, part.partition_index)
+                    found[tp] = (OffsetAndMetadata(part.committed_offset, part.metadata or "")
+                                 if part.committed_offset >= 0 else None)
+            return found
+
+        return self.client.call_with_retries(attempt, timeout_ms)
+
+    # -- leaving ----------------------------------------------------------------------------
+
+    def leave(self, timeout_ms: int = 5_000) -> None:
+        """LeaveGroup (so the others rebalance now, not after our session timeout)."""
+        self._stop.set()
+        if self._heartbeat_thread is not None:
+            self._heartbeat_thread.join(timeout=2)
+        with self._lock:
+            member_id, self.member_id, self.generation = self.member_id, "", -1
+        if not member_id or self.coordinator_id is None:
+            return
+        body = {"group_id": self.group_id, "member_id": member_id,
+                "members": [{"member_id": member_id, "group_instance_id": None}]}
+        try:
+            self.client.request(self.coordinator_id, ApiKey.LEAVE_GROUP, body,
+                                timeout_ms=timeout_ms)
+        except KafkaError as exc:
+            log.info("leaving group %r: %s", self.group_id, exc)
+
+    def stop_heartbeats(self) -> None:
+        self._stop.set()
+
+
+def topics_matching(pattern: re.Pattern, names: Iterable[str]) -> list[str]:
+    """Subscribed topics for a pattern: full matches, internal topics left out."""
+    return sorted(n for n in names if not n.startswith("__") and pattern.fullmatch(n))
