@@ -19,10 +19,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.config import BrokerConfig
-from simplekafka.broker.controller import Controller, read_topic_config
+from simplekafka.broker.controller import (
+    CONTROLLED_SHUTDOWN_PATH,
+    Controller,
+    read_topic_config,
+)
 from simplekafka.broker.controller_channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch import FetchHandler
@@ -40,6 +45,7 @@ from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherMana
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.topic_admin import TopicAdmin
+from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.storage import LogConfig, LogManager
@@ -75,6 +81,7 @@ class KafkaBroker:
         self._loops: list[task.LoopingCall] = []
         self._checkpointing: defer.Deferred | None = None
         self._stopping = False
+        self._stop_requested = False
 
         self.log_config = LogConfig.from_kafka(
             {k: v for k, v in config.log_config_keys().items() if v is not None})
@@ -190,9 +197,12 @@ class KafkaBroker:
             on_elected=self._elected, on_resigned=self._resigned,
             on_brokers_changed=self._brokers_changed,
             call_soon=self.reactor.callFromThread)
-        self.controller = Controller(self.broker_id, self.election, self._send_from_controller,
-                                     self.config["unclean.leader.election.enable"],
-                                     call_later=self.reactor.callLater)
+        self.controller = Controller(
+            self.broker_id, self.election, self._send_from_controller,
+            self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
+            auto_rebalance=self.config["auto.leader.rebalance.enable"],
+            imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
+            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
         self.election.start()
         log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
                  self.config.zookeeper_connect)
@@ -327,10 +337,12 @@ class KafkaBroker:
     @defer.inlineCallbacks
     def stop(self) -> Any:
         """Clean shutdown: stop serving, leave the cluster, flush, mark the logs clean."""
-        if self._stopping:
+        if self._stopping or self._stop_requested:
             return
-        self._stopping = True
+        self._stop_requested = True
         log.info("broker %d shutting down", self.broker_id)
+        yield self._controlled_shutdown()
+        self._stopping = True
         for loop in self._loops:
             if loop.running:
                 loop.stop()
@@ -357,6 +369,50 @@ class KafkaBroker:
             yield self._bounded(threads.deferToThreadPool(
                 self.reactor, pool, _close_zookeeper, zk), "closing the ZooKeeper session")
         log.info("broker %d stopped cleanly", self.broker_id)
+
+    @defer.inlineCallbacks
+    def _controlled_shutdown(self) -> Any:
+        """Move leadership away before leaving (controlled.shutdown.enable).
+
+        The broker announces itself under ``/admin/controlled_shutdown/<id>``
+        (ephemeral); the controller moves its leaderships to other in-sync
+        replicas and drops it from ISRs. Meanwhile this broker keeps serving,
+        and waits (up to controlled.shutdown.timeout.ms) until it leads no
+        partition that another live, staying ISR member could lead.
+        """
+        if (not self.config["controlled.shutdown.enable"] or self.zk is None
+                or not self.zk.connected or self.registration is None):
+            return
+        pool = self.reactor.getThreadPool()
+        path = f"{CONTROLLED_SHUTDOWN_PATH}/{self.broker_id}"
+
+        def announce() -> None:
+            try:
+                self.zk.create(path, b"", ephemeral=True, makepath=True)
+            except NodeExistsError:
+                pass
+
+        def staying_brokers() -> set[int]:
+            live = {int(c) for c in self.zk.get_children(ZkPaths.BROKER_IDS) if c.isdigit()}
+            leaving = {int(c) for c in self.zk.get_children(CONTROLLED_SHUTDOWN_PATH)
+                       if c.isdigit()}
+            return live - leaving
+
+        deadline = self.reactor.seconds() + self.config["controlled.shutdown.timeout.ms"] / 1000
+        try:
+            yield threads.deferToThreadPool(self.reactor, pool, announce)
+            while self.reactor.seconds() < deadline:
+                staying = yield threads.deferToThreadPool(self.reactor, pool, staying_brokers)
+                movable = [p for p in self.replica_manager.partitions.values()
+                           if p.is_leader and set(p.isr) & staying]
+                if not movable:
+                    log.info("controlled shutdown: no leaderships left to move")
+                    return
+                yield task.deferLater(self.reactor, 0.2, lambda: None)
+            log.warning("controlled shutdown: still leading %d partitions at the timeout",
+                        len(movable))
+        except Exception as exc:
+            log.warning("controlled shutdown failed (%s); stopping anyway", exc)
 
     def _bounded(self, work: defer.Deferred, what: str) -> defer.Deferred:
         """Wait for ZooKeeper work at shutdown, but not forever (ZooKeeper may be gone)."""

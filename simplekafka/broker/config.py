@@ -57,6 +57,13 @@ def _str_or_none(text: str) -> str | None:
     return text or None
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError("expected a positive number")
+    return value
+
+
 def _list(text: str) -> list[str]:
     if isinstance(text, (list, tuple)):
         return [str(item).strip() for item in text if str(item).strip()]
@@ -121,6 +128,15 @@ _KEYS: list[ConfigKey] = [
               "Allow an out-of-sync replica to lead (may lose acknowledged data)."),
     ConfigKey("controlled.shutdown.enable", _bool, True,
               "Move leadership away before a clean shutdown."),
+    ConfigKey("controlled.shutdown.timeout.ms", _int, 10000,
+              "How long a clean shutdown waits for its leaderships to move away.", 0),
+    ConfigKey("auto.leader.rebalance.enable", _bool, True,
+              "Move leadership back to preferred replicas when a broker's imbalance is high."),
+    ConfigKey("leader.imbalance.check.interval.seconds", _float, 300.0,
+              "How often the controller checks leader imbalance (fractions allowed)."),
+    ConfigKey("leader.imbalance.per.broker.percentage", _int, 10,
+              "Share of a broker's preferred partitions led elsewhere that triggers a "
+              "preferred leader election.", 0),
     ConfigKey("offsets.topic.num.partitions", _int, 10, "Partitions of __consumer_offsets.", 1),
     ConfigKey("offsets.topic.replication.factor", _int, 3,
               "Replication factor of __consumer_offsets (capped by the live brokers).", 1),
@@ -309,3 +325,20 @@ def describe_keys() -> str:
     for key in _KEYS:
         lines.append(f"{key.name} (default {key.default!r}): {key.doc}")
     return "\n".join(lines)
+
+
+def _keys_table_rst() -> str:
+    """Every key as an RST table, appended to this module's docstring for the API docs."""
+    rows = [".. list-table:: Configuration keys (Kafka's names)", "   :header-rows: 1",
+            "   :widths: 30 20 50", "", "   * - key", "     - default", "     - meaning"]
+    for key in _KEYS:
+        default = key.default
+        if isinstance(default, list):
+            default = ",".join(default)
+        shown = "(none)" if default is None else f"``{default}``"
+        rows += [f"   * - ``{key.name}``", f"     - {shown}", f"     - {key.doc}"]
+    return "\n".join(rows)
+
+
+__doc__ = (__doc__ or "") + "\n\n" + _keys_table_rst() + "\n"
+

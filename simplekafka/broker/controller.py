@@ -16,7 +16,20 @@ requests to brokers, sent from the reactor through the ControllerChannel:
   and it leaves every ISR (the leader epoch rises);
 * on new topics (``/brokers/topics``): elect, write, tell;
 * on ``/admin/delete_topics/<t>``: StopReplica (delete) to the replicas, the
-  partitions dropped from every metadata cache, then the znodes removed.
+  partitions dropped from every metadata cache, then the znodes removed;
+* on ``/isr_change_notification`` (a leader changed an ISR): reread those state
+  znodes and send UpdateMetadata to every broker;
+* on ``/admin/preferred_replica_election``, and periodically when a broker's
+  leader imbalance is over ``leader.imbalance.per.broker.percentage``: move
+  leadership to the first replica of the assignment where it is live and in
+  the ISR;
+* on ``/admin/controlled_shutdown/<id>`` (a broker about to stop cleanly): move
+  its leaderships to the first other live ISR member, drop it from the ISRs it
+  follows in (never emptying one), and leave it out of elections until it goes.
+
+Every write is a fenced multi (``/controller_epoch`` version checked) and
+conditional on the state znode's version; a write that conflicts (a leader
+changed the ISR meanwhile) rereads the znode and decides again.
 
 With a single broker the controller sends these requests to itself through the
 very same channel and request handlers a remote broker would use.
@@ -41,9 +54,11 @@ from simplekafka.coordination.topics import (
 )
 from simplekafka.coordination.znodes import (
     BrokerInfo,
+    PartitionRefs,
     PartitionState,
     TopicConfig,
     ZkPaths,
+    ZnodeFormatError,
 )
 from simplekafka.protocol.api import ApiKey
 
@@ -54,6 +69,10 @@ UPDATE_METADATA_VERSION = 5
 STOP_REPLICA_VERSION = 1
 PLAINTEXT = 0  # security protocol id in UpdateMetadata endpoints
 RELOAD_DELAY = 1.0  # seconds before reloading after a ZooKeeper error
+WRITE_ATTEMPTS = 3  # decide-and-write rounds per partition when the state znode moved
+# Not a Kafka path: a broker stopping cleanly announces itself here (ephemeral
+# znode) instead of sending Kafka's ControlledShutdown request (see docs).
+CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown"
 
 # One request for the channel: (target broker, api key, api version, body).
 Send = tuple[int, ApiKey, int, dict]
@@ -64,8 +83,14 @@ class Controller:
 
     def __init__(self, broker_id: int, election: ControllerElection,
                  send: Callable[[list[Send]], None], unclean_election: bool = False,
-                 call_later: Callable[..., Any] | None = None):
+                 call_later: Callable[..., Any] | None = None,
+                 auto_rebalance: bool = False, imbalance_check_seconds: float = 300.0,
+                 imbalance_percentage: int = 10):
         self.broker_id = broker_id
+        self.auto_rebalance = auto_rebalance
+        self.imbalance_check_seconds = imbalance_check_seconds
+        self.imbalance_percentage = imbalance_percentage
+        self._rebalance_timer: Any = None
         self._call_later = call_later
         self.election = election
         self.zk = election.zk
@@ -81,6 +106,8 @@ class Controller:
         self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self.states: dict[tuple[str, int], tuple[PartitionState, int]] = {}
         self.deleting: set[str] = set()
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.shutting_down: set[int] = set()
 
     # -- election callbacks (reactor thread) --------------------------------------------
 
@@ -88,10 +115,28 @@ class Controller:
         self.active = True
         self.epoch = epoch
         self._submit(self._startup_event)
+        self._schedule_rebalance_check()
 
     def on_resigned(self) -> None:
         self.active = False
         self._submit(self._reset)
+        if self._rebalance_timer is not None and self._rebalance_timer.active():
+            self._rebalance_timer.cancel()
+        self._rebalance_timer = None
+
+    def _schedule_rebalance_check(self) -> None:
+        if not self.auto_rebalance or self._call_later is None:
+            return
+        if self._rebalance_timer is not None and self._rebalance_timer.active():
+            return
+
+        def due() -> None:
+            self._rebalance_timer = None
+            if self.active:
+                self._submit(self._rebalance_event)
+                self._schedule_rebalance_check()
+
+        self._rebalance_timer = self._call_later(self.imbalance_check_seconds, due)
 
     def _reload(self) -> None:
         if self.active:
@@ -142,6 +187,9 @@ class Controller:
         log.info("controller %d (epoch %d) loaded %d topics, elected %d leaders",
                  self.broker_id, self.epoch, len(self.assignments), len(changed))
         sends += self._deletions_event()
+        sends += self._controlled_shutdown_event()
+        sends += self._isr_changes_event()
+        sends += self._preferred_election_event()
         return sends
 
     def states_keys_needing_leaders(self) -> list[tuple[str, int]]:
@@ -162,6 +210,7 @@ class Controller:
         live = set(self.brokers)
         gone = set(changes.dead) | set(changes.bounced)
         arrived = (set(changes.new) | set(changes.bounced)) & live
+        self.shutting_down -= gone | arrived  # a bounced broker starts afresh
         affected = set()
         # Dead brokers leave every ISR they were in; partitions they led need a new leader.
         for key, (state, _version) in list(self.states.items()):
@@ -237,43 +286,59 @@ class Controller:
         if assignment is None:
             return
         self.assignments[topic] = dict(assignment.partitions)
+        try:
+            self.topic_configs[topic] = read_topic_config(self.zk, topic)
+        except ZnodeFormatError as exc:
+            log.warning("topic %s: unreadable config (%s); using broker defaults", topic, exc)
+            self.topic_configs[topic] = {}
         for index in assignment.partitions:
             found = read_partition_state(self.zk, topic, index)
             if found is not None:
                 self.states[(topic, index)] = found
 
     def _elect_leaders(self, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
-        """Elect (new or offline) leaders for ``keys`` and write them; returns what changed."""
-        live = set(self.brokers)
+        """Elect (new or offline) leaders for ``keys`` and write them; returns what changed.
+
+        A write refused because the state znode moved (a leader changed its ISR
+        since we read it) rereads the znode and decides again.
+        """
         changed = []
         for key in keys:
-            replicas = self.assignments.get(key[0], {}).get(key[1])
-            if replicas is None:
-                continue
-            current = self.states.get(key)
-            if current is None:
-                state = elect_leader_for_new_partition(replicas, live, self.epoch)
-                if state is None:
-                    log.warning("%s-%d: no live replica among %s", *key, list(replicas))
-                    continue
-                if self._create_state(key, state):
-                    changed.append(key)
-                continue
-            old, _version = current
-            if old.leader in live:
-                # The leader stays; dead members leave the ISR, and the leader epoch rises.
-                isr = tuple(r for r in old.isr if r in live)
-                if isr == old.isr:
-                    continue
-                state = PartitionState(old.leader, old.leader_epoch + 1, isr, self.epoch)
-            else:
-                state = elect_leader_for_offline_partition(
-                    replicas, old, live, self.epoch, self.unclean_election)
-                if state == old:
-                    continue
-            if self._update_state(key, state):
-                changed.append(key)
+            for _attempt in range(WRITE_ATTEMPTS):
+                outcome = self._elect_one(key)
+                if outcome is not None:
+                    if outcome:
+                        changed.append(key)
+                    break
         return changed
+
+    def _elect_one(self, key: tuple[str, int]) -> bool | None:
+        """One decision for ``key``: True written, False nothing to do, None conflict."""
+        live = set(self.brokers)
+        replicas = self.assignments.get(key[0], {}).get(key[1])
+        if replicas is None:
+            return False
+        current = self.states.get(key)
+        if current is None:
+            state = elect_leader_for_new_partition(replicas, live, self.epoch)
+            if state is None:
+                log.warning("%s-%d: no live replica among %s", *key, list(replicas))
+                return False
+            return self._create_state(key, state)
+        old, _version = current
+        if old.leader in live:
+            # The leader stays; dead members leave the ISR (never emptied), the epoch rises.
+            isr = tuple(r for r in old.isr if r in live)
+            if isr == old.isr or not isr:
+                return False
+            state = PartitionState(old.leader, old.leader_epoch + 1, isr, self.epoch)
+        else:
+            state = elect_leader_for_offline_partition(
+                replicas, old, live - self.shutting_down, self.epoch,
+                self._unclean_election(key[0]))
+            if state == old:
+                return False
+        return True if self._update_state(key, state) else None
 
     def _create_state(self, key: tuple[str, int], state: PartitionState) -> bool:
         topic, index = key
@@ -357,6 +422,178 @@ class Controller:
                 pass
             except (KazooException, NodeExistsError) as exc:
                 log.warning("could not delete %s: %s", path, exc)
+
+    def _unclean_election(self, topic: str) -> bool:
+        """unclean.leader.election.enable: the topic's override, else the broker's."""
+        value = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        if value is None:
+            return self.unclean_election
+        return value.strip().lower() == "true"
+
+    # -- ISR changes made by leaders ----------------------------------------------------
+
+    def _on_isr_changes_watch(self, _event: Any) -> None:
+        if self.active:
+            self._submit(self._isr_changes_event)
+
+    def _isr_changes_event(self) -> list[Send]:
+        """A leader wrote an ISR: reread those states, tell every broker (UpdateMetadata)."""
+        if not self.election.is_controller:
+            return []
+        path = ZkPaths.ISR_CHANGE_NOTIFICATION
+        self.zk.ensure_path(path)
+        children = self.zk.get_children(path, watch=self._on_isr_changes_watch)
+        keys: set[tuple[str, int]] = set()
+        for child in sorted(children):
+            try:
+                data, _stat = self.zk.get(f"{path}/{child}")
+                keys |= {(r.topic, r.partition)
+                         for r in PartitionRefs.from_json(data, path).partitions}
+            except NoNodeError:
+                continue
+            except ZnodeFormatError as exc:
+                log.warning("ignoring %s/%s: %s", path, child, exc)
+            try:
+                self.zk.delete(f"{path}/{child}")
+            except NoNodeError:
+                pass
+        known = sorted(k for k in keys if k[1] in self.assignments.get(k[0], {}))
+        for key in known:
+            found = read_partition_state(self.zk, *key)
+            if found is not None:
+                self.states[key] = found
+        if not known:
+            return []
+        log.info("controller: ISR changed for %s", ", ".join(f"{t}-{p}" for t, p in known))
+        return self._update_metadata_to_all(known)
+
+    # -- preferred leaders --------------------------------------------------------------
+
+    def _on_preferred_watch(self, _event: Any) -> None:
+        if self.active:
+            self._submit(self._preferred_election_event)
+
+    def _preferred_election_event(self) -> list[Send]:
+        """``/admin/preferred_replica_election`` was written: elect, then remove the znode."""
+        if not self.election.is_controller:
+            return []
+        path = ZkPaths.PREFERRED_REPLICA_ELECTION
+        if self.zk.exists(path, watch=self._on_preferred_watch) is None:
+            return []
+        try:
+            data, _stat = self.zk.get(path)
+            refs = PartitionRefs.from_json(data, path).partitions
+            keys = [(r.topic, r.partition) for r in refs] or self._all_partitions()
+        except NoNodeError:
+            return []
+        except ZnodeFormatError as exc:
+            log.warning("ignoring %s: %s", path, exc)
+            keys = []
+        sends = self._elect_preferred(keys)
+        try:
+            self.zk.delete(path)
+        except NoNodeError:
+            pass
+        self.zk.exists(path, watch=self._on_preferred_watch)
+        return sends
+
+    def _elect_preferred(self, keys: list[tuple[str, int]]) -> list[Send]:
+        changed = []
+        for key in keys:
+            for _attempt in range(WRITE_ATTEMPTS):
+                outcome = self._move_leader(key, self._preferred_choice)
+                if outcome is not None:
+                    if outcome:
+                        changed.append(key)
+                    break
+        if changed:
+            log.info("controller: preferred leaders elected for %s",
+                     ", ".join(f"{t}-{p}" for t, p in changed))
+        return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
+
+    def _preferred_choice(self, key: tuple[str, int], state: PartitionState,
+                          replicas: tuple[int, ...]) -> PartitionState | None:
+        preferred = replicas[0] if replicas else -1
+        if (state.leader == preferred or preferred not in self.brokers
+                or preferred not in state.isr or preferred in self.shutting_down):
+            return None
+        return PartitionState(preferred, state.leader_epoch + 1, state.isr, self.epoch)
+
+    def _move_leader(self, key: tuple[str, int], choose: Callable[..., PartitionState | None]
+                     ) -> bool | None:
+        """Write ``choose``'s new state for ``key``: True written, False no change, None
+        conflict (the znode moved; reread, so the caller may decide again)."""
+        current = self.states.get(key)
+        replicas = self.assignments.get(key[0], {}).get(key[1])
+        if current is None or replicas is None:
+            return False
+        state = choose(key, current[0], tuple(replicas))
+        if state is None:
+            return False
+        return True if self._update_state(key, state) else None
+
+    def _rebalance_event(self) -> list[Send]:
+        """auto.leader.rebalance.enable: preferred elections where a broker's imbalance is high."""
+        if not self.election.is_controller:
+            return []
+        preferred_of: dict[int, list[tuple[str, int]]] = {}
+        for key, replicas in self._replicas_items():
+            if replicas and key in self.states:
+                preferred_of.setdefault(replicas[0], []).append(key)
+        keys = []
+        for broker_id, its in sorted(preferred_of.items()):
+            if broker_id not in self.brokers or broker_id in self.shutting_down:
+                continue
+            elsewhere = [k for k in its if self.states[k][0].leader != broker_id]
+            if elsewhere and 100 * len(elsewhere) / len(its) > self.imbalance_percentage:
+                keys += elsewhere
+        return self._elect_preferred(keys) if keys else []
+
+    # -- controlled shutdown ------------------------------------------------------------
+
+    def _on_controlled_shutdown_watch(self, _event: Any) -> None:
+        if self.active:
+            self._submit(self._controlled_shutdown_event)
+
+    def _controlled_shutdown_event(self) -> list[Send]:
+        """Brokers about to stop: move their leaderships away, drop them from ISRs."""
+        if not self.election.is_controller:
+            return []
+        self.zk.ensure_path(CONTROLLED_SHUTDOWN_PATH)
+        children = self.zk.get_children(CONTROLLED_SHUTDOWN_PATH,
+                                        watch=self._on_controlled_shutdown_watch)
+        announced = {int(c) for c in children if c.isdigit()} & set(self.brokers)
+        new = announced - self.shutting_down
+        self.shutting_down = announced
+        if not new:
+            return []
+        changed = []
+        for key, (state, _version) in sorted(self.states.items()):
+            if not (set(state.isr) | {state.leader}) & new:
+                continue
+            for _attempt in range(WRITE_ATTEMPTS):
+                outcome = self._move_leader(key, self._shutdown_choice)
+                if outcome is not None:
+                    if outcome:
+                        changed.append(key)
+                    break
+        log.info("controller: controlled shutdown of %s moved %d partitions", sorted(new),
+                 len(changed))
+        return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
+
+    def _shutdown_choice(self, key: tuple[str, int], state: PartitionState,
+                         replicas: tuple[int, ...]) -> PartitionState | None:
+        staying = [r for r in state.isr if r not in self.shutting_down and r in self.brokers]
+        if state.leader in self.shutting_down:
+            candidates = [r for r in replicas if r in staying]
+            if not candidates:
+                return None  # nobody else in sync: it leads until it goes (then offline)
+            return PartitionState(candidates[0], state.leader_epoch + 1, tuple(staying),
+                                  self.epoch)
+        isr = tuple(r for r in state.isr if r not in self.shutting_down)
+        if isr == state.isr or not isr:
+            return None
+        return PartitionState(state.leader, state.leader_epoch + 1, isr, self.epoch)
 
     def _all_partitions(self) -> list[tuple[str, int]]:
         return [(t, p) for t, parts in self.assignments.items() for p in parts]

@@ -375,6 +375,9 @@ class Partition:
             self.log.truncate_to(offset)
             self.producers = ProducerStateTable()
             self._rebuild_producer_state()
+        # Epochs that start at the log end hold no record (a leader's epoch with no writes):
+        # forget them, or the next OffsetForLeaderEpoch would ask about them again.
+        self.log.leader_epochs.truncate_from_end(self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
     def add_append_listener(self, listener: Callable[[Partition], None]) -> None:

@@ -81,6 +81,7 @@ class ReplicaFetcher:
         self._connection: ResponseReader | None = None
         self._correlation = itertools.count(1)
         self._loop_done: defer.Deferred | None = None
+        self._generation = 0
 
     # -- partitions ---------------------------------------------------------------------
 
@@ -101,7 +102,8 @@ class ReplicaFetcher:
     def start(self) -> None:
         if not self.running:
             self.running = True
-            self._loop_done = self._run()
+            self._generation += 1  # a loop of an earlier start ends at its next step
+            self._loop_done = self._run(self._generation)
 
     def stop(self) -> None:
         self.running = False
@@ -113,9 +115,9 @@ class ReplicaFetcher:
             connection.transport.loseConnection()
 
     @defer.inlineCallbacks
-    def _run(self) -> Any:
+    def _run(self, generation: int) -> Any:
         failures = 0
-        while self.running and self.states:
+        while self.running and self.states and generation == self._generation:
             try:
                 pending = [s for s in self.states.values() if not s.truncated]
                 if pending:
@@ -194,8 +196,11 @@ class ReplicaFetcher:
                     continue
                 truncate_by_epoch(state.partition, latest, answer.leader_epoch,
                                   answer.end_offset)
-                if state.partition.log.leader_epochs.latest_epoch <= answer.leader_epoch \
-                        or answer.leader_epoch < 0:
+                now_latest = state.partition.log.leader_epochs.latest_epoch
+                # Done when the leader's epoch is our latest; else ask again about the
+                # earlier epoch we now end with (unless nothing changed: no progress).
+                if now_latest <= answer.leader_epoch or answer.leader_epoch < 0 \
+                        or now_latest == latest:
                     state.truncated = True
         if retry_later:
             yield task.deferLater(self.reactor, BACKOFF, lambda: None)
