@@ -1,0 +1,95 @@
+"""Every Jupyter walkthrough in notebooks/ runs, cell by cell, in a real kernel.
+
+The notebooks start real clusters (ZooKeeper and broker processes), so these are
+integration tests. The kernel is this interpreter (a kernelspec written to a
+temporary JUPYTER_PATH), not whatever ``python3`` kernel a machine happens to
+have registered, so a fresh clone needs nothing beyond ``pip install -e .[all]``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+KERNEL_NAME = "simplekafka-test"
+CELL_TIMEOUT = 240  # seconds; a cell that starts a three-broker cluster on a busy machine
+STARTUP_TIMEOUT = 120
+
+
+@pytest.fixture
+def kernel_path(tmp_path, monkeypatch) -> str:
+    """A kernelspec that runs ipykernel in this very interpreter, first on JUPYTER_PATH."""
+    spec_dir = tmp_path / "jupyter" / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "SimpleKafka tests",
+        "language": "python",
+    }))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    return KERNEL_NAME
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 3, "notebooks/ should hold the walkthroughs"
+
+
+def test_notebooks_match_their_generator():
+    """notebooks/*.ipynb are what tools/build_notebooks.py writes: same cells, no outputs."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_notebooks.py"), "--check"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_are_committed_without_outputs(path):
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, (
+                f"{path.name} cell {cell.id} has outputs; clear them (tools/build_notebooks.py)"
+            )
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path, kernel_path, tmp_path, monkeypatch):
+    """Every cell runs without an error, each within CELL_TIMEOUT seconds."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # The kernel inherits this: clusters and temporary files the notebook makes land here.
+    monkeypatch.setenv("TMPDIR", str(run_dir))
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        kernel_name=kernel_path,
+        timeout=CELL_TIMEOUT,
+        startup_timeout=STARTUP_TIMEOUT,
+        allow_errors=False,
+        resources={"metadata": {"path": str(run_dir)}},
+    )
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError) as exc:
+        pytest.fail(f"{path.name}: {exc}", pytrace=False)
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            # A traceback printed by a thread (not raised) is an error too.
+            text = output.get("text", "")
+            assert "Traceback (most recent call last)" not in text, f"{path.name} {cell.id}: {text}"
