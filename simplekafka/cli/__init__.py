@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.produce_cmd",
     "simplekafka.cli.consume_cmd",
     "simplekafka.cli.dump_log_cmd",
+    "simplekafka.cli.leader_election_cmd",
 ]
 
 

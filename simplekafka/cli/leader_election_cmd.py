@@ -1,0 +1,98 @@
+"""``simplekafka leader-election --preferred``: move leadership back to preferred replicas.
+
+Like Kafka's ``kafka-preferred-replica-election.sh --zookeeper``, it writes
+``/admin/preferred_replica_election`` (the partitions, or all of them) and
+waits until the controller has acted and removed the znode. The controller
+makes the first replica of each partition's assignment its leader where that
+replica is live and in the ISR. Kafka's ``--bootstrap-server`` form uses the
+ElectLeaders API, which SimpleKafka does not implement; use ``--zookeeper``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from simplekafka.cli import CliError
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "leader-election", help="elect preferred replicas as leaders",
+        description=__doc__.strip("`"))
+    parser.add_argument("--preferred", action="store_true", required=True,
+                        help="elect the preferred (first assigned) replica (the only kind)")
+    parser.add_argument("--topic", help="only this topic (default: every partition)")
+    parser.add_argument("--partition", type=int, help="only this partition (needs --topic)")
+    parser.add_argument("--zookeeper", help="host:port[/chroot] of the cluster's ZooKeeper")
+    parser.add_argument("--bootstrap-server", help="not supported (see the description)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds to wait for the controller (default {DEFAULT_TIMEOUT:g})")
+    parser.set_defaults(func=leader_election)
+
+
+def leader_election(args: argparse.Namespace) -> int:
+    from kazoo.exceptions import KazooException, NodeExistsError
+
+    from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper
+    from simplekafka.coordination.topics import (
+        list_topics,
+        read_partition_state,
+        read_topic_assignment,
+    )
+    from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
+
+    if args.bootstrap_server and not args.zookeeper:
+        raise CliError("leader-election --bootstrap-server needs the ElectLeaders API, which "
+                       "SimpleKafka does not implement; use --zookeeper host:port")
+    if not args.zookeeper:
+        raise CliError("leader-election needs --zookeeper host:port[/chroot]")
+    if args.partition is not None and not args.topic:
+        raise CliError("--partition needs --topic")
+    try:
+        zk = connect_zookeeper(args.zookeeper, timeout=10)
+    except ZooKeeperConnectError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        topics = [args.topic] if args.topic else list_topics(zk)
+        wanted: list[tuple[str, int]] = []
+        for topic in topics:
+            assignment = read_topic_assignment(zk, topic)
+            if assignment is None:
+                raise CliError(f"topic {topic!r} does not exist")
+            for index in sorted(assignment.partitions):
+                if args.partition is None or index == args.partition:
+                    wanted.append((topic, index))
+        if not wanted:
+            raise CliError(f"topic {args.topic!r} has no partition {args.partition}")
+        refs = PartitionRefs(tuple(PartitionRef(t, p) for t, p in wanted))
+        try:
+            zk.create(ZkPaths.PREFERRED_REPLICA_ELECTION, refs.to_json(), makepath=True)
+        except NodeExistsError:
+            raise CliError("a preferred replica election is already in progress") from None
+        deadline = time.monotonic() + args.timeout
+        while zk.exists(ZkPaths.PREFERRED_REPLICA_ELECTION):
+            if time.monotonic() > deadline:
+                raise CliError(f"the controller did not act within {args.timeout:g} s "
+                               "(is a broker running?)")
+            time.sleep(0.1)
+        moved, stayed = [], []
+        for topic, index in wanted:
+            replicas = read_topic_assignment(zk, topic).partitions[index]
+            found = read_partition_state(zk, topic, index)
+            leader = found[0].leader if found else -1
+            (moved if replicas and leader == replicas[0] else stayed).append(
+                f"{topic}-{index}" + ("" if leader == replicas[0] else
+                                      f" (leader {leader}, preferred {replicas[0]})"))
+        if moved:
+            print("Preferred replicas lead: " + ", ".join(moved))
+        if stayed:
+            print("Preferred replica not live or not in sync, leader kept: " + ", ".join(stayed))
+        return 0
+    except KazooException as exc:
+        raise CliError(f"ZooKeeper: {exc!r}") from None
+    finally:
+        zk.stop()
+        zk.close()
