@@ -100,6 +100,11 @@ class TopicAdmin:
             result["error_code"] = ErrorCode.INVALID_CONFIG
             result["error_message"] = f"unknown topic config {unknown[0]!r}"
             return defer.succeed(None)
+        problem = _bad_config_value(topic_config, self.broker.log_config)
+        if problem:
+            result["error_code"] = ErrorCode.INVALID_CONFIG
+            result["error_message"] = problem
+            return defer.succeed(None)
 
         def work() -> None:
             if validate_only:
@@ -209,3 +214,18 @@ TOPIC_CONFIG_KEYS = frozenset({
     "segment.bytes", "segment.index.bytes", "segment.ms", "unclean.leader.election.enable",
     "message.format.version", "min.cleanable.dirty.ratio", "preallocate",
 })
+
+
+def _bad_config_value(topic_config: dict[str, str], base: Any) -> str | None:
+    """Why a topic config value is unusable (None if all are fine): checked before writing."""
+    from simplekafka.storage import LogConfig
+
+    try:
+        LogConfig.from_kafka(topic_config, base=base)
+    except ValueError as exc:
+        return str(exc)
+    value = topic_config.get("min.insync.replicas")
+    if value is not None and (not value.strip().isdigit() or int(value) < 1):
+        return f"min.insync.replicas must be a positive integer, got {value!r}"
+    return None
+

@@ -119,3 +119,35 @@ def test_controller_failover_and_offline_partitions(three):
                                          if p.partition_index in led_by_controller]),
                     what="the returning broker to lead its partitions again")
     assert all(p.leader_epoch == 2 for p in back)
+
+
+def test_topic_configs_are_checked_and_applied(three):
+    from simplekafka.protocol.records import build_batch
+
+    ports = three.broker_ports
+    controller = metadata(ports[1]).controller_id
+    with connect(ports[controller], timeout=30) as sock:
+        bad = request(sock, ApiKey.CREATE_TOPICS, 4, {"topics": [
+            {"name": "bad-config", "num_partitions": 1, "replication_factor": 1,
+             "configs": [{"name": "retention.ms", "value": "soon"}]},
+            {"name": "bad-key", "num_partitions": 1, "replication_factor": 1,
+             "configs": [{"name": "retention.msec", "value": "1"}]},
+            {"name": "strict", "num_partitions": 1, "replication_factor": 1,
+             "configs": [{"name": "min.insync.replicas", "value": "2"}]},
+        ], "timeout_ms": 20_000})
+    codes = {t.name: t.error_code for t in bad.topics}
+    assert codes == {"bad-config": ErrorCode.INVALID_CONFIG, "bad-key": ErrorCode.INVALID_CONFIG,
+                     "strict": ErrorCode.NONE}
+    leader = wait_for(lambda: next((p.leader_id for t in metadata(ports[1], ["strict"]).topics
+                                    for p in t.partitions if p.leader_id >= 0), None),
+                      what="a leader for the strict topic")
+
+    def produce(acks: int):
+        with connect(ports[leader]) as sock:
+            return request(sock, ApiKey.PRODUCE, 8, {"acks": acks, "timeout_ms": 5000,
+                "topic_data": [{"name": "strict", "partition_data": [
+                    {"index": 0, "records": build_batch([(None, b"v")])}]}]},
+            ).responses[0].partition_responses[0].error_code
+
+    assert produce(-1) == ErrorCode.NOT_ENOUGH_REPLICAS  # one replica, the topic wants two
+    assert produce(1) == ErrorCode.NONE
