@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 6
 SESSION_MS = 6000
 HEARTBEAT_MS = 1000
-ALL = {(p) for p in range(PARTITIONS)}
+ALL = set(range(PARTITIONS))
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -156,18 +156,18 @@ class OurMember(Member):
 
 
 # A member in its own process, so that it can be SIGKILLed: prints its assignment.
-KILLABLE = """
+KILLABLE = f"""
 import sys, time
 from simplekafka.consumer import Consumer
 consumer = Consumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[3],
                     auto_offset_reset="earliest", enable_auto_commit=False,
-                    session_timeout_ms=%d, heartbeat_interval_ms=%d,
+                    session_timeout_ms={SESSION_MS}, heartbeat_interval_ms={HEARTBEAT_MS},
                     partition_assignment_strategy=["roundrobin"])
 consumer.subscribe([sys.argv[2]])
 while True:
     consumer.poll(200)
     print("ASSIGNED", sorted(tp.partition for tp in consumer.assignment()), flush=True)
-""" % (SESSION_MS, HEARTBEAT_MS)
+"""
 
 
 class Traffic(threading.Thread):
@@ -218,7 +218,8 @@ def check_no_committed_record_processed_again(members) -> None:
         for b in members:
             if a is not b:
                 again = a.committed & set(b.processed)
-                assert not again, f"{b.name} processed records {a.name} committed: {sorted(again)[:5]}"
+                assert not again, \
+                    f"{b.name} processed records {a.name} committed: {sorted(again)[:5]}"
 
 
 def test_mixed_group_shares_partitions_and_survives_a_clean_leave(mixed_cluster):
