@@ -16,6 +16,7 @@ reactor thread itself only does short things: decode, append, read, encode.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -164,9 +165,10 @@ class KafkaBroker:
         if self.port is None:
             self.listen()
         self._start_loops()
-        return threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), self._connect_zookeeper
-        ).addCallback(self._join_cluster)
+        # A daemon thread, not the reactor's pool: a SIGTERM while ZooKeeper is still
+        # unreachable must not wait for the connection attempt to time out.
+        return _in_daemon_thread(self.reactor, self._connect_zookeeper).addCallback(
+            self._join_cluster)
 
     def _connect_zookeeper(self) -> Any:
         from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
@@ -423,6 +425,22 @@ class KafkaBroker:
             log.warning("%s at shutdown failed: %s", what, failure.getErrorMessage())
 
         return work.addErrback(give_up)
+
+
+def _in_daemon_thread(reactor: Any, fn: Callable[[], Any]) -> defer.Deferred:
+    """Run blocking ``fn`` on its own daemon thread; the result arrives on the reactor."""
+    result: defer.Deferred = defer.Deferred()
+
+    def run() -> None:
+        try:
+            value = fn()
+        except BaseException as exc:  # handed to the reactor as a failure
+            reactor.callFromThread(result.errback, exc)
+        else:
+            reactor.callFromThread(result.callback, value)
+
+    threading.Thread(target=run, daemon=True, name="zookeeper-connect").start()
+    return result
 
 
 def _close_zookeeper(zk: Any) -> None:
