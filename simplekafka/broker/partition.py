@@ -230,6 +230,8 @@ class Partition:
         if self.high_watermark >= offset:
             return defer.succeed(self._acks_code(min_insync))
         waiter: defer.Deferred = defer.Deferred()
+        # Waiters answered elsewhere (a timed-out produce) are dropped here.
+        self._hw_waiters = [w for w in self._hw_waiters if not w[-1].called]
         self._hw_waiters.append((offset, min_insync, waiter))
         return waiter
 

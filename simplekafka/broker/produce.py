@@ -104,13 +104,15 @@ class ProduceHandler:
                 response["error_code"] = code
             remaining[0] -= 1
             if remaining[0] == 0 and not finished.called:
-                timer.cancel() if timer.active() else None
+                if timer.active():
+                    timer.cancel()
                 finished.callback(body)
 
         def time_out() -> None:
             for response, wait in waits:
                 if not wait.called:
                     response["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+                    wait.callback(ErrorCode.REQUEST_TIMED_OUT)  # the partition forgets it
             if not finished.called:
                 finished.callback(body)
 
