@@ -9,20 +9,59 @@ have registered, so a fresh clone needs nothing beyond ``pip install -e .[all]``
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KERNEL_NAME = "simplekafka-test"
 CELL_TIMEOUT = 240  # seconds; a cell that starts a three-broker cluster on a busy machine
 STARTUP_TIMEOUT = 120
+# Time the kernel gets to exit by itself after the last cell; its atexit hooks stop any
+# LocalCluster a failed notebook left running (stopping three brokers takes a while).
+KERNEL_SHUTDOWN_WAIT = 90
+
+
+def processes_mentioning(path: Path) -> list[int]:
+    """Pids of processes whose command line names ``path`` (brokers and ZooKeeper we started)."""
+    found = []
+    needle = str(path).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone, or not ours to read
+    return found
+
+
+def end_processes(pids: list[int], grace: float = 30.0) -> None:
+    """SIGTERM, then SIGKILL what is still there after ``grace`` seconds."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+        time.sleep(0.2)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.fixture
@@ -81,11 +120,16 @@ def test_notebook_runs(path, kernel_path, tmp_path, monkeypatch):
         startup_timeout=STARTUP_TIMEOUT,
         allow_errors=False,
         resources={"metadata": {"path": str(run_dir)}},
+        config=Config({"KernelManager": {"shutdown_wait_time": KERNEL_SHUTDOWN_WAIT}}),
     )
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as exc:
         pytest.fail(f"{path.name}: {exc}", pytrace=False)
+    finally:
+        left_behind = processes_mentioning(run_dir)
+        end_processes(left_behind)
+    assert not left_behind, f"{path.name} left processes running: {left_behind}"
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
