@@ -209,9 +209,9 @@ class KafkaConnection(Int32StringReceiver):
                     self._refusing = True
                     self.transport.loseConnection()
                 return
-            if slot.response is not None and self.transport is not None:
+            if slot.response is not None and not self._refusing:
                 self.transport.write(_LENGTH.pack(len(slot.response)) + slot.response)
-        if self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2:
+        if self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2 and not self._refusing:
             self._reading_paused = False
             self.transport.resumeProducing()
 

@@ -162,3 +162,12 @@ def test_a_big_frame_in_many_small_reads():
     for start in range(0, len(data), 1000):
         connection.dataReceived(data[start:start + 1000])
     assert split_frames(transport.value()) == [b"re:" + body]
+
+
+def test_an_answer_after_the_client_left_is_dropped_quietly():
+    late = defer.Deferred()
+    connection, transport = connect(lambda p, c: late)
+    connection.dataReceived(frame(b"long poll"))
+    connection.connectionLost(None)
+    late.callback(b"too late")
+    assert transport.value() == b""
