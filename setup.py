@@ -7,7 +7,8 @@ CODECS = ["cramjam>=2.8", "crc32c>=2.3"]
 EXTRAS = {
     "spark": ["pyspark[sql]==4.3.0", "pandas<3", "pyarrow"],
     "docs": ["sphinx>=7", "myst-parser>=3"],
-    "notebooks": ["nbclient>=0.10", "nbformat>=5", "ipykernel>=6"],
+    # nbclient and ipykernel run the walkthroughs in tests; jupyterlab is for opening them.
+    "notebooks": ["nbclient>=0.10", "nbformat>=5", "ipykernel>=6", "jupyterlab>=4"],
     "clients": [
         # Real Kafka clients, used as independent oracles in the interop tests.
         "kafka-python>=2.2",
