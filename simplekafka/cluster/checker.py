@@ -231,7 +231,8 @@ def check(acknowledged: Iterable[Delivered], consumed: Iterable[Delivered]) -> C
             if not offsets:
                 partition_report.lost.append(record)
                 continue
-            read_at = offsets[0]
+            # A retried send may be stored twice; what counts is the copy it was acked for.
+            read_at = record.offset if record.offset in offsets else offsets[0]
             if read_at != record.offset or read_at < highest_read:
                 partition_report.reordered.append(record)
             highest_read = max(highest_read, read_at)

@@ -86,7 +86,7 @@ class BackgroundProducer(threading.Thread):
         producer = Producer({
             "bootstrap.servers": self.cluster.bootstrap_servers, "acks": "all",
             "linger.ms": 5, "message.timeout.ms": 120_000, "enable.idempotence": False,
-            "retry.backoff.ms": 100, "socket.timeout.ms": 10_000,
+            "retry.backoff.ms": 100, "socket.timeout.ms": 10_000, "log_level": 2,
         })
         on_delivery = self.log.confluent_callback
         for value in self._values():

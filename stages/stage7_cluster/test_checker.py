@@ -63,6 +63,16 @@ def test_reading_an_offset_twice_is_not_a_duplicate_but_storing_twice_is():
     assert [(r.offset, r.value) for r in report.duplicated] == [(2, b"b")]
 
 
+def test_a_retry_acknowledged_at_its_second_copy_is_not_reordered():
+    # The first write was stored but its answer was lost; the retry was acknowledged.
+    acks = [delivered("t", 0, 0, None, "a"), delivered("t", 0, 2, None, "b")]
+    reads = [delivered("t", 0, 0, None, "a"), delivered("t", 0, 1, None, "b"),
+             delivered("t", 0, 2, None, "b")]
+    report = check(acks, reads)
+    assert report.ok and report.reordered == []
+    assert [(r.offset, r.value) for r in report.duplicated] == [(2, b"b")]
+
+
 def test_a_record_read_at_another_offset_is_reordered():
     acks = [delivered("t", 0, 0, None, "a"), delivered("t", 0, 1, None, "b")]
     reads = [delivered("t", 0, 0, None, "b"), delivered("t", 0, 1, None, "a")]
