@@ -96,7 +96,7 @@ class Partition:
     def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int],
                     partition_epoch: int, controller_epoch: int) -> bool:
         """Apply a LeaderAndIsr naming this broker leader; False if the epoch is stale."""
-        if leader_epoch < self.leader_epoch:
+        if self._is_stale(leader_epoch, partition_epoch):
             return False
         new_epoch = leader_epoch > self.leader_epoch or not self.is_leader
         self.leader_id = self.local_broker_id
@@ -125,7 +125,7 @@ class Partition:
     def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int],
                       replicas: list[int], partition_epoch: int, controller_epoch: int) -> bool:
         """Apply a LeaderAndIsr naming another broker (or none) leader; False if stale."""
-        if leader_epoch < self.leader_epoch:
+        if self._is_stale(leader_epoch, partition_epoch):
             return False
         was_leader = self.is_leader
         self.leader_id = leader_id
@@ -138,6 +138,12 @@ class Partition:
         if was_leader:
             self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return True
+
+    def _is_stale(self, leader_epoch: int, partition_epoch: int) -> bool:
+        """An older leader epoch, or the same one with an older state znode version (an ISR
+        this leader has since changed itself) is not applied."""
+        return leader_epoch < self.leader_epoch or (
+            leader_epoch == self.leader_epoch and partition_epoch < self.partition_epoch)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Fence a client or follower that knows a different leader epoch (KIP-320)."""

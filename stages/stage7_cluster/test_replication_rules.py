@@ -296,3 +296,48 @@ def test_a_follower_below_the_current_epochs_start_is_not_added(tmp_path):
     assert partition.isr == [LEADER, F2]  # not used before ZooKeeper accepted it
     writer.writes[0][1].callback(2)
     assert partition.isr == [LEADER, F1, F2]
+
+
+# -- brokers obey only the newest controller and the newest leader epoch --------------------
+
+
+class _TmpLogs:
+    def __init__(self, directory) -> None:
+        self.directory = directory
+
+    def read_high_watermarks(self) -> dict:
+        return {}
+
+    def get_or_create(self, topic: str, index: int, config=None) -> Log:
+        return Log.open(self.directory / f"{topic}-{index}", LogConfig())
+
+
+def leader_and_isr(controller_epoch: int, leader_: int, leader_epoch: int,
+                   zk_version: int = 0):
+    from types import SimpleNamespace
+
+    state = SimpleNamespace(partition_index=0, controller_epoch=controller_epoch,
+                            leader=leader_, leader_epoch=leader_epoch, isr=REPLICAS,
+                            zk_version=zk_version, replicas=REPLICAS)
+    return SimpleNamespace(controller_id=1, controller_epoch=controller_epoch,
+                           topic_states=[SimpleNamespace(topic_name="t",
+                                                         partition_states=[state])])
+
+
+def test_stale_controller_and_leader_epochs_are_refused(tmp_path):
+    manager = ReplicaManager(F1, log_manager=_TmpLogs(tmp_path), metadata_cache=None)
+    answer = manager.become_leader_or_follower(leader_and_isr(5, LEADER, 3))
+    assert answer["error_code"] == ErrorCode.NONE
+    partition = manager.partitions[("t", 0)]
+    assert (partition.leader_id, partition.leader_epoch) == (LEADER, 3)
+    # A deposed controller (epoch 4) is refused as a whole.
+    answer = manager.become_leader_or_follower(leader_and_isr(4, F1, 9))
+    assert answer["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert partition.leader_id == LEADER
+    # The current controller repeating an older leader epoch changes nothing either.
+    answer = manager.become_leader_or_follower(leader_and_isr(5, F1, 2))
+    assert answer["partition_errors"][0]["error_code"] != ErrorCode.NONE
+    assert (partition.leader_id, partition.leader_epoch) == (LEADER, 3)
+    # A newer epoch is applied: this broker leads.
+    manager.become_leader_or_follower(leader_and_isr(6, F1, 4, zk_version=1))
+    assert partition.is_leader and partition.leader_epoch == 4
