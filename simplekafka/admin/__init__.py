@@ -1,5 +1,7 @@
-"""Stage 6: the admin API. Topics (create, delete, list, describe) and the cluster."""
+"""Stage 6: the admin API. Topics (create, delete, list, describe), the cluster, groups."""
 
 from simplekafka.admin.admin import Admin, ClusterDescription, NewTopic, TopicDescription
+from simplekafka.admin.groups import GroupDescription, MemberDescription, PartitionOffsets
 
-__all__ = ["Admin", "ClusterDescription", "NewTopic", "TopicDescription"]
+__all__ = ["Admin", "ClusterDescription", "GroupDescription", "MemberDescription", "NewTopic",
+           "PartitionOffsets", "TopicDescription"]

@@ -1,4 +1,4 @@
-"""``Admin``: create, delete, list and describe topics; describe the cluster.
+"""``Admin``: create, delete, list and describe topics; describe the cluster; manage groups.
 
 Topic creation and deletion go to the controller (named in Metadata), as in
 ZooKeeper-mode Kafka; if the controller moved meanwhile (NOT_CONTROLLER) the
@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from simplekafka.admin import groups
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from simplekafka.client.metadata import BrokerMetadata, PartitionMetadata
@@ -197,6 +198,26 @@ class Admin:
         snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)
         brokers = [snapshot.brokers[n] for n in sorted(snapshot.brokers)]
         return ClusterDescription(snapshot.cluster_id, snapshot.controller_id, brokers)
+
+    # ----- consumer groups (simplekafka.admin.groups) ----------------------------
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, protocol type) of every group, from every broker."""
+        return groups.list_groups(self.client, self.request_timeout_ms)
+
+    def describe_group(self, group_id: str) -> groups.GroupDescription:
+        """State, members and assignments, committed offsets, end offsets and lag."""
+        return groups.describe_group(self.client, group_id, self.request_timeout_ms)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete groups without members, with their committed offsets."""
+        groups.delete_groups(self.client, list(group_ids), self.request_timeout_ms)
+
+    def reset_offsets(self, group_id: str, topic: str, to: str | int,
+                      partitions: Iterable[int] | None = None) -> dict:
+        """Commit "earliest", "latest" or an offset for an inactive group; returns them."""
+        return groups.reset_offsets(self.client, group_id, topic, to, partitions,
+                                    self.request_timeout_ms)
 
     # ----- plumbing --------------------------------------------------------------
 

@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.topics_cmd",
     "simplekafka.cli.produce_cmd",
     "simplekafka.cli.consume_cmd",
+    "simplekafka.cli.groups_cmd",
     "simplekafka.cli.dump_log_cmd",
     "simplekafka.cli.leader_election_cmd",
 ]

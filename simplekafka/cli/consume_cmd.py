@@ -5,6 +5,10 @@ Starts at the end of each partition (only new records) unless
 number, ``earliest`` or ``latest`` and, like Kafka's tool, wants
 ``--partition``. Stops after ``--max-messages`` records, or after
 ``--idle-timeout-ms`` without any (default: never), or on Ctrl-C.
+
+With ``--group G`` it joins consumer group G instead: the group's members
+share the partitions, each starts where the group last committed (else as
+``--from-beginning`` says), and offsets are committed as records are printed.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print partition and offset before each record")
     parser.add_argument("--key-separator", default="\t", metavar="SEP",
                         help="between key and value with --print-key (default: tab)")
+    parser.add_argument("--group", "-g", default=None, metavar="GROUP",
+                        help="consume as a member of this consumer group (commits offsets)")
     add_bootstrap_argument(parser)
     parser.set_defaults(func=consume)
 
@@ -70,6 +76,13 @@ def _start(args: argparse.Namespace) -> int | str:
 def consume(args: argparse.Namespace) -> int:
     start = _start(args)
     servers = bootstrap(args)
+    if args.group is not None:
+        if not args.group:
+            raise CliError("--group needs a non-empty group id")
+        if args.partition is not None or args.offset is not None:
+            raise CliError("--group shares partitions among members: "
+                           "leave out --partition and --offset")
+        return _consume_in_group(args, servers, start)
     out = sys.stdout.buffer
     seen = 0
     with Consumer(
@@ -108,6 +121,39 @@ def consume(args: argparse.Namespace) -> int:
                     out.write(_format(record, args))
                 seen += len(records)
                 out.flush()
+        except KeyboardInterrupt:
+            pass
+    print(f"Processed a total of {seen} messages", file=sys.stderr)
+    return 0
+
+
+def _consume_in_group(args: argparse.Namespace, servers: str, start: int | str) -> int:
+    out = sys.stdout.buffer
+    seen = 0
+    with Consumer(
+        bootstrap_servers=servers,
+        request_timeout_ms=args.request_timeout_ms,
+        group_id=args.group,
+        auto_offset_reset="earliest" if start == "earliest" else "latest",
+        enable_auto_commit=False,
+    ) as consumer:
+        consumer.subscribe([args.topic])
+        idle = 0.0
+        try:
+            while args.max_messages is None or seen < args.max_messages:
+                wanted = None if args.max_messages is None else args.max_messages - seen
+                records = consumer.poll(500, max_records=wanted)
+                if not records:
+                    idle += 500
+                    if args.idle_timeout_ms is not None and idle >= args.idle_timeout_ms:
+                        break
+                    continue
+                idle = 0.0
+                for record in records:
+                    out.write(_format(record, args))
+                seen += len(records)
+                out.flush()
+                consumer.commit()
         except KeyboardInterrupt:
             pass
     print(f"Processed a total of {seen} messages", file=sys.stderr)

@@ -3,11 +3,8 @@
 The broker never decides who reads which partition: the group leader (one of
 the consumers) does, with an *assignor* that all members support. That is why
 a group can mix clients: confluent-kafka, kafka-python, aiokafka and ours all
-speak ``roundrobin`` and the same subscription/assignment byte layout
-(``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment`` version 0)::
-
-    subscription: int16 version, [string topic], bytes user_data
-    assignment:   int16 version, [string topic, [int32 partition]], bytes user_data
+speak ``roundrobin`` and the same subscription/assignment bytes
+(``simplekafka.client.group_protocol``).
 
 Three assignors, each ``assign(subscriptions, partitions_per_topic)`` returning
 member id -> sorted list of TopicPartition:
@@ -24,107 +21,22 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
+from simplekafka.client.group_protocol import (
+    PROTOCOL_TYPE,
+    Subscription,
+    decode_assignment,
+    decode_partitions,
+    decode_subscription,
+    encode_assignment,
+    encode_partitions,
+    encode_subscription,
+)
 from simplekafka.client.types import TopicPartition
 
-PROTOCOL_TYPE = "consumer"
-
-
-class Subscription(NamedTuple):
-    """What one member asked for: its topics, and assignor-specific user data."""
-
-    topics: list[str]
-    user_data: bytes = b""
-
-
-# -- the consumer protocol's bytes -------------------------------------------------------
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode("utf-8")
-    return struct.pack(">h", len(raw)) + raw
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = bytes(data or b"")
-        self.pos = 0
-
-    def take(self, fmt: str) -> tuple:
-        values = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return values
-
-    def string(self) -> str:
-        (length,) = self.take(">h")
-        raw = self.data[self.pos:self.pos + max(length, 0)]
-        self.pos += max(length, 0)
-        return raw.decode("utf-8", errors="replace")
-
-    def bytes_(self) -> bytes:
-        if self.pos + 4 > len(self.data):
-            return b""
-        (length,) = self.take(">i")
-        raw = self.data[self.pos:self.pos + max(length, 0)]
-        self.pos += max(length, 0)
-        return raw
-
-
-def encode_subscription(subscription: Subscription) -> bytes:
-    topics = sorted(subscription.topics)
-    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics)
-            + struct.pack(">i", len(subscription.user_data)) + subscription.user_data)
-
-
-def decode_subscription(data: bytes) -> Subscription:
-    """A member's subscription (any version: fields after user_data are ignored)."""
-    try:
-        reader = _Reader(data)
-        _version, count = reader.take(">hi")
-        topics = [reader.string() for _ in range(max(count, 0))]
-        return Subscription(topics, reader.bytes_())
-    except struct.error:
-        raise ValueError("subscription metadata is truncated") from None
-
-
-def encode_partitions(partitions: Iterable[TopicPartition]) -> bytes:
-    """``[string topic, [int32 partition]]``: the shape of an assignment's body."""
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    parts = [struct.pack(">i", len(by_topic))]
-    for topic in sorted(by_topic):
-        indexes = sorted(by_topic[topic])
-        parts += [_string(topic), struct.pack(f">i{len(indexes)}i", len(indexes), *indexes)]
-    return b"".join(parts)
-
-
-def _decode_partitions(reader: _Reader) -> list[TopicPartition]:
-    (count,) = reader.take(">i")
-    out = []
-    for _ in range(max(count, 0)):
-        topic = reader.string()
-        (n,) = reader.take(">i")
-        out += [TopicPartition(topic, p) for p in reader.take(f">{max(n, 0)}i")]
-    return out
-
-
-def encode_assignment(partitions: Iterable[TopicPartition], user_data: bytes = b"") -> bytes:
-    return (struct.pack(">h", 0) + encode_partitions(partitions)
-            + struct.pack(">i", len(user_data)) + user_data)
-
-
-def decode_assignment(data: bytes) -> list[TopicPartition]:
-    """The partitions in an assignment (empty bytes: nothing assigned)."""
-    if not data:
-        return []
-    try:
-        reader = _Reader(data)
-        reader.take(">h")
-        return sorted(_decode_partitions(reader))
-    except struct.error:
-        raise ValueError("assignment is truncated") from None
+__all__ = ["ASSIGNORS", "PROTOCOL_TYPE", "RangeAssignor", "RoundRobinAssignor",
+           "StickyAssignor", "Subscription", "assignor_for", "decode_assignment",
+           "decode_subscription", "encode_assignment", "encode_subscription"]
 
 
 # -- assignors ----------------------------------------------------------------------------
@@ -226,7 +138,7 @@ class StickyAssignor:
         if not subscription.user_data:
             return []
         try:
-            return sorted(_decode_partitions(_Reader(subscription.user_data)))
+            return decode_partitions(subscription.user_data)
         except (struct.error, ValueError):
             return []  # another client's user data: treat as owning nothing
 

@@ -23,15 +23,16 @@ from typing import Any
 
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
-from simplekafka.client.types import TopicPartition
-from simplekafka.consumer.assignors import (
+from simplekafka.client.group_protocol import (
     PROTOCOL_TYPE,
-    assignor_for,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
+    find_coordinator,
 )
+from simplekafka.client.types import TopicPartition
+from simplekafka.consumer.assignors import assignor_for
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 
@@ -102,22 +103,9 @@ class GroupMember:
 
     def coordinator(self, deadline: Deadline) -> int:
         """The node id of the group's coordinator (FindCoordinator, retried until the deadline)."""
-        if self.coordinator_id is not None:
-            return self.coordinator_id
-
-        def attempt(deadline: Deadline) -> int:
-            node = self.client.least_loaded_node()
-            answer = self.client.request(
-                node, ApiKey.FIND_COORDINATOR, {"key": self.group_id, "key_type": 0},
-                timeout_ms=max(1, int(deadline.remaining(self.request_timeout_ms / 1000) * 1000)))
-            if answer.error_code:
-                raise error_for(answer.error_code, f"finding the coordinator of {self.group_id!r}")
-            if self.client.metadata.broker(answer.node_id) is None:
-                self.client.refresh_metadata(None, max(200, int(deadline.remaining() * 1000)))
-            return answer.node_id
-
-        self.coordinator_id = self.client.call_with_retries(
-            attempt, max(1, int(deadline.remaining() * 1000)))
+        if self.coordinator_id is None:
+            self.coordinator_id = find_coordinator(
+                self.client, self.group_id, max(1, int(deadline.remaining() * 1000)))
         return self.coordinator_id
 
     def coordinator_dead(self) -> None:
