@@ -1,0 +1,333 @@
+"""Groups without sockets: assignors, the __consumer_offsets format, the coordinator's rules.
+
+The coordinator runs here on a real Partition and Log (in a temp dir) with
+Twisted's ``task.Clock`` for time, so session timeouts, the initial rebalance
+delay and offset expiry are stepped through deterministically.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.internet import defer, task
+
+from simplekafka.broker.group_coordinator import GroupCoordinator
+from simplekafka.broker.group_state import GroupState
+from simplekafka.broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from simplekafka.broker.offsets_topic import (
+    OFFSETS_TOPIC,
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+    java_string_hash,
+    partition_for,
+)
+from simplekafka.broker.partition import Partition
+from simplekafka.client.group_protocol import (
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from simplekafka.client.types import TopicPartition
+from simplekafka.consumer.assignors import ASSIGNORS, StickyAssignor, assignor_for
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.storage import LogConfig, LogManager
+
+# -- the record format and the partition of a group ---------------------------------------
+
+
+def test_java_string_hash_matches_java():
+    # Values of "...".hashCode() in Java.
+    assert java_string_hash("") == 0
+    assert java_string_hash("a") == 97
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -2147483648
+    # Over UTF-16 code units: a character outside the BMP counts as two.
+    assert java_string_hash("é😀") == ((0xE9 * 31 + 0xD83D) * 31 + 0xDE00)
+    assert partition_for("polygenelubricants", 50) == 0  # Utils.abs(MIN_VALUE) is 0
+    assert partition_for("my-group", 50) == abs(java_string_hash("my-group")) % 50
+
+
+@settings(max_examples=150, deadline=None)
+@given(group=st.text(max_size=30), topic=st.text(max_size=30),
+       partition=st.integers(0, 2**31 - 1), offset=st.integers(-1, 2**63 - 1),
+       epoch=st.integers(-1, 2**31 - 1), metadata=st.text(max_size=40),
+       ts=st.integers(-1, 2**62))
+def test_offset_records_round_trip(group, topic, partition, offset, epoch, metadata, ts):
+    key = OffsetKey(group, topic, partition)
+    value = OffsetValue(offset, epoch, metadata, ts)
+    assert decode_key(encode_offset_key(key)) == key
+    assert decode_offset_value(encode_offset_value(value)) == value
+
+
+@settings(max_examples=100, deadline=None)
+@given(group=st.text(max_size=20), generation=st.integers(0, 2**31 - 1),
+       members=st.lists(st.tuples(st.text(max_size=10), st.binary(max_size=20),
+                                  st.binary(max_size=20)), max_size=4))
+def test_group_records_round_trip(group, generation, members):
+    value = GroupValue("consumer", generation, "range", members[0][0] if members else None, 7,
+                       [MemberValue(m, None, "client", "/127.0.0.1", 300000, 10000, sub, asg)
+                        for m, sub, asg in members])
+    assert decode_key(encode_group_key(GroupKey(group))) == GroupKey(group)
+    assert decode_group_value(encode_group_value(value)) == value
+
+
+# -- assignors ---------------------------------------------------------------------------
+
+subscriptions = st.dictionaries(
+    st.text("abcdefgh", min_size=1, max_size=4),
+    st.lists(st.sampled_from(["t1", "t2", "t3"]), min_size=1, max_size=3, unique=True),
+    min_size=1, max_size=6)
+counts = st.fixed_dictionaries({"t1": st.integers(1, 8), "t2": st.integers(1, 8),
+                                "t3": st.integers(1, 8)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(subs=subscriptions, partition_counts=counts, name=st.sampled_from(sorted(ASSIGNORS)))
+def test_every_subscribed_partition_goes_to_exactly_one_subscriber(subs, partition_counts, name):
+    plan = assignor_for(name).assign({m: Subscription(t) for m, t in subs.items()},
+                                     partition_counts)
+    assert set(plan) == set(subs)
+    given_out = [tp for tps in plan.values() for tp in tps]
+    assert len(given_out) == len(set(given_out))
+    wanted = {TopicPartition(t, p) for ts in subs.values() for t in ts
+              for p in range(partition_counts[t])}
+    assert set(given_out) == wanted
+    for member, tps in plan.items():
+        assert all(tp.topic in subs[member] for tp in tps)
+
+
+@settings(max_examples=200, deadline=None)
+@given(members=st.lists(st.text("abcdef", min_size=1, max_size=3), min_size=1, max_size=7,
+                        unique=True),
+       partitions=st.integers(1, 30), name=st.sampled_from(["roundrobin", "sticky"]))
+def test_roundrobin_and_sticky_are_balanced_with_one_topic(members, partitions, name):
+    plan = assignor_for(name).assign({m: Subscription(["t"]) for m in members},
+                                     {"t": partitions})
+    sizes = [len(tps) for tps in plan.values()]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(members=st.lists(st.text("abcdef", min_size=1, max_size=3), min_size=2, max_size=7,
+                        unique=True),
+       partitions=st.integers(1, 30), leaving=st.integers(0, 6))
+def test_sticky_moves_only_the_partitions_of_a_member_that_left(members, partitions, leaving):
+    sticky = StickyAssignor()
+    before = sticky.assign({m: Subscription(["t"]) for m in members}, {"t": partitions})
+    gone = members[leaving % len(members)]
+    remaining = {m: sticky.subscription(["t"], before[m]) for m in members if m != gone}
+    after = sticky.assign(remaining, {"t": partitions})
+    for member, tps in after.items():
+        kept = set(before[member]) & set(tps)
+        # Everyone keeps what they had, unless balance forces giving some up.
+        assert len(kept) >= min(len(before[member]), len(tps))
+
+
+def test_consumer_protocol_bytes_round_trip_and_reject_truncation():
+    sub = Subscription(["b", "a"], b"\x01\x02")
+    assert decode_subscription(encode_subscription(sub)) == Subscription(["a", "b"], b"\x01\x02")
+    tps = [TopicPartition("a", 1), TopicPartition("a", 0), TopicPartition("b", 3)]
+    assert decode_assignment(encode_assignment(tps)) == sorted(tps)
+    assert decode_assignment(b"") == []
+    with pytest.raises(ValueError):
+        decode_assignment(encode_assignment(tps)[:9])
+    with pytest.raises(ValueError):
+        assignor_for("cooperative-magic")
+
+
+# -- the coordinator on a task.Clock -----------------------------------------------------
+
+
+class FakeConfig(dict):
+    min_insync_replicas = 1
+
+
+@pytest.fixture
+def broker(tmp_path):
+    clock = task.Clock()
+    logs = LogManager([tmp_path], LogConfig())
+    partitions = {}
+    for index in range(3):
+        part = Partition(OFFSETS_TOPIC, index, 1, logs.get_or_create(OFFSETS_TOPIC, index))
+        part.make_leader(0, [1], [1], 0, 0)
+        partitions[(OFFSETS_TOPIC, index)] = part
+    cache = SimpleNamespace(
+        listeners=[],
+        topics={OFFSETS_TOPIC: {i: PartitionMetadata(OFFSETS_TOPIC, i, 1, 0, (1,), (1,))
+                                for i in range(3)},
+                "t": {0: PartitionMetadata("t", 0, 1, 0, (1,), (1,))}},
+        brokers={1: BrokerEndpoint(1, "127.0.0.1", 9092)})
+    cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
+    cache.is_alive = lambda b: b in cache.brokers
+    replica_manager = SimpleNamespace(partitions=partitions,
+                                      get_partition=lambda t, p: partitions.get((t, p)))
+    fake = SimpleNamespace(
+        reactor=clock, metadata_cache=cache, replica_manager=replica_manager, zk=None,
+        topic_config=lambda topic: {},
+        config=FakeConfig({"offsets.topic.num.partitions": 3, "message.max.bytes": 1 << 20,
+                           "group.initial.rebalance.delay.ms": 100,
+                           "offsets.retention.minutes": 1}))
+    fake.coordinator = GroupCoordinator(fake)
+    fake.logs = logs
+    yield fake
+    logs.close()
+
+
+def ctx(version: int = 5, client_id: str = "test"):
+    return SimpleNamespace(api_version=version, client_id=client_id, peer="127.0.0.1:5555")
+
+
+def req(**fields):
+    return SimpleNamespace(**fields)
+
+
+def join(coordinator, member_id="", protocols=(("range", b"m"),), version=5,
+         protocol_type="consumer", group="g", session=10_000):
+    return coordinator.join_group(ctx(version), req(
+        group_id=group, session_timeout_ms=session, rebalance_timeout_ms=10_000,
+        member_id=member_id, group_instance_id=None, protocol_type=protocol_type,
+        protocols=[req(name=n, metadata=m) for n, m in protocols]))
+
+
+def result(value):
+    """The value of a fired Deferred (or the plain answer)."""
+    if isinstance(value, defer.Deferred):
+        out = []
+        value.addCallback(out.append)
+        assert out, "the answer has not come yet"
+        return out[0]
+    return value
+
+
+def load(broker):
+    broker.coordinator.check_owner("g")
+    broker.reactor.advance(0)
+
+
+def test_first_join_needs_a_member_id_then_the_group_becomes_stable(broker):
+    coordinator = broker.coordinator
+    assert coordinator.check_owner("g") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    broker.reactor.advance(0)
+    first = result(join(coordinator))
+    assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED and first["member_id"]
+    waiting = join(coordinator, first["member_id"])
+    assert not waiting.called  # the initial rebalance delay
+    broker.reactor.advance(0.1)
+    joined = result(waiting)
+    assert joined["generation_id"] == 1 and joined["leader"] == first["member_id"]
+    assert [m["metadata"] for m in joined["members"]] == [b"m"]
+    group = coordinator.groups["g"]
+    assert group.state is GroupState.COMPLETING_REBALANCE
+    synced = coordinator.sync_group(ctx(3), req(
+        group_id="g", generation_id=1, member_id=first["member_id"],
+        assignments=[req(member_id=first["member_id"], assignment=b"A")]))
+    assert result(synced) == {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                              "assignment": b"A"}
+    assert group.state is GroupState.STABLE
+
+
+def stable_member(broker) -> str:
+    load(broker)
+    member = result(join(broker.coordinator))["member_id"]
+    waiting = join(broker.coordinator, member)
+    broker.reactor.advance(0.1)
+    result(waiting)
+    result(broker.coordinator.sync_group(ctx(3), req(
+        group_id="g", generation_id=1, member_id=member,
+        assignments=[req(member_id=member, assignment=b"A")])))
+    return member
+
+
+def commit(broker, member, generation, offset=5, topic="t"):
+    answer = result(broker.coordinator.offset_commit(ctx(7), req(
+        group_id="g", generation_id_or_member_epoch=generation, member_id=member,
+        topics=[req(name=topic, partitions=[req(partition_index=0, committed_offset=offset,
+                                                committed_leader_epoch=-1,
+                                                committed_metadata="m")])])))
+    return answer["topics"][0]["partitions"][0]["error_code"]
+
+
+def fetch(broker, group="g"):
+    answer = broker.coordinator.offset_fetch(ctx(5), req(
+        group_id=group, topics=[req(name="t", partition_indexes=[0])]))
+    return answer["topics"][0]["partitions"][0]["committed_offset"]
+
+
+def test_commits_are_checked_against_member_and_generation(broker):
+    member = stable_member(broker)
+    assert commit(broker, member, 1, offset=5) == ErrorCode.NONE
+    assert commit(broker, "stranger", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(broker, member, 0) == ErrorCode.ILLEGAL_GENERATION
+    assert commit(broker, member, 1, topic="no-such-topic") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert fetch(broker) == 5
+    beat = broker.coordinator.heartbeat(ctx(3), req(group_id="g", generation_id=2,
+                                                    member_id=member))
+    assert beat["error_code"] == ErrorCode.ILLEGAL_GENERATION
+    assert broker.coordinator.groups["g"].generation == 1
+
+
+def test_no_common_protocol_is_inconsistent(broker):
+    stable_member(broker)
+    answer = result(join(broker.coordinator, protocols=(("sticky", b""),)))
+    assert answer["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    answer = result(join(broker.coordinator, protocol_type="connect"))
+    assert answer["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_a_silent_member_is_removed_after_its_session_timeout(broker):
+    member = stable_member(broker)
+    broker.reactor.advance(9.9)
+    assert broker.coordinator.groups["g"].members
+    broker.reactor.advance(0.2)
+    group = broker.coordinator.groups["g"]
+    assert not group.members and group.state is GroupState.EMPTY and group.generation == 2
+    beat = broker.coordinator.heartbeat(ctx(3), req(group_id="g", generation_id=1,
+                                                    member_id=member))
+    assert beat["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_new_leader_loads_the_groups_and_a_former_one_drops_them(broker):
+    member = stable_member(broker)
+    assert commit(broker, member, 1, offset=42) == ErrorCode.NONE
+    coordinator = GroupCoordinator(broker)  # a broker that just became leader
+    assert coordinator.check_owner("g") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    broker.reactor.advance(0)
+    assert coordinator.check_owner("g") is None
+    group = coordinator.groups["g"]
+    assert group.state is GroupState.STABLE and group.generation == 1
+    assert list(group.members) == [member] and group.members[member].assignment == b"A"
+    assert group.offsets[("t", 0)].offset == 42
+    index = coordinator.partition_of("g")
+    broker.replica_manager.partitions[(OFFSETS_TOPIC, index)].make_follower(2, 1, [2], [1, 2],
+                                                                           1, 0)
+    coordinator.sync_ownership()
+    assert "g" not in coordinator.groups
+    assert coordinator.check_owner("g") == ErrorCode.NOT_COORDINATOR
+
+
+def test_offsets_of_an_empty_group_expire(broker):
+    load(broker)
+    assert commit(broker, "", -1, offset=9) == ErrorCode.NONE  # a consumer outside any group
+    assert fetch(broker) == 9
+    broker.coordinator.expire_offsets()
+    assert fetch(broker) == 9  # too recent
+    group = broker.coordinator.groups["g"]
+    group.offsets[("t", 0)] = group.offsets[("t", 0)]._replace(commit_timestamp=0)
+    group.state_timestamp = 0
+    broker.coordinator.expire_offsets()
+    assert fetch(broker) == -1 and "g" not in broker.coordinator.groups
