@@ -216,7 +216,15 @@ class Controller:
         for key, (state, _version) in list(self.states.items()):
             if state.leader in gone or state.leader not in live or set(state.isr) & gone:
                 affected.add(key)
-        changed = self._elect_leaders(sorted(affected))
+        # A bounced broker (same id, new czxid) is handled as a failure, then a start-up:
+        # it may have lost its unflushed tail, so it leaves every ISR and leadership
+        # moves to another in-sync replica first; if it was the last one, it is
+        # elected again below (at yet another epoch), as Kafka does.
+        bounced = set(changes.bounced) & live
+        changed = self._elect_leaders(sorted(affected), exclude=bounced)
+        if bounced:
+            again = self._elect_leaders(self.states_keys_needing_leaders())
+            changed += [key for key in again if key not in changed]
         sends = self._leader_and_isr(changed)
         sends += self._update_metadata_to_all(self._all_partitions())
         if arrived:
@@ -296,7 +304,9 @@ class Controller:
             if found is not None:
                 self.states[(topic, index)] = found
 
-    def _elect_leaders(self, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    def _elect_leaders(self, keys: list[tuple[str, int]],
+                       exclude: set[int] | frozenset[int] = frozenset()
+                       ) -> list[tuple[str, int]]:
         """Elect (new or offline) leaders for ``keys`` and write them; returns what changed.
 
         A write refused because the state znode moved (a leader changed its ISR
@@ -305,16 +315,20 @@ class Controller:
         changed = []
         for key in keys:
             for _attempt in range(WRITE_ATTEMPTS):
-                outcome = self._elect_one(key)
+                outcome = self._elect_one(key, exclude)
                 if outcome is not None:
                     if outcome:
                         changed.append(key)
                     break
         return changed
 
-    def _elect_one(self, key: tuple[str, int]) -> bool | None:
-        """One decision for ``key``: True written, False nothing to do, None conflict."""
-        live = set(self.brokers)
+    def _elect_one(self, key: tuple[str, int],
+                   exclude: set[int] | frozenset[int] = frozenset()) -> bool | None:
+        """One decision for ``key``: True written, False nothing to do, None conflict.
+
+        Brokers in ``exclude`` count as dead for this decision (bounced brokers).
+        """
+        live = set(self.brokers) - exclude
         replicas = self.assignments.get(key[0], {}).get(key[1])
         if replicas is None:
             return False

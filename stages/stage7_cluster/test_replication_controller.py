@@ -1,0 +1,205 @@
+"""The controller's decisions on a real ZooKeeper, with no broker processes.
+
+The Controller runs its events directly on the test thread: a small stand-in
+for stage 2's election says "you are the controller" and hands out real fenced
+transactions (checked against ``/controller_epoch``'s version). Brokers are
+plain ephemeral znodes; what the controller would send is returned as a list,
+so both the state znodes it writes and the requests it would send can be
+checked.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+
+from simplekafka.broker.controller import CONTROLLED_SHUTDOWN_PATH, Controller
+from simplekafka.coordination.connection import ensure_kafka_paths
+from simplekafka.coordination.election import (
+    BrokerChanges,
+    FencedTransaction,
+    NotControllerError,
+)
+from simplekafka.coordination.topics import create_topic, read_partition_state
+from simplekafka.coordination.znodes import (
+    BrokerInfo,
+    PartitionRef,
+    PartitionRefs,
+    PartitionState,
+    ZkPaths,
+)
+from simplekafka.protocol.api import ApiKey
+
+pytestmark = pytest.mark.integration  # a real ZooKeeper
+
+
+class StandInElection:
+    """What Controller needs of ControllerElection: the session, a fence, a thread."""
+
+    def __init__(self, zk) -> None:
+        self.zk = zk
+        self.is_controller = True
+        _data, stat = zk.get(ZkPaths.CONTROLLER_EPOCH)
+        self.epoch_version = stat.version
+        self.live_brokers: dict[int, int] = {}
+
+    def fenced_transaction(self) -> FencedTransaction:
+        return FencedTransaction(self.zk, self.epoch_version)
+
+    def submit(self, fn):
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.set_result(fn())
+        return done
+
+
+@pytest.fixture
+def world(zk):
+    ensure_kafka_paths(zk)
+    election = StandInElection(zk)
+    for broker_id in (1, 2, 3):
+        register(zk, broker_id)
+    controller = Controller(1, election, send=lambda sends: None)
+    controller.epoch = 1
+    controller.active = True
+    return zk, election, controller
+
+
+def register(zk, broker_id: int) -> int:
+    info = BrokerInfo(broker_id=broker_id, host="127.0.0.1", port=9000 + broker_id, rack=None)
+    path = ZkPaths.broker(broker_id)
+    zk.create(path, info.to_json(), ephemeral=True, makepath=True)
+    return zk.exists(path).czxid
+
+
+def live(zk) -> dict[int, int]:
+    return {int(c): zk.exists(ZkPaths.broker(int(c))).czxid
+            for c in zk.get_children(ZkPaths.BROKER_IDS)}
+
+
+def state(zk, topic: str = "t", partition: int = 0) -> PartitionState:
+    return read_partition_state(zk, topic, partition)[0]
+
+
+def start(zk, controller, assignment, config=None) -> None:
+    create_topic(zk, "t", len(assignment), len(assignment[0]), config=config,
+                 replica_assignment=assignment)
+    controller._startup_event()
+
+
+def leader_and_isr_targets(sends) -> set[int]:
+    return {target for target, api, _v, _b in sends if api == ApiKey.LEADER_AND_ISR}
+
+
+def test_failures_elect_from_the_isr_in_assignment_order_and_never_empty_it(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    assert state(zk) == PartitionState(1, 0, (1, 2, 3), 1)
+    zk.delete(ZkPaths.broker(1))
+    sends = controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    assert state(zk) == PartitionState(2, 1, (2, 3), 1)  # first of ISR ∩ live, epoch + 1
+    assert {2, 3} <= leader_and_isr_targets(sends)
+    zk.delete(ZkPaths.broker(2))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(2,)))
+    assert state(zk) == PartitionState(3, 2, (3,), 1)
+    zk.delete(ZkPaths.broker(3))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(3,)))
+    assert state(zk) == PartitionState(-1, 3, (3,), 1)  # offline, the ISR kept
+    register(zk, 1)  # an out-of-sync replica returns: unclean election is off
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), new=(1,)))
+    assert state(zk).leader == -1
+    register(zk, 3)  # the last in-sync replica returns
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), new=(3,)))
+    assert state(zk) == PartitionState(3, 4, (3,), 1)
+
+
+def test_the_topic_may_enable_unclean_election(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [2, 3]}, {"unclean.leader.election.enable": "true"})
+    zk.delete(ZkPaths.broker(3))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(3,)))
+    zk.delete(ZkPaths.broker(2))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(2,)))
+    assert state(zk).leader == -1
+    register(zk, 3)
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), new=(3,)))
+    assert state(zk) == PartitionState(3, 3, (3,), 1)
+
+
+def test_a_bounced_leader_loses_leadership_like_a_failed_one(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    zk.delete(ZkPaths.broker(1))
+    register(zk, 1)  # back at once, with a new czxid: seen as a bounce
+    sends = controller._brokers_changed_event(BrokerChanges(live=live(zk), bounced=(1,)))
+    assert state(zk) == PartitionState(2, 1, (2, 3), 1)
+    assert 1 in leader_and_isr_targets(sends)  # told to follow (and truncate by epoch)
+
+
+def test_a_bounced_last_isr_member_is_elected_again_at_a_new_epoch(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1]})
+    zk.delete(ZkPaths.broker(1))
+    register(zk, 1)
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), bounced=(1,)))
+    assert state(zk) == PartitionState(1, 2, (1,), 1)
+
+
+def test_a_write_that_meets_a_leaders_isr_change_rereads_and_decides_again(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    # Leader 1 shrinks the ISR itself (same epoch), as isr.write_isr does.
+    zk.set(ZkPaths.partition_state("t", 0), PartitionState(1, 0, (1, 2), 1).to_json(),
+           version=0)
+    zk.delete(ZkPaths.broker(1))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    assert state(zk) == PartitionState(2, 1, (2,), 1)  # 3 stays out: the leader's write held
+
+
+def test_isr_change_notifications_become_update_metadata(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    zk.set(ZkPaths.partition_state("t", 0), PartitionState(1, 0, (1, 3), 1).to_json(),
+           version=0)
+    zk.create(ZkPaths.ISR_CHANGE_PREFIX, PartitionRefs((PartitionRef("t", 0),)).to_json(),
+              sequence=True)
+    sends = controller._isr_changes_event()
+    updates = [body for _t, api, _v, body in sends if api == ApiKey.UPDATE_METADATA]
+    assert len(updates) == 3  # every live broker
+    told = updates[0]["topic_states"][0]["partition_states"][0]
+    assert (told["isr"], told["zk_version"]) == ([1, 3], 1)
+    assert zk.get_children(ZkPaths.ISR_CHANGE_NOTIFICATION) == []
+
+
+def test_preferred_election_and_controlled_shutdown(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    zk.create(f"{CONTROLLED_SHUTDOWN_PATH}/1", b"", ephemeral=True, makepath=True)
+    controller._controlled_shutdown_event()
+    assert state(zk) == PartitionState(2, 1, (2, 3), 1)  # moved, and 1 left the ISR
+    zk.delete(f"{CONTROLLED_SHUTDOWN_PATH}/1")
+    controller._controlled_shutdown_event()
+    # 1 is not in the ISR: the preferred election leaves the leader where it is.
+    zk.create(ZkPaths.PREFERRED_REPLICA_ELECTION, PartitionRefs(()).to_json())
+    controller._preferred_election_event()
+    assert state(zk).leader == 2
+    assert zk.exists(ZkPaths.PREFERRED_REPLICA_ELECTION) is None
+    # Back in the ISR (the leader's write), then preferred: 1 leads again.
+    zk.set(ZkPaths.partition_state("t", 0), PartitionState(2, 1, (1, 2, 3), 1).to_json(),
+           version=1)
+    controller._isr_changes_event()
+    controller._load_topic("t")
+    zk.create(ZkPaths.PREFERRED_REPLICA_ELECTION,
+              PartitionRefs((PartitionRef("t", 0),)).to_json())
+    controller._preferred_election_event()
+    assert state(zk) == PartitionState(1, 2, (1, 2, 3), 1)
+
+
+def test_a_deposed_controller_writes_nothing(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    zk.set(ZkPaths.CONTROLLER_EPOCH, b"2")  # a newer controller was elected meanwhile
+    zk.delete(ZkPaths.broker(1))
+    with pytest.raises(NotControllerError):
+        controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    assert state(zk) == PartitionState(1, 0, (1, 2, 3), 1)
