@@ -86,17 +86,3 @@ class MetadataHandler:
             })
         return {"error_code": ErrorCode.NONE, "name": name,
                 "is_internal": name in INTERNAL_TOPICS, "partitions": answers}
-
-
-class CoordinatorUnavailableHandler:
-    """FindCoordinator until a group coordinator is registered: COORDINATOR_NOT_AVAILABLE.
-
-    Clients that find no coordinator retry quietly on the same connection (closing
-    the connection instead would also cut off their fetches); consuming by
-    assignment works meanwhile. The group coordinator replaces this handler.
-    """
-
-    def __call__(self, context: Any, request: Any) -> dict:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "error_message": "no group coordinator on this broker", "node_id": -1,
-                "host": "", "port": -1}
