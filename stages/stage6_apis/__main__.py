@@ -3,8 +3,9 @@
 Run it with ``python -m stages.stage6_apis``. It starts ZooKeeper and one
 broker, creates a topic with Admin, produces keyed records with lz4 and shows
 where murmur2 put them, consumes them back from the beginning, seeks, shows the
-named errors for bad input, and runs the CLI once. Files go to
-$SIMPLEKAFKA_DEMO_DIR if set, else a temporary directory. About 20 s.
+named errors for bad input, shows a consumer group (three members sharing six
+partitions, one leaving, the rebalance) and runs the CLI once. Files go to
+$SIMPLEKAFKA_DEMO_DIR if set, else a temporary directory. About 40 s.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,7 +35,8 @@ def section(title: str) -> None:
 
 def main() -> None:
     base = Path(os.environ.get("SIMPLEKAFKA_DEMO_DIR") or tempfile.mkdtemp(prefix="stage6-"))
-    with LocalCluster(brokers=1, base_dir=base / "cluster") as cluster:
+    with LocalCluster(brokers=1, base_dir=base / "cluster",
+                      broker_config={"group.initial.rebalance.delay.ms": 1000}) as cluster:
         bootstrap = cluster.bootstrap_servers
         with Admin(bootstrap) as admin:
             section("Admin")
@@ -78,6 +81,8 @@ def main() -> None:
                         print(f"  {label}: {type(exc).__name__} "
                               f"({time.monotonic() - started:.1f} s)")
 
+        consumer_group(bootstrap)
+
         section("The CLI: simplekafka consume")
         result = subprocess.run(
             [sys.executable, "-m", "simplekafka", "consume", TOPIC, "--from-beginning",
@@ -87,6 +92,74 @@ def main() -> None:
         )
         print("  " + (result.stdout or result.stderr).strip().replace("\n", "\n  "))
     print("\ndone")
+
+
+GROUP_TOPIC = "deliveries"
+PRINT_LOCK = threading.Lock()
+
+
+def say(text: str) -> None:
+    with PRINT_LOCK:  # members print from their own threads
+        print(text, flush=True)
+
+
+class GroupMember(threading.Thread):
+    """One member of group 'couriers' polling in its own thread, printing its partitions."""
+
+    def __init__(self, name: str, bootstrap: str, counts: dict) -> None:
+        super().__init__(name=name, daemon=True)
+        self.bootstrap = bootstrap
+        self.counts = counts
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        consumer = Consumer(bootstrap_servers=self.bootstrap, group_id="couriers",
+                            client_id=self.name, auto_offset_reset="earliest",
+                            session_timeout_ms=6000, heartbeat_interval_ms=500,
+                            auto_commit_interval_ms=500, max_poll_interval_ms=15_000,
+                            partition_assignment_strategy=["roundrobin"])
+        consumer.subscribe([GROUP_TOPIC], on_assign=lambda tps: say(
+            f"  {self.name:6} now owns partitions {sorted(tp.partition for tp in tps)}"))
+        while not self.stop.is_set():
+            for record in consumer.poll(200):
+                self.counts[self.name] = self.counts.get(self.name, 0) + 1
+                del record
+        consumer.close()  # commits (auto-commit is on) and leaves: the others rebalance now
+
+
+def consumer_group(bootstrap: str) -> None:
+    section("Consumer group: three members share six partitions")
+    with Admin(bootstrap) as admin:
+        admin.create_topic(GROUP_TOPIC, num_partitions=6)
+        with Producer(bootstrap) as producer:
+            for n in range(600):
+                producer.send(GROUP_TOPIC, f"parcel {n}".encode(), partition=n % 6)
+        counts: dict[str, int] = {}
+        members = [GroupMember(name, bootstrap, counts) for name in ("ana", "ben", "chloe")]
+        for member in members:
+            member.start()
+        deadline = time.monotonic() + 60
+        while sum(counts.values()) < 600 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        print(f"  records read per member: {dict(sorted(counts.items()))}")
+        show_group(admin)
+        section("chloe leaves: the group rebalances")
+        members[2].stop.set()
+        members[2].join(30)
+        time.sleep(3)
+        show_group(admin)
+        for member in members[:2]:
+            member.stop.set()
+        for member in members[:2]:
+            member.join(30)
+
+
+def show_group(admin: Admin) -> None:
+    group = admin.describe_group("couriers")
+    say(f"  group couriers: {group.state}, {len(group.members)} members, "
+        f"assignor {group.protocol or '-'}")
+    for member in group.members:
+        say(f"    {member.client_id:6} {sorted(tp.partition for tp in member.assignment)}")
 
 
 if __name__ == "__main__":
