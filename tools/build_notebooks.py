@@ -302,7 +302,7 @@ BROKER_AND_CLIENTS = [
     do. We create a topic with `Admin`, write with our `Producer`, read with our
     `Consumer`, read the same records with confluent-kafka (librdkafka, the C
     client behind most Kafka tools), and look at what ZooKeeper holds. The last
-    cell stops everything.
+    cell stops everything: if you leave half way, run it anyway.
     """),
     code("""
     from simplekafka.cluster import LocalCluster
@@ -429,7 +429,8 @@ REPLICATION = [
     the leader is killed with SIGKILL. The controller elects a new leader from
     the ISR, with a higher leader epoch; nothing acknowledged is lost; the old
     leader comes back as a follower and rejoins the ISR. (Stage 7;
-    `run_cluster.sh` shows the same with three partitions.)
+    `run_cluster.sh` shows the same with three partitions.) The last cell stops
+    the brokers and ZooKeeper: if you leave half way, run it anyway.
     """),
     code("""
     from simplekafka.admin import Admin
