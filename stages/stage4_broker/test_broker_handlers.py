@@ -373,6 +373,24 @@ def test_long_poll_is_woken_by_an_append(harness):
     assert values(waiting.result.responses[0].partitions[0].records) == [b"hello"]
 
 
+def test_long_poll_waits_for_min_bytes(harness):
+    harness.lead("t")
+    waiting = harness.fetch_request("t", 0, max_wait_ms=30_000, min_bytes=1000)
+    harness.produce("t", build_batch([(None, b"small")]))
+    assert not waiting.called  # fewer than min_bytes so far
+    harness.produce("t", build_batch([(None, b"x" * 2000)]))
+    assert values(waiting.result.responses[0].partitions[0].records) == [b"small", b"x" * 2000]
+
+
+def test_long_poll_ignores_appends_to_other_partitions(harness):
+    harness.lead("t", partitions=2)
+    waiting = harness.fetch_request("t", 0, partition=0, max_wait_ms=30_000)
+    harness.produce("t", build_batch([(None, b"elsewhere")]), partition=1)
+    assert not waiting.called
+    harness.produce("t", build_batch([(None, b"here")]), partition=0)
+    assert values(waiting.result.responses[0].partitions[0].records) == [b"here"]
+
+
 def test_long_poll_answers_empty_at_max_wait(harness):
     harness.lead("t")
     waiting = harness.fetch_request("t", 0, max_wait_ms=500)
