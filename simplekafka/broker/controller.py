@@ -520,9 +520,10 @@ class Controller:
                     if outcome:
                         changed.append(key)
                     break
-        if changed:
-            log.info("controller: preferred leaders elected for %s",
-                     ", ".join(f"{t}-{p}" for t, p in changed))
+        if not changed:
+            return []
+        log.info("controller: preferred leaders elected for %s",
+                 ", ".join(f"{t}-{p}" for t, p in changed))
         return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
 
     def _preferred_choice(self, key: tuple[str, int], state: PartitionState,
@@ -593,6 +594,8 @@ class Controller:
                     break
         log.info("controller: controlled shutdown of %s moved %d partitions", sorted(new),
                  len(changed))
+        if not changed:
+            return []
         return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
 
     def _shutdown_choice(self, key: tuple[str, int], state: PartitionState,

@@ -33,6 +33,7 @@ from simplekafka.broker.partition import Partition
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
+from simplekafka.storage import UnexpectedAppendOffsetError
 
 log = logging.getLogger(__name__)
 
@@ -237,8 +238,14 @@ class ReplicaFetcher:
                     continue  # removed or re-added while the fetch was out
                 code = answer.error_code
                 if code == ErrorCode.NONE:
-                    state.partition.append_as_follower(bytes(answer.records or b""),
-                                                       answer.high_watermark)
+                    try:
+                        state.partition.append_as_follower(bytes(answer.records or b""),
+                                                           answer.high_watermark)
+                    except UnexpectedAppendOffsetError as exc:
+                        # Our log and the leader's disagree on where batches start:
+                        # truncate by epoch again rather than retry the same append.
+                        log.warning("%s: %s; truncating by epoch again", state.partition, exc)
+                        state.truncated = False
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     out_of_range.append(state)
                 else:

@@ -48,9 +48,9 @@ class StandInElection:
         return FencedTransaction(self.zk, self.epoch_version)
 
     def submit(self, fn):
-        done: concurrent.futures.Future = concurrent.futures.Future()
-        done.set_result(fn())
-        return done
+        """Watches fire on kazoo's threads: their events are dropped, the tests call the
+        event methods themselves (in order, on this thread)."""
+        return concurrent.futures.Future()
 
 
 @pytest.fixture
@@ -203,3 +203,24 @@ def test_a_deposed_controller_writes_nothing(world):
     with pytest.raises(NotControllerError):
         controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
     assert state(zk) == PartitionState(1, 0, (1, 2, 3), 1)
+
+
+def test_automatic_rebalance_returns_leadership_to_the_preferred_replica(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3], 1: [2, 3, 1]})
+    zk.delete(ZkPaths.broker(1))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    register(zk, 1)
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), new=(1,)))
+    assert state(zk, "t", 0).leader == 2  # 1 is back but not in the ISR yet
+    assert controller._rebalance_event() == []  # not in sync: nothing to do
+    # The leader adds 1 to the ISR once it caught up (and tells the controller).
+    zk.set(ZkPaths.partition_state("t", 0), PartitionState(2, 1, (1, 2, 3), 1).to_json(),
+           version=1)
+    zk.create(ZkPaths.ISR_CHANGE_PREFIX, PartitionRefs((PartitionRef("t", 0),)).to_json(),
+              sequence=True)
+    controller._isr_changes_event()
+    sends = controller._rebalance_event()  # broker 1: 1 of 1 preferred partitions elsewhere
+    assert state(zk, "t", 0) == PartitionState(1, 2, (1, 2, 3), 1)
+    assert state(zk, "t", 1).leader == 2  # already led by its preferred replica
+    assert {1, 2, 3} <= leader_and_isr_targets(sends)
