@@ -277,6 +277,8 @@ class GroupCoordinator:
             log.exception("appending to %s for group %r failed", OFFSETS_TOPIC, group_id)
             return defer.succeed(ErrorCode.NOT_COORDINATOR)
         waiter = partition.wait_for_high_watermark(result.last_offset + 1)
+        if waiter.called:  # alone in the ISR: replicated as soon as written
+            return waiter.addCallback(lambda code: _APPEND_ERRORS.get(code, code))
         done: defer.Deferred = defer.Deferred()
 
         def finish(code: ErrorCode) -> None:
