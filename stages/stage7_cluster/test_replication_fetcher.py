@@ -1,0 +1,133 @@
+"""The replica fetcher on Twisted's test doubles: no sockets, the test plays the leader.
+
+A MemoryReactor records the fetcher's connection attempt; the test connects it
+to a StringTransport, reads the requests the fetcher wrote and answers them
+with encoded responses. So each step of the follower's protocol can be checked:
+truncation by epoch first (OffsetForLeaderEpoch), then fetches from its log end
+with ``replica_id`` and ``current_leader_epoch``, appends at the log end, and
+HW = min(leader HW, own LEO).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from twisted.internet.testing import MemoryReactorClock, StringTransport
+
+from simplekafka.broker.partition import Partition
+from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.messages import decode_request, encode_response
+from simplekafka.protocol.records import Record, build_batch
+from simplekafka.storage import Log, LogConfig
+
+FOLLOWER, LEADER = 2, 1
+BIG = 1 << 20
+
+
+def batch(*values: bytes) -> bytes:
+    return build_batch([Record(timestamp=1_700_000_000_000, key=None, value=v) for v in values])
+
+
+class PlayedLeader:
+    """The leader's side of one connection, driven by the test."""
+
+    def __init__(self, reactor: MemoryReactorClock) -> None:
+        host, port, factory, _timeout, _bind = reactor.tcpClients[-1]
+        assert (host, port) == ("127.0.0.1", 9001)
+        self.protocol = factory.buildProtocol(None)
+        self.transport = StringTransport()
+        self.protocol.makeConnection(self.transport)
+
+    def request(self):
+        """The one request the fetcher wrote (header, body)."""
+        data = self.transport.value()
+        self.transport.clear()
+        (length,) = struct.unpack_from(">i", data, 0)
+        assert len(data) == 4 + length, "expected exactly one request"
+        return decode_request(data[4:])
+
+    def answer(self, header, body: dict) -> None:
+        payload = encode_response(header.api_key, header.api_version, header.correlation_id,
+                                  body)
+        self.protocol.dataReceived(struct.pack(">i", len(payload)) + payload)
+
+
+def follower_partition(tmp_path, leader_epoch: int) -> Partition:
+    log = Log.open(tmp_path / "t-0", LogConfig())
+    partition = Partition("t", 0, FOLLOWER, log)
+    assert partition.make_follower(LEADER, leader_epoch, [LEADER, FOLLOWER],
+                                   [LEADER, FOLLOWER], 0, 1)
+    return partition
+
+
+def fetch_answer(records: bytes, high_watermark: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+        {"topic": "t", "partitions": [{
+            "partition_index": 0, "error_code": ErrorCode.NONE,
+            "high_watermark": high_watermark, "last_stable_offset": high_watermark,
+            "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1,
+            "records": records}]}]}
+
+
+def test_a_new_follower_truncates_by_epoch_then_fetches_from_its_log_end(tmp_path):
+    partition = follower_partition(tmp_path, leader_epoch=2)
+    # What this replica wrote as leader at epoch 1, which the new leader never got.
+    partition.log.append(batch(b"kept"), 0)
+    partition.log.append(batch(b"diverged"), 1)
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER, max_wait_ms=500),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    leader = PlayedLeader(reactor)
+
+    header, asked = leader.request()
+    assert header.api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH
+    assert asked.replica_id == FOLLOWER
+    wanted = asked.topics[0].partitions[0]
+    assert (wanted.leader_epoch, wanted.current_leader_epoch) == (1, 2)
+    # The leader never had epoch 1: it answers epoch 0, which ended at offset 1 there.
+    leader.answer(header, {"throttle_time_ms": 0, "topics": [{"topic": "t", "partitions": [
+        {"error_code": 0, "partition": 0, "leader_epoch": 0, "end_offset": 1}]}]})
+    assert partition.log_end_offset == 1  # "diverged" is gone; the local HW played no part
+
+    header, fetch = leader.request()
+    assert header.api_key == ApiKey.FETCH
+    assert (fetch.replica_id, fetch.max_wait_ms) == (FOLLOWER, 500)
+    wanted = fetch.topics[0].partitions[0]
+    assert (wanted.fetch_offset, wanted.current_leader_epoch) == (1, 2)
+    # The leader's batch at offset 1 (epoch 2); its HW is 1: ours becomes min(1, LEO 2).
+    leaders_batch = bytearray(batch(b"new"))
+    struct.pack_into(">q", leaders_batch, 0, 1)
+    struct.pack_into(">i", leaders_batch, 12, 2)
+    leader.answer(header, fetch_answer(bytes(leaders_batch), high_watermark=1))
+    assert partition.log_end_offset == 2 and partition.high_watermark == 1
+    assert partition.log.leader_epochs.latest_epoch == 2
+
+    header, fetch = leader.request()  # the next fetch asks from the new log end
+    assert fetch.topics[0].partitions[0].fetch_offset == 2
+    leader.answer(header, fetch_answer(b"", high_watermark=2))
+    assert partition.high_watermark == 2
+
+    manager.shutdown()
+    assert leader.transport.disconnecting
+
+
+def test_a_fenced_follower_backs_off_and_asks_again(tmp_path):
+    partition = follower_partition(tmp_path, leader_epoch=0)
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)  # an empty log: nothing to truncate, fetch at once
+    leader = PlayedLeader(reactor)
+    header, _fetch = leader.request()
+    answer = fetch_answer(b"", -1)
+    answer["responses"][0]["partitions"][0]["error_code"] = ErrorCode.FENCED_LEADER_EPOCH
+    leader.answer(header, answer)
+    assert leader.transport.value() == b""  # backing off, not hammering the leader
+    reactor.advance(1.0)
+    header, fetch = leader.request()
+    assert header.api_key == ApiKey.FETCH
+    assert fetch.topics[0].partitions[0].current_leader_epoch == 0
+    manager.shutdown()
