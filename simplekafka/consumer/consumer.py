@@ -32,6 +32,7 @@ from simplekafka.client.errors import (
     error_for,
 )
 from simplekafka.client.types import TopicPartition
+from simplekafka.consumer.assignors import assignor_for
 from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
 from simplekafka.consumer.group import (
     CommitFailedError,
@@ -90,6 +91,13 @@ class Consumer:
             raise ValueError("isolation_level must be 'read_uncommitted' or 'read_committed'")
         if max_poll_records < 1:
             raise ValueError("max_poll_records must be at least 1")
+        if group_id is not None:  # checked before any connection is made
+            if not isinstance(group_id, str) or not group_id:
+                raise ValueError(f"group_id must be a non-empty string, not {group_id!r}")
+            if heartbeat_interval_ms >= session_timeout_ms:
+                raise ValueError("heartbeat_interval_ms must be below session_timeout_ms")
+            for name in partition_assignment_strategy:
+                assignor_for(name)
         self.group_id = group_id
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer

@@ -226,3 +226,48 @@ def test_kcat_balanced_consumer_reads_everything(group_cluster, topic):
         capture_output=True, timeout=90, check=True).stdout
     values = sorted(int(v) for v in output.split())
     assert values == list(range(RECORDS))
+
+
+def test_pattern_subscription_callbacks_and_misuse(group_cluster, topic):
+    bootstrap = group_cluster.bootstrap_servers
+    group = unique("pattern")
+    events = []
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                        enable_auto_commit=False, session_timeout_ms=SESSION_MS,
+                        heartbeat_interval_ms=500)
+    consumer.subscribe(pattern=topic.replace("groups-", "gro.ps-"),
+                       on_assign=lambda tps: events.append(("assign", sorted(tps))),
+                       on_revoke=lambda tps: events.append(("revoke", sorted(tps))))
+    seen = []
+    deadline = time.monotonic() + 30
+    while len(seen) < RECORDS and time.monotonic() < deadline:
+        seen += consumer.poll(300)
+    assert len(seen) == RECORDS
+    assert consumer.subscription() == [topic]
+    assert events[0][0] == "assign" and len(events[0][1]) == PARTITIONS
+    # A second member joins: the first gives everything back, then gets its share.
+    other = Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                     session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    other.subscribe([topic])
+    import threading
+
+    joining = threading.Thread(target=other.poll, args=(15_000,))
+    joining.start()
+    deadline = time.monotonic() + 20
+    while len(events) < 3 and time.monotonic() < deadline:
+        consumer.poll(200)
+    joining.join(30)
+    assert [e[0] for e in events[:3]] == ["assign", "revoke", "assign"]
+    mine, theirs = consumer.assignment(), other.assignment()
+    assert not mine & theirs and len(mine | theirs) == PARTITIONS
+    other.close()
+    consumer.unsubscribe()
+    assert consumer.assignment() == set()
+    with pytest.raises(ValueError):
+        consumer.subscribe(["a"], pattern="b")
+    consumer.close()
+    with pytest.raises(ValueError, match="group_id"):
+        Consumer(bootstrap_servers=bootstrap).subscribe([topic])
+    with pytest.raises(ValueError, match="heartbeat"):
+        Consumer(bootstrap_servers=bootstrap, group_id="x", session_timeout_ms=1000,
+                 heartbeat_interval_ms=2000)
