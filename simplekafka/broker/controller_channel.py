@@ -2,10 +2,11 @@
 
 Each target broker has a queue: requests to it are sent one at a time, in
 order (UpdateMetadata before the LeaderAndIsr that follows it), and retried
-while the broker is still alive. A request to the controller's own broker is
-encoded to bytes, handed to this broker's request dispatcher exactly as a frame
-from the network would be, and its response bytes decoded: the single-broker
-cluster exercises the same code path as a three-broker one.
+while the broker is still registered (quickly at first, then once a second).
+A request to the controller's own broker is encoded to bytes, handed to this
+broker's request dispatcher exactly as a frame from the network would be, and
+its response bytes decoded: the single-broker cluster exercises the same code
+path as a three-broker one.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from simplekafka.protocol.messages import decode_response, encode_request
 log = logging.getLogger(__name__)
 
 RETRY_DELAY = 0.1
+SLOW_RETRY_DELAY = 1.0  # after MAX_ATTEMPTS quick retries
 MAX_ATTEMPTS = 50
 CLIENT_ID = "simplekafka-controller"
 
@@ -115,7 +117,11 @@ class ControllerChannel:
             self._busy.discard(broker_id)
             return
         api_key, version, body, done = queue[0]
-        if attempt >= MAX_ATTEMPTS or self.endpoint_of(broker_id) is None:
+        # A remote broker is retried for as long as it is registered (a paused broker
+        # must still learn its role when it resumes); only our own handler's failures,
+        # which no retry will cure, are given up after MAX_ATTEMPTS.
+        gone = self.endpoint_of(broker_id) is None
+        if gone or (broker_id == self.local_broker_id and attempt >= MAX_ATTEMPTS):
             log.warning("giving up %s to broker %d: %s", api_key.name, broker_id,
                         failure.getErrorMessage())
             queue.popleft()
@@ -130,7 +136,11 @@ class ControllerChannel:
                                callbackArgs=(broker_id, done),
                                errbackArgs=(broker_id, attempt + 1))
 
-        self.reactor.callLater(RETRY_DELAY, retry)
+        if attempt % MAX_ATTEMPTS == 0:
+            log.warning("still retrying %s to broker %d (%d attempts): %s", api_key.name,
+                        broker_id, attempt, failure.getErrorMessage())
+        self.reactor.callLater(RETRY_DELAY if attempt < MAX_ATTEMPTS else SLOW_RETRY_DELAY,
+                               retry)
 
     def _deliver(self, broker_id: int, api_key: ApiKey, version: int,
                  body: dict) -> defer.Deferred:

@@ -131,3 +131,27 @@ def test_a_fenced_follower_backs_off_and_asks_again(tmp_path):
     assert header.api_key == ApiKey.FETCH
     assert fetch.topics[0].partitions[0].current_leader_epoch == 0
     manager.shutdown()
+
+
+def test_the_controller_retries_a_registered_broker_until_it_answers_or_goes():
+    from twisted.internet.error import ConnectionRefusedError
+    from twisted.python.failure import Failure
+
+    from simplekafka.broker.controller_channel import MAX_ATTEMPTS, ControllerChannel
+
+    reactor = MemoryReactorClock()
+    registered = {2: ("127.0.0.1", 9002)}
+    channel = ControllerChannel(reactor, 1, lambda payload, context: None, registered.get)
+    outcome: list = []
+    sent = channel.send(2, ApiKey.UPDATE_METADATA, 5, {
+        "controller_id": 1, "controller_epoch": 1, "broker_epoch": -1, "topic_states": [],
+        "live_brokers": []})
+    sent.addBoth(outcome.append)
+    for _ in range(MAX_ATTEMPTS + 10):  # a paused broker: refused again and again
+        factory = reactor.tcpClients.pop()[2]
+        factory.clientConnectionFailed(None, Failure(ConnectionRefusedError()))
+        reactor.advance(1.0)
+        assert outcome == []  # still registered: still trying
+    del registered[2]  # its session ended: now the request is dropped
+    reactor.tcpClients.pop()[2].clientConnectionFailed(None, Failure(ConnectionRefusedError()))
+    assert len(outcome) == 1 and isinstance(outcome[0], Failure)
