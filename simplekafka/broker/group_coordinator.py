@@ -424,9 +424,10 @@ class GroupCoordinator:
         member.session_timeout_ms = session
         member.rebalance_timeout_ms = rebalance
         self._schedule_expiry(group, member)
-        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE) and not changed \
-                and member.member_id != group.leader_id:
-            # Nothing new: answer with the current generation, no rebalance.
+        if not changed and (group.is_in(GroupState.COMPLETING_REBALANCE) or (
+                group.is_in(GroupState.STABLE) and member.member_id != group.leader_id)):
+            # Nothing new (a retried join, say): the current generation, no rebalance. A
+            # Stable group's leader rejoining means it wants a new assignment (Kafka's rule).
             return self._join_result(group, member)
         if group.is_in(GroupState.EMPTY, GroupState.DEAD):
             return _join_answer(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id)

@@ -9,6 +9,7 @@ Kafka's error code and change nothing.
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 import uuid
@@ -22,6 +23,7 @@ from simplekafka.cluster import LocalCluster
 from simplekafka.consumer import Consumer
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from stages.stage4_broker._interop import connect, frame, read_frame
 
 pytestmark = pytest.mark.integration
 
@@ -161,6 +163,15 @@ def test_bad_group_requests_get_kafka_error_codes_and_change_nothing(three_broke
     huge = "g" * 300_000
     with pytest.raises((KafkaError, ValueError)):
         raw(client, coordinator, ApiKey.FIND_COORDINATOR, {"key": huge, "key_type": 0})
+    # A hand-made frame claiming such an id cannot be decoded: the connection is closed
+    # (what Kafka does with a request it cannot parse) and the broker serves on.
+    port = three_brokers.broker_ports[coordinator]
+    header = struct.pack(">hhih", int(ApiKey.OFFSET_FETCH), 5, 7, 4) + b"test"
+    crafted = header + struct.pack(">h", 0x7FFF) + huge.encode()
+    with connect(port) as sock:
+        sock.sendall(frame(crafted))
+        with pytest.raises(ConnectionError):
+            read_frame(sock)
     # ...and one at the limit of the format is merely a group nobody has heard of.
     large = "g" * 32_000
     answer = raw(client, coordinator, ApiKey.OFFSET_FETCH, {
