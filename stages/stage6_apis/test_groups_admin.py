@@ -123,3 +123,39 @@ def test_groups_cli_and_consume_with_a_group(admin_cluster, topic):
     deleted = run("groups", "delete", group, "-b", b)
     assert deleted.returncode == 0, deleted.stderr
     assert group not in run("groups", "list", "-b", b).stdout
+
+
+def test_other_admin_clients_see_our_groups(admin_cluster, topic):
+    """kafka-python's and confluent-kafka's admin clients list and describe our groups."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTP
+
+    bootstrap = admin_cluster.bootstrap_servers
+    group = f"theirs-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(200)
+    consumer.commit({(topic, 0): 4})
+    kp = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        assert {"group_id": group, "protocol_type": "consumer"} in kp.list_groups()
+        described = kp.describe_groups([group])[group]
+        assert described["group_state"] == "Stable" and described["protocol_data"] == "range"
+        [member] = described["members"]
+        assert member["member_assignment"]["assigned_partitions"] == [
+            {"topic": topic, "partitions": list(range(PARTITIONS))}]
+        offsets = kp.list_group_offsets(group)[group]
+        assert offsets[KpTP(topic, 0)].offset == 4
+    finally:
+        kp.close()
+    ck = AdminClient({"bootstrap.servers": bootstrap})
+    listed = ck.list_consumer_groups(request_timeout=30).result()
+    assert group in [g.group_id for g in listed.valid]
+    description = ck.describe_consumer_groups([group], request_timeout=30)[group].result()
+    assert str(description.state).endswith("STABLE")
+    assert sorted(tp.partition for tp in description.members[0].assignment.topic_partitions) \
+        == list(range(PARTITIONS))
+    consumer.close()
