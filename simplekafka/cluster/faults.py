@@ -102,6 +102,7 @@ class Faults:
         """SIGSTOP the broker: it stops answering anyone but keeps its sockets and beliefs."""
         self._signal(broker_id, signal.SIGSTOP)
         self._paused.add(broker_id)
+        _wait_until_stopped(self.cluster.brokers[broker_id].pid)
         self._note("pause", broker_id)
 
     def resume(self, broker_id: int) -> None:
@@ -153,3 +154,17 @@ class Faults:
         """The seed and every fault so far, one per line."""
         lines = [f"seed {self.seed}"] + [str(fault) for fault in self.history]
         return "\n".join(lines)
+
+
+def _wait_until_stopped(pid: int, timeout: float = 5.0) -> None:
+    """Signals are delivered asynchronously: wait until Linux shows the process stopped."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return  # no /proc (not Linux): nothing to wait on
+        if state in ("T", "t"):
+            return
+        time.sleep(0.01)

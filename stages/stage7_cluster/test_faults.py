@@ -52,8 +52,8 @@ def test_pause_and_resume_a_broker(two_brokers):
     faults = Faults(two_brokers, announce=False)
     faults.pause(2)
     try:
-        state = open(f"/proc/{two_brokers.brokers[2].pid}/stat").read().split()[2]
-        assert state == "T"
+        with open(f"/proc/{two_brokers.brokers[2].pid}/stat") as stat:
+            assert stat.read().rsplit(")", 1)[1].split()[0] == "T"  # stopped
     finally:
         faults.heal()
     two_brokers.wait_until_serving([1, 2])
