@@ -181,7 +181,12 @@ class Controller:
         self.brokers = live_brokers(self.zk)
         for topic in self._watch_topics():
             self._load_topic(topic)
-        changed = self._elect_leaders(list(self.states_keys_needing_leaders()))
+        # Partitions without a live leader need one; dead brokers still listed in an ISR
+        # (they died while no controller was watching) leave it, as on a broker failure.
+        live = set(self.brokers)
+        stale_isr = [key for key, (state, _v) in self.states.items()
+                     if state.leader in live and set(state.isr) - live]
+        changed = self._elect_leaders(self.states_keys_needing_leaders() + stale_isr)
         sends = self._update_metadata_to_all(self._all_partitions())
         sends += self._leader_and_isr(self._all_partitions())
         log.info("controller %d (epoch %d) loaded %d topics, elected %d leaders",

@@ -224,3 +224,13 @@ def test_automatic_rebalance_returns_leadership_to_the_preferred_replica(world):
     assert state(zk, "t", 0) == PartitionState(1, 2, (1, 2, 3), 1)
     assert state(zk, "t", 1).leader == 2  # already led by its preferred replica
     assert {1, 2, 3} <= leader_and_isr_targets(sends)
+
+
+def test_a_new_controller_removes_brokers_that_died_meanwhile_from_the_isrs(world):
+    zk, _election, controller = world
+    start(zk, controller, {0: [1, 2, 3]})
+    zk.delete(ZkPaths.broker(3))  # dies while no controller watches (say, it was the one)
+    successor = Controller(2, controller.election, send=lambda sends: None)
+    successor.epoch, successor.active = 1, True
+    successor._startup_event()
+    assert state(zk) == PartitionState(1, 1, (1, 2), 1)
