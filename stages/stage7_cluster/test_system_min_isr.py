@@ -40,3 +40,25 @@ def test_acks_all_fails_with_not_enough_replicas_and_acks_1_works(tmp_path):
         assert send_and_wait(cluster.bootstrap_servers, TOPIC, [b"one-ack"], 1) == [None]
         stored = [r.value for r in read_partition_dir(cluster.partition_dir(leader, TOPIC, 0))]
         assert stored == [b"one-ack"]  # refused before appending: nothing else reached the log
+
+
+def test_a_dead_controller_leaves_the_isrs_it_was_in(tmp_path):
+    """The controller itself dies while following: the next controller takes it out of the ISR.
+
+    Without this, an ISR keeps a dead member after a controller failover and
+    acks=all keeps being accepted (then times out) instead of being refused.
+    """
+    topic = "dead-controller"
+    with running_cluster(tmp_path) as (cluster, faults):
+        create_topic(cluster, topic, 3, 3)
+        controller = faults.controller()
+        followed = [p for p in range(3) if cluster.leader_of(topic, p) != controller]
+        assert followed, "placement gives every broker a leadership among three partitions"
+        faults.kill(controller)
+        cluster.wait_for_znode_gone(controller)
+        cluster.wait_for(lambda: cluster.controller_id() not in (None, controller),
+                         "a new controller")
+        for partition in followed:
+            cluster.wait_for(lambda p=partition: controller not in cluster.isr_of(topic, p),
+                             f"dead broker {controller} out of the ISR of {topic}-{partition}",
+                             timeout=30)
