@@ -149,5 +149,10 @@ def test_topic_configs_are_checked_and_applied(three):
                     {"index": 0, "records": build_batch([(None, b"v")])}]}]},
             ).responses[0].partition_responses[0].error_code
 
-    assert produce(-1) == ErrorCode.NOT_ENOUGH_REPLICAS  # one replica, the topic wants two
+    # Metadata may name the leader a moment before the leader has applied its
+    # LeaderAndIsr (different brokers, different queues): retry, as clients do.
+    not_yet = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    code = wait_for(lambda: (lambda c: None if c in not_yet else c)(produce(-1)),
+                    what="the leader to take the partition")
+    assert code == ErrorCode.NOT_ENOUGH_REPLICAS  # one replica, the topic wants two
     assert produce(1) == ErrorCode.NONE
