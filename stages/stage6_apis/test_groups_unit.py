@@ -10,10 +10,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
 
+from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group_coordinator import GroupCoordinator
 from simplekafka.broker.group_state import GroupState
 from simplekafka.broker.metadata_cache import BrokerEndpoint, PartitionMetadata
@@ -44,7 +45,9 @@ from simplekafka.client.group_protocol import (
 )
 from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.assignors import ASSIGNORS, StickyAssignor, assignor_for
+from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.storage import LogConfig, LogManager
 
 # -- the record format and the partition of a group ---------------------------------------
@@ -331,3 +334,80 @@ def test_offsets_of_an_empty_group_expire(broker):
     group.state_timestamp = 0
     broker.coordinator.expire_offsets()
     assert fetch(broker) == -1 and "g" not in broker.coordinator.groups
+
+
+# -- hostile but well-formed requests: an answer that encodes, never an exception -----------
+
+names = st.sampled_from(["g", "h", "", "t", "x" * 300])
+members = st.sampled_from(["", "m-1", "test-0000", "x" * 100])
+int32s = st.integers(-(2**31), 2**31 - 1)
+
+
+def _group_requests():
+    protocols = st.lists(st.fixed_dictionaries(
+        {"name": st.sampled_from(["range", "roundrobin", "", "x"]),
+         "metadata": st.binary(max_size=20)}), max_size=3)
+    partitions = st.lists(st.fixed_dictionaries(
+        {"partition_index": int32s, "committed_offset": st.integers(-(2**63), 2**63 - 1),
+         "committed_leader_epoch": int32s, "commit_timestamp": st.integers(-1, 2**40),
+         "committed_metadata": st.one_of(st.none(), st.text(max_size=10),
+                                         st.just("m" * 5000))}), max_size=3)
+    return st.one_of(
+        st.tuples(st.just(ApiKey.FIND_COORDINATOR), st.integers(0, 2), st.fixed_dictionaries(
+            {"key": names, "key_type": st.integers(-1, 2)})),
+        st.tuples(st.just(ApiKey.JOIN_GROUP), st.integers(0, 5), st.fixed_dictionaries(
+            {"group_id": names, "session_timeout_ms": int32s, "rebalance_timeout_ms": int32s,
+             "member_id": members, "group_instance_id": st.none(),
+             "protocol_type": st.sampled_from(["consumer", "", "connect"]),
+             "protocols": protocols})),
+        st.tuples(st.just(ApiKey.SYNC_GROUP), st.integers(0, 3), st.fixed_dictionaries(
+            {"group_id": names, "generation_id": int32s, "member_id": members,
+             "group_instance_id": st.none(),
+             "assignments": st.lists(st.fixed_dictionaries(
+                 {"member_id": members, "assignment": st.binary(max_size=10)}), max_size=3)})),
+        st.tuples(st.just(ApiKey.HEARTBEAT), st.integers(0, 3), st.fixed_dictionaries(
+            {"group_id": names, "generation_id": int32s, "member_id": members,
+             "group_instance_id": st.none()})),
+        st.tuples(st.just(ApiKey.LEAVE_GROUP), st.integers(0, 3), st.fixed_dictionaries(
+            {"group_id": names, "member_id": members, "members": st.lists(
+                st.fixed_dictionaries({"member_id": members, "group_instance_id": st.none()}),
+                max_size=3)})),
+        st.tuples(st.just(ApiKey.OFFSET_COMMIT), st.integers(2, 7), st.fixed_dictionaries(
+            {"group_id": names, "generation_id_or_member_epoch": int32s, "member_id": members,
+             "group_instance_id": st.none(), "retention_time_ms": st.integers(-1, 10**9),
+             "topics": st.lists(st.fixed_dictionaries(
+                 {"name": st.sampled_from(["t", "nope", ""]), "partitions": partitions}),
+                 max_size=2)})),
+        st.tuples(st.just(ApiKey.OFFSET_FETCH), st.integers(1, 5), st.fixed_dictionaries(
+            {"group_id": names, "topics": st.one_of(st.none(), st.lists(st.fixed_dictionaries(
+                {"name": st.sampled_from(["t", "nope"]),
+                 "partition_indexes": st.lists(int32s, max_size=3)}), max_size=2))})),
+        st.tuples(st.just(ApiKey.DESCRIBE_GROUPS), st.integers(0, 4), st.fixed_dictionaries(
+            {"groups": st.lists(names, max_size=3), "include_authorized_operations":
+             st.booleans()})),
+        st.tuples(st.just(ApiKey.LIST_GROUPS), st.integers(0, 2), st.just({})),
+        st.tuples(st.just(ApiKey.DELETE_GROUPS), st.integers(0, 1), st.fixed_dictionaries(
+            {"groups_names": st.lists(names, max_size=3)})),
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(requests=st.lists(_group_requests(), min_size=1, max_size=12))
+def test_hostile_group_requests_get_answers_that_encode(broker, requests):
+    dispatcher = RequestDispatcher()
+    broker.coordinator.register(dispatcher)
+    load(broker)
+    for correlation_id, (api_key, version, body) in enumerate(requests):
+        if api_key == ApiKey.OFFSET_FETCH and version < 2 and body["topics"] is None:
+            body = dict(body, topics=[])
+        payload = encode_request(api_key, version, correlation_id, "fuzz", body)
+        answer = dispatcher(payload)
+        broker.reactor.advance(0.5)
+        if isinstance(answer, defer.Deferred):
+            broker.reactor.advance(30)  # rebalance and initial-delay timers run out
+            answers = []
+            answer.addBoth(answers.append)
+            assert answers, f"{api_key.name} v{version} never answered"
+            answer = answers[0]
+        assert isinstance(answer, bytes), f"{api_key.name} v{version}: {answer!r}"
+        decode_response(api_key, version, answer)
