@@ -6,6 +6,12 @@ the partition's Log and does the leader's work on it: stamp and append produced
 batches (never decoding their records), keep the high watermark (the lowest log
 end offset in the ISR: what consumers may read), and wake whoever waits for new
 data (a long-polling fetch) or for the high watermark (an acks=all produce).
+
+As leader it also records what each follower's fetches say (its log end offset,
+when it was last caught up) and proposes ISR changes, which the ReplicaManager
+writes to ZooKeeper before ``apply_isr`` uses them. As follower it appends the
+leader's batches exactly at its log end and truncates by leader epoch
+(the replica fetcher drives both).
 """
 
 from __future__ import annotations
