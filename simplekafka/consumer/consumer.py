@@ -381,6 +381,7 @@ class Consumer:
         fetcher = self._fetcher
         while True:
             if self._group is not None:
+                self._group.last_poll = time.monotonic()
                 self._ensure_group()
                 self._maybe_auto_commit()
                 if not fetcher.states and self._topics is not None:

@@ -98,6 +98,7 @@ class GroupMember:
         self._stop = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
         self._in_rebalance = False
+        self.last_poll = time.monotonic()  # the consumer updates it on every poll
 
     # -- the coordinator --------------------------------------------------------------------
 
@@ -133,6 +134,7 @@ class GroupMember:
             while True:
                 assignment = self._join_once(topics, owned, partition_counts, deadline)
                 if assignment is not None:
+                    self.last_poll = time.monotonic()  # a long join is not a stuck application
                     self.needs_rejoin = False
                     self._start_heartbeats()
                     return assignment
@@ -237,9 +239,33 @@ class GroupMember:
             if self._in_rebalance or self.generation < 0 or self.needs_rejoin:
                 continue
             try:
+                if time.monotonic() - self.last_poll > self.rebalance_timeout_ms / 1000:
+                    self._poll_timeout_expired()
+                    continue
                 self.heartbeat_once()
             except Exception as exc:  # the loop must survive anything; the next poll sees it
                 log.debug("heartbeat for %r failed: %s", self.group_id, exc)
+
+    def _poll_timeout_expired(self) -> None:
+        """No poll for max_poll_interval_ms: the application is stuck, so leave (as Kafka's
+        consumer does) and let the others take the partitions; the next poll rejoins."""
+        log.warning("group %r: no poll for %d ms (max_poll_interval_ms); leaving the group",
+                    self.group_id, self.rebalance_timeout_ms)
+        with self._lock:
+            member_id, self.member_id, self.generation = self.member_id, "", -1
+        self.needs_rejoin = True
+        self._send_leave(member_id, 5_000)
+
+    def _send_leave(self, member_id: str, timeout_ms: int) -> None:
+        if not member_id or self.coordinator_id is None:
+            return
+        body = {"group_id": self.group_id, "member_id": member_id,
+                "members": [{"member_id": member_id, "group_instance_id": None}]}
+        try:
+            self.client.request(self.coordinator_id, ApiKey.LEAVE_GROUP, body,
+                                timeout_ms=timeout_ms)
+        except KafkaError as exc:
+            log.info("leaving group %r: %s", self.group_id, exc)
 
     def heartbeat_once(self) -> ErrorCode:
         """One Heartbeat; flags a rejoin or a coordinator lookup when the answer says so."""
@@ -382,15 +408,7 @@ class GroupMember:
             self._heartbeat_thread.join(timeout=2)
         with self._lock:
             member_id, self.member_id, self.generation = self.member_id, "", -1
-        if not member_id or self.coordinator_id is None:
-            return
-        body = {"group_id": self.group_id, "member_id": member_id,
-                "members": [{"member_id": member_id, "group_instance_id": None}]}
-        try:
-            self.client.request(self.coordinator_id, ApiKey.LEAVE_GROUP, body,
-                                timeout_ms=timeout_ms)
-        except KafkaError as exc:
-            log.info("leaving group %r: %s", self.group_id, exc)
+        self._send_leave(member_id, timeout_ms)
 
     def stop_heartbeats(self) -> None:
         self._stop.set()

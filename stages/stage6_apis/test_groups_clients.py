@@ -271,3 +271,50 @@ def test_pattern_subscription_callbacks_and_misuse(group_cluster, topic):
     with pytest.raises(ValueError, match="heartbeat"):
         Consumer(bootstrap_servers=bootstrap, group_id="x", session_timeout_ms=1000,
                  heartbeat_interval_ms=2000)
+
+
+def test_a_member_that_stops_polling_leaves_after_max_poll_interval(group_cluster, topic):
+    """Heartbeats alone do not keep a stuck application in the group (as in Kafka)."""
+    import threading
+
+    bootstrap = group_cluster.bootstrap_servers
+    group = unique("stuck")
+
+    def member() -> Consumer:
+        consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
+                            enable_auto_commit=False, session_timeout_ms=SESSION_MS,
+                            heartbeat_interval_ms=300, max_poll_interval_ms=3000)
+        consumer.subscribe([topic])
+        return consumer
+
+    stuck, busy = member(), member()
+    stop = threading.Event()
+
+    def keep_polling() -> None:
+        while not stop.is_set():
+            busy.poll(100)
+
+    poller = threading.Thread(target=keep_polling, daemon=True)
+    poller.start()
+    deadline = time.monotonic() + 30
+    while not (stuck.assignment() and busy.assignment()) and time.monotonic() < deadline:
+        stuck.poll(100)
+    assert stuck.assignment() and busy.assignment()
+    time.sleep(3.0 + 2.0)  # the stuck one does not poll past max_poll_interval_ms
+    deadline = time.monotonic() + 15
+    while len(busy.assignment()) < PARTITIONS and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(busy.assignment()) == PARTITIONS, "the busy member did not take over"
+
+    def shared() -> bool:
+        mine, theirs = stuck.assignment(), busy.assignment()
+        return bool(mine and theirs) and not mine & theirs and len(mine | theirs) == PARTITIONS
+
+    deadline = time.monotonic() + 30
+    while not shared() and time.monotonic() < deadline:
+        stuck.poll(100)  # polling again gives up the stale partitions and rejoins
+    assert shared()
+    stop.set()
+    poller.join(10)
+    stuck.close()
+    busy.close()
