@@ -40,6 +40,11 @@ class ResponseReader(protocol.Protocol):
         self.waiting: dict[int, defer.Deferred] = {}
         self.lost: defer.Deferred = defer.Deferred()
 
+    def connectionMade(self) -> None:
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
+
     def dataReceived(self, data: bytes) -> None:
         self.buffer += data
         while len(self.buffer) >= 4:

@@ -75,6 +75,10 @@ class KafkaConnection(Int32StringReceiver):
     # -- connection life cycle -------------------------------------------------------------
 
     def connectionMade(self) -> None:
+        # Answers are small and must leave at once: no Nagle delay (Kafka sets this too).
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         factory = getattr(self, "factory", None)
