@@ -246,6 +246,15 @@ class BrokerConfig:
         parse_listener(listeners[0])
         for text in self._values["advertised.listeners"] or []:
             parse_listener(text)
+        from simplekafka.coordination.connection import (
+            ZooKeeperConnectError,
+            parse_connect_string,
+        )
+
+        try:
+            parse_connect_string(self._values["zookeeper.connect"])
+        except ZooKeeperConnectError as exc:
+            raise ConfigError(f"zookeeper.connect: {exc}") from None
 
     # -- the values the broker reads most, by name ------------------------------------------
 

@@ -48,6 +48,8 @@ def test_advertised_listener_is_what_clients_are_told():
     ({"auto.create.topics.enable": "perhaps"}, "expected true or false"),
     ({"listeners": "localhost:9092"}, "PLAINTEXT://host:port"),
     ({"broker.id": ""}, "broker.id"),
+    ({"zookeeper.connect": "nohost"}, "zookeeper.connect"),
+    ({"zookeeper.connect": "127.0.0.1:2181/a//b"}, "bad chroot"),
 ])
 def test_bad_configuration_is_one_clear_line(properties, message):
     with pytest.raises(ConfigError) as caught:
