@@ -152,6 +152,14 @@ _KEYS: list[ConfigKey] = [
 
 KEYS: dict[str, ConfigKey] = {key.name: key for key in _KEYS}
 
+# Keys whose values travel in int32 protocol fields (or Kafka declares as int).
+INT32_MAX = 2**31 - 1
+INT32_KEYS = frozenset({
+    "broker.id", "num.partitions", "default.replication.factor", "message.max.bytes",
+    "min.insync.replicas", "socket.request.max.bytes", "log.segment.bytes",
+    "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+})
+
 # Kafka keys that tune machinery SimpleKafka does not have; accepted so that a
 # stock server.properties loads, and reported in the log as ignored.
 IGNORED_KAFKA_KEYS = frozenset({
@@ -225,6 +233,9 @@ class BrokerConfig:
                 raise ConfigError(f"configuration key {name}: {detail}") from None
             if key.minimum is not None and value is not None and value < key.minimum:
                 raise ConfigError(f"configuration key {name}: {value} is below {key.minimum}")
+            if isinstance(value, int) and not isinstance(value, bool) and value > INT32_MAX \
+                    and name in INT32_KEYS:
+                raise ConfigError(f"configuration key {name}: {value} is above {INT32_MAX}")
             values[name] = value
         config = cls(values, ignored)
         config._check()
