@@ -127,6 +127,49 @@ class BackgroundProducer(threading.Thread):
             raise self.error
 
 
+class BackgroundConsumer(threading.Thread):
+    """Reads every partition from the beginning while brokers fail; records go to ``log``.
+
+    The checker keeps the first record seen at each offset, so a record read
+    here that a failover later cut from the log (one read above the high
+    watermark) would show up as a lost acknowledged record.
+    """
+
+    def __init__(self, cluster: LocalCluster, topic: str, partitions: int,
+                 log: DeliveryLog) -> None:
+        super().__init__(daemon=True, name="consumer")
+        self.cluster, self.topic, self.partitions, self.log = cluster, topic, partitions, log
+        self.stopping = threading.Event()
+        self.read = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from simplekafka.consumer import Consumer
+
+        try:
+            with Consumer(bootstrap_servers=self.cluster.bootstrap_servers,
+                          auto_offset_reset="earliest", request_timeout_ms=10_000) as consumer:
+                consumer.assign([(self.topic, p) for p in range(self.partitions)])
+                while not self.stopping.is_set():
+                    try:
+                        records = consumer.poll(500)
+                    except Exception as exc:  # a failover moment: note it and go on
+                        print(f"background consumer: {type(exc).__name__}: {exc}", flush=True)
+                        time.sleep(0.5)
+                        continue
+                    self.log.consumed_all(records)
+                    self.read += len(records)
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        self.join(timeout)
+        assert not self.is_alive(), "the consumer did not stop"
+        if self.error:
+            raise self.error
+
+
 def drain(cluster: LocalCluster, topic: str, partitions: int, log: DeliveryLog,
           timeout: float = 90.0) -> None:
     """Read every partition from offset 0 to its current end into ``log``."""

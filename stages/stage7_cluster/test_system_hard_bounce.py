@@ -15,6 +15,7 @@ import pytest
 
 from simplekafka.cluster.checker import DeliveryLog
 from stages.stage7_cluster.system import (
+    BackgroundConsumer,
     BackgroundProducer,
     create_topic,
     drain,
@@ -33,7 +34,9 @@ def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client):
         create_topic(cluster, TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
         log = DeliveryLog()
         producer = BackgroundProducer(cluster, TOPIC, log, client=client)
+        consumer = BackgroundConsumer(cluster, TOPIC, PARTITIONS, log)
         producer.start()
+        consumer.start()
         try:
             producer.wait_for_acks(100)
             targets = [("leader of partition 0", lambda: faults.leader(TOPIC, 0))] * BOUNCES
@@ -47,6 +50,8 @@ def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client):
                 producer.wait_for_acks(50, timeout=90)
         finally:
             producer.stop()
+            consumer.stop()
+        assert consumer.read > 0, "the background consumer read nothing while brokers died"
         drain(cluster, TOPIC, PARTITIONS, log)
         report = log.check()
         print(report.summary())
