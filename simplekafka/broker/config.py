@@ -266,6 +266,13 @@ class BrokerConfig:
             parse_connect_string(self._values["zookeeper.connect"])
         except ZooKeeperConnectError as exc:
             raise ConfigError(f"zookeeper.connect: {exc}") from None
+        from simplekafka.storage import LogConfig
+
+        try:  # the storage layer has its own limits (e.g. a segment must hold a batch header)
+            LogConfig.from_kafka({k: v for k, v in self.log_config_keys().items()
+                                  if v is not None})
+        except ValueError as exc:
+            raise ConfigError(f"log settings: {exc}") from None
 
     # -- the values the broker reads most, by name ------------------------------------------
 

@@ -50,6 +50,7 @@ def test_advertised_listener_is_what_clients_are_told():
     ({"broker.id": ""}, "broker.id"),
     ({"zookeeper.connect": "nohost"}, "zookeeper.connect"),
     ({"broker.id": "4294967296"}, "above 2147483647"),
+    ({"log.segment.bytes": "20"}, "log settings"),
     ({"zookeeper.connect": "127.0.0.1:2181/a//b"}, "bad chroot"),
 ])
 def test_bad_configuration_is_one_clear_line(properties, message):
