@@ -6,21 +6,14 @@ import os
 
 import pytest
 
-from simplekafka.cluster import LocalCluster
 from simplekafka.cluster.faults import SEED_ENV, Faults, seed_from_env
-
-FAST = {"zookeeper.session.timeout.ms": "6000"}
+from stages.stage7_cluster.system import running_cluster
 
 
 @pytest.fixture(scope="module")
 def two_brokers(tmp_path_factory):
-    cluster = LocalCluster(brokers=2, base_dir=tmp_path_factory.mktemp("faults"),
-                           broker_config=FAST)
-    cluster.start()
-    try:
+    with running_cluster(tmp_path_factory.mktemp("faults"), brokers=2) as (cluster, _faults):
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_seed_comes_from_the_environment(monkeypatch, capsys, two_brokers):
