@@ -174,11 +174,9 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
 
 def _wait_for_interrupt() -> None:
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(1.0):
-            pass
-    except KeyboardInterrupt:
+    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or kill from another shell
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(1.0):
         pass
 
 
