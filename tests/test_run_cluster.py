@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 from simplekafka.cluster.demo import Narrator
@@ -24,6 +27,33 @@ def test_run_cluster_runs_the_failover_demo_to_the_end(tmp_path):
     assert "is back in every ISR" in output
     assert "stopping the brokers and ZooKeeper" in output
     # It stopped what it started: no broker of this run is left.
+    leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
+
+
+def test_keep_leaves_the_cluster_serving_until_ctrl_c(tmp_path):
+    from simplekafka.cluster import probe_broker
+
+    env = {**os.environ, "SIMPLEKAFKA_DEMO_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    output = tmp_path / "demo.out"
+    with open(output, "w") as out:
+        demo = subprocess.Popen([sys.executable, "-m", "simplekafka.cluster.demo", "--keep"],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while "press Ctrl-C" not in output.read_text():
+            assert demo.poll() is None, output.read_text()[-4000:]
+            assert time.monotonic() < deadline, output.read_text()[-4000:]
+            time.sleep(0.5)
+        address = output.read_text().split("kcat -b ")[1].split()[0]
+        host, port = address.rsplit(":", 1)
+        assert len(probe_broker(host, int(port)).broker_ids) == 3
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(120) == 0, output.read_text()[-4000:]
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait(30)
     leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
     assert leftovers.stdout.strip() == ""
 
