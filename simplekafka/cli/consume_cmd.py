@@ -83,8 +83,6 @@ def consume(args: argparse.Namespace) -> int:
             raise CliError("--group shares partitions among members: "
                            "leave out --partition and --offset")
         return _consume_in_group(args, servers, start)
-    out = sys.stdout.buffer
-    seen = 0
     with Consumer(
         bootstrap_servers=servers,
         request_timeout_ms=args.request_timeout_ms,
@@ -106,30 +104,12 @@ def consume(args: argparse.Namespace) -> int:
             consumer.seek_to_beginning(*tps)
         else:
             consumer.seek_to_end(*tps)
-        idle = 0.0
-        try:
-            while args.max_messages is None or seen < args.max_messages:
-                wanted = None if args.max_messages is None else args.max_messages - seen
-                records = consumer.poll(500, max_records=wanted)
-                if not records:
-                    idle += 500
-                    if args.idle_timeout_ms is not None and idle >= args.idle_timeout_ms:
-                        break
-                    continue
-                idle = 0.0
-                for record in records:
-                    out.write(_format(record, args))
-                seen += len(records)
-                out.flush()
-        except KeyboardInterrupt:
-            pass
+        seen = _print_records(consumer, args, commit=False)
     print(f"Processed a total of {seen} messages", file=sys.stderr)
     return 0
 
 
 def _consume_in_group(args: argparse.Namespace, servers: str, start: int | str) -> int:
-    out = sys.stdout.buffer
-    seen = 0
     with Consumer(
         bootstrap_servers=servers,
         request_timeout_ms=args.request_timeout_ms,
@@ -138,26 +118,35 @@ def _consume_in_group(args: argparse.Namespace, servers: str, start: int | str) 
         enable_auto_commit=False,
     ) as consumer:
         consumer.subscribe([args.topic])
-        idle = 0.0
-        try:
-            while args.max_messages is None or seen < args.max_messages:
-                wanted = None if args.max_messages is None else args.max_messages - seen
-                records = consumer.poll(500, max_records=wanted)
-                if not records:
-                    idle += 500
-                    if args.idle_timeout_ms is not None and idle >= args.idle_timeout_ms:
-                        break
-                    continue
-                idle = 0.0
-                for record in records:
-                    out.write(_format(record, args))
-                seen += len(records)
-                out.flush()
-                consumer.commit()
-        except KeyboardInterrupt:
-            pass
+        seen = _print_records(consumer, args, commit=True)
     print(f"Processed a total of {seen} messages", file=sys.stderr)
     return 0
+
+
+def _print_records(consumer: Consumer, args: argparse.Namespace, commit: bool) -> int:
+    """Poll and print until --max-messages, --idle-timeout-ms or Ctrl-C; the count printed."""
+    out = sys.stdout.buffer
+    seen = 0
+    idle = 0.0
+    try:
+        while args.max_messages is None or seen < args.max_messages:
+            wanted = None if args.max_messages is None else args.max_messages - seen
+            records = consumer.poll(500, max_records=wanted)
+            if not records:
+                idle += 500
+                if args.idle_timeout_ms is not None and idle >= args.idle_timeout_ms:
+                    break
+                continue
+            idle = 0.0
+            for record in records:
+                out.write(_format(record, args))
+            seen += len(records)
+            out.flush()
+            if commit:  # what was printed is done: the group resumes after it
+                consumer.commit()
+    except KeyboardInterrupt:
+        pass
+    return seen
 
 
 def _format(record, args: argparse.Namespace) -> bytes:

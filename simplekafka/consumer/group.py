@@ -155,27 +155,9 @@ class GroupMember:
                 "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
                 "group_instance_id": None, "protocol_type": PROTOCOL_TYPE,
                 "protocols": protocols}
-        try:
-            answer = self.send_to_coordinator(ApiKey.JOIN_GROUP, body, deadline,
-                                              timeout_ms=self.rebalance_timeout_ms + 5_000)
-        except KafkaError as exc:
-            if not exc.retriable:
-                raise
+        answer = self._rebalance_request(ApiKey.JOIN_GROUP, body, deadline, "joining")
+        if answer is None:
             return None
-        code = ErrorCode.of(answer.error_code)
-        if code == ErrorCode.MEMBER_ID_REQUIRED:
-            self.member_id = answer.member_id
-            return None
-        if code == ErrorCode.UNKNOWN_MEMBER_ID or code == ErrorCode.ILLEGAL_GENERATION:
-            self.member_id, self.generation = "", -1
-            return None
-        if code in COORDINATOR_ERRORS:
-            self.coordinator_dead()
-            return None
-        if code == ErrorCode.REBALANCE_IN_PROGRESS:
-            return None
-        if code != ErrorCode.NONE:
-            raise error_for(code, f"joining group {self.group_id!r}")
         with self._lock:
             self.member_id = answer.member_id
             self.generation = answer.generation_id
@@ -187,14 +169,28 @@ class GroupMember:
         sync = {"group_id": self.group_id, "generation_id": self.generation,
                 "member_id": self.member_id, "group_instance_id": None,
                 "assignments": assignments}
+        answer = self._rebalance_request(ApiKey.SYNC_GROUP, sync, deadline, "syncing")
+        if answer is None:
+            return None
+        partitions = decode_assignment(answer.assignment)
+        log.info("group %r generation %d: %s assigned %s", self.group_id, self.generation,
+                 self.member_id, [str(tp) for tp in partitions])
+        return partitions
+
+    def _rebalance_request(self, api_key: ApiKey, body: dict, deadline: Deadline,
+                           doing: str) -> Any:
+        """JoinGroup or SyncGroup: the answer, or None when the round must start again."""
         try:
-            answer = self.send_to_coordinator(ApiKey.SYNC_GROUP, sync, deadline,
+            answer = self.send_to_coordinator(api_key, body, deadline,
                                               timeout_ms=self.rebalance_timeout_ms + 5_000)
         except KafkaError as exc:
             if not exc.retriable:
                 raise
             return None
         code = ErrorCode.of(answer.error_code)
+        if code == ErrorCode.MEMBER_ID_REQUIRED:  # KIP-394: join again with this id
+            self.member_id = answer.member_id
+            return None
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
             self.member_id, self.generation = "", -1
             return None
@@ -204,11 +200,8 @@ class GroupMember:
         if code == ErrorCode.REBALANCE_IN_PROGRESS:
             return None
         if code != ErrorCode.NONE:
-            raise error_for(code, f"syncing group {self.group_id!r}")
-        partitions = decode_assignment(answer.assignment)
-        log.info("group %r generation %d: %s assigned %s", self.group_id, self.generation,
-                 self.member_id, [str(tp) for tp in partitions])
-        return partitions
+            raise error_for(code, f"{doing} group {self.group_id!r}")
+        return answer
 
     def _lead(self, answer: Any, partition_counts: Callable[[set[str]], Mapping[str, int]],
               ) -> list[dict]:
