@@ -298,3 +298,17 @@ def compare_replicas(logs: Mapping[int, list[StoredRecord]]) -> ReplicaCompariso
                 for b, r in seen.items())
             return ReplicaComparison(ends, offset, f"offset {offset} differs: {detail}")
     return ReplicaComparison(ends, None)
+
+
+def locate(records: Iterable[Delivered],
+           logs: Mapping[int, list[StoredRecord]]) -> dict[Delivered, list[tuple[int, int]]]:
+    """Where each record is stored: ``[(broker, offset), ...]`` over the replicas' logs.
+
+    Kafka's test does this with the records it found lost: present on disk
+    means the consumer missed it; absent everywhere means the cluster lost it.
+    """
+    places: dict[tuple[bytes | None, bytes | None], list[tuple[int, int]]] = {}
+    for broker, stored in logs.items():
+        for record in stored:
+            places.setdefault((record.key, record.value), []).append((broker, record.offset))
+    return {record: places.get((record.key, record.value), []) for record in records}

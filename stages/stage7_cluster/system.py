@@ -253,3 +253,16 @@ def chop_log_from(partition_dir: Path, offset: int) -> int:
                 cut += len(data) - position
                 break
     return cut
+
+
+def explain_lost(cluster: LocalCluster, report: Any) -> str:
+    """The checker's summary plus, for each lost record, the replicas that still store it."""
+    from simplekafka.cluster.checker import locate
+
+    lines = [report.summary()]
+    for (topic, partition), part in sorted(report.partitions.items()):
+        if part.lost:
+            found = locate(part.lost[:10], replica_logs(cluster, topic, partition))
+            lines += [f"  {r.value!r}: stored at {where or 'no replica'}"
+                      for r, where in found.items()]
+    return "\n".join(lines)

@@ -14,6 +14,7 @@ from simplekafka.cluster.checker import (
     check,
     compare_replicas,
     delivered,
+    locate,
     read_partition_dir,
 )
 from simplekafka.protocol.records import Record, build_batch
@@ -166,3 +167,11 @@ def test_read_partition_dir_reads_segments(tmp_path):
     (tmp_path / f"{7:020d}.log").write_bytes(bytes(batch) + bytes(batch[:20]))  # torn tail
     records = read_partition_dir(tmp_path)
     assert [(r.offset, r.value) for r in records] == [(7, b"x"), (8, b"y")]
+
+
+def test_locate_tells_a_consumer_miss_from_a_loss():
+    on_disk = delivered("t", 0, 0, None, "missed by the consumer")
+    gone = delivered("t", 0, 1, None, "lost by the cluster")
+    logs = {1: [StoredRecord(0, 0, None, b"missed by the consumer")],
+            2: [StoredRecord(0, 0, None, b"missed by the consumer")]}
+    assert locate([on_disk, gone], logs) == {on_disk: [(1, 0), (2, 0)], gone: []}

@@ -19,6 +19,7 @@ from stages.stage7_cluster.system import (
     BackgroundProducer,
     create_topic,
     drain,
+    explain_lost,
     running_cluster,
     wait_for_identical_logs,
 )
@@ -58,7 +59,7 @@ def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client):
         print(f"sent {producer.sent}, acknowledged {report.acknowledged}, "
               f"failed {log.failed_sends}")
         assert report.acknowledged >= 100 * 1 + 50 * 2 * BOUNCES
-        assert report.lost == [], report.summary()
+        assert report.lost == [], explain_lost(cluster, report)
         assert report.reordered == [], report.summary()
         for partition in range(PARTITIONS):
             wait_for_identical_logs(cluster, TOPIC, partition)
