@@ -20,6 +20,9 @@ from simplekafka.client.types import TopicPartition
 from simplekafka.producer.futures import BatchResult, RecordFuture
 from simplekafka.protocol.records import Record
 
+_sleep = time.sleep
+_new_future = object.__new__  # a RecordFuture without a Python-level __init__ call
+
 RECORD_OVERHEAD = 21  # worst-case varint framing of one record in a batch
 BATCH_OVERHEAD = 61
 
@@ -33,7 +36,7 @@ def estimate_size(key: bytes | None, value: bytes | None, headers: list | None) 
     return size
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ProducerBatch:
     """Records for one partition that travel in one RecordBatch."""
 
@@ -71,6 +74,8 @@ class RecordAccumulator:
         self._lock = threading.Lock()  # never held while user code runs
         self.condition = threading.Condition(self._lock)
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        # The newest batch of each partition (the one appends go to, unless closed).
+        self._open: dict[TopicPartition, ProducerBatch] = {}
         self._used = 0
         self._incomplete: set[ProducerBatch] = set()
         self._flushing = 0
@@ -91,32 +96,34 @@ class RecordAccumulator:
         producer's hot path: one lock, no calls it can avoid.
         """
         with self._lock:
-            if self._used + size > self.buffer_memory and self._used > 0:
+            used = self._used + size
+            if used > self.buffer_memory and self._used > 0:
                 self._wait_for_memory(size, max_block)
-            queue = self._queues.get(tp)
-            batch = queue[-1] if queue else None
-            handed_over = False
-            if (
-                batch is None
-                or batch.closed
-                or (batch.size + size > self.batch_size and batch.records)
+                used = self._used + size
+            batch = self._open.get(tp)
+            if batch is None or batch.closed or (
+                batch.size + size > self.batch_size and batch.records
             ):
                 handed_over = batch is not None and not batch.closed
                 batch = self._new_batch(tp, batch)
+            else:
+                handed_over = False
             records = batch.records
             records.append(record)
             batch.size += size
-            self._used += size
+            self._used = used
             if batch.size >= self.batch_size:
                 batch.closed = True
                 handed_over = True
                 self.condition.notify_all()
-            future = RecordFuture(batch, len(records) - 1)
+            future = _new_future(RecordFuture)
+            future._batch = batch
+            future._index = len(records) - 1
         if handed_over:
             # A full batch is waiting for the sender thread. A caller in a tight send()
             # loop would otherwise keep the GIL for a whole switch interval (5 ms);
             # yielding here lets the sender (and the I/O thread) take it now.
-            time.sleep(0)
+            _sleep(0)
         return future
 
     def _wait_for_memory(self, size: int, max_block: float) -> None:
@@ -137,6 +144,7 @@ class RecordAccumulator:
         now = time.monotonic()
         batch = ProducerBatch(tp, now, now + self.delivery_timeout)
         self._queues.setdefault(tp, deque()).append(batch)
+        self._open[tp] = batch
         self._incomplete.add(batch)
         return batch
 
@@ -198,7 +206,9 @@ class RecordAccumulator:
         gone = []
         for queue in self._queues.values():
             while queue and queue[0].deadline <= now:
-                gone.append(queue.popleft())
+                batch = queue.popleft()
+                batch.closed = True  # no append may land in it any more
+                gone.append(batch)
         return gone
 
     def drain_all(self) -> list[ProducerBatch]:
@@ -206,6 +216,9 @@ class RecordAccumulator:
         batches = [b for queue in self._queues.values() for b in queue]
         for queue in self._queues.values():
             queue.clear()
+        for batch in batches:
+            batch.closed = True
+        self._open.clear()
         return batches
 
     # ----- flush -----------------------------------------------------------------

@@ -39,6 +39,7 @@ from simplekafka.protocol.records import Record
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _new_record = tuple.__new__
+_time_ns = time.time_ns
 _NO_HEADERS: tuple = ()
 Serializer = Callable[[Any], bytes | None]
 Partitioner = Callable[[str, bytes | None, Sequence[int]], int]
@@ -132,6 +133,8 @@ class Producer:
             on_new_batch=self._batch_closed,
         )
         self._partitions: dict[str, list[int]] = {}
+        self._metadata = self.client.metadata  # replaced in place, never swapped
+        self._append = self.accumulator.append
         self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._size_limit = min(max_request_size, buffer_memory + BATCH_OVERHEAD)
         self._snapshot = None
@@ -182,23 +185,36 @@ class Producer:
                 f"{limit} bytes (max_request_size / buffer_memory)"
             )
         partitions = self._partitions.get(topic)
-        if partitions is None or self._snapshot is not self.client.metadata.snapshot:
+        if partitions is None or self._snapshot is not self._metadata.snapshot:
             partitions = self._partitions_of(topic)
         if partition is None:
-            partition = self.partitioner(topic, key_bytes, partitions)
+            partitioner = self.partitioner
+            if key_bytes is None and type(partitioner) is DefaultPartitioner:
+                # The default partitioner's sticky partition, read without a call (the
+                # common case); a topic it has not seen yet, or whose partitions changed,
+                # goes through the call.
+                partition = partitioner._sticky.get(topic)
+                if partition is None or partition not in partitions:
+                    partition = partitioner(topic, None, partitions)
+            else:
+                partition = partitioner(topic, key_bytes, partitions)
         elif partition not in partitions:
             if type(partition) is not int or partition < 0:
                 raise ValueError(f"partition must be a non-negative int, not {partition!r}")
             partitions = self._wait_for_partition(topic, partition)
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = _time_ns() // 1_000_000
         elif type(timestamp) is not int or timestamp < 0:
             raise ValueError(f"timestamp must be milliseconds as a non-negative int: {timestamp!r}")
         tp = self._tps.get((topic, partition))
         if tp is None:
             tp = self._tps[(topic, partition)] = TopicPartition(topic, partition)
-        record = _new_record(Record, (0, timestamp, key_bytes, value_bytes, header_list))
-        return self.accumulator.append(tp, record, size, self.max_block)
+        return self._append(
+            tp,
+            _new_record(Record, (0, timestamp, key_bytes, value_bytes, header_list)),
+            size,
+            self.max_block,
+        )
 
     def _partitions_of(self, topic: str) -> list[int]:
         if not isinstance(topic, str) or not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
