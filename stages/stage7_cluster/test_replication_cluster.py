@@ -196,3 +196,17 @@ def test_the_isr_is_never_emptied_and_an_out_of_sync_replica_does_not_lead(three
     assert three.wait_for_leader("clean", 0, timeout=30) == 2
     three.wait_for_isr("clean", 0, [2, 3], timeout=30)
     assert three.partition_state("clean", 0).leader_epoch > offline.leader_epoch
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ([], "needs --zookeeper"),
+    (["--bootstrap-server", "127.0.0.1:9092"], "ElectLeaders"),
+    (["--zookeeper", "127.0.0.1:1", "--partition", "0"], "--partition needs --topic"),
+])
+def test_leader_election_bad_input_is_one_line_and_exit_2(arguments, message):
+    command = [sys.executable, "-m", "simplekafka", "leader-election", "--preferred",
+               *arguments]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2
+    assert message in finished.stderr and "Traceback" not in finished.stderr
+    assert len(finished.stderr.strip().splitlines()) == 1
