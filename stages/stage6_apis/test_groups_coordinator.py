@@ -123,6 +123,51 @@ def test_coordinator_killed_while_the_group_commits(three_brokers):
     three_brokers.wait_until_serving([coordinator])
 
 
+def test_confluent_group_follows_the_killed_coordinator(three_brokers):
+    """librdkafka's consumer commits through the failover too, and keeps every ack."""
+    from confluent_kafka import Consumer as CkConsumer
+    from confluent_kafka import KafkaException
+    from confluent_kafka import TopicPartition as CkTP
+
+    bootstrap = three_brokers.bootstrap_servers
+    three_brokers.wait_until_serving(three_brokers.brokers)
+    topic, group = unique("ck-failover"), unique("ck-failover")
+    with Admin(bootstrap) as admin:
+        admin.create_topic(topic, num_partitions=1, replication_factor=3)
+    consumer = CkConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "enable.auto.commit": False, "session.timeout.ms": 10_000})
+    consumer.subscribe([topic])
+    client = KafkaClient(bootstrap)
+    coordinator = find_coordinator(client, group)
+    acknowledged, offset, killed_at = 0, 0, None
+    deadline = time.monotonic() + 120
+    try:
+        while acknowledged < (killed_at or 10**9) + 50:
+            assert time.monotonic() < deadline, f"stuck at {acknowledged} (killed at {killed_at})"
+            consumer.poll(0.01)
+            if not consumer.assignment():
+                continue
+            offset += 1
+            try:
+                consumer.commit(offsets=[CkTP(topic, 0, offset)], asynchronous=False)
+            except KafkaException:
+                time.sleep(0.05)
+                continue
+            acknowledged = offset
+            if killed_at is None and acknowledged >= 50:
+                three_brokers.kill(coordinator)
+                killed_at = acknowledged
+    finally:
+        consumer.close()
+    find_coordinator(client, group, other_than=coordinator)  # moved, and answering
+    checker = Consumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    assert checker.committed((topic, 0)) == acknowledged
+    checker.close()
+    client.close()
+    three_brokers.restart(coordinator)
+    three_brokers.wait_until_serving([coordinator])
+
+
 def raw(client: KafkaClient, node: int, api_key: ApiKey, body: dict):
     return client.request(node, api_key, body)
 
