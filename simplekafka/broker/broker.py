@@ -127,6 +127,11 @@ class KafkaBroker:
         self.group_coordinator.register(self.dispatcher)
 
     @property
+    def stopping(self) -> bool:
+        """True once shutdown has begun (after the controlled shutdown step)."""
+        return self._stopping
+
+    @property
     def is_controller(self) -> bool:
         return self.controller is not None and self.controller.active
 

@@ -75,6 +75,12 @@ class FetchHandler:
                     answer["error_code"] = exc.code
                     has_error = True
                 except Exception:
+                    if getattr(self.broker, "stopping", False) is True:
+                        # A fetch parked before shutdown, answered after the logs closed.
+                        answer["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                        has_error = True
+                        partitions.append(answer)
+                        continue
                     log.exception("fetch from %s-%d failed", topic.topic, wanted.partition)
                     answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
                     has_error = True
