@@ -120,6 +120,20 @@ class DeliveryLog:
         for record in records:
             self.consumed(record.topic, record.partition, record.offset, record.key, record.value)
 
+    def acked_ends(self) -> dict[tuple[str, int], int]:
+        """Per partition, one past the highest acknowledged offset: how far a reader must get.
+
+        A new leader's high watermark can lag for a moment after a failover (it
+        learns its followers' positions on their next fetch), so "read to the
+        end offset once" can stop short; read at least to here.
+        """
+        ends: dict[tuple[str, int], int] = {}
+        with self._lock:
+            for record in self._acks:
+                where = (record.topic, record.partition)
+                ends[where] = max(ends.get(where, 0), record.offset + 1)
+        return ends
+
     @property
     def acks(self) -> list[Delivered]:
         with self._lock:

@@ -82,14 +82,16 @@ def produce(cluster: LocalCluster, deliveries: DeliveryLog, first: int, count: i
 
 def consume_everything(cluster: LocalCluster, deliveries: DeliveryLog,
                        timeout: float = 30.0) -> int:
-    """Read every partition from the beginning up to its current end; returns records read."""
+    """Read every partition from the start to its end (or its last ack); returns records read."""
     from simplekafka.consumer import Consumer
 
     with Consumer(bootstrap_servers=cluster.bootstrap_servers,
                   auto_offset_reset="earliest") as consumer:
         partitions = [(TOPIC, p) for p in range(PARTITIONS)]
         consumer.assign(partitions)
-        ends = consumer.end_offsets(consumer.assignment())
+        acked = deliveries.acked_ends()
+        ends = {tp: max(end, acked.get((tp.topic, tp.partition), 0))
+                for tp, end in consumer.end_offsets(consumer.assignment()).items()}
         read = 0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -172,13 +172,15 @@ class BackgroundConsumer(threading.Thread):
 
 def drain(cluster: LocalCluster, topic: str, partitions: int, log: DeliveryLog,
           timeout: float = 90.0) -> None:
-    """Read every partition from offset 0 to its current end into ``log``."""
+    """Read every partition from offset 0 to its end offset (and past its last ack) into ``log``."""
     from simplekafka.consumer import Consumer
 
     with Consumer(bootstrap_servers=cluster.bootstrap_servers, auto_offset_reset="earliest",
                   request_timeout_ms=10_000) as consumer:
         consumer.assign([(topic, p) for p in range(partitions)])
-        ends = consumer.end_offsets(consumer.assignment())
+        acked = log.acked_ends()
+        ends = {tp: max(end, acked.get((tp.topic, tp.partition), 0))
+                for tp, end in consumer.end_offsets(consumer.assignment()).items()}
         deadline = time.monotonic() + timeout
         while not all(consumer.position(tp) >= end for tp, end in ends.items()):
             assert time.monotonic() < deadline, (

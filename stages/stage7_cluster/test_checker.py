@@ -175,3 +175,11 @@ def test_locate_tells_a_consumer_miss_from_a_loss():
     logs = {1: [StoredRecord(0, 0, None, b"missed by the consumer")],
             2: [StoredRecord(0, 0, None, b"missed by the consumer")]}
     assert locate([on_disk, gone], logs) == {on_disk: [(1, 0), (2, 0)], gone: []}
+
+
+def test_acked_ends_say_how_far_a_reader_must_get():
+    log = DeliveryLog()
+    log.acknowledged("t", 0, 4, None, "a")
+    log.acknowledged("t", 0, 2, None, "b")
+    log.acknowledged("t", 1, 0, None, "c")
+    assert log.acked_ends() == {("t", 0): 5, ("t", 1): 1}
