@@ -150,6 +150,8 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
         say(f"acknowledged: {len(deliveries.acks)}, failed: {deliveries.failed_sends}")
 
         step("consume everything and check that nothing acknowledged was lost")
+        say("(a new leader's high watermark lags until its followers fetch from it: "
+            "read up to the last acknowledged offset)")
         read = consume_everything(cluster, deliveries)
         report = deliveries.check()
         say(f"consumed {read} records")
