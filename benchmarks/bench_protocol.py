@@ -65,6 +65,15 @@ def make_records(count: int, size: int, seed: int = 7) -> list[Record]:
     return records
 
 
+def make_uniform_records(count: int, size: int, seed: int = 9) -> list[Record]:
+    """Null keys and ``size``-byte values, a few records per millisecond: a producer's batch."""
+    rng = random.Random(seed)
+    base_ts = 1_700_000_000_000
+    return [
+        Record(timestamp=base_ts + i // 20, value=rng.randbytes(size)) for i in range(count)
+    ]
+
+
 def kafka_python_figures(records: list[Record], seconds: float) -> tuple[float, float] | None:
     try:
         from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -112,6 +121,16 @@ def main(argv: list[str] | None = None) -> None:
     theirs = kafka_python_figures(records, args.seconds)
     if theirs:
         print(f"{'(kafka-python 3, none)':<22} {theirs[0]:>13,.0f} {theirs[1]:>13,.0f}")
+
+    # What our Producer and librdkafka write for fixed-size values: null keys, one length.
+    uniform = make_uniform_records(args.records, args.size)
+    batch = build_batch(uniform)
+    build = best_rate(lambda: build_batch(uniform), n, args.seconds)
+    parse = best_rate(lambda: parse_batch(batch), n, args.seconds)
+    print(f"{'(null keys, one size)':<22} {build:>13,.0f} {parse:>13,.0f}")
+    theirs = kafka_python_figures(uniform, args.seconds)
+    if theirs:
+        print(f"{'(kafka-python, same)':<22} {theirs[0]:>13,.0f} {theirs[1]:>13,.0f}")
 
     print()
     print("header validation (length, magic, CRC-32C over the whole batch):")
