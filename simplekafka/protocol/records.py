@@ -387,8 +387,12 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_ts: int) -> 
     """
     records: list[Record] = []
     end = len(data)
-    pos = 0
-    left = count
+    if count < _MIN_RUN:  # too few records for a run: the plain loop at once
+        pos = _decode_each(data, 0, count, base_offset, base_ts, records)
+        left = 0
+    else:
+        pos = 0
+        left = count
     stretch = _FIRST_STRETCH
     while left > 0:
         taken, pos = _decode_run(data, pos, left, base_offset, base_ts, records)
@@ -396,12 +400,13 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_ts: int) -> 
             left -= taken
             stretch = _FIRST_STRETCH
             continue
-        # Not a run here: decode a stretch one by one, twice as long after every
-        # miss in a row, so that a batch of records of all shapes costs hardly more.
+        # Not a run here: decode a stretch one by one, four times as long after
+        # every miss in a row, so that a batch of records of all shapes costs
+        # hardly more than the plain loop.
         taken = min(left, stretch)
         pos = _decode_each(data, pos, taken, base_offset, base_ts, records)
         left -= taken
-        stretch *= 2
+        stretch *= 4
     if pos != end:
         raise CorruptBatchError(
             f"{end - pos} bytes left over after {count} records",
