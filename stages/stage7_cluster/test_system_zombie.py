@@ -35,13 +35,21 @@ def test_zombie_leader_cannot_acknowledge_and_its_stale_data_is_truncated(tmp_pa
         stale = Producer(cluster.brokers[zombie].address, acks="all", linger_ms=0, retries=0,
                          request_timeout_ms=15_000, delivery_timeout_ms=30_000)
         try:
-            assert stale.partitions_for(TOPIC) == [0]
+            # Warm up: its connection to the zombie is open before the zombie freezes.
+            warm = stale.send(TOPIC, value=b"warm-up", partition=0)
+            log.track(warm, value=b"warm-up")
+            warm.result(30)
             faults.pause(zombie)
             new_leader = cluster.wait_for_leader(TOPIC, 0, not_=zombie)
             # The write waits in the zombie's socket while it sleeps, and is read as it wakes.
             future = stale.send(TOPIC, value=b"zombie-write", partition=0)
             time.sleep(0.5)
             faults.resume(zombie)
+            zombie_dir = cluster.partition_dir(zombie, TOPIC, 0)
+            # Read from the socket as it wakes, the write is appended: stale data in its log.
+            cluster.wait_for(
+                lambda: b"zombie-write" in [r.value for r in read_partition_dir(zombie_dir)],
+                "the zombie to append the write it found on waking", timeout=20)
             error = future.exception(40)
             assert error is not None, f"the zombie acknowledged {future.result()}"
             print(f"the zombie answered: {type(error).__name__}: {error}")
@@ -55,7 +63,7 @@ def test_zombie_leader_cannot_acknowledge_and_its_stale_data_is_truncated(tmp_pa
         zombie_values = [r.value for r in read_partition_dir(
             cluster.partition_dir(zombie, TOPIC, 0))]
         assert b"zombie-write" not in zombie_values
-        assert zombie_values == before + after
+        assert zombie_values == [*before, b"warm-up", *after]
         drain(cluster, TOPIC, 1, log)
         report = log.check()
         assert report.ok, report.summary()
