@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000010"  # 16 api keys
+    "00000013"  # 19 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200010005"  # ListOffsets 1-5
@@ -158,11 +158,14 @@ PROBE_ANSWER_HEX = (
     "000c00000003"  # Heartbeat 0-3
     "000d00000003"  # LeaveGroup 0-3
     "000e00000003"  # SyncGroup 0-3
+    "000f00000004"  # DescribeGroups 0-4
+    "001000000002"  # ListGroups 0-2
     "001200000002"  # ApiVersions 0-2
     "001300000004"  # CreateTopics 0-4
     "001400000003"  # DeleteTopics 0-3
     "001600000001"  # InitProducerId 0-1
     "001700020003"  # OffsetForLeaderEpoch 2-3
+    "002a00000001"  # DeleteGroups 0-1
 )  # and nothing after: no throttle time, no tagged fields
 
 

@@ -72,6 +72,13 @@ def _common(ours, theirs):
     if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
         pairs = [_common(a, b) for a, b in zip(ours, theirs)]
         return [a for a, _ in pairs], [b for _, b in pairs]
+    if isinstance(ours, int) and ours == -(1 << 31) and theirs is None:
+        return ours, ours  # kafka-python reads Kafka's "not asked for" sentinel as None
+    if isinstance(ours, int) and isinstance(theirs, (list, set, frozenset)):
+        # kafka-python unpacks an authorized-operations bit field into the operations it
+        # names; pack them back into the signed int32 that was on the wire.
+        bits = sum(1 << op for op in theirs)
+        return ours, bits - (1 << 32) if bits >= 1 << 31 else bits
     if isinstance(ours, bytes) and isinstance(theirs, str):
         # kafka-python's to_dict turns bytes into text; the byte-exact re-encode covers them.
         return ours, ours
