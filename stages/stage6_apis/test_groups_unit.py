@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from twisted.internet import defer, task
 
 from simplekafka.broker.dispatch import RequestDispatcher
-from simplekafka.broker.group_coordinator import GroupCoordinator
+from simplekafka.broker.group_coordinator import MAX_SESSION_TIMEOUT_MS, GroupCoordinator
 from simplekafka.broker.group_state import GroupState
 from simplekafka.broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from simplekafka.broker.offsets_topic import (
@@ -404,7 +404,9 @@ def test_hostile_group_requests_get_answers_that_encode(broker, requests):
         answer = dispatcher(payload)
         broker.reactor.advance(0.5)
         if isinstance(answer, defer.Deferred):
-            broker.reactor.advance(30)  # rebalance and initial-delay timers run out
+            # Let every rebalance and initial-delay timer run out. A v0 JoinGroup waits up
+            # to its session timeout (no rebalance timeout in v0), which may be 30 minutes.
+            broker.reactor.advance(MAX_SESSION_TIMEOUT_MS / 1000 + 30)
             answers = []
             answer.addBoth(answers.append)
             assert answers, f"{api_key.name} v{version} never answered"
