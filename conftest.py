@@ -5,7 +5,16 @@ Keep each fixture small and add new ones below the others; several stages share 
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# Under CI, hypothesis draws the same examples every run, so a red CI is always
+# reproducible and never caused by a lucky draw; developers' runs keep exploring.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 # Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
 pytest_plugins = ["simplekafka.coordination.pytest_plugin"]
