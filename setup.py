@@ -21,6 +21,7 @@ EXTRAS = {
     "test": [
         "pytest>=8",
         "pytest-timeout>=2.3",
+        "pytest-rerunfailures>=14",
         "hypothesis>=6.100",
         "ruff>=0.6",
         "import-linter>=2.0",
