@@ -183,14 +183,19 @@ def _reject(header: BatchHeader, pos: int, available: int) -> None:
 
 
 def validate_batches(
-    buf: bytes | bytearray | memoryview, check_crc: bool = True
+    buf: bytes | bytearray | memoryview, check_crc: bool = True, check_client_rules: bool = False
 ) -> list[BatchHeader]:
-    """Validate a records field holding one or more whole batches, back to back."""
+    """Validate a records field holding one or more whole batches, back to back.
+
+    With ``check_client_rules`` each batch must also pass check_client_batch.
+    """
     headers = []
     pos = 0
     end = len(buf)
     while pos < end:
         header = validate_batch(buf, pos, check_crc)
+        if check_client_rules:
+            check_client_batch(header, pos)
         headers.append(header)
         pos += header[1] + LOG_OVERHEAD
     return headers
@@ -241,15 +246,7 @@ def validate_client_batches(
     buf: bytes | bytearray | memoryview, check_crc: bool = True
 ) -> list[BatchHeader]:
     """validate_batches plus check_client_batch on each: what a leader runs on a Produce."""
-    headers = []
-    pos = 0
-    end = len(buf)
-    while pos < end:
-        header = validate_batch(buf, pos, check_crc)
-        check_client_batch(header, pos)
-        headers.append(header)
-        pos += header.size
-    return headers
+    return validate_batches(buf, check_crc, check_client_rules=True)
 
 
 def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
