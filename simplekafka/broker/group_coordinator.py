@@ -30,7 +30,6 @@ from typing import Any
 
 from twisted.internet import defer, threads
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.group_state import Group, GroupState, Member
 from simplekafka.broker.offsets_topic import (
     OFFSETS_TOPIC,
@@ -50,7 +49,7 @@ from simplekafka.broker.offsets_topic import (
     partition_for,
 )
 from simplekafka.protocol.api import ApiKey
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 from simplekafka.protocol.records import build_batch, parse_batches
 
 log = logging.getLogger(__name__)
@@ -272,7 +271,7 @@ class GroupCoordinator:
                 batch, -1, int(min_insync or config.min_insync_replicas),
                 config["message.max.bytes"], 8)
         except KafkaError as exc:
-            return defer.succeed(_APPEND_ERRORS.get(exc.code, exc.code))
+            return defer.succeed(_APPEND_ERRORS.get(exc.error_code, exc.error_code))
         except Exception:
             log.exception("appending to %s for group %r failed", OFFSETS_TOPIC, group_id)
             return defer.succeed(ErrorCode.NOT_COORDINATOR)

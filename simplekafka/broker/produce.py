@@ -15,8 +15,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +65,12 @@ class ProduceHandler:
             result = partition.append_as_leader(
                 data.records, acks, min_insync, config["message.max.bytes"], version)
         except KafkaError as exc:
-            if exc.code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            if exc.error_code not in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                 log.info("produce to %s-%d refused: %s (%s)", topic, data.index,
-                         exc.code.name, exc)
-            response["error_code"] = exc.code
-            response["error_message"] = str(exc)
+                         exc.error_code.name, exc)
+            response["error_code"] = exc.error_code
+            response["error_message"] = exc.reason or exc.error_code.name
             return response, None
         except Exception:
             log.exception("produce to %s-%d failed", topic, data.index)

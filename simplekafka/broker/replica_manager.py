@@ -20,9 +20,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.partition import Partition
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, error_for
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +62,8 @@ class ReplicaManager:
         if local is not None and local.is_leader:
             return local
         if self.metadata_cache.partition(topic, partition) is not None or local is not None:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
     # -- controller requests ------------------------------------------------------------
 
