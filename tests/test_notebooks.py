@@ -2,8 +2,8 @@
 
 The notebooks are text notebooks (MyST markdown, read with jupytext), so they are
 edited, diffed and linted as text. They start real clusters (ZooKeeper and broker
-processes), so running them is an integration test. The kernel is this interpreter (a kernelspec written to a
-temporary JUPYTER_PATH), not whatever ``python3`` kernel a machine happens to
+processes), so running them is an integration test. The kernel is this
+interpreter (a kernelspec written to a temporary JUPYTER_PATH), not whatever ``python3`` kernel a machine happens to
 have registered, so a fresh clone needs nothing beyond ``pip install -e .[all]``.
 """
 
@@ -86,10 +86,10 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebooks_are_myst_text_notebooks(path):
-    """Each file is a jupytext MyST notebook with a Python kernel, so MyST-NB and Jupyter open it."""
-    assert jupytext.formats.format_name_for_ext(
-        jupytext.read(path).metadata, ".md") == "myst", f"{path.name} is not a MyST notebook"
+    """A jupytext MyST notebook with a Python kernel, so that MyST-NB and Jupyter open it."""
     notebook = jupytext.read(path)
+    format_name = jupytext.formats.format_name_for_ext(notebook.metadata, ".md")
+    assert format_name == "myst", f"{path.name} is not a MyST notebook"
     nbformat.validate(notebook)
     assert notebook.metadata["kernelspec"]["language"] == "python"
     assert any(cell.cell_type == "code" for cell in notebook.cells), f"{path.name} has no code"
