@@ -3,8 +3,9 @@
 The notebooks are text notebooks (MyST markdown, read with jupytext), so they are
 edited, diffed and linted as text. They start real clusters (ZooKeeper and broker
 processes), so running them is an integration test. The kernel is this
-interpreter (a kernelspec written to a temporary JUPYTER_PATH), not whatever ``python3`` kernel a machine happens to
-have registered, so a fresh clone needs nothing beyond ``pip install -e .[all]``.
+interpreter (a kernelspec written to a temporary JUPYTER_PATH), not whatever
+``python3`` kernel a machine happens to have registered, so a fresh clone needs
+nothing beyond ``pip install -e .[all]``.
 """
 
 from __future__ import annotations
