@@ -100,7 +100,8 @@ class KafkaBroker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
-                                              isr_writer=self._write_isr)
+                                              isr_writer=self._write_isr, reactor=reactor,
+                                              min_insync_for=self.min_insync_replicas_for)
         self.topic_admin = TopicAdmin(self)
         self.fetch_handler = FetchHandler(self)
         self.group_coordinator = GroupCoordinator(self)
@@ -138,6 +139,11 @@ class KafkaBroker:
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's overrides from ZooKeeper (as last read; {} if none)."""
         return self.topic_configs.get(topic, {})
+
+    def min_insync_replicas_for(self, topic: str) -> int:
+        """min.insync.replicas for ``topic``: its override, else the broker's."""
+        value = self.topic_config(topic).get("min.insync.replicas")
+        return int(value) if value is not None else self.config.min_insync_replicas
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
