@@ -24,7 +24,7 @@ from typing import NamedTuple
 from twisted.internet import defer
 
 from simplekafka.broker.errors import KafkaError
-from simplekafka.broker.isr import may_join_isr, now_ms, out_of_sync_replicas
+from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
@@ -221,10 +221,8 @@ class Partition:
             if self._hw_waiters:
                 self._complete_hw_waiters()
             return True
-        end_offsets = [self.log_end_offset]
-        end_offsets += [self.follower_end_offsets.get(replica, 0)
-                        for replica in self.isr if replica != self.local_broker_id]
-        new_hw = min(end_offsets)
+        new_hw = high_watermark(self.isr, self.local_broker_id, self.log_end_offset,
+                                self.follower_end_offsets)
         if new_hw <= self.high_watermark:
             return False
         self.high_watermark = new_hw
