@@ -11,3 +11,8 @@ class KafkaError(Exception):
     def __init__(self, code: int, message: str = ""):
         super().__init__(message or code.name)
         self.code = ErrorCode(code)
+
+    @property
+    def error_code(self) -> ErrorCode:
+        """The wire code, under the name every layer's errors use."""
+        return self.code

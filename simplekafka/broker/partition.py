@@ -24,7 +24,7 @@ from typing import NamedTuple
 from twisted.internet import defer
 
 from simplekafka.broker.errors import KafkaError
-from simplekafka.broker.isr import may_join_isr, now_ms, out_of_sync_replicas
+from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
@@ -162,8 +162,12 @@ class Partition:
     # -- produce ------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | None, required_acks: int, min_insync: int,
-                         max_batch_bytes: int, api_version: int) -> AppendResult:
-        """Validate the header of the one batch in ``records``, stamp it and append it."""
+                         max_batch_bytes: int, api_version: int | None = None) -> AppendResult:
+        """Validate the header of the one batch in ``records``, stamp it and append it.
+
+        ``api_version`` is the client's Produce version (zstd needs v7); None for
+        the broker's own appends. Errors carry their wire code (``.error_code``).
+        """
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not records:
@@ -171,12 +175,13 @@ class Partition:
         if len(records) > max_batch_bytes:
             raise KafkaError(
                 ErrorCode.MESSAGE_TOO_LARGE,
-                f"batch of {len(records)} bytes over message.max.bytes {max_batch_bytes}",
+                f"batch of {len(records)} bytes over max.message.bytes {max_batch_bytes}",
             )
         header = _single_batch_header(records)
         try:
             if header.compression > Compression.ZSTD or (
-                    header.compression == Compression.ZSTD and api_version < 7):
+                    header.compression == Compression.ZSTD
+                    and api_version is not None and api_version < 7):
                 raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             if header.is_transactional or header.is_control:
                 raise KafkaError(ErrorCode.INVALID_RECORD, "transactions are not supported")
@@ -216,10 +221,8 @@ class Partition:
             if self._hw_waiters:
                 self._complete_hw_waiters()
             return True
-        end_offsets = [self.log_end_offset]
-        end_offsets += [self.follower_end_offsets.get(replica, 0)
-                        for replica in self.isr if replica != self.local_broker_id]
-        new_hw = min(end_offsets)
+        new_hw = high_watermark(self.isr, self.local_broker_id, self.log_end_offset,
+                                self.follower_end_offsets)
         if new_hw <= self.high_watermark:
             return False
         self.high_watermark = new_hw

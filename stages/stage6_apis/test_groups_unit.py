@@ -36,6 +36,7 @@ from simplekafka.broker.offsets_topic import (
     partition_for,
 )
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.client.group_protocol import (
     Subscription,
     decode_assignment,
@@ -177,8 +178,8 @@ def broker(tmp_path):
         brokers={1: BrokerEndpoint(1, "127.0.0.1", 9092)})
     cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
     cache.is_alive = lambda b: b in cache.brokers
-    replica_manager = SimpleNamespace(partitions=partitions,
-                                      get_partition=lambda t, p: partitions.get((t, p)))
+    replica_manager = ReplicaManager(1, logs, cache, reactor=clock)
+    replica_manager.partitions.update(partitions)
     fake = SimpleNamespace(
         reactor=clock, metadata_cache=cache, replica_manager=replica_manager, zk=None,
         topic_config=lambda topic: {},

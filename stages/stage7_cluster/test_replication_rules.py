@@ -12,7 +12,7 @@ import pytest
 from twisted.internet import defer
 
 from simplekafka.broker.errors import KafkaError
-from simplekafka.broker.isr import may_join_isr, out_of_sync_replicas
+from simplekafka.broker.isr import high_watermark, may_join_isr, out_of_sync_replicas
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_fetcher import truncate_by_epoch
 from simplekafka.broker.replica_manager import ReplicaManager
@@ -341,3 +341,10 @@ def test_stale_controller_and_leader_epochs_are_refused(tmp_path):
     # A newer epoch is applied: this broker leads.
     manager.become_leader_or_follower(leader_and_isr(6, F1, 4, zk_version=1))
     assert partition.is_leader and partition.leader_epoch == 4
+
+
+def test_the_hw_is_the_lowest_log_end_over_the_isr_as_a_pure_function():
+    assert high_watermark(REPLICAS, LEADER, 10, {F1: 7, F2: 9}) == 7
+    assert high_watermark([LEADER, F2], LEADER, 10, {F1: 2, F2: 9}) == 9  # F1 left the ISR
+    assert high_watermark([LEADER, F1], LEADER, 10, {}) == 0  # not heard from F1 yet
+    assert high_watermark([LEADER], LEADER, 10, {F1: 2}) == 10

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from simplekafka.broker.apis.collaborators import Leaders
 from simplekafka.broker.errors import KafkaError
 from simplekafka.protocol.errors import ErrorCode
 
@@ -22,8 +23,10 @@ EARLIEST = -2
 
 
 class ListOffsetsHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.LIST_OFFSETS: earliest, latest, or by timestamp, per partition."""
+
+    def __init__(self, leaders: Leaders):
+        self.leaders = leaders
 
     def __call__(self, context: Any, request: Any) -> dict:
         topics = []
@@ -46,7 +49,7 @@ class ListOffsetsHandler:
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
-        partition = self.broker.replica_manager.leader_partition(topic, wanted.partition_index)
+        partition = self.leaders.leader_partition(topic, wanted.partition_index)
         partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
         if wanted.timestamp == EARLIEST:
             answer["offset"] = partition.log_start_offset
@@ -66,8 +69,10 @@ class ListOffsetsHandler:
 
 
 class OffsetForLeaderEpochHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.OFFSET_FOR_LEADER_EPOCH: where an epoch ended in this leader's log."""
+
+    def __init__(self, leaders: Leaders):
+        self.leaders = leaders
 
     def __call__(self, context: Any, request: Any) -> dict:
         topics = []
@@ -77,8 +82,7 @@ class OffsetForLeaderEpochHandler:
                 answer = {"error_code": ErrorCode.NONE, "partition": wanted.partition,
                           "leader_epoch": -1, "end_offset": -1}
                 try:
-                    partition = self.broker.replica_manager.leader_partition(
-                        topic.topic, wanted.partition)
+                    partition = self.leaders.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(wanted.current_leader_epoch)
                     epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
                     answer["leader_epoch"] = epoch
