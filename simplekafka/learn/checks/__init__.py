@@ -1,1 +1,1 @@
-"""The exercise checks, one module per stage; each raises ExerciseFailed at the first wrong answer."""
+"""The exercise checks, one module per stage: each raises ExerciseFailed at a wrong answer."""
