@@ -107,9 +107,10 @@ SCHEMAS: dict[str, Any] = {
     }, ["topic", "partition", "earliest_offset", "latest_offset", "next_offset", "records"]),
     "NewRecord": _object({
         "key": NULLABLE_STRING, "value": NULLABLE_STRING,
-        "partition": _int(0, MAX_PARTITIONS, description="default: the key's partition"),
-        "encoding": {"type": "string", "enum": ["base64"],
-                     "description": "key and value are base64 (default: UTF-8 text)"},
+        "partition": _int(0, MAX_PARTITIONS, nullable=True,
+                          description="default (or null): the key's partition"),
+        "encoding": {**ENCODING,
+                     "description": "base64: key and value are base64 (default: UTF-8 text)"},
     }, closed=True),
     "NewRecords": _object({"records": {"type": "array", "items": _ref("NewRecord"),
                                        "minItems": 1, "maxItems": MAX_RECORDS_PER_POST}},

@@ -316,6 +316,8 @@ class ConsoleService:
     def produce(self, name: str, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("records"), list):
             raise bad_request('the body must be {"records": [{"key", "value", "partition"}]}')
+        if set(body) != {"records"}:
+            raise bad_request(f"unknown fields: {', '.join(sorted(set(body) - {'records'}))}")
         records = body["records"]
         if not 1 <= len(records) <= MAX_RECORDS_PER_POST:
             raise bad_request(f"send 1 to {MAX_RECORDS_PER_POST} records")
