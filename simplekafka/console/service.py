@@ -34,9 +34,9 @@ from simplekafka.client.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.consumer import Consumer
 from simplekafka.producer import Producer
+from simplekafka.protocol.structs import TopicPartition
 
 T = TypeVar("T")
 
