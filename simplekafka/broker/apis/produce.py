@@ -14,6 +14,7 @@ from typing import Any
 
 from twisted.internet import defer
 
+from simplekafka.broker.apis.collaborators import RecordAppender
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.protocol.errors import ErrorCode
 
@@ -23,8 +24,8 @@ FIRST_MAGIC_V2_VERSION = 3
 class ProduceHandler:
     """ApiKey.PRODUCE: see the module docstring."""
 
-    def __init__(self, broker: Any):
-        self.replica_manager = broker.replica_manager
+    def __init__(self, replica_manager: RecordAppender):
+        self.replica_manager = replica_manager
 
     def __call__(self, context: Any, request: Any) -> dict | defer.Deferred | None:
         acks = request.acks
