@@ -7,7 +7,7 @@ from types import ModuleType
 
 from simplekafka.learn.report import ExerciseFailed, byte_diff
 from simplekafka.protocol import ApiKey, encode_request, encode_response
-from simplekafka.protocol.api import CLIENT_VERSIONS
+from simplekafka.protocol.api import ADVERTISED_VERSIONS
 from simplekafka.protocol.dissect import dissect_frame, dissect_records
 from simplekafka.protocol.primitives import write_varlong
 from simplekafka.protocol.records import build_batch
@@ -52,7 +52,7 @@ def check_header_and_api_versions(learner: ModuleType, _workdir: Path) -> None:
                             expected, got, _request_dissector)
         if failure:
             raise failure
-    versions = {int(key): value for key, value in CLIENT_VERSIONS.items()}
+    versions = {int(key): value for key, value in ADVERTISED_VERSIONS.items()}
     body = {"error_code": 0, "throttle_time_ms": 0,
             "api_keys": [{"api_key": key, "min_version": low, "max_version": high}
                          for key, (low, high) in sorted(versions.items())]}
