@@ -54,6 +54,7 @@ def headline(stage: int, exercise: int) -> str:
     return f"FAILED stage {stage} exercise {exercise} ({found.title})"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stage", [stage_param(n) for n in STAGES])
 def test_an_untouched_starter_fails_at_the_first_exercise(stage, tmp_path):
     result = learn("start", str(stage), cwd=tmp_path)
@@ -67,6 +68,7 @@ def test_an_untouched_starter_fails_at_the_first_exercise(stage, tmp_path):
     assert "Traceback" not in result.stdout + result.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stage", [stage_param(n) for n in STAGES])
 def test_the_starter_filled_with_the_reference_passes_every_exercise(stage, tmp_path):
     directory = fill_with_reference(tmp_path, stage)
@@ -91,6 +93,7 @@ def test_the_starter_keeps_signatures_docstrings_and_the_given_parts():
     assert "log.read(wanted.fetch_offset" not in starter
 
 
+@pytest.mark.integration
 def test_start_never_overwrites_the_learners_file(tmp_path):
     learn("start", "1", cwd=tmp_path)
     mine = tmp_path / "my-simplekafka" / "stage1_protocol.py"
@@ -101,6 +104,7 @@ def test_start_never_overwrites_the_learners_file(tmp_path):
     assert mine.read_text() == "# my own work\n"
 
 
+@pytest.mark.integration
 def test_check_one_exercise_and_progress_in_list(tmp_path):
     directory = fill_with_reference(tmp_path, 7, "    return min(ends)\n",
                                     "    return leader_end_offset\n")
@@ -112,6 +116,7 @@ def test_check_one_exercise_and_progress_in_list(tmp_path):
     assert "[ ] 1. high watermark" in listing
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("args, message", [
     (["start", "2"], "stage 2 has no exercises"),
     (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, not 9"),
@@ -124,6 +129,7 @@ def test_bad_arguments_get_one_line(args, message, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_module_that_does_not_import_is_reported_not_raised(tmp_path):
     learn("start", "3", cwd=tmp_path)
     (tmp_path / "my-simplekafka" / "stage3_storage.py").write_text("def broken(:\n")
@@ -202,6 +208,7 @@ def mutation_param(name: str):
     return pytest.param(name, marks=marks, id=name)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])
 def test_each_mutation_fails_naming_its_exercise(name, tmp_path):
     mutation = MUTATIONS[name]
@@ -220,6 +227,7 @@ def test_every_stage_has_mutations_for_each_exercise():
     assert wanted <= caught, sorted(wanted - caught)
 
 
+@pytest.mark.integration
 def test_the_byte_diff_puts_a_caret_under_the_first_wrong_byte_and_names_the_field(tmp_path):
     mutation = MUTATIONS["crc-over-the-wrong-range"]
     directory = fill_with_reference(tmp_path, 1, mutation.old, mutation.new)
