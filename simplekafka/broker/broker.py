@@ -38,7 +38,7 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
-from simplekafka.broker.controller_channel import ControllerChannel
+from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr

@@ -28,7 +28,7 @@ from typing import Any
 from twisted.internet import defer, protocol, task
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
-from simplekafka.broker.controller_channel import ResponseReader
+from simplekafka.broker.controller.channel import ResponseReader
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
