@@ -9,8 +9,8 @@ class KafkaError(Exception):
     """Raised inside request handling; the handler turns it into ``code`` on the wire."""
 
     def __init__(self, code: int, message: str = ""):
-        super().__init__(message or code.name)
         self.code = ErrorCode(code)
+        super().__init__(message or self.code.name)
 
     @property
     def error_code(self) -> ErrorCode:

@@ -158,11 +158,11 @@ class GroupCoordinator:
                 if metadata.get(group_id, 0) is None:
                     continue
                 group = self.groups[group_id] = Group(group_id)
-            for key, value in entries.items():
-                if value is None:
+            for key, offset in entries.items():
+                if offset is None:
                     group.offsets.pop(key, None)
                 else:
-                    group.offsets[key] = value
+                    group.offsets[key] = offset
         self.loaded[index] = partition.leader_epoch
         log.info("%s-%d loaded: %d records, %d groups, in %.3f s", OFFSETS_TOPIC, index,
                  records, sum(1 for g in self.groups if self.partition_of(g) == index),
@@ -269,10 +269,10 @@ class GroupCoordinator:
                         session / 1000.0, self._pending_expired, group, member_id)
                     return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             _cancel(group.pending_members.pop(member_id, None))
-            member = Member(member_id, context.client_id or "", _host(context.peer), session,
-                            rebalance, request.protocol_type, protocols,
-                            getattr(request, "group_instance_id", None))
-            return self._add_member(group, member)
+            joining = Member(member_id, context.client_id or "", _host(context.peer), session,
+                             rebalance, request.protocol_type, protocols,
+                             getattr(request, "group_instance_id", None))
+            return self._add_member(group, joining)
         member = group.members.get(member_id)
         if member is None:
             return refuse(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -708,13 +708,12 @@ class GroupCoordinator:
             group = self.groups.get(group_id) if code is None else None
             if code is None and group is None:
                 code = ErrorCode.GROUP_ID_NOT_FOUND
-            elif code is None and group.members:
+            elif code is None and group is not None and group.members:
                 code = ErrorCode.NON_EMPTY_GROUP
-            if code is not None:
+            if code is not None or group is None:
                 result["error_code"] = code
                 continue
-            waits.append(self._delete(group).addCallback(
-                lambda c, r=result: r.update(error_code=c)))
+            waits.append(self._delete(group).addCallback(_set_error_code, result))
         body = {"throttle_time_ms": 0, "results": results}
         if not waits:
             return body
@@ -762,6 +761,10 @@ class GroupCoordinator:
     def shutdown(self) -> None:
         for group_id in list(self.groups):
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+
+
+def _set_error_code(code: ErrorCode, result: dict) -> None:
+    result["error_code"] = code
 
 
 def _cancel(timer: Any) -> None:

@@ -17,9 +17,15 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Config, Reactor, RecordAppender, ZooKeeperHandle
+from simplekafka.broker.apis.collaborators import (
+    Config,
+    Reactor,
+    RecordAppender,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.group.records import (
     OFFSETS_TOPIC,
     GroupKey,
@@ -197,8 +203,8 @@ class GroupMetadataManager:
         live = max(len(self.cache.brokers), 1)
         replication = min(config["offsets.topic.replication.factor"], live)
         partitions = config["offsets.topic.num.partitions"]
-        work = threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), create_topic, zk,
+        work = in_worker_thread(
+            self.reactor, create_topic, zk,
             OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
 
         def created(_: Any) -> None:
@@ -224,8 +230,8 @@ def _replay(record: Any, offsets: dict, groups: dict) -> None:
     try:
         key = decode_key(record.key or b"")
         if isinstance(key, OffsetKey):
-            value = decode_offset_value(record.value) if record.value is not None else None
-            offsets.setdefault(key.group_id, {})[(key.topic, key.partition)] = value
+            offset = decode_offset_value(record.value) if record.value is not None else None
+            offsets.setdefault(key.group_id, {})[(key.topic, key.partition)] = offset
         else:
             value = decode_group_value(record.value) if record.value is not None else None
             groups[key.group_id] = value
