@@ -44,11 +44,11 @@ from simplekafka.client.group_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.assignors import ASSIGNORS, StickyAssignor, assignor_for
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
+from simplekafka.protocol.structs import TopicPartition
 from simplekafka.storage import LogConfig, LogManager
 
 # -- the record format and the partition of a group ---------------------------------------

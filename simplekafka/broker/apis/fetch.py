@@ -21,8 +21,7 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
-from simplekafka.broker.errors import KafkaError
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ class FetchHandler:
                     total += len(records)
                     remaining -= len(records)
                 except KafkaError as exc:
-                    answer["error_code"] = exc.code
+                    answer["error_code"] = exc.error_code
                     has_error = True
                 except Exception:
                     if self.is_stopping():
