@@ -20,6 +20,12 @@ if ! command -v java >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi
 
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
+  echo "bootstrap: installing redis-server (the benchmarks' Redis Streams peer)" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV" >&2
   "$PYTHON" -m venv "$VENV"
@@ -34,3 +40,6 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   "$VENV/bin/pip" install -q -e "$ROOT[all]"
   echo "$WANT" > "$STAMP"
 fi
+
+# librdkafka's C benchmark tool, from Debian's source package (once; a few minutes niced).
+SIMPLEKAFKA_VENV="$VENV" "$ROOT/tools/build_rdkafka_performance.sh"
