@@ -20,10 +20,18 @@ if ! command -v java >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi
 
-if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
-  echo "bootstrap: installing redis-server (the benchmarks' Redis Streams peer)" >&2
+# The console's browser test drives Debian's Chromium; deploy/ is checked with docker-compose.
+# The benchmarks' Redis Streams peer is Debian's redis-server with its redis-benchmark.
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
+command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
+if [ -n "$missing" ]; then
+  echo "bootstrap: installing$missing (Debian packages)" >&2
   as_root apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq redis-server redis-tools >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq $missing >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
