@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts real processes
+
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ROOT / "stages"
 BIN = Path(sys.executable).parent
