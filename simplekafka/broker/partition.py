@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
@@ -36,7 +35,8 @@ from simplekafka.protocol.batch_header import (
     validate_batches,
 )
 from simplekafka.protocol.compression import Compression
-from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
+from simplekafka.storage import Log, OffsetOutOfRangeError
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class AppendResult(NamedTuple):
 class Partition:
     """Leader or follower state of one partition, around its storage Log."""
 
-    def __init__(self, topic: str, index: int, local_broker_id: int, log_: object):
+    def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log):
         self.topic = topic
         self.index = index
         self.local_broker_id = local_broker_id
@@ -156,8 +156,8 @@ class Partition:
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
             return
         if current_leader_epoch < self.leader_epoch:
-            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
-        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            raise error_for(ErrorCode.FENCED_LEADER_EPOCH)
+        raise error_for(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
     # -- produce ------------------------------------------------------------------------
 
@@ -169,11 +169,11 @@ class Partition:
         the broker's own appends. Errors carry their wire code (``.error_code``).
         """
         if not self.is_leader:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not records:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "produce without a record batch")
+            raise error_for(ErrorCode.INVALID_RECORD, "produce without a record batch")
         if len(records) > max_batch_bytes:
-            raise KafkaError(
+            raise error_for(
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"batch of {len(records)} bytes over max.message.bytes {max_batch_bytes}",
             )
@@ -182,11 +182,11 @@ class Partition:
             if header.compression > Compression.ZSTD or (
                     header.compression == Compression.ZSTD
                     and api_version is not None and api_version < 7):
-                raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+                raise error_for(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             if header.is_transactional or header.is_control:
-                raise KafkaError(ErrorCode.INVALID_RECORD, "transactions are not supported")
+                raise error_for(ErrorCode.INVALID_RECORD, "transactions are not supported")
             if required_acks == -1 and len(self.isr) < min_insync:
-                raise KafkaError(
+                raise error_for(
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
                 )
@@ -201,7 +201,7 @@ class Partition:
         try:
             info = self.log.append(records, self.leader_epoch)  # checks the CRC; writes or not
         except CorruptBatchError as exc:
-            raise KafkaError(exc.error_code, str(exc)) from None
+            raise error_for(exc.error_code, str(exc)) from None
         self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
@@ -279,12 +279,11 @@ class Partition:
 
     def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1) -> bytes:
         """Whole batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
-        from simplekafka.storage import OffsetOutOfRangeError
 
         if not self.is_leader:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not self.log_start_offset <= fetch_offset <= self.log_end_offset:
-            raise KafkaError(
+            raise error_for(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {fetch_offset} outside {self.log_start_offset}..{self.log_end_offset}",
             )
@@ -298,7 +297,7 @@ class Partition:
         try:
             data = self.log.read(fetch_offset, max_bytes, upper)
         except OffsetOutOfRangeError as exc:
-            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
+            raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
         return bytes(data) if data else b""
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
@@ -467,8 +466,8 @@ def _single_batch_header(records: bytes) -> BatchHeader:
     try:
         headers = validate_batches(records)
     except CorruptBatchError as exc:
-        raise KafkaError(exc.error_code, str(exc)) from None
-    raise KafkaError(ErrorCode.INVALID_RECORD,
+        raise error_for(exc.error_code, str(exc)) from None
+    raise error_for(ErrorCode.INVALID_RECORD,
                      f"a produce must carry exactly one batch, got {len(headers)}")
 
 
@@ -477,5 +476,5 @@ def _raise_if_corrupt(records: bytes) -> None:
     try:
         validate_batch(records)
     except CorruptBatchError as exc:
-        raise KafkaError(exc.error_code, str(exc)) from None
+        raise error_for(exc.error_code, str(exc)) from None
 

@@ -26,9 +26,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.partition import Partition
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +57,8 @@ class PartitionResponse:
 
 
 def error_code_of(exc: BaseException) -> ErrorCode | None:
-    """The wire code an exception carries (``.error_code``, or the broker's ``.code``)."""
-    code = getattr(exc, "error_code", None)
-    if code is None:
-        code = getattr(exc, "code", None)
-    try:
-        return ErrorCode(code) if code is not None else None
-    except ValueError:
-        return None
+    """The wire code an exception carries: every error of the one family has ``.error_code``."""
+    return exc.error_code if isinstance(exc, KafkaError) else None
 
 
 class ReplicaManager:
@@ -112,8 +105,8 @@ class ReplicaManager:
         if local is not None and local.is_leader:
             return local
         if self.metadata_cache.partition(topic, partition) is not None or local is not None:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
     # -- appends (Produce, and the group coordinator's __consumer_offsets writes) -----------
 
@@ -154,7 +147,7 @@ class ReplicaManager:
         response = PartitionResponse()
         try:
             if topic in INTERNAL_TOPICS and not internal:
-                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                raise error_for(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  f"{topic} is written by the broker only")
             partition = self.leader_partition(topic, index)
             min_insync = self.min_insync_for(topic)
@@ -171,7 +164,7 @@ class ReplicaManager:
             elif code not in _QUIET_ERRORS:
                 log.info("append to %s-%d refused: %s (%s)", topic, index, code.name, exc)
             response.error_code = code
-            response.error_message = str(exc)
+            response.error_message = exc.reason if isinstance(exc, KafkaError) else str(exc)
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset

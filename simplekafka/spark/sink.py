@@ -41,8 +41,8 @@ from pyspark.sql.types import (
 
 from simplekafka.admin.groups import list_offsets
 from simplekafka.client.client import KafkaClient
-from simplekafka.client.types import TopicPartition
 from simplekafka.producer.producer import Producer
+from simplekafka.protocol.structs import TopicPartition
 from simplekafka.spark.arrow_records import to_arrow
 from simplekafka.spark.fetching import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, RangeReader
 from simplekafka.spark.options import SinkOptions, SparkOptionError

@@ -34,7 +34,7 @@ from pyspark.sql.streaming.datasource import (
 
 from simplekafka.admin.groups import list_offsets
 from simplekafka.client.client import KafkaClient
-from simplekafka.client.types import TopicPartition
+from simplekafka.protocol.structs import TopicPartition
 from simplekafka.spark.arrow_records import to_arrow
 from simplekafka.spark.fetching import (
     EARLIEST_TIMESTAMP,

@@ -13,8 +13,7 @@ import logging
 from typing import Any
 
 from simplekafka.broker.apis.collaborators import Leaders
-from simplekafka.broker.errors import KafkaError
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ class ListOffsetsHandler:
                 try:
                     self._answer(topic.name, wanted, request.replica_id, answer)
                 except KafkaError as exc:
-                    answer["error_code"] = exc.code
+                    answer["error_code"] = exc.error_code
                 except Exception:
                     log.exception("ListOffsets on %s-%d failed", topic.name,
                                   wanted.partition_index)
@@ -57,7 +56,7 @@ class ListOffsetsHandler:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.high_watermark)
         elif wanted.timestamp < 0:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
+            raise error_for(ErrorCode.INVALID_REQUEST,
                              f"timestamp {wanted.timestamp} is not -1, -2 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
@@ -88,7 +87,7 @@ class OffsetForLeaderEpochHandler:
                     answer["leader_epoch"] = epoch
                     answer["end_offset"] = end
                 except KafkaError as exc:
-                    answer["error_code"] = exc.code
+                    answer["error_code"] = exc.error_code
                 partitions.append(answer)
             topics.append({"topic": topic.topic, "partitions": partitions})
         return {"throttle_time_ms": 0, "topics": topics}
