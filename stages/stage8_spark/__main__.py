@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -48,7 +48,7 @@ def _clock(moment: Any) -> str:
 def _result_lines(name: str, result: dict, limit: int = 12) -> list[str]:
     """A few lines of a pipeline's result, ordered by time."""
     if name == "product-views":
-        lines = [f"  {_clock(start)[:5]}-{_clock(start.replace(second=59))[:5]}  "
+        lines = [f"  {_clock(start)[:5]}-{_clock(start + timedelta(minutes=1))[:5]}  "
                  f"{views:3d} views" for start, views in sorted(result.items())]
     elif name == "sensor-averages":
         lines = [f"  {sensor}  {_clock(start)[:5]}+5min  {avg:6.2f} C over {count:2d} readings"
@@ -86,6 +86,10 @@ def show(name: str, spark: Any, bootstrap_servers: str, workdir: Path, out: Any 
             f"{_clock(times[0])}-{_clock(times[-1])}"
             + (f"; {len(late)} late ones from {', '.join(_clock(e.time) for e in late)}"
                if late else ""))
+        if play.pipeline.watermark is None:
+            say(f"  Spark: {len(run.progress)} micro-batch(es), {run.input_rows} rows in, "
+                f"alerts written through the sink")
+            return
         say(f"  Spark: {len(run.progress)} micro-batches, {run.input_rows} rows in, "
             f"{len(run.rows)} result rows out; watermark now "
             f"{run.watermark[11:19] if run.watermark else '-'}; "
