@@ -20,6 +20,17 @@ if ! command -v java >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi
 
+# The console's browser test drives Debian's Chromium; deploy/ is checked with docker-compose.
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
+if [ -n "$missing" ]; then
+  echo "bootstrap: installing$missing (Debian packages)" >&2
+  as_root apt-get update -qq >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq $missing >/dev/null
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV" >&2
   "$PYTHON" -m venv "$VENV"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from simplekafka.admin import groups
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
-from simplekafka.client.metadata import BrokerMetadata, PartitionMetadata
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.structs import Node, PartitionMetadata
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class ClusterDescription:
 
     cluster_id: str | None
     controller_id: int
-    brokers: list[BrokerMetadata]
+    brokers: list[Node]
 
 
 class Admin:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, error_for
 from simplekafka.client.group_protocol import decode_assignment, find_coordinator
-from simplekafka.client.types import TopicPartition
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.structs import TopicPartition
 
 EARLIEST = -2
 LATEST = -1

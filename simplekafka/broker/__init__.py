@@ -10,10 +10,10 @@ with :class:`KafkaBroker`.
 from simplekafka.broker.broker import KafkaBroker
 from simplekafka.broker.config import BrokerConfig, ConfigError
 from simplekafka.broker.dispatch import RequestContext, RequestDispatcher
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.server import KafkaConnection, KafkaServerFactory
+from simplekafka.protocol.errors import KafkaError
 
 __all__ = [
     "BrokerConfig",

@@ -24,6 +24,14 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
+from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
+from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
+from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.produce import ProduceHandler
+from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.controller import (
     CONTROLLED_SHUTDOWN_PATH,
@@ -32,24 +40,13 @@ from simplekafka.broker.controller import (
 )
 from simplekafka.broker.controller_channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
-from simplekafka.broker.fetch import FetchHandler
 from simplekafka.broker.group_coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
-from simplekafka.broker.metadata import (
-    ApiVersionsHandler,
-    MetadataHandler,
-)
 from simplekafka.broker.metadata_cache import MetadataCache
-from simplekafka.broker.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
-from simplekafka.broker.produce import ProduceHandler
-from simplekafka.broker.producer_ids import InitProducerIdHandler
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.server import KafkaServerFactory
-from simplekafka.broker.topic_admin import TopicAdmin
 from simplekafka.coordination.znodes import ZkPaths
-from simplekafka.protocol.api import ApiKey
-from simplekafka.protocol.errors import ErrorCode
 from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
@@ -100,31 +97,39 @@ class KafkaBroker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
-                                              isr_writer=self._write_isr)
-        self.topic_admin = TopicAdmin(self)
-        self.fetch_handler = FetchHandler(self)
+                                              isr_writer=self._write_isr, reactor=reactor,
+                                              min_insync_for=self.min_insync_replicas_for)
         self.group_coordinator = GroupCoordinator(self)
+        self.apis = self._build_apis()
+        self.topic_admin = self.apis.topics
+        self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
-        self._register_handlers()
+        self.apis.register(self.dispatcher)
 
     # -- wiring -------------------------------------------------------------------------
 
-    def _register_handlers(self) -> None:
-        register = self.dispatcher.register
-        register(ApiKey.API_VERSIONS, ApiVersionsHandler(self))
-        register(ApiKey.METADATA, MetadataHandler(self))
-        register(ApiKey.PRODUCE, ProduceHandler(self))
-        register(ApiKey.FETCH, self.fetch_handler)
-        register(ApiKey.LIST_OFFSETS, ListOffsetsHandler(self))
-        register(ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochHandler(self))
-        register(ApiKey.INIT_PRODUCER_ID, InitProducerIdHandler(self))
-        register(ApiKey.CREATE_TOPICS, self.topic_admin.create_topics)
-        register(ApiKey.DELETE_TOPICS, self.topic_admin.delete_topics)
-        register(ApiKey.LEADER_AND_ISR, self._handle_leader_and_isr)
-        register(ApiKey.UPDATE_METADATA, self._handle_update_metadata)
-        register(ApiKey.STOP_REPLICA, self._handle_stop_replica)
-        # Consumer groups and committed offsets (FindCoordinator ... DeleteGroups).
-        self.group_coordinator.register(self.dispatcher)
+    def _build_apis(self) -> KafkaApis:
+        """Each handler gets the collaborators it uses, not the broker."""
+        config, reactor, replicas, cache = (self.config, self.reactor, self.replica_manager,
+                                            self.metadata_cache)
+        zookeeper = lambda: self.zk  # noqa: E731 (connected after the handlers are built)
+        topics = TopicAdmin(config, cache, reactor, zookeeper, lambda: self.is_controller,
+                            self.log_config)
+        return KafkaApis(
+            api_versions=ApiVersionsHandler(),
+            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics),
+            produce=ProduceHandler(replicas),
+            fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
+            list_offsets=ListOffsetsHandler(replicas),
+            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
+            init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
+                                                   config["producer.id.block.size"]),
+            topics=topics,
+            inter_broker=InterBrokerHandlers(
+                replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
+                lambda: getattr(self.registration, "epoch", None)),
+            groups=self.group_coordinator,
+        )
 
     @property
     def stopping(self) -> bool:
@@ -138,6 +143,11 @@ class KafkaBroker:
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's overrides from ZooKeeper (as last read; {} if none)."""
         return self.topic_configs.get(topic, {})
+
+    def min_insync_replicas_for(self, topic: str) -> int:
+        """min.insync.replicas for ``topic``: its override, else the broker's."""
+        value = self.topic_config(topic).get("min.insync.replicas")
+        return int(value) if value is not None else self.config.min_insync_replicas
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
@@ -295,53 +305,6 @@ class KafkaBroker:
             high_watermarks=self.replica_manager.high_watermarks())
         if removed:
             log.info("retention removed %d segments", removed)
-
-    # -- inter-broker requests (from the controller, over the wire or the local channel) --
-
-    def _handle_leader_and_isr(self, context: Any, request: Any) -> Any:
-        stale = self._stale_broker_epoch(request)
-        if stale is not None:
-            return {"error_code": stale, "partition_errors": []}
-        topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
-        topics |= {p.topic_name for p in (getattr(request, "ungrouped_partition_states", None)
-                                          or [])}
-        unknown = sorted(t for t in topics if t not in self.topic_configs)
-        if not unknown or self.zk is None:
-            return self.replica_manager.become_leader_or_follower(request)
-
-        def read_configs() -> dict[str, dict[str, str]]:
-            return {t: read_topic_config(self.zk, t) for t in unknown}
-
-        def apply(configs: dict[str, dict[str, str]]) -> dict:
-            self.topic_configs.update(configs)
-            return self.replica_manager.become_leader_or_follower(request)
-
-        return threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), read_configs).addCallback(apply)
-
-    def _handle_update_metadata(self, context: Any, request: Any) -> dict:
-        stale = self._stale_broker_epoch(request)
-        if stale is not None:
-            return {"error_code": stale}
-        code = self.metadata_cache.apply_update_metadata(request)
-        for topic in list(self.topic_configs):
-            if not self.metadata_cache.has_topic(topic):
-                self.topic_configs.pop(topic, None)
-        return {"error_code": code}
-
-    def _handle_stop_replica(self, context: Any, request: Any) -> dict:
-        stale = self._stale_broker_epoch(request)
-        if stale is not None:
-            return {"error_code": stale, "partition_errors": []}
-        return self.replica_manager.stop_replicas(request)
-
-    def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
-        """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""
-        ours = getattr(self.registration, "epoch", None)
-        theirs = getattr(request, "broker_epoch", -1)
-        if ours is not None and theirs not in (-1, None) and theirs < ours:
-            return ErrorCode.STALE_BROKER_EPOCH
-        return None
 
     # -- stop ---------------------------------------------------------------------------
 

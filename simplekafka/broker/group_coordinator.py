@@ -30,7 +30,6 @@ from typing import Any
 
 from twisted.internet import defer, threads
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.group_state import Group, GroupState, Member
 from simplekafka.broker.offsets_topic import (
     OFFSETS_TOPIC,
@@ -59,7 +58,7 @@ MIN_SESSION_TIMEOUT_MS = 1_000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
 OFFSET_METADATA_MAX_BYTES = 4096
 MAX_GROUP_ID_BYTES = 32_767  # what an int16-length string can carry
-COMMIT_TIMEOUT_S = 5.0
+COMMIT_TIMEOUT_MS = 5_000  # Kafka's offsets.commit.timeout.ms
 CONSUMER_PROTOCOL = "consumer"
 
 # A failed append to __consumer_offsets, as the group client should hear it (Kafka's mapping).
@@ -260,36 +259,23 @@ class GroupCoordinator:
     # -- writing to __consumer_offsets --------------------------------------------------------
 
     def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> defer.Deferred:
-        """Append records to the group's partition; fires with an ErrorCode once replicated."""
-        partition = self._local_leader(self.partition_of(group_id))
-        if partition is None:
-            return defer.succeed(ErrorCode.NOT_COORDINATOR)
-        batch = build_batch(entries)
-        config = self.broker.config
-        min_insync = self.broker.topic_config(OFFSETS_TOPIC).get("min.insync.replicas")
-        try:
-            result = partition.append_as_leader(
-                batch, -1, int(min_insync or config.min_insync_replicas),
-                config["message.max.bytes"], 8)
-        except KafkaError as exc:
-            return defer.succeed(_APPEND_ERRORS.get(exc.code, exc.code))
-        except Exception:
-            log.exception("appending to %s for group %r failed", OFFSETS_TOPIC, group_id)
-            return defer.succeed(ErrorCode.NOT_COORDINATOR)
-        waiter = partition.wait_for_high_watermark(result.last_offset + 1)
-        if waiter.called:  # alone in the ISR: replicated as soon as written
-            return waiter.addCallback(lambda code: _APPEND_ERRORS.get(code, code))
-        done: defer.Deferred = defer.Deferred()
+        """Append records to the group's partition; fires with an ErrorCode once replicated.
 
-        def finish(code: ErrorCode) -> None:
-            if not done.called:
-                if timer.active():
-                    timer.cancel()
-                done.callback(_APPEND_ERRORS.get(code, code))
+        Through ``ReplicaManager.append_records`` with acks=all, as any produce;
+        its error codes become what a group client should hear (Kafka's mapping).
+        """
+        index = self.partition_of(group_id)
+        if self._local_leader(index) is None:
+            return defer.succeed(ErrorCode.NOT_COORDINATOR)
+        key = (OFFSETS_TOPIC, index)
+        appended = self.broker.replica_manager.append_records(
+            {key: build_batch(entries)}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
 
-        timer = self.reactor.callLater(COMMIT_TIMEOUT_S, finish, ErrorCode.REQUEST_TIMED_OUT)
-        waiter.addCallback(finish)
-        return done
+        def code_of(results: dict) -> ErrorCode:
+            code = results[key].error_code
+            return _APPEND_ERRORS.get(code, code)
+
+        return appended.addCallback(code_of)
 
     def _store_group(self, group: Group) -> defer.Deferred:
         value = GroupValue(

@@ -53,6 +53,17 @@ def out_of_sync_replicas(isr: Iterable[int], leader_id: int, leader_end_offset: 
     return lagging
 
 
+def high_watermark(isr: Iterable[int], leader_id: int, leader_end_offset: int,
+                   follower_end_offsets: Mapping[int, int]) -> int:
+    """The lowest log end offset over the ISR, leader included: what every in-sync replica has.
+
+    A follower the leader has not heard from counts as 0, so it holds the high
+    watermark back until its first fetch says where it is.
+    """
+    return min([leader_end_offset] + [follower_end_offsets.get(replica, 0)
+                                      for replica in isr if replica != leader_id])
+
+
 def may_join_isr(follower_end_offset: int, high_watermark: int,
                  leader_epoch_start_offset: int) -> bool:
     """Rule 5: LEO >= HW and >= the start offset of the leader's current epoch."""

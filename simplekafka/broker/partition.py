@@ -23,8 +23,7 @@ from typing import NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
-from simplekafka.broker.isr import may_join_isr, now_ms, out_of_sync_replicas
+from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
@@ -36,7 +35,7 @@ from simplekafka.protocol.batch_header import (
     validate_batches,
 )
 from simplekafka.protocol.compression import Compression
-from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
 
@@ -156,32 +155,37 @@ class Partition:
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
             return
         if current_leader_epoch < self.leader_epoch:
-            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
-        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+            raise error_for(ErrorCode.FENCED_LEADER_EPOCH)
+        raise error_for(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
     # -- produce ------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | None, required_acks: int, min_insync: int,
-                         max_batch_bytes: int, api_version: int) -> AppendResult:
-        """Validate the header of the one batch in ``records``, stamp it and append it."""
+                         max_batch_bytes: int, api_version: int | None = None) -> AppendResult:
+        """Validate the header of the one batch in ``records``, stamp it and append it.
+
+        ``api_version`` is the client's Produce version (zstd needs v7); None for
+        the broker's own appends. Errors carry their wire code (``.error_code``).
+        """
         if not self.is_leader:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not records:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "produce without a record batch")
+            raise error_for(ErrorCode.INVALID_RECORD, "produce without a record batch")
         if len(records) > max_batch_bytes:
-            raise KafkaError(
+            raise error_for(
                 ErrorCode.MESSAGE_TOO_LARGE,
-                f"batch of {len(records)} bytes over message.max.bytes {max_batch_bytes}",
+                f"batch of {len(records)} bytes over max.message.bytes {max_batch_bytes}",
             )
         header = _single_batch_header(records)
         try:
             if header.compression > Compression.ZSTD or (
-                    header.compression == Compression.ZSTD and api_version < 7):
-                raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+                    header.compression == Compression.ZSTD
+                    and api_version is not None and api_version < 7):
+                raise error_for(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             if header.is_transactional or header.is_control:
-                raise KafkaError(ErrorCode.INVALID_RECORD, "transactions are not supported")
+                raise error_for(ErrorCode.INVALID_RECORD, "transactions are not supported")
             if required_acks == -1 and len(self.isr) < min_insync:
-                raise KafkaError(
+                raise error_for(
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
                 )
@@ -196,7 +200,7 @@ class Partition:
         try:
             info = self.log.append(records, self.leader_epoch)  # checks the CRC; writes or not
         except CorruptBatchError as exc:
-            raise KafkaError(exc.error_code, str(exc)) from None
+            raise error_for(exc.error_code, str(exc)) from None
         self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
@@ -216,10 +220,8 @@ class Partition:
             if self._hw_waiters:
                 self._complete_hw_waiters()
             return True
-        end_offsets = [self.log_end_offset]
-        end_offsets += [self.follower_end_offsets.get(replica, 0)
-                        for replica in self.isr if replica != self.local_broker_id]
-        new_hw = min(end_offsets)
+        new_hw = high_watermark(self.isr, self.local_broker_id, self.log_end_offset,
+                                self.follower_end_offsets)
         if new_hw <= self.high_watermark:
             return False
         self.high_watermark = new_hw
@@ -279,9 +281,9 @@ class Partition:
         from simplekafka.storage import OffsetOutOfRangeError
 
         if not self.is_leader:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not self.log_start_offset <= fetch_offset <= self.log_end_offset:
-            raise KafkaError(
+            raise error_for(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {fetch_offset} outside {self.log_start_offset}..{self.log_end_offset}",
             )
@@ -295,7 +297,7 @@ class Partition:
         try:
             data = self.log.read(fetch_offset, max_bytes, upper)
         except OffsetOutOfRangeError as exc:
-            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
+            raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
         return bytes(data) if data else b""
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
@@ -464,8 +466,8 @@ def _single_batch_header(records: bytes) -> BatchHeader:
     try:
         headers = validate_batches(records)
     except CorruptBatchError as exc:
-        raise KafkaError(exc.error_code, str(exc)) from None
-    raise KafkaError(ErrorCode.INVALID_RECORD,
+        raise error_for(exc.error_code, str(exc)) from None
+    raise error_for(ErrorCode.INVALID_RECORD,
                      f"a produce must carry exactly one batch, got {len(headers)}")
 
 
@@ -474,5 +476,5 @@ def _raise_if_corrupt(records: bytes) -> None:
     try:
         validate_batch(records)
     except CorruptBatchError as exc:
-        raise KafkaError(exc.error_code, str(exc)) from None
+        raise error_for(exc.error_code, str(exc)) from None
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.protocol.batch_header import BatchHeader
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, error_for
 
 BATCHES_REMEMBERED = 5
 SEQUENCE_WRAP = 1 << 31
@@ -67,18 +66,18 @@ class ProducerStateTable:
         if header.producer_id < 0:
             return None
         if header.base_sequence < 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "idempotent batch without a sequence")
+            raise error_for(ErrorCode.INVALID_RECORD, "idempotent batch without a sequence")
         entry = self._producers.get(header.producer_id)
         if entry is None:
             return None
         if header.producer_epoch < entry.epoch:
-            raise KafkaError(
+            raise error_for(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {header.producer_id} epoch {header.producer_epoch} < {entry.epoch}",
             )
         if header.producer_epoch > entry.epoch:
             if header.base_sequence != 0:
-                raise KafkaError(
+                raise error_for(
                     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"new epoch {header.producer_epoch} must start at sequence 0",
                 )
@@ -89,7 +88,7 @@ class ProducerStateTable:
                 return batch
         expected = (entry.last_sequence + 1) % SEQUENCE_WRAP
         if header.base_sequence != expected:
-            raise KafkaError(
+            raise error_for(
                 ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"producer {header.producer_id}: sequence {header.base_sequence}, "
                 f"expected {expected}",

@@ -10,21 +10,55 @@ refused when they come from a controller older than one already heard from
 (STALE_CONTROLLER_EPOCH), and per partition a request with an older leader
 epoch than the one held is ignored. High watermarks are checkpointed to disk
 periodically and at shutdown, and read back at start-up.
+
+Every append to a leader goes through ``append_records`` (Kafka's
+``ReplicaManager.appendRecords``): a client's Produce and the group
+coordinator's writes to ``__consumer_offsets`` alike. It validates, appends,
+turns every failure into the error code the wire carries, and for acks=all
+waits until the high watermark has passed each batch (or the timeout).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.partition import Partition
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
+
+# Topics only the broker itself writes (Kafka's internal topics).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
+# Errors a client asks for often enough (it has stale metadata) not to log each one.
+_QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+
+TopicPartitionKey = tuple[str, int]
+
+
+class PartitionResponse:
+    """What one partition's append came to (Kafka's ProduceResponse.PartitionResponse)."""
+
+    __slots__ = ("base_offset", "error_code", "error_message", "log_start_offset")
+
+    def __init__(self, error_code: ErrorCode = ErrorCode.NONE, base_offset: int = -1,
+                 log_start_offset: int = -1, error_message: str | None = None):
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_start_offset = log_start_offset
+        self.error_message = error_message
+
+    def __repr__(self) -> str:
+        return (f"PartitionResponse({self.error_code.name}, base_offset={self.base_offset}, "
+                f"log_start_offset={self.log_start_offset})")
+
+
+def error_code_of(exc: BaseException) -> ErrorCode | None:
+    """The wire code an exception carries: every error of the one family has ``.error_code``."""
+    return exc.error_code if isinstance(exc, KafkaError) else None
 
 
 class ReplicaManager:
@@ -33,8 +67,16 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: Any, metadata_cache: Any,
                  log_config_for: Callable[[str], Any] | None = None,
                  fetchers: Any = None,
-                 isr_writer: Callable[[Partition, list[int]], defer.Deferred] | None = None):
+                 isr_writer: Callable[[Partition, list[int]], defer.Deferred] | None = None,
+                 reactor: Any = None,
+                 min_insync_for: Callable[[str], int] | None = None):
         self.broker_id = broker_id
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+            reactor = default_reactor
+        self.reactor = reactor
+        # min.insync.replicas of a topic (its override, else the broker's); 1 if not told.
+        self.min_insync_for = min_insync_for or (lambda topic: 1)
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
@@ -63,8 +105,101 @@ class ReplicaManager:
         if local is not None and local.is_leader:
             return local
         if self.metadata_cache.partition(topic, partition) is not None or local is not None:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    # -- appends (Produce, and the group coordinator's __consumer_offsets writes) -----------
+
+    def append_records(self, entries: Mapping[TopicPartitionKey, bytes | None], acks: int,
+                       timeout_ms: int, internal: bool = False,
+                       api_version: int | None = None) -> defer.Deferred:
+        """Append one batch per partition at its leader; fires with the outcome of each.
+
+        The Deferred fires with ``{(topic, partition): PartitionResponse}`` in the
+        order of ``entries``: at once for acks 0 and 1 (and for acks=all when
+        the ISR is the leader alone), else once every acks=all batch is below
+        the high watermark, failing those still waiting after ``timeout_ms``
+        with REQUEST_TIMED_OUT. min.insync.replicas is checked before
+        appending (NOT_ENOUGH_REPLICAS) and again when the batch is committed
+        (NOT_ENOUGH_REPLICAS_AFTER_APPEND). Only ``internal`` appends (the
+        broker's own) may write to an internal topic. ``api_version`` is the
+        Produce version for the client-version checks (None: internal, none).
+        """
+        results: dict[TopicPartitionKey, PartitionResponse] = {}
+        if acks not in (0, 1, -1):
+            for key in entries:
+                results[key] = PartitionResponse(ErrorCode.INVALID_REQUIRED_ACKS)
+            return defer.succeed(results)
+        waits: list[tuple[PartitionResponse, defer.Deferred]] = []
+        for key, records in entries.items():
+            response, wait = self._append_to_leader(key, records, acks, internal, api_version)
+            results[key] = response
+            if wait is not None:
+                waits.append((response, wait))
+        if not waits:
+            return defer.succeed(results)
+        return self._wait_for_acks(results, waits, timeout_ms)
+
+    def _append_to_leader(self, key: TopicPartitionKey, records: bytes | None, acks: int,
+                          internal: bool, api_version: int | None
+                          ) -> tuple[PartitionResponse, defer.Deferred | None]:
+        topic, index = key
+        response = PartitionResponse()
+        try:
+            if topic in INTERNAL_TOPICS and not internal:
+                raise error_for(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"{topic} is written by the broker only")
+            partition = self.leader_partition(topic, index)
+            min_insync = self.min_insync_for(topic)
+            # The topic's max.message.bytes (its override, else message.max.bytes) bounds a
+            # batch; socket.request.max.bytes bounds the whole frame, in the server.
+            max_batch_bytes = partition.log.config.max_message_bytes
+            result = partition.append_as_leader(records, acks, min_insync, max_batch_bytes,
+                                                api_version)
+        except Exception as exc:
+            code = error_code_of(exc)
+            if code is None:  # not an error Kafka has a code for: a bug or a disk failure
+                log.exception("append to %s-%d failed", topic, index)
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            elif code not in _QUIET_ERRORS:
+                log.info("append to %s-%d refused: %s (%s)", topic, index, code.name, exc)
+            response.error_code = code
+            response.error_message = exc.reason if isinstance(exc, KafkaError) else str(exc)
+            return response, None
+        response.base_offset = result.base_offset
+        response.log_start_offset = result.log_start_offset
+        if acks == -1 and partition.high_watermark <= result.last_offset:
+            return response, partition.wait_for_high_watermark(result.last_offset + 1,
+                                                               min_insync)
+        return response, None
+
+    def _wait_for_acks(self, results: dict, waits: list[tuple[PartitionResponse, defer.Deferred]],
+                       timeout_ms: int) -> defer.Deferred:
+        """Fire with ``results`` when every acks=all batch is committed, or at the timeout."""
+        finished: defer.Deferred = defer.Deferred()
+        remaining = [len(waits)]
+
+        def one_done(code: ErrorCode, response: PartitionResponse) -> None:
+            if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
+                response.error_code = code
+            remaining[0] -= 1
+            if remaining[0] == 0 and not finished.called:
+                if timer.active():
+                    timer.cancel()
+                finished.callback(results)
+
+        def time_out() -> None:
+            for response, wait in waits:
+                if not wait.called:
+                    response.error_code = ErrorCode.REQUEST_TIMED_OUT
+                    wait.callback(ErrorCode.REQUEST_TIMED_OUT)  # the partition forgets it
+            if not finished.called:
+                finished.callback(results)
+
+        timer = self.reactor.callLater(max(timeout_ms, 0) / 1000.0, time_out)
+        for response, wait in waits:
+            wait.addCallback(one_done, response)
+        return finished
 
     # -- controller requests ------------------------------------------------------------
 

@@ -24,8 +24,8 @@ from simplekafka.cli.client_common import (
     non_negative_int,
     positive_int,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.consumer import Consumer
+from simplekafka.protocol.structs import TopicPartition
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

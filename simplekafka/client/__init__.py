@@ -28,19 +28,12 @@ from simplekafka.client.errors import (
     error_for,
     raise_for,
 )
-from simplekafka.client.metadata import (
-    BrokerMetadata,
-    ClusterMetadata,
-    ClusterSnapshot,
-    PartitionMetadata,
-    TopicMetadata,
-)
+from simplekafka.client.metadata import ClusterMetadata, ClusterSnapshot, TopicMetadata
 from simplekafka.client.transport import NetworkThread
-from simplekafka.client.types import TopicPartition
+from simplekafka.protocol.structs import Node, OffsetAndMetadata, PartitionMetadata, TopicPartition
 
 __all__ = [
     "CLIENT_VERSIONS",
-    "BrokerMetadata",
     "ClientClosedError",
     "ClusterMetadata",
     "ClusterSnapshot",
@@ -53,6 +46,8 @@ __all__ = [
     "KafkaTimeoutError",
     "NetworkThread",
     "NoBrokersAvailableError",
+    "Node",
+    "OffsetAndMetadata",
     "PartitionMetadata",
     "Response",
     "SerializationError",

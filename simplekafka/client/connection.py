@@ -22,19 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simplekafka.client.errors import IncompatibleBrokerError, KafkaConnectionError, error_for
-from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
+from simplekafka.protocol.api import ADVERTISED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import FrameDecoder, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
 
-# The versions this client can speak: what our codec knows, minus the
-# inter-broker APIs a client never sends.
-CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    key: span
-    for key, span in SUPPORTED_VERSIONS.items()
-    if key not in (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA)
-}
+# The versions this client speaks: what our broker advertises (the codec's
+# client-facing APIs), narrowed where old versions are of no use to a client:
 # Produce below v3 uses the old message format; Metadata v0 cannot say "all topics".
+CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = dict(ADVERTISED_VERSIONS)
 CLIENT_VERSIONS[ApiKey.PRODUCE] = (3, CLIENT_VERSIONS[ApiKey.PRODUCE][1])
 CLIENT_VERSIONS[ApiKey.METADATA] = (1, CLIENT_VERSIONS[ApiKey.METADATA][1])
 

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import error_for
-from simplekafka.client.types import TopicPartition
 from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.structs import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
 

@@ -13,34 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simplekafka.protocol.errors import ErrorCode
-
-
-@dataclass(frozen=True)
-class BrokerMetadata:
-    """One broker as Metadata describes it."""
-
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return (self.host, self.port)
-
-
-@dataclass(frozen=True)
-class PartitionMetadata:
-    """One partition: who leads it (-1 = nobody now), its replicas and in-sync replicas."""
-
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline_replicas: tuple[int, ...] = ()
-    error_code: int = 0
+from simplekafka.protocol.structs import Node, PartitionMetadata
 
 
 @dataclass(frozen=True)
@@ -59,7 +32,7 @@ class ClusterSnapshot:
 
     cluster_id: str | None
     controller_id: int
-    brokers: dict[int, BrokerMetadata]
+    brokers: dict[int, Node]
     topics: dict[str, TopicMetadata]
 
     @classmethod
@@ -68,7 +41,7 @@ class ClusterSnapshot:
         get = _getter(body)
         brokers = {}
         for b in get(body, "brokers") or []:
-            broker = BrokerMetadata(
+            broker = Node(
                 int(get(b, "node_id")), get(b, "host"), int(get(b, "port")), get(b, "rack")
             )
             brokers[broker.node_id] = broker
@@ -115,7 +88,7 @@ class ClusterMetadata:
         self._topics_wanted: set[str] = set()
 
     @property
-    def brokers(self) -> dict[int, BrokerMetadata]:
+    def brokers(self) -> dict[int, Node]:
         return self.snapshot.brokers
 
     @property
@@ -190,5 +163,5 @@ class ClusterMetadata:
             return None
         return part.leader
 
-    def broker(self, node_id: int) -> BrokerMetadata | None:
+    def broker(self, node_id: int) -> Node | None:
         return self.snapshot.brokers.get(node_id)

@@ -32,7 +32,7 @@ from simplekafka.client.group_protocol import (
     encode_partitions,
     encode_subscription,
 )
-from simplekafka.client.types import TopicPartition
+from simplekafka.protocol.structs import TopicPartition
 
 __all__ = ["ASSIGNORS", "PROTOCOL_TYPE", "RangeAssignor", "RoundRobinAssignor",
            "StickyAssignor", "Subscription", "assignor_for", "decode_assignment",

@@ -31,16 +31,15 @@ from simplekafka.client.errors import (
     UnknownTopicOrPartitionError,
     error_for,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.assignors import assignor_for
 from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
 from simplekafka.consumer.group import (
     CommitFailedError,
     GroupMember,
-    OffsetAndMetadata,
     topics_matching,
 )
 from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 Deserializer = Callable[[bytes | None], Any]
 RebalanceCallback = Callable[[list[TopicPartition]], Any]

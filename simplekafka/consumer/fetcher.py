@@ -20,11 +20,11 @@ from typing import Any, NamedTuple
 
 from simplekafka.client.client import KafkaClient
 from simplekafka.client.errors import CorruptMessageError, KafkaError, error_for
-from simplekafka.client.types import TopicPartition
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.batch_header import iter_batch_positions, read_header
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 from simplekafka.protocol.records import parse_batch
+from simplekafka.protocol.structs import TopicPartition
 
 
 class ConsumerRecord(NamedTuple):

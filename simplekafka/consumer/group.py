@@ -31,10 +31,10 @@ from simplekafka.client.group_protocol import (
     encode_subscription,
     find_coordinator,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.assignors import assignor_for
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -48,23 +48,6 @@ REJOIN_ERRORS = frozenset({ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GE
 
 class CommitFailedError(KafkaError):
     """A commit the group no longer accepts (the member was rebalanced out of the partitions)."""
-
-
-class OffsetAndMetadata(tuple):
-    """A committed offset with its metadata string (as ``committed()`` returns them)."""
-
-    __slots__ = ()
-
-    def __new__(cls, offset: int, metadata: str = "") -> OffsetAndMetadata:
-        return tuple.__new__(cls, (offset, metadata))
-
-    @property
-    def offset(self) -> int:
-        return self[0]
-
-    @property
-    def metadata(self) -> str:
-        return self[1]
 
 
 class GroupMember:
@@ -386,7 +369,9 @@ class GroupMember:
                             self.coordinator_dead()
                         raise error_for(part.error_code, f"fetching offsets of {topic.name}")
                     tp = TopicPartition(topic.name, part.partition_index)
-                    found[tp] = (OffsetAndMetadata(part.committed_offset, part.metadata or "")
+                    epoch = getattr(part, "committed_leader_epoch", -1)
+                    found[tp] = (OffsetAndMetadata(part.committed_offset, part.metadata or "",
+                                                   epoch)
                                  if part.committed_offset >= 0 else None)
             return found
 

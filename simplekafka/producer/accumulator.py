@@ -16,9 +16,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from simplekafka.client.errors import BufferExhaustedError
-from simplekafka.client.types import TopicPartition
 from simplekafka.producer.futures import BatchResult, RecordFuture
 from simplekafka.protocol.records import Record
+from simplekafka.protocol.structs import TopicPartition
 
 _sleep = time.sleep
 _new_future = object.__new__  # a RecordFuture without a Python-level __init__ call

@@ -24,7 +24,6 @@ from simplekafka.client.errors import (
     SerializationError,
     UnknownTopicOrPartitionError,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.producer.accumulator import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,
@@ -36,6 +35,7 @@ from simplekafka.producer.partitioner import DefaultPartitioner
 from simplekafka.producer.sender import Sender
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.records import Record
+from simplekafka.protocol.structs import TopicPartition
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _new_record = tuple.__new__

@@ -26,11 +26,11 @@ from simplekafka.client.errors import (
     error_for,
     needs_metadata_refresh,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.producer.accumulator import ProducerBatch, RecordAccumulator
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import build_batch
+from simplekafka.protocol.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 

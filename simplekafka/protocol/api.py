@@ -74,10 +74,13 @@ INTER_BROKER_KEYS: frozenset[ApiKey] = frozenset(
 )
 """Controller-to-broker APIs: implemented, but never advertised to clients."""
 
-CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+ADVERTISED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     key: versions for key, versions in SUPPORTED_VERSIONS.items() if key not in INTER_BROKER_KEYS
 }
-"""What ApiVersions advertises to clients: SUPPORTED_VERSIONS minus the inter-broker keys."""
+"""What ApiVersions advertises to clients: SUPPORTED_VERSIONS minus the inter-broker keys.
+
+(What a client chooses to speak is the client's own ``CLIENT_VERSIONS``, in
+``simplekafka.client.connection``, derived from this.)"""
 
 
 def _message(api_key: int, index: int) -> Message:

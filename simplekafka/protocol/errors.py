@@ -1,9 +1,16 @@
-"""Kafka error codes, and the exceptions the codec raises.
+"""Kafka error codes, and the one family of exceptions that carries them.
 
 Error codes are the numbers on the wire; the broker answers with them and the
 client turns them back into exceptions named after them. ``retriable`` follows
 the Java client's classification: a client may retry these after a metadata or
 coordinator refresh.
+
+Every exception any layer raises for a Kafka error is a ``KafkaError`` and
+exposes ``error_code`` (the ``ErrorCode`` a broker answers, or ``None`` for a
+client-side failure such as a timeout). The codec's ``ProtocolError``, the
+storage layer's ``StorageError``, the broker's refusals and the client's named
+errors are branches of this one tree, so a handler catches ``KafkaError`` and
+answers ``exc.error_code``, whatever layer raised it.
 """
 
 from __future__ import annotations
@@ -108,13 +115,51 @@ class ErrorCode(enum.IntEnum):
             return cls.UNKNOWN_SERVER_ERROR
 
 
-class ProtocolError(Exception):
+class KafkaError(Exception):
+    """Base of every error that stands for a Kafka error code.
+
+    ``error_code`` is a class attribute on the named subclasses and may be
+    given per instance; ``reason`` is the detail as given (without the code's
+    name), what a broker puts in a response's ``error_message``.
+    """
+
+    error_code: ErrorCode | None = None
+    retriable: bool = False
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        error_code: int | None = None,
+        retriable: bool | None = None,
+    ) -> None:
+        if error_code is not None:
+            self.error_code = ErrorCode.of(error_code)
+            self.retriable = self.error_code.retriable
+        if retriable is not None:
+            self.retriable = retriable
+        self.reason = message
+        super().__init__(message or self.default_message())
+
+    def default_message(self) -> str:
+        """``NAME (number)`` of the error code, or the class name when there is none."""
+        return type(self).__name__ if self.error_code is None else code_text(self.error_code)
+
+
+def code_text(code: ErrorCode) -> str:
+    """How an error code is shown to people: ``NOT_LEADER_OR_FOLLOWER (6)``."""
+    return f"{code.name} ({int(code)})"
+
+
+class ProtocolError(KafkaError):
     """Bytes that do not decode: the codec's one exception type.
 
     ``offset`` is the byte position (within the buffer being decoded) where
     decoding went wrong, so tools can point a caret at it; ``expected`` says
-    what the decoder wanted to find there.
+    what the decoder wanted to find there. A broker answers INVALID_REQUEST.
     """
+
+    error_code = ErrorCode.INVALID_REQUEST
 
     def __init__(self, message: str, offset: int | None = None, expected: str | None = None):
         super().__init__(message)
@@ -134,3 +179,127 @@ class CorruptBatchError(ProtocolError):
     ):
         super().__init__(message, offset, expected)
         self.error_code = error_code
+
+
+# -- one class per error code, named after it ------------------------------------------
+# Declared here for the codes that code refers to by name (readers and type checkers
+# see them); every other code gets a generated class of the same shape below.
+
+
+class UnknownServerError(KafkaError):
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class OffsetOutOfRangeError(KafkaError):
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class CorruptMessageError(KafkaError):
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class LeaderNotAvailableError(KafkaError):
+    error_code = ErrorCode.LEADER_NOT_AVAILABLE
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class RequestTimedOutError(KafkaError):
+    error_code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class MessageTooLargeError(KafkaError):
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class InvalidTopicError(KafkaError):
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class NotEnoughReplicasError(KafkaError):
+    error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+
+
+class UnsupportedVersionError(KafkaError):
+    error_code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class TopicAlreadyExistsError(KafkaError):
+    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class NotControllerError(KafkaError):
+    error_code = ErrorCode.NOT_CONTROLLER
+
+
+def error_class_name(code: ErrorCode) -> str:
+    """``NOT_LEADER_OR_FOLLOWER`` -> ``NotLeaderOrFollowerError`` (never ``...ErrorError``)."""
+    words = code.name.lower().split("_")
+    name = "".join(word.capitalize() for word in words)
+    for suffix in ("Exception", "Error"):
+        name = name.removesuffix(suffix)
+    return name + "Error"
+
+
+def _error_classes() -> dict[ErrorCode, type[KafkaError]]:
+    declared = {cls.error_code: cls for cls in KafkaError.__subclasses__()
+                if cls.__module__ == __name__ and cls.__name__ != "ProtocolError"}
+    classes: dict[ErrorCode, type[KafkaError]] = {}
+    for code in ErrorCode:
+        if code is ErrorCode.NONE:
+            continue
+        cls = declared.get(code)
+        if cls is None:
+            cls = type(error_class_name(code), (KafkaError,), {
+                "__module__": __name__, "error_code": code, "retriable": code.retriable})
+        assert cls.__name__ == error_class_name(code)
+        cls.retriable = code.retriable
+        cls.__doc__ = f"Kafka error {code.name} ({int(code)})."
+        classes[code] = cls
+    return classes
+
+
+ERROR_CLASSES: dict[ErrorCode, type[KafkaError]] = _error_classes()
+"""The named exception class of every error code but NONE."""
+globals().update({cls.__name__: cls for cls in ERROR_CLASSES.values()})
+
+
+def error_class(code: int) -> type[KafkaError]:
+    """The exception class named after error ``code``."""
+    return ERROR_CLASSES[ErrorCode.of(code)]
+
+
+def error_for(code: int, message: str | None = None) -> KafkaError:
+    """The named exception for error ``code``; its text is ``NAME (n): message``."""
+    cls = error_class(code)
+    text = code_text(ErrorCode.of(code))
+    error = cls(f"{text}: {message}" if message else text)
+    error.reason = message or ""
+    return error
+
+
+def raise_for(code: int, message: str | None = None) -> None:
+    """Raise the named exception unless ``code`` is 0 (NONE)."""
+    if code:
+        raise error_for(code, message)
+
+
+__all__ = [
+    "ERROR_CLASSES",
+    "CorruptBatchError",
+    "ErrorCode",
+    "KafkaError",
+    "ProtocolError",
+    "error_class",
+    "error_class_name",
+    "code_text",
+    "error_for",
+    "raise_for",
+    *(cls.__name__ for cls in ERROR_CLASSES.values()),
+]

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.api import (
-    CLIENT_VERSIONS,
+    ADVERTISED_VERSIONS,
     SUPPORTED_VERSIONS,
     ApiKey,
     is_flexible,
@@ -199,7 +199,7 @@ def api_versions_body(error_code: int = ErrorCode.NONE) -> dict[str, Any]:
         "error_code": int(error_code),
         "api_keys": [
             {"api_key": int(key), "min_version": low, "max_version": high}
-            for key, (low, high) in sorted(CLIENT_VERSIONS.items())
+            for key, (low, high) in sorted(ADVERTISED_VERSIONS.items())
         ],
         "throttle_time_ms": 0,
     }

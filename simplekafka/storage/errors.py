@@ -1,22 +1,25 @@
-"""The exceptions the storage layer raises, each carrying the Kafka error code a broker answers."""
+"""The exceptions the storage layer raises: the storage branch of the one error family.
+
+Each is a ``simplekafka.protocol.errors.KafkaError`` carrying the error code a
+broker answers, so the broker's handlers need no translation table.
+"""
 
 from __future__ import annotations
 
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol import errors
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 
-class StorageError(Exception):
+class StorageError(KafkaError):
     """Something went wrong on disk or with the log's state; ``error_code`` is the wire answer."""
 
     error_code: ErrorCode = ErrorCode.KAFKA_STORAGE_ERROR
 
     def __init__(self, message: str, error_code: ErrorCode | None = None):
-        super().__init__(message)
-        if error_code is not None:
-            self.error_code = error_code
+        super().__init__(message, error_code=error_code)
 
 
-class OffsetOutOfRangeError(StorageError):
+class OffsetOutOfRangeError(StorageError, errors.OffsetOutOfRangeError):
     """A read asked for an offset below the log start or above the log end."""
 
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE

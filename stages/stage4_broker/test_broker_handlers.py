@@ -275,6 +275,35 @@ def test_batch_over_message_max_bytes(tmp_path):
         h.close()
 
 
+def test_batch_over_the_topics_smaller_max_message_bytes_is_message_too_large(harness, caplog):
+    """The topic's max.message.bytes (below the broker's) refuses the batch with
+    MESSAGE_TOO_LARGE, the code the log's RecordTooLargeError carries; not as a
+    storage error with a traceback."""
+    harness.broker.topic_configs["small"] = {"max.message.bytes": "200"}
+    harness.lead("small")
+    answer = harness.produce("small", build_batch([(None, b"x" * 500)]))
+    assert answer.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert "Traceback" not in caplog.text
+    assert harness.produce("small", build_batch([(None, b"x" * 50)])).error_code == 0
+
+
+def test_batch_within_the_topics_larger_max_message_bytes_is_appended(tmp_path):
+    """A topic allowed larger batches than message.max.bytes takes them (Kafka
+    checks the topic's max.message.bytes; socket.request.max.bytes bounds the frame)."""
+    h = Harness(tmp_path, **{"message.max.bytes": "1000"})
+    try:
+        h.broker.topic_configs["big"] = {"max.message.bytes": "5000"}
+        h.lead("big")
+        h.lead("t")
+        big = build_batch([(None, b"x" * 3000)])
+        answer = h.produce("big", big)
+        assert (answer.error_code, answer.base_offset) == (0, 0)
+        assert values(h.fetch("big", 0).records) == [b"x" * 3000]
+        assert h.produce("t", big).error_code == ErrorCode.MESSAGE_TOO_LARGE
+    finally:
+        h.close()
+
+
 # -- idempotent produce -------------------------------------------------------------------
 
 

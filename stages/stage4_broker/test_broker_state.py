@@ -10,12 +10,11 @@ from hypothesis import strategies as st
 from twisted.internet import defer, task
 
 from simplekafka.broker.controller_channel import ControllerChannel
-from simplekafka.broker.errors import KafkaError
 from simplekafka.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.batch_header import read_header
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 from simplekafka.protocol.messages import decode_request, encode_response
 from simplekafka.protocol.records import build_batch
 from simplekafka.protocol.schema import Struct
@@ -53,7 +52,7 @@ def test_a_producer_log_has_every_sequence_once_in_order(steps):
         try:
             duplicate = table.check(batch)
         except KafkaError as refused:
-            assert refused.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert refused.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             continue
         if duplicate is not None:
             assert (duplicate.first_sequence, duplicate.last_sequence) == (first, first + count - 1)
@@ -72,7 +71,7 @@ def test_a_new_epoch_starts_at_sequence_zero():
     table.record(header(0, epoch=1), 0)
     with pytest.raises(KafkaError) as refused:
         table.check(header(5, epoch=2))
-    assert refused.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert refused.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert table.check(header(0, epoch=2)) is None
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from simplekafka.client.connection import HANDSHAKE_VERSION, ConnectionCore
 from simplekafka.client.errors import IncompatibleBrokerError, KafkaConnectionError
-from simplekafka.protocol.api import CLIENT_VERSIONS, ApiKey
+from simplekafka.protocol.api import ADVERTISED_VERSIONS, ApiKey
 from simplekafka.protocol.framing import FrameDecoder, encode_frame
 from simplekafka.protocol.messages import (
     api_versions_body,
@@ -67,7 +67,7 @@ def test_the_first_request_on_a_connection_is_api_versions():
 def test_queued_requests_go_out_after_the_handshake_at_negotiated_versions():
     core, broker = ConnectionCore(), BrokerSide()
     core.send_request(ApiKey.METADATA, lambda version: {"topics": None}, context="mine")
-    versions = dict(CLIENT_VERSIONS)
+    versions = dict(ADVERTISED_VERSIONS)
     versions[ApiKey.METADATA] = (0, 5)  # an older broker
     handshake(core, broker, versions)
     (header, body), = broker.requests(core)
@@ -96,7 +96,7 @@ def test_an_api_the_broker_lacks_fails_that_request_alone():
     core, broker = ConnectionCore(), BrokerSide()
     core.send_request(ApiKey.INIT_PRODUCER_ID, {}, context="pid")
     core.send_request(ApiKey.METADATA, {"topics": None}, context="md")
-    versions = {k: v for k, v in CLIENT_VERSIONS.items() if k != ApiKey.INIT_PRODUCER_ID}
+    versions = {k: v for k, v in ADVERTISED_VERSIONS.items() if k != ApiKey.INIT_PRODUCER_ID}
     handshake(core, broker, versions)
     (failed, error), = core.pop_failed()
     assert failed.context == "pid" and isinstance(error, IncompatibleBrokerError)

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from simplekafka.client.errors import BufferExhaustedError
-from simplekafka.client.types import TopicPartition
 from simplekafka.producer.accumulator import RecordAccumulator
 from simplekafka.protocol.records import Record
+from simplekafka.protocol.structs import TopicPartition
 
 TP = TopicPartition("t", 0)
 

@@ -36,6 +36,7 @@ from simplekafka.broker.offsets_topic import (
     partition_for,
 )
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.client.group_protocol import (
     Subscription,
     decode_assignment,
@@ -43,11 +44,11 @@ from simplekafka.client.group_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from simplekafka.client.types import TopicPartition
 from simplekafka.consumer.assignors import ASSIGNORS, StickyAssignor, assignor_for
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
+from simplekafka.protocol.structs import TopicPartition
 from simplekafka.storage import LogConfig, LogManager
 
 # -- the record format and the partition of a group ---------------------------------------
@@ -177,8 +178,8 @@ def broker(tmp_path):
         brokers={1: BrokerEndpoint(1, "127.0.0.1", 9092)})
     cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
     cache.is_alive = lambda b: b in cache.brokers
-    replica_manager = SimpleNamespace(partitions=partitions,
-                                      get_partition=lambda t, p: partitions.get((t, p)))
+    replica_manager = ReplicaManager(1, logs, cache, reactor=clock)
+    replica_manager.partitions.update(partitions)
     fake = SimpleNamespace(
         reactor=clock, metadata_cache=cache, replica_manager=replica_manager, zk=None,
         topic_config=lambda topic: {},

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 
-from simplekafka.client.types import TopicPartition
 from simplekafka.producer.accumulator import RecordAccumulator
 from simplekafka.producer.partitioner import DefaultPartitioner
 from simplekafka.producer.producer import Producer
 from simplekafka.protocol.records import Record
+from simplekafka.protocol.structs import TopicPartition
 
 TP = TopicPartition("t", 0)
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import pytest
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
-from simplekafka.broker.isr import may_join_isr, out_of_sync_replicas
+from simplekafka.broker.isr import high_watermark, may_join_isr, out_of_sync_replicas
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_fetcher import truncate_by_epoch
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.protocol.batch_header import iter_batch_positions, read_header
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 from simplekafka.protocol.records import Record, build_batch
 from simplekafka.storage import Log, LogConfig
 
@@ -82,7 +81,7 @@ def test_acks_all_is_refused_before_the_append_when_the_isr_is_too_small(tmp_pat
     partition = leader(tmp_path, isr=[LEADER])
     with pytest.raises(KafkaError) as refused:
         produce(partition, acks=-1, min_insync=2)
-    assert refused.value.code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert refused.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert partition.log_end_offset == 0  # nothing appended
     produce(partition, acks=1, min_insync=2)  # acks=1 does not care
     assert partition.log_end_offset == 1
@@ -259,10 +258,10 @@ def test_fencing_of_older_and_newer_leader_epochs(tmp_path):
     partition.check_leader_epoch(5)
     with pytest.raises(KafkaError) as older:
         partition.check_leader_epoch(4)
-    assert older.value.code == ErrorCode.FENCED_LEADER_EPOCH
+    assert older.value.error_code == ErrorCode.FENCED_LEADER_EPOCH
     with pytest.raises(KafkaError) as newer:
         partition.check_leader_epoch(6)
-    assert newer.value.code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert newer.value.error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
     assert not partition.make_follower(2, 4, [2], REPLICAS, 3, 1)  # an older epoch is ignored
     assert partition.is_leader
 
@@ -341,3 +340,10 @@ def test_stale_controller_and_leader_epochs_are_refused(tmp_path):
     # A newer epoch is applied: this broker leads.
     manager.become_leader_or_follower(leader_and_isr(6, F1, 4, zk_version=1))
     assert partition.is_leader and partition.leader_epoch == 4
+
+
+def test_the_hw_is_the_lowest_log_end_over_the_isr_as_a_pure_function():
+    assert high_watermark(REPLICAS, LEADER, 10, {F1: 7, F2: 9}) == 7
+    assert high_watermark([LEADER, F2], LEADER, 10, {F1: 2, F2: 9}) == 9  # F1 left the ISR
+    assert high_watermark([LEADER, F1], LEADER, 10, {}) == 0  # not heard from F1 yet
+    assert high_watermark([LEADER], LEADER, 10, {F1: 2}) == 10

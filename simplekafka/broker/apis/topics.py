@@ -19,9 +19,13 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, threads
 
+from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle
+from simplekafka.broker.config import BrokerConfig
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.coordination.topics import TopicError, create_topic, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.storage import LogConfig
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +33,14 @@ log = logging.getLogger(__name__)
 class TopicAdmin:
     """The CreateTopics and DeleteTopics handlers, and auto-creation for Metadata."""
 
-    def __init__(self, broker: Any):
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, cache: MetadataCache, reactor: Reactor,
+                 zookeeper: ZooKeeperHandle, is_controller: Flag, log_config: LogConfig):
+        self.config = config
+        self.cache = cache
+        self.reactor = reactor
+        self.zookeeper = zookeeper
+        self.is_controller = is_controller
+        self.log_config = log_config  # the broker's defaults, that topic configs override
         self._auto_creating: set[str] = set()
 
     # -- Metadata's auto-create -----------------------------------------------------------
@@ -41,16 +51,16 @@ class TopicAdmin:
             validate_topic_name(name)
         except TopicError as exc:
             return exc.error_code
-        if self.broker.zk is None:
+        if self.zookeeper() is None:
             return ErrorCode.LEADER_NOT_AVAILABLE
         if name not in self._auto_creating:
             self._auto_creating.add(name)
-            config = self.broker.config
+            config = self.config
             replication = min(config.default_replication_factor,
-                              max(len(self.broker.metadata_cache.brokers), 1))
+                              max(len(self.cache.brokers), 1))
             work = threads.deferToThreadPool(
-                self.broker.reactor, self.broker.reactor.getThreadPool(),
-                create_topic, self.broker.zk, name, config["num.partitions"], replication)
+                self.reactor, self.reactor.getThreadPool(),
+                create_topic, self.zookeeper(), name, config["num.partitions"], replication)
             work.addCallbacks(
                 lambda _: log.info("auto-created topic %s", name),
                 lambda f: f.check(TopicError) or log.warning(
@@ -67,7 +77,7 @@ class TopicAdmin:
         for topic in request.topics:
             result = {"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None}
             results.append(result)
-            if not self.broker.is_controller:
+            if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
                 continue
             waits.append(self._create_one(topic, validate_only, result))
@@ -78,12 +88,12 @@ class TopicAdmin:
         created.addCallback(lambda _: self._wait_for(
             [r["name"] for r in results if r["error_code"] == ErrorCode.NONE
              and not validate_only],
-            request.timeout_ms, lambda name: self.broker.metadata_cache.all_leaders_known(name),
+            request.timeout_ms, lambda name: self.cache.all_leaders_known(name),
             results))
         return created.addCallback(lambda _: body)
 
     def _create_one(self, topic: Any, validate_only: bool, result: dict) -> defer.Deferred:
-        config = self.broker.config
+        config = self.config
         partitions = topic.num_partitions if topic.num_partitions != -1 \
             else config["num.partitions"]
         replication = topic.replication_factor if topic.replication_factor != -1 \
@@ -100,7 +110,7 @@ class TopicAdmin:
             result["error_code"] = ErrorCode.INVALID_CONFIG
             result["error_message"] = f"unknown topic config {unknown[0]!r}"
             return defer.succeed(None)
-        problem = _bad_config_value(topic_config, self.broker.log_config)
+        problem = _bad_config_value(topic_config, self.log_config)
         if problem:
             result["error_code"] = ErrorCode.INVALID_CONFIG
             result["error_message"] = problem
@@ -109,11 +119,11 @@ class TopicAdmin:
         def work() -> None:
             if validate_only:
                 validate_topic_name(topic.name)
-                if self.broker.zk.exists(ZkPaths.topic(topic.name)):
+                if self.zookeeper().exists(ZkPaths.topic(topic.name)):
                     raise TopicError(f"topic {topic.name!r} already exists",
                                      ErrorCode.TOPIC_ALREADY_EXISTS)
                 return
-            create_topic(self.broker.zk, topic.name, partitions, replication,
+            create_topic(self.zookeeper(), topic.name, partitions, replication,
                          topic_config, manual)
 
         def failed(failure: Any) -> None:
@@ -125,7 +135,7 @@ class TopicAdmin:
                 result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
                 result["error_message"] = failure.getErrorMessage()
 
-        reactor = self.broker.reactor
+        reactor = self.reactor
         return threads.deferToThreadPool(reactor, reactor.getThreadPool(), work).addErrback(
             failed)
 
@@ -137,11 +147,11 @@ class TopicAdmin:
         for name in request.topic_names:
             result = {"name": name, "error_code": ErrorCode.NONE}
             results.append(result)
-            if not self.broker.is_controller:
+            if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
-            elif not self.broker.config["delete.topic.enable"]:
+            elif not self.config["delete.topic.enable"]:
                 result["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
-            elif not self.broker.metadata_cache.has_topic(name):
+            elif not self.cache.has_topic(name):
                 result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 waits.append(self._mark_for_deletion(name, result))
@@ -151,14 +161,14 @@ class TopicAdmin:
         marked = defer.gatherResults(waits, consumeErrors=True)
         marked.addCallback(lambda _: self._wait_for(
             [r["name"] for r in results if r["error_code"] == ErrorCode.NONE],
-            request.timeout_ms, lambda name: not self.broker.metadata_cache.has_topic(name),
+            request.timeout_ms, lambda name: not self.cache.has_topic(name),
             results))
         return marked.addCallback(lambda _: body)
 
     def _mark_for_deletion(self, name: str, result: dict) -> defer.Deferred:
         def work() -> None:
             try:
-                self.broker.zk.create(ZkPaths.delete_topic(name), b"", makepath=True)
+                self.zookeeper().create(ZkPaths.delete_topic(name), b"", makepath=True)
             except NodeExistsError:
                 pass  # already being deleted
 
@@ -166,7 +176,7 @@ class TopicAdmin:
             log.error("marking %s for deletion failed: %s", name, failure.getErrorMessage())
             result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
 
-        reactor = self.broker.reactor
+        reactor = self.reactor
         return threads.deferToThreadPool(reactor, reactor.getThreadPool(), work).addErrback(
             failed)
 
@@ -176,7 +186,7 @@ class TopicAdmin:
                   results: list[dict]) -> defer.Deferred:
         """Fire when ``is_done(name)`` holds for every name, or at the timeout (then
         the late ones answer REQUEST_TIMED_OUT, as Kafka's delayed operations do)."""
-        cache = self.broker.metadata_cache
+        cache = self.cache
         finished: defer.Deferred = defer.Deferred()
         pending = [n for n in names if not is_done(n)]
         if not pending or timeout_ms <= 0:
@@ -202,7 +212,7 @@ class TopicAdmin:
             finished.callback(None)
 
         cache.listeners.append(check)
-        timer = self.broker.reactor.callLater(timeout_ms / 1000.0, finish, True)
+        timer = self.reactor.callLater(timeout_ms / 1000.0, finish, True)
         return finished
 
 

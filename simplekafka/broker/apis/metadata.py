@@ -13,8 +13,11 @@ and the client simply asks again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from simplekafka.broker.apis.collaborators import Config, TopicCreator
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 
@@ -33,8 +36,7 @@ def advertised_versions() -> list[dict]:
 
 
 class ApiVersionsHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.API_VERSIONS (v0-v2; the dispatcher answers the v3+ probe itself)."""
 
     def __call__(self, context: Any, request: Any) -> dict:
         return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(),
@@ -42,33 +44,39 @@ class ApiVersionsHandler:
 
 
 class MetadataHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.METADATA: see the module docstring."""
+
+    def __init__(self, cache: MetadataCache, config: Config,
+                 cluster_id: Callable[[], str | None], topic_creator: TopicCreator):
+        self.cache = cache
+        self.config = config
+        self.cluster_id = cluster_id  # known once connected to ZooKeeper
+        self.topic_creator = topic_creator
 
     def __call__(self, context: Any, request: Any) -> dict:
-        cache = self.broker.metadata_cache
+        cache = self.cache
         version = context.api_version
         requested = request.topics
         if requested is None or (version == 0 and not requested):
             names = cache.topic_names()
         else:
             names = list(dict.fromkeys(t.name for t in requested))
-        allow_create = self.broker.config["auto.create.topics.enable"] and (
+        allow_create = self.config["auto.create.topics.enable"] and (
             version < 4 or request.allow_auto_topic_creation)
         topics = [self._topic(name, cache, allow_create) for name in names]
         brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                    for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)]
         controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
         return {"throttle_time_ms": 0, "brokers": brokers,
-                "cluster_id": self.broker.cluster_id, "controller_id": controller_id,
+                "cluster_id": self.cluster_id(), "controller_id": controller_id,
                 "topics": topics}
 
-    def _topic(self, name: str, cache: Any, allow_create: bool) -> dict:
+    def _topic(self, name: str, cache: MetadataCache, allow_create: bool) -> dict:
         partitions = cache.topics.get(name)
         if partitions is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if allow_create:
-                code = self.broker.topic_admin.auto_create(name)
+                code = self.topic_creator.auto_create(name)
             return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
         answers = []
         for index in sorted(partitions):

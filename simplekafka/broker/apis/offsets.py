@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from simplekafka.broker.errors import KafkaError
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.broker.apis.collaborators import Leaders
+from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +22,10 @@ EARLIEST = -2
 
 
 class ListOffsetsHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.LIST_OFFSETS: earliest, latest, or by timestamp, per partition."""
+
+    def __init__(self, leaders: Leaders):
+        self.leaders = leaders
 
     def __call__(self, context: Any, request: Any) -> dict:
         topics = []
@@ -36,7 +38,7 @@ class ListOffsetsHandler:
                 try:
                     self._answer(topic.name, wanted, request.replica_id, answer)
                 except KafkaError as exc:
-                    answer["error_code"] = exc.code
+                    answer["error_code"] = exc.error_code
                 except Exception:
                     log.exception("ListOffsets on %s-%d failed", topic.name,
                                   wanted.partition_index)
@@ -46,7 +48,7 @@ class ListOffsetsHandler:
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
-        partition = self.broker.replica_manager.leader_partition(topic, wanted.partition_index)
+        partition = self.leaders.leader_partition(topic, wanted.partition_index)
         partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
         if wanted.timestamp == EARLIEST:
             answer["offset"] = partition.log_start_offset
@@ -54,7 +56,7 @@ class ListOffsetsHandler:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.high_watermark)
         elif wanted.timestamp < 0:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
+            raise error_for(ErrorCode.INVALID_REQUEST,
                              f"timestamp {wanted.timestamp} is not -1, -2 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
@@ -66,8 +68,10 @@ class ListOffsetsHandler:
 
 
 class OffsetForLeaderEpochHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.OFFSET_FOR_LEADER_EPOCH: where an epoch ended in this leader's log."""
+
+    def __init__(self, leaders: Leaders):
+        self.leaders = leaders
 
     def __call__(self, context: Any, request: Any) -> dict:
         topics = []
@@ -77,14 +81,13 @@ class OffsetForLeaderEpochHandler:
                 answer = {"error_code": ErrorCode.NONE, "partition": wanted.partition,
                           "leader_epoch": -1, "end_offset": -1}
                 try:
-                    partition = self.broker.replica_manager.leader_partition(
-                        topic.topic, wanted.partition)
+                    partition = self.leaders.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(wanted.current_leader_epoch)
                     epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
                     answer["leader_epoch"] = epoch
                     answer["end_offset"] = end
                 except KafkaError as exc:
-                    answer["error_code"] = exc.code
+                    answer["error_code"] = exc.error_code
                 partitions.append(answer)
             topics.append({"topic": topic.topic, "partitions": partitions})
         return {"throttle_time_ms": 0, "topics": topics}

@@ -16,6 +16,7 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer, threads
 
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,14 @@ def reserve_block(zk: Any, broker_id: int, size: int) -> tuple[int, int]:
 
 
 class InitProducerIdHandler:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    """ApiKey.INIT_PRODUCER_ID: the next id of this broker's reserved block."""
+
+    def __init__(self, zookeeper: ZooKeeperHandle, reactor: Reactor, broker_id: int,
+                 block_size: int):
+        self.zookeeper = zookeeper
+        self.reactor = reactor
+        self.broker_id = broker_id
+        self.block_size = block_size
         self._next = 0
         self._end = -1
         self._refill: defer.Deferred | None = None
@@ -60,13 +67,13 @@ class InitProducerIdHandler:
             return self._answer(ErrorCode.INVALID_REQUEST)
         if self._next <= self._end:
             return self._take()
-        if self.broker.zk is None:
+        zk = self.zookeeper()
+        if zk is None:
             return self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if self._refill is None:
-            reactor = self.broker.reactor
             self._refill = threads.deferToThreadPool(
-                reactor, reactor.getThreadPool(), reserve_block, self.broker.zk,
-                self.broker.config.broker_id, self.broker.config["producer.id.block.size"])
+                self.reactor, self.reactor.getThreadPool(), reserve_block, zk,
+                self.broker_id, self.block_size)
             self._refill.addBoth(self._refilled)
         waiter: defer.Deferred = defer.Deferred()
         self._refill.addBoth(lambda result: (waiter.callback(None), result)[1])

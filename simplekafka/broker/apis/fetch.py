@@ -20,8 +20,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.errors import KafkaError
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.broker.apis.collaborators import FetchSource, Flag, Reactor
+from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 class FetchHandler:
     """ApiKey.FETCH: see the module docstring."""
 
-    def __init__(self, broker: Any):
-        self.broker = broker
+    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag):
+        self.replicas = replicas
+        self.reactor = reactor
+        self.is_stopping = is_stopping  # true once the broker shuts down
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
     def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
@@ -46,7 +48,7 @@ class FetchHandler:
         total = 0
         has_error = False
         responses = []
-        replicas = self.broker.replica_manager
+        replicas = self.replicas
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
@@ -72,10 +74,10 @@ class FetchHandler:
                     total += len(records)
                     remaining -= len(records)
                 except KafkaError as exc:
-                    answer["error_code"] = exc.code
+                    answer["error_code"] = exc.error_code
                     has_error = True
                 except Exception:
-                    if getattr(self.broker, "stopping", False) is True:
+                    if self.is_stopping():
                         # A fetch parked before shutdown, answered after the logs closed.
                         answer["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                         has_error = True
@@ -94,8 +96,7 @@ class FetchHandler:
         found = []
         for topic in request.topics:
             for wanted in topic.partitions:
-                partition = self.broker.replica_manager.get_partition(topic.topic,
-                                                                      wanted.partition)
+                partition = self.replicas.get_partition(topic.topic, wanted.partition)
                 if partition is not None:
                     found.append(partition)
         return found
@@ -118,7 +119,7 @@ class _DelayedFetch:
         for partition in self.partitions:
             partition.add_append_listener(self.on_append)
         self.handler.waiting += 1
-        self.timer = self.handler.broker.reactor.callLater(
+        self.timer = self.handler.reactor.callLater(
             self.request.max_wait_ms / 1000.0, self.complete)
         return self.result
 

@@ -1,0 +1,67 @@
+"""The request handlers, one module per request family (Kafka's ``KafkaApis``).
+
+Only here are wire answers built: a handler takes a ``RequestContext`` and the
+decoded request, asks its collaborators (the ReplicaManager, the metadata
+cache, the group coordinator, ZooKeeper through a worker thread) and returns
+the response as a dict, None for "no response", or a Deferred of either.
+
+==========================================  ==============================
+API                                         module
+==========================================  ==============================
+ApiVersions, Metadata                       ``apis.metadata``
+Produce                                     ``apis.produce``
+Fetch                                       ``apis.fetch``
+ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
+InitProducerId                              ``apis.producer_ids``
+CreateTopics, DeleteTopics                  ``apis.topics``
+FindCoordinator ... DeleteGroups            ``apis.groups``
+LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
+==========================================  ==============================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
+from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
+from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.produce import ProduceHandler
+from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.group_coordinator import GroupCoordinator
+from simplekafka.protocol.api import ApiKey
+
+
+@dataclass
+class KafkaApis:
+    """Every handler of one broker, registered on its dispatcher by ``register``."""
+
+    api_versions: ApiVersionsHandler
+    metadata: MetadataHandler
+    produce: ProduceHandler
+    fetch: FetchHandler
+    list_offsets: ListOffsetsHandler
+    offset_for_leader_epoch: OffsetForLeaderEpochHandler
+    init_producer_id: InitProducerIdHandler
+    topics: TopicAdmin
+    inter_broker: InterBrokerHandlers
+    groups: GroupCoordinator
+
+    def register(self, dispatcher: Any) -> None:
+        register = dispatcher.register
+        register(ApiKey.API_VERSIONS, self.api_versions)
+        register(ApiKey.METADATA, self.metadata)
+        register(ApiKey.PRODUCE, self.produce)
+        register(ApiKey.FETCH, self.fetch)
+        register(ApiKey.LIST_OFFSETS, self.list_offsets)
+        register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
+        register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
+        register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
+        register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
+        register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
+        register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
+        register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)
+        self.groups.register(dispatcher)

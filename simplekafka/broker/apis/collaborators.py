@@ -1,0 +1,73 @@
+"""What the request handlers need from the rest of the broker, as small Protocols.
+
+A handler is given exactly the collaborators it uses (the finger tutorial's
+``IFingerService``, in today's typing): ``KafkaBroker`` passes its real parts,
+a unit test may pass a small fake of one Protocol instead of a whole broker.
+The metadata cache needs no Protocol: it is plain data (``MetadataCache``),
+cheap to build for real in a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from twisted.internet import defer
+
+from simplekafka.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IDelayedCall
+    from twisted.python.threadpool import ThreadPool
+
+    from simplekafka.broker.partition import Partition
+    from simplekafka.storage import LogConfig
+
+
+class Reactor(Protocol):
+    """The part of Twisted's reactor handlers use: timers and the worker-thread pool."""
+
+    def callLater(self, delay: float, callable: Callable[..., Any], *args: Any,
+                  **kw: Any) -> IDelayedCall: ...
+
+    def getThreadPool(self) -> ThreadPool: ...
+
+
+class Config(Protocol):
+    """Broker configuration values by their Kafka key (``BrokerConfig``)."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+class Leaders(Protocol):
+    """Finds the local partitions a request is about (``ReplicaManager``)."""
+
+    def leader_partition(self, topic: str, partition: int) -> Partition: ...
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None: ...
+
+
+class RecordAppender(Protocol):
+    """Appends batches at their leaders and waits per acks (``ReplicaManager``)."""
+
+    def append_records(self, entries: Mapping[tuple[str, int], bytes | None], acks: int,
+                       timeout_ms: int, internal: bool = False,
+                       api_version: int | None = None) -> defer.Deferred: ...
+
+
+class FetchSource(Leaders, Protocol):
+    """Leaders plus the ISR bookkeeping a follower's fetch triggers (``ReplicaManager``)."""
+
+    def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None: ...
+
+
+class TopicCreator(Protocol):
+    """Metadata's auto-creation of an unknown topic (``TopicAdmin``)."""
+
+    def auto_create(self, name: str) -> ErrorCode: ...
+
+
+# Read when asked, because they change after the handlers are built.
+ZooKeeperHandle = Callable[[], Any]  # the connected KazooClient, or None
+Flag = Callable[[], bool]
+LogConfigSource = Callable[[], "LogConfig"]

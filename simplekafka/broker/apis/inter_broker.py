@@ -1,0 +1,84 @@
+"""LeaderAndIsr, UpdateMetadata and StopReplica: the controller's requests to this broker.
+
+They arrive over the wire from another broker's controller, or through the
+local channel from this broker's own. Each is refused with STALE_BROKER_EPOCH
+when it was meant for an earlier incarnation of this broker (KIP-380). Before
+a LeaderAndIsr creates a partition's log, the topic's config overrides are
+read from ZooKeeper (on a worker thread), so the log starts with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer, threads
+
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle
+from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.protocol.errors import ErrorCode
+
+TopicConfigReader = Callable[[Any, str], dict[str, str]]
+
+
+class InterBrokerHandlers:
+    """The three controller-to-broker requests; see the module docstring."""
+
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache,
+                 topic_configs: dict[str, dict[str, str]], read_topic_config: TopicConfigReader,
+                 zookeeper: ZooKeeperHandle, reactor: Reactor,
+                 broker_epoch: Callable[[], int | None]):
+        self.replica_manager = replica_manager
+        self.cache = cache
+        self.topic_configs = topic_configs  # the broker's, shared: filled and pruned here
+        self.read_topic_config = read_topic_config
+        self.zookeeper = zookeeper
+        self.reactor = reactor
+        self.broker_epoch = broker_epoch  # our /brokers/ids znode's czxid, once registered
+
+    def leader_and_isr(self, context: Any, request: Any) -> dict | defer.Deferred:
+        stale = self._stale_broker_epoch(request)
+        if stale is not None:
+            return {"error_code": stale, "partition_errors": []}
+        topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
+        topics |= {p.topic_name for p in (getattr(request, "ungrouped_partition_states", None)
+                                          or [])}
+        unknown = sorted(t for t in topics if t not in self.topic_configs)
+        zk = self.zookeeper()
+        if not unknown or zk is None:
+            return self.replica_manager.become_leader_or_follower(request)
+
+        def read_configs() -> dict[str, dict[str, str]]:
+            return {t: self.read_topic_config(zk, t) for t in unknown}
+
+        def apply(configs: dict[str, dict[str, str]]) -> dict:
+            self.topic_configs.update(configs)
+            return self.replica_manager.become_leader_or_follower(request)
+
+        return threads.deferToThreadPool(
+            self.reactor, self.reactor.getThreadPool(), read_configs).addCallback(apply)
+
+    def update_metadata(self, context: Any, request: Any) -> dict:
+        stale = self._stale_broker_epoch(request)
+        if stale is not None:
+            return {"error_code": stale}
+        code = self.cache.apply_update_metadata(request)
+        for topic in list(self.topic_configs):
+            if not self.cache.has_topic(topic):
+                self.topic_configs.pop(topic, None)
+        return {"error_code": code}
+
+    def stop_replica(self, context: Any, request: Any) -> dict:
+        stale = self._stale_broker_epoch(request)
+        if stale is not None:
+            return {"error_code": stale, "partition_errors": []}
+        return self.replica_manager.stop_replicas(request)
+
+    def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
+        """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""
+        ours = self.broker_epoch()
+        theirs = getattr(request, "broker_epoch", -1)
+        if ours is not None and theirs not in (-1, None) and theirs < ours:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return None

@@ -1,0 +1,67 @@
+"""Produce: hand each partition's batch to the ReplicaManager, answer per acks.
+
+The handler never looks inside a batch, and does not append or wait itself:
+``ReplicaManager.append_records`` validates, appends and (acks=all) waits for
+the high watermark, the one place that does, for clients and for the group
+coordinator alike. What stays here is the wire: versions below 3 (no magic v2
+batches) are refused per partition, acks=0 gets no response at all, and the
+partition outcomes become the response dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+
+from simplekafka.broker.apis.collaborators import RecordAppender
+from simplekafka.broker.replica_manager import PartitionResponse
+from simplekafka.protocol.errors import ErrorCode
+
+FIRST_MAGIC_V2_VERSION = 3
+
+
+class ProduceHandler:
+    """ApiKey.PRODUCE: see the module docstring."""
+
+    def __init__(self, replica_manager: RecordAppender):
+        self.replica_manager = replica_manager
+
+    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred | None:
+        acks = request.acks
+        version = context.api_version
+        entries: dict[tuple[str, int], bytes | None] = {}
+        refused: dict[tuple[str, int], PartitionResponse] = {}
+        for topic in request.topic_data:
+            for data in topic.partition_data:
+                key = (topic.name, data.index)
+                if version < FIRST_MAGIC_V2_VERSION:
+                    refused[key] = PartitionResponse(ErrorCode.UNSUPPORTED_VERSION)
+                else:
+                    entries[key] = data.records
+        appended = self.replica_manager.append_records(
+            entries, acks, request.timeout_ms, internal=False, api_version=version)
+        if acks == 0:
+            return None
+        answer = appended.addCallback(_response_body, request, refused)
+        if answer.called:  # nothing to wait for: answer now, without a Deferred round trip
+            return answer.result
+        return answer
+
+
+def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any,
+                   refused: dict[tuple[str, int], PartitionResponse]) -> dict:
+    """The ProduceResponse for ``request``, its partitions in the order they were asked."""
+    responses = []
+    for topic in request.topic_data:
+        partition_responses = []
+        for data in topic.partition_data:
+            key = (topic.name, data.index)
+            outcome = results.get(key) or refused[key]
+            partition_responses.append({
+                "index": data.index, "error_code": outcome.error_code,
+                "base_offset": outcome.base_offset, "log_append_time_ms": -1,
+                "log_start_offset": outcome.log_start_offset,
+                "error_message": outcome.error_message})
+        responses.append({"name": topic.name, "partition_responses": partition_responses})
+    return {"responses": responses, "throttle_time_ms": 0}

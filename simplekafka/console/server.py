@@ -1,0 +1,322 @@
+"""The console's HTTP server: the REST API under ``/api``, the web page at ``/``.
+
+Built on ``twisted.web``, which the broker already depends on, so the console
+adds no web framework. The Kafka calls block (our clients wait on futures), so
+each API request runs in the reactor's thread pool and its answer is written
+back on the reactor thread. The web page is static files in this package,
+polling ``/api/overview`` once a second; the API page (Swagger UI) is served
+from the ``swagger-ui-bundle`` wheel's files, so nothing comes from the internet.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from twisted.internet import reactor, threads
+from twisted.python import log
+from twisted.web import resource, server
+
+from simplekafka.console import openapi
+from simplekafka.console.service import (
+    DEFAULT_RECORDS_LIMIT,
+    MAX_PARTITIONS,
+    MAX_RECORDS_LIMIT,
+    ApiError,
+    ConsoleService,
+    bad_request,
+)
+
+STATIC_DIR = Path(__file__).parent / "static"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+Handler = Callable[..., tuple[int, Any]]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    pattern: re.Pattern[str]
+    handler: str  # name of a ConsoleApp method
+    has_body: bool = False
+
+
+def _route(method: str, template: str, handler: str, has_body: bool = False) -> Route:
+    regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template)
+    return Route(method, re.compile(f"^{regex}$"), handler, has_body)
+
+
+ROUTES = [
+    _route("GET", "/api/cluster", "get_cluster"),
+    _route("GET", "/api/overview", "get_overview"),
+    _route("GET", "/api/topics", "list_topics"),
+    _route("POST", "/api/topics", "create_topic", has_body=True),
+    _route("GET", "/api/topics/{name}", "get_topic"),
+    _route("DELETE", "/api/topics/{name}", "delete_topic"),
+    _route("GET", "/api/topics/{name}/records", "get_records"),
+    _route("POST", "/api/topics/{name}/records", "produce", has_body=True),
+    _route("GET", "/api/groups", "list_groups"),
+    _route("GET", "/api/groups/{group_id}", "get_group"),
+    _route("DELETE", "/api/groups/{group_id}", "delete_group"),
+    _route("POST", "/api/groups/{group_id}/offsets/reset", "reset_offsets", has_body=True),
+    _route("POST", "/api/leader-election", "elect_leaders", has_body=True),
+    _route("GET", "/api/openapi.json", "get_openapi"),
+]
+
+
+def query_int(args: dict[bytes, list[bytes]], name: str, default: int | None,
+              low: int, high: int) -> int | None:
+    """An integer query parameter within [low, high], or a 400 naming it."""
+    values = args.get(name.encode())
+    if not values:
+        return default
+    text = values[-1].decode("utf-8", "replace")
+    try:
+        value = int(text)
+    except ValueError:
+        raise bad_request(f"{name} must be an integer, not {text!r}") from None
+    if not low <= value <= high:
+        raise bad_request(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+class ConsoleApp:
+    """Route handlers: each returns (status, JSON value) and runs in a worker thread."""
+
+    def __init__(self, service: ConsoleService) -> None:
+        self.service = service
+
+    def get_cluster(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.cluster()
+
+    def get_overview(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.overview()
+
+    def list_topics(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.list_topics()
+
+    def create_topic(self, request: Any, body: Any) -> tuple[int, Any]:
+        return 201, self.service.create_topic(body)
+
+    def get_topic(self, request: Any, name: str) -> tuple[int, Any]:
+        return 200, self.service.topic(name)
+
+    def delete_topic(self, request: Any, name: str) -> tuple[int, Any]:
+        self.service.delete_topic(name)
+        return 204, None
+
+    def get_records(self, request: Any, name: str) -> tuple[int, Any]:
+        args = request.args
+        partition = query_int(args, "partition", 0, 0, MAX_PARTITIONS)
+        offset = query_int(args, "offset", None, 0, 2**63 - 1)
+        limit = query_int(args, "limit", DEFAULT_RECORDS_LIMIT, 1, MAX_RECORDS_LIMIT)
+        return 200, self.service.records(name, partition, offset, limit)
+
+    def produce(self, request: Any, body: Any, name: str) -> tuple[int, Any]:
+        return 200, self.service.produce(name, body)
+
+    def list_groups(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.list_groups()
+
+    def get_group(self, request: Any, group_id: str) -> tuple[int, Any]:
+        return 200, self.service.group(group_id)
+
+    def delete_group(self, request: Any, group_id: str) -> tuple[int, Any]:
+        self.service.delete_group(group_id)
+        return 204, None
+
+    def reset_offsets(self, request: Any, body: Any, group_id: str) -> tuple[int, Any]:
+        return 200, self.service.reset_offsets(group_id, body)
+
+    def elect_leaders(self, request: Any, body: Any) -> tuple[int, Any]:
+        return 200, self.service.elect_leaders({} if body is None else body)
+
+    def get_openapi(self, request: Any) -> tuple[int, Any]:
+        return 200, openapi.document()
+
+
+def _parse_body(request: Any, required: bool) -> Any:
+    raw = request.content.read(MAX_BODY_BYTES + 1)
+    if len(raw) > MAX_BODY_BYTES:
+        raise bad_request(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    if not raw.strip():
+        if required:
+            raise bad_request("the body must be JSON")
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise bad_request("the body is not valid JSON") from None
+
+
+class ApiResource(resource.Resource):
+    """Everything under /api: the routes, and the Swagger UI page under /api/docs."""
+
+    isLeaf = True
+
+    def __init__(self, app: ConsoleApp, swagger_dir: Path | None) -> None:
+        super().__init__()
+        self.app = app
+        self.swagger_dir = swagger_dir
+
+    def render(self, request: Any) -> Any:
+        path = request.path.decode("latin-1")
+        if path.rstrip("/") == "/api/docs" or path.startswith("/api/docs/"):
+            return self._docs(request, path)
+        allowed = []
+        for route in ROUTES:
+            match = route.pattern.match(path)
+            if not match:
+                continue
+            allowed.append(route.method)
+            if route.method == request.method.decode("latin-1"):
+                params = {k: unquote(v, errors="strict") if _utf8(v) else None
+                          for k, v in match.groupdict().items()}
+                if None in params.values():
+                    return _finish_json(request, 400, {"error": "the path is not UTF-8"})
+                return self._dispatch(request, route, params)
+        if allowed:
+            request.setHeader(b"allow", ", ".join(allowed).encode())
+            return _finish_json(request, 405, {"error": f"use {' or '.join(allowed)}"})
+        return _finish_json(request, 404, {"error": f"no such API route: {path}"})
+
+    def _dispatch(self, request: Any, route: Route, params: dict[str, str]) -> Any:
+        handler = getattr(self.app, route.handler)
+        try:
+            if route.has_body:
+                body = _parse_body(request, required=route.handler != "elect_leaders")
+                call = lambda: handler(request, body, **params)  # noqa: E731
+            else:
+                call = lambda: handler(request, **params)  # noqa: E731
+        except ApiError as exc:
+            return _finish_json(request, exc.status, {"error": exc.message})
+        finished = [False]
+        request.notifyFinish().addBoth(lambda _: finished.__setitem__(0, True))
+
+        def answer(result: tuple[int, Any]) -> None:
+            if not finished[0]:
+                status, value = result
+                request.write(_json_bytes(request, status, value))
+                request.finish()
+
+        def failed(failure: Any) -> None:
+            if finished[0]:
+                return
+            if failure.check(ApiError):
+                status, message = failure.value.status, failure.value.message
+            else:
+                log.err(failure, "console: unexpected error")
+                status, message = 500, f"internal error: {failure.getErrorMessage()}"
+            request.write(_json_bytes(request, status, {"error": message}))
+            request.finish()
+
+        threads.deferToThread(call).addCallbacks(answer, failed)
+        return server.NOT_DONE_YET
+
+    def _docs(self, request: Any, path: str) -> bytes:
+        if self.swagger_dir is None:
+            return _finish_json(request, 404, {"error": "swagger-ui-bundle is not installed"})
+        if path.rstrip("/") == "/api/docs":
+            return _static(request, STATIC_DIR / "docs.html")
+        name = path[len("/api/docs/"):]
+        if "/" in name or name.startswith("."):
+            return _finish_json(request, 404, {"error": "no such file"})
+        return _static(request, self.swagger_dir / name)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _json_bytes(request: Any, status: int, value: Any) -> bytes:
+    request.setResponseCode(status)
+    if status == 204:
+        return b""
+    request.setHeader(b"content-type", b"application/json")
+    request.setHeader(b"cache-control", b"no-store")
+    return json.dumps(value).encode()
+
+
+def _finish_json(request: Any, status: int, value: Any) -> bytes:
+    return _json_bytes(request, status, value)
+
+
+def _static(request: Any, path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return _finish_json(request, 404, {"error": "no such file"})
+    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    if kind.startswith("text/") or kind == "application/javascript":
+        kind += "; charset=utf-8"
+    request.setHeader(b"content-type", kind.encode())
+    return data
+
+
+class PageResource(resource.Resource):
+    """The web console: index.html at /, its script and style under /static/."""
+
+    isLeaf = True
+
+    def render_GET(self, request: Any) -> bytes:
+        path = request.path.decode("latin-1")
+        if path in ("/", "/index.html"):
+            return _static(request, STATIC_DIR / "index.html")
+        name = path.removeprefix("/static/")
+        if name != path and "/" not in name and not name.startswith("."):
+            return _static(request, STATIC_DIR / name)
+        return _finish_json(request, 404, {"error": f"not found: {path}"})
+
+
+class RootResource(resource.Resource):
+    """/api/... to the API, everything else to the page."""
+
+    isLeaf = True
+
+    def __init__(self, app: ConsoleApp, swagger_dir: Path | None) -> None:
+        super().__init__()
+        self.api = ApiResource(app, swagger_dir)
+        self.page = PageResource()
+
+    def render(self, request: Any) -> Any:
+        path = request.path
+        if path == b"/api" or path.startswith(b"/api/"):
+            return self.api.render(request)
+        return self.page.render(request)
+
+
+def swagger_ui_dir() -> Path | None:
+    """Where the swagger-ui-bundle wheel keeps Swagger UI's files (None if not installed)."""
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        return None
+    return Path(swagger_ui_bundle.swagger_ui_path)
+
+
+def make_site(service: ConsoleService) -> server.Site:
+    site = server.Site(RootResource(ConsoleApp(service), swagger_ui_dir()))
+    site.displayTracebacks = False
+    site.noisy = False
+    return site
+
+
+def serve(bootstrap_servers: str, host: str = "127.0.0.1", port: int = 8080,
+          on_listening: Callable[[int], None] | None = None) -> None:
+    """Run the console until the reactor stops (SIGTERM or Ctrl-C)."""
+    service = ConsoleService(bootstrap_servers)
+    reactor.suggestThreadPoolSize(16)
+    listening = reactor.listenTCP(port, make_site(service), interface=host)
+    if on_listening is not None:
+        on_listening(listening.getHost().port)
+    reactor.addSystemEventTrigger("before", "shutdown", service.close)
+    reactor.run()

@@ -1,0 +1,57 @@
+"""Stage 8's fixtures: ONE SparkSession for the whole pytest session, a cluster per module.
+
+A SparkSession costs 10-30 s to start and a JVM of about half a gigabyte, so
+every Spark test of the run shares ``spark`` (local[2], two shuffle
+partitions: the default 200 is about ten times slower on two cores). Tests
+that need a cluster of their own take ``spark_cluster``: three brokers, one per
+test module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The session-wide SparkSession, with the ``simplekafka`` format registered."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    import simplekafka.spark
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("simplekafka-stage8-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("WARN")
+    simplekafka.spark.register(session)
+    try:
+        yield session
+    finally:
+        for query in session.streams.active:
+            query.stop()
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory):
+    """A running three-broker LocalCluster, one per test module."""
+    from simplekafka.cluster import LocalCluster
+
+    local = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("spark-cluster"))
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()

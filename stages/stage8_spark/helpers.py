@@ -1,0 +1,62 @@
+"""Helpers the stage 8 tests share: topics, producing known records, reading them back."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from simplekafka.admin import Admin
+from simplekafka.producer import Producer
+
+
+def new_topic(cluster, partitions: int = 3, replication: int = 3, config: dict | None = None,
+              prefix: str = "t") -> str:
+    """A fresh topic with every partition led and in sync."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.create_topic(name, partitions, replication, config=config)
+    for p in range(partitions):
+        cluster.wait_for_leader(name, p)
+    return name
+
+
+def produce(cluster, topic: str, count: int, start: int = 0, headers=None,
+            partition: int | None = None) -> list[bytes]:
+    """``count`` records with values ``v<start>..``, keys ``k<i>``; all acknowledged."""
+    values = []
+    with Producer(cluster.bootstrap_servers, acks="all") as producer:
+        futures = []
+        for i in range(start, start + count):
+            value = b"v%d" % i
+            values.append(value)
+            futures.append(producer.send(topic, value=value, key=b"k%d" % (i % 7),
+                                         headers=headers, partition=partition))
+        producer.flush()
+        for future in futures:
+            future.result(timeout=60)
+    return values
+
+
+def run_stream(query_builder, timeout: float = 180.0):
+    """Start a query, wait until it has processed everything available, stop it."""
+    query = query_builder.trigger(availableNow=True).start()
+    try:
+        finished = query.awaitTermination(timeout)
+        assert finished, f"query did not finish within {timeout} s"
+    finally:
+        if query.isActive:
+            query.stop()
+    if query.exception() is not None:
+        raise query.exception()
+    return query
+
+
+def wait_until(condition, what: str, timeout: float = 120.0, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)

@@ -1,0 +1,369 @@
+"""The console's REST API against a live three-broker cluster (real processes).
+
+Every route with its success and error answers; bad input (unknown topic,
+negative partitions, a body that is not JSON, a huge limit) gets its 4xx and
+changes nothing; the OpenAPI document is valid, and a schemathesis run
+generated from it finds no 500 and no answer that breaks the document.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from simplekafka.admin import Admin
+from simplekafka.cluster import LocalCluster, free_port
+from simplekafka.console.process import ConsoleProcess
+from simplekafka.consumer import Consumer
+from simplekafka.producer import Producer
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    cluster = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("console-api"))
+    cluster.start()
+    try:
+        with ConsoleProcess(cluster.bootstrap_servers) as console:
+            yield cluster, console
+    finally:
+        cluster.stop()
+
+
+def call(url: str, method: str, path: str, body=None, raw: bytes | None = None):
+    """(status, decoded JSON or None) of one request; error statuses are answers too."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method,
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            status, payload, kind = answer.status, answer.read(), answer.headers["content-type"]
+    except urllib.error.HTTPError as error:
+        status, payload, kind = error.code, error.read(), error.headers["content-type"]
+    if not payload:
+        return status, None
+    assert kind.startswith("application/json"), (status, kind, payload[:200])
+    return status, json.loads(payload)
+
+
+@pytest.fixture
+def api(live):
+    _, console = live
+    return lambda method, path, body=None, raw=None: call(console.url, method, path, body, raw)
+
+
+def topic_names(api) -> list[str]:
+    status, topics = api("GET", "/api/topics")
+    assert status == 200
+    return [t["name"] for t in topics]
+
+
+def test_cluster_names_three_brokers_and_the_controller(live, api):
+    cluster, _ = live
+    status, body = api("GET", "/api/cluster")
+    assert status == 200
+    assert [b["id"] for b in body["brokers"]] == [1, 2, 3]
+    assert {b["port"] for b in body["brokers"]} == set(cluster.broker_ports.values())
+    assert body["controller_id"] == cluster.controller_id()
+    assert body["cluster_id"]
+    status, overview = api("GET", "/api/overview")
+    assert status == 200 and overview["controller_id"] == body["controller_id"]
+
+
+def test_topic_lifecycle(live, api):
+    cluster, _ = live
+    status, created = api("POST", "/api/topics", {"name": "orders", "partitions": 3,
+                                                  "replication_factor": 3,
+                                                  "configs": {"retention.ms": "3600000"}})
+    assert status == 201, created
+    assert [p["partition"] for p in created["partitions"]] == [0, 1, 2]
+    assert "orders" in topic_names(api)
+    status, topic = api("GET", "/api/topics/orders")
+    assert status == 200
+    for p in topic["partitions"]:
+        assert p["leader"] == cluster.leader_of("orders", p["partition"])
+        assert sorted(p["isr"]) == [1, 2, 3] and len(p["replicas"]) == 3
+        assert (p["earliest_offset"], p["latest_offset"]) == (0, 0)
+        assert p["under_replicated"] is False
+    status, listed = api("GET", "/api/topics")
+    summary = next(t for t in listed if t["name"] == "orders")
+    assert summary == {"name": "orders", "internal": False, "partitions": 3,
+                       "replication_factor": 3, "under_replicated_partitions": 0}
+    assert api("POST", "/api/topics", {"name": "orders", "partitions": 1})[0] == 409
+    assert api("DELETE", "/api/topics/orders") == (204, None)
+    assert "orders" not in topic_names(api)
+    assert api("GET", "/api/topics/orders")[0] == 404
+    assert api("DELETE", "/api/topics/orders")[0] == 404
+
+
+@pytest.mark.parametrize("body", [
+    {"name": "bad-partitions", "partitions": -1},
+    {"name": "bad-partitions", "partitions": 0},
+    {"name": "bad-partitions", "partitions": "3"},
+    {"name": "bad-replication", "partitions": 1, "replication_factor": 4},  # 3 brokers
+    {"name": "bad name!", "partitions": 1},
+    {"name": "", "partitions": 1},
+    {"partitions": 1},
+    {"name": "bad-config", "configs": {"retention.ms": {"nested": 1}}},
+    {"name": "bad-config", "configs": ["retention.ms"]},
+    {"name": "bad-field", "partition": 1},
+    ["not", "an", "object"],
+])
+def test_bad_topic_creations_are_400_and_change_nothing(api, body):
+    before = topic_names(api)
+    status, answer = api("POST", "/api/topics", body)
+    assert status == 400, answer
+    assert set(answer) == {"error"} and answer["error"]
+    assert topic_names(api) == before
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"", b"\xff\xfe", b"[" * 100_000])
+def test_non_json_bodies_are_400_and_change_nothing(api, raw):
+    before = topic_names(api)
+    for path in ("/api/topics", "/api/topics/anything/records",
+                 "/api/groups/g/offsets/reset"):
+        status, answer = api("POST", path, raw=raw)
+        assert status == 400, (path, answer)
+    assert topic_names(api) == before
+
+
+def test_records_round_trip(api):
+    assert api("POST", "/api/topics", {"name": "events", "partitions": 2,
+                                       "replication_factor": 3})[0] == 201
+    records = [{"key": f"k{i}", "value": f"value {i}", "partition": 1} for i in range(5)]
+    records.append({"key": base64.b64encode(b"\x00\xff").decode(),
+                    "value": base64.b64encode(b"\x80binary").decode(),
+                    "partition": 1, "encoding": "base64"})
+    records.append({"value": "to partition zero", "partition": 0})
+    status, produced = api("POST", "/api/topics/events/records", {"records": records})
+    assert status == 200, produced
+    assert produced["offsets"] == ([{"partition": 1, "offset": i} for i in range(6)]
+                                   + [{"partition": 0, "offset": 0}])
+    status, page = api("GET", "/api/topics/events/records?partition=1&offset=0&limit=3")
+    assert status == 200
+    assert [r["offset"] for r in page["records"]] == [0, 1, 2]
+    assert [(r["key"], r["value"], r["encoding"]) for r in page["records"]] == [
+        (f"k{i}", f"value {i}", None) for i in range(3)]
+    assert (page["earliest_offset"], page["latest_offset"], page["next_offset"]) == (0, 6, 3)
+    status, page = api("GET", "/api/topics/events/records?partition=1&offset=3")
+    assert [r["offset"] for r in page["records"]] == [3, 4, 5]
+    binary = page["records"][-1]
+    assert binary["encoding"] == "base64"
+    assert base64.b64decode(binary["key"]) == b"\x00\xff"
+    assert base64.b64decode(binary["value"]) == b"\x80binary"
+    status, page = api("GET", "/api/topics/events/records?partition=1&offset=99")
+    assert status == 200 and page["records"] == [] and page["next_offset"] == 99
+    # Records written by another client, with headers, read through the API.
+    status, topic = api("GET", "/api/topics/events")
+    assert [p["latest_offset"] for p in topic["partitions"]] == [1, 6]
+
+
+def test_headers_are_shown(live, api):
+    cluster, _ = live
+    assert api("POST", "/api/topics", {"name": "with-headers", "partitions": 1,
+                                       "replication_factor": 2})[0] == 201
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        producer.send("with-headers", b"v", key=b"k",
+                      headers=[("trace", b"abc"), ("raw", b"\xff"), ("none", None)]).get(30)
+    status, page = api("GET", "/api/topics/with-headers/records")
+    assert status == 200
+    assert page["records"][0]["headers"] == [
+        {"key": "trace", "value": "abc", "encoding": None},
+        {"key": "raw", "value": base64.b64encode(b"\xff").decode(), "encoding": "base64"},
+        {"key": "none", "value": None, "encoding": None}]
+
+
+@pytest.mark.parametrize("query, status", [
+    ("?limit=100000000", 400), ("?limit=0", 400), ("?limit=abc", 400),
+    ("?offset=-1", 400), ("?partition=-1", 400), ("?partition=7", 404),
+])
+def test_bad_record_reads(api, query, status):
+    if "records-target" not in topic_names(api):
+        api("POST", "/api/topics", {"name": "records-target", "partitions": 1,
+                                    "replication_factor": 3})
+    code, answer = api("GET", "/api/topics/records-target/records" + query)
+    assert code == status, answer
+    assert answer["error"]
+
+
+def test_bad_produces_are_refused_and_write_nothing(api):
+    api("POST", "/api/topics", {"name": "guarded", "partitions": 2, "replication_factor": 3})
+    before = topic_names(api)
+
+    def ends():
+        return [p["latest_offset"] for p in api("GET", "/api/topics/guarded")[1]["partitions"]]
+
+    start = ends()
+    for body, status in [
+        ({"records": []}, 400),
+        ({"records": [{"value": "x", "partition": -1}]}, 400),
+        ({"records": [{"value": "x", "partition": 9}]}, 404),
+        ({"records": [{"value": 5}]}, 400),
+        ({"records": [{"value": "ok"}, {"value": "!!", "encoding": "base64"}]}, 400),
+        ({"records": [{"value": "x", "colour": "red"}]}, 400),
+        ({"records": "x"}, 400),
+        ({"value": "x"}, 400),
+        ({"records": [{"value": "x"}], "extra": 1}, 400),
+    ]:
+        code, answer = api("POST", "/api/topics/guarded/records", body)
+        assert code == status, (body, answer)
+    code, answer = api("POST", "/api/topics/no-such-topic/records", {"records": [{"value": "x"}]})
+    assert code == 404, answer
+    assert ends() == start
+    assert topic_names(api) == before  # no topic was created by the attempt
+
+
+def test_unknown_topics_are_404(api):
+    for method, path in [("GET", "/api/topics/nope"), ("DELETE", "/api/topics/nope"),
+                         ("GET", "/api/topics/nope/records"),
+                         ("GET", "/api/topics/bad%20name"),
+                         ("GET", "/api/topics/%C3%A9t%C3%A9/records")]:
+        status, answer = api(method, path)
+        assert status == 404, (method, path, answer)
+
+
+def test_groups(live, api):
+    cluster, _ = live
+    api("POST", "/api/topics", {"name": "grouped", "partitions": 2, "replication_factor": 3})
+    api("POST", "/api/topics/grouped/records",
+        {"records": [{"value": str(i), "partition": i % 2} for i in range(10)]})
+    consumer = Consumer("grouped", bootstrap_servers=cluster.bootstrap_servers,
+                        group_id="readers", auto_offset_reset="earliest",
+                        enable_auto_commit=False)
+    try:
+        seen = 0
+        for _ in range(60):
+            seen += len(consumer.poll(500))
+            if seen >= 4:
+                break
+        consumer.commit({("grouped", 0): 2, ("grouped", 1): 1})
+        status, groups = api("GET", "/api/groups")
+        assert status == 200 and {"group_id": "readers", "protocol_type": "consumer"} in groups
+        status, group = api("GET", "/api/groups/readers")
+        assert status == 200
+        assert group["state"] == "Stable" and len(group["members"]) == 1
+        assert sorted((p["topic"], p["partition"]) for p in group["members"][0]["partitions"]
+                      ) == [("grouped", 0), ("grouped", 1)]
+        assert [(p["partition"], p["committed"], p["latest"], p["lag"])
+                for p in group["partitions"]] == [(0, 2, 5, 3), (1, 1, 5, 4)]
+        assert group["total_lag"] == 7
+        # Reset and delete are refused while the group has a member.
+        status, answer = api("POST", "/api/groups/readers/offsets/reset",
+                             {"topic": "grouped", "to": "earliest"})
+        assert status == 409, answer
+        assert api("DELETE", "/api/groups/readers")[0] == 409
+    finally:
+        consumer.close(autocommit=False)
+    for body, status in [({"topic": "grouped", "to": "middle"}, 400),
+                         ({"topic": "grouped", "to": -3}, 400),
+                         ({"topic": "grouped"}, 400),
+                         ({"topic": "grouped", "to": 0, "partitions": [5]}, 404),
+                         ({"topic": "unknown-topic", "to": 0}, 404)]:
+        code, answer = api("POST", "/api/groups/readers/offsets/reset", body)
+        assert code == status, (body, answer)
+    assert api("GET", "/api/groups/readers")[1]["partitions"][0]["committed"] == 2
+    status, reset = api("POST", "/api/groups/readers/offsets/reset",
+                        {"topic": "grouped", "to": "latest", "partitions": [0]})
+    assert status == 200, reset
+    assert reset["offsets"] == [{"partition": 0, "offset": 5}]
+    status, reset = api("POST", "/api/groups/readers/offsets/reset",
+                        {"topic": "grouped", "to": 3})
+    assert reset["offsets"] == [{"partition": 0, "offset": 3}, {"partition": 1, "offset": 3}]
+    assert api("GET", "/api/groups/readers")[1]["total_lag"] == 4
+    assert api("DELETE", "/api/groups/readers") == (204, None)
+    assert api("GET", "/api/groups/readers")[0] == 404
+    assert api("DELETE", "/api/groups/readers")[0] == 404
+    assert api("POST", "/api/groups/readers/offsets/reset",
+               {"topic": "grouped", "to": 0})[0] == 404
+
+
+def test_leader_election_checks_input_then_says_it_is_not_offered(api):
+    api("POST", "/api/topics", {"name": "elect", "partitions": 2, "replication_factor": 3})
+    for body, status in [({"topic": "nope"}, 404), ({"topic": "elect", "partitions": [9]}, 404),
+                         ({"partitions": [0]}, 400), ({"topic": 3}, 400), (["x"], 400)]:
+        code, answer = api("POST", "/api/leader-election", body)
+        assert code == status, (body, answer)
+    code, answer = api("POST", "/api/leader-election", {"topic": "elect"})
+    assert code == 501 and "ElectLeaders" in answer["error"]
+
+
+def test_wrong_methods_and_unknown_routes(api):
+    assert api("PUT", "/api/topics")[0] == 405
+    assert api("PATCH", "/api/cluster")[0] == 405
+    assert api("GET", "/api/nothing-here")[0] == 404
+
+
+def test_openapi_document_is_valid_and_docs_are_served_locally(live, api):
+    from openapi_spec_validator import validate
+
+    status, document = api("GET", "/api/openapi.json")
+    assert status == 200
+    validate(document)
+    from simplekafka.console.server import ROUTES
+
+    for route in ROUTES:
+        template = route.pattern.pattern.strip("^$").replace("(?P<name>[^/]+)", "{name}") \
+            .replace("(?P<group_id>[^/]+)", "{group_id}")
+        assert route.method.lower() in document["paths"][template], template
+    _, console = live
+    with urllib.request.urlopen(console.url + "api/docs", timeout=30) as answer:
+        page = answer.read().decode()
+    assert "swagger-ui-bundle.js" in page
+    assert "http://" not in page and "https://" not in page  # nothing from the internet
+    with urllib.request.urlopen(console.url + "api/docs/swagger-ui-bundle.js", timeout=30) as a:
+        assert a.status == 200 and len(a.read()) > 100_000
+    with urllib.request.urlopen(console.url, timeout=30) as answer:
+        index = answer.read().decode()
+    assert "http://" not in index and "https://" not in index
+
+
+def test_schemathesis_finds_no_500_and_no_schema_breaks(live, tmp_path):
+    """A bounded property-based run of every operation in the OpenAPI document."""
+    _, console = live
+    result = subprocess.run(
+        [sys.executable, "-m", "schemathesis.cli", "run", console.url + "api/openapi.json",
+         "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                     "response_schema_conformance,negative_data_rejection,unsupported_method",
+         "--phases", "examples,coverage,fuzzing", "--max-examples", "15", "--workers", "1",
+         "--seed", "12", "--request-timeout", "60", "--generation-database", "none",
+         # ElectLeaders is not implemented by our brokers yet: that route answers 501.
+         "--exclude-operation-id", "electLeaders",
+         "--no-color", "--report", "junit", "--report-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=1500, check=False, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_unreachable_cluster_is_503():
+    with ConsoleProcess(f"127.0.0.1:{free_port()}") as console:
+        status, answer = call(console.url, "GET", "/api/cluster")
+        assert status == 503 and "answer" in answer["error"]
+        assert call(console.url, "GET", "/api/topics/x")[0] == 503
+
+
+def test_console_cli_refuses_bad_arguments():
+    for args in (["--port", "99999"], ["--bootstrap-server", "host:notaport"]):
+        command = [sys.executable, "-m", "simplekafka", "console"]
+        if "--bootstrap-server" not in args:
+            command += ["--bootstrap-server", "127.0.0.1:9092"]
+        result = subprocess.run(command + args, capture_output=True, text=True, timeout=60,
+                                check=False)
+        assert result.returncode == 2
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_admin_can_see_what_the_api_created(live, api):
+    cluster, _ = live
+    api("POST", "/api/topics", {"name": "seen-by-admin", "partitions": 4,
+                                "replication_factor": 2})
+    with Admin(cluster.bootstrap_servers) as admin:
+        described = admin.describe_topics(["seen-by-admin"])["seen-by-admin"]
+    assert len(described.partitions) == 4
+    assert all(len(p.replicas) == 2 for p in described.partitions)
