@@ -58,7 +58,7 @@ def test_product_views_per_minute_drop_views_behind_the_watermark(spark, bootstr
 
 
 def test_sensor_moving_averages_slide_every_minute(spark, bootstrap, tmp_path):
-    done, got, expected = played("sensor-averages", spark, bootstrap, tmp_path)
+    _done, got, expected = played("sensor-averages", spark, bootstrap, tmp_path)
     # Act one ends near 09:09:42, so the watermark is near 09:07:42. sensor-1's 09:02:30
     # reading: all five of its windows had closed. sensor-2's 09:06:30 reading: only
     # its window ending 09:07 had closed, so it still moves four averages.
@@ -71,7 +71,7 @@ def test_sensor_moving_averages_slide_every_minute(spark, bootstrap, tmp_path):
 
 
 def test_sessions_close_after_five_minutes_without_a_click(spark, bootstrap, tmp_path):
-    done, got, expected = played("sessions", spark, bootstrap, tmp_path)
+    _done, got, expected = played("sessions", spark, bootstrap, tmp_path)
     # user-04's click at 09:00:30 and user-02's at 09:03:20 came after their sessions
     # could have closed: dropped; user-03's 09:10:30 click was still in time.
     assert expected.dropped == 2
@@ -84,7 +84,7 @@ def test_sessions_close_after_five_minutes_without_a_click(spark, bootstrap, tmp
 
 
 def test_fraud_alerts_are_written_to_their_topic_once_each(spark, bootstrap, tmp_path):
-    done, got, expected = played("fraud-alerts", spark, bootstrap, tmp_path)
+    done, got, _expected = played("fraud-alerts", spark, bootstrap, tmp_path)
     produced = [json.loads(e.value()) for act in done.scenario.acts for e in act]
     over = [tx for tx in produced if tx["amount"] > events.FRAUD_THRESHOLD]
     assert len(over) == (10 + 3) * 5 // 7 and len(produced) == (10 + 3) * 5
