@@ -6,6 +6,7 @@ Keep each fixture small and add new ones below the others; several stages share 
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 from hypothesis import settings
@@ -35,3 +36,59 @@ def cluster(tmp_path_factory):
         yield local
     finally:
         local.stop()
+
+
+# -- `-m "not integration"` is a run without real processes ---------------------------
+# Tests that start ZooKeeper, brokers, clients, Spark or any other process carry the
+# `integration` mark. Two guards keep that true: a test that asks for a fixture that
+# starts processes must be marked (checked at collection), and an unmarked test that
+# starts a process anyway fails at once (checked while its fixtures and body run).
+
+PROCESS_FIXTURES = frozenset({"zookeeper", "cluster", "spark", "spark_cluster"})
+
+
+class RealProcessInUnitTest(RuntimeError):
+    """An unmarked test tried to start a process: mark it ``integration``."""
+
+
+def unmarked_process_tests(items: list[pytest.Item]) -> list[str]:
+    """The ids of tests that use a process-starting fixture but are not marked integration."""
+    return [item.nodeid for item in items
+            if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ()))
+            and item.get_closest_marker("integration") is None]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = unmarked_process_tests(items)
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests start real processes through their fixtures but are not marked "
+            "@pytest.mark.integration: " + ", ".join(unmarked))
+
+
+def _refuse_process(popen: object, args: object, *rest: object, **kwargs: object) -> None:
+    raise RealProcessInUnitTest(
+        f"this test starts a process ({args!r}) but is not marked integration; "
+        "add @pytest.mark.integration (or a module-level pytestmark)")
+
+
+def _without_processes(item: pytest.Item):
+    if item.get_closest_marker("integration") is not None:
+        yield
+        return
+    spawn = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+    subprocess.Popen._execute_child = _refuse_process  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        subprocess.Popen._execute_child = spawn  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    yield from _without_processes(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    yield from _without_processes(item)

@@ -3,6 +3,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.integration  # starts real processes
+
 
 def _simplekafka(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(

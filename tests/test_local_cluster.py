@@ -223,6 +223,7 @@ def test_cli_down_cleans_up_after_a_killed_supervisor(tmp_path):
     assert not _alive(broker_pid) and not _alive(state["zookeeper_pid"])
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("args", [
     ["up", "--brokers", "0"],
     ["up", "--brokers", "many"],

@@ -96,6 +96,7 @@ def test_notebooks_are_myst_text_notebooks(path):
     assert any(cell.cell_type == "code" for cell in notebook.cells), f"{path.name} has no code"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_code_is_lint_clean(path):
     """The code cells pass the repository's ruff rules (ruff's notebook mode, cell by cell)."""

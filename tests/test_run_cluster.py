@@ -10,7 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from simplekafka.cluster.demo import Narrator
+
+pytestmark = pytest.mark.integration  # starts real processes
 
 ROOT = Path(__file__).resolve().parent.parent
 

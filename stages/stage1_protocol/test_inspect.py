@@ -143,6 +143,7 @@ def _inspect(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
     )
 
 
+@pytest.mark.integration
 def test_cli_dissects_hex_from_stdin():
     result = _inspect(stdin=_produce_frame().hex(" "))
     assert result.returncode == 0, result.stderr
@@ -150,6 +151,7 @@ def test_cli_dissects_hex_from_stdin():
     assert "b'hello'" in result.stdout
 
 
+@pytest.mark.integration
 def test_cli_points_at_the_byte_where_a_truncated_frame_ends(tmp_path):
     data = _produce_frame()[:40]
     path = tmp_path / "frame.bin"
@@ -161,6 +163,7 @@ def test_cli_points_at_the_byte_where_a_truncated_frame_ends(tmp_path):
     assert "partition_data.0.index" in result.stdout
 
 
+@pytest.mark.integration
 def test_cli_response_by_name(tmp_path):
     payload = encode_response(ApiKey.API_VERSIONS, 2, 7, {"api_keys": []})
     result = _inspect("--hex", payload.hex(), "--no-prefix", "--response", "api-versions", "2")
@@ -168,6 +171,7 @@ def test_cli_response_by_name(tmp_path):
     assert "response ApiVersions v2, correlation id 7" in result.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args",
     [

@@ -68,6 +68,7 @@ def three_racked_brokers(zk):
     return registrations
 
 
+@pytest.mark.integration
 def test_create_topic_writes_config_and_a_rack_aware_assignment(zk, three_racked_brokers):
     assignment = create_topic(zk, "orders", partitions=6, replication_factor=3,
                               config={"min.insync.replicas": "2"})
@@ -84,11 +85,13 @@ def test_create_topic_writes_config_and_a_rack_aware_assignment(zk, three_racked
     assert sorted(live_brokers(zk)) == [1, 2, 3]
 
 
+@pytest.mark.integration
 def test_create_topic_with_an_explicit_assignment(zk, three_racked_brokers):
     create_topic(zk, "manual", 0, 0, replica_assignment={0: [3, 1], 1: [1, 2]})
     assert read_topic_assignment(zk, "manual") == TopicAssignment({0: (3, 1), 1: (1, 2)})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("kwargs", "code", "message"), [
     ({"topic": "bad name!"}, ErrorCode.INVALID_TOPIC_EXCEPTION, "contains"),
     ({"topic": "x" * 250}, ErrorCode.INVALID_TOPIC_EXCEPTION, "limit is 249"),
@@ -117,6 +120,7 @@ def test_bad_requests_get_a_clear_error_and_write_nothing(zk, three_racked_broke
     assert format_tree(zk) == before
 
 
+@pytest.mark.integration
 def test_replication_factor_above_live_brokers_counts_only_live_ones(zk, three_racked_brokers):
     three_racked_brokers[2].deregister()
     before = format_tree(zk)
@@ -125,6 +129,7 @@ def test_replication_factor_above_live_brokers_counts_only_live_ones(zk, three_r
     assert format_tree(zk) == before
 
 
+@pytest.mark.integration
 def test_create_topic_znodes_validates_before_writing(zk):
     ensure_kafka_paths(zk)
     before = format_tree(zk)

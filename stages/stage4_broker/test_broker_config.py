@@ -81,6 +81,7 @@ def _broker_cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60, check=False)
 
 
+@pytest.mark.integration
 def test_cli_refuses_unknown_key_with_one_line_and_exit_2(tmp_path):
     result = _broker_cli("--broker-id", "1", "--port", "0", "--data-dir", str(tmp_path),
                          "--zookeeper", "127.0.0.1:1", "--set", "log.segmnet.bytes=100")
@@ -90,6 +91,7 @@ def test_cli_refuses_unknown_key_with_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_cli_refuses_bad_value(tmp_path):
     result = _broker_cli("--broker-id", "1", "--port", "0", "--data-dir", str(tmp_path),
                          "--zookeeper", "127.0.0.1:1", "--set", "min.insync.replicas=zero")
@@ -98,6 +100,7 @@ def test_cli_refuses_bad_value(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_cli_reports_unreachable_zookeeper_and_exits_non_zero(tmp_path):
     result = _broker_cli("--broker-id", "1", "--port", "0", "--data-dir", str(tmp_path),
                          "--zookeeper", "127.0.0.1:1",

@@ -9,6 +9,8 @@ import pytest
 from simplekafka.cluster.faults import SEED_ENV, Faults, seed_from_env
 from stages.stage7_cluster.system import running_cluster
 
+pytestmark = pytest.mark.integration  # starts real processes
+
 
 @pytest.fixture(scope="module")
 def two_brokers(tmp_path_factory):

@@ -24,6 +24,8 @@ from stages.stage7_cluster.system import (
     wait_for_identical_logs,
 )
 
+pytestmark = pytest.mark.integration  # starts real processes
+
 TOPIC = "bounced"
 PARTITIONS = 3
 BOUNCES = 5

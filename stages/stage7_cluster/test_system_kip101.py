@@ -9,6 +9,8 @@ the replicas with different records at the same offset. With leader epochs
 
 from __future__ import annotations
 
+import pytest
+
 from simplekafka.cluster.checker import DeliveryLog, read_partition_dir
 from stages.stage7_cluster.system import (
     chop_log_from,
@@ -18,6 +20,8 @@ from stages.stage7_cluster.system import (
     send_and_wait,
     wait_for_identical_logs,
 )
+
+pytestmark = pytest.mark.integration  # starts real processes
 
 
 def test_scenario_1_a_restarted_follower_keeps_acknowledged_records(tmp_path):

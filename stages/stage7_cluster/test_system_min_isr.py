@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from simplekafka.client.errors import NotEnoughReplicasError
 from simplekafka.cluster.checker import DeliveryLog, read_partition_dir
 from stages.stage7_cluster.system import create_topic, running_cluster, send_and_wait
+
+pytestmark = pytest.mark.integration  # starts real processes
 
 TOPIC = "min-isr"
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from stages.stage7_cluster.system import create_topic, running_cluster
+
+pytestmark = pytest.mark.integration  # starts real processes
 
 TOPIC = "preferred"
 PARTITIONS = 3

@@ -9,6 +9,8 @@ Nothing acknowledged may be lost.
 
 from __future__ import annotations
 
+import pytest
+
 from simplekafka.cluster.checker import DeliveryLog
 from stages.stage7_cluster.system import (
     BackgroundProducer,
@@ -18,6 +20,8 @@ from stages.stage7_cluster.system import (
     running_cluster,
     wait_for_identical_logs,
 )
+
+pytestmark = pytest.mark.integration  # starts real processes
 
 TOPIC = "expired"
 PARTITIONS = 3

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from simplekafka.cluster.checker import DeliveryLog, read_partition_dir
 from stages.stage7_cluster.system import (
     create_topic,
@@ -18,6 +20,8 @@ from stages.stage7_cluster.system import (
     send_and_wait,
     wait_for_identical_logs,
 )
+
+pytestmark = pytest.mark.integration  # starts real processes
 
 TOPIC = "zombie"
 

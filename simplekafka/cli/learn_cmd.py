@@ -1,0 +1,61 @@
+"""``simplekafka learn``: build a stage yourself, checked by its exercises (list, start, check)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from simplekafka.cli import CliError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("learn", help="exercises: build a stage yourself, checked")
+    commands = parser.add_subparsers(dest="learn_command", metavar="ACTION",
+                                     parser_class=type(parser))
+    commands.required = True
+    show = commands.add_parser("list", help="the exercises per stage and your progress")
+    show.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    show.set_defaults(func=_list)
+    start = commands.add_parser("start", help="write a stage's starter module into DIR")
+    start.add_argument("stage", type=int)
+    start.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    start.set_defaults(func=_start)
+    check = commands.add_parser("check", help="run a stage's exercises against your code")
+    check.add_argument("stage", type=int)
+    check.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    check.add_argument("--exercise", type=int, metavar="N", help="only exercise N")
+    check.set_defaults(func=_check)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from simplekafka.learn.runner import listing
+
+    print("\n".join(listing(args.dir)))
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    from simplekafka.learn.runner import LearnError, start
+
+    try:
+        print("\n".join(start(args.stage, args.dir)))
+    except LearnError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from simplekafka.learn.runner import LearnError, check
+
+    try:
+        result = check(args.stage, args.dir, args.exercise)
+    except LearnError as exc:
+        raise CliError(str(exc)) from None
+    for number in result.passed:
+        exercise = result.stage.exercise(number)
+        print(f"ok     stage {result.stage.number} exercise {number} ({exercise.title})")
+    if not result.ok:
+        print("\n".join(result.report))
+        return 1
+    print(f"stage {result.stage.number}: every exercise checked passes")
+    return 0

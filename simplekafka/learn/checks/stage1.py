@@ -1,0 +1,87 @@
+"""Stage 1 checks: the learner's bytes against SimpleKafka's codec, byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from simplekafka.learn.report import ExerciseFailed, byte_diff
+from simplekafka.protocol import ApiKey, encode_request, encode_response
+from simplekafka.protocol.api import ADVERTISED_VERSIONS
+from simplekafka.protocol.dissect import dissect_frame, dissect_records
+from simplekafka.protocol.primitives import write_varlong
+from simplekafka.protocol.records import build_batch
+
+VARINTS = [0, 1, -1, 2, -2, 63, -64, 64, -65, 300, -300, 8191, 8192, 2**31 - 1, -(2**31),
+           2**40 + 5, -(2**63)]
+
+
+def _varint(value: int) -> bytes:
+    """Records use 32-bit varints and 64-bit varlongs; within 32 bits the two agree."""
+    out = bytearray()
+    write_varlong(out, value)
+    return bytes(out)
+
+
+def check_varints(learner: ModuleType, _workdir: Path) -> None:
+    for value in VARINTS:
+        expected = _varint(value)
+        failure = byte_diff(f"encode_varint({value})", expected, learner.encode_varint(value))
+        if failure:
+            raise failure
+        padded = b"\xaa" + expected + b"\xbb"
+        got = learner.decode_varint(padded, 1)
+        if tuple(got) != (value, 1 + len(expected)):
+            raise ExerciseFailed(
+                f"decode_varint({padded.hex(' ')!r}, 1)",
+                [f"expected: ({value}, {1 + len(expected)})  (value, position after it)",
+                 f"got:      {got!r}"])
+
+
+def _request_dissector(data: bytes):
+    return dissect_frame(data, prefix=False)
+
+
+def check_header_and_api_versions(learner: ModuleType, _workdir: Path) -> None:
+    for correlation_id, client_id in [(7, "me"), (2**31 - 1, None), (-5, ""),
+                                      (1234, "prodücer-1")]:
+        expected = encode_request(ApiKey.API_VERSIONS, 0, correlation_id, client_id, {})
+        got = learner.encode_request_header(int(ApiKey.API_VERSIONS), 0, correlation_id,
+                                            client_id)
+        failure = byte_diff(f"encode_request_header(18, 0, {correlation_id}, {client_id!r})",
+                            expected, got, _request_dissector)
+        if failure:
+            raise failure
+    versions = {int(key): value for key, value in ADVERTISED_VERSIONS.items()}
+    body = {"error_code": 0, "throttle_time_ms": 0,
+            "api_keys": [{"api_key": key, "min_version": low, "max_version": high}
+                         for key, (low, high) in sorted(versions.items())]}
+    expected = encode_response(ApiKey.API_VERSIONS, 0, 42, body)
+    shuffled = dict(sorted(versions.items(), reverse=True))
+
+    def dissect(data: bytes):
+        return dissect_frame(data, prefix=False, response=True, api_key=18, api_version=0)
+
+    failure = byte_diff("encode_api_versions_response(42, versions)", expected,
+                        learner.encode_api_versions_response(42, shuffled), dissect)
+    if failure:
+        raise failure
+
+
+BATCHES = [
+    ([(b"k", b"hello")], 0, 1_700_000_000_000),
+    ([(None, b"v1"), (b"key-2", None), (b"", b"x" * 200)], 41, 1_700_000_123_456),
+    ([(b"k%d" % i, b"value %d" % i) for i in range(70)], 2**33, 1_600_000_000_000),
+]
+
+
+def check_record_batch(learner: ModuleType, _workdir: Path) -> None:
+    for records, base_offset, timestamp in BATCHES:
+        expected = build_batch([{"key": k, "value": v, "timestamp": timestamp} for k, v in records],
+                               base_offset=base_offset)
+        got = learner.encode_record_batch(records, base_offset, timestamp)
+        failure = byte_diff(
+            f"encode_record_batch({len(records)} records, base_offset={base_offset})",
+            expected, got, dissect_records)
+        if failure:
+            raise failure

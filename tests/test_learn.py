@@ -1,0 +1,247 @@
+"""Learner mode: ``simplekafka learn start`` and ``check`` for every stage, run as a learner would.
+
+The reference solutions pass every exercise; an untouched starter fails at the
+first exercise; each broken variant in MUTATIONS (a mistake a learner makes)
+fails naming the exercise that catches it. Stage 4's checks serve the
+learner's broker and run kcat and confluent-kafka against it, so those tests
+start real processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from simplekafka.learn.catalog import STAGES
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "simplekafka" / "learn" / "solutions"
+REAL_PROCESS_STAGES = {4}  # its checks serve the learner's broker to kcat and confluent-kafka
+
+
+def learn(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "simplekafka", "learn", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def stage_param(number: int):
+    marks = [pytest.mark.integration] if number in REAL_PROCESS_STAGES else []
+    return pytest.param(number, marks=marks, id=f"stage{number}")
+
+
+def fill_with_reference(tmp_path: Path, stage: int, old: str = "", new: str = "") -> Path:
+    """``learn start``, then the starter replaced by the solution (with one edit, if given)."""
+    result = learn("start", str(stage), "mine", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    module = STAGES[stage].module
+    source = (SOLUTIONS / f"{module}.py").read_text()
+    if old:
+        assert source.count(old) == 1, f"the mutation's text must occur once in {module}.py"
+        source = source.replace(old, new)
+    (tmp_path / "mine" / f"{module}.py").write_text(source)
+    return tmp_path / "mine"
+
+
+def headline(stage: int, exercise: int) -> str:
+    found = STAGES[stage].exercise(exercise)
+    return f"FAILED stage {stage} exercise {exercise} ({found.title})"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stage", [stage_param(n) for n in STAGES])
+def test_an_untouched_starter_fails_at_the_first_exercise(stage, tmp_path):
+    result = learn("start", str(stage), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    starter = tmp_path / "my-simplekafka" / f"{STAGES[stage].module}.py"
+    assert "NotImplementedError" in starter.read_text()
+    result = learn("check", str(stage), cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert headline(stage, 1) in result.stdout
+    assert "not written yet" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stage", [stage_param(n) for n in STAGES])
+def test_the_starter_filled_with_the_reference_passes_every_exercise(stage, tmp_path):
+    directory = fill_with_reference(tmp_path, stage)
+    result = learn("check", str(stage), str(directory), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for exercise in STAGES[stage].exercises:
+        assert f"ok     stage {stage} exercise {exercise.number} " in result.stdout
+    listing = learn("list", str(directory), cwd=tmp_path).stdout
+    done = len(STAGES[stage].exercises)
+    assert f"({done}/{done} done;" in listing
+
+
+def test_the_starter_keeps_signatures_docstrings_and_the_given_parts():
+    from simplekafka.learn.runner import starter_source
+
+    starter = starter_source(STAGES[4])
+    assert "def fetch(self, version: int, request: Any) -> dict:" in starter
+    assert "from simplekafka.storage import Log, OffsetOutOfRangeError" in starter
+    assert "def create_topic(self, name: str) -> Log:" in starter  # given, body kept
+    assert "self.logs[name] = Log.open(self.data_dir" in starter
+    assert "raise NotImplementedError('exercise 4 (Fetch): write Broker.fetch')" in starter
+    assert "log.read(wanted.fetch_offset" not in starter
+
+
+@pytest.mark.integration
+def test_start_never_overwrites_the_learners_file(tmp_path):
+    learn("start", "1", cwd=tmp_path)
+    mine = tmp_path / "my-simplekafka" / "stage1_protocol.py"
+    mine.write_text("# my own work\n")
+    result = learn("start", "1", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "left as it is" in result.stdout
+    assert mine.read_text() == "# my own work\n"
+
+
+@pytest.mark.integration
+def test_check_one_exercise_and_progress_in_list(tmp_path):
+    directory = fill_with_reference(tmp_path, 7, "    return min(ends)\n",
+                                    "    return leader_end_offset\n")
+    result = learn("check", "7", str(directory), "--exercise", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "exercise 2" in result.stdout and "exercise 1" not in result.stdout
+    listing = learn("list", str(directory), cwd=tmp_path).stdout
+    assert "[x] 2. ISR shrink and join" in listing
+    assert "[ ] 1. high watermark" in listing
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args, message", [
+    (["start", "2"], "stage 2 has no exercises"),
+    (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, not 9"),
+    (["start", "one"], "invalid int value"),
+])
+def test_bad_arguments_get_one_line(args, message, tmp_path):
+    result = learn(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+@pytest.mark.integration
+def test_a_module_that_does_not_import_is_reported_not_raised(tmp_path):
+    learn("start", "3", cwd=tmp_path)
+    (tmp_path / "my-simplekafka" / "stage3_storage.py").write_text("def broken(:\n")
+    result = learn("check", "3", cwd=tmp_path)
+    assert result.returncode == 1
+    assert headline(3, 1) in result.stdout and "does not import: SyntaxError" in result.stdout
+
+
+class Mutation(NamedTuple):
+    """A broken variant of a reference solution, and the exercise that must catch it."""
+
+    stage: int
+    exercise: int
+    old: str
+    new: str
+
+
+MUTATIONS = {
+    "varint-off-by-one-continuation": Mutation(
+        1, 1, "    while zigzag >= 0x80:", "    while zigzag > 0x80:"),
+    "varint-decode-8-bit-groups": Mutation(1, 1, "        shift += 7", "        shift += 8"),
+    "client-id-length-in-characters": Mutation(
+        1, 2, 'tail = struct.pack(">h", len(raw)) + raw',
+        'tail = struct.pack(">h", len(client_id)) + raw'),
+    "api-versions-unsorted": Mutation(1, 2, "    for key in sorted(versions):",
+                                      "    for key in versions:"),
+    "crc-over-the-wrong-range": Mutation(1, 3, "crc = crc32c(after_crc)",
+                                         "crc = crc32c(after_crc[2:])"),
+    "batch-length-counts-the-log-overhead": Mutation(
+        1, 3, "batch_length = 4 + 1 + 4 + len(after_crc)",
+        "batch_length = 4 + 1 + 4 + len(after_crc) + 12"),
+    "last-offset-delta-is-the-count": Mutation(1, 3, "0, len(records) - 1, timestamp_ms",
+                                               "0, len(records), timestamp_ms"),
+    "index-every-batch": Mutation(
+        3, 1, "        if self.bytes_since_index_entry > self.index_interval_bytes:",
+        "        if True:"),
+    "index-the-first-offset": Mutation(
+        3, 1, "entry = (header.base_offset + header.last_offset_delta - self.base_offset, "
+              "position)", "entry = (header.base_offset - self.base_offset, position)"),
+    "lookup-ignores-the-index": Mutation(
+        3, 1, "position = self.entries[at][1] if at >= 0 else 0", "position = 0"),
+    "recovery-without-crc": Mutation(
+        3, 2, "            if (end < position + HEADER_SIZE or end > len(data)\n"
+              "                    or crc32c(data[position + CRC_START : end]) != header.crc):",
+        "            if end < position + HEADER_SIZE or end > len(data):"),
+    "api-versions-min-version-zero": Mutation(
+        4, 1, '"min_version": low, "max_version": high}', '"min_version": 0, "max_version": high}'),
+    "metadata-advertises-the-wrong-port": Mutation(
+        4, 2, '"port": self.port,', '"port": 9092,'),
+    "produce-answers-no-base-offset": Mutation(
+        4, 3, 'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset',
+        "log.append(data.records, leader_epoch=0)"),
+    "produce-answers-acks-0": Mutation(
+        4, 3, "        if request.acks == 0:\n            return None\n", ""),
+    "fetch-high-watermark-one-short": Mutation(
+        4, 4, 'answer["high_watermark"] = log.log_end_offset',
+        'answer["high_watermark"] = log.log_end_offset - 1'),
+    "hw-from-the-leaders-leo-alone": Mutation(
+        7, 1, "    return min(ends)\n", "    return leader_end_offset\n"),
+    "isr-lag-boundary": Mutation(7, 2, "if now - caught_up_ms.get(replica, 0.0) > lag_max_ms:",
+                                 "if now - caught_up_ms.get(replica, 0.0) >= lag_max_ms:"),
+    "join-ignores-the-epoch-start": Mutation(
+        7, 2, "    return (follower_end_offset >= high_watermark\n"
+              "            and follower_end_offset >= leader_epoch_start_offset)",
+        "    return follower_end_offset >= high_watermark"),
+    "epoch-end-is-always-the-log-end": Mutation(
+        7, 3, "    if epoch == epochs[-1][0]:", "    if epoch <= epochs[-1][0]:"),
+    "follower-never-truncates": Mutation(
+        7, 3, "    return min(cut, log_end_offset)", "    return log_end_offset"),
+}
+
+
+def mutation_param(name: str):
+    mutation = MUTATIONS[name]
+    marks = [pytest.mark.integration] if mutation.stage in REAL_PROCESS_STAGES else []
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])
+def test_each_mutation_fails_naming_its_exercise(name, tmp_path):
+    mutation = MUTATIONS[name]
+    directory = fill_with_reference(tmp_path, mutation.stage, mutation.old, mutation.new)
+    only = []
+    if mutation.stage in REAL_PROCESS_STAGES:  # each earlier exercise starts a broker: skip them
+        only = ["--exercise", str(mutation.exercise)]
+    result = learn("check", str(mutation.stage), str(directory), *only, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert headline(mutation.stage, mutation.exercise) in result.stdout, result.stdout
+
+
+def test_every_stage_has_mutations_for_each_exercise():
+    caught = {(m.stage, m.exercise) for m in MUTATIONS.values()}
+    wanted = {(s.number, e.number) for s in STAGES.values() for e in s.exercises}
+    assert wanted <= caught, sorted(wanted - caught)
+
+
+@pytest.mark.integration
+def test_the_byte_diff_puts_a_caret_under_the_first_wrong_byte_and_names_the_field(tmp_path):
+    mutation = MUTATIONS["crc-over-the-wrong-range"]
+    directory = fill_with_reference(tmp_path, 1, mutation.old, mutation.new)
+    out = learn("check", "1", str(directory), cwd=tmp_path).stdout
+    assert "first difference at byte 17, in field batch 0.crc" in out
+    lines = out.splitlines()
+    got_at = next(i for i, line in enumerate(lines) if line.strip().startswith("got ("))
+    caret = next(i for i in range(got_at, len(lines)) if lines[i].strip() == "^^")
+    row = re.match(r"\s*([0-9a-f]{4})  ", lines[caret - 1])
+    assert row, lines[caret - 1]
+    column = lines[caret].index("^^") - lines[caret - 1].index(row.group(1)) - 6
+    assert int(row.group(1), 16) + column // 3 == 17
+    crc_row = next(line for line in lines if " crc : uint32" in line)
+    assert crc_row.endswith("<-- first difference")
+    assert any("records_count : int32" in line for line in lines)  # the field tree is there
+
+
