@@ -8,7 +8,7 @@ import time
 import pytest
 
 from simplekafka.admin import Admin
-from simplekafka.client.types import TopicPartition
+from simplekafka.protocol.structs import TopicPartition
 from stages.stage8_spark.helpers import new_topic, produce, run_stream, wait_until
 
 pytestmark = pytest.mark.integration
