@@ -242,12 +242,8 @@ class ConsoleService:
         if not led:
             return {}, {}
         try:
-            # One round for both ends, asked of each leader; a short budget, so a
-            # leader that just died leaves blanks rather than a slow answer.
-            starts = admin_groups.list_offsets(self.client, {tp: admin_groups.EARLIEST
-                                                             for tp in led}, 3_000)
-            ends = admin_groups.list_offsets(self.client, {tp: admin_groups.LATEST
-                                                           for tp in led}, 3_000)
+            # A short budget, so a leader that just died leaves blanks, not a slow answer.
+            starts, ends = admin_groups.list_offset_ranges(self.client, led, 3_000)
         except KafkaError:
             return {}, {}
         return ({tp.partition: o for tp, o in starts.items()},
