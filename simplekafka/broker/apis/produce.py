@@ -15,6 +15,7 @@ from typing import Any, cast
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import RecordAppender
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.protocol.errors import ErrorCode
 
@@ -27,7 +28,7 @@ class ProduceHandler:
     def __init__(self, replica_manager: RecordAppender):
         self.replica_manager = replica_manager
 
-    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred | None:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
         entries: dict[tuple[str, int], bytes | None] = {}

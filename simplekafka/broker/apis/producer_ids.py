@@ -17,6 +17,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class InitProducerIdHandler:
         self._end = -1
         self._refill: defer.Deferred | None = None
 
-    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if request.transactional_id is not None:
             log.info("InitProducerId with transactional id %r refused: no transactions",
                      request.transactional_id)

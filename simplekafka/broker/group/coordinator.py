@@ -31,6 +31,7 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Config, Reactor, ZooKeeperHandle
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.metadata_manager import (
     GroupMetadataManager,
     OffsetsLog,
@@ -209,7 +210,7 @@ class GroupCoordinator:
 
     # -- FindCoordinator ------------------------------------------------------------------
 
-    def find_coordinator(self, context: Any, request: Any) -> dict:
+    def find_coordinator(self, context: RequestContext, request: Any) -> dict:
         def answer(code: ErrorCode, node: Any = None) -> dict:
             return {"throttle_time_ms": 0, "error_code": code,
                     "error_message": None if code == ErrorCode.NONE else code.name,
@@ -232,7 +233,7 @@ class GroupCoordinator:
 
     # -- JoinGroup ------------------------------------------------------------------------
 
-    def join_group(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def join_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         version = context.api_version
         group_id = request.group_id
 
@@ -405,7 +406,7 @@ class GroupCoordinator:
 
     # -- SyncGroup ------------------------------------------------------------------------
 
-    def sync_group(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def sync_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         code = self.check_owner(request.group_id)
         if code is not None:
             return _sync_answer(code)
@@ -454,7 +455,7 @@ class GroupCoordinator:
 
     # -- Heartbeat, LeaveGroup, session expiry --------------------------------------------
 
-    def heartbeat(self, context: Any, request: Any) -> dict:
+    def heartbeat(self, context: RequestContext, request: Any) -> dict:
         def answer(code: ErrorCode) -> dict:
             return {"throttle_time_ms": 0, "error_code": code}
 
@@ -473,7 +474,7 @@ class GroupCoordinator:
         self._schedule_expiry(group, member)
         return answer(ErrorCode.NONE)
 
-    def leave_group(self, context: Any, request: Any) -> dict:
+    def leave_group(self, context: RequestContext, request: Any) -> dict:
         version = context.api_version
         if version >= 3:
             leaving = [m.member_id for m in request.members]
@@ -545,7 +546,7 @@ class GroupCoordinator:
 
     # -- OffsetCommit, OffsetFetch --------------------------------------------------------
 
-    def offset_commit(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def offset_commit(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         version = context.api_version
         generation = request.generation_id_or_member_epoch if version >= 1 else -1
         member_id = request.member_id if version >= 1 else ""
@@ -629,7 +630,7 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 
-    def offset_fetch(self, context: Any, request: Any) -> dict:
+    def offset_fetch(self, context: RequestContext, request: Any) -> dict:
         version = context.api_version
         code = self.check_owner(request.group_id)
         if code is not None:
@@ -664,7 +665,7 @@ class GroupCoordinator:
 
     # -- ListGroups, DescribeGroups, DeleteGroups -----------------------------------------
 
-    def list_groups(self, context: Any, request: Any) -> dict:
+    def list_groups(self, context: RequestContext, request: Any) -> dict:
         self.sync_ownership()
         code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
         groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or ""}
@@ -672,7 +673,7 @@ class GroupCoordinator:
                   if not g.is_in(GroupState.DEAD)]
         return {"throttle_time_ms": 0, "error_code": code, "groups": groups}
 
-    def describe_groups(self, context: Any, request: Any) -> dict:
+    def describe_groups(self, context: RequestContext, request: Any) -> dict:
         return {"throttle_time_ms": 0,
                 "groups": [self._describe(group_id) for group_id in request.groups]}
 
@@ -698,7 +699,7 @@ class GroupCoordinator:
             for m in group.members.values()]
         return answer
 
-    def delete_groups(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def delete_groups(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         results = []
         waits = []
         for group_id in request.groups_names:
