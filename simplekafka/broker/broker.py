@@ -26,6 +26,7 @@ from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
 from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
@@ -129,7 +130,7 @@ class KafkaBroker:
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None)),
-            groups=self.group_coordinator,
+            groups=GroupApis(self.group_coordinator),
         )
 
     @property
