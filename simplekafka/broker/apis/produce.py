@@ -44,11 +44,9 @@ class ProduceHandler:
             entries, acks, request.timeout_ms, internal=False, api_version=version)
         if acks == 0:
             return None
-        answer = appended.addCallback(_response_body, request, refused)
-        if answer.called:  # nothing to wait for: answer now, without a Deferred round trip
-            body: dict = cast(dict, answer.result)
-            return body
-        return answer
+        if appended.called:  # nothing to wait for: answer now, without a callback round trip
+            return _response_body(cast(dict, appended.result), request, refused)
+        return appended.addCallback(_response_body, request, refused)
 
 
 def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any,
