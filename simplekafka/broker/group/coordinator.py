@@ -18,7 +18,10 @@ timeout is removed and the others rebalance) and tell them when to rejoin.
 
 Commits are appended to the group's ``__consumer_offsets`` partition with
 acks=all semantics and acknowledged only once the high watermark passed them,
-so a commit the client saw succeed survives the coordinator's broker.
+so a commit the client saw succeed survives the coordinator's broker (the
+records and their persistence are ``metadata_manager``'s). The coordinator
+answers with result values (``JoinResult``, ``SyncResult``, ...), now or
+through a Deferred; ``apis/groups.py`` turns them into each version's response.
 """
 
 from __future__ import annotations
