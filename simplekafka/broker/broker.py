@@ -44,6 +44,7 @@ from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.server import KafkaServerFactory
@@ -107,6 +108,7 @@ class KafkaBroker:
         self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
+        self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -168,6 +170,8 @@ class KafkaBroker:
         self.factory = KafkaServerFactory(self.dispatcher, self.config["socket.request.max.bytes"])
         self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
                                            interface=self.config.listen_host or "")
+        if self.metrics is not None and self.metrics.port is None:
+            self.metrics.listen(*self.config.metrics_listener)
         return self.port.getHost().port
 
     @property
@@ -344,6 +348,8 @@ class KafkaBroker:
             self.zk = None
             yield self._bounded(threads.deferToThreadPool(
                 self.reactor, pool, _close_zookeeper, zk), "closing the ZooKeeper session")
+        if self.metrics is not None:
+            yield defer.maybeDeferred(self.metrics.stop)
         log.info("broker %d stopped cleanly", self.broker_id)
 
     @defer.inlineCallbacks

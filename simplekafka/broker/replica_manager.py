@@ -97,6 +97,9 @@ class ReplicaManager:
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
+        # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
+        self.on_append: Callable[[str, int, int], None] | None = None
+        self.on_isr_change: Callable[[str], None] | None = None
         self.log_config_for = log_config_for
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -185,6 +188,8 @@ class ReplicaManager:
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
+        if self.on_append is not None and not internal and not result.duplicate:
+            self.on_append(topic, result.last_offset - result.base_offset + 1, len(records))
         if acks == -1 and partition.high_watermark <= result.last_offset:
             return response, partition.wait_for_high_watermark(result.last_offset + 1,
                                                                min_insync)
@@ -337,6 +342,8 @@ class ReplicaManager:
             if not partition.is_leader or partition.leader_epoch != epoch:
                 return  # the controller moved on while we wrote; its state wins
             self.isr_changes += 1
+            if self.on_isr_change is not None:
+                self.on_isr_change(why)
             log.info("%s-%d: ISR %s %s -> %s (partition epoch %d)", partition.topic,
                      partition.index, why, old_isr, new_isr, version)
             partition.apply_isr(new_isr, version)
