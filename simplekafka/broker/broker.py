@@ -170,8 +170,9 @@ class KafkaBroker:
         self.factory = KafkaServerFactory(self.dispatcher, self.config["socket.request.max.bytes"])
         self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
                                            interface=self.config.listen_host or "")
-        if self.metrics is not None and self.metrics.port is None:
-            self.metrics.listen(*self.config.metrics_listener)
+        listener = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and listener is not None:
+            self.metrics.listen(*listener)
         return self.port.getHost().port
 
     @property

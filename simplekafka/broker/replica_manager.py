@@ -189,7 +189,8 @@ class ReplicaManager:
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
         if self.on_append is not None and not internal and not result.duplicate:
-            self.on_append(topic, result.last_offset - result.base_offset + 1, len(records))
+            self.on_append(topic, result.last_offset - result.base_offset + 1,
+                           len(records or b""))
         if acks == -1 and partition.high_watermark <= result.last_offset:
             return response, partition.wait_for_high_watermark(result.last_offset + 1,
                                                                min_insync)
