@@ -16,6 +16,7 @@ InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
 FindCoordinator ... DeleteGroups            ``apis.groups``
+Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 ==========================================  ==============================
 """
@@ -27,13 +28,13 @@ from typing import Any
 
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
-from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.protocol.api import ApiKey
 
 
@@ -50,7 +51,7 @@ class KafkaApis:
     init_producer_id: InitProducerIdHandler
     topics: TopicAdmin
     inter_broker: InterBrokerHandlers
-    groups: GroupCoordinator
+    groups: GroupApis
     elect_leaders: ElectLeadersHandler
 
     def register(self, dispatcher: Any) -> None:
