@@ -12,8 +12,11 @@ those two is the benchmark's own share of the tail, not the broker's.
 from __future__ import annotations
 
 import multiprocessing
+import shutil
+import signal
 import statistics
 import struct
+import subprocess
 import time
 
 from benchmarks import bench_broker
@@ -46,7 +49,8 @@ def histogram(plot: str, label: str, runs: list[list[float]]) -> Curve:
                  log_y=True, kind="hist")
 
 
-def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str) -> list[list[float]]:
+def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
+           settings: dict[str, str] | None = None) -> list[list[float]]:
     tool = peers.rdkafka_performance()
     if tool is None:
         ctx.note(peers.missing_rdkafka_note())
@@ -57,8 +61,46 @@ def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str) -> list[li
         topic = new_topic(bootstrap, f"latency-rf{replication}", 1, replication,
                           {"min.insync.replicas": "2"} if replication > 1 else {})
         runs.append(peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
-                                    ctx.sizes.latency_seconds, SIZE, ctx.scratch(), acks=acks))
+                                    ctx.sizes.latency_seconds, SIZE, ctx.scratch(), acks=acks,
+                                    settings=settings))
     return runs
+
+
+def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
+    """System calls the broker makes per record at the latency load (strace -c -f).
+
+    A count, not a time: it holds on a busy machine. It shows how many writes a
+    response takes (write coalescing), how often the reactor re-arms epoll for a
+    buffered write, and whether anything fsyncs in the request path.
+    """
+    tool = peers.rdkafka_performance()
+    strace = shutil.which("strace")
+    if tool is None or strace is None:
+        ctx.note("strace or rdkafka_performance missing: no system-call counts")
+        return []
+    ctx.step("latency: counting the broker's system calls (strace -c)")
+    topic = new_topic(bootstrap, "latency-strace")
+    report = ctx.scratch() / "strace.txt"
+    tracer = subprocess.Popen([strace, "-f", "-c", "-o", str(report), "-p", str(pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)  # attached to every thread
+        delays = peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
+                                 ctx.sizes.latency_seconds, SIZE, ctx.scratch())
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(30)
+    counts = {}
+    for line in report.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1].isidentifier() and parts[3].isdigit():
+            counts[parts[-1]] = int(parts[3])
+    records = max(len(delays), 1)
+    return [Figure("latency", f"broker {name} calls per record", counts[name] / records,
+                   "calls", f"{counts[name]:,} for {records:,} records, strace -c")
+            for name in ("sendto", "recvfrom", "epoll_wait", "epoll_ctl", "pwritev2",
+                         "pread64", "fsync", "futex") if name in counts]
+
 
 
 def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, linger_ms: float) -> None:
@@ -114,6 +156,17 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     if runs:
         figures += summarize("latency", "C client, 1 broker, acks=1", runs)
         curves.append(histogram("latency_histogram", "C client, 1 broker, acks=1", runs))
+        # librdkafka leaves Nagle on by default; the broker sets TCP_NODELAY on its side.
+        nodelay = c_runs(ctx, bootstrap, 1, "1", {"socket.nagle.disable": "true"})
+        label = "C client, socket.nagle.disable=true"
+        figures += summarize("latency", label, nodelay)
+        curves.append(histogram("latency_nagle", label, nodelay))
+        curves.append(histogram("latency_nagle", "C client, librdkafka default (Nagle on)",
+                                runs))
+    if ctx.bootstrap_server is None:
+        pid = ctx.cluster(1).broker_pids[1]
+        if pid is not None:
+            figures += broker_syscalls(ctx, pid, bootstrap)
     for linger_ms in (0, 1):
         ctx.step(f"latency: confluent-kafka, one process, linger.ms={linger_ms}")
         topic = new_topic(bootstrap, "latency-py1")
