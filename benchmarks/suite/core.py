@@ -205,6 +205,26 @@ class Run:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
 
+    def write_markdown(self, path: Path) -> None:
+        """The figures as a Markdown table with their conditions (the docs include it)."""
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
+        m = self.machine
+        load = f"{self.load_before[0]:.2f} before, {self.load_after[0]:.2f} after"
+        verdict = ("representative" if self.representative else
+                   "**not representative** (tiny mode)" if self.mode == "tiny" else
+                   f"**not representative**: load average above {QUIET_LOAD:g}")
+        lines = [f"Run of {started}, `{self.mode}` sizes, on {m.get('cpu') or 'an unknown CPU'}"
+                 f" ({m.get('cores')} cores, {m.get('memory_bytes', 0) / 2**30:.1f} GiB, "
+                 f"Linux {m.get('kernel')}, Python {m.get('python')}); one-minute load "
+                 f"average {load}: {verdict}.", "",
+                 "| scenario | figure | value | unit | note |", "|---|---|---:|---|---|"]
+        for f in self.figures:
+            value = f"{f.value:,.0f}" if abs(f.value) >= 100 else f"{f.value:,.3g}"
+            lines.append(f"| {f.scenario} | {f.name} | {value} | {f.unit} | {f.note} |")
+        lines += [""] + [f"- {note.strip().splitlines()[-1]}" for note in self.notes]
+        lines += [f"- failed: {failure}" for failure in self.failures]
+        path.write_text("\n".join(lines).rstrip() + "\n")
+
 
 def percentile(samples: list[float], fraction: float) -> float:
     """The nearest-rank percentile (0 < fraction <= 1) of unsorted samples."""
