@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import platform
 import tempfile
@@ -51,7 +52,7 @@ class Curve:
     y_label: str
     log_x: bool = False
     log_y: bool = False
-    kind: str = "line"  # "line", or "hist" (x are the samples, y unused)
+    kind: str = "line"  # "line", "bar" (one value), or "hist" (x: bin edges, y: counts)
 
 
 @dataclass
@@ -224,6 +225,22 @@ class Run:
         lines += [""] + [f"- {note.strip().splitlines()[-1]}" for note in self.notes]
         lines += [f"- failed: {failure}" for failure in self.failures]
         path.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def histogram_bins(samples: list[float], bins: int = 60) -> tuple[list[float], list[float]]:
+    """Log-spaced bin edges and counts: latencies span decades, and the tail is the point."""
+    positive = [s for s in samples if s > 0]
+    if not positive:
+        return [], []
+    low, high = min(positive) / 1.05, max(positive) * 1.05
+    ratio = (high / low) ** (1 / bins)
+    edges = [low * ratio**i for i in range(bins + 1)]
+    counts = [0.0] * bins
+    log_ratio = math.log(ratio)
+    for sample in positive:
+        index = min(bins - 1, max(0, int(math.log(sample / low) / log_ratio)))
+        counts[index] += 1
+    return edges, counts
 
 
 def percentile(samples: list[float], fraction: float) -> float:

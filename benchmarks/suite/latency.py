@@ -21,7 +21,14 @@ import time
 
 from benchmarks import bench_broker
 from benchmarks.suite import peers
-from benchmarks.suite.core import Context, Curve, Figure, new_topic, percentile
+from benchmarks.suite.core import (
+    Context,
+    Curve,
+    Figure,
+    histogram_bins,
+    new_topic,
+    percentile,
+)
 
 SIZE = 100
 PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
@@ -44,9 +51,10 @@ def summarize(scenario: str, label: str, runs: list[list[float]]) -> list[Figure
 
 
 def histogram(plot: str, label: str, runs: list[list[float]]) -> Curve:
-    samples = [delay for run in runs for delay in run]
-    return Curve(plot, label, samples, [], "end-to-end latency (ms)", "records",
-                 log_y=True, kind="hist")
+    """Every run's delays together, binned (the JSON keeps counts, not samples)."""
+    edges, counts = histogram_bins([delay for run in runs for delay in run])
+    return Curve(plot, label, edges, counts, "end-to-end latency (ms)", "records",
+                 log_x=True, log_y=True, kind="hist")
 
 
 def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
@@ -67,11 +75,12 @@ def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
 
 
 def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
-    """System calls the broker makes per record at the latency load (strace -c -f).
+    """System calls the broker makes per response at the latency load (strace -c -f).
 
-    A count, not a time: it holds on a busy machine. It shows how many writes a
-    response takes (write coalescing), how often the reactor re-arms epoll for a
-    buffered write, and whether anything fsyncs in the request path.
+    Counts, not times: how many reads a request takes, how often the reactor
+    re-arms epoll for a buffered write, how many log writes a request causes
+    (one per batch), whether anything fsyncs in the request path. Per response,
+    because how many records a request carries depends on the machine's speed.
     """
     tool = peers.rdkafka_performance()
     strace = shutil.which("strace")
@@ -95,11 +104,12 @@ def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
         parts = line.split()
         if len(parts) >= 5 and parts[-1].isidentifier() and parts[3].isdigit():
             counts[parts[-1]] = int(parts[3])
-    records = max(len(delays), 1)
-    return [Figure("latency", f"broker {name} calls per record", counts[name] / records,
-                   "calls", f"{counts[name]:,} for {records:,} records, strace -c")
-            for name in ("sendto", "recvfrom", "epoll_wait", "epoll_ctl", "pwritev2",
-                         "pread64", "fsync", "futex") if name in counts]
+    responses = max(counts.get("sendto", 0), 1)
+    return [Figure("latency", f"broker {name} calls per response", counts[name] / responses,
+                   "calls", f"{counts[name]:,} calls, {responses:,} responses, "
+                   f"{len(delays):,} records (strace -c)")
+            for name in ("recvfrom", "epoll_wait", "epoll_ctl", "pwritev2", "pread64",
+                         "fsync", "futex") if name in counts]
 
 
 
