@@ -4,7 +4,8 @@ Built on ``twisted.web``, which the broker already depends on, so the console
 adds no web framework. The Kafka calls block (our clients wait on futures), so
 each API request runs in the reactor's thread pool and its answer is written
 back on the reactor thread. The web page is static files in this package,
-polling ``/api/overview`` once a second; the API page (Swagger UI) is served
+polling ``/api/overview`` once a second; ``/metrics`` has consumer group lag for
+Prometheus; the API page (Swagger UI) is served
 from the ``swagger-ui-bundle`` wheel's files, so nothing comes from the internet.
 """
 
