@@ -83,7 +83,7 @@ def test_page_follows_a_leader_kill_without_reload(tmp_path):
                         const isr = row.querySelector('td.isr').textContent.split(',');
                         return row.querySelector('td.leader').textContent === String(leader)
                             && isr.length === 2 && !isr.includes(String(dead));
-                    }""", arg=[new_leader, leader], timeout=5_000)
+                    }""", arg=[new_leader, leader], timeout=8_000)
                 lag = time.monotonic() - seen_at
                 assert page.evaluate("window.__sameDocument") == "yes"  # no reload happened
                 assert "under-replicated" in (row.get_attribute("class") or "")
