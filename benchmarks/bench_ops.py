@@ -108,9 +108,57 @@ def produce_rate(bootstrap: str, messages: int) -> float:
     return messages / (time.perf_counter() - started)
 
 
+def hook_cost_us(calls: int) -> float:
+    """CPU the metrics add to one produce request: the timed dispatcher and on_append."""
+    import struct
+    import types
+
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    broker = types.SimpleNamespace(replica_manager=types.SimpleNamespace(partitions={}))
+    metrics = BrokerMetrics(broker)
+    frame = struct.pack(">hhi", 0, 8, 1) + bytes(100)
+    answer = b"x" * 60
+
+    def plain(frame: bytes, connection: object = None) -> bytes:
+        return answer
+
+    metered = metrics.metered(plain)
+    on_append = metrics.on_append
+
+    def bare() -> None:
+        for _ in range(calls):
+            plain(frame, None)
+
+    def hooked() -> None:
+        for _ in range(calls):
+            metered(frame, None)
+            on_append("load", 500, 55_000)
+
+    best = {}
+    for name, fn in (("bare", bare), ("hooked", hooked)):
+        times = []
+        for _ in range(5):
+            started = time.process_time()
+            fn()
+            times.append(time.process_time() - started)
+        best[name] = min(times)
+    return (best["hooked"] - best["bare"]) / calls * 1e6
+
+
+def produce_requests(url: str) -> float:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith('kafka_network_requestmetrics_requests_total{request="Produce"}'):
+                return float(line.split()[-1])
+    return 0.0
+
+
 def bench_produce(base: Path, messages: int, rounds: int) -> None:
     rates: dict[bool, list[float]] = {True: [], False: []}
     cpu_us: dict[bool, list[float]] = {True: [], False: []}
+    per_request_us: list[float] = []
+    per_request_messages: list[float] = []
     with LocalCluster(brokers=1, base_dir=base / "on", metrics=True) as on, \
             LocalCluster(brokers=1, base_dir=base / "off", metrics=False) as off:
         for cluster in (on, off):
@@ -120,9 +168,15 @@ def bench_produce(base: Path, messages: int, rounds: int) -> None:
         for _ in range(rounds):
             for metrics, cluster in ((True, on), (False, off)):
                 pid = cluster.brokers[1].pid
+                requests = produce_requests(on.metrics_urls[1]) if metrics else 0.0
                 cpu = main_thread_cpu_seconds(pid)
                 rates[metrics].append(produce_rate(cluster.bootstrap_servers, messages))
-                cpu_us[metrics].append((main_thread_cpu_seconds(pid) - cpu) / messages * 1e6)
+                spent = main_thread_cpu_seconds(pid) - cpu
+                cpu_us[metrics].append(spent / messages * 1e6)
+                if metrics:
+                    requests = produce_requests(on.metrics_urls[1]) - requests
+                    per_request_us.append(spent / requests * 1e6)
+                    per_request_messages.append(messages / requests)
     with_metrics, without = max(rates[True]), max(rates[False])
     cost = (without - with_metrics) / without * 100
     cpu_on, cpu_off = min(cpu_us[True]), min(cpu_us[False])
@@ -132,6 +186,12 @@ def bench_produce(base: Path, messages: int, rounds: int) -> None:
           f"off {[f'{r:,.0f}' for r in rates[False]]}); broker reactor CPU per message "
           f"{cpu_on:.2f} us with metrics, {cpu_off:.2f} us without, cost "
           f"{(cpu_on - cpu_off) / cpu_off * 100:+.1f} % ({load()})")
+    hooks = hook_cost_us(200_000)
+    request = statistics.median(per_request_us)
+    print(f"produce-path metrics cost: the hooks take {hooks:.2f} us per produce request; "
+          f"a produce request took the broker's reactor {request:.0f} us "
+          f"({statistics.median(per_request_messages):.0f} messages each, median of "
+          f"{rounds}): {hooks / request * 100:.1f} % ({load()})")
 
 
 def bench_rest(base: Path, partitions: int, requests: int) -> None:
