@@ -118,7 +118,7 @@ def show(name: str, spark: Any, bootstrap_servers: str, workdir: Path, out: Any 
 def run(names: Iterable[str], bootstrap_servers: str | None, workdir: Path) -> int:
     """Start what is missing (cluster, Spark), show each pipeline, stop what it started."""
     from simplekafka.cluster import LocalCluster
-    from stages.stage8_spark.session import local_spark
+    from simplekafka.spark.session import local_spark
 
     cluster = None
     if bootstrap_servers is None:
