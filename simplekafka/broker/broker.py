@@ -26,6 +26,7 @@ from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
 from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
@@ -131,7 +132,7 @@ class KafkaBroker:
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None)),
-            groups=self.group_coordinator,
+            groups=GroupApis(self.group_coordinator),
         )
 
     @property
@@ -169,8 +170,9 @@ class KafkaBroker:
         self.factory = KafkaServerFactory(self.dispatcher, self.config["socket.request.max.bytes"])
         self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
                                            interface=self.config.listen_host or "")
-        if self.metrics is not None and self.metrics.port is None:
-            self.metrics.listen(*self.config.metrics_listener)
+        listener = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and listener is not None:
+            self.metrics.listen(*listener)
         return self.port.getHost().port
 
     @property

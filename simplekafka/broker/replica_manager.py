@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from twisted.internet import defer
 
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
+
+if TYPE_CHECKING:
+    from simplekafka.broker.apis.collaborators import Reactor
+    from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,18 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
+
+
+class Followers(Protocol):
+    """Who copies partitions from their leaders (``ReplicaFetcherManager``)."""
+
+    def follow(self, partition: Partition) -> None: ...
+
+    def unfollow(self, key: tuple[str, int]) -> None: ...
+
+    def is_following(self, key: tuple[str, int]) -> bool: ...
+
+    def shutdown(self) -> None: ...
 
 
 class PartitionResponse:
@@ -64,17 +81,17 @@ def error_code_of(exc: BaseException) -> ErrorCode | None:
 class ReplicaManager:
     """Owns every local Partition; the handlers ask it for leaders."""
 
-    def __init__(self, broker_id: int, log_manager: Any, metadata_cache: Any,
-                 log_config_for: Callable[[str], Any] | None = None,
-                 fetchers: Any = None,
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
+                 log_config_for: Callable[[str], LogConfig] | None = None,
+                 fetchers: Followers | None = None,
                  isr_writer: Callable[[Partition, list[int]], defer.Deferred] | None = None,
-                 reactor: Any = None,
+                 reactor: Reactor | None = None,
                  min_insync_for: Callable[[str], int] | None = None):
         self.broker_id = broker_id
         if reactor is None:
             from twisted.internet import reactor as default_reactor
-            reactor = default_reactor
-        self.reactor = reactor
+            reactor = cast("Reactor", default_reactor)
+        self.reactor: Reactor = reactor
         # min.insync.replicas of a topic (its override, else the broker's); 1 if not told.
         self.min_insync_for = min_insync_for or (lambda topic: 1)
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
@@ -172,7 +189,8 @@ class ReplicaManager:
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
         if self.on_append is not None and not internal and not result.duplicate:
-            self.on_append(topic, result.last_offset - result.base_offset + 1, len(records))
+            self.on_append(topic, result.last_offset - result.base_offset + 1,
+                           len(records or b""))
         if acks == -1 and partition.high_watermark <= result.last_offset:
             return response, partition.wait_for_high_watermark(result.last_offset + 1,
                                                                min_insync)
