@@ -61,7 +61,7 @@ def test_produce_answers_each_partition_from_the_append_results():
 def test_produce_before_v3_is_refused_without_appending():
     appender = FakeAppender()
     body = ProduceHandler(appender)(context(ApiKey.PRODUCE, 2), produce(2))
-    assert appender.calls == [({}, 1, False, 2)]  # nothing handed over to append
+    assert appender.calls == []  # nothing handed over to append
     assert body["responses"][0]["partition_responses"][0]["error_code"] == \
         ErrorCode.UNSUPPORTED_VERSION
 
