@@ -53,7 +53,7 @@ def _cpu_seconds(process: psutil.Process) -> float:
 def _leaders(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     metadata = admin.list_topics(timeout=60)
     return {(name, index): p.leader for name in topics if name in metadata.topics
             for index, p in metadata.topics[name].partitions.items()}
@@ -62,7 +62,8 @@ def _leaders(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
 def _in_every_isr(bootstrap: str, topics: list[str], broker_id: int) -> bool:
     from confluent_kafka.admin import AdminClient
 
-    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=60)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    metadata = admin.list_topics(timeout=60)
     return all(broker_id in p.isrs for name in topics
                for p in metadata.topics[name].partitions.values())
 
@@ -71,7 +72,7 @@ def _metadata_ms(bootstrap: str, rounds: int = 5) -> float:
     """Median time of a full Metadata round trip (every topic), through confluent-kafka."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     admin.list_topics(timeout=60)
     times = []
     for _ in range(rounds):

@@ -15,6 +15,7 @@ ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 FindCoordinator ... DeleteGroups            ``apis.groups``
+Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 ==========================================  ==============================
 """

@@ -13,6 +13,10 @@ from typing import Any
 
 from twisted.internet import defer
 
+from simplekafka.broker.apis.transactions import (
+    COORDINATOR_KEY_TRANSACTION,
+    refuse_transaction_coordinator,
+)
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import (
     CommitResult,
@@ -56,6 +60,8 @@ class GroupApis:
             dispatcher.register(key, handler)
 
     def find_coordinator(self, context: RequestContext, request: Any) -> dict:
+        if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION:
+            return refuse_transaction_coordinator()
         code, node = self.coordinator.find_coordinator(context, request)
         return _find_coordinator_answer(code, node)
 

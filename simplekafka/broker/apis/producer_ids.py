@@ -17,6 +17,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.transactions import TRANSACTIONS_REFUSED
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode
 
@@ -65,7 +66,7 @@ class InitProducerIdHandler:
         if request.transactional_id is not None:
             log.info("InitProducerId with transactional id %r refused: no transactions",
                      request.transactional_id)
-            return self._answer(ErrorCode.INVALID_REQUEST)
+            return self._answer(TRANSACTIONS_REFUSED)
         if self._next <= self._end:
             return self._take()
         zk = self.zookeeper()
