@@ -12,9 +12,11 @@ byte is kept; after a refusal the connection reads nothing more.
 
 Kafka answers requests on a connection in the order they arrived, even when a
 later request is answered sooner (a produce waits for acks=all, a fetch waits
-for data, but a metadata request behind them must not overtake them). Each
-request takes a slot in a FIFO; a slot is filled when its handler finishes; the
-connection writes responses from the head of the queue only.
+for data, but a metadata request behind them must not overtake them). A
+request that cannot be answered at once, or arrives while earlier ones wait,
+takes a slot in a FIFO; a slot is filled when its handler finishes; the
+connection writes responses from the head of the queue only. A request
+answered at once with nothing waiting ahead is written straight away.
 """
 
 from __future__ import annotations
