@@ -26,6 +26,7 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
@@ -136,6 +137,7 @@ class KafkaBroker:
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None)),
             groups=GroupApis(self.group_coordinator),
+            elect_leaders=ElectLeadersHandler(reactor, zookeeper),
         )
 
     @property
