@@ -167,11 +167,12 @@ _topic_counter = iter(range(1, 1 << 30))
 
 
 def new_topic(bootstrap: str, prefix: str, partitions: int = 1, replication: int = 1,
-              config: dict[str, str] | None = None) -> str:
+              config: dict[str, str] | None = None, timeout_s: float = 120.0) -> str:
     """A fresh topic (unique name per run), created and with a leader for each partition."""
     name = f"bench-{prefix}-{os.getpid()}-{next(_topic_counter)}"
-    with Admin(bootstrap) as admin:
-        admin.create_topic(name, partitions, replication, config or {})
+    with Admin(bootstrap, request_timeout_ms=int(timeout_s * 1000)) as admin:
+        admin.create_topic(name, partitions, replication, config or {},
+                           timeout_ms=int(timeout_s * 1000))
     return name
 
 
