@@ -16,6 +16,7 @@ recordsCount int32, 61 records.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import crc32c as _crc32c
@@ -182,6 +183,37 @@ def _reject(header: BatchHeader, pos: int, available: int) -> None:
     )
 
 
+def batch_spans(buf: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[tuple[int, int]]:
+    """(position, size) of each batch back to back from ``pos``, by batchLength alone.
+
+    The one walk over whole batches: every other (validation, parsing, the
+    dissector, the log, fetch trimming) is built on it. It stops after a span
+    that runs past the end of ``buf`` (a partial batch) or is shorter than a
+    header (damage), having yielded it, so the caller decides what that means;
+    fewer than 12 trailing bytes yield nothing.
+    """
+    end = len(buf)
+    while end - pos >= LOG_OVERHEAD:
+        size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+        yield pos, size
+        if size < HEADER_SIZE or pos + size > end:
+            return
+        pos += size
+
+
+def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
+    """(position, size) of each complete batch in ``buf``; a partial trailing batch is left out."""
+    end = len(buf)
+    return [(pos, size) for pos, size in batch_spans(buf)
+            if size >= HEADER_SIZE and pos + size <= end]
+
+
+def whole_batches_length(buf: bytes | bytearray | memoryview) -> int:
+    """How many leading bytes of ``buf`` are whole batches (a fetch may end mid-batch)."""
+    spans = iter_batch_positions(buf)
+    return spans[-1][0] + spans[-1][1] if spans else 0
+
+
 def validate_batches(
     buf: bytes | bytearray | memoryview, check_crc: bool = True, check_client_rules: bool = False
 ) -> list[BatchHeader]:
@@ -189,16 +221,24 @@ def validate_batches(
 
     With ``check_client_rules`` each batch must also pass check_client_batch.
     """
-    headers = []
-    pos = 0
-    end = len(buf)
-    while pos < end:
+    return [header for _, header in validated_spans(buf, check_crc, check_client_rules)]
+
+
+def validated_spans(
+    buf: bytes | bytearray | memoryview, check_crc: bool = True, check_client_rules: bool = False
+) -> list[tuple[int, BatchHeader]]:
+    """(position, header) of each batch, all validated; a trailing fragment is an error."""
+    spans = []
+    covered = 0
+    for pos, _ in batch_spans(buf):
         header = validate_batch(buf, pos, check_crc)
         if check_client_rules:
             check_client_batch(header, pos)
-        headers.append(header)
-        pos += header[1] + LOG_OVERHEAD
-    return headers
+        spans.append((pos, header))
+        covered = pos + header.size
+    if covered < len(buf):
+        validate_batch(buf, covered, check_crc)  # raises: bytes that are not a whole batch
+    return spans
 
 
 def check_client_batch(header: BatchHeader, pos: int = 0) -> None:
@@ -247,19 +287,6 @@ def validate_client_batches(
 ) -> list[BatchHeader]:
     """validate_batches plus check_client_batch on each: what a leader runs on a Produce."""
     return validate_batches(buf, check_crc, check_client_rules=True)
-
-
-def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
-    """(position, size) of each complete batch in ``buf``; a partial trailing batch is left out."""
-    spans = []
-    pos = 0
-    end = len(buf)
-    while True:
-        size = batch_size_at(buf, pos)
-        if size is None or size < HEADER_SIZE or pos + size > end:
-            return spans
-        spans.append((pos, size))
-        pos += size
 
 
 def patch_base_offset(buf: bytearray | memoryview, base_offset: int, pos: int = 0) -> None:

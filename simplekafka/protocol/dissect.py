@@ -22,7 +22,7 @@ import bitstring
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.api import ApiKey, known_versions, request_schema, response_schema
-from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, crc32c
+from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, batch_spans, crc32c
 from simplekafka.protocol.compression import Compression, decompress
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import DEFAULT_MAX_LENGTH
@@ -216,22 +216,17 @@ def attribute_bits(attributes: int) -> dict[str, Any]:
 class _BatchWalker(_Walker):
     """RecordBatch v2: the 61-byte header, then records (decompressed if need be)."""
 
-    def batches(self, parent: Node, pos: int, end: int) -> None:
-        index = 0
-        while pos < end:
-            if end - pos < LOG_OVERHEAD:
+    def batches(self, parent: Node, start: int, end: int) -> None:
+        """The batches from ``start`` to ``end`` (the data's end), as batch_spans finds them."""
+        pos = start
+        for index, (pos, size) in enumerate(batch_spans(self.data, start)):
+            length = size - LOG_OVERHEAD
+            if pos + size > end and length >= 0:
                 parent.children.append(Node(
-                    "partial_batch", pos, end - pos, "bytes", bytes(self.data[pos:end]),
+                    "partial_batch", pos, end - pos, "bytes", f"{end - pos} of {size} bytes",
                     note="a partial trailing batch; clients ignore it", space=self.space))
                 return
-            length = p.INT32.unpack_from(self.data, pos + 8)[0]
-            size = LOG_OVERHEAD + length
             if length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
-                if length >= 0 and pos + size > end:
-                    parent.children.append(Node(
-                        "partial_batch", pos, end - pos, "bytes", f"{end - pos} of {size} bytes",
-                        note="a partial trailing batch; clients ignore it", space=self.space))
-                    return
                 raise ProtocolError(
                     f"batch at offset {pos} has batchLength {length}, too small for a "
                     f"RecordBatch v2 header",
@@ -242,7 +237,10 @@ class _BatchWalker(_Walker):
             parent.children.append(node)
             self.batch(node, pos, pos + size)
             pos += size
-            index += 1
+        if pos < end:
+            parent.children.append(Node(
+                "partial_batch", pos, end - pos, "bytes", bytes(self.data[pos:end]),
+                note="a partial trailing batch; clients ignore it", space=self.space))
 
     def batch(self, node: Node, start: int, end: int) -> None:
         values: dict[str, int] = {}

@@ -41,7 +41,7 @@ from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    batch_size_at,
+    batch_spans,
     validate_batch,
 )
 from simplekafka.protocol.compression import Compression, compress, decompress
@@ -745,12 +745,8 @@ def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
     corrupt, not partial, and raises CorruptBatchError.
     """
     batches = []
-    pos = 0
     end = len(buf)
-    while True:
-        size = batch_size_at(buf, pos)
-        if size is None:
-            return batches
+    for pos, size in batch_spans(buf):
         if size < HEADER_SIZE:
             raise CorruptBatchError(
                 f"batchLength {size - LOG_OVERHEAD} is shorter than a batch header",
@@ -758,6 +754,6 @@ def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
                 expected=f"batchLength >= {HEADER_SIZE - LOG_OVERHEAD}",
             )
         if pos + size > end:
-            return batches
+            break
         batches.append(parse_batch(buf, pos))
-        pos += size
+    return batches
