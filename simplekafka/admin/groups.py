@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, error_for
 from simplekafka.client.group_protocol import decode_assignment, find_coordinator
-from simplekafka.protocol.api import ApiKey
+from simplekafka.client.offsets import committed_offsets, list_offsets, offset_fetch_request
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import TopicPartition
 
-EARLIEST = -2
-LATEST = -1
+EARLIEST = EARLIEST_TIMESTAMP
+LATEST = LATEST_TIMESTAMP
 
 
 @dataclass(frozen=True)
@@ -118,50 +119,10 @@ def fetch_offsets(client: KafkaClient, coordinator: int, group_id: str,
                   partitions: Iterable[TopicPartition] | None,
                   timeout_ms: int) -> dict[TopicPartition, int]:
     """Committed offsets (all the group has, if ``partitions`` is None)."""
-    topics = None
-    if partitions is not None:
-        wanted: dict[str, list[int]] = {}
-        for tp in partitions:
-            wanted.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": p} for t, p in wanted.items()]
     answer = client.request(coordinator, ApiKey.OFFSET_FETCH,
-                            {"group_id": group_id, "topics": topics}, timeout_ms=timeout_ms)
-    if getattr(answer, "error_code", 0):
-        raise error_for(answer.error_code, f"fetching the offsets of {group_id!r}")
-    return {TopicPartition(t.name, p.partition_index): p.committed_offset
-            for t in answer.topics for p in t.partitions if p.committed_offset >= 0}
-
-
-def list_offsets(client: KafkaClient, wanted: dict[TopicPartition, int],
-                 timeout_ms: int) -> dict[TopicPartition, int]:
-    """Offsets by timestamp (EARLIEST, LATEST) from each partition's leader."""
-    result: dict[TopicPartition, int] = {}
-
-    def attempt(deadline: Deadline) -> dict[TopicPartition, int]:
-        per_leader: dict[int, list[TopicPartition]] = {}
-        for tp in wanted:
-            if tp not in result:
-                leader = client.leader_for(tp.topic, tp.partition,
-                                           max(1, int(deadline.remaining() * 1000)))
-                per_leader.setdefault(leader, []).append(tp)
-        for leader, tps in per_leader.items():
-            topics: dict[str, list[dict]] = {}
-            for tp in tps:
-                topics.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "current_leader_epoch": -1,
-                     "timestamp": wanted[tp]})
-            answer = client.request(leader, ApiKey.LIST_OFFSETS, {
-                "replica_id": -1, "isolation_level": 0,
-                "topics": [{"name": t, "partitions": p} for t, p in topics.items()]},
-                timeout_ms=max(1, int(deadline.remaining() * 1000)))
-            for topic in answer.topics:
-                for part in topic.partitions:
-                    if part.error_code:
-                        raise error_for(part.error_code, f"{topic.name}-{part.partition_index}")
-                    result[TopicPartition(topic.name, part.partition_index)] = part.offset
-        return result
-
-    return client.call_with_retries(attempt, timeout_ms)
+                            offset_fetch_request(group_id, partitions), timeout_ms=timeout_ms)
+    return {tp: committed.offset
+            for tp, committed in committed_offsets(answer, group_id).items() if committed}
 
 
 def delete_groups(client: KafkaClient, group_ids: Iterable[str], timeout_ms: int) -> None:

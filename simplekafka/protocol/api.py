@@ -43,6 +43,12 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
 
 
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets' timestamp for "the log start offset"."""
+LATEST_TIMESTAMP = -1
+"""ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
+
+
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 11),
