@@ -1,6 +1,6 @@
 """Checks on the repository as a whole: lint, layering, docs, chapters and stage demos.
 
-These keep the promises in DESIGN.md honest: ruff clean, imports flowing down
+These keep the house rules honest: ruff clean, imports flowing down
 the layers, a docs site that builds without warnings, and every chapter listing
 and stage demo actually run.
 """

@@ -73,7 +73,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
     ApiKey.DELETE_GROUPS: (0, 1),
 }
-"""(min, max) version per API: the advertise column of DESIGN.md."""
+"""(min, max) version per API that the broker implements (inter-broker APIs included)."""
 
 INTER_BROKER_KEYS: frozenset[ApiKey] = frozenset(
     {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA}
