@@ -1,7 +1,7 @@
 """Checks on the repository as a whole: lint, layering, docs, chapters and stage demos.
 
-These keep the house rules honest: ruff clean, imports flowing down
-the layers, a docs site that builds without warnings, and every chapter listing
+These keep the house rules honest: ruff clean, type-checked, imports flowing
+down the layers, a docs site that builds without warnings, and every chapter listing
 and stage demo actually run.
 """
 
@@ -37,6 +37,12 @@ def test_import_layers_contract_holds():
     result = _run([str(BIN / "lint-imports")])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" not in result.stdout.lower() or "0 broken" in result.stdout
+
+
+def test_type_check_is_clean():
+    """mypy over the packages listed in pyproject.toml's [tool.mypy] ``files``."""
+    result = _run([sys.executable, "-m", "mypy"], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_docs_build_without_warnings(tmp_path):

@@ -38,9 +38,9 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
-from simplekafka.broker.controller_channel import ControllerChannel
+from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
-from simplekafka.broker.group_coordinator import GroupCoordinator
+from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
@@ -99,7 +99,8 @@ class KafkaBroker:
                                               fetchers=self.fetchers,
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
-        self.group_coordinator = GroupCoordinator(self)
+        self.group_coordinator = GroupCoordinator(
+            config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch

@@ -36,6 +36,7 @@ from simplekafka.protocol.batch_header import (
 )
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
+from simplekafka.storage import Log, OffsetOutOfRangeError
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class AppendResult(NamedTuple):
 class Partition:
     """Leader or follower state of one partition, around its storage Log."""
 
-    def __init__(self, topic: str, index: int, local_broker_id: int, log_: object):
+    def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log):
         self.topic = topic
         self.index = index
         self.local_broker_id = local_broker_id
@@ -278,7 +279,6 @@ class Partition:
 
     def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1) -> bytes:
         """Whole batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
-        from simplekafka.storage import OffsetOutOfRangeError
 
         if not self.is_leader:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)

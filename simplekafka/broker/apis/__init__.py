@@ -31,7 +31,7 @@ from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderE
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
-from simplekafka.broker.group_coordinator import GroupCoordinator
+from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.protocol.api import ApiKey
 
 

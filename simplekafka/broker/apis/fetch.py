@@ -20,7 +20,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import FetchSource, Flag, Reactor
+from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class _DelayedFetch:
         self.request = request
         self.result: defer.Deferred = defer.Deferred()
         self.partitions = handler.partitions_of(request)
-        self.timer = None
+        self.timer: DelayedCall | None = None
         self.offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
                         for topic in request.topics for wanted in topic.partitions}
         self.is_follower = request.replica_id >= 0

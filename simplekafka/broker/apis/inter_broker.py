@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.protocol.errors import ErrorCode
@@ -56,8 +56,7 @@ class InterBrokerHandlers:
             self.topic_configs.update(configs)
             return self.replica_manager.become_leader_or_follower(request)
 
-        return threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), read_configs).addCallback(apply)
+        return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
     def update_metadata(self, context: Any, request: Any) -> dict:
         stale = self._stale_broker_epoch(request)

@@ -10,7 +10,7 @@ partition outcomes become the response dict.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from twisted.internet import defer
 
@@ -45,7 +45,8 @@ class ProduceHandler:
             return None
         answer = appended.addCallback(_response_body, request, refused)
         if answer.called:  # nothing to wait for: answer now, without a Deferred round trip
-            return answer.result
+            body: dict = cast(dict, answer.result)
+            return body
         return answer
 
 

@@ -14,9 +14,9 @@ import logging
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,17 @@ class InitProducerIdHandler:
         if zk is None:
             return self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if self._refill is None:
-            self._refill = threads.deferToThreadPool(
-                self.reactor, self.reactor.getThreadPool(), reserve_block, zk,
+            self._refill = in_worker_thread(
+                self.reactor, reserve_block, zk,
                 self.broker_id, self.block_size)
             self._refill.addBoth(self._refilled)
         waiter: defer.Deferred = defer.Deferred()
-        self._refill.addBoth(lambda result: (waiter.callback(None), result)[1])
+
+        def wake(result: Any) -> Any:
+            waiter.callback(None)
+            return result
+
+        self._refill.addBoth(wake)
         return waiter.addCallback(lambda _: self._take() if self._next <= self._end
                                   else self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
 

@@ -1,7 +1,7 @@
 """The group coordinator: consumer groups, rebalances and committed offsets, on the broker.
 
 Which broker coordinates a group is decided by ``__consumer_offsets``: the
-leader of partition ``partition_for(group_id, N)`` (see ``offsets_topic``).
+leader of partition ``partition_for(group_id, N)`` (see ``group.records``).
 FindCoordinator answers with that leader (creating the topic on first use);
 every other group request sent to a broker that does not lead the group's
 partition gets NOT_COORDINATOR, and one that has just become leader answers
@@ -28,29 +28,19 @@ import time
 import uuid
 from typing import Any
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.group_state import Group, GroupState, Member
-from simplekafka.broker.offsets_topic import (
-    OFFSETS_TOPIC,
-    GroupKey,
-    GroupValue,
-    MemberValue,
-    OffsetKey,
-    OffsetValue,
-    RecordFormatError,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    encode_group_key,
-    encode_group_value,
-    encode_offset_key,
-    encode_offset_value,
-    partition_for,
+from simplekafka.broker.apis.collaborators import Config, Reactor, ZooKeeperHandle
+from simplekafka.broker.group.metadata_manager import (
+    GroupMetadataManager,
+    OffsetsLog,
+    expired_offsets,
 )
+from simplekafka.broker.group.records import OFFSETS_TOPIC, GroupValue, OffsetValue
+from simplekafka.broker.group.state import Group, GroupState, Member
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.records import build_batch, parse_batches
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +48,7 @@ MIN_SESSION_TIMEOUT_MS = 1_000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
 OFFSET_METADATA_MAX_BYTES = 4096
 MAX_GROUP_ID_BYTES = 32_767  # what an int16-length string can carry
-COMMIT_TIMEOUT_MS = 5_000  # Kafka's offsets.commit.timeout.ms
 CONSUMER_PROTOCOL = "consumer"
-
-# A failed append to __consumer_offsets, as the group client should hear it (Kafka's mapping).
-_APPEND_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-}
-
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
@@ -81,14 +57,17 @@ def _now_ms() -> int:
 class GroupCoordinator:
     """Every group whose ``__consumer_offsets`` partition this broker leads."""
 
-    def __init__(self, broker: Any):
-        self.broker = broker
-        self.reactor = broker.reactor
+    def __init__(self, config: Config, cache: MetadataCache, replicas: OffsetsLog,
+                 reactor: Reactor, zookeeper: ZooKeeperHandle):
+        self.config = config
+        self.cache = cache
+        self.replicas = replicas
+        self.reactor = reactor
+        self.metadata = GroupMetadataManager(replicas, cache, config, reactor, zookeeper)
         self.groups: dict[str, Group] = {}
         self.loaded: dict[int, int] = {}  # offsets partition -> leader epoch it was loaded at
         self._loading: set[int] = set()
-        self._creating_topic = False
-        broker.metadata_cache.listeners.append(self.sync_ownership)
+        cache.listeners.append(self.sync_ownership)
 
     def register(self, dispatcher: Any) -> None:
         for key, handler in [
@@ -109,15 +88,14 @@ class GroupCoordinator:
 
     @property
     def num_partitions(self) -> int:
-        known = self.broker.metadata_cache.topics.get(OFFSETS_TOPIC)
-        return len(known) if known else self.broker.config["offsets.topic.num.partitions"]
+        return self.metadata.num_partitions
 
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+        return self.metadata.partition_of(group_id)
 
     def _config(self, key: str, default: int) -> int:
         try:
-            value = self.broker.config[key]
+            value = self.config[key]
         except KeyError:
             return default
         return default if value is None else value
@@ -125,8 +103,7 @@ class GroupCoordinator:
     # -- ownership: which groups this broker coordinates ----------------------------------
 
     def _local_leader(self, index: int) -> Any:
-        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
-        return partition if partition is not None and partition.is_leader else None
+        return self.metadata.local_leader(index)
 
     def check_owner(self, group_id: str) -> ErrorCode | None:
         """None if this broker coordinates the group now; else the error to answer."""
@@ -153,7 +130,7 @@ class GroupCoordinator:
             partition = self._local_leader(index)
             if partition is None or partition.leader_epoch != epoch:
                 self._drop(index)
-        for (topic, index), partition in list(self.broker.replica_manager.partitions.items()):
+        for (topic, index), partition in list(self.replicas.partitions.items()):
             if topic == OFFSETS_TOPIC and partition.is_leader and index not in self.loaded:
                 self._schedule_load(index)
 
@@ -169,24 +146,7 @@ class GroupCoordinator:
         if partition is None or self.loaded.get(index) == partition.leader_epoch:
             return
         started = time.monotonic()
-        offsets: dict[str, dict[tuple[str, int], OffsetValue | None]] = {}
-        metadata: dict[str, GroupValue | None] = {}
-        the_log = partition.log
-        position = the_log.log_start_offset
-        end = the_log.log_end_offset
-        records = 0
-        while position < end:
-            chunk = the_log.read(position, 1 << 20)
-            if not chunk:
-                break
-            batches = parse_batches(bytes(chunk))
-            if not batches:
-                break
-            for batch in batches:
-                for record in batch:
-                    records += 1
-                    self._replay(record, offsets, metadata)
-                position = max(position, batch.next_offset)
+        metadata, offsets, records = self.metadata.read_partition(partition)
         for group_id, value in metadata.items():
             if value is None:
                 self._forget(group_id)
@@ -198,33 +158,20 @@ class GroupCoordinator:
                 if metadata.get(group_id, 0) is None:
                     continue
                 group = self.groups[group_id] = Group(group_id)
-            for key, value in entries.items():
-                if value is None:
+            for key, offset in entries.items():
+                if offset is None:
                     group.offsets.pop(key, None)
                 else:
-                    group.offsets[key] = value
+                    group.offsets[key] = offset
         self.loaded[index] = partition.leader_epoch
         log.info("%s-%d loaded: %d records, %d groups, in %.3f s", OFFSETS_TOPIC, index,
                  records, sum(1 for g in self.groups if self.partition_of(g) == index),
                  time.monotonic() - started)
 
-    @staticmethod
-    def _replay(record: Any, offsets: dict, metadata: dict) -> None:
-        try:
-            key = decode_key(record.key or b"")
-            if isinstance(key, OffsetKey):
-                value = decode_offset_value(record.value) if record.value is not None else None
-                offsets.setdefault(key.group_id, {})[(key.topic, key.partition)] = value
-            else:
-                value = decode_group_value(record.value) if record.value is not None else None
-                metadata[key.group_id] = value
-                if value is None:
-                    offsets.pop(key.group_id, None)
-        except RecordFormatError as exc:
-            log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
-
     def _group_from(self, group_id: str, value: GroupValue) -> Group:
-        group = Group(group_id, generation=value.generation,
+        # A loaded group starts out Stable (members) or Empty, as Kafka's loadGroup.
+        group = Group(group_id, GroupState.STABLE if value.members else GroupState.EMPTY,
+                      generation=value.generation,
                       protocol_type=value.protocol_type or None, protocol=value.protocol,
                       leader_id=value.leader, state_timestamp=value.state_timestamp)
         for m in value.members:
@@ -234,7 +181,6 @@ class GroupCoordinator:
                             m.assignment)
             group.members[m.member_id] = member
             self._schedule_expiry(group, member)
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
         return group
 
     def _drop(self, index: int) -> None:
@@ -248,7 +194,7 @@ class GroupCoordinator:
         group = self.groups.pop(group_id, None)
         if group is None:
             return
-        group.state = GroupState.DEAD
+        group.transition_to(GroupState.DEAD)
         _cancel(group.join_timer)
         for timer in group.pending_members.values():
             _cancel(timer)
@@ -258,63 +204,8 @@ class GroupCoordinator:
 
     # -- writing to __consumer_offsets --------------------------------------------------------
 
-    def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> defer.Deferred:
-        """Append records to the group's partition; fires with an ErrorCode once replicated.
-
-        Through ``ReplicaManager.append_records`` with acks=all, as any produce;
-        its error codes become what a group client should hear (Kafka's mapping).
-        """
-        index = self.partition_of(group_id)
-        if self._local_leader(index) is None:
-            return defer.succeed(ErrorCode.NOT_COORDINATOR)
-        key = (OFFSETS_TOPIC, index)
-        appended = self.broker.replica_manager.append_records(
-            {key: build_batch(entries)}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
-
-        def code_of(results: dict) -> ErrorCode:
-            code = results[key].error_code
-            return _APPEND_ERRORS.get(code, code)
-
-        return appended.addCallback(code_of)
-
     def _store_group(self, group: Group) -> defer.Deferred:
-        value = GroupValue(
-            group.protocol_type or "", group.generation, group.protocol, group.leader_id,
-            group.state_timestamp,
-            [MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                         m.rebalance_timeout_ms, m.session_timeout_ms,
-                         m.metadata_for(group.protocol or ""), m.assignment)
-             for m in group.members.values()])
-        return self._append(group.group_id,
-                            [(encode_group_key(GroupKey(group.group_id)),
-                              encode_group_value(value))])
-
-    def _ensure_offsets_topic(self) -> None:
-        """Create __consumer_offsets (in the background) if no one has yet."""
-        broker = self.broker
-        if self._creating_topic or broker.zk is None:
-            return
-        from simplekafka.coordination.topics import TopicError, create_topic
-
-        self._creating_topic = True
-        config = broker.config
-        live = max(len(broker.metadata_cache.brokers), 1)
-        replication = min(config["offsets.topic.replication.factor"], live)
-        partitions = config["offsets.topic.num.partitions"]
-        work = threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), create_topic, broker.zk,
-            OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
-
-        def created(_: Any) -> None:
-            log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
-                     partitions, replication)
-
-        def failed(failure: Any) -> None:
-            if not failure.check(TopicError):
-                log.warning("creating %s failed: %s", OFFSETS_TOPIC, failure.getErrorMessage())
-
-        work.addCallbacks(created, failed)
-        work.addBoth(lambda _: setattr(self, "_creating_topic", False))
+        return self.metadata.store_group(group)
 
     # -- FindCoordinator ------------------------------------------------------------------
 
@@ -330,9 +221,9 @@ class GroupCoordinator:
         group_id = request.key or ""
         if not group_id or len(group_id.encode("utf-8")) > MAX_GROUP_ID_BYTES:
             return answer(ErrorCode.INVALID_GROUP_ID)
-        cache = self.broker.metadata_cache
+        cache = self.cache
         if OFFSETS_TOPIC not in cache.topics:
-            self._ensure_offsets_topic()
+            self.metadata.ensure_offsets_topic()
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
         if state is None or state.leader < 0 or not cache.is_alive(state.leader):
@@ -378,10 +269,10 @@ class GroupCoordinator:
                         session / 1000.0, self._pending_expired, group, member_id)
                     return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             _cancel(group.pending_members.pop(member_id, None))
-            member = Member(member_id, context.client_id or "", _host(context.peer), session,
-                            rebalance, request.protocol_type, protocols,
-                            getattr(request, "group_instance_id", None))
-            return self._add_member(group, member)
+            joining = Member(member_id, context.client_id or "", _host(context.peer), session,
+                             rebalance, request.protocol_type, protocols,
+                             getattr(request, "group_instance_id", None))
+            return self._add_member(group, joining)
         member = group.members.get(member_id)
         if member is None:
             return refuse(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -436,7 +327,7 @@ class GroupCoordinator:
                     member.sync_waiter.callback(_sync_answer(ErrorCode.REBALANCE_IN_PROGRESS))
                 member.sync_waiter = None
         initial = group.is_in(GroupState.EMPTY)
-        group.state = GroupState.PREPARING_REBALANCE
+        group.transition_to(GroupState.PREPARING_REBALANCE)
         group.state_timestamp = _now_ms()
         _cancel(group.join_timer)
         log.info("%s: rebalancing (%s)", group.summary(), reason)
@@ -485,7 +376,7 @@ class GroupCoordinator:
         group.generation += 1
         group.state_timestamp = _now_ms()
         if not group.members:
-            group.state = GroupState.EMPTY
+            group.transition_to(GroupState.EMPTY)
             group.protocol = None
             group.leader_id = None
             log.info("%s", group.summary())
@@ -494,7 +385,7 @@ class GroupCoordinator:
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         group.protocol = group.select_protocol()
-        group.state = GroupState.COMPLETING_REBALANCE
+        group.transition_to(GroupState.COMPLETING_REBALANCE)
         log.info("%s protocol %s leader %s", group.summary(), group.protocol, group.leader_id)
         for member in group.members.values():
             waiter, member.join_waiter = member.join_waiter, None
@@ -553,7 +444,7 @@ class GroupCoordinator:
                 member.sync_waiter = None
             self._prepare_rebalance(group, "assignment not stored")
             return
-        group.state = GroupState.STABLE
+        group.transition_to(GroupState.STABLE)
         group.state_timestamp = _now_ms()
         log.info("%s", group.summary())
         for member in group.members.values():
@@ -687,9 +578,8 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is not None:
             self._schedule_expiry(group, member)
-        cache = self.broker.metadata_cache
+        cache = self.cache
         now = _now_ms()
-        entries = []
         accepted: list[tuple[tuple[str, int], OffsetValue, dict]] = []
         for topic in request.topics:
             for p in topic.partitions:
@@ -705,10 +595,8 @@ class GroupCoordinator:
                 value = OffsetValue(p.committed_offset,
                                     getattr(p, "committed_leader_epoch", -1), metadata, now)
                 key = (topic.name, p.partition_index)
-                entries.append((encode_offset_key(OffsetKey(group_id, *key)),
-                                encode_offset_value(value)))
                 accepted.append((key, value, part))
-        if not entries:
+        if not accepted:
             return answer()
 
         def stored(code: ErrorCode) -> dict:
@@ -720,7 +608,8 @@ class GroupCoordinator:
                     part["error_code"] = code
             return answer()
 
-        return self._append(group_id, entries).addCallback(stored)
+        return self.metadata.store_offsets(
+            group_id, [(key, value) for key, value, _ in accepted]).addCallback(stored)
 
     @staticmethod
     def _commit_allowed(group: Group | None, generation: int, member_id: str) -> ErrorCode | None:
@@ -819,13 +708,12 @@ class GroupCoordinator:
             group = self.groups.get(group_id) if code is None else None
             if code is None and group is None:
                 code = ErrorCode.GROUP_ID_NOT_FOUND
-            elif code is None and group.members:
+            elif code is None and group is not None and group.members:
                 code = ErrorCode.NON_EMPTY_GROUP
-            if code is not None:
+            if code is not None or group is None:
                 result["error_code"] = code
                 continue
-            waits.append(self._delete(group).addCallback(
-                lambda c, r=result: r.update(error_code=c)))
+            waits.append(self._delete(group).addCallback(_set_error_code, result))
         body = {"throttle_time_ms": 0, "results": results}
         if not waits:
             return body
@@ -834,11 +722,7 @@ class GroupCoordinator:
     def _delete(self, group: Group, offsets: list | None = None) -> defer.Deferred:
         """Tombstone a group's offsets (all, or those listed) and, if all, the group itself."""
         keys = list(group.offsets) if offsets is None else offsets
-        entries: list[tuple[bytes, bytes | None]] = [
-            (encode_offset_key(OffsetKey(group.group_id, *key)), None) for key in keys]
-        if offsets is None:
-            entries.append((encode_group_key(GroupKey(group.group_id)), None))
-        if not entries:
+        if not keys and offsets is not None:
             return defer.succeed(ErrorCode.NONE)
 
         def stored(code: ErrorCode) -> ErrorCode:
@@ -849,7 +733,8 @@ class GroupCoordinator:
                     self._forget(group.group_id)
             return code
 
-        return self._append(group.group_id, entries).addCallback(stored)
+        return self.metadata.delete(group.group_id, keys, whole_group=offsets is None
+                                    ).addCallback(stored)
 
     # -- offset expiry --------------------------------------------------------------------
 
@@ -862,9 +747,7 @@ class GroupCoordinator:
                 continue
             if self.check_owner(group.group_id) is not None:
                 continue
-            since = max(group.state_timestamp, 0)
-            old = [key for key, value in group.offsets.items()
-                   if now - max(value.commit_timestamp, since) >= retention_ms]
+            old = expired_offsets(group, now, retention_ms)
             if old and len(old) == len(group.offsets):
                 log.info("group %r: all %d offsets expired; group removed", group.group_id,
                          len(old))
@@ -878,6 +761,10 @@ class GroupCoordinator:
     def shutdown(self) -> None:
         for group_id in list(self.groups):
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+
+
+def _set_error_code(code: ErrorCode, result: dict) -> None:
+    result["error_code"] = code
 
 
 def _cancel(timer: Any) -> None:
