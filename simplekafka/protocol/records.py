@@ -30,7 +30,7 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import crc32c as _crc32c
 
@@ -200,6 +200,10 @@ _ZIGZAG = tuple((z >> 1) ^ -(z & 1) for z in range(1 << 14))
 # ---------------------------------------------------------------- building
 
 
+@overload
+def _as_bytes(data: None, what: str) -> None: ...
+@overload
+def _as_bytes(data: bytes | bytearray | memoryview | str, what: str) -> bytes: ...
 def _as_bytes(data: Any, what: str) -> bytes | None:
     if data is None or type(data) is bytes:
         return data
@@ -221,15 +225,16 @@ def _encode_headers(headers: Iterable[Header] | Mapping[str, bytes | None]) -> b
             hkey, hvalue = item
         except (TypeError, ValueError):
             raise TypeError(f"a header must be a (key, value) pair, not {item!r}") from None
+        raw_key: bytes
         if isinstance(hkey, str):
-            hkey = hkey.encode()
+            raw_key = hkey.encode()
         elif isinstance(hkey, (bytes, bytearray, memoryview)):
-            hkey = bytes(hkey)
+            raw_key = bytes(hkey)
         else:
             raise TypeError(f"header key must be str, not {type(hkey).__name__}")
         hvalue = _as_bytes(hvalue, "header value")
-        parts.append(_zigzag_bytes(len(hkey)))
-        parts.append(hkey)
+        parts.append(_zigzag_bytes(len(raw_key)))
+        parts.append(raw_key)
         if hvalue is None:
             parts.append(b"\x01")
         else:
@@ -503,16 +508,16 @@ def _decode_run(
         *range(value_len_at, value_at),
         headers_at,
     ]
-    low = [ts_at + ts_size - 1, offset_at + offset_size - 1]  # last bytes of the varints
-    high = [at for at, size in ((ts_at, ts_size), (offset_at, offset_size)) if size == 2]
+    lows = [ts_at + ts_size - 1, offset_at + offset_size - 1]  # last bytes of the varints
+    highs = [at for at, size in ((ts_at, ts_size), (offset_at, offset_size)) if size == 2]
     for candidates in (_MIN_RUN, most):
         stop = pos + candidates * stride
         run = candidates
         for at in exact:
             run = min(run, _leading(data[at:stop:stride], data[at : at + 1]))
-        for at in low:
+        for at in lows:
             run = min(run, _leading(data[at:stop:stride], _LOW_BYTES))
-        for at in high:
+        for at in highs:
             run = min(run, _leading(data[at:stop:stride], _HIGH_BYTES))
         if run < _MIN_RUN:
             return 0, pos
@@ -527,8 +532,8 @@ def _decode_run(
         else:
             timestamps = [base_ts + zz[b] for b in low]
     else:
-        high = data[ts_at:stop:stride]
-        timestamps = [base_ts + zz[(h & 0x7F) | (b << 7)] for h, b in zip(high, low)]
+        ts_high = data[ts_at:stop:stride]
+        timestamps = [base_ts + zz[(h & 0x7F) | (b << 7)] for h, b in zip(ts_high, low)]
 
     offsets: Iterable[int]
     low = data[offset_at + offset_size - 1 : stop : stride]
@@ -536,17 +541,17 @@ def _decode_run(
     if offset_size == 1:
         consecutive = low == _DELTAS_1[first_delta : first_delta + run]
     else:
-        high = data[offset_at:stop:stride]
+        offset_high = data[offset_at:stop:stride]
         consecutive = (
             low == _DELTAS_2_LOW[first_delta : first_delta + run]
-            and high == _DELTAS_2_HIGH[first_delta : first_delta + run]
+            and offset_high == _DELTAS_2_HIGH[first_delta : first_delta + run]
         )
     if consecutive and first_delta >= 0:  # deltas n, n+1, n+2...: what producers write
         offsets = range(base_offset + first_delta, base_offset + first_delta + run)
     elif offset_size == 1:
         offsets = [base_offset + zz[b] for b in low]
     else:
-        offsets = [base_offset + zz[(h & 0x7F) | (b << 7)] for h, b in zip(high, low)]
+        offsets = [base_offset + zz[(h & 0x7F) | (b << 7)] for h, b in zip(offset_high, low)]
 
     keys: Iterable[bytes | None]
     if key_len < 0:
@@ -559,7 +564,7 @@ def _decode_run(
     else:
         values = [data[at : at + value_len] for at in range(value_at, stop, stride)]
     # Record tuples made by map() in C, each with its own empty headers list, as one by one.
-    fresh_lists = map(list, repeat((), run))
+    fresh_lists: Iterator[list[Header]] = map(list, repeat((), run))
     records += map(
         tuple.__new__, repeat(Record, run), zip(offsets, timestamps, keys, values, fresh_lists)
     )
@@ -652,6 +657,7 @@ def _decode_each(
             else:
                 value = data[pos : pos + n]
                 pos += n
+            headers: list[Header]
             if data[pos] == 0:
                 pos += 1
                 headers = []

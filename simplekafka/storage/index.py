@@ -98,6 +98,7 @@ class _MappedIndex:
     def _largest_at_most(self, column: int, target: int) -> int:
         """Position of the last entry whose ``column`` is <= target, or -1 (binary search)."""
         mm, unpack, size = self._mm, self._entry.unpack_from, self._entry_size
+        assert mm is not None, f"{self.path.name} is closed"
         lo, hi, found = 0, self._count - 1, -1
         while lo <= hi:
             mid = (lo + hi) // 2

@@ -109,7 +109,8 @@ class Log:
         self.leader_epochs.truncate_from_end(self.log_end_offset)
         self.leader_epochs.truncate_from_start(self._log_start_offset)
         parsed = parse_partition_dir(directory.name)
-        self.topic, self.partition = parsed if parsed else (None, None)
+        self.topic: str | None = parsed[0] if parsed else None
+        self.partition: int | None = parsed[1] if parsed else None
 
     # -- opening -------------------------------------------------------------------
     @classmethod

@@ -82,8 +82,9 @@ def test_a_lagging_follower_is_written_out_of_the_isr_by_its_leader_and_comes_ba
     with producer(three) as sending:
         os.kill(three.brokers[stalled].pid, signal.SIGSTOP)
         try:
-            # acks=all waits for the stalled follower until the leader drops it (replication rule 2):
-            # then the ISR {1, 2} still meets min.insync.replicas and the write succeeds.
+            # acks=all waits for the stalled follower until the leader drops it
+            # (replication rule 2): then the ISR {1, 2} still meets min.insync.replicas
+            # and the write succeeds.
             started = time.monotonic()
             sending.send("lagging", b"while-stalled", partition=0).get(30)
             waited = time.monotonic() - started
