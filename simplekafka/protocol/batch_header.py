@@ -16,7 +16,7 @@ recordsCount int32, 61 records.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from itertools import accumulate
 from typing import NamedTuple
 
 import crc32c as _crc32c
@@ -183,22 +183,26 @@ def _reject(header: BatchHeader, pos: int, available: int) -> None:
     )
 
 
-def batch_spans(buf: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[tuple[int, int]]:
+def batch_spans(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[tuple[int, int]]:
     """(position, size) of each batch back to back from ``pos``, by batchLength alone.
 
     The one walk over whole batches: every other (validation, parsing, the
-    dissector, the log, fetch trimming) is built on it. It stops after a span
-    that runs past the end of ``buf`` (a partial batch) or is shorter than a
-    header (damage), having yielded it, so the caller decides what that means;
-    fewer than 12 trailing bytes yield nothing.
+    dissector, the log, fetch trimming) is built on it. The last span may run
+    past the end of ``buf`` (a partial batch) or be shorter than a header
+    (damage): the walk stops there and the caller decides what that means.
+    Fewer than 12 trailing bytes give no span.
     """
+    spans: list[tuple[int, int]] = []
+    append = spans.append
     end = len(buf)
+    unpack = _INT32.unpack_from
     while end - pos >= LOG_OVERHEAD:
-        size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
-        yield pos, size
+        size = unpack(buf, pos + 8)[0] + LOG_OVERHEAD
+        append((pos, size))
         if size < HEADER_SIZE or pos + size > end:
-            return
+            break
         pos += size
+    return spans
 
 
 def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
@@ -220,25 +224,30 @@ def validate_batches(
     """Validate a records field holding one or more whole batches, back to back.
 
     With ``check_client_rules`` each batch must also pass check_client_batch.
+    A partial batch or trailing bytes are an error here, never skipped. This
+    walk steps by the header it has just validated (the batchLength that
+    :func:`batch_spans` reads), so validation reads each header once.
     """
-    return [header for _, header in validated_spans(buf, check_crc, check_client_rules)]
-
-
-def validated_spans(
-    buf: bytes | bytearray | memoryview, check_crc: bool = True, check_client_rules: bool = False
-) -> list[tuple[int, BatchHeader]]:
-    """(position, header) of each batch, all validated; a trailing fragment is an error."""
-    spans = []
-    covered = 0
-    for pos, _ in batch_spans(buf):
+    headers: list[BatchHeader] = []
+    append = headers.append
+    pos = 0
+    end = len(buf)
+    while pos < end:
         header = validate_batch(buf, pos, check_crc)
         if check_client_rules:
             check_client_batch(header, pos)
-        spans.append((pos, header))
-        covered = pos + header.size
-    if covered < len(buf):
-        validate_batch(buf, covered, check_crc)  # raises: bytes that are not a whole batch
-    return spans
+        append(header)
+        pos += header[1] + LOG_OVERHEAD
+    return headers
+
+
+def validated_spans(
+    buf: bytes | bytearray | memoryview, check_crc: bool = True
+) -> list[tuple[int, BatchHeader]]:
+    """(position, header) of each batch, all validated as by validate_batches."""
+    headers = validate_batches(buf, check_crc)
+    positions = accumulate((header[1] + LOG_OVERHEAD for header in headers), initial=0)
+    return list(zip(positions, headers))
 
 
 def check_client_batch(header: BatchHeader, pos: int = 0) -> None:
