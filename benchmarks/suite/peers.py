@@ -90,7 +90,8 @@ def c_consume(tool: Path, bootstrap: str, topic: str, count: int) -> float:
 
 
 def c_latency(tool: Path, bootstrap: str, topic: str, rate: int, seconds: float, size: int,
-              directory: Path, acks: str = "1", linger_ms: int = 0) -> list[float]:
+              directory: Path, acks: str = "1", linger_ms: int = 0,
+              settings: dict[str, str] | None = None) -> list[float]:
     """End-to-end delays in ms, one per record: a -l producer paced at ``rate`` and a -l consumer.
 
     Both stamp and read the wall clock of this machine; the consumer writes every
@@ -103,7 +104,8 @@ def c_latency(tool: Path, bootstrap: str, topic: str, rate: int, seconds: float,
     consumer = subprocess.Popen(
         [*line_buffered, str(tool), "-C", "-t", topic, "-p", "0", "-b", bootstrap,
          "-o", "beginning", "-l",
-         "-A", str(samples), "-c", str(count), *_settings({"fetch.wait.max.ms": "500"})],
+         "-A", str(samples), "-c", str(count),
+         *_settings({"fetch.wait.max.ms": "500", **(settings or {})})],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ready = threading.Event()
 
@@ -121,7 +123,8 @@ def c_latency(tool: Path, bootstrap: str, topic: str, rate: int, seconds: float,
             raise RuntimeError("rdkafka_performance's consumer did not reach the partition end")
         _run([str(tool), "-P", "-t", topic, "-p", "0", "-b", bootstrap, "-s", str(size),
               "-r", str(rate), "-c", str(count), "-a", acks, "-l", "-q",
-              *_settings({"linger.ms": str(linger_ms)})], timeout=seconds * 10 + 120)
+              *_settings({"linger.ms": str(linger_ms), **(settings or {})})],
+             timeout=seconds * 10 + 120)
         try:
             consumer.wait(timeout=30)
         except subprocess.TimeoutExpired:

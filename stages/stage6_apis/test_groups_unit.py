@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
 
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import MAX_SESSION_TIMEOUT_MS, GroupCoordinator
 from simplekafka.broker.group.records import (
@@ -157,6 +158,17 @@ def test_consumer_protocol_bytes_round_trip_and_reject_truncation():
 # -- the coordinator on a task.Clock -----------------------------------------------------
 
 
+class CoordinatorOnTheWire:
+    """A GroupCoordinator whose group requests go through GroupApis, as the dispatcher's do."""
+
+    def __init__(self, coordinator: GroupCoordinator):
+        self.coordinator = coordinator
+        self.apis = GroupApis(coordinator)
+
+    def __getattr__(self, name: str):
+        return getattr(self.apis if hasattr(GroupApis, name) else self.coordinator, name)
+
+
 class FakeConfig(dict):
     min_insync_replicas = 1
 
@@ -186,8 +198,8 @@ def broker(tmp_path):
         config=FakeConfig({"offsets.topic.num.partitions": 3, "message.max.bytes": 1 << 20,
                            "group.initial.rebalance.delay.ms": 100,
                            "offsets.retention.minutes": 1}))
-    fake.new_coordinator = lambda: GroupCoordinator(fake.config, cache, replica_manager,
-                                                    clock, lambda: None)
+    fake.new_coordinator = lambda: CoordinatorOnTheWire(GroupCoordinator(
+        fake.config, cache, replica_manager, clock, lambda: None))
     fake.coordinator = fake.new_coordinator()
     fake.logs = logs
     yield fake

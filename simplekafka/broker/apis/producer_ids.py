@@ -17,6 +17,8 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.transactions import TRANSACTIONS_REFUSED
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -60,11 +62,11 @@ class InitProducerIdHandler:
         self._end = -1
         self._refill: defer.Deferred | None = None
 
-    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if request.transactional_id is not None:
             log.info("InitProducerId with transactional id %r refused: no transactions",
                      request.transactional_id)
-            return self._answer(ErrorCode.INVALID_REQUEST)
+            return self._answer(TRANSACTIONS_REFUSED)
         if self._next <= self._end:
             return self._take()
         zk = self.zookeeper()

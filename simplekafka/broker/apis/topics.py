@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 
 from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.config import BrokerConfig
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.coordination.topics import TopicError, create_topic, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
@@ -71,7 +72,7 @@ class TopicAdmin:
 
     # -- CreateTopics -------------------------------------------------------------------
 
-    def create_topics(self, context: Any, request: Any) -> defer.Deferred | dict:
+    def create_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
         results = []
         waits = []
         validate_only = bool(getattr(request, "validate_only", False))
@@ -142,7 +143,7 @@ class TopicAdmin:
 
     # -- DeleteTopics -------------------------------------------------------------------
 
-    def delete_topics(self, context: Any, request: Any) -> defer.Deferred | dict:
+    def delete_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
         results = []
         waits = []
         for name in request.topic_names:
