@@ -53,6 +53,17 @@ def non_negative_int(text: str) -> int:
     return int_at_least(0, text)
 
 
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
 def key_value(pair: str, option: str) -> tuple[str, str]:
     """``KEY=VALUE`` from a repeatable option (``--set``, ``--config``, ``--header``).
 

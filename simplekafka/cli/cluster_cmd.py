@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from simplekafka.cli import CliError, key_values, positive_int
+from simplekafka.cli import CliError, key_values, port_number, positive_int
 from simplekafka.cluster import ClusterError, LocalCluster, probe_broker
 from simplekafka.cluster.local import LOOPBACK, tail
 from simplekafka.console.process import ConsoleProcess
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="a Kafka-style broker setting for every broker (repeatable)")
     up.add_argument("--console", action="store_true",
                     help="also start the console (REST API and web page) for the cluster")
-    up.add_argument("--console-port", type=_port, default=8080,
+    up.add_argument("--console-port", type=port_number, default=8080,
                     help="port of the console on 127.0.0.1 (8080; 0 picks a free one)")
     up.add_argument("--foreground", action="store_true",
                     help="run the cluster in this process until SIGTERM or Ctrl-C")
@@ -69,16 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _add_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=Path, default=Path("simplekafka-cluster"),
                         help="where data, logs and cluster.json live (./simplekafka-cluster)")
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
-    return value
 
 
 def read_state(directory: Path) -> dict | None:

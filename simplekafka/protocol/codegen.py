@@ -14,7 +14,7 @@ compiled and interpreted paths agree for every API and version.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from simplekafka.protocol import primitives as p
@@ -55,7 +55,6 @@ def _define(schema: Schema, name: str, lines: list[str], ns: dict[str, Any]) -> 
     return ns[name]
 
 
-
 def compile_write(schema: Schema) -> Callable[[bytearray, Any], None]:
     """The schema's encoder: ``write(out, value)`` for a Struct, a dict or any object."""
     ns: dict[str, Any] = {
@@ -81,25 +80,17 @@ def compile_write(schema: Schema) -> Callable[[bytearray, Any], None]:
 def _emit_write(schema: Schema, ns: dict[str, Any], lines: list[str], get: str) -> None:
     """Emit the body that writes every field of ``schema``, reading them with ``get``."""
     ind = "        "
-    run: list[Field] = []
-
-    def close_run() -> None:
-        if not run:
-            return
-        i = len(ns)
-        ns[f"_pack{i}"] = struct.Struct(">" + "".join(f.type.fmt or "" for f in run)).pack
-        args = []
-        for k, f in enumerate(run):
-            ns[f"_d{i}_{k}"] = f.default
-            args.append(get.format(name=f.name, default=f"_d{i}_{k}"))
-        lines.append(f"{ind}out += _pack{i}({', '.join(args)})")
-        run.clear()
-
-    for f in schema.fields:
-        if is_fixed(f.type):
-            run.append(f)
-            continue
-        close_run()
+    for run, f in _fixed_runs(schema.fields):
+        if run:  # one struct.pack for the whole run
+            i = len(ns)
+            ns[f"_pack{i}"] = _run_struct(run).pack
+            args = []
+            for k, fixed in enumerate(run):
+                ns[f"_d{i}_{k}"] = fixed.default
+                args.append(get.format(name=fixed.name, default=f"_d{i}_{k}"))
+            lines.append(f"{ind}out += _pack{i}({', '.join(args)})")
+        if f is None:
+            break
         i = len(ns)
         ns[f"_d{i}"] = f.default
         t = f.type
@@ -120,12 +111,10 @@ def _emit_write(schema: Schema, ns: dict[str, Any], lines: list[str], get: str) 
         else:
             ns[f"_write{i}"] = t.write
             lines.append(f"{ind}_write{i}(out, {value})")
-    close_run()
     if schema.flexible:
         tags = get.format(name="tagged_fields", default="None")
         lines.append(f"{ind}_write_tags(out, {tags})")
     lines.append(f"{ind}pass")
-
 
 
 def _emit_read(
@@ -139,26 +128,18 @@ def _emit_read(
     n = len(ns)
     ns[f"_cls{n}"] = schema.struct_class
     lines.append(f"{ind}{target} = _new(_cls{n})")
-    run: list[Field] = []
-
-    def close_run() -> None:
-        if not run:
-            return
-        i = len(ns)
-        compiled = struct.Struct(">" + "".join(f.type.fmt or "" for f in run))
-        ns[f"_unpack{i}"] = compiled.unpack_from
-        ns[f"_short{i}"] = _short_run_error(schema.name, list(run))
-        attrs = ", ".join(f"{target}.{f.name}" for f in run)
-        lines.append(f"{ind}if pos + {compiled.size} > _len(buf): _short{i}(buf, pos)")
-        lines.append(f"{ind}{attrs}, = _unpack{i}(buf, pos)")
-        lines.append(f"{ind}pos += {compiled.size}")
-        run.clear()
-
-    for f in schema.fields:
-        if is_fixed(f.type):
-            run.append(f)
-            continue
-        close_run()
+    for run, f in _fixed_runs(schema.fields):
+        if run:  # one unpack_from for the whole run, straight into the slots
+            i = len(ns)
+            compiled = _run_struct(run)
+            ns[f"_unpack{i}"] = compiled.unpack_from
+            ns[f"_short{i}"] = _short_run_error(schema.name, run)
+            attrs = ", ".join(f"{target}.{fixed.name}" for fixed in run)
+            lines.append(f"{ind}if pos + {compiled.size} > _len(buf): _short{i}(buf, pos)")
+            lines.append(f"{ind}{attrs}, = _unpack{i}(buf, pos)")
+            lines.append(f"{ind}pos += {compiled.size}")
+        if f is None:
+            break
         i = len(ns)
         t = f.type
         if isinstance(t, Array) and isinstance(t.element, StructType):
@@ -194,9 +175,28 @@ def _emit_read(
         else:
             ns[f"_read{i}"] = t.read
             lines.append(f"{ind}{target}.{f.name}, pos = _read{i}(buf, pos)")
-    close_run()
     if schema.flexible:
         lines.append(f"{ind}{target}.tagged_fields, pos = _read_tags(buf, pos)")
+
+
+def _fixed_runs(fields: Iterable[Field]) -> Iterator[tuple[list[Field], Field | None]]:
+    """Each field that is not fixed-width, with the run of fixed-width fields before it.
+
+    The last pair has ``None`` for the field: the run that ends the schema.
+    """
+    run: list[Field] = []
+    for f in fields:
+        if is_fixed(f.type):
+            run.append(f)
+        else:
+            yield run, f
+            run = []
+    yield run, None
+
+
+def _run_struct(run: list[Field]) -> struct.Struct:
+    """One big-endian ``struct.Struct`` for a run of fixed-width fields."""
+    return struct.Struct(">" + "".join(f.type.fmt or "" for f in run))
 
 
 def _short_run_error(schema_name: str, run: list[Field]) -> Callable[[Buffer, int], None]:
