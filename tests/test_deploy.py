@@ -23,6 +23,9 @@ from simplekafka.broker.config import BrokerConfig
 from simplekafka.cli import build_parser
 from simplekafka.cli.broker_cmd import build_properties
 
+# docker-compose and kubernetes-validate run as processes.
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 BROKERS = ["broker1", "broker2", "broker3"]

@@ -63,6 +63,7 @@ def _python_listings(chapter: Path) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", chapter.read_text(), flags=re.S | re.M)
 
 
+@pytest.mark.timeout(660)  # the run's own limit is 600 s; pytest's default 300 s would cut it
 @pytest.mark.parametrize("chapter", _chapters(), ids=lambda p: p.parent.name)
 def test_chapter_listings_run(chapter, tmp_path):
     """Every ```python listing in a chapter runs, top to bottom, in one namespace."""
@@ -82,6 +83,7 @@ def _stage_demos() -> list[str]:
     return sorted(p.parent.name for p in STAGES.glob("*/__main__.py"))
 
 
+@pytest.mark.timeout(660)  # the run's own limit is 600 s; pytest's default 300 s would cut it
 @pytest.mark.parametrize("stage", _stage_demos())
 def test_stage_demo_runs(stage, tmp_path):
     """``python -m stages.<stage>`` runs to completion (with its own bounded timeouts)."""

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, error_for
 from simplekafka.client.group_protocol import decode_assignment, find_coordinator
-from simplekafka.client.offsets import committed_offsets, list_offsets, offset_fetch_request
+from simplekafka.client.offsets import (
+    committed_offsets,
+    list_offsets,
+    offset_fetch_request,
+)
+from simplekafka.client.offsets import list_offset_ranges as list_offset_ranges  # re-exported
 from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import TopicPartition

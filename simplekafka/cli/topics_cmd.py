@@ -1,4 +1,4 @@
-"""``simplekafka topics create|list|describe|delete``: kafka-topics.sh, roughly."""
+"""``simplekafka topics create|list|describe|alter|delete``: kafka-topics.sh, roughly."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from simplekafka.cli.client_common import (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "topics", help="create, list, describe or delete topics", description=__doc__.strip("`")
+        "topics", help="create, list, describe, alter or delete topics",
+        description=__doc__.strip("`")
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
@@ -39,6 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     describe.add_argument("topics", nargs="*", metavar="TOPIC", help="default: every topic")
     add_bootstrap_argument(describe)
     describe.set_defaults(func=topics_describe)
+
+    alter = actions.add_parser("alter", help="add partitions to a topic")
+    alter.add_argument("topic")
+    alter.add_argument("--partitions", type=positive_int, required=True,
+                       help="the new total number of partitions (larger than today's)")
+    add_bootstrap_argument(alter)
+    alter.set_defaults(func=topics_alter)
 
     delete = actions.add_parser("delete", help="delete topics")
     delete.add_argument("topics", nargs="+", metavar="TOPIC")
@@ -87,6 +95,15 @@ def topics_describe(args: argparse.Namespace) -> int:
         for p in topic.partitions:
             print(f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
                   f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+    return 0
+
+
+@kafka_errors_are_one_line("topics alter")
+def topics_alter(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        admin.create_partitions({args.topic: args.partitions},
+                                timeout_ms=args.request_timeout_ms)
+    print(f"Topic {args.topic} now has {args.partitions} partitions.")
     return 0
 
 

@@ -21,29 +21,52 @@ def list_offsets(client: KafkaClient, wanted: dict[TopicPartition, int], timeout
                  isolation_level: int = 0) -> dict[TopicPartition, int]:
     """The offset for each partition's timestamp (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP or ms).
 
-    -1 where no record is that late. Partitions already answered are not asked
-    again when a retry follows a leader change.
+    -1 where no record is that late. The requests to different leaders are in
+    flight together; partitions already answered are not asked again when a
+    retry follows a leader change.
     """
-    result: dict[TopicPartition, int] = {}
+    return _ask_leaders(client, [wanted], timeout_ms, isolation_level)[0]
 
-    def attempt(deadline: Deadline) -> dict[TopicPartition, int]:
-        per_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
-        for tp, timestamp in wanted.items():
-            if tp in result:
-                continue
-            leader = client.leader_for(tp.topic, tp.partition,
-                                       max(1, int(deadline.remaining() * 1000)))
-            per_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "current_leader_epoch": -1,
-                 "timestamp": timestamp})
-        futures = [
-            client.send(leader, ApiKey.LIST_OFFSETS, {
+
+def list_offset_ranges(client: KafkaClient, partitions: Iterable[TopicPartition],
+                       timeout_ms: int) -> tuple[dict[TopicPartition, int],
+                                                 dict[TopicPartition, int]]:
+    """(earliest, latest) offsets of ``partitions``: both asked of every leader at once.
+
+    One round trip instead of two (a ListOffsets request may name a partition
+    only once, so the two ends are two requests, sent together).
+    """
+    wanted = list(partitions)
+    earliest, latest = _ask_leaders(client, [dict.fromkeys(wanted, EARLIEST_TIMESTAMP),
+                                             dict.fromkeys(wanted, LATEST_TIMESTAMP)],
+                                    timeout_ms)
+    return earliest, latest
+
+
+def _ask_leaders(client: KafkaClient, asks: list[dict[TopicPartition, int]], timeout_ms: int,
+                 isolation_level: int = 0) -> list[dict[TopicPartition, int]]:
+    """One ListOffsets per leader and per ask, all in flight together, with retries."""
+    results: list[dict[TopicPartition, int]] = [{} for _ in asks]
+
+    def attempt(deadline: Deadline) -> list[dict[TopicPartition, int]]:
+        sent = []
+        for ask, result in zip(asks, results):
+            per_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
+            for tp, timestamp in ask.items():
+                if tp in result:
+                    continue
+                leader = client.leader_for(tp.topic, tp.partition,
+                                           max(1, int(deadline.remaining() * 1000)))
+                per_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "current_leader_epoch": -1,
+                     "timestamp": timestamp})
+            sent += [(result, client.send(leader, ApiKey.LIST_OFFSETS, {
                 "replica_id": -1, "isolation_level": isolation_level,
-                "topics": [{"name": t, "partitions": p} for t, p in topics.items()]})
-            for leader, topics in per_leader.items()
-        ]
+                "topics": [{"name": t, "partitions": p} for t, p in topics.items()]},
+                timeout_ms=max(1, int(deadline.remaining(timeout_ms / 1000) * 1000))))
+                for leader, topics in per_leader.items()]
         first_error: KafkaError | None = None
-        for future in futures:
+        for result, future in sent:
             answer = wait_for(future, deadline.remaining(timeout_ms / 1000) + 1)
             for topic in answer.topics:
                 for part in topic.partitions:
@@ -55,7 +78,7 @@ def list_offsets(client: KafkaClient, wanted: dict[TopicPartition, int], timeout
                         result[tp] = part.offset
         if first_error is not None:
             raise first_error
-        return result
+        return results
 
     return client.call_with_retries(attempt, timeout_ms)
 
@@ -91,5 +114,5 @@ def committed_offsets(answer: Any, group_id: str) -> dict[TopicPartition, Offset
     return found
 
 
-__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "committed_offsets", "list_offsets",
-           "offset_fetch_request"]
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "committed_offsets", "list_offset_ranges",
+           "list_offsets", "offset_fetch_request"]

@@ -80,6 +80,7 @@ class Consumer:
         heartbeat_interval_ms: int = 3_000,
         max_poll_interval_ms: int = 300_000,
         partition_assignment_strategy: Iterable[str] = ("range", "roundrobin"),
+        metadata_max_age_ms: int = 300_000,
     ) -> None:
         if auto_offset_reset not in _RESET_POLICIES:
             raise ValueError(
@@ -110,6 +111,7 @@ class Consumer:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
         )
         self._fetcher = Fetcher(
             self.client,
@@ -134,6 +136,7 @@ class Consumer:
         self._topics: list[str] | None = None  # the subscription (None: not subscribed)
         self._pattern: re.Pattern | None = None
         self._joined_topics: list[str] | None = None
+        self._joined_counts: dict[str, int] = {}  # partitions per topic at the last join
         self._on_assign: RebalanceCallback | None = None
         self._on_revoke: RebalanceCallback | None = None
         self._next_auto_commit = time.monotonic() + auto_commit_interval_ms / 1000
@@ -451,6 +454,8 @@ class Consumer:
             topics = topics_matching(self._pattern, self.client.metadata.snapshot.topics)
         if topics != self._joined_topics:
             group.needs_rejoin = True
+        elif self._partition_count_changed():
+            group.needs_rejoin = True  # partitions were added: share them out (as Java does)
         if not group.needs_rejoin:
             return
         owned = sorted(self._fetcher.states)
@@ -458,6 +463,7 @@ class Consumer:
         deadline = Deadline((group.rebalance_timeout_ms + group.session_timeout_ms) / 1000)
         assigned = group.join(topics, owned, self._partition_counts, deadline)
         self._joined_topics = topics
+        self._joined_counts = self._known_counts(topics)
         self._fetcher.states = {tp: PartitionState() for tp in assigned}
         self._last_committed = {}
         if self._on_assign is not None:
@@ -476,6 +482,18 @@ class Consumer:
         if self._on_revoke is not None:
             self._on_revoke(owned)
         self._fetcher.states = {}
+
+    def _known_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        known = self.client.metadata.snapshot.topics
+        return {t: len(known[t].partitions) for t in topics if t in known}
+
+    def _partition_count_changed(self) -> bool:
+        """Once the metadata is due for its periodic refresh (``metadata_max_age_ms``),
+        whether a subscribed topic's partition count differs from the last join's."""
+        if self._joined_topics is None or not self.client.metadata.needs_update():
+            return False
+        self.client.refresh_metadata(None, self.request_timeout_ms)
+        return self._known_counts(self._joined_topics) != self._joined_counts
 
     def _partition_counts(self, topics: set[str]) -> dict[str, int]:
         snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)

@@ -625,6 +625,30 @@ DELETE_GROUPS_RESPONSE = Message("DeleteGroupsResponse", 42, "0-1", "2+", [
     ]),
 ])
 
+# --- ElectLeaders (43) -------------------------------------------------------------------------
+
+ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
+    F("election_type", "int8", "1+", default=0),  # 0 preferred, 1 unclean (KIP-460)
+    F("topic_partitions", [
+        F("topic", "string"),
+        F("partition_id", "[]int32"),
+    ], nullable="0+"),  # null: every partition
+    F("timeout_ms", "int32", default=60000),
+])
+
+ELECT_LEADERS_RESPONSE = Message("ElectLeadersResponse", 43, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16", "1+"),
+    F("replica_election_results", [
+        F("topic", "string"),
+        F("partition_result", [
+            F("partition_id", "int32"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
 # --- ApiVersions (18) ------------------------------------------------------------------------
 
 API_VERSIONS_REQUEST = Message("ApiVersionsRequest", 18, "0-4", "3+", [
@@ -681,6 +705,29 @@ DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
     F("responses", [
         F("name", "string"),
         F("error_code", "int16"),
+    ]),
+])
+
+# --- CreatePartitions (37) --------------------------------------------------------------------
+
+CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", 37, "0-1", "2+", [
+    F("topics", [
+        F("name", "string"),
+        F("count", "int32"),  # the new total, not the number added
+        F("assignments", [
+            F("broker_ids", "[]int32"),
+        ], nullable="0+"),  # null: the broker places the new replicas
+    ]),
+    F("timeout_ms", "int32", default=60000),
+    F("validate_only", "bool", default=False),
+])
+
+CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("name", "string"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
     ]),
 ])
 
@@ -743,9 +790,11 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
         (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
         (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
+        (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+        (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
     ]

@@ -14,6 +14,8 @@ Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
+ElectLeaders                                ``apis.elect_leaders``
+CreatePartitions                            ``apis.partitions``
 FindCoordinator ... DeleteGroups            ``apis.groups``
 Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
@@ -25,11 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
@@ -50,6 +54,8 @@ class KafkaApis:
     topics: TopicAdmin
     inter_broker: InterBrokerHandlers
     groups: GroupApis
+    elect_leaders: ElectLeadersHandler
+    create_partitions: CreatePartitionsHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -62,6 +68,8 @@ class KafkaApis:
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
+        register(ApiKey.ELECT_LEADERS, self.elect_leaders)
+        register(ApiKey.CREATE_PARTITIONS, self.create_partitions)
         register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)
