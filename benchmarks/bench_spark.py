@@ -60,19 +60,9 @@ def fill(bootstrap: str, topic: str, count: int) -> float:
 
 
 def spark_session():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from simplekafka.spark.session import local_spark
 
-    import simplekafka.spark
-
-    spark = (SparkSession.builder.master("local[2]").appName("bench_spark")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "1g")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    simplekafka.spark.register(spark)
-    return spark
+    return local_spark("bench_spark")
 
 
 def rates_of(query) -> list[float]:

@@ -63,7 +63,7 @@ Read options (names as Spark's Kafka source; Spark lowercases them)
     resumes.
 ``kafka.*``
     client settings: ``fetch.max.bytes`` (default 64 MiB),
-    ``max.partition.fetch.bytes`` (16 MiB), ``fetch.max.wait.ms`` (200),
+    ``max.partition.fetch.bytes`` (4 MiB), ``fetch.max.wait.ms`` (200),
     ``request.timeout.ms`` (30000), ``read.timeout.ms`` (120000: how long a
     task keeps retrying a partition without a leader), ``check.crcs``,
     ``client.id``.
