@@ -24,6 +24,11 @@ Usage::
            .option("checkpointLocation", "/tmp/alerts-checkpoint")
            .start())
 
+Spark also finds the format without ``register``: PySpark imports every
+top-level module named ``pyspark_*`` and registers its ``DefaultSource``, and
+the top-level module ``pyspark_simplekafka`` is one (installed with the
+package). ``register`` is still the way to get one-line option errors.
+
 A batch read is ``spark.read.format("simplekafka")`` with the same options and
 ``endingOffsets``; a batch write is ``df.write.format("simplekafka")...save()``.
 
