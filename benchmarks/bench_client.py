@@ -93,8 +93,10 @@ def ck_consume(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     from confluent_kafka import Consumer as CkConsumer
     from confluent_kafka import TopicPartition as CkTopicPartition
 
+    # fetch.queue.backoff.ms=0: with librdkafka's default (1000) the consumer idles a
+    # second whenever its prefetch queue is full (see the client chapter).
     consumer = CkConsumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                           "enable.auto.commit": False})
+                           "enable.auto.commit": False, "fetch.queue.backoff.ms": 0})
     consumer.assign([CkTopicPartition(topic, 0, 0)])
     seen = 0
     clock = Clock()

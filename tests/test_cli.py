@@ -26,3 +26,18 @@ def test_help_lists_subcommands():
     result = _simplekafka("--help")
     assert result.returncode == 0
     assert "inspect" in result.stdout
+
+
+def test_the_broker_raises_its_open_files_limit_to_the_hard_one():
+    """Thousands of partitions need thousands of descriptors (issue 19): soft := hard at start."""
+    import resource
+
+    from simplekafka.cli.broker_cmd import raise_open_files_limit
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), hard))
+    try:
+        assert raise_open_files_limit() == (hard, hard)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

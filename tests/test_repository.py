@@ -1,8 +1,8 @@
 """Checks on the repository as a whole: lint, layering, docs, chapters and stage demos.
 
-These keep the promises honest: ruff clean, imports flowing down the layers,
-and every stage demo actually run. The docs site, whose build runs every
-chapter listing, is checked in tests/test_docs.py.
+These keep the promises honest: ruff clean, type-checked, imports flowing down
+the layers, and every stage demo actually run. The docs site, whose build runs
+every chapter listing, is checked in tests/test_docs.py.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ def test_import_layers_contract_holds():
     result = _run([str(BIN / "lint-imports")])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" not in result.stdout.lower() or "0 broken" in result.stdout
+
+
+def test_type_check_is_clean():
+    """mypy over the packages listed in pyproject.toml's [tool.mypy] ``files``."""
+    result = _run([sys.executable, "-m", "mypy"], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _stage_demos() -> list[str]:

@@ -26,9 +26,12 @@ if ! command -v java >/dev/null 2>&1; then
 fi
 
 # The console's browser test drives Debian's Chromium; deploy/ is checked with docker-compose.
+# The benchmarks' Redis Streams peer is Debian's redis-server with its redis-benchmark.
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
+command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+command -v redis-benchmark >/dev/null 2>&1 || missing="$missing redis-tools"
 if [ -n "$missing" ]; then
   echo "bootstrap: installing$missing (Debian packages)" >&2
   as_root apt-get update -qq >/dev/null
@@ -50,3 +53,6 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   "$VENV/bin/pip" install -q -e "$ROOT[all]"
   echo "$WANT" > "$STAMP"
 fi
+
+# librdkafka's C benchmark tool, from Debian's source package (once; a few minutes niced).
+SIMPLEKAFKA_VENV="$VENV" "$ROOT/tools/build_rdkafka_performance.sh"

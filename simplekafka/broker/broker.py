@@ -26,6 +26,7 @@ from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
 from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
@@ -38,11 +39,12 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
-from simplekafka.broker.controller_channel import ControllerChannel
+from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
-from simplekafka.broker.group_coordinator import GroupCoordinator
+from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.server import KafkaServerFactory
@@ -99,12 +101,14 @@ class KafkaBroker:
                                               fetchers=self.fetchers,
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
-        self.group_coordinator = GroupCoordinator(self)
+        self.group_coordinator = GroupCoordinator(
+            config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
+        self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -128,7 +132,7 @@ class KafkaBroker:
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None)),
-            groups=self.group_coordinator,
+            groups=GroupApis(self.group_coordinator),
         )
 
     @property
@@ -166,6 +170,9 @@ class KafkaBroker:
         self.factory = KafkaServerFactory(self.dispatcher, self.config["socket.request.max.bytes"])
         self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
                                            interface=self.config.listen_host or "")
+        listener = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and listener is not None:
+            self.metrics.listen(*listener)
         return self.port.getHost().port
 
     @property
@@ -342,6 +349,8 @@ class KafkaBroker:
             self.zk = None
             yield self._bounded(threads.deferToThreadPool(
                 self.reactor, pool, _close_zookeeper, zk), "closing the ZooKeeper session")
+        if self.metrics is not None:
+            yield defer.maybeDeferred(self.metrics.stop)
         log.info("broker %d stopped cleanly", self.broker_id)
 
     @defer.inlineCallbacks

@@ -89,6 +89,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("advertised.listeners", _list, None,
               "What clients are told to connect to; defaults to listeners."),
     ConfigKey("log.dirs", _list, None, "Directories that hold the partition logs."),
+    ConfigKey("metrics.listener", _str_or_none, None,
+              "HOST:PORT serving Prometheus /metrics and /health (default: off)."),
     ConfigKey("zookeeper.connect", _str, None, "ZooKeeper connection string host:port[/chroot]."),
     ConfigKey("zookeeper.session.timeout.ms", _int, 18000, "ZooKeeper session timeout.", 1),
     ConfigKey("zookeeper.connection.timeout.ms", _int, None,
@@ -257,6 +259,11 @@ class BrokerConfig:
         parse_listener(listeners[0])
         for text in self._values["advertised.listeners"] or []:
             parse_listener(text)
+        if self._values["metrics.listener"]:
+            try:
+                self.metrics_listener  # noqa: B018 (parsed to check it)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         from simplekafka.coordination.connection import (
             ZooKeeperConnectError,
             parse_connect_string,
@@ -298,6 +305,16 @@ class BrokerConfig:
         advertised = self._values["advertised.listeners"] or self._values["listeners"]
         _, host, port = parse_listener(advertised[0])
         return (host or "127.0.0.1"), port
+
+    @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """(host, port) of the metrics listener, or None when metrics are off."""
+        text = self._values["metrics.listener"]
+        if not text:
+            return None
+        from simplekafka.broker.metrics import parse_listener as parse_metrics_listener
+
+        return parse_metrics_listener(text)
 
     @property
     def log_dirs(self) -> list[Path]:

@@ -106,7 +106,7 @@ class MetadataCache:
 
     def all_leaders_known(self, topic: str) -> bool:
         partitions = self.topics.get(topic)
-        return bool(partitions) and all(
+        return partitions is not None and bool(partitions) and all(
             p.leader >= 0 and p.leader in self.brokers for p in partitions.values()
         )
 

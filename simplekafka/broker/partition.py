@@ -17,7 +17,6 @@ leader's batches exactly at its log end and truncates by leader epoch
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -36,13 +35,13 @@ from simplekafka.protocol.batch_header import (
 )
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
+from simplekafka.storage import Log, OffsetOutOfRangeError
 
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
 # How far back (in offsets) producer state is rebuilt from the log at start-up.
 PRODUCER_STATE_REPLAY_OFFSETS = 100_000
-_BATCH_LENGTH = struct.Struct(">i")
 
 
 class AppendResult(NamedTuple):
@@ -57,7 +56,7 @@ class AppendResult(NamedTuple):
 class Partition:
     """Leader or follower state of one partition, around its storage Log."""
 
-    def __init__(self, topic: str, index: int, local_broker_id: int, log_: object):
+    def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log):
         self.topic = topic
         self.index = index
         self.local_broker_id = local_broker_id
@@ -278,7 +277,6 @@ class Partition:
 
     def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1) -> bytes:
         """Whole batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
-        from simplekafka.storage import OffsetOutOfRangeError
 
         if not self.is_leader:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -369,16 +367,16 @@ class Partition:
         so idempotence holds if this replica becomes leader.
         """
         appended = 0
-        if records:
-            whole = whole_batches_length(records)
-            if whole:
-                data = records[:whole] if whole != len(records) else records
-                self.log.append_as_follower(data)
-                for pos, _size in iter_batch_positions(data):
-                    header = read_header(data, pos)
-                    if header.producer_id >= 0:
-                        self.producers.record(header, header.base_offset)
-                appended = whole
+        spans = iter_batch_positions(records) if records else []
+        if spans:  # whole batches only: a fetch may end in the middle of one
+            whole = spans[-1][0] + spans[-1][1]
+            data = records[:whole] if whole != len(records) else records
+            self.log.append_as_follower(data)
+            for pos, _size in spans:
+                header = read_header(data, pos)
+                if header.producer_id >= 0:
+                    self.producers.record(header, header.base_offset)
+            appended = whole
         new_hw = min(leader_high_watermark, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
@@ -440,17 +438,6 @@ class Partition:
     def close_waiters(self) -> None:
         self._append_listeners.clear()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-
-
-def whole_batches_length(data: bytes) -> int:
-    """How many leading bytes of ``data`` are whole batches (a fetch may end mid-batch)."""
-    position = 0
-    while position + 12 <= len(data):
-        (length,) = _BATCH_LENGTH.unpack_from(data, position + 8)
-        if position + 12 + length > len(data):
-            break
-        position += 12 + length
-    return position
 
 
 def _single_batch_header(records: bytes) -> BatchHeader:

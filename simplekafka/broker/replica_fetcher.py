@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet import defer, protocol, task
-from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet import defer, task
 
-from simplekafka.broker.controller_channel import ResponseReader
+from simplekafka.broker.controller.channel import ResponseReader, connect_reader
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -147,17 +145,14 @@ class ReplicaFetcher:
             address = self.endpoint_of(self.leader_id)
             if address is None:
                 raise ConnectionError(f"leader {self.leader_id} has no known address")
-            endpoint = TCP4ClientEndpoint(self.reactor, address[0], address[1], timeout=5)
-            connection = yield endpoint.connect(protocol.Factory.forProtocol(ResponseReader))
+            connection = yield connect_reader(self.reactor, *address)
             if not self.running:
                 connection.transport.loseConnection()
                 raise ConnectionError("fetcher stopped")
             self._connection = connection
         correlation_id = next(self._correlation)
         payload = encode_request(api_key, version, correlation_id, CLIENT_ID, body)
-        waiter: defer.Deferred = defer.Deferred()
-        connection.waiting[correlation_id] = waiter
-        connection.transport.write(struct.pack(">i", len(payload)) + payload)
+        waiter = connection.send(correlation_id, payload)
         waiter.addTimeout(timeout, self.reactor)
         frame = yield waiter
         return decode_response(api_key, version, frame)[1]
@@ -233,9 +228,10 @@ class ReplicaFetcher:
         for topic in response.responses:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition_index)
-                state = sent.get(key)
-                if state is None or self.states.get(key) is not state:
+                found = sent.get(key)
+                if found is None or self.states.get(key) is not found:
                     continue  # removed or re-added while the fetch was out
+                state = found
                 code = answer.error_code
                 if code == ErrorCode.NONE:
                     try:
@@ -274,9 +270,10 @@ class ReplicaFetcher:
         by_key = {(s.partition.topic, s.partition.index): s for s in states}
         for topic in response.topics:
             for answer in topic.partitions:
-                state = by_key.get((topic.name, answer.partition_index))
-                if state is None or answer.error_code != ErrorCode.NONE:
+                found = by_key.get((topic.name, answer.partition_index))
+                if found is None or answer.error_code != ErrorCode.NONE:
                     continue
+                state = found
                 partition = state.partition
                 if partition.log_end_offset < answer.offset:
                     log.info("%s: behind the leader's log start %d: starting over there",

@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from twisted.internet import defer
 
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
+
+if TYPE_CHECKING:
+    from simplekafka.broker.apis.collaborators import Reactor
+    from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,18 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
+
+
+class Followers(Protocol):
+    """Who copies partitions from their leaders (``ReplicaFetcherManager``)."""
+
+    def follow(self, partition: Partition) -> None: ...
+
+    def unfollow(self, key: tuple[str, int]) -> None: ...
+
+    def is_following(self, key: tuple[str, int]) -> bool: ...
+
+    def shutdown(self) -> None: ...
 
 
 class PartitionResponse:
@@ -64,22 +81,25 @@ def error_code_of(exc: BaseException) -> ErrorCode | None:
 class ReplicaManager:
     """Owns every local Partition; the handlers ask it for leaders."""
 
-    def __init__(self, broker_id: int, log_manager: Any, metadata_cache: Any,
-                 log_config_for: Callable[[str], Any] | None = None,
-                 fetchers: Any = None,
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
+                 log_config_for: Callable[[str], LogConfig] | None = None,
+                 fetchers: Followers | None = None,
                  isr_writer: Callable[[Partition, list[int]], defer.Deferred] | None = None,
-                 reactor: Any = None,
+                 reactor: Reactor | None = None,
                  min_insync_for: Callable[[str], int] | None = None):
         self.broker_id = broker_id
         if reactor is None:
             from twisted.internet import reactor as default_reactor
-            reactor = default_reactor
-        self.reactor = reactor
+            reactor = cast("Reactor", default_reactor)
+        self.reactor: Reactor = reactor
         # min.insync.replicas of a topic (its override, else the broker's); 1 if not told.
         self.min_insync_for = min_insync_for or (lambda topic: 1)
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
+        # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
+        self.on_append: Callable[[str, int, int], None] | None = None
+        self.on_isr_change: Callable[[str], None] | None = None
         self.log_config_for = log_config_for
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -168,6 +188,9 @@ class ReplicaManager:
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
+        if self.on_append is not None and not internal and not result.duplicate:
+            self.on_append(topic, result.last_offset - result.base_offset + 1,
+                           len(records or b""))
         if acks == -1 and partition.high_watermark <= result.last_offset:
             return response, partition.wait_for_high_watermark(result.last_offset + 1,
                                                                min_insync)
@@ -320,6 +343,8 @@ class ReplicaManager:
             if not partition.is_leader or partition.leader_epoch != epoch:
                 return  # the controller moved on while we wrote; its state wins
             self.isr_changes += 1
+            if self.on_isr_change is not None:
+                self.on_isr_change(why)
             log.info("%s-%d: ISR %s %s -> %s (partition epoch %d)", partition.topic,
                      partition.index, why, old_isr, new_isr, version)
             partition.apply_isr(new_isr, version)

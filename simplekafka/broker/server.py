@@ -2,12 +2,13 @@
 
 Kafka's framing is a 4-byte big-endian length and then the request, which is
 exactly Twisted's ``Int32StringReceiver``. We keep its hooks (``MAX_LENGTH``,
-``stringReceived``, ``lengthLimitExceeded``, ``sendString``) but replace its
-``dataReceived`` for two reasons: Twisted's version re-joins the whole buffer on
-every read (quadratic for a big frame arriving in many pieces) and keeps
-buffering after it has refused an oversized frame. Ours reads the 4-byte length,
-refuses a negative or too-large one before a single body byte is kept, and
-joins the pieces of a frame that arrives in many reads only once.
+``stringReceived``, ``lengthLimitExceeded``, ``sendString``) but its
+``dataReceived`` feeds the protocol layer's ``FrameDecoder``, the one framer
+the client, the dissector and the broker share: Twisted's own re-joins the
+whole buffer on every read (quadratic for a big frame arriving in many pieces)
+and keeps buffering after it has refused an oversized frame. The decoder reads
+the 4-byte length and refuses a negative or too-large one before a single body
+byte is kept; after a refusal the connection reads nothing more.
 
 Kafka answers requests on a connection in the order they arrived, even when a
 later request is answered sooner (a produce waits for acks=all, a fetch waits
@@ -19,17 +20,17 @@ connection writes responses from the head of the queue only.
 from __future__ import annotations
 
 import logging
-import struct
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
-log = logging.getLogger(__name__)
+from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 
-_LENGTH = struct.Struct(">i")
+log = logging.getLogger(__name__)
 
 # A handler's answer that means "write nothing" (acks=0 produce).
 NO_RESPONSE = None
@@ -57,6 +58,7 @@ class KafkaConnection(Int32StringReceiver):
     """One client connection: frames in, handler calls, ordered responses out."""
 
     MAX_LENGTH = 100 * 1024 * 1024
+    transport: Any  # Twisted's ITransport (a zope interface, opaque to a type checker)
     # Stop reading from a client that has this many requests waiting (back pressure).
     MAX_IN_FLIGHT = 200
 
@@ -64,9 +66,7 @@ class KafkaConnection(Int32StringReceiver):
         self.handler = handler
         if max_length is not None:
             self.MAX_LENGTH = max_length
-        self._pending: list[bytes] = []  # pieces of an incomplete frame
-        self._pending_size = 0
-        self._needed: int | None = None  # bytes the pending frame needs, prefix included
+        self._frames = FrameDecoder(self.MAX_LENGTH)
         self._queue: deque[_Slot] = deque()
         self._refusing = False
         self._reading_paused = False
@@ -88,7 +88,7 @@ class KafkaConnection(Int32StringReceiver):
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self._refusing = True
-        self._pending = []
+        self._frames = FrameDecoder(self.MAX_LENGTH)  # drop any partial frame
         self._queue.clear()
         factory = getattr(self, "factory", None)
         if isinstance(factory, KafkaServerFactory):
@@ -103,53 +103,30 @@ class KafkaConnection(Int32StringReceiver):
     def dataReceived(self, data: bytes) -> None:
         if self._refusing:
             return  # a refused connection reads nothing more into memory
-        if self._pending:
-            # Part of a frame is already here: collect pieces until the frame is whole,
-            # then join them once (no re-copying of the whole buffer on every read).
-            self._pending.append(data)
-            self._pending_size += len(data)
-            if self._pending_size < 4:
-                return
-            if self._needed is None:
-                head = b"".join(self._pending)
-                self._pending = [head]
-                if not self._check_length(head):
-                    return
-            if self._pending_size < self._needed:
-                return
-            data = b"".join(self._pending)
-            self._pending = []
-            self._pending_size = 0
-            self._needed = None
-        position = 0
-        end = len(data)
-        while end - position >= 4:
-            (length,) = _LENGTH.unpack_from(data, position)
-            if length < 0 or length > self.MAX_LENGTH:
-                self.lengthLimitExceeded(length)
-                return
-            frame_end = position + 4 + length
-            if frame_end > end:
-                break
-            self.stringReceived(data[position + 4:frame_end])
-            position = frame_end
+        try:
+            frames = self._frames.feed(data)
+        except FrameTooLargeError as exc:
+            self._handle_frames(exc.frames)  # frames before the bad length are answered
+            if not self._refusing:
+                self.lengthLimitExceeded(exc.length)
+            return
+        self._handle_frames(frames)
+
+    def _handle_frames(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            self.stringReceived(frame)
             if self._refusing:
                 return
-        if position < end:
-            rest = data[position:]
-            self._pending = [rest]
-            self._pending_size = len(rest)
-            if len(rest) >= 4:
-                self._check_length(rest)
 
-    def _check_length(self, head: bytes) -> bool:
-        """Read the length of the pending frame; refuse it at once if it is out of bounds."""
-        (length,) = _LENGTH.unpack_from(head, 0)
-        if length < 0 or length > self.MAX_LENGTH:
-            self.lengthLimitExceeded(length)
-            return False
-        self._needed = 4 + length
-        return True
+    @property
+    def _pending_size(self) -> int:
+        """Bytes of an incomplete frame held (0 after a refusal)."""
+        return self._frames.buffered
+
+    @property
+    def _pending(self) -> list[bytes]:
+        """The incomplete frame's bytes held so far, as one piece (for tests and logs)."""
+        return [bytes(self._frames._buffer)] if self._frames.buffered else []
 
     def lengthLimitExceeded(self, length: int) -> None:
         """Refuse the frame unread: log it and close, keeping nothing of its body."""
@@ -161,8 +138,7 @@ class KafkaConnection(Int32StringReceiver):
 
     def _refuse(self) -> None:
         self._refusing = True
-        self._pending = []
-        self._pending_size = 0
+        self._frames = FrameDecoder(self.MAX_LENGTH)
         self._write_ready_responses()
         self.transport.loseConnection()
 
@@ -214,7 +190,7 @@ class KafkaConnection(Int32StringReceiver):
                     self.transport.loseConnection()
                 return
             if slot.response is not None and not self._refusing:
-                self.transport.write(_LENGTH.pack(len(slot.response)) + slot.response)
+                self.transport.write(encode_frame(slot.response))
         if self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2 and not self._refusing:
             self._reading_paused = False
             self.transport.resumeProducing()

@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.leader_election_cmd",
     "simplekafka.cli.learn_cmd",
     "simplekafka.cli.console_cmd",
+    "simplekafka.cli.bench_cmd",
 ]
 
 

@@ -74,7 +74,26 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     for key in config.ignored_keys:
         logging.getLogger("simplekafka.broker").info("ignoring Kafka setting %s here", key)
+    raise_open_files_limit()
     return serve(config)
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Soft RLIMIT_NOFILE up to the hard limit: each replica holds open files (its .log,
+    and before Python 3.13 its index mappings), so thousands of partitions need more
+    than the usual soft 1024. Returns the (soft, hard) limits now in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as exc:
+            logging.getLogger("simplekafka.broker").warning(
+                "cannot raise the open-files limit from %d to %d: %s", soft, hard, exc)
+    logging.getLogger("simplekafka.broker").info("open-files limit %d (hard %d)", soft, hard)
+    return soft, hard
 
 
 def _tag_log_records(broker_id: int) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from simplekafka.cli import CliError
 from simplekafka.cluster import ClusterError, LocalCluster, probe_broker
 from simplekafka.cluster.local import LOOPBACK, tail
+from simplekafka.console.process import ConsoleProcess
 
 STATE_FILE = "cluster.json"
 SUPERVISOR_LOG = "cluster.log"
@@ -47,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="rack of broker 1, 2, ... (repeat once per broker)")
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
                     help="a Kafka-style broker setting for every broker (repeatable)")
+    up.add_argument("--console", action="store_true",
+                    help="also start the console (REST API and web page) for the cluster")
+    up.add_argument("--console-port", type=_port, default=8080,
+                    help="port of the console on 127.0.0.1 (8080; 0 picks a free one)")
     up.add_argument("--foreground", action="store_true",
                     help="run the cluster in this process until SIGTERM or Ctrl-C")
     up.set_defaults(func=cluster_up)
@@ -72,6 +77,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
     return value
 
 
@@ -118,7 +133,7 @@ def _write_state(directory: Path, state: dict) -> None:
     temporary.replace(directory / STATE_FILE)
 
 
-def _state_of(cluster: LocalCluster, status: str) -> dict:
+def _state_of(cluster: LocalCluster, status: str, console: ConsoleProcess | None = None) -> dict:
     return {
         "status": status,
         "supervisor_pid": os.getpid(),
@@ -131,9 +146,12 @@ def _state_of(cluster: LocalCluster, status: str) -> dict:
                 "port": broker.port,
                 "data_dir": str(broker.data_dir),
                 "log": str(broker.log_file),
+                "metrics_url": broker.metrics_url,
             }
             for broker_id, broker in cluster.brokers.items()
         },
+        "console_url": console.url if console is not None else None,
+        "console_pid": console.pid if console is not None else None,
     }
 
 
@@ -169,13 +187,24 @@ def _run_foreground(args: argparse.Namespace, directory: Path, config: dict[str,
                                  "supervisor_pid": os.getpid()})
         print(f"simplekafka cluster up: {exc}", file=sys.stderr)
         return 1
+    console = None
     try:
-        _write_state(directory, _state_of(cluster, "running"))
+        if args.console:
+            try:
+                console = ConsoleProcess(cluster.bootstrap_servers, port=args.console_port)
+            except RuntimeError as exc:
+                _write_state(directory, {"status": "failed", "error": str(exc),
+                                         "supervisor_pid": os.getpid()})
+                print(f"simplekafka cluster up: {exc}", file=sys.stderr)
+                return 1
+        _write_state(directory, _state_of(cluster, "running", console))
         print(f"cluster running: bootstrap servers {cluster.bootstrap_servers}, "
               f"ZooKeeper {cluster.zookeeper_connect}", flush=True)
         while not stop_requested.wait(0.5):
             pass
     finally:
+        if console is not None:
+            console.stop()
         cluster.stop()
         _write_state(directory, _state_of(cluster, "stopped"))
         print("cluster stopped", flush=True)
@@ -192,6 +221,8 @@ def _start_background(args: argparse.Namespace, directory: Path) -> int:
         command += ["--rack", rack]
     for setting in args.settings:
         command += ["--set", setting]
+    if args.console:
+        command += ["--console", "--console-port", str(args.console_port)]
     log_path = directory / SUPERVISOR_LOG
     with open(log_path, "ab") as log:
         supervisor = subprocess.Popen(
@@ -205,6 +236,9 @@ def _start_background(args: argparse.Namespace, directory: Path) -> int:
             if state["status"] == "running":
                 print(f"cluster up: bootstrap servers {state['bootstrap_servers']}, "
                       f"ZooKeeper {state['zookeeper']}")
+                if state.get("console_url"):
+                    print(f"console: {state['console_url']} (REST API under "
+                          f"{state['console_url']}api, docs at {state['console_url']}api/docs)")
                 print(f"stop it with: simplekafka cluster down --dir {args.dir}")
                 return 0
             if state["status"] == "failed":
@@ -258,10 +292,11 @@ def _stop_orphans(state: dict) -> list[int]:
     A pid is only signalled if its command line is still one of ours, so a
     recycled pid belonging to something else is left alone.
     """
-    candidates = [(b.get("pid"), "simplekafka broker") for b in state.get("brokers", {}).values()]
+    candidates = [(state.get("console_pid"), "simplekafka console")]
+    candidates += [(b.get("pid"), "simplekafka broker") for b in state.get("brokers", {}).values()]
     candidates.append((state.get("zookeeper_pid"), "ZooKeeperServerMain"))
     stopped = []
-    for pid, marker in candidates:  # brokers first, ZooKeeper last
+    for pid, marker in candidates:  # the console, brokers, ZooKeeper last
         if not pid_alive(pid) or marker not in _command_line(pid):
             continue
         os.kill(pid, signal.SIGTERM)
@@ -297,4 +332,11 @@ def cluster_status(args: argparse.Namespace) -> int:
             except Exception as exc:  # any failure to answer is "not serving"
                 verdict, all_serving = f"not answering ({type(exc).__name__})", False
         print(f"  broker {broker_id}: pid {broker['pid']} port {broker['port']}: {verdict}")
+        if broker.get("metrics_url"):
+            print(f"    metrics {broker['metrics_url']}  health "
+                  f"{broker['metrics_url'].removesuffix('/metrics')}/health")
+    if state.get("console_url"):
+        console_up = pid_alive(state.get("console_pid"))
+        print(f"  console: {state['console_url']} (pid {state.get('console_pid')}): "
+              f"{'running' if console_up else 'down'}")
     return 0 if all_serving else 1

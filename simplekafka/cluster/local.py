@@ -65,6 +65,7 @@ class BrokerProcess:
     data_dir: Path
     log_file: Path
     rack: str | None = None
+    metrics_port: int | None = None  # its metrics.listener on 127.0.0.1 (None: off)
     process: subprocess.Popen | None = field(default=None, repr=False)
     has_served: bool = False
     log_offset: int = 0  # where this process's lines start in log_file
@@ -81,6 +82,13 @@ class BrokerProcess:
     @property
     def address(self) -> str:
         return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where its Prometheus metrics are (``/health`` is beside them), if they are on."""
+        if self.metrics_port is None:
+            return None
+        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,9 @@ class LocalCluster:
     1..N. Ports are picked free on 127.0.0.1 once and kept, so restart() brings
     a broker back where clients expect it, on the same data directory.
     ``broker_config`` holds Kafka-style keys passed to every broker with
-    ``--set``; ``racks`` gives broker i the rack ``racks[i-1]``.
+    ``--set``; ``racks`` gives broker i the rack ``racks[i-1]``. Each broker
+    serves Prometheus metrics on a free port of its own (``metrics_urls``)
+    unless ``metrics`` is False.
     """
 
     def __init__(
@@ -153,6 +163,7 @@ class LocalCluster:
         broker_config: dict | None = None,
         racks: list[str] | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        metrics: bool = True,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
@@ -174,6 +185,7 @@ class LocalCluster:
                 data_dir=self.base_dir / f"broker-{broker_id}" / "data",
                 log_file=self.base_dir / "logs" / f"broker-{broker_id}.log",
                 rack=racks[broker_id - 1] if racks else None,
+                metrics_port=free_port() if metrics else None,
             )
         self._started = False
 
@@ -187,6 +199,12 @@ class LocalCluster:
     @property
     def broker_ports(self) -> dict[int, int]:
         return {broker_id: b.port for broker_id, b in self.brokers.items()}
+
+    @property
+    def metrics_urls(self) -> dict[int, str]:
+        """Each broker's ``/metrics`` URL (empty when metrics are off)."""
+        return {broker_id: b.metrics_url for broker_id, b in self.brokers.items()
+                if b.metrics_url is not None}
 
     @property
     def broker_pids(self) -> dict[int, int | None]:
@@ -466,6 +484,8 @@ class LocalCluster:
         ]
         if broker.rack:
             command += ["--rack", broker.rack]
+        if broker.metrics_port is not None:  # before broker_config, which may override it
+            command += ["--set", f"metrics.listener={LOOPBACK}:{broker.metrics_port}"]
         for key, value in self.broker_config.items():
             command += ["--set", f"{key}={value}"]
         return command
@@ -489,6 +509,8 @@ class LocalCluster:
             return False
         broker.port_retries += 1
         broker.port = free_port()
+        if broker.metrics_port is not None:
+            broker.metrics_port = free_port()
         self._spawn(broker)
         return True
 

@@ -4,7 +4,8 @@ Built on ``twisted.web``, which the broker already depends on, so the console
 adds no web framework. The Kafka calls block (our clients wait on futures), so
 each API request runs in the reactor's thread pool and its answer is written
 back on the reactor thread. The web page is static files in this package,
-polling ``/api/overview`` once a second; the API page (Swagger UI) is served
+polling ``/api/overview`` once a second; ``/metrics`` has consumer group lag for
+Prometheus; the API page (Swagger UI) is served
 from the ``swagger-ui-bundle`` wheel's files, so nothing comes from the internet.
 """
 
@@ -23,7 +24,7 @@ from twisted.internet import reactor, threads
 from twisted.python import log
 from twisted.web import resource, server
 
-from simplekafka.console import openapi
+from simplekafka.console import metrics, openapi
 from simplekafka.console.service import (
     DEFAULT_RECORDS_LIMIT,
     MAX_PARTITIONS,
@@ -263,18 +264,39 @@ def _static(request: Any, path: Path) -> bytes:
 
 
 class PageResource(resource.Resource):
-    """The web console: index.html at /, its script and style under /static/."""
+    """The web console: index.html at /, its script and style under /static/; /metrics."""
 
     isLeaf = True
 
-    def render_GET(self, request: Any) -> bytes:
+    def __init__(self, service: ConsoleService) -> None:
+        super().__init__()
+        self.service = service
+
+    def render_GET(self, request: Any) -> Any:
         path = request.path.decode("latin-1")
+        if path == "/metrics":
+            return self._metrics(request)
         if path in ("/", "/index.html"):
             return _static(request, STATIC_DIR / "index.html")
         name = path.removeprefix("/static/")
         if name != path and "/" not in name and not name.startswith("."):
             return _static(request, STATIC_DIR / name)
         return _finish_json(request, 404, {"error": f"not found: {path}"})
+
+    def _metrics(self, request: Any) -> Any:
+        def answer(text: bytes) -> None:
+            request.setHeader(b"content-type", metrics.CONTENT_TYPE.encode())
+            request.write(text)
+            request.finish()
+
+        def failed(failure: Any) -> None:
+            request.setResponseCode(503)
+            request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+            request.write(f"cluster unreachable: {failure.getErrorMessage()}\n".encode())
+            request.finish()
+
+        threads.deferToThread(metrics.render, self.service).addCallbacks(answer, failed)
+        return server.NOT_DONE_YET
 
 
 class RootResource(resource.Resource):
@@ -285,7 +307,7 @@ class RootResource(resource.Resource):
     def __init__(self, app: ConsoleApp, swagger_dir: Path | None) -> None:
         super().__init__()
         self.api = ApiResource(app, swagger_dir)
-        self.page = PageResource()
+        self.page = PageResource(app.service)
 
     def render(self, request: Any) -> Any:
         path = request.path

@@ -457,3 +457,15 @@ class ConsoleService:
         raise ApiError(501, "preferred leader election needs the ElectLeaders API (43), "
                             "which this cluster's brokers do not offer; use 'simplekafka "
                             "leader-election --preferred --zookeeper HOST:PORT'")
+
+    # ----- group lag for Prometheus ---------------------------------------------------
+
+    def group_offsets(self) -> list[tuple[str, Any]]:
+        """(group id, description) of every group that answers; for GET /metrics."""
+        found = []
+        for group_id, _ in self.call(self.admin.list_groups):
+            try:
+                found.append((group_id, self.admin.describe_group(group_id)))
+            except KafkaError:  # deleted or moving meanwhile: left out of this scrape
+                continue
+        return found

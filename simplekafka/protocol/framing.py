@@ -18,7 +18,17 @@ DEFAULT_MAX_LENGTH = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes defau
 
 
 class FrameTooLargeError(ProtocolError):
-    """A length prefix above ``max_length`` (or negative): the connection should be closed."""
+    """A length prefix above ``max_length`` (or negative): the connection should be closed.
+
+    ``length`` is the announced length; ``frames`` the complete frames that came
+    before it in the same ``feed`` (a server still answers those, in order).
+    """
+
+    def __init__(self, message: str, length: int, frames: list[bytes],
+                 offset: int | None = None, expected: str | None = None):
+        super().__init__(message, offset, expected)
+        self.length = length
+        self.frames = frames
 
 
 class FrameDecoder:
@@ -37,29 +47,39 @@ class FrameDecoder:
         self._offset = 0  # stream offset of _buffer[0], for error messages
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Add bytes from the stream; return every frame now complete (payloads only)."""
-        buf = self._buffer
-        buf += data
+        """Add bytes from the stream; return every frame now complete (payloads only).
+
+        With nothing buffered (the usual case: whole frames per read) the frames
+        are cut straight out of ``data``; only an incomplete tail is kept.
+        """
+        buffered = bool(self._buffer)
+        if buffered:
+            self._buffer += data
+        source = self._buffer if buffered else data
         frames: list[bytes] = []
         pos = 0
-        available = len(buf)
+        available = len(source)
         while available - pos >= 4:
-            (length,) = _SIZE.unpack_from(buf, pos)
+            (length,) = _SIZE.unpack_from(source, pos)
             if length < 0 or length > self.max_length:
                 raise FrameTooLargeError(
                     f"frame at stream offset {self._offset + pos} announces {length} bytes; "
                     f"the limit is {self.max_length}",
+                    length, frames,
                     offset=self._offset + pos,
                     expected=f"a frame length between 0 and {self.max_length}",
                 )
             end = pos + 4 + length
             if end > available:
                 break
-            frames.append(bytes(buf[pos + 4 : end]))
+            frames.append(bytes(source[pos + 4 : end]))
             pos = end
-        if pos:
-            del buf[:pos]
-            self._offset += pos
+        if buffered:
+            if pos:
+                del self._buffer[:pos]
+        elif pos < available:
+            self._buffer = bytearray(source[pos:])
+        self._offset += pos
         return frames
 
     @property

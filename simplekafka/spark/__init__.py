@@ -175,7 +175,12 @@ class SimpleKafkaDataSource(DataSource):
     def streamReader(self, schema: StructType) -> Any:
         from simplekafka.spark.source import KafkaStreamReader
 
-        return KafkaStreamReader(parse_source_options(self.options, streaming=True))
+        # Raising here would hide the message behind a bug of PySpark 4.3's runner
+        # (an UnboundLocalError): the reader raises it at its first call instead.
+        try:
+            return KafkaStreamReader(parse_source_options(self.options, streaming=True))
+        except SparkOptionError as exc:
+            return KafkaStreamReader(None, error=exc)
 
     def reader(self, schema: StructType) -> Any:
         from simplekafka.spark.source import KafkaBatchReader
@@ -197,6 +202,22 @@ class SimpleKafkaDataSource(DataSource):
         return KafkaBatchWriter(options)
 
 
-def register(spark: Any) -> None:
-    """Register the ``simplekafka`` format with a SparkSession (idempotent)."""
+HIDE_TRACEBACK = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+
+
+def register(spark: Any, short_errors: bool = True) -> None:
+    """Register the ``simplekafka`` format with a SparkSession (idempotent).
+
+    Spark reports an exception raised in a data source's Python worker with
+    the worker's whole traceback. With ``short_errors`` (the default),
+    ``register`` turns on Spark's
+    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled``, so a bad
+    option fails ``load()`` with one line, such as ``[PYTHON_DATA_SOURCE_ERROR]
+    Failed to create Python data source instance: simplekafka.spark.options.
+    SparkOptionError: option kafka.bootstrap.servers is required``. The
+    setting also shortens Python UDF errors in that session: pass
+    ``short_errors=False`` to keep tracebacks.
+    """
     spark.dataSource.register(SimpleKafkaDataSource)
+    if short_errors:
+        spark.conf.set(HIDE_TRACEBACK, "true")

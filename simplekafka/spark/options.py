@@ -9,6 +9,7 @@ contradictory, so that ``load()`` fails with that line and nothing else.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,17 @@ LATEST = -1
 
 class SparkOptionError(ValueError):
     """A missing, malformed or contradictory option: the message is one line naming it."""
+
+
+def one_line(error: BaseException) -> BaseException:
+    """``error``, to be raised in a Spark Python worker that then reports it without traceback.
+
+    Spark's workers print an exception's traceback unless ``SPARK_HIDE_TRACEBACK``
+    is set in their environment when they format it; the streaming source's
+    worker is one process per query, which ends after reporting the error.
+    """
+    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+    return error
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,9 @@ _SOURCE_IGNORED = {
     "fetchoffset.retryintervalms", "groupidprefix", "minoffsetspertrigger", "maxtriggerdelay",
     "startingoffsetsbytimestampstrategy", "maxrecordsperpartition",
 }
+# kafka.* settings the reader uses (simplekafka.spark.source.read_partition); numbers.
+_SOURCE_CLIENT_INTS = ("fetch.max.bytes", "max.partition.fetch.bytes", "fetch.max.wait.ms",
+                       "request.timeout.ms", "read.timeout.ms")
 _SINK_KNOWN = {"kafka.bootstrap.servers", "topic", "dedup", "dedup.scanrecords", "path",
                "checkpointlocation", "includeheaders"}
 
@@ -241,6 +256,8 @@ def parse_source_options(options: Mapping[str, str], streaming: bool | None) -> 
                      if p not in assign.get(t, ())]
             if extra:
                 raise SparkOptionError(f"option {shown} names {extra[0]}, which assign does not")
+    for name in _SOURCE_CLIENT_INTS:
+        _positive_int(options, "kafka." + name, "kafka." + name)
     max_per_trigger = _positive_int(options, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
     if max_per_trigger is not None and streaming is False:
         raise SparkOptionError("option maxOffsetsPerTrigger is for streaming reads only")

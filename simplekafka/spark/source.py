@@ -39,6 +39,7 @@ from simplekafka.spark.arrow_records import to_arrow
 from simplekafka.spark.fetching import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    DataLossError,
     RangeReader,
     report_data_loss,
 )
@@ -49,7 +50,14 @@ from simplekafka.spark.offsets import (
     rate_limit,
     to_json_dict,
 )
-from simplekafka.spark.options import EARLIEST, LATEST, SourceOptions, StartingPoint
+from simplekafka.spark.options import (
+    EARLIEST,
+    LATEST,
+    SourceOptions,
+    SparkOptionError,
+    StartingPoint,
+    one_line,
+)
 
 log = logging.getLogger("simplekafka.spark")
 
@@ -129,8 +137,8 @@ class ClusterView:
         given = {(t, p): o for t, parts in point.offsets.items() for p, o in parts.items()}
         unknown = [f"{t}-{p}" for (t, p) in given if TopicPartition(t, p) not in set(tps)]
         if unknown:
-            raise ValueError(f"offsets given for {unknown[0]}, which is not subscribed "
-                             "or does not exist")
+            raise one_line(SparkOptionError(
+                f"offsets given for {unknown[0]}, which is not subscribed or does not exist"))
         earliest = self.offsets(tps, EARLIEST_TIMESTAMP)
         latest = self.offsets([tp for tp in tps if given.get(tp) == LATEST], LATEST_TIMESTAMP)
         result = {}
@@ -220,20 +228,29 @@ class _ViewHolder:
 class KafkaStreamReader(_ViewHolder, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reads: offsets in Spark's checkpoint, admission by maxOffsetsPerTrigger."""
 
-    def __init__(self, options: SourceOptions) -> None:
-        self.options = options
+    def __init__(self, options: SourceOptions | None, error: Exception | None = None) -> None:
+        self.options = options  # type: ignore[assignment]
+        self._error = error
         self._available_now: PartitionOffsets | None = None
+        self._reported: PartitionOffsets = {}
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise one_line(self._error)
 
     def initialOffset(self) -> dict:
+        self._check()
         tps = self.view.partitions()
         return to_json_dict(self.view.resolve(self.options.starting, tps))
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        self._check()
         if self.options.max_offsets_per_trigger:
             return ReadMaxRows(self.options.max_offsets_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self._check()
         tps = self.view.partitions()
         self._available_now = self.view.offsets(tps, LATEST_TIMESTAMP)
 
@@ -244,8 +261,13 @@ class KafkaStreamReader(_ViewHolder, DataSourceStreamReader, SupportsTriggerAvai
         return self.view.offsets(tps, LATEST_TIMESTAMP)
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
-        latest = self._latest()
+        self._check()
         begin = from_json_dict(start or {})
+        # ``start`` is the end of the last batch, which has run to completion: Spark
+        # plans a batch only after the one before it committed. (``commit`` comes
+        # only when another batch is planned, so an idle query would never report.)
+        self._report_progress(begin)
+        latest = self._latest()
         new = [TopicPartition(t, p) for (t, p) in latest if (t, p) not in begin]
         if new:  # partitions or topics that appeared: read them from their start
             log.info("simplekafka source: new partitions %s", ", ".join(map(str, new)))
@@ -259,9 +281,13 @@ class KafkaStreamReader(_ViewHolder, DataSourceStreamReader, SupportsTriggerAvai
         return to_json_dict(end)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+        self._check()
         begin = from_json_dict(start)
         until = from_json_dict(end)
-        begin = self.view.check_range_start(begin, until)
+        try:
+            begin = self.view.check_range_start(begin, until)
+        except DataLossError as exc:
+            raise one_line(exc) from None
         return [KafkaInputPartition(r.topic, r.partition, r.start, r.end)
                 for r in plan_ranges(begin, until, self.options.min_partitions)]
 
@@ -269,14 +295,21 @@ class KafkaStreamReader(_ViewHolder, DataSourceStreamReader, SupportsTriggerAvai
         return read_partition(self.options, partition)
 
     def commit(self, end: dict) -> None:
-        if self.options.group_id:
-            try:
-                self.view.commit_group(from_json_dict(end))
-            except Exception as exc:  # progress reporting must never stop the query
-                log.warning("simplekafka source: committing group offsets failed: %s", exc)
+        self._report_progress(from_json_dict(end))
+
+    def _report_progress(self, offsets: PartitionOffsets) -> None:
+        """``kafka.group.id``: the progress as the group's committed offsets (best effort)."""
+        if not self.options.group_id or not offsets or offsets == self._reported:
+            return
+        try:
+            self.view.commit_group(offsets)
+            self._reported = dict(offsets)
+        except Exception as exc:  # progress reporting must never stop the query
+            log.warning("simplekafka source: committing group offsets failed: %s", exc)
 
     def stop(self) -> None:
-        self.close_view()
+        if self._error is None:
+            self.close_view()
 
 
 class KafkaBatchReader(_ViewHolder, DataSourceReader):

@@ -11,17 +11,28 @@ The active segment's index files are preallocated to ``max_index_size`` (so
 appends never grow the file) and trimmed to their real length when the segment
 is closed or rolled; after a crash the tail of a preallocated file is zeros,
 which is why the active segment's indexes are rebuilt from the log.
+
+No descriptor is kept open for an index: the file is opened, mapped and
+closed again (a mapping outlives its descriptor), as Kafka does, so a replica
+costs one descriptor (its .log) rather than five. Python's mmap keeps a
+duplicate of the descriptor unless told ``trackfd=False`` (Python 3.13+);
+before 3.13 that duplicate is the one descriptor each index still costs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+# Python 3.13+ can map a file without keeping a duplicate of its descriptor.
+_NO_DESCRIPTOR_KEPT: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 13) else {}
 
 
 class _MappedIndex:
@@ -35,16 +46,26 @@ class _MappedIndex:
         self._entry_size = self._entry.size
         self._max_bytes = max(max_bytes - max_bytes % self._entry_size, self._entry_size)
         self._max_entries = self._max_bytes // self._entry_size
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mm: mmap.mmap | None = None
         self._writable = False
-        file_size = os.fstat(self._fd).st_size
-        self.misaligned = file_size % self._entry_size != 0
-        self._count = file_size // self._entry_size
-        if writable:
-            self.make_writable()
-        else:
-            self._map_read_only()
+        self._closed = False
+        with self._file() as fd:
+            file_size = os.fstat(fd).st_size
+            self.misaligned = file_size % self._entry_size != 0
+            self._count = file_size // self._entry_size
+            if writable:
+                self._map_writable(fd)
+            else:
+                self._map_read_only(fd)
+
+    @contextlib.contextmanager
+    def _file(self) -> Iterator[int]:
+        """The index file, open only while it is resized or mapped."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     # -- sizing ----------------------------------------------------------------
     @property
@@ -60,10 +81,15 @@ class _MappedIndex:
 
     def make_writable(self) -> None:
         """Preallocate the file to its maximum size and map it for appends (the active segment)."""
+        with self._file() as fd:
+            self._map_writable(fd)
+
+    def _map_writable(self, fd: int) -> None:
         self._unmap()
         self._count = min(self._count, self.max_entries)
-        os.ftruncate(self._fd, self._max_bytes)
-        self._mm = mmap.mmap(self._fd, self._max_bytes, access=mmap.ACCESS_WRITE)
+        os.ftruncate(fd, self._max_bytes)
+        self._mm = mmap.mmap(fd, self._max_bytes, access=mmap.ACCESS_WRITE,
+                             **_NO_DESCRIPTOR_KEPT)
         self._writable = True
 
     def trim(self) -> None:
@@ -71,13 +97,15 @@ class _MappedIndex:
         if self._mm is not None and self._writable:
             self._mm.flush()
         self._unmap()
-        os.ftruncate(self._fd, self._count * self._entry_size)
-        self._map_read_only()
+        with self._file() as fd:
+            os.ftruncate(fd, self._count * self._entry_size)
+            self._map_read_only(fd)
 
-    def _map_read_only(self) -> None:
+    def _map_read_only(self, fd: int) -> None:
         self._writable = False
         length = self._count * self._entry_size
-        self._mm = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ) if length else None
+        self._mm = mmap.mmap(fd, length, access=mmap.ACCESS_READ,
+                             **_NO_DESCRIPTOR_KEPT) if length else None
 
     def _unmap(self) -> None:
         if self._mm is not None:
@@ -123,13 +151,12 @@ class _MappedIndex:
 
     def close(self, trim: bool = True) -> None:
         """Close the map and file; ``trim=False`` leaves a preallocated file as a crash would."""
-        if self._fd < 0:
+        if self._closed:
             return
         if trim:
             self.trim()
         self._unmap()
-        os.close(self._fd)
-        self._fd = -1
+        self._closed = True
 
 
 class OffsetIndex(_MappedIndex):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
 
-from simplekafka.broker.controller_channel import ControllerChannel
+from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.api import ApiKey

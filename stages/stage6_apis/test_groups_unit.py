@@ -14,11 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
 
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.dispatch import RequestDispatcher
-from simplekafka.broker.group_coordinator import MAX_SESSION_TIMEOUT_MS, GroupCoordinator
-from simplekafka.broker.group_state import GroupState
-from simplekafka.broker.metadata_cache import BrokerEndpoint, PartitionMetadata
-from simplekafka.broker.offsets_topic import (
+from simplekafka.broker.group.coordinator import MAX_SESSION_TIMEOUT_MS, GroupCoordinator
+from simplekafka.broker.group.records import (
     OFFSETS_TOPIC,
     GroupKey,
     GroupValue,
@@ -35,6 +34,8 @@ from simplekafka.broker.offsets_topic import (
     java_string_hash,
     partition_for,
 )
+from simplekafka.broker.group.state import GroupState
+from simplekafka.broker.metadata_cache import BrokerEndpoint, PartitionMetadata
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.client.group_protocol import (
@@ -157,6 +158,17 @@ def test_consumer_protocol_bytes_round_trip_and_reject_truncation():
 # -- the coordinator on a task.Clock -----------------------------------------------------
 
 
+class CoordinatorOnTheWire:
+    """A GroupCoordinator whose group requests go through GroupApis, as the dispatcher's do."""
+
+    def __init__(self, coordinator: GroupCoordinator):
+        self.coordinator = coordinator
+        self.apis = GroupApis(coordinator)
+
+    def __getattr__(self, name: str):
+        return getattr(self.apis if hasattr(GroupApis, name) else self.coordinator, name)
+
+
 class FakeConfig(dict):
     min_insync_replicas = 1
 
@@ -186,7 +198,9 @@ def broker(tmp_path):
         config=FakeConfig({"offsets.topic.num.partitions": 3, "message.max.bytes": 1 << 20,
                            "group.initial.rebalance.delay.ms": 100,
                            "offsets.retention.minutes": 1}))
-    fake.coordinator = GroupCoordinator(fake)
+    fake.new_coordinator = lambda: CoordinatorOnTheWire(GroupCoordinator(
+        fake.config, cache, replica_manager, clock, lambda: None))
+    fake.coordinator = fake.new_coordinator()
     fake.logs = logs
     yield fake
     logs.close()
@@ -308,7 +322,7 @@ def test_a_silent_member_is_removed_after_its_session_timeout(broker):
 def test_a_new_leader_loads_the_groups_and_a_former_one_drops_them(broker):
     member = stable_member(broker)
     assert commit(broker, member, 1, offset=42) == ErrorCode.NONE
-    coordinator = GroupCoordinator(broker)  # a broker that just became leader
+    coordinator = broker.new_coordinator()  # a broker that just became leader
     assert coordinator.check_owner("g") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     broker.reactor.advance(0)
     assert coordinator.check_owner("g") is None

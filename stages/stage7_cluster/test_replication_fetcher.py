@@ -137,7 +137,7 @@ def test_the_controller_retries_a_registered_broker_until_it_answers_or_goes():
     from twisted.internet.error import ConnectionRefusedError
     from twisted.python.failure import Failure
 
-    from simplekafka.broker.controller_channel import MAX_ATTEMPTS, ControllerChannel
+    from simplekafka.broker.controller.channel import MAX_ATTEMPTS, ControllerChannel
 
     reactor = MemoryReactorClock()
     registered = {2: ("127.0.0.1", 9002)}

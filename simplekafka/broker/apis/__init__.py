@@ -15,6 +15,7 @@ ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 FindCoordinator ... DeleteGroups            ``apis.groups``
+Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 ==========================================  ==============================
 """
@@ -25,13 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
-from simplekafka.broker.group_coordinator import GroupCoordinator
 from simplekafka.protocol.api import ApiKey
 
 
@@ -48,7 +49,7 @@ class KafkaApis:
     init_producer_id: InitProducerIdHandler
     topics: TopicAdmin
     inter_broker: InterBrokerHandlers
-    groups: GroupCoordinator
+    groups: GroupApis
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register

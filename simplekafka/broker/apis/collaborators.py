@@ -10,25 +10,32 @@ cheap to build for real in a test.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from twisted.internet import defer
+from twisted.internet import defer, threads
 
 from simplekafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from twisted.internet.interfaces import IDelayedCall
     from twisted.python.threadpool import ThreadPool
 
     from simplekafka.broker.partition import Partition
     from simplekafka.storage import LogConfig
 
 
+class DelayedCall(Protocol):
+    """A timer ``callLater`` set (Twisted's IDelayedCall)."""
+
+    def active(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+
 class Reactor(Protocol):
     """The part of Twisted's reactor handlers use: timers and the worker-thread pool."""
 
     def callLater(self, delay: float, callable: Callable[..., Any], *args: Any,
-                  **kw: Any) -> IDelayedCall: ...
+                  **kw: Any) -> DelayedCall: ...
 
     def getThreadPool(self) -> ThreadPool: ...
 
@@ -71,3 +78,10 @@ class TopicCreator(Protocol):
 ZooKeeperHandle = Callable[[], Any]  # the connected KazooClient, or None
 Flag = Callable[[], bool]
 LogConfigSource = Callable[[], "LogConfig"]
+
+
+def in_worker_thread(reactor: Reactor, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
+    """Run blocking ``fn`` (ZooKeeper, fsync) on the reactor's thread pool; the Deferred
+    fires on the reactor thread."""
+    # Twisted types its reactors as zope interfaces, which a Protocol cannot name.
+    return threads.deferToThreadPool(cast(Any, reactor), reactor.getThreadPool(), fn, *args)

@@ -20,7 +20,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import FetchSource, Flag, Reactor
+from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class FetchHandler:
         self.is_stopping = is_stopping  # true once the broker shuts down
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
-    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         body, total_bytes, has_error = self.read(request)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or not request.topics):
@@ -110,7 +111,7 @@ class _DelayedFetch:
         self.request = request
         self.result: defer.Deferred = defer.Deferred()
         self.partitions = handler.partitions_of(request)
-        self.timer = None
+        self.timer: DelayedCall | None = None
         self.offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
                         for topic in request.topics for wanted in topic.partitions}
         self.is_follower = request.replica_id >= 0

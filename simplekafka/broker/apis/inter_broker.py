@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.protocol.errors import ErrorCode
@@ -37,7 +38,7 @@ class InterBrokerHandlers:
         self.reactor = reactor
         self.broker_epoch = broker_epoch  # our /brokers/ids znode's czxid, once registered
 
-    def leader_and_isr(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def leader_and_isr(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         stale = self._stale_broker_epoch(request)
         if stale is not None:
             return {"error_code": stale, "partition_errors": []}
@@ -56,10 +57,9 @@ class InterBrokerHandlers:
             self.topic_configs.update(configs)
             return self.replica_manager.become_leader_or_follower(request)
 
-        return threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), read_configs).addCallback(apply)
+        return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
-    def update_metadata(self, context: Any, request: Any) -> dict:
+    def update_metadata(self, context: RequestContext, request: Any) -> dict:
         stale = self._stale_broker_epoch(request)
         if stale is not None:
             return {"error_code": stale}
@@ -69,7 +69,7 @@ class InterBrokerHandlers:
                 self.topic_configs.pop(topic, None)
         return {"error_code": code}
 
-    def stop_replica(self, context: Any, request: Any) -> dict:
+    def stop_replica(self, context: RequestContext, request: Any) -> dict:
         stale = self._stale_broker_epoch(request)
         if stale is not None:
             return {"error_code": stale, "partition_errors": []}

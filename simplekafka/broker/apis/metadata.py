@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simplekafka.broker.apis.collaborators import Config, TopicCreator
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -38,7 +39,7 @@ def advertised_versions() -> list[dict]:
 class ApiVersionsHandler:
     """ApiKey.API_VERSIONS (v0-v2; the dispatcher answers the v3+ probe itself)."""
 
-    def __call__(self, context: Any, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Any) -> dict:
         return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(),
                 "throttle_time_ms": 0}
 
@@ -53,7 +54,7 @@ class MetadataHandler:
         self.cluster_id = cluster_id  # known once connected to ZooKeeper
         self.topic_creator = topic_creator
 
-    def __call__(self, context: Any, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Any) -> dict:
         cache = self.cache
         version = context.api_version
         requested = request.topics

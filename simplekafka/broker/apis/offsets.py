@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from simplekafka.broker.apis.collaborators import Leaders
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ class ListOffsetsHandler:
     def __init__(self, leaders: Leaders):
         self.leaders = leaders
 
-    def __call__(self, context: Any, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Any) -> dict:
         topics = []
         for topic in request.topics:
             partitions = []
@@ -73,7 +74,7 @@ class OffsetForLeaderEpochHandler:
     def __init__(self, leaders: Leaders):
         self.leaders = leaders
 
-    def __call__(self, context: Any, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Any) -> dict:
         topics = []
         for topic in request.topics:
             partitions = []

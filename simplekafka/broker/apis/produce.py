@@ -10,11 +10,12 @@ partition outcomes become the response dict.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import RecordAppender
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.protocol.errors import ErrorCode
 
@@ -27,7 +28,7 @@ class ProduceHandler:
     def __init__(self, replica_manager: RecordAppender):
         self.replica_manager = replica_manager
 
-    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred | None:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
         entries: dict[tuple[str, int], bytes | None] = {}
@@ -43,10 +44,9 @@ class ProduceHandler:
             entries, acks, request.timeout_ms, internal=False, api_version=version)
         if acks == 0:
             return None
-        answer = appended.addCallback(_response_body, request, refused)
-        if answer.called:  # nothing to wait for: answer now, without a Deferred round trip
-            return answer.result
-        return answer
+        if appended.called:  # nothing to wait for: answer now, without a callback round trip
+            return _response_body(cast(dict, appended.result), request, refused)
+        return appended.addCallback(_response_body, request, refused)
 
 
 def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any,

@@ -14,9 +14,11 @@ import logging
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.transactions import TRANSACTIONS_REFUSED
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -60,23 +62,28 @@ class InitProducerIdHandler:
         self._end = -1
         self._refill: defer.Deferred | None = None
 
-    def __call__(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if request.transactional_id is not None:
             log.info("InitProducerId with transactional id %r refused: no transactions",
                      request.transactional_id)
-            return self._answer(ErrorCode.INVALID_REQUEST)
+            return self._answer(TRANSACTIONS_REFUSED)
         if self._next <= self._end:
             return self._take()
         zk = self.zookeeper()
         if zk is None:
             return self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if self._refill is None:
-            self._refill = threads.deferToThreadPool(
-                self.reactor, self.reactor.getThreadPool(), reserve_block, zk,
+            self._refill = in_worker_thread(
+                self.reactor, reserve_block, zk,
                 self.broker_id, self.block_size)
             self._refill.addBoth(self._refilled)
         waiter: defer.Deferred = defer.Deferred()
-        self._refill.addBoth(lambda result: (waiter.callback(None), result)[1])
+
+        def wake(result: Any) -> Any:
+            waiter.callback(None)
+            return result
+
+        self._refill.addBoth(wake)
         return waiter.addCallback(lambda _: self._take() if self._next <= self._end
                                   else self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
 

@@ -17,10 +17,12 @@ import logging
 from typing import Any
 
 from kazoo.exceptions import NodeExistsError
-from twisted.internet import defer, threads
+from twisted.internet import defer
+from twisted.python.failure import Failure
 
-from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle
+from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.config import BrokerConfig
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.coordination.topics import TopicError, create_topic, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
@@ -58,19 +60,19 @@ class TopicAdmin:
             config = self.config
             replication = min(config.default_replication_factor,
                               max(len(self.cache.brokers), 1))
-            work = threads.deferToThreadPool(
-                self.reactor, self.reactor.getThreadPool(),
-                create_topic, self.zookeeper(), name, config["num.partitions"], replication)
-            work.addCallbacks(
-                lambda _: log.info("auto-created topic %s", name),
-                lambda f: f.check(TopicError) or log.warning(
-                    "auto-creating %s failed: %s", name, f.getErrorMessage()))
+            work = in_worker_thread(self.reactor, create_topic, self.zookeeper(), name,
+                                    config["num.partitions"], replication)
+            def failed(failure: Failure) -> None:
+                if not failure.check(TopicError):
+                    log.warning("auto-creating %s failed: %s", name, failure.getErrorMessage())
+
+            work.addCallbacks(lambda _: log.info("auto-created topic %s", name), failed)
             work.addBoth(lambda _: self._auto_creating.discard(name))
         return ErrorCode.LEADER_NOT_AVAILABLE
 
     # -- CreateTopics -------------------------------------------------------------------
 
-    def create_topics(self, context: Any, request: Any) -> defer.Deferred | dict:
+    def create_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
         results = []
         waits = []
         validate_only = bool(getattr(request, "validate_only", False))
@@ -136,12 +138,12 @@ class TopicAdmin:
                 result["error_message"] = failure.getErrorMessage()
 
         reactor = self.reactor
-        return threads.deferToThreadPool(reactor, reactor.getThreadPool(), work).addErrback(
+        return in_worker_thread(reactor, work).addErrback(
             failed)
 
     # -- DeleteTopics -------------------------------------------------------------------
 
-    def delete_topics(self, context: Any, request: Any) -> defer.Deferred | dict:
+    def delete_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
         results = []
         waits = []
         for name in request.topic_names:
@@ -177,7 +179,7 @@ class TopicAdmin:
             result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
 
         reactor = self.reactor
-        return threads.deferToThreadPool(reactor, reactor.getThreadPool(), work).addErrback(
+        return in_worker_thread(reactor, work).addErrback(
             failed)
 
     # -- waiting for the controller -----------------------------------------------------

@@ -29,7 +29,11 @@ requests to brokers, sent from the reactor through the ControllerChannel:
 
 Every write is a fenced multi (``/controller_epoch`` version checked) and
 conditional on the state znode's version; a write that conflicts (a leader
-changed the ISR meanwhile) rereads the znode and decides again.
+changed the ISR meanwhile) rereads the znode and decides again. That
+decide-and-write loop (``_decide_and_write``) is the one every election goes
+through; the decisions themselves are pure functions in ``elections``, what
+the controller knows is its ``ControllerContext``, and the requests it sends
+are built by ``ControllerRequests``.
 
 With a single broker the controller sends these requests to itself through the
 very same channel and request handlers a remote broker would use.
@@ -43,11 +47,17 @@ from typing import Any
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
-from simplekafka.broker.metadata_cache import LEADER_DURING_DELETE
-from simplekafka.coordination.election import ControllerElection, NotControllerError
-from simplekafka.coordination.topics import (
+from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
+from simplekafka.broker.controller.elections import (
+    elect_for_controlled_shutdown,
     elect_leader_for_new_partition,
     elect_leader_for_offline_partition,
+    elect_preferred_leader,
+    remove_dead_from_isr,
+)
+from simplekafka.broker.controller.requests import ControllerRequests, Send
+from simplekafka.coordination.election import ControllerElection, NotControllerError
+from simplekafka.coordination.topics import (
     live_brokers,
     read_partition_state,
     read_topic_assignment,
@@ -60,22 +70,19 @@ from simplekafka.coordination.znodes import (
     ZkPaths,
     ZnodeFormatError,
 )
-from simplekafka.protocol.api import ApiKey
 
 log = logging.getLogger(__name__)
 
-LEADER_AND_ISR_VERSION = 2
-UPDATE_METADATA_VERSION = 5
-STOP_REPLICA_VERSION = 1
-PLAINTEXT = 0  # security protocol id in UpdateMetadata endpoints
 RELOAD_DELAY = 1.0  # seconds before reloading after a ZooKeeper error
 WRITE_ATTEMPTS = 3  # decide-and-write rounds per partition when the state znode moved
 # Not a Kafka path: a broker stopping cleanly announces itself here (ephemeral
 # znode) instead of sending Kafka's ControlledShutdown request (see docs).
 CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown"
 
-# One request for the channel: (target broker, api key, api version, body).
-Send = tuple[int, ApiKey, int, dict]
+# A decision for one partition: (partition, its current state or None, its replicas) ->
+# the state to write, or None for "nothing to change".
+Decide = Callable[[TopicPartitionKey, PartitionState | None, tuple[int, ...]],
+                  PartitionState | None]
 
 
 class Controller:
@@ -101,13 +108,15 @@ class Controller:
         self._reset()
 
     def _reset(self) -> None:
-        self.brokers: dict[int, BrokerInfo] = {}
-        self.broker_epochs: dict[int, int] = {}
-        self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
-        self.states: dict[tuple[str, int], tuple[PartitionState, int]] = {}
-        self.deleting: set[str] = set()
-        self.topic_configs: dict[str, dict[str, str]] = {}
-        self.shutting_down: set[int] = set()
+        self.context = ControllerContext()
+
+    @property
+    def brokers(self) -> dict[int, BrokerInfo]:
+        """The live brokers, as this controller last read them."""
+        return self.context.brokers
+
+    def _requests(self) -> ControllerRequests:
+        return ControllerRequests(self.context, self.broker_id, self.epoch)
 
     # -- election callbacks (reactor thread) --------------------------------------------
 
@@ -177,20 +186,20 @@ class Controller:
         if not self.election.is_controller:
             return []
         self._reset()
-        self.broker_epochs = dict(self.election.live_brokers)
-        self.brokers = live_brokers(self.zk)
+        self.context.broker_epochs = dict(self.election.live_brokers)
+        self.context.brokers = live_brokers(self.zk)
         for topic in self._watch_topics():
             self._load_topic(topic)
         # Partitions without a live leader need one; dead brokers still listed in an ISR
         # (they died while no controller was watching) leave it, as on a broker failure.
-        live = set(self.brokers)
-        stale_isr = [key for key, (state, _v) in self.states.items()
+        live = set(self.context.brokers)
+        stale_isr = [key for key, (state, _v) in self.context.states.items()
                      if state.leader in live and set(state.isr) - live]
         changed = self._elect_leaders(self.states_keys_needing_leaders() + stale_isr)
         sends = self._update_metadata_to_all(self._all_partitions())
         sends += self._leader_and_isr(self._all_partitions())
         log.info("controller %d (epoch %d) loaded %d topics, elected %d leaders",
-                 self.broker_id, self.epoch, len(self.assignments), len(changed))
+                 self.broker_id, self.epoch, len(self.context.assignments), len(changed))
         sends += self._deletions_event()
         sends += self._controlled_shutdown_event()
         sends += self._isr_changes_event()
@@ -198,27 +207,20 @@ class Controller:
         return sends
 
     def states_keys_needing_leaders(self) -> list[tuple[str, int]]:
-        live = set(self.brokers)
-        needing = []
-        for topic, partitions in self.assignments.items():
-            for index in partitions:
-                current = self.states.get((topic, index))
-                if current is None or current[0].leader not in live:
-                    needing.append((topic, index))
-        return needing
+        return self.context.keys_needing_leaders()
 
     def _brokers_changed_event(self, changes: Any) -> list[Send]:
         if not self.election.is_controller:
             return []
-        self.broker_epochs = dict(changes.live)
-        self.brokers = live_brokers(self.zk)
-        live = set(self.brokers)
+        self.context.broker_epochs = dict(changes.live)
+        self.context.brokers = live_brokers(self.zk)
+        live = set(self.context.brokers)
         gone = set(changes.dead) | set(changes.bounced)
         arrived = (set(changes.new) | set(changes.bounced)) & live
-        self.shutting_down -= gone | arrived  # a bounced broker starts afresh
+        self.context.shutting_down -= gone | arrived  # a bounced broker starts afresh
         affected = set()
         # Dead brokers leave every ISR they were in; partitions they led need a new leader.
-        for key, (state, _version) in list(self.states.items()):
+        for key, (state, _version) in list(self.context.states.items()):
             if state.leader in gone or state.leader not in live or set(state.isr) & gone:
                 affected.add(key)
         # A bounced broker (same id, new czxid) is handled as a failure, then a start-up:
@@ -244,12 +246,13 @@ class Controller:
         if not self.election.is_controller:
             return []
         current = set(self._watch_topics())
-        new = sorted(current - set(self.assignments))
+        new = sorted(current - set(self.context.assignments))
         for topic in new:
             self._load_topic(topic)
-        keys = [(t, p) for t in new for p in self.assignments.get(t, {})]
-        changed = self._elect_leaders([k for k in keys if k not in self.states
-                                       or self.states[k][0].leader not in self.brokers])
+        keys = [(t, p) for t in new for p in self.context.assignments.get(t, {})]
+        states, brokers = self.context.states, self.context.brokers
+        changed = self._elect_leaders([k for k in keys if k not in states
+                                       or states[k][0].leader not in brokers])
         if not new:
             return []
         log.info("controller: new topics %s, %d leaders elected", new, len(changed))
@@ -298,66 +301,69 @@ class Controller:
         assignment = read_topic_assignment(self.zk, topic)
         if assignment is None:
             return
-        self.assignments[topic] = dict(assignment.partitions)
+        self.context.assignments[topic] = dict(assignment.partitions)
         try:
-            self.topic_configs[topic] = read_topic_config(self.zk, topic)
+            self.context.topic_configs[topic] = read_topic_config(self.zk, topic)
         except ZnodeFormatError as exc:
             log.warning("topic %s: unreadable config (%s); using broker defaults", topic, exc)
-            self.topic_configs[topic] = {}
+            self.context.topic_configs[topic] = {}
         for index in assignment.partitions:
             found = read_partition_state(self.zk, topic, index)
             if found is not None:
-                self.states[(topic, index)] = found
+                self.context.states[(topic, index)] = found
 
     def _elect_leaders(self, keys: list[tuple[str, int]],
                        exclude: set[int] | frozenset[int] = frozenset()
                        ) -> list[tuple[str, int]]:
         """Elect (new or offline) leaders for ``keys`` and write them; returns what changed.
 
-        A write refused because the state znode moved (a leader changed its ISR
-        since we read it) rereads the znode and decides again.
+        Brokers in ``exclude`` count as dead for this decision (bounced brokers).
+        """
+        context = self.context
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            live = context.live - exclude
+            if current is None:
+                return elect_leader_for_new_partition(replicas, live, self.epoch)
+            if current.leader in live:
+                return remove_dead_from_isr(current, live, self.epoch)
+            state = elect_leader_for_offline_partition(
+                replicas, current, live - context.shutting_down, self.epoch,
+                self._unclean_election(key[0]))
+            return None if state == current else state
+
+        return self._decide_and_write(keys, decide, create=True)
+
+    def _decide_and_write(self, keys: list[TopicPartitionKey], decide: Decide,
+                          create: bool = False) -> list[TopicPartitionKey]:
+        """Decide each partition's new state and write it; returns the keys written.
+
+        The one decide-and-write loop: a write refused because the state znode
+        moved (a leader changed its ISR since we read it) rereads the znode and
+        decides again, up to WRITE_ATTEMPTS times. Only with ``create`` may a
+        partition without a state znode get one (a new partition).
         """
         changed = []
         for key in keys:
             for _attempt in range(WRITE_ATTEMPTS):
-                outcome = self._elect_one(key, exclude)
-                if outcome is not None:
-                    if outcome:
-                        changed.append(key)
+                replicas = self.context.replicas_of(key)
+                found = self.context.states.get(key)
+                if replicas is None or (found is None and not create):
                     break
+                state = decide(key, found[0] if found else None, tuple(replicas))
+                if state is None:
+                    if found is None:
+                        log.warning("%s-%d: no live replica among %s", *key, list(replicas))
+                    break
+                written = (self._create_state(key, state) if found is None
+                           else self._update_state(key, state))
+                if written:
+                    changed.append(key)
+                    break
+                if found is None:
+                    break  # a create that failed is not retried (the znode was reloaded)
         return changed
-
-    def _elect_one(self, key: tuple[str, int],
-                   exclude: set[int] | frozenset[int] = frozenset()) -> bool | None:
-        """One decision for ``key``: True written, False nothing to do, None conflict.
-
-        Brokers in ``exclude`` count as dead for this decision (bounced brokers).
-        """
-        live = set(self.brokers) - exclude
-        replicas = self.assignments.get(key[0], {}).get(key[1])
-        if replicas is None:
-            return False
-        current = self.states.get(key)
-        if current is None:
-            state = elect_leader_for_new_partition(replicas, live, self.epoch)
-            if state is None:
-                log.warning("%s-%d: no live replica among %s", *key, list(replicas))
-                return False
-            return self._create_state(key, state)
-        old, _version = current
-        if old.leader in live:
-            # The leader stays; dead members leave the ISR (never emptied), the epoch rises.
-            isr = tuple(r for r in old.isr if r in live)
-            if isr == old.isr or not isr:
-                return False
-            state = PartitionState(old.leader, old.leader_epoch + 1, isr, self.epoch)
-        else:
-            state = elect_leader_for_offline_partition(
-                replicas, old, live - self.shutting_down, self.epoch,
-                self._unclean_election(key[0]))
-            if state == old:
-                return False
-        return True if self._update_state(key, state) else None
 
     def _create_state(self, key: tuple[str, int], state: PartitionState) -> bool:
         topic, index = key
@@ -371,14 +377,14 @@ class Controller:
             log.warning("%s-%d: state create failed (%s); reloading", topic, index, exc)
             found = read_partition_state(self.zk, topic, index)
             if found is not None:
-                self.states[key] = found
+                self.context.states[key] = found
             return False
-        self.states[key] = (state, 0)
+        self.context.states[key] = (state, 0)
         return True
 
     def _update_state(self, key: tuple[str, int], state: PartitionState) -> bool:
         topic, index = key
-        _old, version = self.states[key]
+        _old, version = self.context.states[key]
         try:
             results = self.election.fenced_transaction().set_data(
                 ZkPaths.partition_state(topic, index), state.to_json(), version).commit()
@@ -388,43 +394,22 @@ class Controller:
             log.warning("%s-%d: state update conflicted (%s); reloading", topic, index, exc)
             found = read_partition_state(self.zk, topic, index)
             if found is not None:
-                self.states[key] = found
+                self.context.states[key] = found
             return False
         new_version = getattr(results[0], "version", version + 1)
-        self.states[key] = (state, new_version)
+        self.context.states[key] = (state, new_version)
         return True
 
     def _delete_topic(self, topic: str) -> list[Send]:
-        partitions = self.assignments.get(topic)
+        partitions = self.context.assignments.get(topic)
         if partitions is None:
             assignment = read_topic_assignment(self.zk, topic)
             partitions = dict(assignment.partitions) if assignment else {}
-        live = set(self.brokers)
-        sends: list[Send] = []
-        replicas_by_broker: dict[int, list[int]] = {}
-        for index, replicas in partitions.items():
-            for replica in replicas:
-                if replica in live:
-                    replicas_by_broker.setdefault(replica, []).append(index)
-        for broker_id, indexes in sorted(replicas_by_broker.items()):
-            sends.append((broker_id, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, {
-                "controller_id": self.broker_id, "controller_epoch": self.epoch,
-                "broker_epoch": self.broker_epochs.get(broker_id, -1),
-                "delete_partitions": True,
-                "topics": [{"name": topic, "partition_indexes": sorted(indexes)}],
-            }))
-        gone = [{"partition_index": index, "controller_epoch": self.epoch,
-                 "leader": LEADER_DURING_DELETE, "leader_epoch": 0, "isr": [],
-                 "zk_version": 0, "replicas": list(replicas), "offline_replicas": []}
-                for index, replicas in partitions.items()]
-        sends += [(b, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION,
-                   self._update_metadata_body(b, [{"topic_name": topic,
-                                                   "partition_states": gone}]))
-                  for b in sorted(live)]
+        sends = self._requests().topic_deletion(topic, partitions)
         self._remove_topic_znodes(topic, partitions)
-        self.assignments.pop(topic, None)
+        self.context.assignments.pop(topic, None)
         for index in partitions:
-            self.states.pop((topic, index), None)
+            self.context.states.pop((topic, index), None)
         log.info("controller: deleted topic %s", topic)
         return sends
 
@@ -444,7 +429,7 @@ class Controller:
 
     def _unclean_election(self, topic: str) -> bool:
         """unclean.leader.election.enable: the topic's override, else the broker's."""
-        value = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        value = self.context.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
         if value is None:
             return self.unclean_election
         return value.strip().lower() == "true"
@@ -476,11 +461,11 @@ class Controller:
                 self.zk.delete(f"{path}/{child}")
             except NoNodeError:
                 pass
-        known = sorted(k for k in keys if k[1] in self.assignments.get(k[0], {}))
+        known = sorted(k for k in keys if k[1] in self.context.assignments.get(k[0], {}))
         for key in known:
             found = read_partition_state(self.zk, *key)
             if found is not None:
-                self.states[key] = found
+                self.context.states[key] = found
         if not known:
             return []
         log.info("controller: ISR changed for %s", ", ".join(f"{t}-{p}" for t, p in known))
@@ -517,40 +502,20 @@ class Controller:
         return sends
 
     def _elect_preferred(self, keys: list[tuple[str, int]]) -> list[Send]:
-        changed = []
-        for key in keys:
-            for _attempt in range(WRITE_ATTEMPTS):
-                outcome = self._move_leader(key, self._preferred_choice)
-                if outcome is not None:
-                    if outcome:
-                        changed.append(key)
-                    break
+        context = self.context
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None  # _decide_and_write creates nothing here
+            return elect_preferred_leader(current, replicas, context.live,
+                                          context.shutting_down, self.epoch)
+
+        changed = self._decide_and_write(keys, decide)
         if not changed:
             return []
         log.info("controller: preferred leaders elected for %s",
                  ", ".join(f"{t}-{p}" for t, p in changed))
         return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
-
-    def _preferred_choice(self, key: tuple[str, int], state: PartitionState,
-                          replicas: tuple[int, ...]) -> PartitionState | None:
-        preferred = replicas[0] if replicas else -1
-        if (state.leader == preferred or preferred not in self.brokers
-                or preferred not in state.isr or preferred in self.shutting_down):
-            return None
-        return PartitionState(preferred, state.leader_epoch + 1, state.isr, self.epoch)
-
-    def _move_leader(self, key: tuple[str, int], choose: Callable[..., PartitionState | None]
-                     ) -> bool | None:
-        """Write ``choose``'s new state for ``key``: True written, False no change, None
-        conflict (the znode moved; reread, so the caller may decide again)."""
-        current = self.states.get(key)
-        replicas = self.assignments.get(key[0], {}).get(key[1])
-        if current is None or replicas is None:
-            return False
-        state = choose(key, current[0], tuple(replicas))
-        if state is None:
-            return False
-        return True if self._update_state(key, state) else None
 
     def _rebalance_event(self) -> list[Send]:
         """auto.leader.rebalance.enable: preferred elections where a broker's imbalance is high."""
@@ -558,13 +523,13 @@ class Controller:
             return []
         preferred_of: dict[int, list[tuple[str, int]]] = {}
         for key, replicas in self._replicas_items():
-            if replicas and key in self.states:
+            if replicas and key in self.context.states:
                 preferred_of.setdefault(replicas[0], []).append(key)
         keys = []
         for broker_id, its in sorted(preferred_of.items()):
-            if broker_id not in self.brokers or broker_id in self.shutting_down:
+            if broker_id not in self.context.brokers or broker_id in self.context.shutting_down:
                 continue
-            elsewhere = [k for k in its if self.states[k][0].leader != broker_id]
+            elsewhere = [k for k in its if self.context.states[k][0].leader != broker_id]
             if elsewhere and 100 * len(elsewhere) / len(its) > self.imbalance_percentage:
                 keys += elsewhere
         return self._elect_preferred(keys) if keys else []
@@ -582,108 +547,40 @@ class Controller:
         self.zk.ensure_path(CONTROLLED_SHUTDOWN_PATH)
         children = self.zk.get_children(CONTROLLED_SHUTDOWN_PATH,
                                         watch=self._on_controlled_shutdown_watch)
-        announced = {int(c) for c in children if c.isdigit()} & set(self.brokers)
-        new = announced - self.shutting_down
-        self.shutting_down = announced
+        announced = {int(c) for c in children if c.isdigit()} & set(self.context.brokers)
+        new = announced - self.context.shutting_down
+        self.context.shutting_down = announced
         if not new:
             return []
-        changed = []
-        for key, (state, _version) in sorted(self.states.items()):
-            if not (set(state.isr) | {state.leader}) & new:
-                continue
-            for _attempt in range(WRITE_ATTEMPTS):
-                outcome = self._move_leader(key, self._shutdown_choice)
-                if outcome is not None:
-                    if outcome:
-                        changed.append(key)
-                    break
+        context = self.context
+        involved = [key for key, (state, _version) in sorted(context.states.items())
+                    if (set(state.isr) | {state.leader}) & new]
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None  # _decide_and_write creates nothing here
+            return elect_for_controlled_shutdown(current, replicas, context.live,
+                                                 context.shutting_down, self.epoch)
+
+        changed = self._decide_and_write(involved, decide)
         log.info("controller: controlled shutdown of %s moved %d partitions", sorted(new),
                  len(changed))
         if not changed:
             return []
         return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
 
-    def _shutdown_choice(self, key: tuple[str, int], state: PartitionState,
-                         replicas: tuple[int, ...]) -> PartitionState | None:
-        staying = [r for r in state.isr if r not in self.shutting_down and r in self.brokers]
-        if state.leader in self.shutting_down:
-            candidates = [r for r in replicas if r in staying]
-            if not candidates:
-                return None  # nobody else in sync: it leads until it goes (then offline)
-            return PartitionState(candidates[0], state.leader_epoch + 1, tuple(staying),
-                                  self.epoch)
-        isr = tuple(r for r in state.isr if r not in self.shutting_down)
-        if isr == state.isr or not isr:
-            return None
-        return PartitionState(state.leader, state.leader_epoch + 1, isr, self.epoch)
-
     def _all_partitions(self) -> list[tuple[str, int]]:
-        return [(t, p) for t, parts in self.assignments.items() for p in parts]
+        return self.context.all_partitions()
 
     def _replicas_items(self) -> list[tuple[tuple[str, int], tuple[int, ...]]]:
-        return [((t, p), r) for t, parts in self.assignments.items() for p, r in parts.items()]
-
-    def _partition_state_entry(self, key: tuple[str, int], with_offline: bool) -> dict | None:
-        found = self.states.get(key)
-        if found is None:
-            return None
-        state, version = found
-        replicas = list(self.assignments.get(key[0], {}).get(key[1], ()))
-        entry = {"partition_index": key[1], "controller_epoch": state.controller_epoch,
-                 "leader": state.leader, "leader_epoch": state.leader_epoch,
-                 "isr": list(state.isr), "zk_version": version, "replicas": replicas}
-        if with_offline:
-            entry["offline_replicas"] = [r for r in replicas if r not in self.brokers]
-        else:
-            entry["is_new"] = False
-        return entry
-
-    def _grouped(self, keys: list[tuple[str, int]], with_offline: bool) -> list[dict]:
-        topics: dict[str, list[dict]] = {}
-        for key in keys:
-            entry = self._partition_state_entry(key, with_offline)
-            if entry is not None:
-                topics.setdefault(key[0], []).append(entry)
-        return [{"topic_name": t, "partition_states": states} for t, states in topics.items()]
-
-    def _update_metadata_body(self, broker_id: int, topic_states: list[dict]) -> dict:
-        return {
-            "controller_id": self.broker_id, "controller_epoch": self.epoch,
-            "broker_epoch": self.broker_epochs.get(broker_id, -1),
-            "topic_states": topic_states,
-            "live_brokers": [
-                {"id": b.broker_id, "rack": b.rack,
-                 "endpoints": [{"port": b.port, "host": b.host, "listener": b.listener,
-                                "security_protocol": PLAINTEXT}]}
-                for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)
-            ],
-        }
+        return self.context.replicas_items()
 
     def _update_metadata_to_all(self, keys: list[tuple[str, int]]) -> list[Send]:
-        topic_states = self._grouped(keys, with_offline=True)
-        return [(b, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION,
-                 self._update_metadata_body(b, topic_states)) for b in sorted(self.brokers)]
+        return self._requests().update_metadata_to_all(keys)
 
     def _leader_and_isr(self, keys: list[tuple[str, int]],
                         only: set[int] | None = None) -> list[Send]:
-        """LeaderAndIsr to every live replica of ``keys`` (or only to brokers in ``only``)."""
-        per_broker: dict[int, list[tuple[str, int]]] = {}
-        for key in keys:
-            for replica in self.assignments.get(key[0], {}).get(key[1], ()):
-                if replica in self.brokers and (only is None or replica in only):
-                    per_broker.setdefault(replica, []).append(key)
-        sends: list[Send] = []
-        for broker_id, its_keys in sorted(per_broker.items()):
-            leaders = {self.states[k][0].leader for k in its_keys if k in self.states}
-            sends.append((broker_id, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, {
-                "controller_id": self.broker_id, "controller_epoch": self.epoch,
-                "broker_epoch": self.broker_epochs.get(broker_id, -1),
-                "topic_states": self._grouped(its_keys, with_offline=False),
-                "live_leaders": [{"broker_id": b, "host_name": self.brokers[b].host,
-                                  "port": self.brokers[b].port}
-                                 for b in sorted(leaders) if b in self.brokers],
-            }))
-        return sends
+        return self._requests().leader_and_isr(keys, only)
 
 
 def read_topic_config(zk: Any, topic: str) -> dict[str, str]:

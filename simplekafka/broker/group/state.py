@@ -11,7 +11,11 @@ The states are Kafka's::
 leads. A *generation* is one completed rebalance: every JoinGroup round that
 completes bumps it, and commits or heartbeats from an older generation are
 refused (ILLEGAL_GENERATION). This module holds the data and the small pure
-decisions (which protocol, who leads); the coordinator drives the transitions.
+decisions (which protocol, who leads); the coordinator drives the transitions,
+and ``Group.transition_to`` refuses any the diagram above does not have
+(``VALID_PREVIOUS_STATES``, Kafka's ``GroupState.validPreviousStates``): a
+coordinator bug then fails loudly instead of leaving a group in a state no
+client can get out of.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from simplekafka.broker.offsets_topic import OffsetValue
+from simplekafka.broker.group.records import OffsetValue
 
 
 class GroupState(enum.Enum):
@@ -29,6 +33,21 @@ class GroupState(enum.Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
+
+
+# The states a group may enter each state from (the diagram in the module docstring).
+VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.EMPTY, GroupState.STABLE, GroupState.COMPLETING_REBALANCE}),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+
+class IllegalStateTransition(RuntimeError):
+    """A transition the group state machine does not have (a coordinator bug)."""
 
 
 @dataclass
@@ -75,6 +94,14 @@ class Group:
     join_timer: Any = None  # the delayed completion of PreparingRebalance
     new_member_joined: bool = False
     initial_delay: bool = False  # True while a new group waits group.initial.rebalance.delay.ms
+
+    def transition_to(self, state: GroupState) -> None:
+        """Move to ``state``; raises IllegalStateTransition if it may not follow the current."""
+        if self.state not in VALID_PREVIOUS_STATES[state]:
+            raise IllegalStateTransition(
+                f"group {self.group_id!r}: {self.state.value} -> {state.value} is not a "
+                f"transition of the group state machine")
+        self.state = state
 
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states

@@ -22,6 +22,7 @@ from twisted.internet import defer, protocol
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
 from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
 
 log = logging.getLogger(__name__)
@@ -30,13 +31,16 @@ RETRY_DELAY = 0.1
 SLOW_RETRY_DELAY = 1.0  # after MAX_ATTEMPTS quick retries
 MAX_ATTEMPTS = 50
 CLIENT_ID = "simplekafka-controller"
+_CORRELATION_ID = struct.Struct(">i")  # a response's first field
 
 
 class ResponseReader(protocol.Protocol):
     """Reads Kafka-framed responses and fires the waiting Deferred by correlation id."""
 
+    transport: Any  # Twisted's ITransport (a zope interface, opaque to a type checker)
+
     def __init__(self) -> None:
-        self.buffer = bytearray()
+        self.frames = FrameDecoder()
         self.waiting: dict[int, defer.Deferred] = {}
         self.lost: defer.Deferred = defer.Deferred()
 
@@ -46,17 +50,24 @@ class ResponseReader(protocol.Protocol):
             set_no_delay(True)
 
     def dataReceived(self, data: bytes) -> None:
-        self.buffer += data
-        while len(self.buffer) >= 4:
-            (length,) = struct.unpack_from(">i", self.buffer, 0)
-            if len(self.buffer) < 4 + length:
-                return
-            frame = bytes(self.buffer[4:4 + length])
-            del self.buffer[:4 + length]
-            (correlation_id,) = struct.unpack_from(">i", frame, 0)
+        try:
+            frames = self.frames.feed(data)
+        except FrameTooLargeError as exc:
+            log.warning("closing the connection to a broker: %s", exc)
+            frames = exc.frames
+            self.transport.loseConnection()
+        for frame in frames:
+            (correlation_id,) = _CORRELATION_ID.unpack_from(frame, 0)
             waiter = self.waiting.pop(correlation_id, None)
             if waiter is not None:
                 waiter.callback(frame)
+
+    def send(self, correlation_id: int, payload: bytes) -> defer.Deferred:
+        """Write one encoded request; the Deferred fires with its response frame."""
+        waiter: defer.Deferred = defer.Deferred()
+        self.waiting[correlation_id] = waiter
+        self.transport.write(encode_frame(payload))
+        return waiter
 
     def connectionLost(self, reason: Any = None) -> None:
         waiting, self.waiting = self.waiting, {}
@@ -64,6 +75,14 @@ class ResponseReader(protocol.Protocol):
             waiter.errback(ConnectionError("connection to broker lost"))
         if not self.lost.called:
             self.lost.callback(None)
+
+
+def connect_reader(reactor: Any, host: str, port: int) -> defer.Deferred:
+    """Connect to a broker; fires with the ResponseReader of the new connection."""
+    endpoint = TCP4ClientEndpoint(reactor, host, port, timeout=5)
+    # Factory is an IProtocolFactory through zope, which a type checker cannot see.
+    factory: Any = protocol.Factory.forProtocol(ResponseReader)
+    return endpoint.connect(factory)
 
 
 class ControllerChannel:
@@ -170,8 +189,7 @@ class ControllerChannel:
         address = self.endpoint_of(broker_id)
         if address is None:
             return defer.fail(ConnectionError(f"broker {broker_id} is not alive"))
-        endpoint = TCP4ClientEndpoint(self.reactor, address[0], address[1], timeout=5)
-        connecting = endpoint.connect(protocol.Factory.forProtocol(ResponseReader))
+        connecting = connect_reader(self.reactor, *address)
 
         def connected(reader: ResponseReader) -> defer.Deferred:
             self._connections[broker_id] = reader
@@ -182,10 +200,7 @@ class ControllerChannel:
 
     @staticmethod
     def _write(reader: ResponseReader, correlation_id: int, payload: bytes) -> defer.Deferred:
-        waiter: defer.Deferred = defer.Deferred()
-        reader.waiting[correlation_id] = waiter
-        reader.transport.write(struct.pack(">i", len(payload)) + payload)
-        return waiter
+        return reader.send(correlation_id, payload)
 
     def close(self) -> None:
         self.closed = True

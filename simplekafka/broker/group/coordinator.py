@@ -1,7 +1,7 @@
 """The group coordinator: consumer groups, rebalances and committed offsets, on the broker.
 
 Which broker coordinates a group is decided by ``__consumer_offsets``: the
-leader of partition ``partition_for(group_id, N)`` (see ``offsets_topic``).
+leader of partition ``partition_for(group_id, N)`` (see ``group.records``).
 FindCoordinator answers with that leader (creating the topic on first use);
 every other group request sent to a broker that does not lead the group's
 partition gets NOT_COORDINATOR, and one that has just become leader answers
@@ -18,7 +18,10 @@ timeout is removed and the others rebalance) and tell them when to rejoin.
 
 Commits are appended to the group's ``__consumer_offsets`` partition with
 acks=all semantics and acknowledged only once the high watermark passed them,
-so a commit the client saw succeed survives the coordinator's broker.
+so a commit the client saw succeed survives the coordinator's broker (the
+records and their persistence are ``metadata_manager``'s). The coordinator
+answers with result values (``JoinResult``, ``SyncResult``, ...), now or
+through a Deferred; ``apis/groups.py`` turns them into each version's response.
 """
 
 from __future__ import annotations
@@ -26,31 +29,21 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
-from simplekafka.broker.group_state import Group, GroupState, Member
-from simplekafka.broker.offsets_topic import (
-    OFFSETS_TOPIC,
-    GroupKey,
-    GroupValue,
-    MemberValue,
-    OffsetKey,
-    OffsetValue,
-    RecordFormatError,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    encode_group_key,
-    encode_group_value,
-    encode_offset_key,
-    encode_offset_value,
-    partition_for,
+from simplekafka.broker.apis.collaborators import Config, Reactor, ZooKeeperHandle
+from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.group.metadata_manager import (
+    GroupMetadataManager,
+    OffsetsLog,
+    expired_offsets,
 )
-from simplekafka.protocol.api import ApiKey
+from simplekafka.broker.group.records import OFFSETS_TOPIC, GroupValue, OffsetValue
+from simplekafka.broker.group.state import Group, GroupState, Member
+from simplekafka.broker.metadata_cache import BrokerEndpoint, MetadataCache
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.records import build_batch, parse_batches
 
 log = logging.getLogger(__name__)
 
@@ -58,20 +51,73 @@ MIN_SESSION_TIMEOUT_MS = 1_000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
 OFFSET_METADATA_MAX_BYTES = 4096
 MAX_GROUP_ID_BYTES = 32_767  # what an int16-length string can carry
-COMMIT_TIMEOUT_MS = 5_000  # Kafka's offsets.commit.timeout.ms
 CONSUMER_PROTOCOL = "consumer"
 
-# A failed append to __consumer_offsets, as the group client should hear it (Kafka's mapping).
-_APPEND_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-}
+class JoinedMember(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes  # its subscription, for the chosen protocol
+
+
+class JoinResult(NamedTuple):
+    """A JoinGroup round's outcome for one member (the leader's lists every member)."""
+
+    error_code: ErrorCode
+    generation: int = -1
+    protocol: str = ""
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinedMember, ...] = ()
+
+
+class SyncResult(NamedTuple):
+    error_code: ErrorCode
+    assignment: bytes = b""
+
+
+class LeaveResult(NamedTuple):
+    error_code: ErrorCode
+    members: tuple[tuple[str, ErrorCode], ...]  # (member id, its outcome)
+
+
+class CommittedOffset(NamedTuple):
+    topic: str
+    partition: int
+    offset: int = -1  # -1: nothing committed
+    leader_epoch: int = -1
+    metadata: str = ""
+
+
+class OffsetFetchResult(NamedTuple):
+    error_code: ErrorCode
+    offsets: tuple[CommittedOffset, ...] = ()
+
+
+class ListGroupsResult(NamedTuple):
+    error_code: ErrorCode
+    groups: tuple[tuple[str, str], ...]  # (group id, protocol type)
+
+
+class MemberDescription(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+class GroupDescription(NamedTuple):
+    error_code: ErrorCode
+    group_id: str
+    state: str = GroupState.DEAD.value
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[MemberDescription, ...] = ()
+
+
+# (topic, partition, outcome) per committed offset, in the order asked
+CommitResult = list[tuple[str, int, ErrorCode]]
 
 
 def _now_ms() -> int:
@@ -81,43 +127,30 @@ def _now_ms() -> int:
 class GroupCoordinator:
     """Every group whose ``__consumer_offsets`` partition this broker leads."""
 
-    def __init__(self, broker: Any):
-        self.broker = broker
-        self.reactor = broker.reactor
+    def __init__(self, config: Config, cache: MetadataCache, replicas: OffsetsLog,
+                 reactor: Reactor, zookeeper: ZooKeeperHandle):
+        self.config = config
+        self.cache = cache
+        self.replicas = replicas
+        self.reactor = reactor
+        self.metadata = GroupMetadataManager(replicas, cache, config, reactor, zookeeper)
         self.groups: dict[str, Group] = {}
         self.loaded: dict[int, int] = {}  # offsets partition -> leader epoch it was loaded at
         self._loading: set[int] = set()
-        self._creating_topic = False
-        broker.metadata_cache.listeners.append(self.sync_ownership)
-
-    def register(self, dispatcher: Any) -> None:
-        for key, handler in [
-            (ApiKey.FIND_COORDINATOR, self.find_coordinator),
-            (ApiKey.JOIN_GROUP, self.join_group),
-            (ApiKey.SYNC_GROUP, self.sync_group),
-            (ApiKey.HEARTBEAT, self.heartbeat),
-            (ApiKey.LEAVE_GROUP, self.leave_group),
-            (ApiKey.OFFSET_COMMIT, self.offset_commit),
-            (ApiKey.OFFSET_FETCH, self.offset_fetch),
-            (ApiKey.LIST_GROUPS, self.list_groups),
-            (ApiKey.DESCRIBE_GROUPS, self.describe_groups),
-            (ApiKey.DELETE_GROUPS, self.delete_groups),
-        ]:
-            dispatcher.register(key, handler)
+        cache.listeners.append(self.sync_ownership)
 
     # -- configuration --------------------------------------------------------------------
 
     @property
     def num_partitions(self) -> int:
-        known = self.broker.metadata_cache.topics.get(OFFSETS_TOPIC)
-        return len(known) if known else self.broker.config["offsets.topic.num.partitions"]
+        return self.metadata.num_partitions
 
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+        return self.metadata.partition_of(group_id)
 
     def _config(self, key: str, default: int) -> int:
         try:
-            value = self.broker.config[key]
+            value = self.config[key]
         except KeyError:
             return default
         return default if value is None else value
@@ -125,8 +158,7 @@ class GroupCoordinator:
     # -- ownership: which groups this broker coordinates ----------------------------------
 
     def _local_leader(self, index: int) -> Any:
-        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
-        return partition if partition is not None and partition.is_leader else None
+        return self.metadata.local_leader(index)
 
     def check_owner(self, group_id: str) -> ErrorCode | None:
         """None if this broker coordinates the group now; else the error to answer."""
@@ -153,7 +185,7 @@ class GroupCoordinator:
             partition = self._local_leader(index)
             if partition is None or partition.leader_epoch != epoch:
                 self._drop(index)
-        for (topic, index), partition in list(self.broker.replica_manager.partitions.items()):
+        for (topic, index), partition in list(self.replicas.partitions.items()):
             if topic == OFFSETS_TOPIC and partition.is_leader and index not in self.loaded:
                 self._schedule_load(index)
 
@@ -169,24 +201,7 @@ class GroupCoordinator:
         if partition is None or self.loaded.get(index) == partition.leader_epoch:
             return
         started = time.monotonic()
-        offsets: dict[str, dict[tuple[str, int], OffsetValue | None]] = {}
-        metadata: dict[str, GroupValue | None] = {}
-        the_log = partition.log
-        position = the_log.log_start_offset
-        end = the_log.log_end_offset
-        records = 0
-        while position < end:
-            chunk = the_log.read(position, 1 << 20)
-            if not chunk:
-                break
-            batches = parse_batches(bytes(chunk))
-            if not batches:
-                break
-            for batch in batches:
-                for record in batch:
-                    records += 1
-                    self._replay(record, offsets, metadata)
-                position = max(position, batch.next_offset)
+        metadata, offsets, records = self.metadata.read_partition(partition)
         for group_id, value in metadata.items():
             if value is None:
                 self._forget(group_id)
@@ -198,33 +213,20 @@ class GroupCoordinator:
                 if metadata.get(group_id, 0) is None:
                     continue
                 group = self.groups[group_id] = Group(group_id)
-            for key, value in entries.items():
-                if value is None:
+            for key, offset in entries.items():
+                if offset is None:
                     group.offsets.pop(key, None)
                 else:
-                    group.offsets[key] = value
+                    group.offsets[key] = offset
         self.loaded[index] = partition.leader_epoch
         log.info("%s-%d loaded: %d records, %d groups, in %.3f s", OFFSETS_TOPIC, index,
                  records, sum(1 for g in self.groups if self.partition_of(g) == index),
                  time.monotonic() - started)
 
-    @staticmethod
-    def _replay(record: Any, offsets: dict, metadata: dict) -> None:
-        try:
-            key = decode_key(record.key or b"")
-            if isinstance(key, OffsetKey):
-                value = decode_offset_value(record.value) if record.value is not None else None
-                offsets.setdefault(key.group_id, {})[(key.topic, key.partition)] = value
-            else:
-                value = decode_group_value(record.value) if record.value is not None else None
-                metadata[key.group_id] = value
-                if value is None:
-                    offsets.pop(key.group_id, None)
-        except RecordFormatError as exc:
-            log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
-
     def _group_from(self, group_id: str, value: GroupValue) -> Group:
-        group = Group(group_id, generation=value.generation,
+        # A loaded group starts out Stable (members) or Empty, as Kafka's loadGroup.
+        group = Group(group_id, GroupState.STABLE if value.members else GroupState.EMPTY,
+                      generation=value.generation,
                       protocol_type=value.protocol_type or None, protocol=value.protocol,
                       leader_id=value.leader, state_timestamp=value.state_timestamp)
         for m in value.members:
@@ -234,7 +236,6 @@ class GroupCoordinator:
                             m.assignment)
             group.members[m.member_id] = member
             self._schedule_expiry(group, member)
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
         return group
 
     def _drop(self, index: int) -> None:
@@ -248,7 +249,7 @@ class GroupCoordinator:
         group = self.groups.pop(group_id, None)
         if group is None:
             return
-        group.state = GroupState.DEAD
+        group.transition_to(GroupState.DEAD)
         _cancel(group.join_timer)
         for timer in group.pending_members.values():
             _cancel(timer)
@@ -258,81 +259,27 @@ class GroupCoordinator:
 
     # -- writing to __consumer_offsets --------------------------------------------------------
 
-    def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> defer.Deferred:
-        """Append records to the group's partition; fires with an ErrorCode once replicated.
-
-        Through ``ReplicaManager.append_records`` with acks=all, as any produce;
-        its error codes become what a group client should hear (Kafka's mapping).
-        """
-        index = self.partition_of(group_id)
-        if self._local_leader(index) is None:
-            return defer.succeed(ErrorCode.NOT_COORDINATOR)
-        key = (OFFSETS_TOPIC, index)
-        appended = self.broker.replica_manager.append_records(
-            {key: build_batch(entries)}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
-
-        def code_of(results: dict) -> ErrorCode:
-            code = results[key].error_code
-            return _APPEND_ERRORS.get(code, code)
-
-        return appended.addCallback(code_of)
-
     def _store_group(self, group: Group) -> defer.Deferred:
-        value = GroupValue(
-            group.protocol_type or "", group.generation, group.protocol, group.leader_id,
-            group.state_timestamp,
-            [MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                         m.rebalance_timeout_ms, m.session_timeout_ms,
-                         m.metadata_for(group.protocol or ""), m.assignment)
-             for m in group.members.values()])
-        return self._append(group.group_id,
-                            [(encode_group_key(GroupKey(group.group_id)),
-                              encode_group_value(value))])
-
-    def _ensure_offsets_topic(self) -> None:
-        """Create __consumer_offsets (in the background) if no one has yet."""
-        broker = self.broker
-        if self._creating_topic or broker.zk is None:
-            return
-        from simplekafka.coordination.topics import TopicError, create_topic
-
-        self._creating_topic = True
-        config = broker.config
-        live = max(len(broker.metadata_cache.brokers), 1)
-        replication = min(config["offsets.topic.replication.factor"], live)
-        partitions = config["offsets.topic.num.partitions"]
-        work = threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), create_topic, broker.zk,
-            OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
-
-        def created(_: Any) -> None:
-            log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
-                     partitions, replication)
-
-        def failed(failure: Any) -> None:
-            if not failure.check(TopicError):
-                log.warning("creating %s failed: %s", OFFSETS_TOPIC, failure.getErrorMessage())
-
-        work.addCallbacks(created, failed)
-        work.addBoth(lambda _: setattr(self, "_creating_topic", False))
+        return self.metadata.store_group(group)
 
     # -- FindCoordinator ------------------------------------------------------------------
 
-    def find_coordinator(self, context: Any, request: Any) -> dict:
-        def answer(code: ErrorCode, node: Any = None) -> dict:
-            return {"throttle_time_ms": 0, "error_code": code,
-                    "error_message": None if code == ErrorCode.NONE else code.name,
-                    "node_id": node.broker_id if node else -1,
-                    "host": node.host if node else "", "port": node.port if node else -1}
+    def find_coordinator(self, context: RequestContext, request: Any
+                         ) -> tuple[ErrorCode, BrokerEndpoint | None]:
+        """The broker coordinating the group ``request.key`` (or why there is none)."""
+
+        def answer(code: ErrorCode, node: BrokerEndpoint | None = None
+                   ) -> tuple[ErrorCode, BrokerEndpoint | None]:
+            return code, node
 
         if getattr(request, "key_type", 0) != 0:
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)  # no transactions here
         group_id = request.key or ""
         if not group_id or len(group_id.encode("utf-8")) > MAX_GROUP_ID_BYTES:
             return answer(ErrorCode.INVALID_GROUP_ID)
-        cache = self.broker.metadata_cache
+        cache = self.cache
         if OFFSETS_TOPIC not in cache.topics:
-            self._ensure_offsets_topic()
+            self.metadata.ensure_offsets_topic()
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
         if state is None or state.leader < 0 or not cache.is_alive(state.leader):
@@ -341,12 +288,15 @@ class GroupCoordinator:
 
     # -- JoinGroup ------------------------------------------------------------------------
 
-    def join_group(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def join_group(self, context: RequestContext, request: Any
+                   ) -> JoinResult | defer.Deferred:
+        """A JoinResult now (refused, or nothing changed), or a Deferred of one when the
+        rebalance completes."""
         version = context.api_version
         group_id = request.group_id
 
-        def refuse(code: ErrorCode, member_id: str = request.member_id) -> dict:
-            return _join_answer(code, member_id=member_id)
+        def refuse(code: ErrorCode, member_id: str = request.member_id) -> JoinResult:
+            return JoinResult(code, member_id=member_id or "")
 
         code = self.check_owner(group_id)
         if code is not None:
@@ -378,10 +328,10 @@ class GroupCoordinator:
                         session / 1000.0, self._pending_expired, group, member_id)
                     return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             _cancel(group.pending_members.pop(member_id, None))
-            member = Member(member_id, context.client_id or "", _host(context.peer), session,
-                            rebalance, request.protocol_type, protocols,
-                            getattr(request, "group_instance_id", None))
-            return self._add_member(group, member)
+            joining = Member(member_id, context.client_id or "", _host(context.peer), session,
+                             rebalance, request.protocol_type, protocols,
+                             getattr(request, "group_instance_id", None))
+            return self._add_member(group, joining)
         member = group.members.get(member_id)
         if member is None:
             return refuse(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -404,7 +354,7 @@ class GroupCoordinator:
         return waiter
 
     def _rejoin(self, group: Group, member: Member, protocols: list, session: int,
-                rebalance: int) -> dict | defer.Deferred:
+                rebalance: int) -> JoinResult | defer.Deferred:
         changed = protocols != member.protocols
         member.protocols = protocols
         member.session_timeout_ms = session
@@ -416,10 +366,10 @@ class GroupCoordinator:
             # Stable group's leader rejoining means it wants a new assignment (Kafka's rule).
             return self._join_result(group, member)
         if group.is_in(GroupState.EMPTY, GroupState.DEAD):
-            return _join_answer(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id)
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id)
         if member.join_waiter is not None and not member.join_waiter.called:
-            member.join_waiter.callback(_join_answer(ErrorCode.REBALANCE_IN_PROGRESS,
-                                                     member_id=member.member_id))
+            member.join_waiter.callback(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS,
+                                                   member_id=member.member_id))
         waiter: defer.Deferred = defer.Deferred()
         member.join_waiter = waiter
         if group.is_in(GroupState.PREPARING_REBALANCE):
@@ -433,10 +383,10 @@ class GroupCoordinator:
             for member in group.members.values():
                 member.assignment = b""
                 if member.sync_waiter is not None and not member.sync_waiter.called:
-                    member.sync_waiter.callback(_sync_answer(ErrorCode.REBALANCE_IN_PROGRESS))
+                    member.sync_waiter.callback(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
                 member.sync_waiter = None
         initial = group.is_in(GroupState.EMPTY)
-        group.state = GroupState.PREPARING_REBALANCE
+        group.transition_to(GroupState.PREPARING_REBALANCE)
         group.state_timestamp = _now_ms()
         _cancel(group.join_timer)
         log.info("%s: rebalancing (%s)", group.summary(), reason)
@@ -485,7 +435,7 @@ class GroupCoordinator:
         group.generation += 1
         group.state_timestamp = _now_ms()
         if not group.members:
-            group.state = GroupState.EMPTY
+            group.transition_to(GroupState.EMPTY)
             group.protocol = None
             group.leader_id = None
             log.info("%s", group.summary())
@@ -494,7 +444,7 @@ class GroupCoordinator:
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         group.protocol = group.select_protocol()
-        group.state = GroupState.COMPLETING_REBALANCE
+        group.transition_to(GroupState.COMPLETING_REBALANCE)
         log.info("%s protocol %s leader %s", group.summary(), group.protocol, group.leader_id)
         for member in group.members.values():
             waiter, member.join_waiter = member.join_waiter, None
@@ -502,35 +452,35 @@ class GroupCoordinator:
             if waiter is not None and not waiter.called:
                 waiter.callback(self._join_result(group, member))
 
-    def _join_result(self, group: Group, member: Member) -> dict:
-        members = []
+    def _join_result(self, group: Group, member: Member) -> JoinResult:
+        members: tuple[JoinedMember, ...] = ()
         if member.member_id == group.leader_id:
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "metadata": m.metadata_for(group.protocol or "")}
-                       for m in group.members.values()]
-        return _join_answer(ErrorCode.NONE, generation=group.generation,
-                            protocol=group.protocol or "", leader=group.leader_id or "",
-                            member_id=member.member_id, members=members)
+            members = tuple(JoinedMember(m.member_id, m.group_instance_id,
+                                         m.metadata_for(group.protocol or ""))
+                            for m in group.members.values())
+        return JoinResult(ErrorCode.NONE, group.generation, group.protocol or "",
+                          group.leader_id or "", member.member_id, members)
 
     # -- SyncGroup ------------------------------------------------------------------------
 
-    def sync_group(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def sync_group(self, context: RequestContext, request: Any
+                   ) -> SyncResult | defer.Deferred:
         code = self.check_owner(request.group_id)
         if code is not None:
-            return _sync_answer(code)
+            return SyncResult(code)
         group = self.groups.get(request.group_id)
         member = group.members.get(request.member_id) if group else None
         if group is None or member is None:
-            return _sync_answer(ErrorCode.UNKNOWN_MEMBER_ID)
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if request.generation_id != group.generation:
-            return _sync_answer(ErrorCode.ILLEGAL_GENERATION)
+            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
         if group.is_in(GroupState.PREPARING_REBALANCE):
-            return _sync_answer(ErrorCode.REBALANCE_IN_PROGRESS)
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
         self._schedule_expiry(group, member)
         if group.is_in(GroupState.STABLE):
-            return _sync_answer(ErrorCode.NONE, member.assignment)
+            return SyncResult(ErrorCode.NONE, member.assignment)
         if not group.is_in(GroupState.COMPLETING_REBALANCE):
-            return _sync_answer(ErrorCode.UNKNOWN_MEMBER_ID)
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         waiter: defer.Deferred = defer.Deferred()
         member.sync_waiter = waiter
         if member.member_id == group.leader_id:
@@ -549,23 +499,23 @@ class GroupCoordinator:
             for member in group.members.values():
                 member.assignment = b""
                 if member.sync_waiter is not None and not member.sync_waiter.called:
-                    member.sync_waiter.callback(_sync_answer(code))
+                    member.sync_waiter.callback(SyncResult(code))
                 member.sync_waiter = None
             self._prepare_rebalance(group, "assignment not stored")
             return
-        group.state = GroupState.STABLE
+        group.transition_to(GroupState.STABLE)
         group.state_timestamp = _now_ms()
         log.info("%s", group.summary())
         for member in group.members.values():
             waiter, member.sync_waiter = member.sync_waiter, None
             if waiter is not None and not waiter.called:
-                waiter.callback(_sync_answer(ErrorCode.NONE, member.assignment))
+                waiter.callback(SyncResult(ErrorCode.NONE, member.assignment))
 
     # -- Heartbeat, LeaveGroup, session expiry --------------------------------------------
 
-    def heartbeat(self, context: Any, request: Any) -> dict:
-        def answer(code: ErrorCode) -> dict:
-            return {"throttle_time_ms": 0, "error_code": code}
+    def heartbeat(self, context: RequestContext, request: Any) -> ErrorCode:
+        def answer(code: ErrorCode) -> ErrorCode:
+            return code
 
         code = self.check_owner(request.group_id)
         if code is not None:
@@ -582,7 +532,7 @@ class GroupCoordinator:
         self._schedule_expiry(group, member)
         return answer(ErrorCode.NONE)
 
-    def leave_group(self, context: Any, request: Any) -> dict:
+    def leave_group(self, context: RequestContext, request: Any) -> LeaveResult:
         version = context.api_version
         if version >= 3:
             leaving = [m.member_id for m in request.members]
@@ -605,12 +555,8 @@ class GroupCoordinator:
                     self._remove(group, member)
                 else:
                     member_code = ErrorCode.UNKNOWN_MEMBER_ID
-            results.append({"member_id": member_id, "group_instance_id": None,
-                            "error_code": member_code})
-        top = code or ErrorCode.NONE
-        if version < 3 and results:
-            top = results[0]["error_code"]
-        return {"throttle_time_ms": 0, "error_code": top, "members": results}
+            results.append((member_id, member_code))
+        return LeaveResult(code or ErrorCode.NONE, tuple(results))
 
     def _schedule_expiry(self, group: Group, member: Member) -> None:
         _cancel(member.expiry)
@@ -648,31 +594,26 @@ class GroupCoordinator:
         join, member.join_waiter = member.join_waiter, None
         sync, member.sync_waiter = member.sync_waiter, None
         if join is not None and not join.called:
-            join.callback(_join_answer(code, member_id=member.member_id))
+            join.callback(JoinResult(code, member_id=member.member_id))
         if sync is not None and not sync.called:
-            sync.callback(_sync_answer(code))
+            sync.callback(SyncResult(code))
 
     # -- OffsetCommit, OffsetFetch --------------------------------------------------------
 
-    def offset_commit(self, context: Any, request: Any) -> dict | defer.Deferred:
+    def offset_commit(self, context: RequestContext, request: Any
+                      ) -> CommitResult | defer.Deferred:
+        """Each offset's outcome, once the accepted ones are replicated (acks=all)."""
         version = context.api_version
         generation = request.generation_id_or_member_epoch if version >= 1 else -1
         member_id = request.member_id if version >= 1 else ""
-        results: list[tuple[str, dict]] = []
+        results: list[list] = []  # [topic, partition, code], in the order asked
 
-        def answer() -> dict:
-            topics: dict[str, list[dict]] = {}
-            for topic, part in results:
-                topics.setdefault(topic, []).append(part)
-            return {"throttle_time_ms": 0,
-                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+        def answer() -> CommitResult:
+            return [(topic, index, code) for topic, index, code in results]
 
-        def everyone(code: ErrorCode) -> dict:
-            for topic in request.topics:
-                for p in topic.partitions:
-                    results.append((topic.name, {"partition_index": p.partition_index,
-                                                 "error_code": code}))
-            return answer()
+        def everyone(code: ErrorCode) -> CommitResult:
+            return [(topic.name, p.partition_index, code)
+                    for topic in request.topics for p in topic.partitions]
 
         group_id = request.group_id
         code = self.check_owner(group_id)
@@ -687,40 +628,38 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is not None:
             self._schedule_expiry(group, member)
-        cache = self.broker.metadata_cache
+        cache = self.cache
         now = _now_ms()
-        entries = []
-        accepted: list[tuple[tuple[str, int], OffsetValue, dict]] = []
+        accepted: list[tuple[tuple[str, int], OffsetValue, list]] = []
         for topic in request.topics:
             for p in topic.partitions:
-                part = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE}
-                results.append((topic.name, part))
+                part = [topic.name, p.partition_index, ErrorCode.NONE]
+                results.append(part)
                 metadata = p.committed_metadata or ""
                 if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
-                    part["error_code"] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    part[2] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                     continue
                 if cache.partition(topic.name, p.partition_index) is None:
-                    part["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 value = OffsetValue(p.committed_offset,
                                     getattr(p, "committed_leader_epoch", -1), metadata, now)
                 key = (topic.name, p.partition_index)
-                entries.append((encode_offset_key(OffsetKey(group_id, *key)),
-                                encode_offset_value(value)))
                 accepted.append((key, value, part))
-        if not entries:
+        if not accepted:
             return answer()
 
-        def stored(code: ErrorCode) -> dict:
+        def stored(code: ErrorCode) -> CommitResult:
             for key, value, part in accepted:
                 if code == ErrorCode.NONE:
                     if self.groups.get(group_id) is group:
                         group.offsets[key] = value
                 else:
-                    part["error_code"] = code
+                    part[2] = code
             return answer()
 
-        return self._append(group_id, entries).addCallback(stored)
+        return self.metadata.store_offsets(
+            group_id, [(key, value) for key, value, _ in accepted]).addCallback(stored)
 
     @staticmethod
     def _commit_allowed(group: Group | None, generation: int, member_id: str) -> ErrorCode | None:
@@ -740,105 +679,86 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 
-    def offset_fetch(self, context: Any, request: Any) -> dict:
-        version = context.api_version
+    def offset_fetch(self, context: RequestContext, request: Any) -> OffsetFetchResult:
+        """The committed offsets of the partitions asked for (all of the group's if none)."""
         code = self.check_owner(request.group_id)
         if code is not None:
-            topics = []
-            if version < 2:  # no top-level error: say it per partition
-                topics = [{"name": t.name, "partitions": [
-                    {"partition_index": p, "committed_offset": -1, "metadata": "",
-                     "error_code": code} for p in t.partition_indexes]}
-                    for t in request.topics or []]
-            return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
+            return OffsetFetchResult(code)
         group = self.groups.get(request.group_id)
         offsets = group.offsets if group is not None else {}
         if request.topics is None:
-            wanted: dict[str, list[int]] = {}
-            for topic, index in sorted(offsets):
-                wanted.setdefault(topic, []).append(index)
+            wanted = sorted(offsets)
         else:
-            wanted = {t.name: list(t.partition_indexes) for t in request.topics}
-        topics = []
-        for name, indexes in wanted.items():
-            parts = []
-            for index in indexes:
-                value = offsets.get((name, index))
-                parts.append({
-                    "partition_index": index,
-                    "committed_offset": value.offset if value else -1,
-                    "committed_leader_epoch": value.leader_epoch if value else -1,
-                    "metadata": value.metadata if value else "",
-                    "error_code": ErrorCode.NONE})
-            topics.append({"name": name, "partitions": parts})
-        return {"throttle_time_ms": 0, "topics": topics, "error_code": ErrorCode.NONE}
+            wanted = [(t.name, index) for t in request.topics for index in t.partition_indexes]
+        found = []
+        for name, index in wanted:
+            value = offsets.get((name, index))
+            found.append(CommittedOffset(name, index, value.offset, value.leader_epoch,
+                                         value.metadata) if value else
+                         CommittedOffset(name, index))
+        return OffsetFetchResult(ErrorCode.NONE, tuple(found))
 
     # -- ListGroups, DescribeGroups, DeleteGroups -----------------------------------------
 
-    def list_groups(self, context: Any, request: Any) -> dict:
+    def list_groups(self, context: RequestContext, request: Any) -> ListGroupsResult:
         self.sync_ownership()
         code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
-        groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or ""}
-                  for g in sorted(self.groups.values(), key=lambda g: g.group_id)
-                  if not g.is_in(GroupState.DEAD)]
-        return {"throttle_time_ms": 0, "error_code": code, "groups": groups}
+        return ListGroupsResult(code, tuple(
+            (g.group_id, g.protocol_type or "")
+            for g in sorted(self.groups.values(), key=lambda g: g.group_id)
+            if not g.is_in(GroupState.DEAD)))
 
-    def describe_groups(self, context: Any, request: Any) -> dict:
-        return {"throttle_time_ms": 0,
-                "groups": [self._describe(group_id) for group_id in request.groups]}
+    def describe_groups(self, context: RequestContext, request: Any
+                        ) -> list[GroupDescription]:
+        return [self._describe(group_id) for group_id in request.groups]
 
-    def _describe(self, group_id: str) -> dict:
-        answer = {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": "Dead",
-                  "protocol_type": "", "protocol_data": "", "members": [],
-                  "authorized_operations": -2147483648}
+    def _describe(self, group_id: str) -> GroupDescription:
         code = self.check_owner(group_id)
         if code is not None:
-            answer["error_code"] = code
-            return answer
+            return GroupDescription(code, group_id)
         group = self.groups.get(group_id)
         if group is None:
-            return answer
+            return GroupDescription(ErrorCode.NONE, group_id)
         stable = group.is_in(GroupState.STABLE)
-        answer.update(group_state=group.state.value, protocol_type=group.protocol_type or "",
-                      protocol_data=(group.protocol or "") if stable else "")
-        answer["members"] = [
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-             "client_id": m.client_id, "client_host": m.client_host,
-             "member_metadata": m.metadata_for(group.protocol or "") if stable else b"",
-             "member_assignment": m.assignment if stable else b""}
-            for m in group.members.values()]
-        return answer
+        protocol = group.protocol or ""
+        return GroupDescription(
+            ErrorCode.NONE, group_id, group.state.value, group.protocol_type or "",
+            protocol if stable else "",
+            tuple(MemberDescription(m.member_id, m.group_instance_id, m.client_id,
+                                    m.client_host, m.metadata_for(protocol) if stable else b"",
+                                    m.assignment if stable else b"")
+                  for m in group.members.values()))
 
-    def delete_groups(self, context: Any, request: Any) -> dict | defer.Deferred:
-        results = []
+    def delete_groups(self, context: RequestContext, request: Any
+                      ) -> list[tuple[str, ErrorCode]] | defer.Deferred:
+        """(group id, outcome) per group asked, once the deletions are replicated."""
+        results: list[list] = []
         waits = []
         for group_id in request.groups_names:
-            result = {"group_id": group_id, "error_code": ErrorCode.NONE}
+            result = [group_id, ErrorCode.NONE]
             results.append(result)
             code = self.check_owner(group_id)
             group = self.groups.get(group_id) if code is None else None
             if code is None and group is None:
                 code = ErrorCode.GROUP_ID_NOT_FOUND
-            elif code is None and group.members:
+            elif code is None and group is not None and group.members:
                 code = ErrorCode.NON_EMPTY_GROUP
-            if code is not None:
-                result["error_code"] = code
+            if code is not None or group is None:
+                result[1] = code
                 continue
-            waits.append(self._delete(group).addCallback(
-                lambda c, r=result: r.update(error_code=c)))
-        body = {"throttle_time_ms": 0, "results": results}
+            waits.append(self._delete(group).addCallback(_set_error_code, result))
+
+        def outcome(_: Any = None) -> list[tuple[str, ErrorCode]]:
+            return [(group_id, code) for group_id, code in results]
+
         if not waits:
-            return body
-        return defer.gatherResults(waits).addCallback(lambda _: body)
+            return outcome()
+        return defer.gatherResults(waits).addCallback(outcome)
 
     def _delete(self, group: Group, offsets: list | None = None) -> defer.Deferred:
         """Tombstone a group's offsets (all, or those listed) and, if all, the group itself."""
         keys = list(group.offsets) if offsets is None else offsets
-        entries: list[tuple[bytes, bytes | None]] = [
-            (encode_offset_key(OffsetKey(group.group_id, *key)), None) for key in keys]
-        if offsets is None:
-            entries.append((encode_group_key(GroupKey(group.group_id)), None))
-        if not entries:
+        if not keys and offsets is not None:
             return defer.succeed(ErrorCode.NONE)
 
         def stored(code: ErrorCode) -> ErrorCode:
@@ -849,7 +769,8 @@ class GroupCoordinator:
                     self._forget(group.group_id)
             return code
 
-        return self._append(group.group_id, entries).addCallback(stored)
+        return self.metadata.delete(group.group_id, keys, whole_group=offsets is None
+                                    ).addCallback(stored)
 
     # -- offset expiry --------------------------------------------------------------------
 
@@ -862,9 +783,7 @@ class GroupCoordinator:
                 continue
             if self.check_owner(group.group_id) is not None:
                 continue
-            since = max(group.state_timestamp, 0)
-            old = [key for key, value in group.offsets.items()
-                   if now - max(value.commit_timestamp, since) >= retention_ms]
+            old = expired_offsets(group, now, retention_ms)
             if old and len(old) == len(group.offsets):
                 log.info("group %r: all %d offsets expired; group removed", group.group_id,
                          len(old))
@@ -880,6 +799,10 @@ class GroupCoordinator:
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
 
 
+def _set_error_code(code: ErrorCode, result: list) -> None:
+    result[1] = code
+
+
 def _cancel(timer: Any) -> None:
     if timer is not None and timer.active():
         timer.cancel()
@@ -887,15 +810,3 @@ def _cancel(timer: Any) -> None:
 
 def _host(peer: str) -> str:
     return peer.rsplit(":", 1)[0] if peer and ":" in peer else (peer or "")
-
-
-def _join_answer(code: ErrorCode, generation: int = -1, protocol: str = "", leader: str = "",
-                 member_id: str = "", members: list | None = None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "generation_id": generation,
-            "protocol_name": protocol, "leader": leader, "member_id": member_id or "",
-            "members": members or []}
-
-
-def _sync_answer(code: ErrorCode, assignment: bytes = b"") -> dict:
-    return {"throttle_time_ms": 0, "error_code": code, "assignment": assignment}
-

@@ -1,0 +1,152 @@
+"""Operations costs, on real processes. Prints figures with the load average; never fails.
+
+1. Scrape: GET /metrics of one broker holding 1,000 partitions (issue 12 aims
+   under 50 ms).
+2. Produce path with and without metrics: confluent-kafka writes 100-byte
+   values (acks=1) to a broker started with ``metrics.listener`` and to one
+   started without; the runs alternate, best of each counts (issue 12 aims at
+   a cost under 3 %).
+3. REST: GET /api/topics/{name} of a 100-partition topic through the console,
+   on one kept-alive connection (issue 12 aims at p99 under 20 ms).
+
+    .venv/bin/python benchmarks/bench_ops.py [--tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simplekafka.admin import Admin
+from simplekafka.cluster import LocalCluster
+from simplekafka.console.process import ConsoleProcess
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def percentile(samples: list[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def timings_ms(fn, count: int) -> list[float]:
+    out = []
+    for _ in range(count):
+        started = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def summary(samples: list[float]) -> str:
+    return (f"mean {statistics.fmean(samples):.2f} ms, p50 {percentile(samples, 0.5):.2f} ms, "
+            f"p99 {percentile(samples, 0.99):.2f} ms over {len(samples)}")
+
+
+def bench_scrape(base: Path, partitions: int, scrapes: int) -> None:
+    with LocalCluster(brokers=1, base_dir=base / "scrape") as cluster:
+        with Admin(cluster.bootstrap_servers, request_timeout_ms=120_000) as admin:
+            admin.create_topic("many", num_partitions=partitions, replication_factor=1,
+                               timeout_ms=120_000)
+        url = cluster.metrics_urls[1]
+
+        def scrape() -> None:
+            with urllib.request.urlopen(url, timeout=60) as answer:
+                answer.read()
+
+        scrape()  # warm-up
+        samples = timings_ms(scrape, scrapes)
+        print(f"scrape /metrics, {partitions} partitions: {summary(samples)} ({load()})")
+
+
+def produce_rate(bootstrap: str, messages: int) -> float:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5,
+                         "batch.size": 65536, "queue.buffering.max.messages": 2_000_000})
+    value = b"x" * 100
+    started = time.perf_counter()
+    for _ in range(messages):
+        while True:
+            try:
+                producer.produce("load", value, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(600)
+    return messages / (time.perf_counter() - started)
+
+
+def bench_produce(base: Path, messages: int, rounds: int) -> None:
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    with LocalCluster(brokers=1, base_dir=base / "on", metrics=True) as on, \
+            LocalCluster(brokers=1, base_dir=base / "off", metrics=False) as off:
+        for cluster in (on, off):
+            with Admin(cluster.bootstrap_servers) as admin:
+                admin.create_topic("load", num_partitions=1, replication_factor=1)
+            produce_rate(cluster.bootstrap_servers, min(messages, 20_000))  # warm-up
+        for _ in range(rounds):
+            for metrics, cluster in ((True, on), (False, off)):
+                rates[metrics].append(produce_rate(cluster.bootstrap_servers, messages))
+    with_metrics, without = max(rates[True]), max(rates[False])
+    cost = (without - with_metrics) / without * 100
+    print(f"produce, 100-byte values, acks=1, best of {rounds}: with metrics "
+          f"{with_metrics:,.0f} msg/s, without {without:,.0f} msg/s, cost {cost:+.1f} % "
+          f"(all runs: on {[f'{r:,.0f}' for r in rates[True]]}, "
+          f"off {[f'{r:,.0f}' for r in rates[False]]}) ({load()})")
+
+
+def bench_rest(base: Path, partitions: int, requests: int) -> None:
+    with LocalCluster(brokers=1, base_dir=base / "rest") as cluster:
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic("wide", num_partitions=partitions, replication_factor=1)
+        with ConsoleProcess(cluster.bootstrap_servers) as console:
+            address = urlparse(console.url)
+            connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+
+            def get() -> None:
+                connection.request("GET", "/api/topics/wide")
+                answer = connection.getresponse()
+                body = answer.read()
+                assert answer.status == 200, body
+
+            for _ in range(10):
+                get()  # warm-up
+            samples = timings_ms(get, requests)
+            connection.close()
+    print(f"REST GET /api/topics/wide, {partitions} partitions: {summary(samples)} ({load()})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true",
+                        help="seconds, not minutes: checks the script runs, figures mean little")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        scrape_partitions, scrapes, messages, rounds, rest_requests = 50, 5, 2_000, 1, 20
+    else:
+        scrape_partitions, scrapes, messages, rounds, rest_requests = 1000, 50, 200_000, 3, 500
+    print(f"bench_ops{' (tiny)' if args.tiny else ''}: {load()}")
+    with tempfile.TemporaryDirectory(prefix="bench-ops-") as directory:
+        base = Path(directory)
+        bench_scrape(base, scrape_partitions, scrapes)
+        bench_produce(base, messages, rounds)
+        bench_rest(base, 100, rest_requests)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

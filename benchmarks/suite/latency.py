@@ -1,0 +1,131 @@
+"""latency: end to end, produce to consume, 100-byte records at a steady rate, linger.ms=0.
+
+The reference figure comes from librdkafka's C ``rdkafka_performance -l`` (a
+paced producer and a consumer, two processes, so the client adds almost
+nothing); every delay is kept and drawn as a histogram. Beside it, the same
+load through confluent-kafka's Python binding twice: producer and consumer
+in one Python process (the old ``bench_broker.py`` way: two clients and a
+pacing loop share one GIL) and in two processes. The difference between
+those two is the benchmark's own share of the tail, not the broker's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import struct
+import time
+
+from benchmarks import bench_broker
+from benchmarks.suite import peers
+from benchmarks.suite.core import Context, Curve, Figure, new_topic, percentile
+
+SIZE = 100
+PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
+
+
+def summarize(scenario: str, label: str, runs: list[list[float]]) -> list[Figure]:
+    """Median over runs of each percentile (ms), as the issue's figures are taken."""
+    runs = [run for run in runs if run]
+    if not runs:
+        return [Figure(scenario, f"{label}: no records arrived", float("nan"), "ms")]
+    figures = []
+    for name, fraction in PERCENTILES:
+        values = [percentile(run, fraction) for run in runs]
+        note = f"median of {len(runs)} runs" if len(runs) > 1 else "one run"
+        if len(runs) > 1:
+            note += f" (range {min(values):.2f}-{max(values):.2f})"
+        figures.append(Figure(scenario, f"{label} {name}", statistics.median(values), "ms",
+                              note))
+    return figures
+
+
+def histogram(plot: str, label: str, runs: list[list[float]]) -> Curve:
+    samples = [delay for run in runs for delay in run]
+    return Curve(plot, label, samples, [], "end-to-end latency (ms)", "records",
+                 log_y=True, kind="hist")
+
+
+def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str) -> list[list[float]]:
+    tool = peers.rdkafka_performance()
+    if tool is None:
+        ctx.note(peers.missing_rdkafka_note())
+        return []
+    runs = []
+    for run in range(ctx.sizes.runs):
+        ctx.step(f"latency: rdkafka_performance -l, RF {replication}, run {run + 1}")
+        topic = new_topic(bootstrap, f"latency-rf{replication}", 1, replication,
+                          {"min.insync.replicas": "2"} if replication > 1 else {})
+        runs.append(peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
+                                    ctx.sizes.latency_seconds, SIZE, ctx.scratch(), acks=acks))
+    return runs
+
+
+def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, linger_ms: float) -> None:
+    """The producer half of the two-process probe (runs in a child process)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": linger_ms})
+    padding = b"p" * (SIZE - 8)
+    started = time.perf_counter()
+    for i in range(total):
+        target = started + i / rate
+        while (now := time.perf_counter()) < target:
+            if target - now > 0.0005:
+                time.sleep(target - now - 0.0003)
+        producer.produce(topic, struct.pack(">q", time.monotonic_ns()) + padding)
+        producer.poll(0)
+    producer.flush(30)
+
+
+def python_two_processes(bootstrap: str, topic: str, rate: int, seconds: float,
+                         linger_ms: float) -> list[float]:
+    """Delays (ms) with confluent-kafka's producer in a child process, its consumer here."""
+    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency-2p",
+                         "enable.auto.commit": False, **peers.CONSUMER_SETTINGS})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
+    consumer.poll(1.0)  # connect; the first fetch parks at the end
+    total = max(1, int(rate * seconds))
+    child = multiprocessing.get_context("spawn").Process(
+        target=_paced_producer, args=(bootstrap, topic, rate, total, linger_ms), daemon=True)
+    child.start()
+    delays: list[float] = []
+    deadline = time.monotonic() + seconds * 5 + 60
+    while len(delays) < total and time.monotonic() < deadline:
+        message = consumer.poll(0.1)
+        if message is not None and message.error() is None:
+            sent_ns = struct.unpack_from(">q", message.value())[0]
+            delays.append((time.monotonic_ns() - sent_ns) / 1e6)
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+    consumer.close()
+    return delays
+
+
+def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
+    bootstrap = ctx.bootstrap()
+    sizes = ctx.sizes
+    figures: list[Figure] = []
+    curves: list[Curve] = []
+    runs = c_runs(ctx, bootstrap, 1, "1")
+    if runs:
+        figures += summarize("latency", "C client, 1 broker, acks=1", runs)
+        curves.append(histogram("latency_histogram", "C client, 1 broker, acks=1", runs))
+    for linger_ms in (0, 1):
+        ctx.step(f"latency: confluent-kafka, one process, linger.ms={linger_ms}")
+        topic = new_topic(bootstrap, "latency-py1")
+        one = bench_broker.bench_latency(bootstrap, topic, sizes.latency_rate,
+                                         sizes.latency_seconds, SIZE, linger_ms=linger_ms)
+        ctx.step(f"latency: confluent-kafka, two processes, linger.ms={linger_ms}")
+        topic = new_topic(bootstrap, "latency-py2")
+        two = python_two_processes(bootstrap, topic, sizes.latency_rate,
+                                   sizes.latency_seconds, linger_ms)
+        label = f"confluent-kafka linger.ms={linger_ms}"
+        figures += summarize("latency", f"{label}, one process", [one])
+        figures += summarize("latency", f"{label}, two processes", [two])
+        curves.append(histogram("latency_python", f"{label}, one process", [one]))
+        curves.append(histogram("latency_python", f"{label}, two processes", [two]))
+    return figures, curves

@@ -1,0 +1,120 @@
+"""The controller's requests to brokers, built from its context (Kafka's
+``ControllerRequestBatch``): LeaderAndIsr, UpdateMetadata and StopReplica bodies.
+
+Each is a ``Send``: (target broker, api key, api version, body); the
+ControllerChannel encodes and delivers them, in order, per broker.
+"""
+
+from __future__ import annotations
+
+from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
+from simplekafka.broker.metadata_cache import LEADER_DURING_DELETE
+from simplekafka.protocol.api import ApiKey
+
+LEADER_AND_ISR_VERSION = 2
+UPDATE_METADATA_VERSION = 5
+STOP_REPLICA_VERSION = 1
+PLAINTEXT = 0  # security protocol id in UpdateMetadata endpoints
+
+# One request for the channel: (target broker, api key, api version, body).
+Send = tuple[int, ApiKey, int, dict]
+
+
+class ControllerRequests:
+    """Builds requests as controller ``controller_id`` at ``epoch`` sees the cluster."""
+
+    def __init__(self, context: ControllerContext, controller_id: int, epoch: int):
+        self.context = context
+        self.controller_id = controller_id
+        self.epoch = epoch
+
+    def _header(self, broker_id: int) -> dict:
+        return {"controller_id": self.controller_id, "controller_epoch": self.epoch,
+                "broker_epoch": self.context.broker_epochs.get(broker_id, -1)}
+
+    def _partition_state_entry(self, key: TopicPartitionKey, with_offline: bool) -> dict | None:
+        found = self.context.states.get(key)
+        if found is None:
+            return None
+        state, version = found
+        replicas = list(self.context.replicas_of(key) or ())
+        entry = {"partition_index": key[1], "controller_epoch": state.controller_epoch,
+                 "leader": state.leader, "leader_epoch": state.leader_epoch,
+                 "isr": list(state.isr), "zk_version": version, "replicas": replicas}
+        if with_offline:
+            entry["offline_replicas"] = [r for r in replicas if r not in self.context.brokers]
+        else:
+            entry["is_new"] = False
+        return entry
+
+    def _grouped(self, keys: list[TopicPartitionKey], with_offline: bool) -> list[dict]:
+        topics: dict[str, list[dict]] = {}
+        for key in keys:
+            entry = self._partition_state_entry(key, with_offline)
+            if entry is not None:
+                topics.setdefault(key[0], []).append(entry)
+        return [{"topic_name": t, "partition_states": states} for t, states in topics.items()]
+
+    def update_metadata_body(self, broker_id: int, topic_states: list[dict]) -> dict:
+        return {
+            **self._header(broker_id),
+            "topic_states": topic_states,
+            "live_brokers": [
+                {"id": b.broker_id, "rack": b.rack,
+                 "endpoints": [{"port": b.port, "host": b.host, "listener": b.listener,
+                                "security_protocol": PLAINTEXT}]}
+                for b in sorted(self.context.brokers.values(), key=lambda b: b.broker_id)
+            ],
+        }
+
+    def update_metadata_to_all(self, keys: list[TopicPartitionKey]) -> list[Send]:
+        """UpdateMetadata with the states of ``keys`` to every live broker."""
+        topic_states = self._grouped(keys, with_offline=True)
+        return [(b, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION,
+                 self.update_metadata_body(b, topic_states)) for b in sorted(self.context.brokers)]
+
+    def leader_and_isr(self, keys: list[TopicPartitionKey],
+                       only: set[int] | None = None) -> list[Send]:
+        """LeaderAndIsr to every live replica of ``keys`` (or only to brokers in ``only``)."""
+        context = self.context
+        per_broker: dict[int, list[TopicPartitionKey]] = {}
+        for key in keys:
+            for replica in context.replicas_of(key) or ():
+                if replica in context.brokers and (only is None or replica in only):
+                    per_broker.setdefault(replica, []).append(key)
+        sends: list[Send] = []
+        for broker_id, its_keys in sorted(per_broker.items()):
+            leaders = {context.states[k][0].leader for k in its_keys if k in context.states}
+            sends.append((broker_id, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, {
+                **self._header(broker_id),
+                "topic_states": self._grouped(its_keys, with_offline=False),
+                "live_leaders": [{"broker_id": b, "host_name": context.brokers[b].host,
+                                  "port": context.brokers[b].port}
+                                 for b in sorted(leaders) if b in context.brokers],
+            }))
+        return sends
+
+    def topic_deletion(self, topic: str, partitions: dict[int, tuple[int, ...]]) -> list[Send]:
+        """StopReplica (delete) to the live replicas, then UpdateMetadata marking it gone."""
+        live = self.context.live
+        replicas_by_broker: dict[int, list[int]] = {}
+        for index, replicas in partitions.items():
+            for replica in replicas:
+                if replica in live:
+                    replicas_by_broker.setdefault(replica, []).append(index)
+        sends: list[Send] = []
+        for broker_id, indexes in sorted(replicas_by_broker.items()):
+            sends.append((broker_id, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, {
+                **self._header(broker_id),
+                "delete_partitions": True,
+                "topics": [{"name": topic, "partition_indexes": sorted(indexes)}],
+            }))
+        gone = [{"partition_index": index, "controller_epoch": self.epoch,
+                 "leader": LEADER_DURING_DELETE, "leader_epoch": 0, "isr": [],
+                 "zk_version": 0, "replicas": list(replicas), "offline_replicas": []}
+                for index, replicas in partitions.items()]
+        sends += [(b, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION,
+                   self.update_metadata_body(b, [{"topic_name": topic,
+                                                  "partition_states": gone}]))
+                  for b in sorted(live)]
+        return sends

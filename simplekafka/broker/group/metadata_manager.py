@@ -1,0 +1,241 @@
+"""Groups on disk: load, store and expire them in ``__consumer_offsets`` (Kafka's
+``GroupMetadataManager``).
+
+Everything the coordinator persists is a record in the group's partition of
+``__consumer_offsets`` (formats in ``group.records``), appended through
+``ReplicaManager.append_records`` with acks=all like any producer's batch: a
+commit is acknowledged only once the high watermark passed it, so it survives
+the coordinator's broker. A broker that becomes leader of such a partition
+reads it from the start to rebuild its groups (later records win, a tombstone
+deletes its key). Expiry decides which offsets of an empty group are older than
+``offsets.retention.minutes``; tombstones delete them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from twisted.internet import defer
+
+from simplekafka.broker.apis.collaborators import (
+    Config,
+    Reactor,
+    RecordAppender,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
+from simplekafka.broker.group.records import (
+    OFFSETS_TOPIC,
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+    partition_for,
+)
+from simplekafka.broker.group.state import Group
+from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.records import build_batch, parse_batches
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
+
+log = logging.getLogger(__name__)
+
+COMMIT_TIMEOUT_MS = 5_000  # Kafka's offsets.commit.timeout.ms
+
+# A failed append to __consumer_offsets, as the group client should hear it (Kafka's mapping).
+APPEND_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
+
+OffsetsKey = tuple[str, int]
+
+
+class OffsetsLog(RecordAppender, Protocol):
+    """The ReplicaManager, as the group coordinator and its metadata manager use it."""
+
+    partitions: dict[tuple[str, int], Partition]
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None: ...
+
+
+class PartitionContents(NamedTuple):
+    """What one ``__consumer_offsets`` partition says, read from its start."""
+
+    groups: dict[str, GroupValue | None]  # None: the group was deleted
+    offsets: dict[str, dict[OffsetsKey, OffsetValue | None]]  # None: the offset was deleted
+    records: int
+
+
+class GroupMetadataManager:
+    """Reads and writes the groups' records; owns nothing but the topic's creation flag."""
+
+    def __init__(self, replicas: OffsetsLog, cache: MetadataCache, config: Config,
+                 reactor: Reactor, zookeeper: ZooKeeperHandle):
+        self.replicas = replicas
+        self.cache = cache
+        self.config = config
+        self.reactor = reactor
+        self.zookeeper = zookeeper
+        self._creating_topic = False
+
+    # -- which partition ------------------------------------------------------------------
+
+    @property
+    def num_partitions(self) -> int:
+        known = self.cache.topics.get(OFFSETS_TOPIC)
+        return len(known) if known else self.config["offsets.topic.num.partitions"]
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def local_leader(self, index: int) -> Partition | None:
+        """The local partition ``index`` of __consumer_offsets if this broker leads it."""
+        partition = self.replicas.get_partition(OFFSETS_TOPIC, index)
+        return partition if partition is not None and partition.is_leader else None
+
+    # -- load -------------------------------------------------------------------------------
+
+    @staticmethod
+    def read_partition(partition: Partition) -> PartitionContents:
+        """Replay a partition's log from its start (later records win)."""
+        offsets: dict[str, dict[OffsetsKey, OffsetValue | None]] = {}
+        groups: dict[str, GroupValue | None] = {}
+        the_log: Any = partition.log
+        position = the_log.log_start_offset
+        end = the_log.log_end_offset
+        records = 0
+        while position < end:
+            chunk = the_log.read(position, 1 << 20)
+            if not chunk:
+                break
+            batches = parse_batches(bytes(chunk))
+            if not batches:
+                break
+            for batch in batches:
+                for record in batch:
+                    records += 1
+                    _replay(record, offsets, groups)
+                position = max(position, batch.next_offset)
+        return PartitionContents(groups, offsets, records)
+
+    # -- store ------------------------------------------------------------------------------
+
+    def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]
+               ) -> defer.Deferred:
+        """Append records to the group's partition; fires with an ErrorCode once replicated.
+
+        Through ``ReplicaManager.append_records`` with acks=all, as any produce;
+        its error codes become what a group client should hear (Kafka's mapping).
+        """
+        index = self.partition_of(group_id)
+        if self.local_leader(index) is None:
+            return defer.succeed(ErrorCode.NOT_COORDINATOR)
+        key = (OFFSETS_TOPIC, index)
+        appended = self.replicas.append_records(
+            {key: build_batch(entries)}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
+
+        def code_of(results: dict) -> ErrorCode:
+            code = results[key].error_code
+            return APPEND_ERRORS.get(code, code)
+
+        return appended.addCallback(code_of)
+
+    def store_group(self, group: Group) -> defer.Deferred:
+        """Write the group's metadata record (generation, protocol, members, assignments)."""
+        value = GroupValue(
+            group.protocol_type or "", group.generation, group.protocol, group.leader_id,
+            group.state_timestamp,
+            [MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                         m.rebalance_timeout_ms, m.session_timeout_ms,
+                         m.metadata_for(group.protocol or ""), m.assignment)
+             for m in group.members.values()])
+        return self.append(group.group_id,
+                           [(encode_group_key(GroupKey(group.group_id)),
+                             encode_group_value(value))])
+
+    def store_offsets(self, group_id: str, offsets: Iterable[tuple[OffsetsKey, OffsetValue]]
+                      ) -> defer.Deferred:
+        """Write committed offsets, one record each, in one batch."""
+        return self.append(group_id, [
+            (encode_offset_key(OffsetKey(group_id, *key)), encode_offset_value(value))
+            for key, value in offsets])
+
+    def delete(self, group_id: str, offsets: Iterable[OffsetsKey], whole_group: bool
+               ) -> defer.Deferred:
+        """Tombstone offsets and, if ``whole_group``, the group's metadata record."""
+        entries: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_key(OffsetKey(group_id, *key)), None) for key in offsets]
+        if whole_group:
+            entries.append((encode_group_key(GroupKey(group_id)), None))
+        if not entries:
+            return defer.succeed(ErrorCode.NONE)
+        return self.append(group_id, entries)
+
+    def ensure_offsets_topic(self) -> None:
+        """Create __consumer_offsets (in the background) if no one has yet."""
+        zk = self.zookeeper()
+        if self._creating_topic or zk is None:
+            return
+        from simplekafka.coordination.topics import TopicError, create_topic
+
+        self._creating_topic = True
+        config = self.config
+        live = max(len(self.cache.brokers), 1)
+        replication = min(config["offsets.topic.replication.factor"], live)
+        partitions = config["offsets.topic.num.partitions"]
+        work = in_worker_thread(
+            self.reactor, create_topic, zk,
+            OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
+
+        def created(_: Any) -> None:
+            log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
+                     partitions, replication)
+
+        def failed(failure: Any) -> None:
+            if not failure.check(TopicError):
+                log.warning("creating %s failed: %s", OFFSETS_TOPIC, failure.getErrorMessage())
+
+        work.addCallbacks(created, failed)
+        work.addBoth(lambda _: setattr(self, "_creating_topic", False))
+
+
+def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[OffsetsKey]:
+    """The offsets of an empty group older than the retention (Kafka: since it emptied)."""
+    since = max(group.state_timestamp, 0)
+    return [key for key, value in group.offsets.items()
+            if now_ms - max(value.commit_timestamp, since) >= retention_ms]
+
+
+def _replay(record: Any, offsets: dict, groups: dict) -> None:
+    try:
+        key = decode_key(record.key or b"")
+        if isinstance(key, OffsetKey):
+            offset = decode_offset_value(record.value) if record.value is not None else None
+            offsets.setdefault(key.group_id, {})[(key.topic, key.partition)] = offset
+        else:
+            value = decode_group_value(record.value) if record.value is not None else None
+            groups[key.group_id] = value
+            if value is None:
+                offsets.pop(key.group_id, None)
+    except RecordFormatError as exc:
+        log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)

@@ -1,0 +1,304 @@
+"""Prometheus metrics and a health check for one broker (``metrics.listener=HOST:PORT``).
+
+Names follow what the Prometheus JMX exporter makes of Kafka's MBeans
+(``kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=T`` becomes
+``kafka_server_brokertopicmetrics_messagesin_total{topic="T"}``; the all-topics
+MBean has no topic label), so dashboards and alerts written for Kafka mostly
+work. Latency is a histogram (``..._totaltimems_bucket``) rather than the JMX
+exporter's precomputed quantiles, so Prometheus can aggregate it across brokers.
+
+Off the hot path: the hooks only add to plain ints in dicts (no locks, no
+label lookups); counting a produced batch uses the offsets the append already
+assigned, never its records. Everything else (partition and leader counts,
+under-replicated and offline partitions, log sizes, groups) is read from the
+broker's state when Prometheus scrapes, on the reactor thread, so it is
+consistent with what the broker serves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import time
+from collections import defaultdict
+from typing import Any
+
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from twisted.web import resource, server
+
+from simplekafka.protocol.api import ApiKey
+
+log = logging.getLogger(__name__)
+
+#: Request latency buckets, in milliseconds (Kafka reports request times in ms).
+LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+_REQUEST_NAMES = {int(k): "".join(w.capitalize() for w in k.name.split("_")) for k in ApiKey}
+
+
+def parse_listener(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); raises ValueError naming what is wrong."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"metrics.listener {text!r} is not HOST:PORT")
+    return host.strip("[]"), int(port_text)
+
+
+class BrokerMetrics:
+    """The counters the hooks feed, and what a scrape reads from the broker."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        self.messages_in: dict[str, int] = defaultdict(int)
+        self.bytes_in: dict[str, int] = defaultdict(int)
+        self.bytes_out: dict[str, int] = defaultdict(int)
+        self.requests: dict[int, int] = defaultdict(int)
+        self.latency_buckets: dict[int, list[int]] = {}
+        self.latency_sum_ms: dict[int, float] = defaultdict(float)
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+        ProcessCollector(registry=self.registry)
+        self.port: Any = None
+
+    # -- hooks (called on the reactor thread while serving) -----------------------------
+
+    def on_append(self, topic: str, records: int, size: int) -> None:
+        """A client's batch was appended at its leader (duplicates excluded)."""
+        self.messages_in[topic] += records
+        self.bytes_in[topic] += size
+
+    def on_isr_change(self, why: str) -> None:
+        if why == "shrink":
+            self.isr_shrinks += 1
+        else:
+            self.isr_expands += 1
+
+    def on_fetch_answer(self, body: dict) -> dict:
+        """A consumer's Fetch answer leaves: count its record bytes per topic."""
+        for topic in body["responses"]:
+            size = sum(len(p["records"] or b"") for p in topic["partitions"])
+            if size:
+                self.bytes_out[topic["topic"]] += size
+        return body
+
+    def on_request(self, api_key: int, started: float) -> None:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.requests[api_key] += 1
+        buckets = self.latency_buckets.get(api_key)
+        if buckets is None:
+            buckets = self.latency_buckets[api_key] = [0] * (len(LATENCY_BUCKETS_MS) + 1)
+        buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
+        self.latency_sum_ms[api_key] += elapsed_ms
+
+    def metered(self, dispatcher: Any) -> Any:
+        """Wrap the request dispatcher: count and time every request that gets handled."""
+        return _MeteredDispatcher(dispatcher, self)
+
+    def counted_fetch(self, fetch: Any) -> Any:
+        """Wrap the Fetch handler so consumer answers are counted as bytes out."""
+        def handle(context: Any, request: Any) -> Any:
+            answer = fetch(context, request)
+            if request.replica_id >= 0:  # a follower: replication, not bytes out
+                return answer
+            if isinstance(answer, dict):
+                return self.on_fetch_answer(answer)
+            return answer.addCallback(self.on_fetch_answer)
+
+        return handle
+
+    # -- the scrape -----------------------------------------------------------------------
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Any:
+        yield from self._topic_counters()
+        yield from self._request_metrics()
+        yield from self._replica_manager()
+        yield from self._controller()
+        yield from self._logs()
+        yield from self._groups()
+
+    def _topic_counters(self) -> Any:
+        for name, per_topic, doc in (
+                ("messagesin", self.messages_in, "Records appended by clients"),
+                ("bytesin", self.bytes_in, "Bytes of record batches appended by clients"),
+                ("bytesout", self.bytes_out, "Record bytes sent to consumers")):
+            metric = Metric(f"kafka_server_brokertopicmetrics_{name}", doc, "counter")
+            metric.add_sample(metric.name + "_total", {}, sum(per_topic.values()))
+            for topic, value in sorted(per_topic.items()):
+                metric.add_sample(metric.name + "_total", {"topic": topic}, value)
+            yield metric
+
+    def _request_metrics(self) -> Any:
+        requests = Metric("kafka_network_requestmetrics_requests",
+                          "Requests handled, by request type", "counter")
+        latency = Metric("kafka_network_requestmetrics_totaltimems",
+                         "Time from a request's arrival to its answer, in ms", "histogram")
+        for api_key, count in sorted(self.requests.items()):
+            labels = {"request": _REQUEST_NAMES.get(api_key, str(api_key))}
+            requests.add_sample(requests.name + "_total", labels, count)
+            cumulative = 0
+            buckets = self.latency_buckets[api_key]
+            for bound, in_bucket in zip(LATENCY_BUCKETS_MS, buckets, strict=False):
+                cumulative += in_bucket
+                latency.add_sample(latency.name + "_bucket", {**labels, "le": str(bound)},
+                                   cumulative)
+            latency.add_sample(latency.name + "_bucket", {**labels, "le": "+Inf"}, count)
+            latency.add_sample(latency.name + "_count", labels, count)
+            latency.add_sample(latency.name + "_sum", labels, self.latency_sum_ms[api_key])
+        yield requests
+        yield latency
+
+    def _replica_manager(self) -> Any:
+        partitions = self.broker.replica_manager.partitions.values()
+        leaders = [p for p in partitions if p.is_leader]
+        under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
+        prefix = "kafka_server_replicamanager_"
+        for name, value, doc in (
+                ("partitioncount", len(partitions), "Partitions with a replica here"),
+                ("leadercount", len(leaders), "Partitions this broker leads"),
+                ("underreplicatedpartitions", under,
+                 "Partitions led here whose ISR is smaller than their replica set")):
+            metric = Metric(prefix + name, doc, "gauge")
+            metric.add_sample(prefix + name, {}, value)
+            yield metric
+        for name, value, doc in (("isrshrinks", self.isr_shrinks, "ISR shrinks written"),
+                                 ("isrexpands", self.isr_expands, "ISR expands written")):
+            metric = Metric(prefix + name, doc, "counter")
+            metric.add_sample(prefix + name + "_total", {}, value)
+            yield metric
+
+    def _controller(self) -> Any:
+        active = 1 if self.broker.is_controller else 0
+        offline = 0
+        if active:  # as in Kafka, only the active controller reports offline partitions
+            cache = self.broker.metadata_cache
+            offline = sum(1 for partitions in cache.topics.values()
+                          for p in partitions.values()
+                          if p.leader == -1 or (p.leader >= 0 and p.leader not in cache.brokers))
+        prefix = "kafka_controller_kafkacontroller_"
+        for name, value, doc in (
+                ("activecontrollercount", active, "1 on the active controller, else 0"),
+                ("offlinepartitionscount", offline, "Partitions without a live leader")):
+            metric = Metric(prefix + name, doc, "gauge")
+            metric.add_sample(prefix + name, {}, value)
+            yield metric
+
+    def _logs(self) -> Any:
+        metric = Metric("kafka_log_log_size", "Bytes of a local replica's log", "gauge")
+        for (topic, index), partition in sorted(self.broker.replica_manager.partitions.items()):
+            try:
+                size = partition.log.size
+            except Exception:  # a log closed under us (deleted topic): skip it this time
+                continue
+            metric.add_sample(metric.name, {"topic": topic, "partition": str(index)}, size)
+        yield metric
+
+    def _groups(self) -> Any:
+        groups = getattr(self.broker.group_coordinator, "groups", {})
+        prefix = "kafka_coordinator_group_groupmetadatamanager_"
+        metric = Metric(prefix + "numgroups", "Groups this broker coordinates", "gauge")
+        metric.add_sample(prefix + "numgroups", {}, len(groups))
+        yield metric
+        by_state: dict[str, int] = defaultdict(int)
+        for group in groups.values():
+            by_state[str(getattr(group, "state", "unknown"))] += 1
+        metric = Metric(prefix + "numgroupsbystate", "Coordinated groups by state", "gauge")
+        for state, count in sorted(by_state.items()):
+            metric.add_sample(prefix + "numgroupsbystate", {"state": state}, count)
+        yield metric
+
+    # -- health ---------------------------------------------------------------------------
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """(200, ...) while registered and serving; (503, reason) otherwise."""
+        broker = self.broker
+        if broker.stopping or getattr(broker, "_stop_requested", False):
+            return 503, {"status": "unavailable", "reason": "shutting down"}
+        zk = broker.zk
+        if zk is None or not zk.connected:
+            return 503, {"status": "unavailable", "reason": "no ZooKeeper session"}
+        if not broker.ready or broker.broker_id not in broker.metadata_cache.brokers:
+            return 503, {"status": "unavailable",
+                         "reason": "not (yet) named live by the controller"}
+        return 200, {"status": "ok", "broker_id": broker.broker_id,
+                     "controller": broker.is_controller}
+
+    # -- the listener ---------------------------------------------------------------------
+
+    def listen(self, host: str, port: int) -> int:
+        """Serve /metrics and /health on host:port (raises CannotListenError)."""
+        site = server.Site(_MetricsResource(self))
+        site.noisy = False
+        self.port = self.broker.reactor.listenTCP(port, site, interface=host)
+        bound = self.port.getHost().port
+        log.info("metrics on http://%s:%d/metrics", host or "0.0.0.0", bound)
+        return bound
+
+    def stop(self) -> Any:
+        if self.port is not None:
+            port, self.port = self.port, None
+            return port.stopListening()
+        return None
+
+
+class _MeteredDispatcher:
+    """The dispatcher, timed: what a connection calls for each frame."""
+
+    def __init__(self, dispatcher: Any, metrics: BrokerMetrics) -> None:
+        self.dispatcher = dispatcher
+        self.metrics = metrics
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dispatcher, name)
+
+    def __call__(self, frame: bytes, connection: Any = None) -> Any:
+        started = time.perf_counter()
+        result = self.dispatcher(frame, connection)  # raises for frames it will not handle
+        api_key = int.from_bytes(frame[:2], "big", signed=True)
+        if hasattr(result, "addBoth"):
+            def done(value: Any) -> Any:
+                self.metrics.on_request(api_key, started)
+                return value
+
+            return result.addBoth(done)
+        self.metrics.on_request(api_key, started)
+        return result
+
+
+class _MetricsResource(resource.Resource):
+    isLeaf = True
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        super().__init__()
+        self.metrics = metrics
+
+    def render_GET(self, request: Any) -> bytes:
+        if request.path == b"/metrics":
+            request.setHeader(b"content-type", CONTENT_TYPE_LATEST.encode())
+            return generate_latest(self.metrics.registry)
+        if request.path == b"/health":
+            status, body = self.metrics.health()
+            request.setResponseCode(status)
+            request.setHeader(b"content-type", b"application/json")
+            return json.dumps(body).encode()
+        request.setResponseCode(404)
+        request.setHeader(b"content-type", b"application/json")
+        return json.dumps({"error": "GET /metrics or /health"}).encode()
+
+
+def install(broker: Any) -> BrokerMetrics | None:
+    """Metrics for ``broker`` if ``metrics.listener`` is set: hooks in, listener later."""
+    if broker.config.metrics_listener is None:
+        return None
+    metrics = BrokerMetrics(broker)
+    broker.replica_manager.on_append = metrics.on_append
+    broker.replica_manager.on_isr_change = metrics.on_isr_change
+    broker.dispatcher.register(ApiKey.FETCH, metrics.counted_fetch(broker.apis.fetch))
+    broker.dispatcher = metrics.metered(broker.dispatcher)
+    return metrics

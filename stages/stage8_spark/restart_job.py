@@ -1,0 +1,66 @@
+"""A streaming job run as its own driver process, so a test can SIGKILL it and start it again.
+
+``python -m stages.stage8_spark.restart_job SERVERS TOPIC CHECKPOINT OUT [--stall-batch N]``
+reads TOPIC from the earliest offset with the simplekafka source (100
+records per micro-batch, trigger availableNow) and writes each micro-batch's
+values to ``OUT/batch-<id>.txt``, replacing the file when a batch is replayed
+(an idempotent sink keyed by batch id). With ``--stall-batch N`` it stops in
+the middle of batch N (after touching ``OUT/stalled``) until it is killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("servers")
+    parser.add_argument("topic")
+    parser.add_argument("checkpoint")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--stall-batch", type=int, default=-1)
+    args = parser.parse_args()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    import simplekafka.spark
+
+    spark = (SparkSession.builder.master("local[2]").appName("simplekafka-restart-job")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    simplekafka.spark.register(spark)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def write_batch(df, batch_id: int) -> None:
+        values = [row.value.decode() for row in df.select("value").collect()]
+        if batch_id == args.stall_batch and not (args.out / "stalled").exists():
+            (args.out / "stalled").touch()
+            time.sleep(600)  # killed here, in the middle of the batch
+        tmp = args.out / f".batch-{batch_id}.tmp"
+        tmp.write_text("".join(v + "\n" for v in values))
+        tmp.replace(args.out / f"batch-{batch_id}.txt")
+
+    query = (spark.readStream.format("simplekafka")
+             .option("kafka.bootstrap.servers", args.servers)
+             .option("subscribe", args.topic)
+             .option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "100")
+             .load()
+             .writeStream.foreachBatch(write_batch)
+             .option("checkpointLocation", args.checkpoint)
+             .trigger(availableNow=True)
+             .start())
+    query.awaitTermination()
+    print("done", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

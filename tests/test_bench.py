@@ -1,0 +1,66 @@
+"""``simplekafka bench``: the whole suite runs to the end in tiny mode, so it never rots.
+
+Figures are never asserted (they depend on the machine and its neighbours);
+what is asserted is that every scenario ran, wrote its figures, its JSON and
+its plots, with the C client and the Redis peer in the same run, and that the
+command refuses a busy machine unless told --noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simplekafka.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
+    out = tmp_path / "bench"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "simplekafka", "bench", "all", "--tiny", "--out", str(out)],
+        capture_output=True, text=True, timeout=850, check=False, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "load average" in result.stdout
+    run = json.loads((out / "bench.json").read_text())
+    assert run["failures"] == []
+    assert run["mode"] == "tiny" and run["representative"] is False
+    assert len(run["load_before"]) == 3 and run["machine"]["cores"]
+    scenarios = {figure["scenario"] for figure in run["figures"]}
+    assert {"produce", "consume", "latency", "replication", "scale", "connections",
+            "message sizes", "groups"} <= scenarios
+    names = " | ".join(figure["name"] for figure in run["figures"])
+    # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
+    assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
+    assert "C client, 1 broker, acks=1 p99" in names
+    assert "C client, 3 brokers RF 3, acks=all p99" in names
+    for plot in ("produce", "consume", "latency_histogram", "latency_python", "replication",
+                 "message_sizes_mb", "scale_creation", "scale_controller_failover"):
+        assert (out / f"{plot}.png").stat().st_size > 1000, plot
+
+
+def test_a_busy_machine_is_refused_without_noisy(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 2.0, 1.0))
+    assert main(["bench", "produce", "--out", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert "3.50" in error and "--noisy" in error
+    assert not (tmp_path / "bench.json").exists()
+
+
+def test_an_unknown_scenario_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "speed"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "speed" in error
