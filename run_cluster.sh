@@ -2,11 +2,13 @@
 # The main demo: ZooKeeper and three brokers on this machine, a replicated
 # topic, acks=all writes, the leader of a partition killed with SIGKILL, the
 # controller electing a new leader, a check that nothing acknowledged was lost,
-# and the killed broker rejoining the in-sync replicas.
+# the killed broker rejoining the in-sync replicas, and last the Spark consumer:
+# a PySpark streaming query counting the topic's records per 10-second window.
 #
 #   ./run_cluster.sh                 run unattended to the end (exit 0 when all is well)
 #   ./run_cluster.sh --interactive   pause before each step
 #   ./run_cluster.sh --keep          leave the cluster running at the end (Ctrl-C stops it)
+#   ./run_cluster.sh --no-spark      skip the Spark step
 #
 # On a fresh machine it first sets itself up (tools/bootstrap.sh: virtualenv,
 # dependencies, Java for ZooKeeper). Everything it starts, it stops.
@@ -18,4 +20,4 @@ VENV="${SIMPLEKAFKA_VENV:-$ROOT/.venv}"
 export PATH="$VENV/bin:$PATH"
 export SPARK_LOCAL_IP=127.0.0.1
 
-exec "$VENV/bin/python" -m simplekafka.cluster.demo "$@"
+exec "$VENV/bin/python" -m simplekafka.spark.demo "$@"

@@ -2,9 +2,9 @@
 
 The chapters' listings and the notebooks run while the site is built (see
 _ext/executed_pages.py; notebooks through MyST-NB), so every listing's output is
-on its page; the
-diagrams are Graphviz sources in diagrams/, the benchmark plots are drawn by
-matplotlib from the figures in benchmarks/ at build time.
+on its page;
+the diagrams are Graphviz sources in diagrams/; the benchmark page shows the
+plots `simplekafka bench` draws into _static/bench/.
 """
 
 import os
@@ -28,11 +28,11 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinx.ext.graphviz",
-    "matplotlib.sphinxext.plot_directive",
     "executed_pages",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
-exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
+# _static: the benchmark suite's plots and tables, which pages include
+exclude_patterns = ["_build", "_static", "jupyter_execute", "**.ipynb_checkpoints"]
 myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -54,9 +54,3 @@ nb_merge_streams = True
 
 graphviz_output_format = "svg"
 graphviz_dot_args = ["-Gfontname=Helvetica", "-Nfontname=Helvetica", "-Efontname=Helvetica"]
-
-plot_basedir = str(DOCS)
-plot_include_source = False
-plot_html_show_source_link = False
-plot_html_show_formats = False
-plot_formats = [("png", 110)]

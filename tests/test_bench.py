@@ -36,6 +36,7 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert run["failures"] == []
     assert run["mode"] == "tiny" and run["representative"] is False
     assert len(run["load_before"]) == 3 and run["machine"]["cores"]
+    assert "not representative" in (out / "bench.md").read_text()
     scenarios = {figure["scenario"] for figure in run["figures"]}
     assert {"produce", "consume", "latency", "replication", "scale", "connections",
             "message sizes", "groups"} <= scenarios

@@ -1,4 +1,4 @@
-"""``./run_cluster.sh``, the README's first command: the three-broker failover demo."""
+"""``./run_cluster.sh``, the README's first command: the three-broker failover demo and Spark."""
 
 from __future__ import annotations
 
@@ -19,16 +19,21 @@ pytestmark = pytest.mark.integration  # starts real processes
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.timeout(900)  # a minute of failover and a minute of Spark, on a loaded machine
 def test_run_cluster_runs_the_failover_demo_to_the_end(tmp_path):
     env = {**os.environ, "SIMPLEKAFKA_DEMO_DIR": str(tmp_path)}
     result = subprocess.run([str(ROOT / "run_cluster.sh")], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                            timeout=600)
+                            timeout=800)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     assert "new leader of partition 0: broker" in output
     assert "nothing acknowledged was lost" in output
     assert "is back in every ISR" in output
+    # The last step: the Spark consumer counts the topic per window, every record once.
+    assert "the Spark consumer: 'payments' records per partition and 1 second window" in output
+    assert "second (UTC)" in output
+    assert "Spark counted every record once" in output
     assert "stopping the brokers and ZooKeeper" in output
     # It stopped what it started: no broker of this run is left.
     leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
@@ -79,3 +84,15 @@ def test_interactive_mode_waits_for_enter_before_each_step(monkeypatch):
     step("second")
     assert len(asked) == 2 and "step 2: second" in asked[1]
     assert "=== 1. first" in out.getvalue()
+
+
+def test_no_spark_ends_after_the_failover(monkeypatch):
+    from simplekafka.cluster import demo as cluster_demo
+    from simplekafka.spark import demo as spark_demo
+
+    asked = []
+    monkeypatch.setattr(cluster_demo, "run_demo",
+                        lambda *args, **kwargs: asked.append(kwargs["after_failover"]) or 0)
+    assert spark_demo.main(["--no-spark"]) == 0
+    assert spark_demo.main([]) == 0
+    assert asked == [None, spark_demo.spark_consumer]

@@ -56,6 +56,7 @@ def run(names: list[str], mode: str, out_dir: Path, bootstrap_server: str | None
     record.load_after = load_average()
     out_dir.mkdir(parents=True, exist_ok=True)
     record.write_json(out_dir / "bench.json")
+    record.write_markdown(out_dir / "bench.md")
     if plots and record.curves:
         from benchmarks.suite.plots import draw
 

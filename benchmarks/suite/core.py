@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import platform
 import tempfile
@@ -51,7 +52,7 @@ class Curve:
     y_label: str
     log_x: bool = False
     log_y: bool = False
-    kind: str = "line"  # "line", or "hist" (x are the samples, y unused)
+    kind: str = "line"  # "line", "bar" (one value), or "hist" (x: bin edges, y: counts)
 
 
 @dataclass
@@ -166,11 +167,12 @@ _topic_counter = iter(range(1, 1 << 30))
 
 
 def new_topic(bootstrap: str, prefix: str, partitions: int = 1, replication: int = 1,
-              config: dict[str, str] | None = None) -> str:
+              config: dict[str, str] | None = None, timeout_s: float = 120.0) -> str:
     """A fresh topic (unique name per run), created and with a leader for each partition."""
     name = f"bench-{prefix}-{os.getpid()}-{next(_topic_counter)}"
-    with Admin(bootstrap) as admin:
-        admin.create_topic(name, partitions, replication, config or {})
+    with Admin(bootstrap, request_timeout_ms=int(timeout_s * 1000)) as admin:
+        admin.create_topic(name, partitions, replication, config or {},
+                           timeout_ms=int(timeout_s * 1000))
     return name
 
 
@@ -204,6 +206,42 @@ class Run:
     def write_json(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+
+    def write_markdown(self, path: Path) -> None:
+        """The figures as a Markdown table with their conditions (the docs include it)."""
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
+        m = self.machine
+        load = f"{self.load_before[0]:.2f} before, {self.load_after[0]:.2f} after"
+        verdict = ("representative" if self.representative else
+                   "**not representative** (tiny mode)" if self.mode == "tiny" else
+                   f"**not representative**: load average above {QUIET_LOAD:g}")
+        lines = [f"Run of {started}, `{self.mode}` sizes, on {m.get('cpu') or 'an unknown CPU'}"
+                 f" ({m.get('cores')} cores, {m.get('memory_bytes', 0) / 2**30:.1f} GiB, "
+                 f"Linux {m.get('kernel')}, Python {m.get('python')}); one-minute load "
+                 f"average {load}: {verdict}.", "",
+                 "| scenario | figure | value | unit | note |", "|---|---|---:|---|---|"]
+        for f in self.figures:
+            value = f"{f.value:,.0f}" if abs(f.value) >= 100 else f"{f.value:,.3g}"
+            lines.append(f"| {f.scenario} | {f.name} | {value} | {f.unit} | {f.note} |")
+        lines += [""] + [f"- {note.strip().splitlines()[-1]}" for note in self.notes]
+        lines += [f"- failed: {failure}" for failure in self.failures]
+        path.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def histogram_bins(samples: list[float], bins: int = 60) -> tuple[list[float], list[float]]:
+    """Log-spaced bin edges and counts: latencies span decades, and the tail is the point."""
+    positive = [s for s in samples if s > 0]
+    if not positive:
+        return [], []
+    low, high = min(positive) / 1.05, max(positive) * 1.05
+    ratio = (high / low) ** (1 / bins)
+    edges = [low * ratio**i for i in range(bins + 1)]
+    counts = [0.0] * bins
+    log_ratio = math.log(ratio)
+    for sample in positive:
+        index = min(bins - 1, max(0, int(math.log(sample / low) / log_ratio)))
+        counts[index] += 1
+    return edges, counts
 
 
 def percentile(samples: list[float], fraction: float) -> float:

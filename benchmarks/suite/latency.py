@@ -12,13 +12,23 @@ those two is the benchmark's own share of the tail, not the broker's.
 from __future__ import annotations
 
 import multiprocessing
+import shutil
+import signal
 import statistics
 import struct
+import subprocess
 import time
 
 from benchmarks import bench_broker
 from benchmarks.suite import peers
-from benchmarks.suite.core import Context, Curve, Figure, new_topic, percentile
+from benchmarks.suite.core import (
+    Context,
+    Curve,
+    Figure,
+    histogram_bins,
+    new_topic,
+    percentile,
+)
 
 SIZE = 100
 PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
@@ -41,12 +51,14 @@ def summarize(scenario: str, label: str, runs: list[list[float]]) -> list[Figure
 
 
 def histogram(plot: str, label: str, runs: list[list[float]]) -> Curve:
-    samples = [delay for run in runs for delay in run]
-    return Curve(plot, label, samples, [], "end-to-end latency (ms)", "records",
-                 log_y=True, kind="hist")
+    """Every run's delays together, binned (the JSON keeps counts, not samples)."""
+    edges, counts = histogram_bins([delay for run in runs for delay in run])
+    return Curve(plot, label, edges, counts, "end-to-end latency (ms)", "records",
+                 log_x=True, log_y=True, kind="hist")
 
 
-def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str) -> list[list[float]]:
+def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
+           settings: dict[str, str] | None = None) -> list[list[float]]:
     tool = peers.rdkafka_performance()
     if tool is None:
         ctx.note(peers.missing_rdkafka_note())
@@ -57,8 +69,48 @@ def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str) -> list[li
         topic = new_topic(bootstrap, f"latency-rf{replication}", 1, replication,
                           {"min.insync.replicas": "2"} if replication > 1 else {})
         runs.append(peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
-                                    ctx.sizes.latency_seconds, SIZE, ctx.scratch(), acks=acks))
+                                    ctx.sizes.latency_seconds, SIZE, ctx.scratch(), acks=acks,
+                                    settings=settings))
     return runs
+
+
+def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
+    """System calls the broker makes per response at the latency load (strace -c -f).
+
+    Counts, not times: how many reads a request takes, how often the reactor
+    re-arms epoll for a buffered write, how many log writes a request causes
+    (one per batch), whether anything fsyncs in the request path. Per response,
+    because how many records a request carries depends on the machine's speed.
+    """
+    tool = peers.rdkafka_performance()
+    strace = shutil.which("strace")
+    if tool is None or strace is None:
+        ctx.note("strace or rdkafka_performance missing: no system-call counts")
+        return []
+    ctx.step("latency: counting the broker's system calls (strace -c)")
+    topic = new_topic(bootstrap, "latency-strace")
+    report = ctx.scratch() / "strace.txt"
+    tracer = subprocess.Popen([strace, "-f", "-c", "-o", str(report), "-p", str(pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)  # attached to every thread
+        delays = peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
+                                 ctx.sizes.latency_seconds, SIZE, ctx.scratch())
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(30)
+    counts = {}
+    for line in report.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1].isidentifier() and parts[3].isdigit():
+            counts[parts[-1]] = int(parts[3])
+    responses = max(counts.get("sendto", 0), 1)
+    return [Figure("latency", f"broker {name} calls per response", counts[name] / responses,
+                   "calls", f"{counts[name]:,} calls, {responses:,} responses, "
+                   f"{len(delays):,} records (strace -c)")
+            for name in ("recvfrom", "epoll_wait", "epoll_ctl", "pwritev2", "pread64",
+                         "fsync", "futex") if name in counts]
+
 
 
 def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, linger_ms: float) -> None:
@@ -114,6 +166,17 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     if runs:
         figures += summarize("latency", "C client, 1 broker, acks=1", runs)
         curves.append(histogram("latency_histogram", "C client, 1 broker, acks=1", runs))
+        # librdkafka leaves Nagle on by default; the broker sets TCP_NODELAY on its side.
+        nodelay = c_runs(ctx, bootstrap, 1, "1", {"socket.nagle.disable": "true"})
+        label = "C client, socket.nagle.disable=true"
+        figures += summarize("latency", label, nodelay)
+        curves.append(histogram("latency_nagle", label, nodelay))
+        curves.append(histogram("latency_nagle", "C client, librdkafka default (Nagle on)",
+                                runs))
+    if ctx.bootstrap_server is None:
+        pid = ctx.cluster(1).broker_pids[1]
+        if pid is not None:
+            figures += broker_syscalls(ctx, pid, bootstrap)
     for linger_ms in (0, 1):
         ctx.step(f"latency: confluent-kafka, one process, linger.ms={linger_ms}")
         topic = new_topic(bootstrap, "latency-py1")

@@ -35,12 +35,10 @@ def draw(run: Run, out_dir: Path) -> list[Path]:
             axes.set_xlabel(curves[0].y_label)
             axes.invert_yaxis()
         elif kind == "hist":
-            top = max((max(c.x) for c in curves if c.x), default=1.0)
-            bins = [top * i / 100 for i in range(101)] if top > 0 else 10
             for curve in curves:
-                if curve.x:
-                    axes.hist(curve.x, bins=bins, histtype="step", label=curve.label,
-                              linewidth=1.2)
+                if curve.y:
+                    axes.stairs(curve.y, curve.x, label=curve.label, linewidth=1.2)
+            axes.set_xscale("log")
             axes.set_yscale("log")
             axes.set_xlabel(curves[0].x_label)
             axes.set_ylabel(curves[0].y_label)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from simplekafka.admin import groups
 from simplekafka.client.client import Deadline, KafkaClient
@@ -199,6 +200,29 @@ class Admin:
         brokers = [snapshot.brokers[n] for n in sorted(snapshot.brokers)]
         return ClusterDescription(snapshot.cluster_id, snapshot.controller_id, brokers)
 
+    def elect_leaders(self, partitions: Mapping[str, Iterable[int]] | None = None,
+                      timeout_ms: int | None = None) -> dict[tuple[str, int], KafkaError | None]:
+        """Preferred leader election (ElectLeaders): ``{topic: [partitions]}``, None for all.
+
+        Per partition: None when the preferred replica leads now, else the error
+        (``ElectionNotNeededError``: it already did; ``PreferredLeaderNotAvailableError``:
+        not live or not in sync; ``UnknownTopicOrPartitionError``).
+        """
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        wanted = None if partitions is None else [
+            {"topic": t, "partition_id": sorted(set(p))} for t, p in partitions.items()]
+
+        def body(version: int) -> dict:
+            return {"election_type": 0, "topic_partitions": wanted, "timeout_ms": timeout_ms}
+
+        answer = self._to_controller(ApiKey.ELECT_LEADERS, body, timeout_ms + 5_000)
+        if getattr(answer, "error_code", 0):
+            raise error_for(answer.error_code, "electing leaders")
+        return {(t.topic, r.partition_id):
+                (error_for(r.error_code, r.error_message or f"{t.topic}-{r.partition_id}")
+                 if r.error_code else None)
+                for t in answer.replica_election_results for r in t.partition_result}
+
     # ----- consumer groups (simplekafka.admin.groups) ----------------------------
 
     def list_groups(self) -> list[tuple[str, str]]:
@@ -221,7 +245,7 @@ class Admin:
 
     # ----- plumbing --------------------------------------------------------------
 
-    def _to_controller(self, api_key: ApiKey, body: dict, timeout_ms: int):
+    def _to_controller(self, api_key: ApiKey, body: Any, timeout_ms: int):
         def attempt(deadline: Deadline):
             controller = self.client.controller_id(max(1, int(deadline.remaining() * 1000)))
             answer = self.client.request(

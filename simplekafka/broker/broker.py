@@ -3,8 +3,9 @@
 Start-up follows Kafka's order: open (and if needed recover) the logs, bind the
 listener, connect to ZooKeeper, register under ``/brokers/ids`` and take part
 in the controller election. The broker is ready when the controller's
-UpdateMetadata names it as live; until then Metadata lists no brokers and
-clients keep asking. Shutdown (SIGTERM) is the reverse: stop accepting
+UpdateMetadata names it and a live controller; client requests that arrive
+before are held until then (``readiness.py``), so no client ever sees a
+cluster without this broker or a controller. Shutdown (SIGTERM) is the reverse: stop accepting
 requests, resign and deregister, checkpoint high watermarks, close the logs
 (fsync and the clean-shutdown marker), close the ZooKeeper session.
 
@@ -25,6 +26,7 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
@@ -45,6 +47,7 @@ from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.metrics import install as install_metrics
+from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.server import KafkaServerFactory
@@ -78,6 +81,7 @@ class KafkaBroker:
         self.channel: ControllerChannel | None = None
         self.port: Any = None
         self.factory: KafkaServerFactory | None = None
+        self.gate: ReadinessGate | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._loops: list[task.LoopingCall] = []
         self._checkpointing: defer.Deferred | None = None
@@ -133,6 +137,7 @@ class KafkaBroker:
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None)),
             groups=GroupApis(self.group_coordinator),
+            elect_leaders=ElectLeadersHandler(reactor, zookeeper),
         )
 
     @property
@@ -167,7 +172,10 @@ class KafkaBroker:
 
     def listen(self) -> int:
         """Bind the listener (raises CannotListenError); returns the port bound."""
-        self.factory = KafkaServerFactory(self.dispatcher, self.config["socket.request.max.bytes"])
+        self.gate = ReadinessGate(self.dispatcher)
+        if self.ready:
+            self.gate.open()
+        self.factory = KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"])
         self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
                                            interface=self.config.listen_host or "")
         listener = self.config.metrics_listener
@@ -262,8 +270,12 @@ class KafkaBroker:
             self.controller.on_brokers_changed(changes)
 
     def _metadata_changed(self) -> None:
-        if not self.ready and self.broker_id in self.metadata_cache.brokers:
+        cache = self.metadata_cache
+        if not self.ready and self.broker_id in cache.brokers and cache.is_alive(
+                cache.controller_id):
             self.ready = True
+            if self.gate is not None:
+                self.gate.open()
             # Everything built at start-up (schemas, modules, kazoo) lives as long as the
             # process: keep it out of the garbage collector's full passes (shorter pauses).
             gc.freeze()

@@ -24,13 +24,17 @@ class BrokerEndpoint:
 
 
 @dataclass(frozen=True)
-class PartitionMetadata:
+class CachedPartitionState:
+    """A partition as the last UpdateMetadata described it (Kafka's
+    UpdateMetadataPartitionState); fields in the order of protocol.structs'
+    PartitionMetadata, which is what a client makes of the Metadata answer."""
+
     topic: str
     partition: int
     leader: int
     leader_epoch: int
-    isr: tuple[int, ...]
     replicas: tuple[int, ...]
+    isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
     zk_version: int = 0
     controller_epoch: int = 0
@@ -43,7 +47,7 @@ class MetadataCache:
     controller_id: int = -1
     controller_epoch: int = -1
     brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
-    topics: dict[str, dict[int, PartitionMetadata]] = field(default_factory=dict)
+    topics: dict[str, dict[int, CachedPartitionState]] = field(default_factory=dict)
     listeners: list[Callable[[], None]] = field(default_factory=list)
 
     def apply_update_metadata(self, request: Any) -> ErrorCode:
@@ -74,9 +78,9 @@ class MetadataCache:
                     if not partitions:
                         del self.topics[topic]
                 continue
-            self.topics.setdefault(topic, {})[p.partition_index] = PartitionMetadata(
-                topic, p.partition_index, p.leader, p.leader_epoch, tuple(p.isr),
-                tuple(p.replicas), tuple(getattr(p, "offline_replicas", ()) or ()),
+            self.topics.setdefault(topic, {})[p.partition_index] = CachedPartitionState(
+                topic, p.partition_index, p.leader, p.leader_epoch, tuple(p.replicas),
+                tuple(p.isr), tuple(getattr(p, "offline_replicas", ()) or ()),
                 p.zk_version, p.controller_epoch,
             )
         self._changed()
@@ -95,7 +99,7 @@ class MetadataCache:
     def has_topic(self, topic: str) -> bool:
         return topic in self.topics
 
-    def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
+    def partition(self, topic: str, partition: int) -> CachedPartitionState | None:
         return self.topics.get(topic, {}).get(partition)
 
     def topic_names(self) -> list[str]:

@@ -170,7 +170,7 @@ class ReplicaManager:
                 raise error_for(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  f"{topic} is written by the broker only")
             partition = self.leader_partition(topic, index)
-            min_insync = self.min_insync_for(topic)
+            min_insync = self.min_insync_for(topic) if acks == -1 else 1  # only acks=all asks
             # The topic's max.message.bytes (its override, else message.max.bytes) bounds a
             # batch; socket.request.max.bytes bounds the whole frame, in the server.
             max_batch_bytes = partition.log.config.max_message_bytes

@@ -12,9 +12,11 @@ byte is kept; after a refusal the connection reads nothing more.
 
 Kafka answers requests on a connection in the order they arrived, even when a
 later request is answered sooner (a produce waits for acks=all, a fetch waits
-for data, but a metadata request behind them must not overtake them). Each
-request takes a slot in a FIFO; a slot is filled when its handler finishes; the
-connection writes responses from the head of the queue only.
+for data, but a metadata request behind them must not overtake them). A
+request that cannot be answered at once, or arrives while earlier ones wait,
+takes a slot in a FIFO; a slot is filled when its handler finishes; the
+connection writes responses from the head of the queue only. A request
+answered at once with nothing waiting ahead is written straight away.
 """
 
 from __future__ import annotations
@@ -110,7 +112,10 @@ class KafkaConnection(Int32StringReceiver):
             if not self._refusing:
                 self.lengthLimitExceeded(exc.length)
             return
-        self._handle_frames(frames)
+        for frame in frames:
+            self.stringReceived(frame)
+            if self._refusing:
+                return
 
     def _handle_frames(self, frames: list[bytes]) -> None:
         for frame in frames:
@@ -126,7 +131,7 @@ class KafkaConnection(Int32StringReceiver):
     @property
     def _pending(self) -> list[bytes]:
         """The incomplete frame's bytes held so far, as one piece (for tests and logs)."""
-        return [bytes(self._frames._buffer)] if self._frames.buffered else []
+        return [b"".join(self._frames._pieces)] if self._frames.buffered else []
 
     def lengthLimitExceeded(self, length: int) -> None:
         """Refuse the frame unread: log it and close, keeping nothing of its body."""
@@ -145,19 +150,22 @@ class KafkaConnection(Int32StringReceiver):
     # -- requests and ordered responses -----------------------------------------------------
 
     def stringReceived(self, frame: bytes) -> None:
-        """One complete request frame: take a slot in the response queue and handle it."""
-        slot = _Slot()
-        self._queue.append(slot)
+        """One complete request frame: handle it; its answer leaves after earlier ones.
+
+        A request answered at once with nothing ahead of it in the queue (the
+        usual case) is written straight away; anything else takes a slot.
+        """
         try:
             result = self.handler(frame, self)
         except CloseConnection:
-            self._fill(slot, None, close=True)
+            self._fill(self._take_slot(), None, close=True)
             return
         except Exception:
             log.exception("request handler failed on a frame from %s; closing", self.peer)
-            self._fill(slot, None, close=True)
+            self._fill(self._take_slot(), None, close=True)
             return
         if isinstance(result, defer.Deferred):
+            slot = self._take_slot()
             result.addCallbacks(
                 lambda response: self._fill(slot, response),
                 lambda failure: self._failed(slot, failure),
@@ -165,8 +173,15 @@ class KafkaConnection(Int32StringReceiver):
             if len(self._queue) >= self.MAX_IN_FLIGHT and not self._reading_paused:
                 self._reading_paused = True
                 self.transport.pauseProducing()
-        else:
-            self._fill(slot, result)
+        elif self._queue:
+            self._fill(self._take_slot(), result)  # behind answers still awaited
+        elif result is not None and not self._refusing:
+            self.transport.write(encode_frame(result))
+
+    def _take_slot(self) -> _Slot:
+        slot = _Slot()
+        self._queue.append(slot)
+        return slot
 
     def _failed(self, slot: _Slot, failure: Failure) -> None:
         if not failure.check(CloseConnection):

@@ -4,8 +4,9 @@ Like Kafka's ``kafka-preferred-replica-election.sh --zookeeper``, it writes
 ``/admin/preferred_replica_election`` (the partitions, or all of them) and
 waits until the controller has acted and removed the znode. The controller
 makes the first replica of each partition's assignment its leader where that
-replica is live and in the ISR. Kafka's ``--bootstrap-server`` form uses the
-ElectLeaders API, which SimpleKafka does not implement; use ``--zookeeper``.
+replica is live and in the ISR. With ``--bootstrap-server`` instead, like
+Kafka's ``kafka-leader-election.sh``, it sends the ElectLeaders request
+(``Admin.elect_leaders``), which the brokers carry out the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--topic", help="only this topic (default: every partition)")
     parser.add_argument("--partition", type=int, help="only this partition (needs --topic)")
     parser.add_argument("--zookeeper", help="host:port[/chroot] of the cluster's ZooKeeper")
-    parser.add_argument("--bootstrap-server", help="not supported (see the description)")
+    parser.add_argument("--bootstrap-server",
+                        help="host:port of a broker: use the ElectLeaders request instead")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds to wait for the controller (default {DEFAULT_TIMEOUT:g})")
     parser.set_defaults(func=leader_election)
@@ -44,13 +46,13 @@ def leader_election(args: argparse.Namespace) -> int:
     )
     from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
 
-    if args.bootstrap_server and not args.zookeeper:
-        raise CliError("leader-election --bootstrap-server needs the ElectLeaders API, which "
-                       "SimpleKafka does not implement; use --zookeeper host:port")
-    if not args.zookeeper:
-        raise CliError("leader-election needs --zookeeper host:port[/chroot]")
     if args.partition is not None and not args.topic:
         raise CliError("--partition needs --topic")
+    if args.bootstrap_server and not args.zookeeper:
+        return _elect_over_kafka_protocol(args)
+    if not args.zookeeper:
+        raise CliError("leader-election needs --zookeeper host:port[/chroot] "
+                       "or --bootstrap-server host:port")
     try:
         zk = connect_zookeeper(args.zookeeper, timeout=10)
     except ZooKeeperConnectError as exc:
@@ -96,3 +98,35 @@ def leader_election(args: argparse.Namespace) -> int:
     finally:
         zk.stop()
         zk.close()
+
+
+def _elect_over_kafka_protocol(args: argparse.Namespace) -> int:
+    from simplekafka.admin import Admin
+    from simplekafka.client.errors import ElectionNotNeededError, KafkaError
+
+    timeout_ms = int(args.timeout * 1000)
+    try:
+        with Admin(args.bootstrap_server, request_timeout_ms=min(timeout_ms, 10_000)) as admin:
+            wanted = None
+            if args.topic:
+                partitions = admin.describe_topics([args.topic])[args.topic].partitions
+                indexes = [p.partition for p in partitions]
+                if args.partition is not None:
+                    if args.partition not in indexes:
+                        raise CliError(f"topic {args.topic!r} has no partition {args.partition}")
+                    indexes = [args.partition]
+                wanted = {args.topic: indexes}
+            outcomes = admin.elect_leaders(wanted, timeout_ms=timeout_ms)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    except KafkaError as exc:
+        raise CliError(f"ElectLeaders via {args.bootstrap_server}: {exc}") from None
+    lead = [f"{t}-{p}" for (t, p), error in sorted(outcomes.items())
+            if error is None or isinstance(error, ElectionNotNeededError)]
+    kept = [f"{t}-{p} ({error})" for (t, p), error in sorted(outcomes.items())
+            if error is not None and not isinstance(error, ElectionNotNeededError)]
+    if lead:
+        print("Preferred replicas lead: " + ", ".join(lead))
+    if kept:
+        print("Preferred replica not live or not in sync, leader kept: " + ", ".join(kept))
+    return 0

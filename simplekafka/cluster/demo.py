@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from simplekafka.cluster.checker import DeliveryLog
@@ -103,9 +104,16 @@ def consume_everything(cluster: LocalCluster, deliveries: DeliveryLog,
         return read
 
 
+#: A last step run on the live cluster after the failover: ``(cluster, step) -> ok``.
+#: ``run_cluster.sh`` passes the Spark consumer (``simplekafka.spark.demo``) here;
+#: this layer cannot import Spark itself.
+ExtraStep = Callable[[LocalCluster, "Narrator"], bool]
+
+
 def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool = False,
-             out=None) -> int:
-    """The whole walk-through; returns 0 when nothing acknowledged was lost."""
+             out=None, after_failover: ExtraStep | None = None) -> int:
+    """The whole walk-through; returns 0 when nothing acknowledged was lost (and the
+    ``after_failover`` step, if any, succeeded)."""
     from simplekafka.admin import Admin
 
     step = Narrator(interactive, out)
@@ -165,12 +173,14 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
         say(f"broker {victim} is back in every ISR")
         say(partition_table(cluster, TOPIC, PARTITIONS))
 
+        extra_ok = after_failover(cluster, step) if after_failover is not None else True
+
         if keep:
             say(f"\nthe cluster keeps running: bootstrap servers {cluster.bootstrap_servers}")
             say(f"  try: kcat -b {cluster.brokers[1].address} -L")
             say("press Ctrl-C to stop it")
             _wait_for_interrupt()
-        return 0 if report.ok else 1
+        return 0 if report.ok and extra_ok else 1
     finally:
         say("\nstopping the brokers and ZooKeeper")
         cluster.cleanup()
@@ -184,7 +194,8 @@ def _wait_for_interrupt() -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's options (``simplekafka.spark.demo`` adds ``--no-spark``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interactive", action="store_true", help="pause before each step")
     parser.add_argument("--keep", action="store_true",
@@ -192,11 +203,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None,
                         help="where the brokers keep data and logs (default: a temp dir, "
                              "or $SIMPLEKAFKA_DEMO_DIR)")
+    return parser
+
+
+def main(argv: list[str] | None = None, after_failover: ExtraStep | None = None,
+         parser: argparse.ArgumentParser | None = None) -> int:
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     base_dir = args.dir or (Path(os.environ["SIMPLEKAFKA_DEMO_DIR"]) / "cluster"
                             if os.environ.get("SIMPLEKAFKA_DEMO_DIR") else None)
     try:
-        return run_demo(base_dir, interactive=args.interactive, keep=args.keep)
+        return run_demo(base_dir, interactive=args.interactive, keep=args.keep,
+                        after_failover=after_failover)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

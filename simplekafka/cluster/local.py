@@ -280,13 +280,17 @@ class LocalCluster:
             broker.process.send_signal(signal.SIGTERM)
         return self._reap(broker, timeout)
 
-    def restart(self, broker_id: int) -> None:
-        """Start a stopped (or running: it is terminated first) broker on its old port and data."""
+    def restart(self, broker_id: int, wait: bool = True) -> None:
+        """Start a stopped (or running: it is terminated first) broker on its old port and data.
+
+        ``wait=False`` returns as soon as the process is spawned (tests of start-up itself).
+        """
         broker = self._broker(broker_id)
         if broker.is_running:
             self.terminate(broker_id)
         self._spawn(broker)
-        self.wait_until_serving([broker_id])
+        if wait:
+            self.wait_until_serving([broker_id])
 
     def wait_until_serving(self, broker_ids: Iterable[int], timeout: float | None = None) -> None:
         """Block until each broker answers Metadata naming all running brokers and a controller.

@@ -261,7 +261,6 @@ PATHS: dict[str, Any] = {
                         "content": {"application/json": {"schema": _ref("LeaderElection")}}},
         "responses": {"200": _json(_ref("LeaderElectionResult"), "per partition"),
                       "400": BAD_INPUT, "404": _error("unknown topic or partition"),
-                      "501": _error("the brokers do not offer ElectLeaders (API 43)"),
                       "503": UNREACHABLE}}},
     "/api/openapi.json": {"get": {
         "summary": "This document", "operationId": "getOpenApi",

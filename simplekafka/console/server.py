@@ -37,6 +37,7 @@ from simplekafka.console.service import (
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 Handler = Callable[..., tuple[int, Any]]
+NO_BODY = object()  # an optional body that was left out (unlike a JSON null)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class ConsoleApp:
         return 200, self.service.reset_offsets(group_id, body)
 
     def elect_leaders(self, request: Any, body: Any) -> tuple[int, Any]:
-        return 200, self.service.elect_leaders({} if body is None else body)
+        return 200, self.service.elect_leaders({} if body is NO_BODY else body)
 
     def get_openapi(self, request: Any) -> tuple[int, Any]:
         return 200, openapi.document()
@@ -148,7 +149,7 @@ def _parse_body(request: Any, required: bool) -> Any:
     if not raw.strip():
         if required:
             raise bad_request("the body must be JSON")
-        return None
+        return NO_BODY
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):

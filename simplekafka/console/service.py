@@ -20,6 +20,7 @@ from simplekafka.admin import Admin
 from simplekafka.admin import groups as admin_groups
 from simplekafka.client import KafkaClient
 from simplekafka.client.errors import (
+    ElectionNotNeededError,
     GroupIdNotFoundError,
     InvalidConfigError,
     InvalidPartitionsError,
@@ -31,6 +32,7 @@ from simplekafka.client.errors import (
     KafkaTimeoutError,
     NonEmptyGroupError,
     PolicyViolationError,
+    RequestTimedOutError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -242,12 +244,8 @@ class ConsoleService:
         if not led:
             return {}, {}
         try:
-            # One round for both ends, asked of each leader; a short budget, so a
-            # leader that just died leaves blanks rather than a slow answer.
-            starts = admin_groups.list_offsets(self.client, {tp: admin_groups.EARLIEST
-                                                             for tp in led}, 3_000)
-            ends = admin_groups.list_offsets(self.client, {tp: admin_groups.LATEST
-                                                           for tp in led}, 3_000)
+            # A short budget, so a leader that just died leaves blanks, not a slow answer.
+            starts, ends = admin_groups.list_offset_ranges(self.client, led, 3_000)
         except KafkaError:
             return {}, {}
         return ({tp.partition: o for tp, o in starts.items()},
@@ -425,7 +423,12 @@ class ConsoleService:
     # ----- leader election ------------------------------------------------------------
 
     def elect_leaders(self, body: Any) -> dict[str, Any]:
-        """Preferred leader election (ElectLeaders) for a topic's partitions, or all."""
+        """Preferred leader election (ElectLeaders) for a topic's partitions, or all.
+
+        Each partition's result: "elected" (its preferred replica leads now),
+        "already_preferred", or "not_possible" (the preferred replica is not
+        live or not in sync).
+        """
         if not isinstance(body, dict):
             raise bad_request("the body must be a JSON object")
         unknown = set(body) - {"topic", "partitions"}
@@ -448,15 +451,28 @@ class ConsoleService:
                 raise ApiError(404, f"topic {topic!r} has no partition {missing[0]}")
             wanted = {topic: sorted(set(partitions) if partitions else known)}
         else:
-            wanted = {d.name: [p.partition for p in d.partitions]
-                      for d in self.call(lambda: self.admin.describe_topics(None)).values()}
-        del wanted  # validated: the request was well formed and names what exists
-        # Over the Kafka protocol this is ElectLeaders (API 43), which our brokers
-        # do not implement yet; the ZooKeeper route would break the console's rule
-        # of speaking only the Kafka protocol, so say so rather than go around it.
-        raise ApiError(501, "preferred leader election needs the ElectLeaders API (43), "
-                            "which this cluster's brokers do not offer; use 'simplekafka "
-                            "leader-election --preferred --zookeeper HOST:PORT'")
+            wanted = None  # every partition of every topic
+        outcomes = self.call(lambda: self.admin.elect_leaders(wanted,
+                                                              timeout_ms=REQUEST_TIMEOUT_MS))
+        snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
+        leaders, preferred = {}, {}
+        for name, meta in snapshot.topics.items():
+            for index, p in meta.partitions.items():
+                leaders[(name, index)] = p.leader
+                preferred[(name, index)] = p.replicas[0] if p.replicas else -1
+        results = []
+        for (topic, partition), error in sorted(outcomes.items()):
+            if isinstance(error, KafkaTimeoutError | RequestTimedOutError):
+                raise ApiError(503, str(error))
+            result = ("elected" if error is None else
+                      "already_preferred" if isinstance(error, ElectionNotNeededError) else
+                      "not_possible")
+            # Metadata may lag the election by a moment; an elected partition's leader
+            # is its preferred replica by definition.
+            leader = (preferred if error is None else leaders).get((topic, partition), -1)
+            results.append({"topic": topic, "partition": partition, "result": result,
+                            "leader": leader})
+        return {"partitions": results}
 
     # ----- group lag for Prometheus ---------------------------------------------------
 

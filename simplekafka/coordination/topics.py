@@ -14,7 +14,7 @@ each update conditional on the znode's version.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from kazoo.client import KazooClient
@@ -82,6 +82,16 @@ def validate_topic_name(name: object) -> str:
 def _collision_key(name: str) -> str:
     """'.' and '_' collide in metric names, so Kafka refuses topics differing only there."""
     return name.replace(".", "_")
+
+
+def check_no_collision(name: str, existing: Iterable[str]) -> None:
+    """Raise TopicError (INVALID_TOPIC_EXCEPTION) if ``name`` differs from an existing
+    topic only by '.' against '_', as Kafka refuses it."""
+    key = _collision_key(name)
+    clash = [t for t in existing if t != name and _collision_key(t) == key]
+    if clash:
+        raise TopicError(f"topic {name!r} collides with existing topic {clash[0]!r} "
+                         "('.' and '_' count as the same)", ErrorCode.INVALID_TOPIC_EXCEPTION)
 
 
 def live_brokers(zk: KazooClient) -> dict[int, BrokerInfo]:
@@ -163,10 +173,7 @@ def create_topic_znodes(
     existing = list_topics(zk)
     if topic in existing:
         raise TopicError(f"topic {topic!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
-    clash = [t for t in existing if _collision_key(t) == _collision_key(topic)]
-    if clash:
-        raise TopicError(f"topic {topic!r} collides with existing topic {clash[0]!r} "
-                         "('.' and '_' count as the same)", ErrorCode.INVALID_TOPIC_EXCEPTION)
+    check_no_collision(topic, existing)
     zk.ensure_path(ZkPaths.CONFIG_TOPICS)
     zk.ensure_path(ZkPaths.BROKER_TOPICS)
     transaction = zk.transaction()

@@ -41,6 +41,7 @@ class ApiKey(enum.IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -66,6 +67,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
     ApiKey.DELETE_GROUPS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 1),
 }
 """(min, max) version per API: the advertise column of DESIGN.md."""
 

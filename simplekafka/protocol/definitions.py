@@ -624,6 +624,30 @@ DELETE_GROUPS_RESPONSE = Message("DeleteGroupsResponse", 42, "0-1", "2+", [
     ]),
 ])
 
+# --- ElectLeaders (43) -------------------------------------------------------------------------
+
+ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
+    F("election_type", "int8", "1+", default=0),  # 0 preferred, 1 unclean (KIP-460)
+    F("topic_partitions", [
+        F("topic", "string"),
+        F("partition_id", "[]int32"),
+    ], nullable="0+"),  # null: every partition
+    F("timeout_ms", "int32", default=60000),
+])
+
+ELECT_LEADERS_RESPONSE = Message("ElectLeadersResponse", 43, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16", "1+"),
+    F("replica_election_results", [
+        F("topic", "string"),
+        F("partition_result", [
+            F("partition_id", "int32"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
 # --- ApiVersions (18) ------------------------------------------------------------------------
 
 API_VERSIONS_REQUEST = Message("ApiVersionsRequest", 18, "0-4", "3+", [
@@ -742,6 +766,7 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
         (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
         (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
+        (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),

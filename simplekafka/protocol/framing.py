@@ -43,49 +43,68 @@ class FrameDecoder:
 
     def __init__(self, max_length: int = DEFAULT_MAX_LENGTH):
         self.max_length = max_length
-        self._buffer = bytearray()
-        self._offset = 0  # stream offset of _buffer[0], for error messages
+        self._pieces: list[bytes] = []  # an incomplete frame, as it arrived
+        self._pending = 0  # bytes in _pieces
+        self._needed = 0  # bytes the incomplete frame needs, prefix included (0: unknown)
+        self._offset = 0  # stream offset of the first byte not yet consumed (for errors)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Add bytes from the stream; return every frame now complete (payloads only).
 
-        With nothing buffered (the usual case: whole frames per read) the frames
-        are cut straight out of ``data``; only an incomplete tail is kept.
+        Frames are cut straight out of ``data``; a frame that arrives in several
+        pieces is joined once, when its last piece is in (never re-copied per read).
         """
-        buffered = bool(self._buffer)
-        if buffered:
-            self._buffer += data
-        source = self._buffer if buffered else data
+        if not self._pieces and len(data) >= 4:  # the usual read: exactly one whole frame
+            (length,) = _SIZE.unpack_from(data, 0)
+            if length == len(data) - 4 and length <= self.max_length:
+                self._offset += len(data)
+                return [bytes(data[4:])]
+        if self._pieces:
+            self._pieces.append(bytes(data))
+            self._pending += len(data)
+            if not self._needed:
+                if self._pending < 4:
+                    return []
+                head = b"".join(self._pieces)
+                self._pieces = [head]
+                self._needed = 4 + self._check(head, 0, [])
+            if self._pending < self._needed:
+                return []
+            data = b"".join(self._pieces)
+            self._pieces, self._pending, self._needed = [], 0, 0
         frames: list[bytes] = []
         pos = 0
-        available = len(source)
-        while available - pos >= 4:
-            (length,) = _SIZE.unpack_from(source, pos)
-            if length < 0 or length > self.max_length:
-                raise FrameTooLargeError(
-                    f"frame at stream offset {self._offset + pos} announces {length} bytes; "
-                    f"the limit is {self.max_length}",
-                    length, frames,
-                    offset=self._offset + pos,
-                    expected=f"a frame length between 0 and {self.max_length}",
-                )
-            end = pos + 4 + length
-            if end > available:
+        end = len(data)
+        while end - pos >= 4:
+            frame_end = pos + 4 + self._check(data, pos, frames)
+            if frame_end > end:
+                self._needed = frame_end - pos
                 break
-            frames.append(bytes(source[pos + 4 : end]))
-            pos = end
-        if buffered:
-            if pos:
-                del self._buffer[:pos]
-        elif pos < available:
-            self._buffer = bytearray(source[pos:])
+            frames.append(bytes(data[pos + 4 : frame_end]))
+            pos = frame_end
         self._offset += pos
+        if pos < end:
+            self._pieces = [bytes(data[pos:])]
+            self._pending = end - pos
         return frames
+
+    def _check(self, buf: bytes | bytearray | memoryview, pos: int, frames: list[bytes]) -> int:
+        """The length announced at ``pos``; FrameTooLargeError if out of bounds."""
+        (length,) = _SIZE.unpack_from(buf, pos)
+        if length < 0 or length > self.max_length:
+            raise FrameTooLargeError(
+                f"frame at stream offset {self._offset + pos} announces {length} bytes; "
+                f"the limit is {self.max_length}",
+                length, frames,
+                offset=self._offset + pos,
+                expected=f"a frame length between 0 and {self.max_length}",
+            )
+        return length
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
-        return len(self._buffer)
+        return self._pending
 
 
 def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:

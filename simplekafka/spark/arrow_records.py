@@ -76,36 +76,84 @@ def _varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
-    """Start of each record in ``section`` (shifted by ``base``); None if it does not add up."""
-    if count == 0:
-        return np.empty(0, np.int64)
+    """Start of each record in ``section`` (shifted by ``base``); None if it does not add up.
+
+    Records of one length sit at a fixed stride, and a producer's batch is
+    mostly such runs (the offset delta's varint grows a byte at 64, the
+    timestamp delta's now and then): a run is found with one numpy comparison
+    per length byte. Where lengths vary, a plain loop reads only the length
+    varints, for a stretch that grows while runs keep failing.
+    """
     data = np.frombuffer(section, np.uint8)
-    first = data[0]
-    if first < 0x80:  # one-byte length: the same stride for all?
-        stride = ((int(first) >> 1) ^ -(int(first) & 1)) + 1
-        if stride > 1 and stride * count == len(section) and (data[::stride] == first).all():
-            return base + np.arange(count, dtype=np.int64) * stride
-    starts = np.empty(count, np.int64)
-    pos = 0
     end = len(section)
-    for i in range(count):
+    parts = []
+    pos = 0
+    left = count
+    stretch = 0
+    while left > 0:
         if pos >= end:
             return None
-        starts[i] = pos
-        shift = 0
-        raw = 0
+        if stretch:  # lengths vary here: the plain loop for a while
+            taken = min(stretch, left)
+            starts = []
+            append = starts.append
+            for _ in range(taken):
+                if pos >= end:
+                    return None
+                append(pos)
+                raw = shift = 0
+                while True:
+                    byte = section[pos]
+                    pos += 1
+                    raw |= (byte & 0x7F) << shift
+                    if byte < 0x80:
+                        break
+                    shift += 7
+                    if shift > 28 or pos >= end:
+                        return None
+                pos += (raw >> 1) ^ -(raw & 1)
+            parts.append(np.array(starts, np.int64))
+            left -= taken
+            stretch = min(stretch * 2, 4096)
+            if pos > end:
+                return None
+            # fall through to try a run again
+            if left == 0:
+                break
+        raw = shift = 0
+        size = 0
         while True:
-            byte = section[pos]
-            pos += 1
+            if pos + size >= end:
+                return None
+            byte = section[pos + size]
+            size += 1
             raw |= (byte & 0x7F) << shift
             if byte < 0x80:
                 break
             shift += 7
-            if shift > 28 or pos >= end:
+            if shift > 28:
                 return None
-        pos += (raw >> 1) ^ -(raw & 1)
+        stride = size + ((raw >> 1) ^ -(raw & 1))
+        if stride <= size:
+            return None
+        most = min(left, (end - pos) // stride)
+        if most < 1:
+            return None
+        run = most
+        if most > 1:
+            stop = pos + most * stride
+            for k in range(size):
+                column = data[pos + k:stop:stride]
+                misses = np.flatnonzero(column != column[0])
+                if len(misses):
+                    run = min(run, int(misses[0]))
+        parts.append(pos + np.arange(run, dtype=np.int64) * stride)
+        pos += run * stride
+        left -= run
+        stretch = 0 if run >= 16 else max(16, stretch)
     if pos != end:
         return None
+    starts = np.concatenate(parts) if len(parts) > 1 else parts[0]
     return starts + base
 
 

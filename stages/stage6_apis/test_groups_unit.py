@@ -35,7 +35,7 @@ from simplekafka.broker.group.records import (
     partition_for,
 )
 from simplekafka.broker.group.state import GroupState
-from simplekafka.broker.metadata_cache import BrokerEndpoint, PartitionMetadata
+from simplekafka.broker.metadata_cache import BrokerEndpoint, CachedPartitionState
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.client.group_protocol import (
@@ -184,9 +184,9 @@ def broker(tmp_path):
         partitions[(OFFSETS_TOPIC, index)] = part
     cache = SimpleNamespace(
         listeners=[],
-        topics={OFFSETS_TOPIC: {i: PartitionMetadata(OFFSETS_TOPIC, i, 1, 0, (1,), (1,))
+        topics={OFFSETS_TOPIC: {i: CachedPartitionState(OFFSETS_TOPIC, i, 1, 0, (1,), (1,))
                                 for i in range(3)},
-                "t": {0: PartitionMetadata("t", 0, 1, 0, (1,), (1,))}},
+                "t": {0: CachedPartitionState("t", 0, 1, 0, (1,), (1,))}},
         brokers={1: BrokerEndpoint(1, "127.0.0.1", 9092)})
     cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
     cache.is_alive = lambda b: b in cache.brokers

@@ -14,6 +14,7 @@ Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
+ElectLeaders                                ``apis.elect_leaders``
 FindCoordinator ... DeleteGroups            ``apis.groups``
 Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
@@ -25,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
@@ -50,6 +52,7 @@ class KafkaApis:
     topics: TopicAdmin
     inter_broker: InterBrokerHandlers
     groups: GroupApis
+    elect_leaders: ElectLeadersHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -62,6 +65,7 @@ class KafkaApis:
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
+        register(ApiKey.ELECT_LEADERS, self.elect_leaders)
         register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)

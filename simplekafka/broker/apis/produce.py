@@ -31,37 +31,38 @@ class ProduceHandler:
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
-        entries: dict[tuple[str, int], bytes | None] = {}
-        refused: dict[tuple[str, int], PartitionResponse] = {}
-        for topic in request.topic_data:
-            for data in topic.partition_data:
-                key = (topic.name, data.index)
-                if version < FIRST_MAGIC_V2_VERSION:
-                    refused[key] = PartitionResponse(ErrorCode.UNSUPPORTED_VERSION)
-                else:
-                    entries[key] = data.records
+        if version < FIRST_MAGIC_V2_VERSION:  # no magic v2 batches: nothing to append
+            return None if acks == 0 else _response_body(_Unsupported(), request)
+        entries = {(topic.name, data.index): data.records
+                   for topic in request.topic_data for data in topic.partition_data}
         appended = self.replica_manager.append_records(
             entries, acks, request.timeout_ms, internal=False, api_version=version)
         if acks == 0:
             return None
         if appended.called:  # nothing to wait for: answer now, without a callback round trip
-            return _response_body(cast(dict, appended.result), request, refused)
-        return appended.addCallback(_response_body, request, refused)
+            return _response_body(cast(dict, appended.result), request)
+        return appended.addCallback(_response_body, request)
 
 
-def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any,
-                   refused: dict[tuple[str, int], PartitionResponse]) -> dict:
+class _Unsupported(dict):
+    """Every partition's outcome for a Produce version without magic v2 batches."""
+
+    def __missing__(self, key: tuple[str, int]) -> PartitionResponse:
+        return PartitionResponse(ErrorCode.UNSUPPORTED_VERSION)
+
+
+def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any) -> dict:
     """The ProduceResponse for ``request``, its partitions in the order they were asked."""
     responses = []
     for topic in request.topic_data:
+        name = topic.name
         partition_responses = []
         for data in topic.partition_data:
-            key = (topic.name, data.index)
-            outcome = results.get(key) or refused[key]
+            outcome = results[(name, data.index)]
             partition_responses.append({
                 "index": data.index, "error_code": outcome.error_code,
                 "base_offset": outcome.base_offset, "log_append_time_ms": -1,
                 "log_start_offset": outcome.log_start_offset,
                 "error_message": outcome.error_message})
-        responses.append({"name": topic.name, "partition_responses": partition_responses})
+        responses.append({"name": name, "partition_responses": partition_responses})
     return {"responses": responses, "throttle_time_ms": 0}

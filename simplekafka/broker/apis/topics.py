@@ -24,7 +24,13 @@ from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
-from simplekafka.coordination.topics import TopicError, create_topic, validate_topic_name
+from simplekafka.coordination.topics import (
+    TopicError,
+    check_no_collision,
+    create_topic,
+    list_topics,
+    validate_topic_name,
+)
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.storage import LogConfig
@@ -51,6 +57,9 @@ class TopicAdmin:
         """Start creating ``name`` in the background; the code Metadata answers meanwhile."""
         try:
             validate_topic_name(name)
+            # Kafka creates synchronously and answers the collision; we create in the
+            # background, so check it here against the topics we know of.
+            check_no_collision(name, self.cache.topic_names())
         except TopicError as exc:
             return exc.error_code
         if self.zookeeper() is None:
@@ -124,6 +133,7 @@ class TopicAdmin:
                 if self.zookeeper().exists(ZkPaths.topic(topic.name)):
                     raise TopicError(f"topic {topic.name!r} already exists",
                                      ErrorCode.TOPIC_ALREADY_EXISTS)
+                check_no_collision(topic.name, list_topics(self.zookeeper()))
                 return
             create_topic(self.zookeeper(), topic.name, partitions, replication,
                          topic_config, manual)

@@ -1,4 +1,8 @@
-"""A SparkSession sized for this machine, with the ``simplekafka`` format registered."""
+"""A local SparkSession sized for a small machine, with the ``simplekafka`` format registered.
+
+The stage 8 demo and chapter and the Spark step of ``run_cluster.sh`` start
+Spark the same way through ``local_spark``.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,10 @@ import os
 import sys
 from typing import Any
 
+from simplekafka.spark import register
 
-def local_spark(app_name: str = "simplekafka-stage8", cores: int = 2) -> Any:
+
+def local_spark(app_name: str = "simplekafka", cores: int = 2) -> Any:
     """``local[cores]`` Spark, quiet, on 127.0.0.1, UTC, few shuffle partitions.
 
     Spark's default of 200 shuffle partitions costs about ten times more per
@@ -19,8 +25,6 @@ def local_spark(app_name: str = "simplekafka-stage8", cores: int = 2) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    import simplekafka.spark
-
     spark = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
              .config("spark.sql.shuffle.partitions", str(cores))
              .config("spark.ui.enabled", "false")
@@ -29,5 +33,5 @@ def local_spark(app_name: str = "simplekafka-stage8", cores: int = 2) -> Any:
              .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    simplekafka.spark.register(spark)
+    register(spark)
     return spark

@@ -1,0 +1,130 @@
+"""ElectLeaders: preferred leader election over the Kafka protocol (what ``Admin`` clients send).
+
+In ZooKeeper mode the election itself is the controller's: it watches
+``/admin/preferred_replica_election`` (the znode Kafka's
+``kafka-preferred-replica-election.sh --zookeeper`` writes), moves leadership
+to each listed partition's first replica where that replica is live and in
+the ISR, and removes the znode. This handler writes that znode, waits (up to
+the request's timeout) for the controller to remove it, and answers per
+partition from the state znodes: NONE (the preferred replica leads now),
+ELECTION_NOT_NEEDED (it already did), PREFERRED_LEADER_NOT_AVAILABLE (not
+live or not in sync), UNKNOWN_TOPIC_OR_PARTITION. Because the controller does
+the work, any broker can take the request. Only preferred elections (type 0)
+are offered; unclean ones (type 1) get INVALID_REQUEST.
+
+All ZooKeeper calls run on a worker thread, never on the reactor.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kazoo.exceptions import NodeExistsError
+
+from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.coordination.topics import (
+    list_topics,
+    read_partition_state,
+    read_topic_assignment,
+)
+from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
+from simplekafka.protocol.errors import ErrorCode
+
+PREFERRED = 0
+POLL_SECONDS = 0.05
+
+
+class ElectLeadersHandler:
+    """ApiKey.ELECT_LEADERS: see the module docstring."""
+
+    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle) -> None:
+        self.reactor = reactor
+        self.zookeeper = zookeeper
+
+    def __call__(self, context: Any, request: Any) -> Any:
+        wanted = (None if request.topic_partitions is None else
+                  [(t.topic, p) for t in request.topic_partitions for p in t.partition_id])
+        election_type = getattr(request, "election_type", PREFERRED)
+        zk = self.zookeeper()
+        if election_type != PREFERRED or zk is None:
+            code, message = ((ErrorCode.INVALID_REQUEST, "only preferred elections (type 0)")
+                             if election_type != PREFERRED else
+                             (ErrorCode.NOT_CONTROLLER, "not connected to ZooKeeper yet"))
+            return _response(dict.fromkeys(wanted or [], (code, message)), code)
+        timeout = max(request.timeout_ms, 0) / 1000
+        return in_worker_thread(self.reactor, elect_preferred, zk, wanted, timeout).addCallback(
+            _response, ErrorCode.NONE)
+
+
+def elect_preferred(zk: Any, wanted: list[tuple[str, int]] | None,
+                    timeout: float) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+    """Ask the controller for a preferred election of ``wanted`` (None: all); per-partition
+    outcomes. Blocking: run it on a worker thread."""
+    deadline = time.monotonic() + timeout
+    assignments: dict[str, dict[int, list[int]]] = {}
+    topics = sorted({t for t, _ in wanted}) if wanted is not None else list_topics(zk)
+    for topic in topics:
+        found = read_topic_assignment(zk, topic)
+        if found is not None:
+            assignments[topic] = {p: list(r) for p, r in found.partitions.items()}
+    if wanted is None:
+        wanted = [(t, p) for t, parts in assignments.items() for p in sorted(parts)]
+    results: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+    known = []
+    for key in wanted:
+        if key[1] in assignments.get(key[0], {}):
+            known.append(key)
+        else:
+            results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    before = {key: _leader(zk, key) for key in known}
+    asked = [key for key in known if before[key] != assignments[key[0]][key[1]][0]]
+    for key in known:
+        if key not in asked:
+            results[key] = (ErrorCode.ELECTION_NOT_NEEDED, "the preferred replica leads")
+    if asked and not _run_election(zk, asked, deadline):
+        for key in asked:
+            results[key] = (ErrorCode.REQUEST_TIMED_OUT,
+                            "the controller did not act in time (another election running?)")
+        return results
+    for key in asked:
+        preferred = assignments[key[0]][key[1]][0]
+        leader = _leader(zk, key)
+        results[key] = ((ErrorCode.NONE, None) if leader == preferred else
+                        (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                         f"preferred replica {preferred} is not live or not in sync; "
+                         f"leader stays {leader}"))
+    return results
+
+
+def _run_election(zk: Any, keys: list[tuple[str, int]], deadline: float) -> bool:
+    """Write the election znode and wait until the controller has removed it."""
+    payload = PartitionRefs(tuple(PartitionRef(t, p) for t, p in keys)).to_json()
+    written = False
+    while time.monotonic() < deadline:
+        if not written:
+            try:
+                zk.create(ZkPaths.PREFERRED_REPLICA_ELECTION, payload, makepath=True)
+                written = True
+            except NodeExistsError:  # someone else's election: wait for it to finish
+                pass
+        elif zk.exists(ZkPaths.PREFERRED_REPLICA_ELECTION) is None:
+            return True
+        time.sleep(POLL_SECONDS)
+    return False
+
+
+def _leader(zk: Any, key: tuple[str, int]) -> int:
+    found = read_partition_state(zk, *key)
+    return found[0].leader if found else -1
+
+
+def _response(results: dict[tuple[str, int], tuple[ErrorCode, str | None]],
+              error_code: ErrorCode) -> dict:
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, partition), (code, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_id": partition, "error_code": code, "error_message": message})
+    return {"throttle_time_ms": 0, "error_code": error_code,
+            "replica_election_results": [{"topic": t, "partition_result": parts}
+                                         for t, parts in by_topic.items()]}
