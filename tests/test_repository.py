@@ -1,8 +1,8 @@
 """Checks on the repository as a whole: lint, layering, docs, chapters and stage demos.
 
-These keep the promises honest: ruff clean, type-checked, imports flowing down
-the layers, and every stage demo actually run. The docs site, whose build runs
-every chapter listing, is checked in tests/test_docs.py.
+These keep the house rules honest: ruff clean, type-checked, imports flowing
+down the layers, and every stage demo actually run. The docs site, whose build
+runs every chapter listing, is checked in tests/test_docs.py.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def _stage_demos() -> list[str]:
     return sorted(p.parent.name for p in STAGES.glob("*/__main__.py"))
 
 
+@pytest.mark.timeout(660)  # the run's own limit is 600 s; pytest's default 300 s would cut it
 @pytest.mark.parametrize("stage", _stage_demos())
 def test_stage_demo_runs(stage, tmp_path):
     """``python -m stages.<stage>`` runs to completion (with its own bounded timeouts)."""
