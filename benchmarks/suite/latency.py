@@ -75,12 +75,13 @@ def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
 
 
 def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
-    """System calls the broker makes per response at the latency load (strace -c -f).
+    """System calls the broker makes per produce request at the latency load (strace -c -f).
 
-    Counts, not times: how many reads a request takes, how often the reactor
-    re-arms epoll for a buffered write, how many log writes a request causes
-    (one per batch), whether anything fsyncs in the request path. Per response,
-    because how many records a request carries depends on the machine's speed.
+    Counts, not times: how many requests one read brings and how many responses
+    one write carries (many, once requests queue up: Twisted joins buffered
+    writes), how often the reactor re-arms epoll, whether anything fsyncs in
+    the request path. Per produce request, because how many records a request
+    carries depends on the machine's speed.
     """
     tool = peers.rdkafka_performance()
     strace = shutil.which("strace")
@@ -104,11 +105,14 @@ def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
         parts = line.split()
         if len(parts) >= 5 and parts[-1].isidentifier() and parts[3].isdigit():
             counts[parts[-1]] = int(parts[3])
-    responses = max(counts.get("sendto", 0), 1)
-    return [Figure("latency", f"broker {name} calls per response", counts[name] / responses,
-                   "calls", f"{counts[name]:,} calls, {responses:,} responses, "
+    # One log write per produce request (a request carries one batch per partition, and
+    # the latency load has one partition): pwritev2 counts the produce requests.
+    requests = max(counts.get("pwritev2", 0), 1)
+    return [Figure("latency", f"broker {name} calls per produce request",
+                   counts[name] / requests, "calls",
+                   f"{counts[name]:,} calls, {requests:,} produce requests, "
                    f"{len(delays):,} records (strace -c)")
-            for name in ("recvfrom", "epoll_wait", "epoll_ctl", "pwritev2", "pread64",
+            for name in ("recvfrom", "sendto", "epoll_wait", "epoll_ctl", "pread64",
                          "fsync", "futex") if name in counts]
 
 

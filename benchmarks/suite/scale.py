@@ -91,7 +91,25 @@ def _wait(condition, what: str, timeout: float) -> float:
     return time.perf_counter() - started
 
 
+def descriptor_budget_note(replicas_per_broker: int) -> str | None:
+    """Say so before a broker would run out of descriptors (3 per replica before Python 3.13)."""
+    import resource
+    import sys
+
+    per_replica = 1 if sys.version_info >= (3, 13) else 3
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = replicas_per_broker * per_replica + 200
+    if hard != resource.RLIM_INFINITY and needed > hard:
+        return (f"{replicas_per_broker:,} replicas per broker need about {needed:,} descriptors "
+                f"({per_replica} each on Python {sys.version_info[0]}.{sys.version_info[1]}), "
+                f"above the hard limit {hard:,}: raise it (ulimit -Hn) before the run")
+    return None
+
+
 def partitions(ctx: Context) -> tuple[list[Figure], list[Curve]]:
+    note = descriptor_budget_note(max(ctx.sizes.partitions))
+    if note:
+        ctx.note(note)
     points: dict[str, list[float]] = {}
     hosted: list[float] = []
     topics: list[str] = []

@@ -143,6 +143,24 @@ class Admin:
                 )
             time.sleep(deadline.remaining(0.05))
 
+    def create_partitions(
+        self, counts: Mapping[str, int], wait: bool = True, timeout_ms: int | None = None
+    ) -> None:
+        """Grow topics to ``{topic: new total}`` partitions (CreatePartitions, at the
+        controller); the first per-topic error is raised (``InvalidPartitionsError``
+        when the count is not larger)."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        body = {"topics": [{"name": name, "count": count, "assignments": None}
+                           for name, count in counts.items()],
+                "timeout_ms": timeout_ms, "validate_only": False}
+        answer = self._to_controller(ApiKey.CREATE_PARTITIONS, body, timeout_ms)
+        for result in answer.results:
+            if result.error_code:
+                raise error_for(result.error_code,
+                                result.error_message or f"adding partitions to {result.name!r}")
+        if wait:
+            self._wait_for_topics(dict(counts), timeout_ms)
+
     def delete_topics(
         self, names: Iterable[str], wait: bool = True, timeout_ms: int | None = None
     ) -> None:
@@ -251,7 +269,8 @@ class Admin:
             answer = self.client.request(
                 controller, api_key, body, timeout_ms=max(1, int(deadline.remaining() * 1000))
             )
-            results = getattr(answer, "topics", None) or getattr(answer, "responses", None) or []
+            results = (getattr(answer, "topics", None) or getattr(answer, "responses", None)
+                       or getattr(answer, "results", None) or [])
             for result in results:
                 if result.error_code == ErrorCode.NOT_CONTROLLER:
                     raise error_for(ErrorCode.NOT_CONTROLLER, "controller moved")

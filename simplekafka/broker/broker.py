@@ -32,6 +32,7 @@ from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
@@ -138,6 +139,8 @@ class KafkaBroker:
                 lambda: getattr(self.registration, "epoch", None)),
             groups=GroupApis(self.group_coordinator),
             elect_leaders=ElectLeadersHandler(reactor, zookeeper),
+            create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
+                                                      lambda: self.is_controller, topics),
         )
 
     @property

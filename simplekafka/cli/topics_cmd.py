@@ -1,22 +1,22 @@
-"""``simplekafka topics create|list|describe|delete``: kafka-topics.sh, roughly."""
+"""``simplekafka topics create|list|describe|alter|delete``: kafka-topics.sh, roughly."""
 
 from __future__ import annotations
 
 import argparse
 
 from simplekafka.admin import Admin
-from simplekafka.cli import CliError
+from simplekafka.cli import key_values, positive_int
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
     bootstrap,
     kafka_errors_are_one_line,
-    positive_int,
 )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "topics", help="create, list, describe or delete topics", description=__doc__.strip("`")
+        "topics", help="create, list, describe, alter or delete topics",
+        description=__doc__.strip("`")
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
@@ -41,6 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bootstrap_argument(describe)
     describe.set_defaults(func=topics_describe)
 
+    alter = actions.add_parser("alter", help="add partitions to a topic")
+    alter.add_argument("topic")
+    alter.add_argument("--partitions", type=positive_int, required=True,
+                       help="the new total number of partitions (larger than today's)")
+    add_bootstrap_argument(alter)
+    alter.set_defaults(func=topics_alter)
+
     delete = actions.add_parser("delete", help="delete topics")
     delete.add_argument("topics", nargs="+", metavar="TOPIC")
     add_bootstrap_argument(delete)
@@ -51,21 +58,11 @@ def _admin(args: argparse.Namespace) -> Admin:
     return Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms)
 
 
-def _configs(pairs: list[str]) -> dict[str, str]:
-    configs = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CliError(f"--config wants KEY=VALUE, got {pair!r}")
-        configs[key] = value
-    return configs
-
-
 @kafka_errors_are_one_line("topics create")
 def topics_create(args: argparse.Namespace) -> int:
     from simplekafka.client.errors import TopicAlreadyExistsError
 
-    configs = _configs(args.config)
+    configs = key_values(args.config, "--config")
     with _admin(args) as admin:
         try:
             admin.create_topic(
@@ -98,6 +95,15 @@ def topics_describe(args: argparse.Namespace) -> int:
         for p in topic.partitions:
             print(f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
                   f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+    return 0
+
+
+@kafka_errors_are_one_line("topics alter")
+def topics_alter(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        admin.create_partitions({args.topic: args.partitions},
+                                timeout_ms=args.request_timeout_ms)
+    print(f"Topic {args.topic} now has {args.partitions} partitions.")
     return 0
 
 

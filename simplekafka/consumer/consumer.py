@@ -22,15 +22,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from simplekafka.client.client import Deadline, KafkaClient, wait_for
+from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import (
     ClientClosedError,
     KafkaError,
     OffsetOutOfRangeError,
     SerializationError,
     UnknownTopicOrPartitionError,
-    error_for,
 )
+from simplekafka.client.offsets import list_offsets
 from simplekafka.consumer.assignors import assignor_for
 from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
 from simplekafka.consumer.group import (
@@ -38,15 +38,15 @@ from simplekafka.consumer.group import (
     GroupMember,
     topics_matching,
 )
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 Deserializer = Callable[[bytes | None], Any]
 RebalanceCallback = Callable[[list[TopicPartition]], Any]
 log = logging.getLogger(__name__)
 
-EARLIEST = -2
-LATEST = -1
+EARLIEST = EARLIEST_TIMESTAMP
+LATEST = LATEST_TIMESTAMP
 _RESET_POLICIES = {"earliest": EARLIEST, "smallest": EARLIEST, "latest": LATEST,
                    "largest": LATEST, "none": None}
 
@@ -80,6 +80,7 @@ class Consumer:
         heartbeat_interval_ms: int = 3_000,
         max_poll_interval_ms: int = 300_000,
         partition_assignment_strategy: Iterable[str] = ("range", "roundrobin"),
+        metadata_max_age_ms: int = 300_000,
     ) -> None:
         if auto_offset_reset not in _RESET_POLICIES:
             raise ValueError(
@@ -110,6 +111,7 @@ class Consumer:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
         )
         self._fetcher = Fetcher(
             self.client,
@@ -134,6 +136,7 @@ class Consumer:
         self._topics: list[str] | None = None  # the subscription (None: not subscribed)
         self._pattern: re.Pattern | None = None
         self._joined_topics: list[str] | None = None
+        self._joined_counts: dict[str, int] = {}  # partitions per topic at the last join
         self._on_assign: RebalanceCallback | None = None
         self._on_revoke: RebalanceCallback | None = None
         self._next_auto_commit = time.monotonic() + auto_commit_interval_ms / 1000
@@ -287,48 +290,8 @@ class Consumer:
         return self.client.partitions_for(topic, self.request_timeout_ms)
 
     def _list_offsets(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """ListOffsets to each leader, with retries on leader changes."""
-        result: dict[TopicPartition, int] = {}
-
-        def attempt(deadline: Deadline) -> dict[TopicPartition, int]:
-            remaining = {tp: ts for tp, ts in wanted.items() if tp not in result}
-            per_node: dict[int, list[TopicPartition]] = {}
-            for tp in remaining:
-                leader = self.client.leader_for(
-                    tp.topic, tp.partition, max(1, int(deadline.remaining() * 1000))
-                )
-                per_node.setdefault(leader, []).append(tp)
-            futures = []
-            for node_id, tps in per_node.items():
-                topics: dict[str, list[dict[str, int]]] = {}
-                for tp in tps:
-                    topics.setdefault(tp.topic, []).append(
-                        {"partition_index": tp.partition, "current_leader_epoch": -1,
-                         "timestamp": remaining[tp]}
-                    )
-                body = {
-                    "replica_id": -1,
-                    "isolation_level": self._fetcher.isolation_level,
-                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
-                }
-                futures.append(self.client.send(node_id, ApiKey.LIST_OFFSETS, body))
-            first_error: KafkaError | None = None
-            for future in futures:
-                answer = wait_for(future, deadline.remaining(self.request_timeout_ms / 1000) + 1)
-                for topic in answer.topics:
-                    for part in topic.partitions:
-                        tp = TopicPartition(topic.name, part.partition_index)
-                        if part.error_code:
-                            first_error = first_error or error_for(
-                                part.error_code, f"listing offsets of {tp}"
-                            )
-                        else:
-                            result[tp] = part.offset
-            if first_error is not None:
-                raise first_error
-            return result
-
-        return self.client.call_with_retries(attempt, self.request_timeout_ms)
+        return list_offsets(self.client, wanted, self.request_timeout_ms,
+                            self._fetcher.isolation_level)
 
     def _reset_positions(self) -> None:
         """Give every partition without a position one, by ``auto_offset_reset``."""
@@ -491,6 +454,8 @@ class Consumer:
             topics = topics_matching(self._pattern, self.client.metadata.snapshot.topics)
         if topics != self._joined_topics:
             group.needs_rejoin = True
+        elif self._partition_count_changed():
+            group.needs_rejoin = True  # partitions were added: share them out (as Java does)
         if not group.needs_rejoin:
             return
         owned = sorted(self._fetcher.states)
@@ -498,6 +463,7 @@ class Consumer:
         deadline = Deadline((group.rebalance_timeout_ms + group.session_timeout_ms) / 1000)
         assigned = group.join(topics, owned, self._partition_counts, deadline)
         self._joined_topics = topics
+        self._joined_counts = self._known_counts(topics)
         self._fetcher.states = {tp: PartitionState() for tp in assigned}
         self._last_committed = {}
         if self._on_assign is not None:
@@ -516,6 +482,18 @@ class Consumer:
         if self._on_revoke is not None:
             self._on_revoke(owned)
         self._fetcher.states = {}
+
+    def _known_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        known = self.client.metadata.snapshot.topics
+        return {t: len(known[t].partitions) for t in topics if t in known}
+
+    def _partition_count_changed(self) -> bool:
+        """Once the metadata is due for its periodic refresh (``metadata_max_age_ms``),
+        whether a subscribed topic's partition count differs from the last join's."""
+        if self._joined_topics is None or not self.client.metadata.needs_update():
+            return False
+        self.client.refresh_metadata(None, self.request_timeout_ms)
+        return self._known_counts(self._joined_topics) != self._joined_counts
 
     def _partition_counts(self, topics: set[str]) -> dict[str, int]:
         snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)

@@ -40,8 +40,15 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
+
+
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets' timestamp for "the log start offset"."""
+LATEST_TIMESTAMP = -1
+"""ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -66,10 +73,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.ELECT_LEADERS: (0, 1),
 }
-"""(min, max) version per API: the advertise column of DESIGN.md."""
+"""(min, max) version per API that the broker implements (inter-broker APIs included)."""
 
 INTER_BROKER_KEYS: frozenset[ApiKey] = frozenset(
     {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA}

@@ -9,7 +9,8 @@ the two side by side; field names are Kafka's, in snake_case. ``Message.schema
 version, with compact strings, compact arrays and tagged fields in the
 flexible versions.
 
-Only the version ranges SimpleKafka needs are declared (see DESIGN.md); the
+Only the version ranges SimpleKafka needs are declared (``SUPPORTED_VERSIONS``
+in :mod:`simplekafka.protocol.api` says what the broker implements); the
 inter-broker LeaderAndIsr, StopReplica and UpdateMetadata are included for the
 controller.
 """
@@ -707,6 +708,29 @@ DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
     ]),
 ])
 
+# --- CreatePartitions (37) --------------------------------------------------------------------
+
+CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", 37, "0-1", "2+", [
+    F("topics", [
+        F("name", "string"),
+        F("count", "int32"),  # the new total, not the number added
+        F("assignments", [
+            F("broker_ids", "[]int32"),
+        ], nullable="0+"),  # null: the broker places the new replicas
+    ]),
+    F("timeout_ms", "int32", default=60000),
+    F("validate_only", "bool", default=False),
+])
+
+CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("name", "string"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+    ]),
+])
+
 # --- InitProducerId (22), OffsetForLeaderEpoch (23) ------------------------------------------
 
 INIT_PRODUCER_ID_REQUEST = Message("InitProducerIdRequest", 22, "0-1", "2+", [
@@ -770,6 +794,7 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+        (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
     ]

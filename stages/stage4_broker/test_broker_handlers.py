@@ -287,6 +287,16 @@ def test_batch_over_the_topics_smaller_max_message_bytes_is_message_too_large(ha
     assert harness.produce("small", build_batch([(None, b"x" * 50)])).error_code == 0
 
 
+def test_a_client_cannot_produce_to_an_internal_topic(harness):
+    """__consumer_offsets is written by the group coordinator only (Kafka answers
+    INVALID_TOPIC_EXCEPTION to a producer); nothing is appended."""
+    harness.lead("__consumer_offsets")
+    answer = harness.produce("__consumer_offsets", build_batch([(b"k", b"v")]))
+    assert answer.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert harness.broker.replica_manager.get_partition(
+        "__consumer_offsets", 0).log_end_offset == 0
+
+
 def test_batch_within_the_topics_larger_max_message_bytes_is_appended(tmp_path):
     """A topic allowed larger batches than message.max.bytes takes them (Kafka
     checks the topic's max.message.bytes; socket.request.max.bytes bounds the frame)."""
@@ -529,3 +539,63 @@ def test_unadvertised_version_closes_the_connection(harness):
     frame = frame[:2] + b"\x00\x02" + frame[4:]  # Fetch v2: not advertised
     with pytest.raises(CloseConnection):
         harness.broker.dispatcher(frame, None)
+
+
+def test_partitions_stay_out_of_full_garbage_collections_until_stopped(harness):
+    """A full GC pass walks every tracked object: ~30 per partition, 60 ms of CPU at
+    5,000 partitions, paid inside some request's latency (issue 19). After a
+    LeaderAndIsr the partitions are frozen out of those passes; a StopReplica
+    gives them back, so a deleted partition's cycles are still collected."""
+    import gc
+    import weakref
+
+    from simplekafka.broker.partition import Partition
+
+    def partitions_in_full_passes() -> int:
+        gc.collect()
+        return sum(isinstance(o, Partition) for o in gc.get_objects(generation=2))
+
+    harness.lead("gone", partitions=50)
+    assert partitions_in_full_passes() == 0
+    deleted = weakref.ref(harness.broker.replica_manager.get_partition("gone", 0))
+    response = harness.request(ApiKey.STOP_REPLICA, 1, {
+        "controller_id": BROKER_ID, "controller_epoch": 1, "delete_partitions": True,
+        "topics": [{"name": "gone", "partition_indexes": list(range(50))}]})
+    assert response.error_code == 0
+    gc.collect()
+    assert deleted() is None  # unfrozen, so collected once it is garbage
+
+
+def test_acks_all_costs_round_trips_not_timers(harness):
+    """The replicated path on Twisted's clock (issue 19's RF 3 latency): the leader's append
+    wakes the follower's parked fetch, the follower's next fetch advances the high
+    watermark, and that answers the acks=all produce and wakes the consumer's parked
+    fetch, all without the clock moving: no timer stands between them."""
+    follower = BROKER_ID + 1
+    harness.lead("t", isr=(BROKER_ID, follower))
+
+    def fetch(offset: int, replica_id: int):
+        return harness.raw(ApiKey.FETCH, 11, {
+            "replica_id": replica_id, "max_wait_ms": 30_000, "min_bytes": 1,
+            "max_bytes": 1 << 20, "isolation_level": 0,
+            "topics": [{"topic": "t", "partitions": [{
+                "partition": 0, "fetch_offset": offset, "current_leader_epoch": -1,
+                "partition_max_bytes": 1 << 20}]}]})
+
+    started = harness.clock.seconds()
+    replica_fetch = fetch(0, follower)
+    consumer_fetch = fetch(0, -1)
+    assert isinstance(replica_fetch, defer.Deferred) and not replica_fetch.called
+    assert isinstance(consumer_fetch, defer.Deferred) and not consumer_fetch.called
+    produced = harness.produce("t", build_batch([(None, b"replicated")]), acks=-1,
+                               timeout_ms=30_000)
+    assert isinstance(produced, defer.Deferred) and not produced.called  # waits for the HW
+    assert replica_fetch.called  # woken by the append itself
+    assert values(replica_fetch.result.responses[0].partitions[0].records) == [b"replicated"]
+    assert not consumer_fetch.called  # above the high watermark: not visible yet
+    fetch(1, follower)  # the follower has it: its next fetch says so
+    assert produced.called and consumer_fetch.called
+    answer = produced.result.responses[0].partition_responses[0]
+    assert answer.error_code == 0
+    assert values(consumer_fetch.result.responses[0].partitions[0].records) == [b"replicated"]
+    assert harness.clock.seconds() == started

@@ -13,7 +13,7 @@ result, the watermark, the late rows Spark dropped, and whether the result
 equals the same aggregate computed in Python straight from the topic. Files
 (checkpoints, broker data) go to $SIMPLEKAFKA_DEMO_DIR if set, else a
 temporary directory. About a minute for one pipeline, two for all; without
-arguments it starts no new pipeline after four minutes.
+arguments it starts no new pipeline after two and a half minutes.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def show(name: str, spark: Any, bootstrap_servers: str, workdir: Path, out: Any 
 
 #: The demo without arguments starts no new pipeline after this many seconds, so it
 #: stays bounded on a slow or busy machine (the ones left are named, not run).
-DEMO_BUDGET = 240.0
+DEMO_BUDGET = 150.0
 
 
 def run(names: Iterable[str], bootstrap_servers: str | None, workdir: Path,

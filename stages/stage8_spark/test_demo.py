@@ -53,6 +53,7 @@ def test_a_cluster_that_does_not_answer_is_a_one_line_error(capsys):
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_pipeline_runs_against_a_running_cluster(cluster, tmp_path):
     result = demo("fraud-alerts", "--bootstrap-server", cluster.bootstrap_servers,
                   "--dir", str(tmp_path), timeout=400)

@@ -17,7 +17,8 @@ import pytest
 from stages.stage8_spark import events, reference, scenarios
 from stages.stage8_spark.events import START
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# Each test plays two acts; on a loaded two-core machine that can take minutes.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
+CreatePartitions                            ``apis.partitions``
 FindCoordinator ... DeleteGroups            ``apis.groups``
 Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
@@ -32,6 +33,7 @@ from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
@@ -53,6 +55,7 @@ class KafkaApis:
     inter_broker: InterBrokerHandlers
     groups: GroupApis
     elect_leaders: ElectLeadersHandler
+    create_partitions: CreatePartitionsHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -66,6 +69,7 @@ class KafkaApis:
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)
+        register(ApiKey.CREATE_PARTITIONS, self.create_partitions)
         register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)

@@ -5,10 +5,17 @@ local channel from this broker's own. Each is refused with STALE_BROKER_EPOCH
 when it was meant for an earlier incarnation of this broker (KIP-380). Before
 a LeaderAndIsr creates a partition's log, the topic's config overrides are
 read from ZooKeeper (on a worker thread), so the log starts with them.
+
+Partitions live until StopReplica: after a LeaderAndIsr everything alive is
+frozen out of the garbage collector's full passes (as the broker's start-up
+objects are), which otherwise walk ~30 objects per partition: 60 ms of CPU at
+5,000 partitions, a pause in every request's path. StopReplica unfreezes, so
+what a deleted partition leaves in reference cycles is still collected.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -48,14 +55,14 @@ class InterBrokerHandlers:
         unknown = sorted(t for t in topics if t not in self.topic_configs)
         zk = self.zookeeper()
         if not unknown or zk is None:
-            return self.replica_manager.become_leader_or_follower(request)
+            return _frozen(self.replica_manager.become_leader_or_follower(request))
 
         def read_configs() -> dict[str, dict[str, str]]:
             return {t: self.read_topic_config(zk, t) for t in unknown}
 
         def apply(configs: dict[str, dict[str, str]]) -> dict:
             self.topic_configs.update(configs)
-            return self.replica_manager.become_leader_or_follower(request)
+            return _frozen(self.replica_manager.become_leader_or_follower(request))
 
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
@@ -73,6 +80,7 @@ class InterBrokerHandlers:
         stale = self._stale_broker_epoch(request)
         if stale is not None:
             return {"error_code": stale, "partition_errors": []}
+        gc.unfreeze()  # the next LeaderAndIsr freezes what is still alive
         return self.replica_manager.stop_replicas(request)
 
     def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
@@ -82,3 +90,9 @@ class InterBrokerHandlers:
         if ours is not None and theirs not in (-1, None) and theirs < ours:
             return ErrorCode.STALE_BROKER_EPOCH
         return None
+
+
+def _frozen(answer: Any) -> Any:
+    """Keep the partitions just made (and all else alive) out of full GC passes."""
+    gc.freeze()
+    return answer

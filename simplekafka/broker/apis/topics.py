@@ -96,7 +96,7 @@ class TopicAdmin:
         if not waits:
             return body
         created = defer.gatherResults(waits, consumeErrors=True)
-        created.addCallback(lambda _: self._wait_for(
+        created.addCallback(lambda _: self.wait_for(
             [r["name"] for r in results if r["error_code"] == ErrorCode.NONE
              and not validate_only],
             request.timeout_ms, lambda name: self.cache.all_leaders_known(name),
@@ -171,7 +171,7 @@ class TopicAdmin:
         if not waits:
             return body
         marked = defer.gatherResults(waits, consumeErrors=True)
-        marked.addCallback(lambda _: self._wait_for(
+        marked.addCallback(lambda _: self.wait_for(
             [r["name"] for r in results if r["error_code"] == ErrorCode.NONE],
             request.timeout_ms, lambda name: not self.cache.has_topic(name),
             results))
@@ -194,7 +194,7 @@ class TopicAdmin:
 
     # -- waiting for the controller -----------------------------------------------------
 
-    def _wait_for(self, names: list[str], timeout_ms: int, is_done: Any,
+    def wait_for(self, names: list[str], timeout_ms: int, is_done: Any,
                   results: list[dict]) -> defer.Deferred:
         """Fire when ``is_done(name)`` holds for every name, or at the timeout (then
         the late ones answer REQUEST_TIMED_OUT, as Kafka's delayed operations do)."""

@@ -15,6 +15,8 @@ requests to brokers, sent from the reactor through the ControllerChannel:
   LeaderAndIsr for their partitions; a dead broker's partitions get new leaders
   and it leaves every ISR (the leader epoch rises);
 * on new topics (``/brokers/topics``): elect, write, tell;
+* on a topic's assignment growing (``/brokers/topics/<t>``, CreatePartitions):
+  the same for its new partitions;
 * on ``/admin/delete_topics/<t>``: StopReplica (delete) to the replicas, the
   partitions dropped from every metadata cache, then the znodes removed;
 * on ``/isr_change_notification`` (a leader changed an ISR): reread those state
@@ -262,6 +264,28 @@ class Controller:
         sends += self._update_metadata_to_all(keys)
         return sends
 
+    def _partitions_changed_event(self, topic: str) -> list[Send]:
+        """A topic's assignment znode changed (CreatePartitions): elect and announce the
+        partitions it has no state for yet (Kafka's PartitionModifications)."""
+        if not self.election.is_controller or topic not in self.context.assignments:
+            return []
+        if self.zk.exists(ZkPaths.topic(topic), watch=self._on_topic_watch) is None:
+            return []  # deleted: the deletion event cleans up
+        assignment = read_topic_assignment(self.zk, topic)
+        if assignment is None:
+            return []
+        known = self.context.assignments[topic]
+        new = [(topic, p) for p in assignment.partitions if p not in known]
+        self.context.assignments[topic] = dict(assignment.partitions)
+        if not new:
+            return []
+        changed = self._elect_leaders(new)
+        log.info("controller: topic %s grew to %d partitions, %d leaders elected",
+                 topic, len(assignment.partitions), len(changed))
+        sends = self._leader_and_isr(new)
+        sends += self._update_metadata_to_all(new)
+        return sends
+
     def _deletions_event(self) -> list[Send]:
         if not self.election.is_controller:
             return []
@@ -282,6 +306,11 @@ class Controller:
         if self.active:
             self._submit(self._topics_changed_event)
 
+    def _on_topic_watch(self, event: Any) -> None:
+        if self.active and event.type == "CHANGED":
+            topic = event.path.rsplit("/", 1)[-1]
+            self._submit(lambda: self._partitions_changed_event(topic))
+
     def _on_deletions_watch(self, _event: Any) -> None:
         if self.active:
             self._submit(self._deletions_event)
@@ -298,6 +327,8 @@ class Controller:
                                                watch=self._on_topics_watch))
 
     def _load_topic(self, topic: str) -> None:
+        # Watch first, then read: a change after the read still fires the watch.
+        self.zk.exists(ZkPaths.topic(topic), watch=self._on_topic_watch)
         assignment = read_topic_assignment(self.zk, topic)
         if assignment is None:
             return

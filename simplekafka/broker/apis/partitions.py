@@ -1,0 +1,92 @@
+"""CreatePartitions: a topic grows through ZooKeeper and the controller, like its creation.
+
+Sent to the controller (others answer NOT_CONTROLLER). The handler extends the
+topic's assignment znode on a worker thread (``coordination.partitions``); the
+controller's watch on that znode elects leaders for the new partitions and
+sends LeaderAndIsr and UpdateMetadata; the answer waits, up to ``timeout_ms``,
+until this broker's metadata shows every new partition with a leader, so a
+client's next Metadata already sees them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from twisted.internet import defer
+
+from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.coordination.partitions import add_partitions
+from simplekafka.coordination.topics import TopicError
+from simplekafka.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+class CreatePartitionsHandler:
+    """ApiKey.CREATE_PARTITIONS: see the module docstring."""
+
+    def __init__(self, cache: MetadataCache, reactor: Reactor, zookeeper: ZooKeeperHandle,
+                 is_controller: Flag, topics: TopicAdmin):
+        self.cache = cache
+        self.reactor = reactor
+        self.zookeeper = zookeeper
+        self.is_controller = is_controller
+        self.topics = topics  # its wait for the controller's metadata
+
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        results: list[dict] = []
+        work: list[defer.Deferred] = []
+        totals: dict[str, int] = {}
+        seen: set[str] = set()
+        for topic in request.topics:
+            result = {"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None}
+            results.append(result)
+            if topic.name in seen:
+                result["error_code"] = ErrorCode.INVALID_REQUEST
+                result["error_message"] = f"topic {topic.name!r} named twice"
+                continue
+            seen.add(topic.name)
+            if not self.is_controller():
+                result["error_code"] = ErrorCode.NOT_CONTROLLER
+                continue
+            assignments = None if topic.assignments is None else [
+                list(a.broker_ids) for a in topic.assignments]
+            totals[topic.name] = topic.count
+            work.append(self._add(topic.name, topic.count, assignments,
+                                  request.validate_only, result))
+        body = {"throttle_time_ms": 0, "results": results}
+        if not work:
+            return body
+        done = defer.gatherResults(work, consumeErrors=True)
+        if not request.validate_only:
+            done.addCallback(lambda _: self.topics.wait_for(
+                [r["name"] for r in results if r["error_code"] == ErrorCode.NONE
+                 and r["name"] in totals],
+                request.timeout_ms, lambda name: self._grown(name, totals[name]), results))
+        return done.addCallback(lambda _: body)
+
+    def _grown(self, topic: str, total: int) -> bool:
+        partitions = self.cache.topics.get(topic, {})
+        return len(partitions) >= total and self.cache.all_leaders_known(topic)
+
+    def _add(self, topic: str, total: int, assignments: list[list[int]] | None,
+             validate_only: bool, result: dict) -> defer.Deferred:
+        def failed(failure: Any) -> None:
+            if failure.check(TopicError):
+                result["error_code"] = failure.value.error_code
+                result["error_message"] = str(failure.value)
+            else:
+                log.error("adding partitions to %s failed: %s", topic, failure.getErrorMessage())
+                result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+                result["error_message"] = failure.getErrorMessage()
+
+        def added(grown: Any) -> None:
+            if not validate_only:
+                log.info("topic %s: now %d partitions", topic, len(grown.partitions))
+
+        return in_worker_thread(self.reactor, add_partitions, self.zookeeper(), topic, total,
+                                assignments, validate_only).addCallbacks(added, failed)
