@@ -22,12 +22,14 @@ data the cluster copies.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 
 from simplekafka.coordination.assignment import AssignmentError
 
-__all__ = ["Assignment", "PartitionKey", "plan_reassignment", "replicas_moved"]
+__all__ = ["Assignment", "PartitionKey", "parse_topics_to_move", "plan_reassignment",
+           "reassignment_json", "replicas_moved"]
 
 PartitionKey = tuple[str, int]
 Assignment = dict[PartitionKey, list[int]]
@@ -202,3 +204,31 @@ def _leadership_path(plan: Assignment, brokers: list[int],
                     return list(reversed(path))
                 queue.append(other)
     return None
+
+
+def reassignment_json(assignment: Mapping[PartitionKey, Iterable[int]]) -> str:
+    """Kafka's reassignment JSON (the tool's files and ``/admin/reassign_partitions``)."""
+    partitions = [{"topic": topic, "partition": partition, "replicas": list(replicas),
+                   "log_dirs": ["any"] * len(list(replicas))}
+                  for (topic, partition), replicas in sorted(assignment.items())]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def parse_topics_to_move(text: str) -> list[str]:
+    """The topic names of ``{"topics": [{"topic": "a"}, ...], "version": 1}``."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise AssignmentError(f"not JSON: {exc}") from None
+    entries = document.get("topics") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise AssignmentError('expected {"topics": [{"topic": "name"}, ...], "version": 1}')
+    names = []
+    for entry in entries:
+        name = entry.get("topic") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            raise AssignmentError(f"a topics entry without a topic name: {entry!r}")
+        if name in names:
+            raise AssignmentError(f"topic {name!r} is listed twice")
+        names.append(name)
+    return names
