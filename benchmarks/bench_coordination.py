@@ -35,16 +35,14 @@ from simplekafka.coordination import (
     create_topic,
     read_controller,
 )
+from simplekafka.coordination.processes import wait_until
 from simplekafka.coordination.testing import expire_session
 from stages.stage2_zookeeper.member import MemberProcess
 
 
 def wait_for(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit("benchmark: timed out")
-        time.sleep(0.005)
+    wait_until(predicate, "the benchmark's condition", timeout, 0.005,
+               error=lambda text: SystemExit(f"benchmark: {text}"))
 
 
 def main() -> None:

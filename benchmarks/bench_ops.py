@@ -46,6 +46,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def main_thread_cpu_seconds(pid: int) -> float:
+    """CPU time of a process's main thread (the broker's reactor), to the nanosecond."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
 def percentile(samples: list[float], share: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -78,10 +83,10 @@ def bench_scrape(base: Path, partitions: int, scrapes: int) -> None:
 
         scrape()  # warm-up
         pid = cluster.brokers[1].pid
-        cpu = cpu_seconds(pid)
+        cpu = main_thread_cpu_seconds(pid)
         samples = timings_ms(scrape, scrapes)
-        cpu_ms = (cpu_seconds(pid) - cpu) / scrapes * 1000
-        print(f"scrape /metrics, {partitions} partitions: {summary(samples)}; broker CPU "
+        cpu_ms = (main_thread_cpu_seconds(pid) - cpu) / scrapes * 1000
+        print(f"scrape /metrics, {partitions} partitions: {summary(samples)}; broker reactor CPU "
               f"{cpu_ms:.1f} ms per scrape ({load()})")
 
 
@@ -103,9 +108,57 @@ def produce_rate(bootstrap: str, messages: int) -> float:
     return messages / (time.perf_counter() - started)
 
 
+def hook_cost_us(calls: int) -> float:
+    """CPU the metrics add to one produce request: the timed dispatcher and on_append."""
+    import struct
+    import types
+
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    broker = types.SimpleNamespace(replica_manager=types.SimpleNamespace(partitions={}))
+    metrics = BrokerMetrics(broker)
+    frame = struct.pack(">hhi", 0, 8, 1) + bytes(100)
+    answer = b"x" * 60
+
+    def plain(frame: bytes, connection: object = None) -> bytes:
+        return answer
+
+    metered = metrics.metered(plain)
+    on_append = metrics.on_append
+
+    def bare() -> None:
+        for _ in range(calls):
+            plain(frame, None)
+
+    def hooked() -> None:
+        for _ in range(calls):
+            metered(frame, None)
+            on_append("load", 500, 55_000)
+
+    best = {}
+    for name, fn in (("bare", bare), ("hooked", hooked)):
+        times = []
+        for _ in range(5):
+            started = time.process_time()
+            fn()
+            times.append(time.process_time() - started)
+        best[name] = min(times)
+    return (best["hooked"] - best["bare"]) / calls * 1e6
+
+
+def produce_requests(url: str) -> float:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith('kafka_network_requestmetrics_requests_total{request="Produce"}'):
+                return float(line.split()[-1])
+    return 0.0
+
+
 def bench_produce(base: Path, messages: int, rounds: int) -> None:
     rates: dict[bool, list[float]] = {True: [], False: []}
     cpu_us: dict[bool, list[float]] = {True: [], False: []}
+    per_request_us: list[float] = []
+    per_request_messages: list[float] = []
     with LocalCluster(brokers=1, base_dir=base / "on", metrics=True) as on, \
             LocalCluster(brokers=1, base_dir=base / "off", metrics=False) as off:
         for cluster in (on, off):
@@ -115,18 +168,30 @@ def bench_produce(base: Path, messages: int, rounds: int) -> None:
         for _ in range(rounds):
             for metrics, cluster in ((True, on), (False, off)):
                 pid = cluster.brokers[1].pid
-                cpu = cpu_seconds(pid)
+                requests = produce_requests(on.metrics_urls[1]) if metrics else 0.0
+                cpu = main_thread_cpu_seconds(pid)
                 rates[metrics].append(produce_rate(cluster.bootstrap_servers, messages))
-                cpu_us[metrics].append((cpu_seconds(pid) - cpu) / messages * 1e6)
+                spent = main_thread_cpu_seconds(pid) - cpu
+                cpu_us[metrics].append(spent / messages * 1e6)
+                if metrics:
+                    requests = produce_requests(on.metrics_urls[1]) - requests
+                    per_request_us.append(spent / requests * 1e6)
+                    per_request_messages.append(messages / requests)
     with_metrics, without = max(rates[True]), max(rates[False])
     cost = (without - with_metrics) / without * 100
     cpu_on, cpu_off = min(cpu_us[True]), min(cpu_us[False])
     print(f"produce, 100-byte values, acks=1, best of {rounds}: with metrics "
           f"{with_metrics:,.0f} msg/s, without {without:,.0f} msg/s, cost {cost:+.1f} % "
           f"(all runs: on {[f'{r:,.0f}' for r in rates[True]]}, "
-          f"off {[f'{r:,.0f}' for r in rates[False]]}); broker CPU per message "
+          f"off {[f'{r:,.0f}' for r in rates[False]]}); broker reactor CPU per message "
           f"{cpu_on:.2f} us with metrics, {cpu_off:.2f} us without, cost "
           f"{(cpu_on - cpu_off) / cpu_off * 100:+.1f} % ({load()})")
+    hooks = hook_cost_us(200_000)
+    request = statistics.median(per_request_us)
+    print(f"produce-path metrics cost: the hooks take {hooks:.2f} us per produce request; "
+          f"a produce request took the broker's reactor {request:.0f} us "
+          f"({statistics.median(per_request_messages):.0f} messages each, median of "
+          f"{rounds}): {hooks / request * 100:.1f} % ({load()})")
 
 
 def bench_rest(base: Path, partitions: int, requests: int) -> None:
@@ -162,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:
         scrape_partitions, scrapes, messages, rounds, rest_requests = 50, 5, 2_000, 1, 20
     else:
-        scrape_partitions, scrapes, messages, rounds, rest_requests = 1000, 50, 200_000, 3, 500
+        scrape_partitions, scrapes, messages, rounds, rest_requests = 1000, 50, 500_000, 5, 500
     print(f"bench_ops{' (tiny)' if args.tiny else ''}: {load()}")
     with tempfile.TemporaryDirectory(prefix="bench-ops-") as directory:
         base = Path(directory)

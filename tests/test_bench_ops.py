@@ -19,6 +19,7 @@ def test_bench_ops_tiny():
                             capture_output=True, text=True, timeout=600, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    for figure in ("scrape /metrics", "produce, 100-byte values", "REST GET /api/topics/wide"):
+    for figure in ("scrape /metrics", "produce, 100-byte values", "produce-path metrics cost",
+                   "REST GET /api/topics/wide"):
         line = next(line for line in lines if line.startswith(figure))
         assert "load average" in line

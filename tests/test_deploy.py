@@ -23,6 +23,9 @@ from simplekafka.broker.config import BrokerConfig
 from simplekafka.cli import build_parser
 from simplekafka.cli.broker_cmd import build_properties
 
+# docker-compose and kubernetes-validate run as processes.
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 BROKERS = ["broker1", "broker2", "broker3"]
@@ -42,11 +45,13 @@ def compose():
     return yaml.safe_load(result.stdout)
 
 
+@pytest.mark.integration
 def test_compose_has_every_service(compose):
     assert set(compose["services"]) == {"zookeeper", *BROKERS, "console", "prometheus",
                                         "grafana"}
 
 
+@pytest.mark.integration
 def test_compose_commands_are_accepted_by_our_cli(compose):
     parser = build_parser()
     for name in BROKERS:
@@ -58,6 +63,7 @@ def test_compose_commands_are_accepted_by_our_cli(compose):
     assert console.bootstrap_server == ",".join(f"{b}:9092" for b in BROKERS)
 
 
+@pytest.mark.integration
 def test_prometheus_scrapes_every_broker_and_grafana_is_provisioned(compose):
     prometheus = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
     targets = {t for job in prometheus["scrape_configs"]
@@ -83,6 +89,7 @@ def test_dockerfile_copies_what_exists():
     assert 'ENTRYPOINT ["simplekafka"]' in lines
 
 
+@pytest.mark.integration
 def test_a_broken_compose_file_is_refused(tmp_path):
     broken = (DEPLOY / "docker-compose.yml").read_text().replace(
         "    restart: unless-stopped\n", "    restart: unless-stopped\n    replicas: [x\n", 1)
@@ -96,6 +103,7 @@ def kubernetes_validate(*paths: Path) -> subprocess.CompletedProcess:
                           timeout=300, check=False)
 
 
+@pytest.mark.integration
 def test_kubernetes_manifests_validate():
     manifests = sorted((DEPLOY / "k8s").glob("*.yaml"))
     assert [m.name for m in manifests] == ["brokers.yaml", "console.yaml", "zookeeper.yaml"]
@@ -128,6 +136,7 @@ def test_kubernetes_commands_are_accepted_by_our_cli():
     assert build_parser().parse_args(args).port == 8080
 
 
+@pytest.mark.integration
 def test_a_broken_manifest_is_refused(tmp_path):
     broken = (DEPLOY / "k8s/brokers.yaml").read_text().replace("replicas: 3", "replicas: three")
     (tmp_path / "brokers.yaml").write_text(broken)

@@ -2,13 +2,16 @@
 
 The reference solutions pass every exercise; an untouched starter fails at the
 first exercise; each broken variant in MUTATIONS (a mistake a learner makes)
-fails naming the exercise that catches it. Stage 4's checks serve the
-learner's broker and run kcat and confluent-kafka against it, so those tests
-start real processes.
+fails naming the exercise that catches it. The commands run in this process
+(the CLI's ``main``), except where a test is about the real command; stage 4's
+checks serve the learner's broker and run kcat and confluent-kafka against it,
+so those tests start real processes and are marked integration.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -18,6 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
+from simplekafka.cli import main
 from simplekafka.learn.catalog import STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +29,24 @@ SOLUTIONS = ROOT / "simplekafka" / "learn" / "solutions"
 REAL_PROCESS_STAGES = {4}  # its checks serve the learner's broker to kcat and confluent-kafka
 
 
-def learn(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "simplekafka", "learn", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
+def learn(*args: str, cwd: Path, as_process: bool = False) -> subprocess.CompletedProcess:
+    """``simplekafka learn ARGS`` in ``cwd``: in this process, or as the real command."""
+    if as_process:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        return subprocess.run([sys.executable, "-m", "simplekafka", "learn", *args], cwd=cwd,
+                              env=env, capture_output=True, text=True, timeout=600, check=False)
+    out, err = io.StringIO(), io.StringIO()
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(["learn", *args])
+            except SystemExit as exc:  # argparse's own exit on a bad argument
+                status = int(exc.code or 0)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["learn", *args], status, out.getvalue(), err.getvalue())
 
 
 def stage_param(number: int):
@@ -54,7 +72,6 @@ def headline(stage: int, exercise: int) -> str:
     return f"FAILED stage {stage} exercise {exercise} ({found.title})"
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("stage", [stage_param(n) for n in STAGES])
 def test_an_untouched_starter_fails_at_the_first_exercise(stage, tmp_path):
     result = learn("start", str(stage), cwd=tmp_path)
@@ -68,7 +85,6 @@ def test_an_untouched_starter_fails_at_the_first_exercise(stage, tmp_path):
     assert "Traceback" not in result.stdout + result.stderr
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("stage", [stage_param(n) for n in STAGES])
 def test_the_starter_filled_with_the_reference_passes_every_exercise(stage, tmp_path):
     directory = fill_with_reference(tmp_path, stage)
@@ -95,16 +111,15 @@ def test_the_starter_keeps_signatures_docstrings_and_the_given_parts():
 
 @pytest.mark.integration
 def test_start_never_overwrites_the_learners_file(tmp_path):
-    learn("start", "1", cwd=tmp_path)
+    learn("start", "1", cwd=tmp_path, as_process=True)
     mine = tmp_path / "my-simplekafka" / "stage1_protocol.py"
     mine.write_text("# my own work\n")
-    result = learn("start", "1", cwd=tmp_path)
+    result = learn("start", "1", cwd=tmp_path, as_process=True)
     assert result.returncode == 0
     assert "left as it is" in result.stdout
     assert mine.read_text() == "# my own work\n"
 
 
-@pytest.mark.integration
 def test_check_one_exercise_and_progress_in_list(tmp_path):
     directory = fill_with_reference(tmp_path, 7, "    return min(ends)\n",
                                     "    return leader_end_offset\n")
@@ -123,13 +138,12 @@ def test_check_one_exercise_and_progress_in_list(tmp_path):
     (["start", "one"], "invalid int value"),
 ])
 def test_bad_arguments_get_one_line(args, message, tmp_path):
-    result = learn(*args, cwd=tmp_path)
+    result = learn(*args, cwd=tmp_path, as_process=True)
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-@pytest.mark.integration
 def test_a_module_that_does_not_import_is_reported_not_raised(tmp_path):
     learn("start", "3", cwd=tmp_path)
     (tmp_path / "my-simplekafka" / "stage3_storage.py").write_text("def broken(:\n")
@@ -208,7 +222,6 @@ def mutation_param(name: str):
     return pytest.param(name, marks=marks, id=name)
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])
 def test_each_mutation_fails_naming_its_exercise(name, tmp_path):
     mutation = MUTATIONS[name]
@@ -227,7 +240,6 @@ def test_every_stage_has_mutations_for_each_exercise():
     assert wanted <= caught, sorted(wanted - caught)
 
 
-@pytest.mark.integration
 def test_the_byte_diff_puts_a_caret_under_the_first_wrong_byte_and_names_the_field(tmp_path):
     mutation = MUTATIONS["crc-over-the-wrong-range"]
     directory = fill_with_reference(tmp_path, 1, mutation.old, mutation.new)

@@ -14,6 +14,11 @@ if ! command -v kcat >/dev/null 2>&1; then
   as_root apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq kcat >/dev/null
 fi
+if ! command -v dot >/dev/null 2>&1; then
+  echo "bootstrap: installing graphviz (Debian package; the docs site's diagrams)" >&2
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq graphviz >/dev/null
+fi
 if ! command -v java >/dev/null 2>&1; then
   echo "bootstrap: installing a Java runtime for ZooKeeper" >&2
   as_root apt-get update -qq >/dev/null

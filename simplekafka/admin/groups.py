@@ -12,19 +12,23 @@ an active member would overwrite the reset with its next commit.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
-from simplekafka.client.client import Deadline, KafkaClient, wait_for
+from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, error_for
 from simplekafka.client.group_protocol import decode_assignment, find_coordinator
-from simplekafka.protocol.api import ApiKey
+from simplekafka.client.offsets import (
+    committed_offsets,
+    list_offsets,
+    offset_fetch_request,
+)
+from simplekafka.client.offsets import list_offset_ranges as list_offset_ranges  # re-exported
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import TopicPartition
 
-EARLIEST = -2
-LATEST = -1
+EARLIEST = EARLIEST_TIMESTAMP
+LATEST = LATEST_TIMESTAMP
 
 
 @dataclass(frozen=True)
@@ -120,93 +124,10 @@ def fetch_offsets(client: KafkaClient, coordinator: int, group_id: str,
                   partitions: Iterable[TopicPartition] | None,
                   timeout_ms: int) -> dict[TopicPartition, int]:
     """Committed offsets (all the group has, if ``partitions`` is None)."""
-    topics = None
-    if partitions is not None:
-        wanted: dict[str, list[int]] = {}
-        for tp in partitions:
-            wanted.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": p} for t, p in wanted.items()]
     answer = client.request(coordinator, ApiKey.OFFSET_FETCH,
-                            {"group_id": group_id, "topics": topics}, timeout_ms=timeout_ms)
-    if getattr(answer, "error_code", 0):
-        raise error_for(answer.error_code, f"fetching the offsets of {group_id!r}")
-    return {TopicPartition(t.name, p.partition_index): p.committed_offset
-            for t in answer.topics for p in t.partitions if p.committed_offset >= 0}
-
-
-def list_offsets(client: KafkaClient, wanted: dict[TopicPartition, int],
-                 timeout_ms: int) -> dict[TopicPartition, int]:
-    """Offsets by timestamp (EARLIEST, LATEST) from each partition's leader.
-
-    The requests to different leaders are in flight together.
-    """
-    result: dict[TopicPartition, int] = {}
-
-    def attempt(deadline: Deadline) -> dict[TopicPartition, int]:
-        per_leader: dict[int, list[TopicPartition]] = {}
-        for tp in wanted:
-            if tp not in result:
-                leader = client.leader_for(tp.topic, tp.partition,
-                                           max(1, int(deadline.remaining() * 1000)))
-                per_leader.setdefault(leader, []).append(tp)
-        sent = [_send_list_offsets(client, leader, {tp: wanted[tp] for tp in tps}, deadline)
-                for leader, tps in per_leader.items()]
-        for future in sent:
-            _read_list_offsets(wait_for(future, deadline.remaining() + 1.0), result)
-        return result
-
-    return client.call_with_retries(attempt, timeout_ms)
-
-
-def list_offset_ranges(client: KafkaClient, partitions: Iterable[TopicPartition],
-                       timeout_ms: int) -> tuple[dict[TopicPartition, int],
-                                                 dict[TopicPartition, int]]:
-    """(earliest, latest) offsets of ``partitions``: both asked of every leader at once.
-
-    One round trip instead of two (a ListOffsets request may name a partition
-    only once, so the two ends are two requests, sent together).
-    """
-    earliest: dict[TopicPartition, int] = {}
-    latest: dict[TopicPartition, int] = {}
-    wanted = list(partitions)
-
-    def attempt(deadline: Deadline) -> tuple[dict, dict]:
-        per_leader: dict[int, list[TopicPartition]] = {}
-        for tp in wanted:
-            if tp not in earliest or tp not in latest:
-                leader = client.leader_for(tp.topic, tp.partition,
-                                           max(1, int(deadline.remaining() * 1000)))
-                per_leader.setdefault(leader, []).append(tp)
-        sent = [(into, _send_list_offsets(client, leader, dict.fromkeys(tps, timestamp),
-                                          deadline))
-                for leader, tps in per_leader.items()
-                for into, timestamp in ((earliest, EARLIEST), (latest, LATEST))]
-        for into, future in sent:
-            _read_list_offsets(wait_for(future, deadline.remaining() + 1.0), into)
-        return earliest, latest
-
-    return client.call_with_retries(attempt, timeout_ms)
-
-
-def _send_list_offsets(client: KafkaClient, leader: int, wanted: dict[TopicPartition, int],
-                       deadline: Deadline) -> Future:
-    topics: dict[str, list[dict]] = {}
-    for tp, timestamp in wanted.items():
-        topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "current_leader_epoch": -1,
-             "timestamp": timestamp})
-    return client.send(leader, ApiKey.LIST_OFFSETS, {
-        "replica_id": -1, "isolation_level": 0,
-        "topics": [{"name": t, "partitions": p} for t, p in topics.items()]},
-        timeout_ms=max(1, int(deadline.remaining() * 1000)))
-
-
-def _read_list_offsets(answer: Any, into: dict[TopicPartition, int]) -> None:
-    for topic in answer.topics:
-        for part in topic.partitions:
-            if part.error_code:
-                raise error_for(part.error_code, f"{topic.name}-{part.partition_index}")
-            into[TopicPartition(topic.name, part.partition_index)] = part.offset
+                            offset_fetch_request(group_id, partitions), timeout_ms=timeout_ms)
+    return {tp: committed.offset
+            for tp, committed in committed_offsets(answer, group_id).items() if committed}
 
 
 def delete_groups(client: KafkaClient, group_ids: Iterable[str], timeout_ms: int) -> None:

@@ -7,11 +7,11 @@ A leader keeps the ISR honest on its own, as ZooKeeper-mode Kafka did from
   ``replica.lag.time.max.ms`` leaves the ISR (it holds back the high watermark,
   and so every acks=all produce);
 * a follower joins when its log end offset is at least the high watermark and
-  at least the offset where the leader's current epoch began (rule 5: before
+  at least the offset where the leader's current epoch began (replication rule 5: before
   that it may still hold records of an older leader that this leader truncated);
 * either change is written to the partition's state znode first, conditional on
   the znode version the leader knows (its partition epoch), and only used once
-  ZooKeeper accepted it (rule 2). A refused write means the controller changed
+  ZooKeeper accepted it (replication rule 2). A refused write means the controller changed
   the partition meanwhile: the leader keeps its old ISR and waits for the
   controller's LeaderAndIsr. A notification under ``/isr_change_notification``
   tells the controller to send UpdateMetadata.
@@ -66,7 +66,7 @@ def high_watermark(isr: Iterable[int], leader_id: int, leader_end_offset: int,
 
 def may_join_isr(follower_end_offset: int, high_watermark: int,
                  leader_epoch_start_offset: int) -> bool:
-    """Rule 5: LEO >= HW and >= the start offset of the leader's current epoch."""
+    """Replication rule 5: LEO >= HW and >= the start offset of the leader's current epoch."""
     return (follower_end_offset >= high_watermark
             and follower_end_offset >= leader_epoch_start_offset)
 

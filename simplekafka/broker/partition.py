@@ -329,7 +329,7 @@ class Partition:
         return self.log_end_offset
 
     def isr_to_expand(self, replica_id: int) -> list[int] | None:
-        """The ISR with ``replica_id`` added, if it may join now (rule 5), else None."""
+        """The ISR with ``replica_id`` added, if it may join now (replication rule 5), else None."""
         if (not self.is_leader or self.isr_change_pending or replica_id in self.isr
                 or replica_id not in self.replicas):
             return None
@@ -351,7 +351,7 @@ class Partition:
         return [r for r in self.isr if r not in lagging]
 
     def apply_isr(self, isr: list[int], partition_epoch: int) -> None:
-        """Use an ISR that ZooKeeper now holds (written at ``partition_epoch``); rule 2."""
+        """Use an ISR that ZooKeeper now holds (at ``partition_epoch``); replication rule 2."""
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
         self.isr_change_pending = False

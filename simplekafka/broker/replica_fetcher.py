@@ -1,6 +1,6 @@
 """Followers copy their leaders' logs: one replica fetcher per leader broker, on the reactor.
 
-A follower partition first truncates by leader epoch (KIP-101, rule 4): it asks
+A follower partition first truncates by leader epoch (KIP-101, replication rule 4): it asks
 the leader, with OffsetForLeaderEpoch, where its own latest epoch ended in the
 leader's log, and cuts its log there (if the leader answers an earlier epoch,
 it cuts to its own end of that epoch and asks again). It never truncates to its
@@ -286,7 +286,7 @@ class ReplicaFetcher:
 
 def truncate_by_epoch(partition: Partition, asked_epoch: int, leader_epoch: int,
                       leader_end_offset: int) -> None:
-    """Apply one OffsetForLeaderEpoch answer to a follower (rule 4; see the module docstring).
+    """Apply one OffsetForLeaderEpoch answer to a follower (replication rule 4).
 
     * the leader knows our epoch: keep min(its end of that epoch, our LEO);
     * it answers an earlier epoch: cut to min(its end, our own end of that epoch),

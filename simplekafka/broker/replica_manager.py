@@ -318,7 +318,7 @@ class ReplicaManager:
     # -- ISR maintenance (leader side) --------------------------------------------------
 
     def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None:
-        """After a follower's fetch: write it into the ISR if it may join (rule 5)."""
+        """After a follower's fetch: write it into the ISR if it may join (replication rule 5)."""
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
             self._change_isr(partition, new_isr, "expand")
@@ -331,7 +331,7 @@ class ReplicaManager:
                 self._change_isr(partition, new_isr, "shrink")
 
     def _change_isr(self, partition: Partition, new_isr: list[int], why: str) -> None:
-        """Write ``new_isr`` to ZooKeeper; use it only once written (rule 2)."""
+        """Write ``new_isr`` to ZooKeeper; use it only once written (replication rule 2)."""
         if self.isr_writer is None:
             return
         partition.isr_change_pending = True

@@ -35,6 +35,52 @@ class CliError(Exception):
     """A user mistake on the command line: printed as one line, exit code 2."""
 
 
+def int_at_least(minimum: int, text: str) -> int:
+    """An argparse ``type``: a whole number of at least ``minimum``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return int_at_least(1, text)
+
+
+def non_negative_int(text: str) -> int:
+    return int_at_least(0, text)
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+def key_value(pair: str, option: str) -> tuple[str, str]:
+    """``KEY=VALUE`` from a repeatable option (``--set``, ``--config``, ``--header``).
+
+    The key is stripped and may not be empty; the value is kept as given.
+    """
+    key, sep, value = pair.partition("=")
+    if not sep or not key.strip():
+        raise CliError(f"{option} expects KEY=VALUE, got {pair!r}")
+    return key.strip(), value
+
+
+def key_values(pairs: Sequence[str], option: str) -> dict[str, str]:
+    """Every ``KEY=VALUE`` of a repeated option, later ones winning."""
+    return dict(key_value(pair, option) for pair in pairs)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr rather than a usage dump."""
 

@@ -12,7 +12,7 @@ import argparse
 import logging
 import sys
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, key_values
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,11 +51,7 @@ def build_properties(args: argparse.Namespace) -> dict[str, str]:
         properties["zookeeper.connect"] = args.zookeeper
     if args.rack:
         properties["broker.rack"] = args.rack
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"--set expects key=value, got {item!r}")
-        properties[key.strip()] = value.strip()
+    properties.update(key_values(args.set, "--set"))
     return properties
 
 

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, positive_int
 from simplekafka.client.client import parse_bootstrap_servers
 from simplekafka.client.errors import KafkaError
 
@@ -41,26 +41,6 @@ def bootstrap(args: argparse.Namespace) -> str:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     return args.bootstrap_server
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
 
 
 def kafka_errors_are_one_line(command: str) -> Callable:

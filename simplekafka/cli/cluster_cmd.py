@@ -20,10 +20,11 @@ import threading
 import time
 from pathlib import Path
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, key_values, port_number, positive_int
 from simplekafka.cluster import ClusterError, LocalCluster, probe_broker
 from simplekafka.cluster.local import LOOPBACK, tail
 from simplekafka.console.process import ConsoleProcess
+from simplekafka.coordination.processes import pid_alive
 
 STATE_FILE = "cluster.json"
 SUPERVISOR_LOG = "cluster.log"
@@ -40,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions.required = True
 
     up = actions.add_parser("up", help="start ZooKeeper and N brokers in the background")
-    up.add_argument("--brokers", type=_positive_int, default=1, help="how many brokers (1)")
+    up.add_argument("--brokers", type=positive_int, default=1, help="how many brokers (1)")
     _add_dir(up)
     up.add_argument("--zookeeper", default=None,
                     help="use this ZooKeeper (host:port[/chroot]) instead of an embedded one")
@@ -50,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="a Kafka-style broker setting for every broker (repeatable)")
     up.add_argument("--console", action="store_true",
                     help="also start the console (REST API and web page) for the cluster")
-    up.add_argument("--console-port", type=_port, default=8080,
+    up.add_argument("--console-port", type=port_number, default=8080,
                     help="port of the console on 127.0.0.1 (8080; 0 picks a free one)")
     up.add_argument("--foreground", action="store_true",
                     help="run the cluster in this process until SIGTERM or Ctrl-C")
@@ -70,36 +71,6 @@ def _add_dir(parser: argparse.ArgumentParser) -> None:
                         help="where data, logs and cluster.json live (./simplekafka-cluster)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
-    return value
-
-
-def _parse_settings(settings: list[str]) -> dict[str, str]:
-    config = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise CliError(f"--set expects KEY=VALUE, got {item!r}")
-        config[key.strip()] = value.strip()
-    return config
-
-
 def read_state(directory: Path) -> dict | None:
     """The recorded cluster.json of ``directory``, or None if there is none."""
     try:
@@ -108,23 +79,6 @@ def read_state(directory: Path) -> dict | None:
         return None
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot read {directory / STATE_FILE}: {exc}") from None
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours still "exists"; treat it as gone.
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return status != "Z"
 
 
 def _write_state(directory: Path, state: dict) -> None:
@@ -156,7 +110,7 @@ def _state_of(cluster: LocalCluster, status: str, console: ConsoleProcess | None
 
 
 def cluster_up(args: argparse.Namespace) -> int:
-    config = _parse_settings(args.settings)
+    config = key_values(args.settings, "--set")
     if args.rack is not None and len(args.rack) != args.brokers:
         raise CliError(f"gave {len(args.rack)} --rack for {args.brokers} brokers")
     directory = args.dir.resolve()

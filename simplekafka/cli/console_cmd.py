@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, port_number
 
 DEFAULT_PORT = 8080
 
@@ -21,19 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="brokers to bootstrap from")
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help=f"port to listen on, 0 for any free one (default {DEFAULT_PORT})")
     parser.set_defaults(func=console)
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
-    return value
 
 
 def console(args: argparse.Namespace) -> int:

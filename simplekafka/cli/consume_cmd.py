@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, non_negative_int, positive_int
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
     bootstrap,
     kafka_errors_are_one_line,
-    non_negative_int,
-    positive_int,
 )
 from simplekafka.consumer import Consumer
 from simplekafka.protocol.structs import TopicPartition

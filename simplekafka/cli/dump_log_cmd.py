@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from simplekafka.cli import CliError
-from simplekafka.protocol.batch_header import HEADER_SIZE, batch_size_at, validate_batch
+from simplekafka.protocol.batch_header import HEADER_SIZE, batch_spans, validate_batch
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.records import parse_batch
 from simplekafka.storage.index import read_index_entries
@@ -101,16 +101,13 @@ def _dump_log(path: Path, base_offset: int, records: bool) -> bool:
     data = path.read_bytes()
     print(f"Dumping {path} ({len(data)} bytes, base offset {base_offset})")
     position, expected, batches = 0, base_offset, 0
-    while position < len(data):
-        size = batch_size_at(data, position)
+    for position, size in batch_spans(data):
         try:
-            if size is None or size < HEADER_SIZE:
+            if size < HEADER_SIZE:
                 raise ProtocolError(f"{len(data) - position} bytes that are not a batch")
             header = validate_batch(data, position)
         except ProtocolError as exc:
-            print(f"  position {position}: DAMAGED: {exc}; recovery would cut "
-                  f"{len(data) - position} bytes here")
-            return False
+            return _damaged(data, position, exc)
         gap = "" if header.base_offset == expected else f"  (EXPECTED offset {expected})"
         print(f"  position {position}: offsets {header.base_offset}..{header.last_offset} "
               f"({header.records_count} records), {header.size} bytes, "
@@ -124,8 +121,17 @@ def _dump_log(path: Path, base_offset: int, records: bool) -> bool:
         expected = header.next_offset
         position += header.size
         batches += 1
+    if position < len(data):
+        return _damaged(data, position,
+                        ProtocolError(f"{len(data) - position} bytes that are not a batch"))
     print(f"  {batches} batches, offsets {base_offset}..{expected - 1}, all valid")
     return True
+
+
+def _damaged(data: bytes, position: int, exc: ProtocolError) -> bool:
+    print(f"  position {position}: DAMAGED: {exc}; recovery would cut "
+          f"{len(data) - position} bytes here")
+    return False
 
 
 def _print_records(data: bytes, position: int) -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 
 from simplekafka.admin import Admin
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, non_negative_int
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
     bootstrap,
     kafka_errors_are_one_line,
-    non_negative_int,
 )
 
 

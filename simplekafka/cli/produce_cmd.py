@@ -11,12 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, key_value, non_negative_int
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
     bootstrap,
     kafka_errors_are_one_line,
-    non_negative_int,
 )
 from simplekafka.client.errors import KafkaError
 from simplekafka.producer import Producer
@@ -43,9 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _header(pair: str) -> tuple[str, bytes]:
-    key, sep, value = pair.partition("=")
-    if not sep or not key:
-        raise CliError(f"--header wants KEY=VALUE, got {pair!r}")
+    key, value = key_value(pair, "--header")
     return key, value.encode()
 
 

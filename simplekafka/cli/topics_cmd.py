@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from simplekafka.admin import Admin
-from simplekafka.cli import CliError
+from simplekafka.cli import key_values, positive_int
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
     bootstrap,
     kafka_errors_are_one_line,
-    positive_int,
 )
 
 
@@ -59,21 +58,11 @@ def _admin(args: argparse.Namespace) -> Admin:
     return Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms)
 
 
-def _configs(pairs: list[str]) -> dict[str, str]:
-    configs = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CliError(f"--config wants KEY=VALUE, got {pair!r}")
-        configs[key] = value
-    return configs
-
-
 @kafka_errors_are_one_line("topics create")
 def topics_create(args: argparse.Namespace) -> int:
     from simplekafka.client.errors import TopicAlreadyExistsError
 
-    configs = _configs(args.config)
+    configs = key_values(args.config, "--config")
     with _admin(args) as admin:
         try:
             admin.create_topic(

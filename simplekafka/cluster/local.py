@@ -28,9 +28,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from simplekafka.coordination.processes import LOOPBACK, free_port, wait_until
 from simplekafka.coordination.session_file import SESSION_FILE_ENV
 
-LOOPBACK = "127.0.0.1"
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
 _PROBE_CLIENT_ID = "simplekafka-localcluster"
@@ -38,13 +38,6 @@ _PROBE_CLIENT_ID = "simplekafka-localcluster"
 
 class ClusterError(RuntimeError):
     """A broker or ZooKeeper did not start, serve or stop as asked; says which and why."""
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """A port nobody listens on right now (the OS picks it; we release it at once)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def tail(path: Path, lines: int = 40) -> str:
@@ -410,14 +403,7 @@ class LocalCluster:
     def wait_for(self, condition: Callable[[], Any], what: str, timeout: float = 60.0,
                  interval: float = 0.1) -> Any:
         """Poll ``condition`` until it returns something true, else raise ClusterError."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = condition()
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise ClusterError(f"timed out after {timeout:g} s waiting for {what}")
-            time.sleep(interval)
+        return wait_until(condition, what, timeout, interval, error=ClusterError)
 
     def wait_for_znode_gone(self, broker_id: int, timeout: float = 60.0) -> None:
         """Wait until ``/brokers/ids/<id>`` has vanished (the session expired or was closed)."""

@@ -22,15 +22,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from simplekafka.client.client import Deadline, KafkaClient, wait_for
+from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import (
     ClientClosedError,
     KafkaError,
     OffsetOutOfRangeError,
     SerializationError,
     UnknownTopicOrPartitionError,
-    error_for,
 )
+from simplekafka.client.offsets import list_offsets
 from simplekafka.consumer.assignors import assignor_for
 from simplekafka.consumer.fetcher import ConsumerRecord, Fetcher, PartitionState
 from simplekafka.consumer.group import (
@@ -38,15 +38,15 @@ from simplekafka.consumer.group import (
     GroupMember,
     topics_matching,
 )
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 Deserializer = Callable[[bytes | None], Any]
 RebalanceCallback = Callable[[list[TopicPartition]], Any]
 log = logging.getLogger(__name__)
 
-EARLIEST = -2
-LATEST = -1
+EARLIEST = EARLIEST_TIMESTAMP
+LATEST = LATEST_TIMESTAMP
 _RESET_POLICIES = {"earliest": EARLIEST, "smallest": EARLIEST, "latest": LATEST,
                    "largest": LATEST, "none": None}
 
@@ -290,48 +290,8 @@ class Consumer:
         return self.client.partitions_for(topic, self.request_timeout_ms)
 
     def _list_offsets(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """ListOffsets to each leader, with retries on leader changes."""
-        result: dict[TopicPartition, int] = {}
-
-        def attempt(deadline: Deadline) -> dict[TopicPartition, int]:
-            remaining = {tp: ts for tp, ts in wanted.items() if tp not in result}
-            per_node: dict[int, list[TopicPartition]] = {}
-            for tp in remaining:
-                leader = self.client.leader_for(
-                    tp.topic, tp.partition, max(1, int(deadline.remaining() * 1000))
-                )
-                per_node.setdefault(leader, []).append(tp)
-            futures = []
-            for node_id, tps in per_node.items():
-                topics: dict[str, list[dict[str, int]]] = {}
-                for tp in tps:
-                    topics.setdefault(tp.topic, []).append(
-                        {"partition_index": tp.partition, "current_leader_epoch": -1,
-                         "timestamp": remaining[tp]}
-                    )
-                body = {
-                    "replica_id": -1,
-                    "isolation_level": self._fetcher.isolation_level,
-                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
-                }
-                futures.append(self.client.send(node_id, ApiKey.LIST_OFFSETS, body))
-            first_error: KafkaError | None = None
-            for future in futures:
-                answer = wait_for(future, deadline.remaining(self.request_timeout_ms / 1000) + 1)
-                for topic in answer.topics:
-                    for part in topic.partitions:
-                        tp = TopicPartition(topic.name, part.partition_index)
-                        if part.error_code:
-                            first_error = first_error or error_for(
-                                part.error_code, f"listing offsets of {tp}"
-                            )
-                        else:
-                            result[tp] = part.offset
-            if first_error is not None:
-                raise first_error
-            return result
-
-        return self.client.call_with_retries(attempt, self.request_timeout_ms)
+        return list_offsets(self.client, wanted, self.request_timeout_ms,
+                            self._fetcher.isolation_level)
 
     def _reset_positions(self) -> None:
         """Give every partition without a position one, by ``auto_offset_reset``."""

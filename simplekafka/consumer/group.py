@@ -31,6 +31,7 @@ from simplekafka.client.group_protocol import (
     encode_subscription,
     find_coordinator,
 )
+from simplekafka.client.offsets import committed_offsets, offset_fetch_request
 from simplekafka.consumer.assignors import assignor_for
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -346,34 +347,19 @@ class GroupMember:
     def fetch_committed(self, partitions: Iterable[TopicPartition],
                         timeout_ms: int) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (None where nothing is committed)."""
-        wanted: dict[str, list[int]] = {}
-        for tp in partitions:
-            wanted.setdefault(tp.topic, []).append(tp.partition)
-        if not wanted:
+        partitions = list(partitions)
+        if not partitions:
             return {}
-        body = {"group_id": self.group_id, "require_stable": False,
-                "topics": [{"name": t, "partition_indexes": p} for t, p in wanted.items()]}
+        body = offset_fetch_request(self.group_id, partitions)
 
         def attempt(deadline: Deadline) -> dict[TopicPartition, OffsetAndMetadata | None]:
             answer = self.send_to_coordinator(ApiKey.OFFSET_FETCH, body, deadline)
-            top = getattr(answer, "error_code", 0)
-            if top:
-                if top in COORDINATOR_ERRORS:
+            try:
+                return committed_offsets(answer, self.group_id)
+            except KafkaError as exc:
+                if exc.error_code in COORDINATOR_ERRORS:
                     self.coordinator_dead()
-                raise error_for(top, f"fetching offsets of {self.group_id!r}")
-            found: dict[TopicPartition, OffsetAndMetadata | None] = {}
-            for topic in answer.topics:
-                for part in topic.partitions:
-                    if part.error_code:
-                        if part.error_code in COORDINATOR_ERRORS:
-                            self.coordinator_dead()
-                        raise error_for(part.error_code, f"fetching offsets of {topic.name}")
-                    tp = TopicPartition(topic.name, part.partition_index)
-                    epoch = getattr(part, "committed_leader_epoch", -1)
-                    found[tp] = (OffsetAndMetadata(part.committed_offset, part.metadata or "",
-                                                   epoch)
-                                 if part.committed_offset >= 0 else None)
-            return found
+                raise
 
         return self.client.call_with_retries(attempt, timeout_ms)
 

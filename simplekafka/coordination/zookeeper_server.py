@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from simplekafka.coordination.processes import free_port, pid_alive
+
 __all__ = [
     "EmbeddedZooKeeper",
     "ZooKeeperLaunchError",
@@ -139,12 +141,6 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 2.0) -> str:
     """Send a ZooKeeper four-letter command (ruok, srvr, mntr, ...) and return the answer.
 
@@ -156,21 +152,6 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
         while chunk := sock.recv(65536):
             chunks.append(chunk)
     return b"".join(chunks).decode("utf-8", "replace")
-
-
-def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists (and is not a zombie we could reap)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # our own child that already exited: reap it so it does not count as alive
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
 
 
 def is_zookeeper_process(pid: int) -> bool:
@@ -293,7 +274,7 @@ class EmbeddedZooKeeper:
                 f"{self.data_dir}; stop it first (simplekafka zk stop --data-dir {self.data_dir})"
             )
         if self.port == 0:
-            self.port = _free_port(self.host)
+            self.port = free_port(self.host)
         elif not port_is_free(self.port, self.host):
             raise ZooKeeperLaunchError(
                 f"port {self.port} on {self.host} is already in use (another ZooKeeper?); "

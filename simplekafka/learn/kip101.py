@@ -108,7 +108,8 @@ class Model:
         self._advance_hw()
 
     def crash(self, *replicas: int) -> None:
-        self.steps.step(f"{' and '.join(self.name(r) for r in replicas)} crash(es)")
+        names = " and ".join(self.name(r) for r in replicas)
+        self.steps.step(f"{names} {'crash' if len(replicas) > 1 else 'crashes'}")
 
     def elect(self, replica: int) -> None:
         self.epoch += 1

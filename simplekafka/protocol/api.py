@@ -48,6 +48,12 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
 
 
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets' timestamp for "the log start offset"."""
+LATEST_TIMESTAMP = -1
+"""ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
+
+
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 11),
@@ -77,7 +83,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.ELECT_LEADERS: (0, 1),
 }
-"""(min, max) version per API: the advertise column of DESIGN.md."""
+"""(min, max) version per API that the broker implements (inter-broker APIs included)."""
 
 INTER_BROKER_KEYS: frozenset[ApiKey] = frozenset(
     {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA}

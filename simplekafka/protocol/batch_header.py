@@ -16,6 +16,7 @@ recordsCount int32, 61 records.
 from __future__ import annotations
 
 import struct
+from itertools import accumulate
 from typing import NamedTuple
 
 import crc32c as _crc32c
@@ -182,23 +183,71 @@ def _reject(header: BatchHeader, pos: int, available: int) -> None:
     )
 
 
+def batch_spans(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[tuple[int, int]]:
+    """(position, size) of each batch back to back from ``pos``, by batchLength alone.
+
+    The one walk over whole batches: every other (validation, parsing, the
+    dissector, the log, fetch trimming) is built on it. The last span may run
+    past the end of ``buf`` (a partial batch) or be shorter than a header
+    (damage): the walk stops there and the caller decides what that means.
+    Fewer than 12 trailing bytes give no span.
+    """
+    spans: list[tuple[int, int]] = []
+    append = spans.append
+    end = len(buf)
+    unpack = _INT32.unpack_from
+    while end - pos >= LOG_OVERHEAD:
+        size = unpack(buf, pos + 8)[0] + LOG_OVERHEAD
+        append((pos, size))
+        if size < HEADER_SIZE or pos + size > end:
+            break
+        pos += size
+    return spans
+
+
+def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
+    """(position, size) of each complete batch in ``buf``; a partial trailing batch is left out."""
+    end = len(buf)
+    return [(pos, size) for pos, size in batch_spans(buf)
+            if size >= HEADER_SIZE and pos + size <= end]
+
+
+def whole_batches_length(buf: bytes | bytearray | memoryview) -> int:
+    """How many leading bytes of ``buf`` are whole batches (a fetch may end mid-batch)."""
+    spans = iter_batch_positions(buf)
+    return spans[-1][0] + spans[-1][1] if spans else 0
+
+
 def validate_batches(
     buf: bytes | bytearray | memoryview, check_crc: bool = True, check_client_rules: bool = False
 ) -> list[BatchHeader]:
     """Validate a records field holding one or more whole batches, back to back.
 
     With ``check_client_rules`` each batch must also pass check_client_batch.
+    A partial batch or trailing bytes are an error here, never skipped. This
+    walk steps by the header it has just validated (the batchLength that
+    :func:`batch_spans` reads), so validation reads each header once.
     """
-    headers = []
+    headers: list[BatchHeader] = []
+    append = headers.append
     pos = 0
     end = len(buf)
     while pos < end:
         header = validate_batch(buf, pos, check_crc)
         if check_client_rules:
             check_client_batch(header, pos)
-        headers.append(header)
+        append(header)
         pos += header[1] + LOG_OVERHEAD
     return headers
+
+
+def validated_spans(
+    buf: bytes | bytearray | memoryview, check_crc: bool = True
+) -> list[tuple[int, BatchHeader]]:
+    """(position, header) of each batch, all validated as by validate_batches."""
+    headers = validate_batches(buf, check_crc)
+    positions = accumulate((header[1] + LOG_OVERHEAD for header in headers), initial=0)
+    return list(zip(positions, headers))
 
 
 def check_client_batch(header: BatchHeader, pos: int = 0) -> None:
@@ -247,19 +296,6 @@ def validate_client_batches(
 ) -> list[BatchHeader]:
     """validate_batches plus check_client_batch on each: what a leader runs on a Produce."""
     return validate_batches(buf, check_crc, check_client_rules=True)
-
-
-def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
-    """(position, size) of each complete batch in ``buf``; a partial trailing batch is left out."""
-    spans = []
-    pos = 0
-    end = len(buf)
-    while True:
-        size = batch_size_at(buf, pos)
-        if size is None or size < HEADER_SIZE or pos + size > end:
-            return spans
-        spans.append((pos, size))
-        pos += size
 
 
 def patch_base_offset(buf: bytearray | memoryview, base_offset: int, pos: int = 0) -> None:

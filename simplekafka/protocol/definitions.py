@@ -9,7 +9,8 @@ the two side by side; field names are Kafka's, in snake_case. ``Message.schema
 version, with compact strings, compact arrays and tagged fields in the
 flexible versions.
 
-Only the version ranges SimpleKafka needs are declared (see DESIGN.md); the
+Only the version ranges SimpleKafka needs are declared (``SUPPORTED_VERSIONS``
+in :mod:`simplekafka.protocol.api` says what the broker implements); the
 inter-broker LeaderAndIsr, StopReplica and UpdateMetadata are included for the
 controller.
 """

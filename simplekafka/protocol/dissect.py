@@ -22,12 +22,12 @@ import bitstring
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.api import ApiKey, known_versions, request_schema, response_schema
-from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, crc32c
+from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, batch_spans, crc32c
 from simplekafka.protocol.compression import Compression, decompress
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import DEFAULT_MAX_LENGTH
 from simplekafka.protocol.messages import request_header_version, response_header_version
-from simplekafka.protocol.schema import Array, Records, Schema, StructType
+from simplekafka.protocol.schema import Array, FieldType, Records, Schema, SchemaVisitor
 
 Buffer = bytes | bytearray | memoryview
 
@@ -44,6 +44,13 @@ class Node:
     children: list[Node] = field(default_factory=list)
     note: str = ""
     space: str = ""  # "" for the frame's own bytes, "decompressed" inside a compressed batch
+
+    def child(self, name: str) -> Node:
+        """The direct child called ``name`` (one the walker itself just made)."""
+        found = next((c for c in self.children if c.name == name), None)
+        if found is None:
+            raise KeyError(f"{self.name} has no field {name!r}")
+        return found
 
     def find(self, dotted: str) -> Node | None:
         """The descendant at a dotted path such as ``"topics.0.name"``."""
@@ -91,53 +98,9 @@ class _Walker:
         return value, end
 
     def struct(self, parent: Node, schema: Schema, pos: int) -> int:
-        for f in schema.fields:
-            pos = self.field(parent, f.name, f.type, pos)
-        if schema.flexible:
-            _, pos = self.leaf(parent, "tagged_fields", "tagged_fields", p.read_tagged_fields, pos)
-        return pos
-
-    def array_count(self, field_type: Array, pos: int) -> tuple[int, int]:
-        """The count alone: unlike the codec, walk on and fail where the data really ends."""
-        if field_type.compact:
-            return p.read_compact_length(self.data, pos, field_type.nullable, "array")
-        count, body = p.read_int32(self.data, pos)
-        if count < -1 or (count == -1 and not field_type.nullable):
-            raise ProtocolError(
-                f"array length {count} at offset {pos} is negative",
-                offset=pos,
-                expected="an array length >= 0" + (" or -1" if field_type.nullable else ""),
-            )
-        if field_type.element.min_size == 0 and count > len(self.data):
-            raise ProtocolError(
-                f"array length {count} at offset {pos} is implausible",
-                offset=pos,
-                expected=f"an array length of at most {len(self.data)}",
-            )
-        return count, body
-
-    def field(self, parent: Node, name: str, field_type: Any, pos: int) -> int:
-        if isinstance(field_type, StructType):
-            node = Node(name, pos, 0, field_type.name, space=self.space)
-            parent.children.append(node)
-            self.parents[id(node)] = parent
-            end = self.struct(node, field_type.schema, pos)
-            node.length = end - pos
-            return end
-        if isinstance(field_type, Array):
-            count, body = self.array_count(field_type, pos)
-            node = Node(name, pos, body - pos, field_type.name, space=self.space)
-            node.value = None if count < 0 else f"{count} item{'s' if count != 1 else ''}"
-            parent.children.append(node)
-            self.parents[id(node)] = parent
-            for index in range(max(count, 0)):
-                body = self.field(node, str(index), field_type.element, body)
-                node.length = body - pos
-            return body
-        try:
-            return self.leaf_field(parent, name, field_type, pos)
-        except ProtocolError as exc:
-            raise self.named(exc, parent, name, field_type.name) from None
+        """Walk ``schema`` with the codec's interpreter, hanging its fields on ``parent``."""
+        _, end = schema.read_slow(self.data, pos, _TreeBuilder(self, parent))
+        return end
 
     def named(self, exc: ProtocolError, parent: Node, name: str, type_name: str) -> ProtocolError:
         """The same error, saying which field (by its path in the tree) it happened in."""
@@ -161,21 +124,66 @@ class _Walker:
             current = self.parents.get(id(current))
         return names[::-1]
 
-    def leaf_field(self, parent: Node, name: str, field_type: Any, pos: int) -> int:
-        if isinstance(field_type, Records):
-            value, end = field_type.read(self.data, pos)
-            node = Node(name, pos, end - pos, field_type.name, space=self.space)
-            node.value = None if value is None else f"{len(value)} bytes"
-            parent.children.append(node)
-            if value:
-                start = end - len(value)
-                _BatchWalker(self.data[:end], self.space, self.buffers).batches(node, start, end)
-            return end
-        value, end = field_type.read(self.data, pos)
-        node = Node(name, pos, end - pos, field_type.name, value, space=self.space)
-        node.note = _meaning(name, value)
+class _TreeBuilder(SchemaVisitor):
+    """Hangs a Node on the tree for every field the schema interpreter reads."""
+
+    def __init__(self, walker: _Walker, parent: Node):
+        self.walker = walker
+        self.stack: list[tuple[Node, bool]] = [(parent, False)]  # (node, is an array)
+
+    def read_count(self, array: Array, buf: Buffer, pos: int) -> tuple[int, int]:
+        """The count alone: unlike the codec, walk on and fail where the data really ends."""
+        if array.compact:
+            return p.read_compact_length(buf, pos, array.nullable, "array")
+        count, body = p.read_int32(buf, pos)
+        if count < -1 or (count == -1 and not array.nullable):
+            raise ProtocolError(
+                f"array length {count} at offset {pos} is negative",
+                offset=pos,
+                expected="an array length >= 0" + (" or -1" if array.nullable else ""),
+            )
+        if array.element.min_size == 0 and count > len(buf):
+            raise ProtocolError(
+                f"array length {count} at offset {pos} is implausible",
+                offset=pos,
+                expected=f"an array length of at most {len(buf)}",
+            )
+        return count, body
+
+    def enter(self, name: str, type_name: str, start: int, count: int | None, body: int) -> None:
+        parent = self.stack[-1][0]
+        node = Node(name, start, body - start, type_name, space=self.walker.space)
+        if count is not None:
+            node.value = None if count < 0 else f"{count} item{'s' if count != 1 else ''}"
         parent.children.append(node)
-        return end
+        self.walker.parents[id(node)] = parent
+        self.stack.append((node, count is not None))
+
+    def element(self, end: int) -> None:
+        node = self.stack[-1][0]
+        node.length = end - node.offset
+
+    def leave(self, end: int) -> None:
+        node, is_array = self.stack.pop()
+        if not is_array:
+            node.length = end - node.offset
+
+    def field(self, name: str, field_type: FieldType | None, type_name: str, start: int,
+              end: int, value: Any) -> None:
+        parent = self.stack[-1][0]
+        node = Node(name, start, end - start, type_name, value, space=self.walker.space)
+        parent.children.append(node)
+        if isinstance(field_type, Records):
+            node.value = None if value is None else f"{len(value)} bytes"
+            if value:
+                walker = _BatchWalker(self.walker.data[:end], self.walker.space,
+                                      self.walker.buffers)
+                walker.batches(node, end - len(value), end)
+        elif field_type is not None:
+            node.note = _meaning(name, value)
+
+    def failed(self, exc: ProtocolError, name: str, type_name: str) -> ProtocolError:
+        return self.walker.named(exc, self.stack[-1][0], name, type_name)
 
 
 _HEADER_FIELDS = [
@@ -216,22 +224,17 @@ def attribute_bits(attributes: int) -> dict[str, Any]:
 class _BatchWalker(_Walker):
     """RecordBatch v2: the 61-byte header, then records (decompressed if need be)."""
 
-    def batches(self, parent: Node, pos: int, end: int) -> None:
-        index = 0
-        while pos < end:
-            if end - pos < LOG_OVERHEAD:
+    def batches(self, parent: Node, start: int, end: int) -> None:
+        """The batches from ``start`` to ``end`` (the data's end), as batch_spans finds them."""
+        pos = start
+        for index, (pos, size) in enumerate(batch_spans(self.data, start)):
+            length = size - LOG_OVERHEAD
+            if pos + size > end and length >= 0:
                 parent.children.append(Node(
-                    "partial_batch", pos, end - pos, "bytes", bytes(self.data[pos:end]),
+                    "partial_batch", pos, end - pos, "bytes", f"{end - pos} of {size} bytes",
                     note="a partial trailing batch; clients ignore it", space=self.space))
                 return
-            length = p.INT32.unpack_from(self.data, pos + 8)[0]
-            size = LOG_OVERHEAD + length
             if length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
-                if length >= 0 and pos + size > end:
-                    parent.children.append(Node(
-                        "partial_batch", pos, end - pos, "bytes", f"{end - pos} of {size} bytes",
-                        note="a partial trailing batch; clients ignore it", space=self.space))
-                    return
                 raise ProtocolError(
                     f"batch at offset {pos} has batchLength {length}, too small for a "
                     f"RecordBatch v2 header",
@@ -242,14 +245,17 @@ class _BatchWalker(_Walker):
             parent.children.append(node)
             self.batch(node, pos, pos + size)
             pos += size
-            index += 1
+        if pos < end:
+            parent.children.append(Node(
+                "partial_batch", pos, end - pos, "bytes", bytes(self.data[pos:end]),
+                note="a partial trailing batch; clients ignore it", space=self.space))
 
     def batch(self, node: Node, start: int, end: int) -> None:
         values: dict[str, int] = {}
         pos = start
         for name, st in _HEADER_FIELDS:
             values[name], pos = self.leaf(node, name, _type_name(st), _fixed_reader(st), pos)
-        magic = node.find("magic")
+        magic = node.child("magic")
         if values["magic"] != 2:
             raise ProtocolError(
                 f"batch at offset {start} has magic {values['magic']}; only RecordBatch v2 "
@@ -257,7 +263,7 @@ class _BatchWalker(_Walker):
                 offset=magic.offset,
                 expected="magic 2",
             )
-        crc_node = node.find("crc")
+        crc_node = node.child("crc")
         actual = crc32c(self.data[start + 21 : end])
         crc_node.value = f"0x{values['crc']:08x}"
         crc_node.note = (
@@ -265,7 +271,7 @@ class _BatchWalker(_Walker):
             if actual == values["crc"]
             else f"MISMATCH: the bytes have CRC-32C 0x{actual:08x}"
         )
-        attributes = node.find("attributes")
+        attributes = node.child("attributes")
         bits = attribute_bits(values["attributes"])
         attributes.note = f"bits {bits['bits'][:8]} {bits['bits'][8:]}"
         for bit_name, label in [
@@ -333,8 +339,8 @@ class _RecordWalker(_Walker):
                     offset=min(pos, end),
                     expected=f"record {index} to end at offset {end}",
                 )
-            delta = node.find("offset_delta").value
-            ts_delta = node.find("timestamp_delta").value
+            delta = node.child("offset_delta").value
+            ts_delta = node.child("timestamp_delta").value
             node.value = (
                 f"offset {self.header['base_offset'] + delta}, "
                 f"timestamp {self.header['base_timestamp'] + ts_delta}"

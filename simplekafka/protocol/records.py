@@ -1,4 +1,4 @@
-"""RecordBatch v2 and its records: build them (producer side) and parse them (consumer side).
+"""RecordBatch v2 and its records: the model, the builder and the plain parsing loop.
 
 The broker never calls this module on its hot path (it only touches the batch
 header, see :mod:`simplekafka.protocol.batch_header`); producers, consumers,
@@ -21,7 +21,10 @@ zigzag varints)::
 The loops below are written for speed in pure Python: small varints come from a
 precomputed table when encoding, and one- and two-byte varints are read inline
 when decoding, because nearly every varint in a typical batch is that short
-(docs/design-notes.md has the details, docs/benchmarks.md the figures).
+(docs/design-notes.md has the details, docs/benchmarks.md the figures). Runs of
+same-shaped records are decoded a column at a time by
+:mod:`simplekafka.protocol.records_fast`; the plain loop here handles the rest
+and is the reference the run decoder is tested against.
 """
 
 from __future__ import annotations
@@ -29,8 +32,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import crc32c as _crc32c
 
@@ -41,11 +43,13 @@ from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    batch_size_at,
+    batch_spans,
     validate_batch,
 )
 from simplekafka.protocol.compression import Compression, compress, decompress
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.records_fast import MIN_RUN, ZIGZAG
+from simplekafka.protocol.records_fast import decode_run as _decode_run
 
 __all__ = [
     "Record",
@@ -194,12 +198,16 @@ def _read_zigzag(data: bytes, pos: int) -> tuple[int, int]:
 
 
 # Zigzag-decoded value of every one- or two-byte varint (the raw 14-bit number).
-_ZIGZAG = tuple((z >> 1) ^ -(z & 1) for z in range(1 << 14))
+_ZIGZAG = ZIGZAG
 
 
 # ---------------------------------------------------------------- building
 
 
+@overload
+def _as_bytes(data: None, what: str) -> None: ...
+@overload
+def _as_bytes(data: bytes | bytearray | memoryview | str, what: str) -> bytes: ...
 def _as_bytes(data: Any, what: str) -> bytes | None:
     if data is None or type(data) is bytes:
         return data
@@ -221,15 +229,16 @@ def _encode_headers(headers: Iterable[Header] | Mapping[str, bytes | None]) -> b
             hkey, hvalue = item
         except (TypeError, ValueError):
             raise TypeError(f"a header must be a (key, value) pair, not {item!r}") from None
+        raw_key: bytes
         if isinstance(hkey, str):
-            hkey = hkey.encode()
+            raw_key = hkey.encode()
         elif isinstance(hkey, (bytes, bytearray, memoryview)):
-            hkey = bytes(hkey)
+            raw_key = bytes(hkey)
         else:
             raise TypeError(f"header key must be str, not {type(hkey).__name__}")
         hvalue = _as_bytes(hvalue, "header value")
-        parts.append(_zigzag_bytes(len(hkey)))
-        parts.append(hkey)
+        parts.append(_zigzag_bytes(len(raw_key)))
+        parts.append(raw_key)
         if hvalue is None:
             parts.append(b"\x01")
         else:
@@ -377,17 +386,20 @@ def build_batch(
 
 # ---------------------------------------------------------------- parsing
 
+_FIRST_STRETCH = 8  # records decoded one by one after a miss, before the next try
+
 
 def _decode_records(data: bytes, count: int, base_offset: int, base_ts: int) -> list[Record]:
     """Decode ``count`` records filling ``data`` exactly (offsets in errors are within data).
 
-    Runs of records that share one shape (see :func:`_decode_run`) are decoded a
-    column at a time; whatever is left goes through :func:`_decode_each`, which
-    also reports every kind of damage. Both give the same records.
+    Runs of records that share one shape are decoded a column at a time
+    (:mod:`simplekafka.protocol.records_fast`); whatever is left goes through
+    :func:`_decode_each`, the plain loop, which also reports every kind of
+    damage. Both give the same records.
     """
     records: list[Record] = []
     end = len(data)
-    if count < _MIN_RUN:  # too few records for a run: the plain loop at once
+    if count < MIN_RUN:  # too few records for a run: the plain loop at once
         pos = _decode_each(data, 0, count, base_offset, base_ts, records)
         left = 0
     else:
@@ -395,7 +407,7 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_ts: int) -> 
         left = count
     stretch = _FIRST_STRETCH
     while left > 0:
-        taken, pos = _decode_run(data, pos, left, base_offset, base_ts, records)
+        taken, pos = _decode_run(data, pos, left, base_offset, base_ts, records, Record)
         if taken:
             left -= taken
             stretch = _FIRST_STRETCH
@@ -415,155 +427,6 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_ts: int) -> 
             expected="end of batch",
         )
     return records
-
-
-# A run must be this long to be decoded by columns (a shorter one costs more than it saves).
-_MIN_RUN = 16
-_FIRST_STRETCH = 8  # records decoded one by one after a miss, before the next try
-_LOW_BYTES = bytes(range(0x80))  # a varint's last byte
-_HIGH_BYTES = bytes(range(0x80, 0x100))  # a varint's byte with more to follow
-# Offset deltas 0, 1, 2... as one-byte varints, and as the two bytes of two-byte varints
-# (index d is delta d), to recognise consecutive offsets with one comparison.
-_DELTAS_1 = bytes(range(0, 0x80, 2))
-_DELTAS_2_HIGH = bytes(((d << 1) & 0x7F) | 0x80 for d in range(1 << 13))
-_DELTAS_2_LOW = bytes((d << 1) >> 7 for d in range(1 << 13))
-
-
-def _varint_size(data: bytes, pos: int) -> int:
-    """1 or 2 for a one- or two-byte varint at ``pos``; 0 for anything else."""
-    if data[pos] < 0x80:
-        return 1
-    if data[pos + 1] < 0x80:
-        return 2
-    return 0
-
-
-def _zigzag_at(data: bytes, pos: int, size: int) -> int:
-    if size == 1:
-        return _ZIGZAG[data[pos]]
-    return _ZIGZAG[(data[pos] & 0x7F) | (data[pos + 1] << 7)]
-
-
-def _leading(column: bytes, allowed: bytes) -> int:
-    """How many bytes at the start of ``column`` are among ``allowed`` (a C loop, no Python one)."""
-    return len(column) - len(column.lstrip(allowed))
-
-
-def _decode_run(
-    data: bytes, pos: int, left: int, base_offset: int, base_ts: int, records: list[Record]
-) -> tuple[int, int]:
-    """Decode the run of same-shaped records at ``pos``; (records taken, new position).
-
-    Producers mostly write batches whose records differ only in their bytes:
-    the same key and value lengths, no headers, timestamp and offset deltas of
-    the same varint width. Such records sit at a fixed stride, so every field
-    is a column, ``data[start::stride]``, that C code can check (``lstrip``)
-    and slice without a Python loop per byte. The run ends at the first record
-    whose length, varint widths, key or value length or header count differ;
-    each record of the run is checked field by field, so it decodes exactly as
-    :func:`_decode_each` would. Takes nothing (returns 0) when the run would be
-    shorter than ``_MIN_RUN`` or the record at ``pos`` is not of a shape handled
-    here (long varints, headers, damage).
-    """
-    end = len(data)
-    try:
-        len_size = _varint_size(data, pos)
-        if not len_size:
-            return 0, pos
-        stride = len_size + _zigzag_at(data, pos, len_size)
-        ts_at = pos + len_size + 1  # after the attributes byte
-        ts_size = _varint_size(data, ts_at)
-        offset_at = ts_at + ts_size
-        offset_size = _varint_size(data, offset_at)
-        key_len_at = offset_at + offset_size
-        key_len_size = _varint_size(data, key_len_at)
-        if not (ts_size and offset_size and key_len_size):
-            return 0, pos
-        key_len = _zigzag_at(data, key_len_at, key_len_size)
-        key_at = key_len_at + key_len_size
-        value_len_at = key_at + max(key_len, 0)
-        value_len_size = _varint_size(data, value_len_at)
-        if not value_len_size:
-            return 0, pos
-        value_len = _zigzag_at(data, value_len_at, value_len_size)
-        value_at = value_len_at + value_len_size
-        headers_at = value_at + max(value_len, 0)
-        if headers_at + 1 != pos + stride or data[headers_at] != 0:
-            return 0, pos
-    except IndexError:
-        return 0, pos  # cut short: _decode_each says where
-    most = min(left, (end - pos) // stride)
-    if most < _MIN_RUN:
-        return 0, pos
-    # Every column must match the first record's shape; the run is the common prefix.
-    # A first look at _MIN_RUN records only, so that a miss costs little.
-    exact = [
-        *range(pos, ts_at - 1),  # the length varint, byte for byte
-        *range(key_len_at, key_at),
-        *range(value_len_at, value_at),
-        headers_at,
-    ]
-    low = [ts_at + ts_size - 1, offset_at + offset_size - 1]  # last bytes of the varints
-    high = [at for at, size in ((ts_at, ts_size), (offset_at, offset_size)) if size == 2]
-    for candidates in (_MIN_RUN, most):
-        stop = pos + candidates * stride
-        run = candidates
-        for at in exact:
-            run = min(run, _leading(data[at:stop:stride], data[at : at + 1]))
-        for at in low:
-            run = min(run, _leading(data[at:stop:stride], _LOW_BYTES))
-        for at in high:
-            run = min(run, _leading(data[at:stop:stride], _HIGH_BYTES))
-        if run < _MIN_RUN:
-            return 0, pos
-    stop = pos + run * stride
-    zz = _ZIGZAG
-
-    timestamps: Iterable[int]
-    low = data[ts_at + ts_size - 1 : stop : stride]
-    if ts_size == 1:
-        if not low.lstrip(low[:1]):  # one timestamp for the whole run (the usual case)
-            timestamps = repeat(base_ts + zz[low[0]], run)
-        else:
-            timestamps = [base_ts + zz[b] for b in low]
-    else:
-        high = data[ts_at:stop:stride]
-        timestamps = [base_ts + zz[(h & 0x7F) | (b << 7)] for h, b in zip(high, low)]
-
-    offsets: Iterable[int]
-    low = data[offset_at + offset_size - 1 : stop : stride]
-    first_delta = _zigzag_at(data, offset_at, offset_size)
-    if offset_size == 1:
-        consecutive = low == _DELTAS_1[first_delta : first_delta + run]
-    else:
-        high = data[offset_at:stop:stride]
-        consecutive = (
-            low == _DELTAS_2_LOW[first_delta : first_delta + run]
-            and high == _DELTAS_2_HIGH[first_delta : first_delta + run]
-        )
-    if consecutive and first_delta >= 0:  # deltas n, n+1, n+2...: what producers write
-        offsets = range(base_offset + first_delta, base_offset + first_delta + run)
-    elif offset_size == 1:
-        offsets = [base_offset + zz[b] for b in low]
-    else:
-        offsets = [base_offset + zz[(h & 0x7F) | (b << 7)] for h, b in zip(high, low)]
-
-    keys: Iterable[bytes | None]
-    if key_len < 0:
-        keys = repeat(None, run)
-    else:
-        keys = [data[at : at + key_len] for at in range(key_at, stop, stride)]
-    values: Iterable[bytes | None]
-    if value_len < 0:
-        values = repeat(None, run)
-    else:
-        values = [data[at : at + value_len] for at in range(value_at, stop, stride)]
-    # Record tuples made by map() in C, each with its own empty headers list, as one by one.
-    fresh_lists = map(list, repeat((), run))
-    records += map(
-        tuple.__new__, repeat(Record, run), zip(offsets, timestamps, keys, values, fresh_lists)
-    )
-    return run, stop
 
 
 def _decode_each(
@@ -652,6 +515,7 @@ def _decode_each(
             else:
                 value = data[pos : pos + n]
                 pos += n
+            headers: list[Header]
             if data[pos] == 0:
                 pos += 1
                 headers = []
@@ -745,12 +609,8 @@ def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
     corrupt, not partial, and raises CorruptBatchError.
     """
     batches = []
-    pos = 0
     end = len(buf)
-    while True:
-        size = batch_size_at(buf, pos)
-        if size is None:
-            return batches
+    for pos, size in batch_spans(buf):
         if size < HEADER_SIZE:
             raise CorruptBatchError(
                 f"batchLength {size - LOG_OVERHEAD} is shorter than a batch header",
@@ -758,6 +618,6 @@ def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
                 expected=f"batchLength >= {HEADER_SIZE - LOG_OVERHEAD}",
             )
         if pos + size > end:
-            return batches
+            break
         batches.append(parse_batch(buf, pos))
-        pos += size
+    return batches

@@ -1,12 +1,13 @@
-"""Declarative message schemas: a field list in, a fast encoder and decoder out.
+"""Declarative message schemas, and the interpreter that walks them field by field.
 
 Kafka describes every request and response as an ordered list of typed fields
 per API version (its ``clients/src/main/resources/common/message/*.json``). We
-do the same: a :class:`Schema` is a list of :class:`Field` objects, and it
-compiles itself into a decoder and an encoder once, when it is built. The
-compiler merges runs of fixed-width fields (``int32 int64 int16 ...``) into one
-precompiled ``struct.Struct`` so a partition entry costs one ``unpack_from``,
-not five.
+do the same: a :class:`Schema` is a list of :class:`Field` objects. This
+module reads and writes a schema by walking that list (``read_slow``,
+``write_slow``): the reference behaviour, the path that names the failing
+field, and the walk the dissector watches (a :class:`SchemaVisitor` sees every
+field with its byte range). The fast paths are generated from the same list by
+:mod:`simplekafka.protocol.codegen` when a schema is built.
 
 Decoded messages are :class:`Struct` objects: attribute access by snake_case
 field name, ``to_dict()`` for plain data. For encoding, plain dicts work
@@ -26,7 +27,7 @@ from simplekafka.protocol.errors import ProtocolError
 Buffer = bytes | bytearray | memoryview
 
 _MISSING: Any = object()
-_SMALL = 17  # arrays of fixed-width values shorter than this use precompiled structs
+SMALL_ARRAY = 17  # arrays of fixed-width values shorter than this use precompiled structs
 
 
 class EncodeError(ProtocolError, ValueError):
@@ -193,10 +194,10 @@ class Array(FieldType):
         if self._fixed_fmt is not None:
             count_fmt = "" if compact else "i"
             self._packers = [
-                struct.Struct(f">{count_fmt}{n}{self._fixed_fmt}").pack for n in range(_SMALL)
+                struct.Struct(f">{count_fmt}{n}{self._fixed_fmt}").pack for n in range(SMALL_ARRAY)
             ]
             self._unpackers = [
-                struct.Struct(f">{n}{self._fixed_fmt}").unpack_from for n in range(_SMALL)
+                struct.Struct(f">{n}{self._fixed_fmt}").unpack_from for n in range(SMALL_ARRAY)
             ]
 
     def read_count(self, buf: Buffer, pos: int) -> tuple[int, int]:
@@ -230,18 +231,18 @@ class Array(FieldType):
             return None, pos
         element_size = self.element.min_size
         if self._fixed_fmt is not None:
-            if count < _SMALL:
+            if count < SMALL_ARRAY:
                 items = self._unpackers[count](buf, pos)
             else:
                 items = struct.unpack_from(f">{count}{self._fixed_fmt}", buf, pos)
             return list(items), pos + count * element_size
         read = self._read_element
-        items = []
-        append = items.append
+        values: list[Any] = []
+        append = values.append
         for _ in range(count):
             item, pos = read(buf, pos)
             append(item)
-        return items, pos
+        return values, pos
 
     def write(self, out: bytearray, value: Any) -> None:
         if value is None:
@@ -250,7 +251,7 @@ class Array(FieldType):
             out += b"\x00" if self.compact else b"\xff\xff\xff\xff"
             return
         count = len(value)
-        if self._fixed_fmt is not None and count < _SMALL:
+        if self._fixed_fmt is not None and count < SMALL_ARRAY:
             if self.compact:
                 p.write_unsigned_varint(out, count + 1)
                 out += self._packers[count](*value)
@@ -386,7 +387,7 @@ def _getter(value: Any) -> Callable[[str, Any], Any]:
     return get
 
 
-def _is_fixed(field_type: FieldType) -> bool:
+def is_fixed(field_type: FieldType) -> bool:
     return field_type.fmt is not None and not isinstance(field_type, Uuid)
 
 
@@ -399,13 +400,12 @@ class Schema:
     field that this version simply lacks (it is dropped) while still catching
     typos.
 
-    The schema compiles itself into two Python functions, one to read
-    (``schema.read(buf, pos) -> (struct, new_pos)``) and one to write, generated
-    from the field list (``schema.source`` holds their text): runs of
-    fixed-width fields become one ``struct`` call, arrays of structures become
-    plain loops. ``read_slow``/``write_slow`` interpret the field list instead;
-    they are the reference the compiled code is tested against, and they find
-    the exact field when encoding fails.
+    ``schema.read(buf, pos) -> (struct, new_pos)`` and ``schema.write(out,
+    value)`` are the compiled fast paths (see :mod:`simplekafka.protocol.codegen`;
+    ``schema.source`` holds their text). ``read_slow``/``write_slow`` interpret
+    the field list instead; they are the reference the compiled code is tested
+    against, they find the exact field when encoding fails, and ``read_slow``
+    reports each field to a :class:`SchemaVisitor` (the dissector's tree).
     """
 
     def __init__(
@@ -428,9 +428,13 @@ class Schema:
         slots = self.names + (("tagged_fields",) if flexible else ())
         namespace = {"__slots__": slots, "_schema": self, "_fields": slots}
         self.struct_class: type[Struct] = type(name.replace(".", "_"), (Struct,), namespace)
+        # The fast paths, generated from the field list (protocol.codegen); ``source``
+        # keeps the text of each generated function.
+        from simplekafka.protocol.codegen import compile_read, compile_write
+
         self.source: dict[str, str] = {}
-        self.read: Callable[[Buffer, int], tuple[Struct, int]] = self._compile_read()
-        self._write_fast: Callable[[bytearray, Any], None] = self._compile_write()
+        self.read: Callable[[Buffer, int], tuple[Struct, int]] = compile_read(self)
+        self._write_fast: Callable[[bytearray, Any], None] = compile_write(self)
 
     # -- building values ----------------------------------------------------------------
 
@@ -458,48 +462,13 @@ class Schema:
 
     # -- decoding -----------------------------------------------------------------------
 
-    def _compile_read(self) -> Callable[[Buffer, int], tuple[Struct, int]]:
-        ns: dict[str, Any] = {
-            "_new": object.__new__,
-            "_len": len,
-            "_range": range,
-            "_read_tags": p.read_tagged_fields,
-            "_int32": p.INT32.unpack_from,
-            "_list": list,
-        }
-        lines = ["def read(buf, pos):"]
-        _emit_read(self, ns, lines, "    ", "obj")
-        lines.append("    return obj, pos")
-        return self._define("read", lines, ns)
+    def read_slow(self, buf: Buffer, pos: int = 0,
+                  visitor: SchemaVisitor | None = None) -> tuple[Struct, int]:
+        """Decode one struct field by field, without the compiled code (reference path).
 
-    def _define(self, name: str, lines: list[str], ns: dict[str, Any]) -> Any:
-        source = "\n".join(lines) + "\n"
-        self.source[name] = source
-        exec(compile(source, f"<{self.name} v{self.version} {name}>", "exec"), ns)
-        return ns[name]
-
-    def read_slow(self, buf: Buffer, pos: int = 0) -> tuple[Struct, int]:
-        """Decode one struct field by field, without the compiled code (reference path)."""
-        values: dict[str, Any] = {}
-        for f in self.fields:
-            if isinstance(f.type, Array) and isinstance(f.type.element, StructType):
-                count, pos = f.type.read_count(buf, pos)
-                if count < 0:
-                    values[f.name] = None
-                    continue
-                items = []
-                for _ in range(count):
-                    item, pos = f.type.element.schema.read_slow(buf, pos)
-                    items.append(item)
-                values[f.name] = items
-            else:
-                values[f.name], pos = f.type.read(buf, pos)
-        if self.flexible:
-            values["tagged_fields"], pos = p.read_tagged_fields(buf, pos)
-        obj = object.__new__(self.struct_class)
-        for name, value in values.items():
-            setattr(obj, name, value)
-        return obj, pos
+        ``visitor`` is told of every field, array and nested struct as it is read.
+        """
+        return _walk_struct(self, buf, pos, visitor or _SILENT)
 
     def decode(self, buf: Buffer) -> Struct:
         """Decode a whole buffer; trailing bytes are an error (a sign of a wrong version)."""
@@ -519,74 +488,6 @@ class Schema:
         return struct_
 
     # -- encoding -----------------------------------------------------------------------
-
-    def _compile_write(self) -> Callable[[bytearray, Any], None]:
-        ns: dict[str, Any] = {
-            "_getattr": getattr,
-            "_dict": dict,
-            "_isinstance": isinstance,
-            "_Mapping": Mapping,
-            "_write_tags": p.write_tagged_fields,
-            "_encode_error": EncodeError,
-        }
-        lines = [
-            "def write(out, value):",
-            "    if value is None:",
-            f"        raise _encode_error('None given for a {self.name}')",
-            "    if type(value) is _dict or _isinstance(value, _Mapping):",
-            "        get = value.get",
-        ]
-        self._emit_write(ns, lines, "get({name!r}, {default})")
-        lines.append("    else:")
-        self._emit_write(ns, lines, "_getattr(value, {name!r}, {default})")
-        return self._define("write", lines, ns)
-
-    def _emit_write(self, ns: dict[str, Any], lines: list[str], get: str) -> None:
-        ind = "        "
-        run: list[Field] = []
-
-        def close_run() -> None:
-            if not run:
-                return
-            i = len(ns)
-            ns[f"_pack{i}"] = struct.Struct(">" + "".join(f.type.fmt for f in run)).pack
-            args = []
-            for k, f in enumerate(run):
-                ns[f"_d{i}_{k}"] = f.default
-                args.append(get.format(name=f.name, default=f"_d{i}_{k}"))
-            lines.append(f"{ind}out += _pack{i}({', '.join(args)})")
-            run.clear()
-
-        for f in self.fields:
-            if _is_fixed(f.type):
-                run.append(f)
-                continue
-            close_run()
-            i = len(ns)
-            ns[f"_d{i}"] = f.default
-            t = f.type
-            value = get.format(name=f.name, default=f"_d{i}")
-            if isinstance(t, Array) and isinstance(t.element, StructType) and not t.compact:
-                ns[f"_write{i}"] = t.write  # handles null
-                ns[f"_elem{i}"] = t.element.schema._write_fast
-                ns[f"_count{i}"] = p.INT32.pack
-                lines += [
-                    f"{ind}x = {value}",
-                    f"{ind}if x is None:",
-                    f"{ind}    _write{i}(out, x)",
-                    f"{ind}else:",
-                    f"{ind}    out += _count{i}(len(x))",
-                    f"{ind}    for item in x:",
-                    f"{ind}        _elem{i}(out, item)",
-                ]
-            else:
-                ns[f"_write{i}"] = t.write
-                lines.append(f"{ind}_write{i}(out, {value})")
-        close_run()
-        if self.flexible:
-            tags = get.format(name="tagged_fields", default="None")
-            lines.append(f"{ind}_write_tags(out, {tags})")
-        lines.append(f"{ind}pass")
 
     def write(self, out: bytearray, value: Any) -> None:
         """Append the encoding of ``value`` (a Struct, a dict, or any object with attributes)."""
@@ -617,7 +518,7 @@ class Schema:
                         out += p.INT32.pack(len(field_value))
                     for item in field_value:
                         f.type.element.schema.write_slow(out, item)
-                elif _is_fixed(f.type):
+                elif isinstance(f.type, Fixed):
                     out += f.type.struct.pack(field_value)
                 else:
                     f.type.write(out, field_value)
@@ -643,90 +544,83 @@ class Schema:
         return f"<Schema {self.name}{version}: {', '.join(self.names)}>"
 
 
-def _emit_read(
-    schema: Schema, ns: dict[str, Any], lines: list[str], ind: str, target: str
-) -> None:
-    """Emit code that reads one ``schema`` struct at ``pos`` into the variable ``target``.
+# --- the interpreter ---------------------------------------------------------------------
 
-    Nested structures are inlined (no call per array element), and runs of
-    fixed-width fields are unpacked straight into the new object's slots.
+
+class SchemaVisitor:
+    """What the interpreter reports as it walks a schema; these defaults do nothing.
+
+    The dissector subclasses it to hang a tree of named byte ranges on the
+    walk, so that the codec and the dissector read bytes the same way.
     """
-    n = len(ns)
-    ns[f"_cls{n}"] = schema.struct_class
-    lines.append(f"{ind}{target} = _new(_cls{n})")
-    run: list[Field] = []
 
-    def close_run() -> None:
-        if not run:
-            return
-        i = len(ns)
-        compiled = struct.Struct(">" + "".join(f.type.fmt for f in run))
-        ns[f"_unpack{i}"] = compiled.unpack_from
-        ns[f"_short{i}"] = _short_run_error(schema.name, list(run))
-        attrs = ", ".join(f"{target}.{f.name}" for f in run)
-        lines.append(f"{ind}if pos + {compiled.size} > _len(buf): _short{i}(buf, pos)")
-        lines.append(f"{ind}{attrs}, = _unpack{i}(buf, pos)")
-        lines.append(f"{ind}pos += {compiled.size}")
-        run.clear()
+    def read_count(self, array: Array, buf: Buffer, pos: int) -> tuple[int, int]:
+        """An array's element count (-1 for null) and where its elements start."""
+        return array.read_count(buf, pos)
 
+    def enter(self, name: str, type_name: str, start: int, count: int | None, body: int) -> None:
+        """A nested struct (``count`` None) or an array of ``count`` elements begins."""
+
+    def element(self, end: int) -> None:
+        """An element of the innermost array has been read; the array now ends at ``end``."""
+
+    def leave(self, end: int) -> None:
+        """The struct or array entered last ends at ``end``."""
+
+    def field(self, name: str, field_type: FieldType | None, type_name: str, start: int,
+              end: int, value: Any) -> None:
+        """A leaf field read from ``start`` to ``end``."""
+
+    def failed(self, exc: ProtocolError, name: str, type_name: str) -> ProtocolError:
+        """The error to raise when the leaf ``name`` does not read."""
+        return exc
+
+
+_SILENT = SchemaVisitor()
+
+
+def _walk_struct(schema: Schema, buf: Buffer, pos: int,
+                 visitor: SchemaVisitor) -> tuple[Struct, int]:
+    obj = object.__new__(schema.struct_class)
     for f in schema.fields:
-        if _is_fixed(f.type):
-            run.append(f)
-            continue
-        close_run()
-        i = len(ns)
-        t = f.type
-        if isinstance(t, Array) and isinstance(t.element, StructType):
-            ns[f"_count{i}"] = t.read_count
-            items, element = f"items{i}", f"element{i}"
-            lines += [
-                f"{ind}n, pos = _count{i}(buf, pos)",
-                f"{ind}if n < 0:",
-                f"{ind}    {target}.{f.name} = None",
-                f"{ind}else:",
-                f"{ind}    {items} = []",
-                f"{ind}    for _ in _range(n):",
-            ]
-            _emit_read(t.element.schema, ns, lines, ind + "        ", element)
-            lines += [
-                f"{ind}        {items}.append({element})",
-                f"{ind}    {target}.{f.name} = {items}",
-            ]
-        elif isinstance(t, Array) and t._fixed_fmt is not None and not t.compact:
-            # Inline the common case (a short, non-null list of ints); anything else,
-            # errors included, goes through the generic reader.
-            ns[f"_read{i}"] = t.read
-            ns[f"_unpackers{i}"] = t._unpackers
-            size = t.element.min_size
-            lines += [
-                f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= _len(buf) else -2",
-                f"{ind}if 0 <= n < {_SMALL} and pos + 4 + n * {size} <= _len(buf):",
-                f"{ind}    {target}.{f.name} = _list(_unpackers{i}[n](buf, pos + 4))",
-                f"{ind}    pos += 4 + n * {size}",
-                f"{ind}else:",
-                f"{ind}    {target}.{f.name}, pos = _read{i}(buf, pos)",
-            ]
-        else:
-            ns[f"_read{i}"] = t.read
-            lines.append(f"{ind}{target}.{f.name}, pos = _read{i}(buf, pos)")
-    close_run()
+        value, pos = _walk_value(f.name, f.type, buf, pos, visitor)
+        setattr(obj, f.name, value)
     if schema.flexible:
-        lines.append(f"{ind}{target}.tagged_fields, pos = _read_tags(buf, pos)")
+        tags, pos = _walk_leaf("tagged_fields", None, "tagged_fields", p.read_tagged_fields,
+                               buf, pos, visitor)
+        setattr(obj, "tagged_fields", tags)  # noqa: B010  (a slot of this schema's class)
+    return obj, pos
 
 
-def _short_run_error(schema_name: str, run: list[Field]) -> Callable[[Buffer, int], None]:
-    """Raise a precise error for a run of fixed-width fields that the buffer cuts short."""
+def _walk_value(name: str, field_type: FieldType, buf: Buffer, pos: int,
+                visitor: SchemaVisitor) -> tuple[Any, int]:
+    if isinstance(field_type, StructType):
+        visitor.enter(name, field_type.name, pos, None, pos)
+        value, end = _walk_struct(field_type.schema, buf, pos, visitor)
+        visitor.leave(end)
+        return value, end
+    if isinstance(field_type, Array):
+        count, body = visitor.read_count(field_type, buf, pos)
+        visitor.enter(name, field_type.name, pos, count, body)
+        if count < 0:
+            visitor.leave(body)
+            return None, body
+        items = []
+        for index in range(count):
+            item, body = _walk_value(str(index), field_type.element, buf, body, visitor)
+            items.append(item)
+            visitor.element(body)
+        visitor.leave(body)
+        return items, body
+    return _walk_leaf(name, field_type, field_type.name, field_type.read, buf, pos, visitor)
 
-    def raise_short(buf: Buffer, pos: int) -> None:
-        at = pos
-        for f in run:
-            if at + f.type.min_size > len(buf):
-                raise ProtocolError(
-                    f"expected {f.type.name} '{f.name}' of {schema_name} at offset {at}, but "
-                    f"only {max(len(buf) - at, 0)} bytes remain",
-                    offset=min(at, len(buf)),
-                    expected=f"{f.type.name} {f.name}",
-                )
-            at += f.type.min_size
 
-    return raise_short
+def _walk_leaf(name: str, field_type: FieldType | None, type_name: str,
+               read: Callable[[Buffer, int], tuple[Any, int]], buf: Buffer, pos: int,
+               visitor: SchemaVisitor) -> tuple[Any, int]:
+    try:
+        value, end = read(buf, pos)
+        visitor.field(name, field_type, type_name, pos, end, value)
+    except ProtocolError as exc:
+        raise visitor.failed(exc, name, type_name) from None
+    return value, end

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from simplekafka.storage.errors import LogConfigError
 
@@ -50,7 +51,7 @@ class LogConfig:
         if self.flush_ms is not None:
             _at_least("flush_ms", self.flush_ms, 0)
 
-    def replace(self, **changes: object) -> LogConfig:
+    def replace(self, **changes: Any) -> LogConfig:
         """A copy with some fields changed (validated like the original)."""
         return dataclasses.replace(self, **changes)
 
@@ -62,7 +63,7 @@ class LogConfig:
         retention and roll settings, ``.ms`` wins over ``.minutes`` over
         ``.hours`` as in Kafka. ``base`` gives the values of keys not present.
         """
-        changes: dict[str, int | None] = {}
+        changes: dict[str, Any] = {}
         for field, keys in _KAFKA_KEYS.items():
             for key, scale in keys:
                 if key in settings:

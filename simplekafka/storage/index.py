@@ -28,6 +28,7 @@ import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -125,7 +126,8 @@ class _MappedIndex:
 
     def _largest_at_most(self, column: int, target: int) -> int:
         """Position of the last entry whose ``column`` is <= target, or -1 (binary search)."""
-        mm, unpack, size = self._mm, self._entry.unpack_from, self._entry_size
+        mm: Any = self._mm  # None once closed: only reached with entries when open
+        unpack, size = self._entry.unpack_from, self._entry_size
         lo, hi, found = 0, self._count - 1, -1
         while lo <= hi:
             mid = (lo + hi) // 2

@@ -25,8 +25,9 @@ from simplekafka.protocol.batch_header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    batch_size_at,
     validate_batch,
+    validated_spans,
+    whole_batches_length,
 )
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.records import parse_batch
@@ -108,7 +109,8 @@ class Log:
         self.leader_epochs.truncate_from_end(self.log_end_offset)
         self.leader_epochs.truncate_from_start(self._log_start_offset)
         parsed = parse_partition_dir(directory.name)
-        self.topic, self.partition = parsed if parsed else (None, None)
+        self.topic: str | None = parsed[0] if parsed else None
+        self.partition: int | None = parsed[1] if parsed else None
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -329,15 +331,10 @@ class Log:
                 f"batch of {size} bytes is over segment.bytes ({self._config.segment_bytes})")
 
     def _validate(self, view: memoryview, follower: bool = False) -> list[tuple[int, BatchHeader]]:
-        headers = []
-        position = 0
-        while True:
-            header = validate_batch(view, position, check_crc=True)
+        headers = validated_spans(view, check_crc=True)
+        for _, header in headers:
             self._check_size(header.size, follower)
-            headers.append((position, header))
-            position += header.size
-            if position == len(view):
-                return headers
+        return headers
 
     def _roll_is_due(self, segment: LogSegment) -> bool:
         """segment.ms: time to start a new segment even though this one is not full."""
@@ -429,7 +426,7 @@ class Log:
             if want < HEADER_SIZE:
                 break
             data = segment.read(start, want)
-            whole = _whole_batches_length(data)
+            whole = whole_batches_length(data)
             if whole == 0:
                 break
             chunks.append(data if whole == len(data) else data[:whole])
@@ -650,16 +647,6 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({str(self.directory)!r}, log_start_offset={self._log_start_offset}, "
                 f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})")
-
-
-def _whole_batches_length(data: bytes) -> int:
-    """Length of the prefix of ``data`` made of whole batches (by their length fields)."""
-    position = 0
-    while True:
-        size = batch_size_at(data, position)
-        if size is None or size < HEADER_SIZE or position + size > len(data):
-            return position
-        position += size
 
 
 def _clean_directory(directory: Path) -> list[int]:

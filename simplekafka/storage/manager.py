@@ -95,15 +95,20 @@ class LogManager:
                 existing.update_config(config)
             return existing
         _check_topic(topic, partition)
-        loads = {directory: 0 for directory in self.log_dirs}
-        for log in self._logs.values():
-            loads[log.directory.parent] = loads.get(log.directory.parent, 0) + 1
-        directory = min(self.log_dirs, key=lambda d: loads[d])
+        directory = self.log_dirs[0] if len(self.log_dirs) == 1 else self._least_loaded_dir()
         log = Log.open(directory / f"{topic}-{partition}", config or self.config,
                        clean_shutdown=True, clock_ms=self._clock_ms)
         fsync_directory(directory)
         self._logs[(topic, partition)] = log
         return log
+
+    def _least_loaded_dir(self) -> Path:
+        # A walk over every log: with one directory (the usual case) it is skipped, since
+        # at thousands of partitions it cost milliseconds per partition created.
+        loads = {directory: 0 for directory in self.log_dirs}
+        for log in self._logs.values():
+            loads[log.directory.parent] = loads.get(log.directory.parent, 0) + 1
+        return min(self.log_dirs, key=lambda d: loads[d])
 
     def delete(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log; False if there was none."""

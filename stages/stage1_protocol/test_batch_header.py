@@ -259,3 +259,29 @@ def test_client_rules_reject_with_invalid_record(batch, match, offset):
     assert info.value.offset == len(good) + offset
     # the plain (replication-side) validation accepts all of these
     assert len(bh.validate_batches(good + batch())) == 2
+
+
+def test_one_walk_over_whole_batches_and_what_each_caller_makes_of_its_end():
+    from simplekafka.protocol.batch_header import (
+        batch_spans,
+        iter_batch_positions,
+        validate_batches,
+        whole_batches_length,
+    )
+    from simplekafka.protocol.errors import CorruptBatchError
+    from simplekafka.protocol.records import Record, build_batch, parse_batches
+
+    one = build_batch([Record(value=b"a")], base_offset=0)
+    two = build_batch([Record(value=b"b"), Record(value=b"c")], base_offset=1)
+    whole = one + two
+    assert batch_spans(whole) == [(0, len(one)), (len(one), len(two))]
+    cut = whole + two[:30]  # a fetch that ends mid-batch
+    assert batch_spans(cut)[-1] == (len(whole), len(two))  # the partial span, for the caller
+    assert iter_batch_positions(cut) == batch_spans(whole)
+    assert whole_batches_length(cut) == len(whole) == whole_batches_length(whole + b"\x00" * 5)
+    assert [b.base_offset for b in parse_batches(cut)] == [0, 1]
+    assert len(validate_batches(whole)) == 2
+    for damaged in (cut, whole + b"\x00" * 5):
+        with pytest.raises(CorruptBatchError):
+            validate_batches(damaged)  # validation never skips what it cannot read
+    assert batch_spans(b"") == [] and whole_batches_length(b"") == 0

@@ -27,6 +27,7 @@ from simplekafka.coordination import (
     read_controller_epoch,
     read_partition_state,
 )
+from simplekafka.coordination.processes import wait_until
 from stages.stage2_zookeeper.member import MemberProcess
 
 SESSION_TIMEOUT = 3.0
@@ -37,13 +38,8 @@ def banner(text: str) -> None:
 
 
 def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise SystemExit(f"demo: timed out waiting for {what}")
+    return wait_until(predicate, what, timeout, 0.05,
+                      error=lambda text: SystemExit(f"demo: {text}"))
 
 
 def leaders(zk, topic: str, partitions: int) -> str:

@@ -8,7 +8,6 @@ that expiry-driven failover is quick.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -32,6 +31,7 @@ from simplekafka.coordination import (
     read_controller,
     read_controller_epoch,
 )
+from simplekafka.coordination.processes import wait_until
 from simplekafka.coordination.testing import expire_session
 
 pytestmark = pytest.mark.integration
@@ -40,13 +40,7 @@ SESSION = 2.0
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 15.0, what: str = "") -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+    return wait_until(predicate, what or str(predicate), timeout, 0.05, error=AssertionError)
 
 
 class Contender:

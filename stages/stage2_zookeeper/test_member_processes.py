@@ -14,6 +14,7 @@ from simplekafka.coordination import (
     read_controller_epoch,
     read_partition_state,
 )
+from simplekafka.coordination.processes import wait_until
 from stages.stage2_zookeeper.member import MemberProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -22,13 +23,7 @@ SESSION = 2.0
 
 
 def wait_for(predicate, timeout: float = 30.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_until(predicate, what, timeout, 0.05, error=AssertionError)
 
 
 @pytest.fixture

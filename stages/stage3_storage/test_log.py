@@ -479,3 +479,20 @@ def test_a_replica_holds_one_descriptor_per_segment_not_five(tmp_path):
     for log in logs:
         log.close()
     assert _open_descriptors() == before
+
+
+def test_creating_a_log_does_not_walk_every_log(tmp_path):
+    """With one log directory, creating a partition's log looks at no other log: the walk
+    (to pick the least loaded directory) cost 15 ms of CPU per partition at 3,000
+    partitions, the replica creation time of issue 19's scale trial."""
+
+    class NoWalking(dict):
+        def values(self):
+            raise AssertionError("get_or_create walked every log")
+
+    manager = LogManager([tmp_path / "logs"])
+    manager.get_or_create("t", 0)
+    manager._logs = NoWalking(manager._logs)
+    assert manager.get_or_create("t", 1).log_end_offset == 0
+    manager._logs = dict(manager._logs)
+    manager.close()

@@ -9,11 +9,10 @@ come back, at a higher epoch, when it returns.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from simplekafka.cluster import LocalCluster
+from simplekafka.coordination.processes import wait_until
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 
@@ -37,13 +36,7 @@ def create(port: int, name: str, partitions: int, timeout_ms: int = 20_000):
 
 
 def wait_for(condition, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_until(condition, what, timeout, 0.2, error=AssertionError)
 
 
 @pytest.fixture(scope="module")

@@ -287,6 +287,16 @@ def test_batch_over_the_topics_smaller_max_message_bytes_is_message_too_large(ha
     assert harness.produce("small", build_batch([(None, b"x" * 50)])).error_code == 0
 
 
+def test_a_client_cannot_produce_to_an_internal_topic(harness):
+    """__consumer_offsets is written by the group coordinator only (Kafka answers
+    INVALID_TOPIC_EXCEPTION to a producer); nothing is appended."""
+    harness.lead("__consumer_offsets")
+    answer = harness.produce("__consumer_offsets", build_batch([(b"k", b"v")]))
+    assert answer.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert harness.broker.replica_manager.get_partition(
+        "__consumer_offsets", 0).log_end_offset == 0
+
+
 def test_batch_within_the_topics_larger_max_message_bytes_is_appended(tmp_path):
     """A topic allowed larger batches than message.max.bytes takes them (Kafka
     checks the topic's max.message.bytes; socket.request.max.bytes bounds the frame)."""

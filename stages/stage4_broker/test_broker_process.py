@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,15 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from simplekafka.coordination.processes import free_port
+
 pytestmark = pytest.mark.integration
 
 START_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class BrokerProcess:

@@ -82,8 +82,9 @@ def test_a_lagging_follower_is_written_out_of_the_isr_by_its_leader_and_comes_ba
     with producer(three) as sending:
         os.kill(three.brokers[stalled].pid, signal.SIGSTOP)
         try:
-            # acks=all waits for the stalled follower until the leader drops it (rule 2):
-            # then the ISR {1, 2} still meets min.insync.replicas and the write succeeds.
+            # acks=all waits for the stalled follower until the leader drops it
+            # (replication rule 2): then the ISR {1, 2} still meets min.insync.replicas
+            # and the write succeeds.
             started = time.monotonic()
             sending.send("lagging", b"while-stalled", partition=0).get(30)
             waited = time.monotonic() - started
@@ -170,7 +171,7 @@ def test_the_isr_is_never_emptied_and_an_out_of_sync_replica_does_not_lead(three
     three.kill(3)
     three.wait_for_znode_gone(3, timeout=30)
     three.wait_for(lambda: three.isr_of("clean", 0) == (2,), "3 out of the ISR", 30)
-    # Rule 1: ISR {2} < min.insync.replicas 2: acks=all is refused, acks=1 still works.
+    # Replication rule 1: ISR {2} < min.insync.replicas 2: acks=all is refused, acks=1 still works.
     with producer(three, retries=0) as strict:
         with pytest.raises(error_class(ErrorCode.NOT_ENOUGH_REPLICAS)):
             strict.send("clean", b"refused", partition=0).get(30)
@@ -181,7 +182,7 @@ def test_the_isr_is_never_emptied_and_an_out_of_sync_replica_does_not_lead(three
     epoch = three.partition_state("clean", 0).leader_epoch
     three.kill(2)
     three.wait_for_znode_gone(2, timeout=30)
-    # Rule 3: the last ISR member is gone: no leader, and the ISR is kept, not emptied.
+    # Replication rule 3: the last ISR member is gone: no leader, and the ISR is kept, not emptied.
     offline = three.wait_for(
         lambda: (s := three.partition_state("clean", 0)).leader == -1 and s, "offline", 30)
     assert offline.isr == (2,) and offline.leader_epoch == epoch + 1

@@ -3,7 +3,8 @@
 A Partition is built on a real storage Log in a temporary directory; the
 ZooKeeper write of an ISR change is a Deferred the test fires (or fails) by
 hand, so what happens *before* ZooKeeper has answered can be checked. Each test
-names the DESIGN.md rule it guards; each fails if its rule is dropped.
+sits under the replication rule it guards (numbered as in the "Replication
+rules" section of docs/design-notes.md); each fails if its rule is dropped.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def acked(waiter: defer.Deferred) -> ErrorCode | None:
     return waiter.result if waiter.called else None
 
 
-# -- rule 1: acks=all waits for the HW; HW = min LEO over the ISR incl. the leader --------
+# -- replication rule 1: acks=all waits for the HW; HW = min LEO over the ISR incl. the leader -----
 
 
 def test_hw_is_the_lowest_log_end_over_the_isr_and_acks_all_waits_for_it(tmp_path):
@@ -104,7 +105,7 @@ def test_the_hw_never_goes_back(tmp_path):
     assert partition.high_watermark == 4
 
 
-# -- rule 2: a shrink is written to ZooKeeper before the smaller ISR moves the HW ---------
+# -- replication rule 2: a shrink is written to ZooKeeper before the smaller ISR moves the HW ------
 
 
 class FakeIsrWriter:
@@ -180,7 +181,7 @@ def test_a_follower_catches_up_when_it_asks_for_the_leaders_log_end(tmp_path):
     assert partition.follower_caught_up_ms[F1] == 200.0
 
 
-# -- rule 4: leader epochs, and truncation by epoch (never to the local HW) ---------------
+# -- replication rule 4: leader epochs, and truncation by epoch (never to the local HW) ------------
 
 
 def test_every_batch_carries_the_leader_epoch_and_a_new_leader_records_its_start(tmp_path):
@@ -266,7 +267,7 @@ def test_fencing_of_older_and_newer_leader_epochs(tmp_path):
     assert partition.is_leader
 
 
-# -- rule 5: a follower joins only at >= HW and >= the start of the leader's epoch --------
+# -- replication rule 5: a follower joins only at >= HW and >= the start of the leader's epoch -----
 
 
 def test_may_join_isr_needs_both_bounds():

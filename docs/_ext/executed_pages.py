@@ -1,0 +1,113 @@
+"""Chapters and notebooks as executed pages: the site shows what every listing prints.
+
+A page whose source starts with an ``{include}`` of a chapter
+(``stages/<stage>/README.md``) or of a text notebook (``notebooks/*.md``) gets
+that file's text when Sphinx reads it.
+
+* A chapter's ```` ```python ```` listings are run, top to bottom, as one
+  Python script in a fresh temporary directory (exactly what a reader who
+  pastes them into a file gets), and each listing's output (stdout and stderr,
+  in the order printed) is put on the page right under it. A listing that
+  fails fails the build. What each listing printed is also written to
+  ``<doctreedir>/listings/<stage>.json`` for the test suite, so a listing runs
+  once per build, not once more in the tests.
+* A notebook is a MyST-NB notebook already; MyST-NB runs it in a Jupyter kernel.
+
+Whatever the page holds after the include (a diagram, say) goes in before the
+chapter's first ``##`` section. The chapters stay plain markdown that reads well
+on GitHub; only the site adds their outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+log = logging.getLogger(__name__)
+
+INCLUDE = re.compile(r"\A\s*```\{include\}\s+(\S+)\s*\n```\s*\n?", re.S)
+LISTING = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+MARK = "\x1esimplekafka-listing-{}\x1e"
+CHAPTER_TIMEOUT = 900  # seconds for all listings of a chapter; some start clusters
+
+
+def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
+    """Run the listings as one script; return what each printed, and the exit status."""
+    script = "\n\n".join(f"print({MARK.format(n)!r}, flush=True)\n{code}"
+                         for n, code in enumerate(listings))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    with tempfile.TemporaryDirectory(prefix="simplekafka-chapter-") as workdir:
+        path = Path(workdir) / "chapter.py"
+        path.write_text(script)
+        result = subprocess.run([sys.executable, str(path)], cwd=workdir, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                timeout=CHAPTER_TIMEOUT, check=False)
+    outputs = [""] * len(listings)
+    pieces = re.split("\x1esimplekafka-listing-(\\d+)\x1e\n", result.stdout)
+    for number, text in zip(pieces[1::2], pieces[2::2]):
+        outputs[int(number)] = text
+    return outputs, result.returncode
+
+
+def _output_block(text: str) -> str:
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"\n{fence}{{code-block}} text\n:class: listing-output\n{text.rstrip()}\n{fence}\n"
+
+
+def chapter_with_outputs(text: str, outputs: list[str], extra: str = "") -> str:
+    """The chapter with each listing's output after it, and ``extra`` before its first section."""
+    numbered = iter(range(len(outputs)))
+
+    def with_output(match: re.Match) -> str:
+        output = outputs[next(numbered)]
+        return match.group(0) + (_output_block(output) if output.strip() else "")
+
+    text = LISTING.sub(with_output, text)
+    if extra.strip():
+        first_section = re.search(r"^## ", text, flags=re.M)
+        at = first_section.start() if first_section else len(text)
+        text = text[:at] + extra.strip() + "\n\n" + text[at:]
+    return text
+
+
+def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+    match = INCLUDE.match(source[0])
+    if match is None:
+        return
+    path = (Path(app.env.doc2path(docname)).parent / match.group(1)).resolve()
+    extra = source[0][match.end():]
+    if path.name == "README.md" and path.parent.parent.name == "stages":
+        text = path.read_text()
+        listings = LISTING.findall(text)
+        log.info("running the %d listings of %s", len(listings), path.parent.name)
+        outputs, status = run_listings(listings, Path(app.confdir).parent)
+        record = Path(app.doctreedir) / "listings" / f"{path.parent.name}.json"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"chapter": str(path), "status": status, "listings": [
+            {"code": code, "output": output} for code, output in zip(listings, outputs)]},
+            indent=1))
+        if status != 0:
+            failed = max((n for n, out in enumerate(outputs) if out), default=0)
+            raise ExtensionError(f"{path}: listing {failed + 1} failed (exit status {status}):\n"
+                                 f"{outputs[failed][-4000:]}")
+        source[0] = chapter_with_outputs(text, outputs, extra)
+    elif path.parent.name == "notebooks" and path.suffix == ".md":
+        source[0] = path.read_text() + ("\n" + extra if extra.strip() else "")
+    else:
+        return
+    app.env.note_dependency(str(path))
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("source-read", on_source_read)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

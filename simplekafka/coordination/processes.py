@@ -1,0 +1,70 @@
+"""Local process helpers shared by the embedded ZooKeeper, LocalCluster and the CLI.
+
+A free port to start a server on, whether a pid still runs, and a bounded
+poll for a condition: each written once here, in the lowest layer that
+starts processes (the embedded ZooKeeper's launcher), so that the cluster
+layer, the CLI, the tests and the benchmarks all use the same ones.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+LOOPBACK = "127.0.0.1"
+
+T = TypeVar("T")
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port nobody listens on right now (the OS picks it; we release it at once)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def pid_alive(pid: int | None) -> bool:
+    """True if a process with this pid runs (a zombie, ours or another's, does not count)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # our own child that already exited: reap it so it does not count as alive
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        pass
+    try:  # someone else's zombie "exists" until its parent reaps it
+        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return status != "Z"
+
+
+def wait_until(condition: Callable[[], T], what: str, timeout: float = 60.0,
+               interval: float = 0.1,
+               error: Callable[[str], Exception] = TimeoutError) -> T:
+    """Poll ``condition`` until it returns something true and return that, else raise.
+
+    Bounded in time: after ``timeout`` seconds ``error("timed out after ...
+    waiting for <what>")`` is raised.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise error(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+__all__: list[Any] = ["LOOPBACK", "free_port", "pid_alive", "wait_until"]

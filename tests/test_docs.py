@@ -1,0 +1,204 @@
+"""The docs site: built once per test session, warning-free, with each listing's output on its page.
+
+The build runs each chapter's ``python`` listings (as one script per chapter,
+in a temporary directory) and each notebook (in a Jupyter kernel), so it
+starts ZooKeeper and brokers: the tests that need the built site are
+integration tests. The build records what each listing printed, and
+``test_chapter_listings_run`` checks that record and the page instead of
+running the listings a second time.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import importlib
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import jupytext
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CHAPTERS = sorted((ROOT / "stages").glob("*/README.md"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.md"))
+BUILD_TIMEOUT = 1800  # seconds: the build runs every chapter and notebook on a loaded machine
+# The first test to use the site builds it: its timeout must cover the build.
+pytestmark = pytest.mark.timeout(BUILD_TIMEOUT + 120)
+
+
+class Site(NamedTuple):
+    html: Path
+    result: subprocess.CompletedProcess
+
+    def page_text(self, page: str) -> str:
+        """A built page's visible text (tags dropped, entities decoded)."""
+        raw = (self.html / page).read_text()
+        return html.unescape(re.sub(r"<[^>]+>", "", raw))
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Site:
+    out = tmp_path_factory.mktemp("site") / "html"
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         str(DOCS), str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
+    return Site(out, result)
+
+
+def python_listings(chapter: Path) -> list[str]:
+    """The ```python fenced blocks of a chapter, in order."""
+    return re.findall(r"^```python[ \t]*\n(.*?)^```", chapter.read_text(), flags=re.S | re.M)
+
+
+def stage_page(chapter: Path) -> str:
+    return f"stages/stage{chapter.parent.name.split('_')[0].removeprefix('stage')}.html"
+
+
+@pytest.mark.integration
+def test_docs_build_without_warnings(site):
+    assert site.result.returncode == 0, site.result.stdout[-5000:] + site.result.stderr[-5000:]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.parent.name)
+def test_chapter_listings_run(chapter, site):
+    """Every listing ran in the docs build, in one script, and its output is on the page."""
+    listings = python_listings(chapter)
+    assert listings, f"{chapter} has no python listings to run"
+    record_path = site.html / ".doctrees" / "listings" / f"{chapter.parent.name}.json"
+    assert record_path.exists(), site.result.stdout[-3000:] + site.result.stderr[-3000:]
+    record = json.loads(record_path.read_text())
+    assert record["status"] == 0, record["listings"]
+    assert [entry["code"] for entry in record["listings"]] == listings
+    page = site.page_text(stage_page(chapter))
+    for entry in record["listings"]:
+        lines = [line.strip() for line in entry["output"].splitlines() if line.strip()]
+        if lines:
+            assert lines[0] in page, f"the output {lines[0]!r} is not on {stage_page(chapter)}"
+    assert "Traceback (most recent call last)" not in page
+
+
+@pytest.mark.integration
+def test_a_chapter_page_holds_a_listings_printed_output(site):
+    page = site.page_text("stages/stage1.html")
+    # printed by the framing listing of chapter 1, not written anywhere in the chapter's text
+    assert "refused: frame at stream offset 0 announces 2147483647 bytes; the limit is 1024" in page
+    assert "refused: frame at stream offset 0" not in (ROOT / "stages/stage1_protocol/README.md"
+                                                        ).read_text()
+
+
+def test_every_notebook_has_a_page():
+    for notebook in NOTEBOOKS:
+        page = DOCS / "notebooks" / notebook.name
+        assert page.exists(), f"add {page.relative_to(ROOT)} (an include of the notebook)"
+        assert f"../../notebooks/{notebook.name}" in page.read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_pages_show_outputs(notebook, site):
+    raw = (site.html / "notebooks" / f"{notebook.stem}.html").read_text()
+    code_cells = [c for c in jupytext.read(notebook).cells if c.cell_type == "code"]
+    assert raw.count('class="cell_output') >= len(code_cells) // 2, "too few outputs on the page"
+    assert "Traceback (most recent call last)" not in html.unescape(raw)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("page, diagram", [
+    ("overview.html", "layers"), ("stages/stage4.html", "produce_path"),
+    ("stages/stage7.html", "replication")])
+def test_diagrams_are_drawn_from_their_graphviz_sources(page, diagram, site):
+    raw = (site.html / page).read_text()
+    images = re.findall(r'(?:data|src)="([^"]*graphviz-[0-9a-f]+\.svg)"', raw)
+    assert images, f"{page} shows no Graphviz diagram"
+    svgs = [(site.html / page).parent.joinpath(image).resolve().read_text() for image in images]
+    assert any(f"<title>{diagram}</title>" in svg for svg in svgs)
+
+
+def test_the_produce_path_names_functions_that_exist():
+    names = re.findall(r"simplekafka(?:\.\w+)+", (DOCS / "diagrams/produce_path.dot").read_text())
+    assert len(names) >= 8
+    for name in names:
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                found = importlib.import_module(".".join(parts[:cut]))
+                break
+            except ImportError:
+                continue
+        for attribute in parts[cut:]:
+            assert hasattr(found, attribute), f"{name}: no {attribute}"
+            found = getattr(found, attribute)
+
+
+@pytest.mark.integration
+def test_the_benchmark_page_shows_the_suites_plots(site):
+    plots = re.findall(r"\]\((_static/bench/[\w.]+\.png)\)", (DOCS / "benchmarks.md").read_text())
+    assert plots, "docs/benchmarks.md shows no plots"
+    raw = (site.html / "benchmarks.html").read_text()
+    for plot in plots:
+        name = Path(plot).name
+        assert re.search(rf'src="[^"]*{re.escape(name)}"', raw), f"{name} is not on the page"
+        assert (site.html / "_images" / name).stat().st_size > 5000
+
+
+@pytest.mark.integration
+def test_theme_and_search(site):
+    assert "furo" in (site.html / "index.html").read_text()
+    index = (site.html / "searchindex.js").read_text()
+    for word in ("watermark", "varint", "segment"):
+        assert f'"{word}"' in index, f"{word!r} is not in the search index"
+
+
+def _imports(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _requirement_names(requirements: list[str], extras: dict[str, list[str]]) -> set[str]:
+    """Distribution names, with our own extras (``simplekafka[spark]``) expanded."""
+    names = set()
+    for requirement in requirements:
+        name = re.split(r"[\[<>=!~ ;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        if name == "simplekafka":
+            for extra in re.findall(r"\[(.*?)\]", requirement)[0].split(","):
+                names |= _requirement_names(extras[extra.strip()], extras)
+        else:
+            names.add(name)
+    return names
+
+
+def test_the_docs_extra_installs_what_the_build_imports():
+    """``pip install -e .[docs]`` alone builds the site: every import of the build is covered."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    allowed = _requirement_names(project["dependencies"], extras)
+    allowed |= _requirement_names(extras["docs"], extras)
+    code = [listing for chapter in CHAPTERS for listing in python_listings(chapter)]
+    code += [c.source for nb in NOTEBOOKS for c in jupytext.read(nb).cells
+             if c.cell_type == "code"]
+    code += [p.read_text() for p in [DOCS / "conf.py", *sorted((DOCS / "_ext").glob("*.py"))]]
+    imported = set().union(*map(_imports, code)) - set(sys.stdlib_module_names)
+    imported -= {"simplekafka", "stages"}
+    distributions = importlib.metadata.packages_distributions()
+    for module in sorted(imported):
+        names = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
+        assert names & allowed, f"{module} (from {names or 'nowhere'}) is not in the docs extra"
