@@ -101,7 +101,8 @@ def ck_consume(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     seen = 0
     clock = Clock()
     while seen < n:
-        seen += len(consumer.consume(10000, 1.0))
+        # Never ask for more than remain: consume() waits out its timeout for a short batch.
+        seen += len(consumer.consume(min(10000, n - seen), 1.0))
     rates = clock.rates(seen)
     consumer.close()
     return rates

@@ -25,6 +25,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.groups_cmd",
     "simplekafka.cli.dump_log_cmd",
     "simplekafka.cli.leader_election_cmd",
+    "simplekafka.cli.reassign_cmd",
     "simplekafka.cli.learn_cmd",
     "simplekafka.cli.console_cmd",
     "simplekafka.cli.bench_cmd",

@@ -24,6 +24,11 @@ Usage::
            .option("checkpointLocation", "/tmp/alerts-checkpoint")
            .start())
 
+Spark also finds the format without ``register``: PySpark imports every
+top-level module named ``pyspark_*`` and registers its ``DefaultSource``, and
+the top-level module ``pyspark_simplekafka`` is one (installed with the
+package). ``register`` is still the way to get one-line option errors.
+
 A batch read is ``spark.read.format("simplekafka")`` with the same options and
 ``endingOffsets``; a batch write is ``df.write.format("simplekafka")...save()``.
 
@@ -63,7 +68,7 @@ Read options (names as Spark's Kafka source; Spark lowercases them)
     resumes.
 ``kafka.*``
     client settings: ``fetch.max.bytes`` (default 64 MiB),
-    ``max.partition.fetch.bytes`` (16 MiB), ``fetch.max.wait.ms`` (200),
+    ``max.partition.fetch.bytes`` (4 MiB), ``fetch.max.wait.ms`` (200),
     ``request.timeout.ms`` (30000), ``read.timeout.ms`` (120000: how long a
     task keeps retrying a partition without a leader), ``check.crcs``,
     ``client.id``.

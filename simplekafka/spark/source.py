@@ -193,7 +193,7 @@ def read_partition(options: SourceOptions, partition: KafkaInputPartition) -> It
         partition.end,
         fail_on_data_loss=options.fail_on_data_loss,
         max_bytes=options.client_int("fetch.max.bytes", 64 * 1024 * 1024),
-        partition_max_bytes=options.client_int("max.partition.fetch.bytes", 16 * 1024 * 1024),
+        partition_max_bytes=options.client_int("max.partition.fetch.bytes", 4 * 1024 * 1024),
         max_wait_ms=options.client_int("fetch.max.wait.ms", 200),
         timeout_s=options.client_int("read.timeout.ms", 120_000) / 1000,
         check_crcs=options.client.get("check.crcs", "true").lower() != "false",

@@ -9,33 +9,17 @@ test module.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 
 @pytest.fixture(scope="session")
 def spark():
     """The session-wide SparkSession, with the ``simplekafka`` format registered."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from simplekafka.spark.session import local_spark
 
-    import simplekafka.spark
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("simplekafka-stage8-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
-    )
+    session = local_spark("simplekafka-stage8-tests", cores=2)
     session.sparkContext.setLogLevel("WARN")
-    simplekafka.spark.register(session)
+    session.conf.set("spark.sql.streaming.stopTimeout", "30s")
     try:
         yield session
     finally:

@@ -11,8 +11,6 @@ the middle of batch N (after touching ``OUT/stalled``) until it is killed.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -25,17 +23,9 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--stall-batch", type=int, default=-1)
     args = parser.parse_args()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from simplekafka.spark.session import local_spark
 
-    import simplekafka.spark
-
-    spark = (SparkSession.builder.master("local[2]").appName("simplekafka-restart-job")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    simplekafka.spark.register(spark)
+    spark = local_spark("simplekafka-restart-job")
     args.out.mkdir(parents=True, exist_ok=True)
 
     def write_batch(df, batch_id: int) -> None:
