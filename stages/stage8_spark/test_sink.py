@@ -104,3 +104,22 @@ def test_replayed_sink_batch(spark, spark_cluster, tmp_path, dedup):
         assert sorted(got) == sorted(values)  # the replay wrote nothing twice
     else:  # at least once: the replayed batch's records are there twice
         assert set(got) == set(values) and len(got) > len(values)
+
+
+@pytest.mark.parametrize("columns, options, message", [
+    ("key string", {"topic": "t"}, "the simplekafka sink needs a 'value' column"),
+    ("value int", {"topic": "t"}, "column 'value' must be string or binary, not int"),
+    ("value string", {}, "no topic: give the sink option topic or a 'topic' column"),
+    ("value string, partition string", {"topic": "t"}, "column 'partition' must be an int"),
+    ("value string", {"topic": "t", "dedup": "maybe"}, "option dedup must be true or false"),
+    ("value string", {"topic": "t", "topics": "t"}, "unknown option 'topics' for the simplekafka"),
+])
+def test_bad_sink_columns_and_options_fail_with_one_line(spark, columns, options, message):
+    df = spark.createDataFrame([], columns)
+    writer = df.write.format("simplekafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    with pytest.raises(Exception) as caught:
+        writer.mode("append").save()
+    assert "SparkOptionError: " + message in str(caught.value).splitlines()[0]
+    assert "Traceback" not in str(caught.value)

@@ -69,3 +69,22 @@ def test_records_removed_under_the_checkpoint(spark, retaining_cluster, tmp_path
         _query(spark, retaining_cluster, topic, tmp_path / "cp", fail, seen)  # warns, goes on
         assert seen and min(seen) >= log_start
         assert sorted(seen) == list(range(min(seen), 420))
+
+
+def test_a_task_meeting_removed_records(retaining_cluster):
+    """Retention striking after planning: a task's range reader fails or skips the same way."""
+    from simplekafka.spark.fetching import DataLossError, RangeReader
+
+    topic = new_topic(retaining_cluster, partitions=1, replication=1)
+    for start in range(0, 400, 20):
+        produce(retaining_cluster, topic, 20, start=start)
+    log_start = wait_until(lambda: (s := _log_start(retaining_cluster, topic)) > 0 and s,
+                           "retention to remove the first records")
+    tp = TopicPartition(topic, 0)
+    with KafkaClient(retaining_cluster.bootstrap_servers) as client:
+        with pytest.raises(DataLossError, match=f"data loss in {topic}-0: offsets 0 to "):
+            list(RangeReader(client, tp, 0, 400, fail_on_data_loss=True))
+        offsets = [int(o) for columns in RangeReader(client, tp, 0, 400, fail_on_data_loss=False)
+                   for o in columns.arrays["offset"]]
+    assert offsets and offsets[0] >= log_start
+    assert offsets == list(range(offsets[0], 400))
