@@ -170,6 +170,14 @@ class KafkaBroker:
             value = self.dynamic_config.effective().get("min.insync.replicas", (None, 0))[0]
         return int(value) if value is not None else self.config.min_insync_replicas
 
+    def deletes_by_retention(self, topic: str) -> bool:
+        """Whether ``cleanup.policy`` (the topic's, else the dynamic broker default) includes
+        ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
+        policy = self.topic_config(topic).get("cleanup.policy")
+        if policy is None:
+            policy = self.dynamic_config.effective().get("log.cleanup.policy", ("delete", 0))[0]
+        return "delete" in {p.strip() for p in policy.split(",")}
+
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
         if not overrides:
@@ -360,7 +368,8 @@ class KafkaBroker:
 
     def _enforce_retention(self) -> None:
         removed = self.log_manager.enforce_retention(
-            high_watermarks=self.replica_manager.high_watermarks())
+            high_watermarks=self.replica_manager.high_watermarks(),
+            deletes=self.deletes_by_retention)
         if removed:
             log.info("retention removed %d segments", removed)
 
