@@ -1,0 +1,114 @@
+"""``simplekafka reassign``: plan replica moves, with Kafka's kafka-reassign-partitions flags.
+
+``--generate --topics-to-move-json-file F --broker-list 1,2,4`` reads the current
+assignment of the topics in F from the cluster and prints it, then the proposed
+one, as Kafka's reassignment JSON (``--output PLAN`` also writes the proposed one
+to PLAN). Unlike Kafka's from-scratch proposal, ours keeps every replica that
+may stay and moves only what balance needs (``coordination.reassignment``).
+``--execute``, ``--verify`` and ``--cancel`` are not implemented yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from simplekafka.cli import CliError
+from simplekafka.cli.client_common import (
+    add_bootstrap_argument,
+    bootstrap,
+    kafka_errors_are_one_line,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "reassign", help="plan partition reassignments (kafka-reassign-partitions)",
+        description=__doc__.strip("`"))
+    add_bootstrap_argument(parser)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--generate", action="store_true",
+                        help="propose an assignment of the topics onto --broker-list")
+    for name in ("execute", "verify", "cancel"):
+        action.add_argument(f"--{name}", action="store_true", help="not implemented yet")
+    parser.add_argument("--topics-to-move-json-file", metavar="FILE",
+                        help='{"topics": [{"topic": "name"}, ...], "version": 1}')
+    parser.add_argument("--broker-list", metavar="ID,ID,...",
+                        help="the brokers to place the replicas on")
+    parser.add_argument("--disable-rack-aware", action="store_true",
+                        help="ignore the brokers' racks")
+    parser.add_argument("--reassignment-json-file", metavar="FILE",
+                        help="a plan, for --execute/--verify/--cancel")
+    parser.add_argument("--output", metavar="PLAN", help="also write the proposed plan here")
+    parser.set_defaults(func=reassign)
+
+
+def parse_broker_list(text: str) -> list[int]:
+    """``1,2,4`` as distinct broker ids (a CliError otherwise)."""
+    try:
+        ids = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise CliError(f"--broker-list expects ids like 1,2,4, got {text!r}") from None
+    if len(set(ids)) != len(ids):
+        raise CliError(f"--broker-list names a broker twice: {text!r}")
+    if any(i < 0 for i in ids):
+        raise CliError(f"--broker-list ids are not negative: {text!r}")
+    return ids
+
+
+@kafka_errors_are_one_line("reassign")
+def reassign(args: argparse.Namespace) -> int:
+    if not args.generate:
+        raise CliError("--execute, --verify and --cancel are not implemented yet; "
+                       "use --generate")
+    return _generate(args)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from simplekafka.admin import Admin
+    from simplekafka.coordination import AssignmentError
+    from simplekafka.coordination.reassignment import (
+        parse_topics_to_move,
+        plan_reassignment,
+        reassignment_json,
+    )
+
+    if not args.topics_to_move_json_file or not args.broker_list:
+        raise CliError("--generate needs --topics-to-move-json-file and --broker-list")
+    brokers = parse_broker_list(args.broker_list)
+    try:
+        text = Path(args.topics_to_move_json_file).read_text()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.topics_to_move_json_file}: {exc.strerror}") from None
+    try:
+        topics = parse_topics_to_move(text)
+    except AssignmentError as exc:
+        raise CliError(f"{args.topics_to_move_json_file}: {exc}") from None
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        known = set(admin.list_topics(include_internal=True))
+        missing = [t for t in topics if t not in known]
+        if missing:
+            raise CliError(f"topics {missing} do not exist")
+        described = admin.describe_topics(topics)
+        nodes = {node.node_id: node for node in admin.describe_cluster().brokers}
+    unknown = [b for b in brokers if b not in nodes]
+    if unknown:
+        raise CliError(f"brokers {unknown} are not in the cluster (live: {sorted(nodes)})")
+    current = {(topic, p.partition): list(p.replicas)
+               for topic, description in described.items() for p in description.partitions}
+    racks = None if args.disable_rack_aware else {b: nodes[b].rack for b in brokers}
+    try:
+        proposed = plan_reassignment(current, brokers, racks)
+    except AssignmentError as exc:
+        raise CliError(str(exc)) from None
+    print("Current partition replica assignment")
+    print(reassignment_json(current))
+    print()
+    print("Proposed partition reassignment configuration")
+    print(reassignment_json(proposed))
+    if args.output:
+        try:
+            Path(args.output).write_text(reassignment_json(proposed) + "\n")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror}") from None
+    return 0
