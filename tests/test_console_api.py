@@ -420,6 +420,23 @@ def test_console_cli_refuses_bad_arguments():
         assert "Traceback" not in result.stderr
 
 
+def test_console_on_a_taken_port_is_one_line():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "simplekafka", "console", "--bootstrap-server",
+             "127.0.0.1:9092", "--port", str(port)],
+            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"simplekafka console: error: cannot listen on 127.0.0.1:{port}: "
+        "[Errno 98] Address already in use"]
+
+
 def test_admin_can_see_what_the_api_created(live, api):
     cluster, _ = live
     api("POST", "/api/topics", {"name": "seen-by-admin", "partitions": 4,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from simplekafka.admin import groups
+from simplekafka.admin import configs, groups
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from simplekafka.protocol.api import ApiKey
@@ -235,7 +235,7 @@ class Admin:
             raise ValueError(f"election_type is preferred or unclean, not {election_type!r}")
         timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         wanted = None if partitions is None else [
-            {"topic": t, "partition_id": sorted(set(p))} for t, p in partitions.items()]
+            {"topic": t, "partitions": sorted(set(p))} for t, p in partitions.items()]
 
         def body(version: int) -> dict:
             if version < 1 and election_type != "preferred":
@@ -251,6 +251,20 @@ class Admin:
                 (error_for(r.error_code, r.error_message or f"{t.topic}-{r.partition_id}")
                  if r.error_code else None)
                 for t in answer.replica_election_results for r in t.partition_result}
+
+    # ----- configs (simplekafka.admin.configs) -------------------------------------
+
+    def describe_configs(self, kind: str, name: str) -> dict[str, configs.ConfigEntry]:
+        """A topic's (``kind="topic"``) or a broker's (``"broker"``, name = its id, ``""``
+        for the cluster default) configs: value, source, read-only, by key."""
+        return configs.describe_configs(self.client, kind, name, self.request_timeout_ms)
+
+    def alter_configs(self, kind: str, name: str, set_configs: Mapping[str, str] | None = None,
+                      delete: Iterable[str] = ()) -> None:
+        """Set some keys and delete others (IncrementalAlterConfigs); applied by every
+        broker without a restart."""
+        configs.alter_configs(self.client, kind, name, dict(set_configs or {}), list(delete),
+                              self.request_timeout_ms)
 
     # ----- consumer groups (simplekafka.admin.groups) ----------------------------
 

@@ -26,6 +26,7 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.configs import DYNAMIC_BROKER_KEYS, ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
@@ -37,6 +38,7 @@ from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.config import BrokerConfig
+from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.controller import (
     CONTROLLED_SHUTDOWN_PATH,
     Controller,
@@ -84,13 +86,16 @@ class KafkaBroker:
         self.factory: KafkaServerFactory | None = None
         self.gate: ReadinessGate | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.dynamic_config = DynamicBrokerConfig(self.broker_id)
+        self.config_changes: ConfigChangeListener | None = None
         self._loops: list[task.LoopingCall] = []
         self._checkpointing: defer.Deferred | None = None
         self._stopping = False
         self._stop_requested = False
 
-        self.log_config = LogConfig.from_kafka(
+        self.static_log_config = LogConfig.from_kafka(
             {k: v for k, v in config.log_config_keys().items() if v is not None})
+        self.log_config = self.static_log_config  # plus dynamic broker configs
         self.log_manager = LogManager(config.log_dirs, self.log_config)
         if self.log_manager.recovered_unclean and self.log_manager.all_logs():
             log.warning("log directories were not shut down cleanly: logs recovered")
@@ -141,6 +146,8 @@ class KafkaBroker:
             elect_leaders=ElectLeadersHandler(reactor, zookeeper),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics),
+            configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
+                               lambda: self.dynamic_config.effective()),
         )
 
     @property
@@ -159,7 +166,17 @@ class KafkaBroker:
     def min_insync_replicas_for(self, topic: str) -> int:
         """min.insync.replicas for ``topic``: its override, else the broker's."""
         value = self.topic_config(topic).get("min.insync.replicas")
+        if value is None:
+            value = self.dynamic_config.effective().get("min.insync.replicas", (None, 0))[0]
         return int(value) if value is not None else self.config.min_insync_replicas
+
+    def deletes_by_retention(self, topic: str) -> bool:
+        """Whether ``cleanup.policy`` (the topic's, else the dynamic broker default) includes
+        ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
+        policy = self.topic_config(topic).get("cleanup.policy")
+        if policy is None:
+            policy = self.dynamic_config.effective().get("log.cleanup.policy", ("delete", 0))[0]
+        return "delete" in {p.strip() for p in policy.split(",")}
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
@@ -170,6 +187,29 @@ class KafkaBroker:
         except ValueError as exc:
             log.warning("topic %s: bad config override ignored (%s)", topic, exc)
             return self.log_config
+
+    def _config_changed(self, entity_type: str, name: str, config: dict[str, str]) -> None:
+        """A ``/config/changes`` notification (config_changes.py): apply it to the logs."""
+        if entity_type == "topics":
+            self.topic_configs[name] = dict(config)
+            topics = {name}
+        elif self.dynamic_config.update(name, config):
+            dynamic = {DYNAMIC_BROKER_KEYS[k]: v for k, (v, _s) in
+                       self.dynamic_config.effective().items() if k in DYNAMIC_BROKER_KEYS}
+            try:
+                self.log_config = LogConfig.from_kafka(dynamic, base=self.static_log_config)
+            except ValueError as exc:
+                log.warning("dynamic broker config ignored (%s)", exc)
+                return
+            topics = None
+        else:
+            return
+        for topic, index in self.log_manager.partitions():
+            if topics is None or topic in topics:
+                found = self.log_manager.get(topic, index)
+                if found is not None:
+                    found.update_config(self.log_config_for(topic))
+        log.info("config of %s/%s applied: %s", entity_type, name, config)
 
     # -- start --------------------------------------------------------------------------
 
@@ -240,6 +280,10 @@ class KafkaBroker:
             imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
             imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
         self.election.start()
+        self.config_changes = ConfigChangeListener(zk, self.broker_id,
+                                                   self.reactor.callFromThread,
+                                                   self._config_changed)
+        self.config_changes.start()
         log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
                  self.config.zookeeper_connect)
 
@@ -324,7 +368,8 @@ class KafkaBroker:
 
     def _enforce_retention(self) -> None:
         removed = self.log_manager.enforce_retention(
-            high_watermarks=self.replica_manager.high_watermarks())
+            high_watermarks=self.replica_manager.high_watermarks(),
+            deletes=self.deletes_by_retention)
         if removed:
             log.info("retention removed %d segments", removed)
 
@@ -339,6 +384,8 @@ class KafkaBroker:
         log.info("broker %d shutting down", self.broker_id)
         yield self._controlled_shutdown()
         self._stopping = True
+        if self.config_changes is not None:
+            self.config_changes.stop()
         for loop in self._loops:
             if loop.running:
                 loop.stop()

@@ -631,7 +631,7 @@ ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
     F("election_type", "int8", "1+", default=0),  # 0 preferred, 1 unclean (KIP-460)
     F("topic_partitions", [
         F("topic", "string"),
-        F("partition_id", "[]int32"),
+        F("partitions", "[]int32"),
     ], nullable="0+"),  # null: every partition
     F("timeout_ms", "int32", default=60000),
 ])
@@ -731,6 +731,88 @@ CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+"
     ]),
 ])
 
+# --- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) -------------------
+
+DESCRIBE_CONFIGS_REQUEST = Message("DescribeConfigsRequest", 32, "0-4", "4+", [
+    F("resources", [
+        F("resource_type", "int8"),  # 2 topic, 4 broker
+        F("resource_name", "string"),
+        F("configuration_keys", "[]string", nullable="0+"),  # null: every key
+    ]),
+    F("include_synonyms", "bool", "1+", default=False),
+    F("include_documentation", "bool", "3+", default=False),
+])
+
+DESCRIBE_CONFIGS_RESPONSE = Message("DescribeConfigsResponse", 32, "0-4", "4+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("configs", [
+            F("name", "string"),
+            F("value", "string", nullable="0+"),
+            F("read_only", "bool"),
+            F("is_default", "bool", "0", default=False),
+            F("config_source", "int8", "1+", default=-1),
+            F("is_sensitive", "bool"),
+            F("synonyms", [
+                F("name", "string"),
+                F("value", "string", nullable="0+"),
+                F("source", "int8"),
+            ], "1+", default=[]),
+            F("config_type", "int8", "3+", default=0),
+            F("documentation", "string", "3+", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
+ALTER_CONFIGS_REQUEST = Message("AlterConfigsRequest", 33, "0-2", "2+", [
+    F("resources", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("configs", [
+            F("name", "string"),
+            F("value", "string", nullable="0+"),
+        ]),
+    ]),
+    F("validate_only", "bool"),
+])
+
+ALTER_CONFIGS_RESPONSE = Message("AlterConfigsResponse", 33, "0-2", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("responses", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+    ]),
+])
+
+INCREMENTAL_ALTER_CONFIGS_REQUEST = Message("IncrementalAlterConfigsRequest", 44, "0-1", "1+", [
+    F("resources", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("configs", [
+            F("name", "string"),
+            F("config_operation", "int8"),  # 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT
+            F("value", "string", nullable="0+"),
+        ]),
+    ]),
+    F("validate_only", "bool"),
+])
+
+INCREMENTAL_ALTER_CONFIGS_RESPONSE = Message("IncrementalAlterConfigsResponse", 44, "0-1", "1+", [
+    F("throttle_time_ms", "int32"),
+    F("responses", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+    ]),
+])
+
 # --- InitProducerId (22), OffsetForLeaderEpoch (23) ------------------------------------------
 
 INIT_PRODUCER_ID_REQUEST = Message("InitProducerIdRequest", 22, "0-1", "2+", [
@@ -795,6 +877,9 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
         (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+        (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
+        (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
+        (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
     ]

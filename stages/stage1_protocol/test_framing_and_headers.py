@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000015"  # 21 api keys
+    "00000018"  # 24 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200010005"  # ListOffsets 1-5
@@ -165,9 +165,12 @@ PROBE_ANSWER_HEX = (
     "001400000003"  # DeleteTopics 0-3
     "001600000001"  # InitProducerId 0-1
     "001700020003"  # OffsetForLeaderEpoch 2-3
+    "002000000002"  # DescribeConfigs 0-2
+    "002100000001"  # AlterConfigs 0-1
     "002500000001"  # CreatePartitions 0-1
     "002a00000001"  # DeleteGroups 0-1
     "002b00000001"  # ElectLeaders 0-1
+    "002c00000000"  # IncrementalAlterConfigs 0
 )  # and nothing after: no throttle time, no tagged fields
 
 

@@ -16,6 +16,7 @@ InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
 CreatePartitions                            ``apis.partitions``
+DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
 Transactions (refused)                      ``apis.transactions``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
@@ -27,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simplekafka.broker.apis.configs import ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
@@ -56,6 +58,7 @@ class KafkaApis:
     groups: GroupApis
     elect_leaders: ElectLeadersHandler
     create_partitions: CreatePartitionsHandler
+    configs: ConfigApis
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -70,6 +73,9 @@ class KafkaApis:
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)
         register(ApiKey.CREATE_PARTITIONS, self.create_partitions)
+        register(ApiKey.DESCRIBE_CONFIGS, self.configs.describe_configs)
+        register(ApiKey.ALTER_CONFIGS, self.configs.alter_configs)
+        register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.configs.incremental_alter_configs)
         register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)

@@ -1,0 +1,117 @@
+"""Config changes take effect without a restart: each broker follows ``/config/changes``.
+
+Kafka's ZooKeeper-mode brokers run a ConfigChangeListener: a child watch on
+``/config/changes``; each new ``config_change_<seq>`` names an entity
+(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``) whose config the
+broker rereads and applies. Here a topic's new overrides replace the broker's
+copy (``topic_configs``, read per request for ``min.insync.replicas``) and are
+pushed into each local log of the topic (``Log.update_config``: retention,
+``max.message.bytes``, segment sizes); dynamic broker configs (the cluster
+default, then this broker's own) become the broker's log defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.recipe.watchers import ChildrenWatch
+
+from simplekafka.coordination.configs import (
+    BROKERS,
+    DEFAULT_BROKER,
+    TOPICS,
+    read_change,
+    read_entity_config,
+)
+from simplekafka.coordination.znodes import ZkPaths
+
+log = logging.getLogger(__name__)
+
+# ConfigSource numbers (as DescribeConfigs answers them)
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+
+Apply = Callable[[str, str, dict], None]
+
+
+class ConfigChangeListener:
+    """Watches ``/config/changes`` and calls ``apply(entity_type, name, config)`` on the
+    reactor (through ``call_soon``) for every entity named by a notification not seen yet."""
+
+    def __init__(self, zk: Any, broker_id: int, call_soon: Callable[..., Any], apply: Apply):
+        self.zk = zk
+        self.broker_id = broker_id
+        self.call_soon = call_soon
+        self.apply = apply
+        self._last_seen = -1
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def start(self) -> None:
+        self.zk.ensure_path(ZkPaths.CONFIG_CHANGES)
+        # Current dynamic broker configs first: a broker starting after a change
+        # must not wait for the next one.
+        for name in (DEFAULT_BROKER, str(self.broker_id)):
+            self.call_soon(self.apply, BROKERS, name, read_entity_config(self.zk, BROKERS, name))
+        ChildrenWatch(self.zk, ZkPaths.CONFIG_CHANGES, self._children)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def _children(self, children: list[str]) -> bool:
+        if self._stopped:
+            return False
+        with self._lock:
+            for child in sorted(children, key=_sequence):
+                sequence = _sequence(child)
+                if sequence <= self._last_seen:
+                    continue
+                self._last_seen = sequence
+                try:
+                    found = read_change(self.zk, child)
+                    if found is None:
+                        continue
+                    entity_type, name = found
+                    if entity_type not in (TOPICS, BROKERS):
+                        continue
+                    config = read_entity_config(self.zk, entity_type, name)
+                except Exception as exc:  # a bad notification must not stop the others
+                    log.warning("config change %s unreadable: %s", child, exc)
+                    continue
+                self.call_soon(self.apply, entity_type, name, config)
+        return True
+
+
+def _sequence(child: str) -> int:
+    try:
+        return int(child.rsplit("_", 1)[-1])
+    except ValueError:
+        return -1
+
+
+class DynamicBrokerConfig:
+    """This broker's dynamic overrides: the cluster default, then its own on top."""
+
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self.default: dict[str, str] = {}
+        self.own: dict[str, str] = {}
+
+    def update(self, name: str, config: dict[str, str]) -> bool:
+        """Take a changed entity's config; whether it concerns this broker."""
+        if name == DEFAULT_BROKER:
+            self.default = dict(config)
+        elif name == str(self.broker_id):
+            self.own = dict(config)
+        else:
+            return False
+        return True
+
+    def effective(self) -> dict[str, tuple[str, int]]:
+        """key -> (value, ConfigSource)."""
+        merged = {k: (v, DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in self.default.items()}
+        merged.update({k: (v, DYNAMIC_BROKER_CONFIG) for k, v in self.own.items()})
+        return merged
