@@ -228,7 +228,7 @@ class Admin:
         """
         timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         wanted = None if partitions is None else [
-            {"topic": t, "partition_id": sorted(set(p))} for t, p in partitions.items()]
+            {"topic": t, "partitions": sorted(set(p))} for t, p in partitions.items()]
 
         def body(version: int) -> dict:
             return {"election_type": 0, "topic_partitions": wanted, "timeout_ms": timeout_ms}

@@ -51,6 +51,7 @@ class AppendResult(NamedTuple):
     last_offset: int
     log_start_offset: int
     duplicate: bool = False
+    log_append_time: int = -1  # what ProduceResponse answers; -1 unless LogAppendTime
 
 
 class Partition:
@@ -203,7 +204,8 @@ class Partition:
         self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
-        return AppendResult(info.base_offset, info.last_offset, self.log_start_offset)
+        return AppendResult(info.base_offset, info.last_offset, self.log_start_offset,
+                            log_append_time=info.log_append_time)
 
     # -- high watermark -----------------------------------------------------------------
 

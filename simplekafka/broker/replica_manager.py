@@ -59,12 +59,15 @@ class Followers(Protocol):
 class PartitionResponse:
     """What one partition's append came to (Kafka's ProduceResponse.PartitionResponse)."""
 
-    __slots__ = ("base_offset", "error_code", "error_message", "log_start_offset")
+    __slots__ = ("base_offset", "error_code", "error_message", "log_append_time",
+                 "log_start_offset")
 
     def __init__(self, error_code: ErrorCode = ErrorCode.NONE, base_offset: int = -1,
-                 log_start_offset: int = -1, error_message: str | None = None):
+                 log_start_offset: int = -1, error_message: str | None = None,
+                 log_append_time: int = -1):
         self.error_code = error_code
         self.base_offset = base_offset
+        self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.error_message = error_message
 
@@ -188,6 +191,7 @@ class ReplicaManager:
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
+        response.log_append_time = result.log_append_time
         if self.on_append is not None and not internal and not result.duplicate:
             self.on_append(topic, result.last_offset - result.base_offset + 1,
                            len(records or b""))

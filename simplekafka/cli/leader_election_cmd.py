@@ -12,9 +12,9 @@ Kafka's ``kafka-leader-election.sh``, it sends the ElectLeaders request
 from __future__ import annotations
 
 import argparse
-import time
 
 from simplekafka.cli import CliError
+from simplekafka.coordination.processes import wait_until
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -74,12 +74,10 @@ def leader_election(args: argparse.Namespace) -> int:
             zk.create(ZkPaths.PREFERRED_REPLICA_ELECTION, refs.to_json(), makepath=True)
         except NodeExistsError:
             raise CliError("a preferred replica election is already in progress") from None
-        deadline = time.monotonic() + args.timeout
-        while zk.exists(ZkPaths.PREFERRED_REPLICA_ELECTION):
-            if time.monotonic() > deadline:
-                raise CliError(f"the controller did not act within {args.timeout:g} s "
-                               "(is a broker running?)")
-            time.sleep(0.1)
+        wait_until(lambda: not zk.exists(ZkPaths.PREFERRED_REPLICA_ELECTION),
+                   "the controller", args.timeout,
+                   error=lambda _: CliError(f"the controller did not act within "
+                                            f"{args.timeout:g} s (is a broker running?)"))
         moved, stayed = [], []
         for topic, index in wanted:
             replicas = read_topic_assignment(zk, topic).partitions[index]

@@ -67,13 +67,14 @@ DYNAMIC_BROKER_KEYS: dict[str, str] = {
     "min.insync.replicas": "min.insync.replicas",
     "log.cleanup.policy": "cleanup.policy",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "log.message.timestamp.type": "message.timestamp.type",
 }
 
 # Topic keys the broker has no setting of its own for: Kafka's defaults.
 _FIXED_TOPIC_DEFAULTS = {
     "cleanup.policy": "delete", "compression.type": "producer",
     "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
-    "message.timestamp.type": "CreateTime", "min.cleanable.dirty.ratio": "0.5",
+    "min.cleanable.dirty.ratio": "0.5",
     "preallocate": "false", "message.format.version": "3.0-IV1",
 }
 _SYNONYMS = {

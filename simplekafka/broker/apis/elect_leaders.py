@@ -44,7 +44,7 @@ class ElectLeadersHandler:
 
     def __call__(self, context: Any, request: Any) -> Any:
         wanted = (None if request.topic_partitions is None else
-                  [(t.topic, p) for t in request.topic_partitions for p in t.partition_id])
+                  [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
         election_type = getattr(request, "election_type", PREFERRED)
         zk = self.zookeeper()
         if election_type != PREFERRED or zk is None:
