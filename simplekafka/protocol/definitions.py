@@ -631,7 +631,7 @@ ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
     F("election_type", "int8", "1+", default=0),  # 0 preferred, 1 unclean (KIP-460)
     F("topic_partitions", [
         F("topic", "string"),
-        F("partition_id", "[]int32"),
+        F("partitions", "[]int32"),
     ], nullable="0+"),  # null: every partition
     F("timeout_ms", "int32", default=60000),
 ])

@@ -25,6 +25,10 @@ requests to brokers, sent from the reactor through the ControllerChannel:
   leader imbalance is over ``leader.imbalance.per.broker.percentage``: move
   leadership to the first replica of the assignment where it is live and in
   the ISR;
+* on ``/admin/unclean_leader_election`` (not a Kafka path: ElectLeaders of
+  type unclean): give each listed partition whose leader is gone a leader, from
+  the ISR if any member is live, else the first live replica, whatever the
+  topic's ``unclean.leader.election.enable``;
 * on ``/admin/controlled_shutdown/<id>`` (a broker about to stop cleanly): move
   its leaderships to the first other live ISR member, drop it from the ISRs it
   follows in (never emptying one), and leave it out of elections until it goes.
@@ -206,6 +210,7 @@ class Controller:
         sends += self._controlled_shutdown_event()
         sends += self._isr_changes_event()
         sends += self._preferred_election_event()
+        sends += self._unclean_election_event()
         return sends
 
     def states_keys_needing_leaders(self) -> list[tuple[str, int]]:
@@ -510,10 +515,26 @@ class Controller:
 
     def _preferred_election_event(self) -> list[Send]:
         """``/admin/preferred_replica_election`` was written: elect, then remove the znode."""
+        return self._election_request_event(ZkPaths.PREFERRED_REPLICA_ELECTION,
+                                            self._on_preferred_watch, self._elect_preferred)
+
+    def _on_unclean_watch(self, _event: Any) -> None:
+        if self.active:
+            self._submit(self._unclean_election_event)
+
+    def _unclean_election_event(self) -> list[Send]:
+        """``/admin/unclean_leader_election`` was written: elect, then remove the znode."""
+        return self._election_request_event(ZkPaths.UNCLEAN_LEADER_ELECTION,
+                                            self._on_unclean_watch, self._elect_unclean)
+
+    def _election_request_event(self, path: str, watch: Callable[[Any], None],
+                                elect: Callable[[list[tuple[str, int]]], list[Send]]
+                                ) -> list[Send]:
+        """An election asked for through ``path`` (its partitions, or all): run it, remove
+        the znode (which tells whoever asked that it is done), watch for the next."""
         if not self.election.is_controller:
             return []
-        path = ZkPaths.PREFERRED_REPLICA_ELECTION
-        if self.zk.exists(path, watch=self._on_preferred_watch) is None:
+        if self.zk.exists(path, watch=watch) is None:
             return []
         try:
             data, _stat = self.zk.get(path)
@@ -524,13 +545,35 @@ class Controller:
         except ZnodeFormatError as exc:
             log.warning("ignoring %s: %s", path, exc)
             keys = []
-        sends = self._elect_preferred(keys)
+        sends = elect(keys)
         try:
             self.zk.delete(path)
         except NoNodeError:
             pass
-        self.zk.exists(path, watch=self._on_preferred_watch)
+        self.zk.exists(path, watch=watch)
         return sends
+
+    def _elect_unclean(self, keys: list[tuple[str, int]]) -> list[Send]:
+        """Leaders for offline partitions, out of sync replicas allowed (Kafka's
+        ElectionType.UNCLEAN); partitions whose leader is live are left alone."""
+        context = self.context
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None  # _decide_and_write creates nothing here
+            live = context.live - context.shutting_down
+            if current.leader in live:
+                return None
+            state = elect_leader_for_offline_partition(replicas, current, live, self.epoch,
+                                                       unclean=True)
+            return None if state == current else state
+
+        changed = self._decide_and_write(keys, decide)
+        if not changed:
+            return []
+        log.warning("controller: unclean leader election for %s",
+                    ", ".join(f"{t}-{p}" for t, p in changed))
+        return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
 
     def _elect_preferred(self, keys: list[tuple[str, int]]) -> list[Send]:
         context = self.context
