@@ -219,19 +219,30 @@ class Admin:
         return ClusterDescription(snapshot.cluster_id, snapshot.controller_id, brokers)
 
     def elect_leaders(self, partitions: Mapping[str, Iterable[int]] | None = None,
-                      timeout_ms: int | None = None) -> dict[tuple[str, int], KafkaError | None]:
-        """Preferred leader election (ElectLeaders): ``{topic: [partitions]}``, None for all.
+                      timeout_ms: int | None = None, election_type: str = "preferred",
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """Leader election (ElectLeaders): ``{topic: [partitions]}``, None for all.
 
-        Per partition: None when the preferred replica leads now, else the error
-        (``ElectionNotNeededError``: it already did; ``PreferredLeaderNotAvailableError``:
-        not live or not in sync; ``UnknownTopicOrPartitionError``).
+        ``election_type`` "preferred": move leadership to the first replica; per
+        partition None when it leads now, else the error (``ElectionNotNeededError``:
+        it already did; ``PreferredLeaderNotAvailableError``: not live or not in
+        sync; ``UnknownTopicOrPartitionError``). "unclean": give partitions without
+        a live leader one, out-of-sync replicas allowed (``ElectionNotNeededError``:
+        the leader is live; ``EligibleLeadersNotAvailableError``: no replica is).
         """
+        types = {"preferred": 0, "unclean": 1}
+        if election_type not in types:
+            raise ValueError(f"election_type is preferred or unclean, not {election_type!r}")
         timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         wanted = None if partitions is None else [
             {"topic": t, "partitions": sorted(set(p))} for t, p in partitions.items()]
 
         def body(version: int) -> dict:
-            return {"election_type": 0, "topic_partitions": wanted, "timeout_ms": timeout_ms}
+            if version < 1 and election_type != "preferred":
+                raise error_for(ErrorCode.UNSUPPORTED_VERSION,
+                                "the broker offers ElectLeaders v0 only: preferred elections")
+            return {"election_type": types[election_type], "topic_partitions": wanted,
+                    "timeout_ms": timeout_ms}
 
         answer = self._to_controller(ApiKey.ELECT_LEADERS, body, timeout_ms + 5_000)
         if getattr(answer, "error_code", 0):

@@ -32,7 +32,11 @@ from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
-from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.offsets import (
+    DeleteRecordsHandler,
+    ListOffsetsHandler,
+    OffsetForLeaderEpochHandler,
+)
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
@@ -136,6 +140,7 @@ class KafkaBroker:
             fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
             list_offsets=ListOffsetsHandler(replicas),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
+            delete_records=DeleteRecordsHandler(replicas),
             init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
                                                    config["producer.id.block.size"]),
             topics=topics,

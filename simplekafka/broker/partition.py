@@ -207,6 +207,30 @@ class Partition:
         return AppendResult(info.base_offset, info.last_offset, self.log_start_offset,
                             log_append_time=info.log_append_time)
 
+    # -- DeleteRecords ------------------------------------------------------------------
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (-1: the high watermark); the new start.
+
+        As Kafka's ``deleteRecordsOnLeader``: only committed records can be
+        deleted (an offset above the high watermark, or negative, is
+        OFFSET_OUT_OF_RANGE); whole segments below the new start go at once,
+        and followers move theirs when a fetch answer tells them.
+        """
+        if not self.is_leader:
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        target = self.high_watermark if offset == -1 else offset
+        if target < 0 or target > self.high_watermark:
+            raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
+                            f"offset {offset} is outside 0..high watermark {self.high_watermark}")
+        return self.log.delete_records_before(target)
+
+    def maybe_increment_log_start_offset(self, leader_log_start: int) -> None:
+        """A follower follows its leader's log start (DeleteRecords), up to its own HW."""
+        target = min(leader_log_start, self.high_watermark)
+        if target > self.log.log_start_offset:
+            self.log.delete_records_before(target)
+
     # -- high watermark -----------------------------------------------------------------
 
     def maybe_advance_high_watermark(self) -> bool:
@@ -362,11 +386,13 @@ class Partition:
 
     # -- follower -----------------------------------------------------------------------
 
-    def append_as_follower(self, records: bytes, leader_high_watermark: int) -> int:
+    def append_as_follower(self, records: bytes, leader_high_watermark: int,
+                           leader_log_start: int = -1) -> int:
         """Append batches copied from the leader exactly at our LEO; HW = min(leader HW, LEO).
 
         Returns how many bytes were appended. Producer state learns each batch,
-        so idempotence holds if this replica becomes leader.
+        so idempotence holds if this replica becomes leader. The leader's log
+        start offset (moved by DeleteRecords) moves ours too, as in Kafka.
         """
         appended = 0
         spans = iter_batch_positions(records) if records else []
@@ -382,6 +408,8 @@ class Partition:
         new_hw = min(leader_high_watermark, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+        if leader_log_start > self.log.log_start_offset:
+            self.maybe_increment_log_start_offset(leader_log_start)
         return appended
 
     def truncate_to(self, offset: int) -> None:

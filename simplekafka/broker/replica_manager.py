@@ -131,6 +131,19 @@ class ReplicaManager:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    # -- DeleteRecords ------------------------------------------------------------------
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Move a led partition's log start to ``offset``; the new start (Kafka's deleteRecords).
+
+        The broker's own topics are refused, as in Kafka. The answer comes at
+        once: followers catch up on their next fetch (Kafka waits for them).
+        """
+        if topic in INTERNAL_TOPICS:
+            raise error_for(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                            f"records of {topic} are deleted by the broker only")
+        return self.leader_partition(topic, partition).delete_records_on_leader(offset)
+
     # -- appends (Produce, and the group coordinator's __consumer_offsets writes) -----------
 
     def append_records(self, entries: Mapping[TopicPartitionKey, bytes | None], acks: int,

@@ -5,7 +5,14 @@ assignment of the topics in F from the cluster and prints it, then the proposed
 one, as Kafka's reassignment JSON (``--output PLAN`` also writes the proposed one
 to PLAN). Unlike Kafka's from-scratch proposal, ours keeps every replica that
 may stay and moves only what balance needs (``coordination.reassignment``).
-``--execute``, ``--verify`` and ``--cancel`` are not implemented yet.
+
+``--execute --zookeeper Z --reassignment-json-file PLAN`` prints the current
+assignment (keep it to roll back) and writes PLAN to ``/admin/reassign_partitions``
+for the controller to carry out, as Kafka's tool did with ``--zookeeper``.
+``--verify --reassignment-json-file PLAN`` (over ``--bootstrap-server``) exits 0
+once every partition has exactly the planned replicas, 1 while any is moving.
+``--cancel`` and ``--execute`` over the Kafka protocol (AlterPartitionReassignments)
+are not implemented yet.
 """
 
 from __future__ import annotations
@@ -29,8 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--generate", action="store_true",
                         help="propose an assignment of the topics onto --broker-list")
-    for name in ("execute", "verify", "cancel"):
-        action.add_argument(f"--{name}", action="store_true", help="not implemented yet")
+    action.add_argument("--execute", action="store_true",
+                        help="start the moves of --reassignment-json-file (needs --zookeeper)")
+    action.add_argument("--verify", action="store_true",
+                        help="exit 0 when every move of --reassignment-json-file is done, 1 if not")
+    action.add_argument("--cancel", action="store_true", help="not implemented yet")
+    parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                        help="the cluster's ZooKeeper, for --execute")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE",
                         help='{"topics": [{"topic": "name"}, ...], "version": 1}')
     parser.add_argument("--broker-list", metavar="ID,ID,...",
@@ -58,10 +70,109 @@ def parse_broker_list(text: str) -> list[int]:
 
 @kafka_errors_are_one_line("reassign")
 def reassign(args: argparse.Namespace) -> int:
-    if not args.generate:
-        raise CliError("--execute, --verify and --cancel are not implemented yet; "
-                       "use --generate")
+    if args.cancel:
+        raise CliError("--cancel is not implemented yet (it needs AlterPartitionReassignments)")
+    if args.execute:
+        return _execute(args)
+    if args.verify:
+        return _verify(args)
     return _generate(args)
+
+
+def _read_plan(args: argparse.Namespace) -> dict:
+    from simplekafka.coordination import AssignmentError
+    from simplekafka.coordination.reassignment import parse_reassignment_json
+
+    if not args.reassignment_json_file:
+        raise CliError("--execute and --verify need --reassignment-json-file")
+    try:
+        text = Path(args.reassignment_json_file).read_text()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.reassignment_json_file}: {exc.strerror}") from None
+    try:
+        plan = parse_reassignment_json(text)
+    except AssignmentError as exc:
+        raise CliError(f"{args.reassignment_json_file}: {exc}") from None
+    if not plan:
+        raise CliError(f"{args.reassignment_json_file}: no partitions to move")
+    return plan
+
+
+def _execute(args: argparse.Namespace) -> int:
+    from kazoo.exceptions import KazooException, NodeExistsError
+
+    from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper
+    from simplekafka.coordination.reassignment import reassignment_json
+    from simplekafka.coordination.topics import live_brokers, read_topic_assignment
+    from simplekafka.coordination.znodes import ZkPaths
+
+    plan = _read_plan(args)
+    if not args.zookeeper:
+        raise CliError("--execute needs --zookeeper host:port[/chroot] "
+                       "(AlterPartitionReassignments is not implemented yet)")
+    try:
+        zk = connect_zookeeper(args.zookeeper, timeout=10)
+    except ZooKeeperConnectError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        live = set(live_brokers(zk))
+        current = {}
+        for topic in sorted({t for t, _ in plan}):
+            assignment = read_topic_assignment(zk, topic)
+            if assignment is None:
+                raise CliError(f"topic {topic!r} does not exist")
+            for (t, p) in plan:
+                if t == topic:
+                    if p not in assignment.partitions:
+                        raise CliError(f"topic {topic!r} has no partition {p}")
+                    current[(t, p)] = list(assignment.partitions[p])
+        unknown = sorted({b for replicas in plan.values() for b in replicas} - live)
+        if unknown:
+            raise CliError(f"brokers {unknown} are not live (live: {sorted(live)})")
+        try:
+            zk.create(ZkPaths.REASSIGN_PARTITIONS,
+                      reassignment_json(plan, log_dirs=False).encode(), makepath=True)
+        except NodeExistsError:
+            raise CliError("a reassignment is already running "
+                           f"({ZkPaths.REASSIGN_PARTITIONS} exists)") from None
+    except KazooException as exc:
+        raise CliError(f"ZooKeeper: {exc!r}") from None
+    finally:
+        zk.stop()
+        zk.close()
+    print("Current partition replica assignment")
+    print()
+    print(reassignment_json(current))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    print("Successfully started partition reassignments for "
+          + ",".join(f"{t}-{p}" for t, p in sorted(plan)))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from simplekafka.admin import Admin
+
+    plan = _read_plan(args)
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        known = set(admin.list_topics(include_internal=True))
+        missing = sorted({t for t, _ in plan} - known)
+        if missing:
+            raise CliError(f"topics {missing} do not exist")
+        described = admin.describe_topics(sorted({t for t, _ in plan}))
+    replicas = {(t, p.partition): list(p.replicas)
+                for t, d in described.items() for p in d.partitions}
+    print("Status of partition reassignment:")
+    moving = 0
+    for key, target in sorted(plan.items()):
+        if key not in replicas:
+            raise CliError(f"topic {key[0]!r} has no partition {key[1]}")
+        if replicas[key] == list(target):
+            print(f"Reassignment of partition {key[0]}-{key[1]} is completed.")
+        else:
+            moving += 1
+            print(f"Reassignment of partition {key[0]}-{key[1]} is still in progress.")
+    return 1 if moving else 0
 
 
 def _generate(args: argparse.Namespace) -> int:

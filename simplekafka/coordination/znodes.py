@@ -53,6 +53,10 @@ class ZkPaths:
     CONFIG_CHANGE_PREFIX = "/config/changes/config_change_"
     DELETE_TOPICS = "/admin/delete_topics"
     PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+    REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+    #: Not a Kafka path: ElectLeaders with election type 1 (unclean), taken by any
+    #: broker, reaches the controller here, as preferred elections do above.
+    UNCLEAN_LEADER_ELECTION = "/admin/unclean_leader_election"
     ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
     ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
 

@@ -708,6 +708,31 @@ DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
     ]),
 ])
 
+# --- DeleteRecords (21) ----------------------------------------------------------------------
+
+DELETE_RECORDS_REQUEST = Message("DeleteRecordsRequest", 21, "0-1", "2+", [
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("offset", "int64"),  # delete below this offset; -1: below the high watermark
+        ]),
+    ]),
+    F("timeout_ms", "int32"),
+])
+
+DELETE_RECORDS_RESPONSE = Message("DeleteRecordsResponse", 21, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("low_watermark", "int64"),
+            F("error_code", "int16"),
+        ]),
+    ]),
+])
+
 # --- CreatePartitions (37) --------------------------------------------------------------------
 
 CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", 37, "0-1", "2+", [
@@ -876,6 +901,7 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+        (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
         (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
         (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
         (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),

@@ -263,3 +263,18 @@ def test_a_topic_limit_above_the_brokers_is_honoured(cluster, admin):
             produce(cluster, topic, 70_000)
     finally:
         admin.alter_configs("broker", "", delete=["message.max.bytes"])
+
+
+@pytest.mark.parametrize("name", ["bad name!", "a/b", "x" * 250])
+def test_illegal_topic_names_get_invalid_topic_and_the_broker_carries_on(cluster, admin, name):
+    from simplekafka.client.errors import InvalidTopicError
+
+    with pytest.raises(InvalidTopicError):
+        admin.describe_configs("topic", name)
+    with pytest.raises(InvalidTopicError):
+        admin.alter_configs("topic", name, {"retention.ms": "1000"})
+    with pytest.raises(InvalidTopicError):
+        admin.create_partitions({name: 3})
+    topic = unique("cfg-after")
+    admin.create_topic(topic)
+    assert admin.describe_configs("topic", topic)["retention.ms"].value == "604800000"

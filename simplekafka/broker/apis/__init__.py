@@ -11,7 +11,8 @@ API                                         module
 ApiVersions, Metadata                       ``apis.metadata``
 Produce                                     ``apis.produce``
 Fetch                                       ``apis.fetch``
-ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
+ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
+DeleteRecords
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
@@ -34,7 +35,11 @@ from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
-from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.offsets import (
+    DeleteRecordsHandler,
+    ListOffsetsHandler,
+    OffsetForLeaderEpochHandler,
+)
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
@@ -59,6 +64,7 @@ class KafkaApis:
     elect_leaders: ElectLeadersHandler
     create_partitions: CreatePartitionsHandler
     configs: ConfigApis
+    delete_records: DeleteRecordsHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -68,6 +74,7 @@ class KafkaApis:
         register(ApiKey.FETCH, self.fetch)
         register(ApiKey.LIST_OFFSETS, self.list_offsets)
         register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
+        register(ApiKey.DELETE_RECORDS, self.delete_records)
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)

@@ -1,10 +1,11 @@
-"""ListOffsets and OffsetForLeaderEpoch: where a partition starts, ends, and where an epoch ended.
+"""ListOffsets, OffsetForLeaderEpoch, DeleteRecords: where a partition starts and ends.
 
 ListOffsets answers the earliest offset (timestamp -2), the latest one a
 consumer may read (-1, the high watermark) or the first offset whose record
 timestamp is at or after a given time. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
+DeleteRecords moves where a partition starts (KIP-107).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from simplekafka.broker.apis.collaborators import Leaders
+from simplekafka.broker.apis.collaborators import Leaders, RecordDeleter
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
@@ -91,4 +92,31 @@ class OffsetForLeaderEpochHandler:
                     answer["error_code"] = exc.error_code
                 partitions.append(answer)
             topics.append({"topic": topic.topic, "partitions": partitions})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+
+class DeleteRecordsHandler:
+    """ApiKey.DELETE_RECORDS: move each partition's log start offset; answer the new one."""
+
+    def __init__(self, replica_manager: RecordDeleter):
+        self.replica_manager = replica_manager
+
+    def __call__(self, context: RequestContext, request: Any) -> dict:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                answer = {"partition_index": wanted.partition_index, "low_watermark": -1,
+                          "error_code": ErrorCode.NONE}
+                try:
+                    answer["low_watermark"] = self.replica_manager.delete_records(
+                        topic.name, wanted.partition_index, wanted.offset)
+                except KafkaError as exc:
+                    answer["error_code"] = exc.error_code
+                except Exception:
+                    log.exception("DeleteRecords on %s-%d failed", topic.name,
+                                  wanted.partition_index)
+                    answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                partitions.append(answer)
+            topics.append({"name": topic.name, "partitions": partitions})
         return {"throttle_time_ms": 0, "topics": topics}

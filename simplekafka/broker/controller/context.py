@@ -25,6 +25,7 @@ class ControllerContext:
     deleting: set[str] = field(default_factory=set)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)  # announced a controlled shutdown
+    reassigning: dict[TopicPartitionKey, tuple[int, ...]] = field(default_factory=dict)  # TRS
 
     @property
     def live(self) -> set[int]:
