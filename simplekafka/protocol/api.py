@@ -55,12 +55,14 @@ EARLIEST_TIMESTAMP = -2
 """ListOffsets' timestamp for "the log start offset"."""
 LATEST_TIMESTAMP = -1
 """ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
+MAX_TIMESTAMP = -3
+"""ListOffsets' timestamp for "the record with the largest timestamp" (KIP-734, v7)."""
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 11),
-    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 8),
     ApiKey.LEADER_AND_ISR: (0, 4),
     ApiKey.STOP_REPLICA: (0, 3),

@@ -249,7 +249,7 @@ FETCH_RESPONSE = Message("FetchResponse", 1, "4-11", "12+", [
 
 # --- ListOffsets (2) ---------------------------------------------------------------------
 
-LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-5", "6+", [
+LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-7", "6+", [
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
     F("topics", [
@@ -263,7 +263,7 @@ LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-5", "6+", [
     ]),
 ])
 
-LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-5", "6+", [
+LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-7", "6+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", [
         F("name", "string"),

@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest"
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest"
+MAX_TIMESTAMP = -3  # ListOffsets' "the record with the largest timestamp" (KIP-734)
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _MAX_IOVECS = 1000  # stay under IOV_MAX (1024) in one pwritev
@@ -458,13 +459,18 @@ class Log:
 
         This is ListOffsets by time. The time index and batch headers find the
         batch; only that one batch is decoded to find the record. -2 and -1
-        ask for the earliest and the latest offset (timestamp -1 in the answer).
+        ask for the earliest and the latest offset (timestamp -1 in the answer),
+        -3 for the first record with the largest timestamp.
         """
         self._check_open()
         if timestamp == EARLIEST_TIMESTAMP:
             return TimestampOffset(-1, self._log_start_offset)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampOffset(-1, self.log_end_offset)
+        if timestamp == MAX_TIMESTAMP:  # the first record holding the newest timestamp
+            newest = max((segment.max_timestamp for segment in self._segments
+                          if segment.next_offset > self._log_start_offset), default=-1)
+            return self.find_offset_by_timestamp(newest) if newest >= 0 else None
         for segment in self._segments:
             if segment.next_offset <= self._log_start_offset:
                 continue

@@ -525,3 +525,13 @@ def test_log_append_time_stamps_the_header_and_a_new_crc(tmp_path):
     with pytest.raises(LogConfigError, match="LogAppendTime"):
         LogConfig.from_kafka({"message.timestamp.type": "AppendTime"})
     assert LogConfig.from_kafka({"log.message.timestamp.type": "LogAppendTime"}).log_append_time
+
+
+def test_max_timestamp_finds_the_first_record_with_the_newest_time(tmp_path):
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=200))
+    for stamp in (T0 + 10, T0 + 50, T0 + 30, T0 + 50, T0 + 20):
+        log.append(make_batch([b"x" * 40], timestamp=stamp), leader_epoch=0)
+    assert log.find_offset_by_timestamp(-3) == (T0 + 50, 1)
+    log.delete_records_before(2)
+    assert log.find_offset_by_timestamp(-3) == (T0 + 50, 3)
+    assert Log.open(tmp_path / "empty-0").find_offset_by_timestamp(-3) is None

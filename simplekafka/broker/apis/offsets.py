@@ -2,7 +2,8 @@
 
 ListOffsets answers the earliest offset (timestamp -2), the latest one a
 consumer may read (-1, the high watermark) or the first offset whose record
-timestamp is at or after a given time. OffsetForLeaderEpoch answers where a
+timestamp is at or after a given time, or (-3, KIP-734) the first record with
+the largest timestamp. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
 DeleteRecords moves where a partition starts (KIP-107).
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 
 LATEST = -1
 EARLIEST = -2
+MAX_TIMESTAMP = -3  # v7 (KIP-734): the record with the largest timestamp
 
 
 class ListOffsetsHandler:
@@ -57,9 +59,9 @@ class ListOffsetsHandler:
         elif wanted.timestamp == LATEST:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.high_watermark)
-        elif wanted.timestamp < 0:
+        elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
             raise error_for(ErrorCode.INVALID_REQUEST,
-                             f"timestamp {wanted.timestamp} is not -1, -2 or a time")
+                             f"timestamp {wanted.timestamp} is not -1, -2, -3 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
             if found is None or found.offset >= partition.high_watermark:
