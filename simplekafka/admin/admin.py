@@ -267,15 +267,18 @@ class Admin:
                               self.request_timeout_ms)
 
     def alter_partition_reassignments(
-        self, targets: Mapping[tuple[str, int], Iterable[int]], timeout_ms: int | None = None,
+        self, targets: Mapping[tuple[str, int], Iterable[int] | None],
+        timeout_ms: int | None = None,
     ) -> dict[tuple[str, int], KafkaError | None]:
-        """Start moving partitions to ``{(topic, partition): [replicas]}``
-        (AlterPartitionReassignments); per partition None when accepted, else the error."""
+        """Start moving partitions to ``{(topic, partition): [replicas]}``, or cancel a move
+        with None (AlterPartitionReassignments); per partition None when accepted, else
+        the error."""
         timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         by_topic: dict[str, list[dict]] = {}
         for (topic, partition), replicas in sorted(targets.items()):
             by_topic.setdefault(topic, []).append(
-                {"partition_index": partition, "replicas": list(replicas)})
+                {"partition_index": partition,
+                 "replicas": None if replicas is None else list(replicas)})
         body = {"timeout_ms": timeout_ms,
                 "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
         answer = self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, timeout_ms)

@@ -12,7 +12,8 @@ it to roll back) and sends PLAN as AlterPartitionReassignments; with
 tool did before 3.0. The controller carries either out.
 ``--verify --reassignment-json-file PLAN`` (over ``--bootstrap-server``) exits 0
 once every partition has exactly the planned replicas, 1 while any is moving.
-``--cancel`` is not implemented yet.
+``--cancel --reassignment-json-file PLAN`` puts the partitions of PLAN that still
+move back on their original replicas.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="start the moves of --reassignment-json-file")
     action.add_argument("--verify", action="store_true",
                         help="exit 0 when every move of --reassignment-json-file is done, 1 if not")
-    action.add_argument("--cancel", action="store_true", help="not implemented yet")
+    action.add_argument("--cancel", action="store_true",
+                        help="cancel the moves of --reassignment-json-file still in progress")
     parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                         help="--execute writes the cluster's ZooKeeper directly")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE",
@@ -71,7 +73,7 @@ def parse_broker_list(text: str) -> list[int]:
 @kafka_errors_are_one_line("reassign")
 def reassign(args: argparse.Namespace) -> int:
     if args.cancel:
-        raise CliError("--cancel is not implemented yet (it needs AlterPartitionReassignments)")
+        return _cancel(args)
     if args.execute:
         return _execute(args)
     if args.verify:
@@ -84,7 +86,7 @@ def _read_plan(args: argparse.Namespace) -> dict:
     from simplekafka.coordination.reassignment import parse_reassignment_json
 
     if not args.reassignment_json_file:
-        raise CliError("--execute and --verify need --reassignment-json-file")
+        raise CliError("--execute, --verify and --cancel need --reassignment-json-file")
     try:
         text = Path(args.reassignment_json_file).read_text()
     except OSError as exc:
@@ -178,6 +180,29 @@ def _execute_over_kafka_protocol(args: argparse.Namespace, plan: dict) -> int:
               + ",".join(f"{t}-{p}" for t, p in started))
     for (topic, partition), error in failed.items():
         print(f"Error reassigning partition {topic}-{partition}: {error}")
+    return 1 if failed else 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from simplekafka.admin import Admin
+    from simplekafka.client.errors import NoReassignmentInProgressError
+
+    plan = _read_plan(args)
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        outcomes = admin.alter_partition_reassignments(dict.fromkeys(plan))
+    cancelled = [k for k, error in sorted(outcomes.items()) if error is None]
+    idle = [k for k, error in sorted(outcomes.items())
+            if isinstance(error, NoReassignmentInProgressError)]
+    failed = {k: e for k, e in sorted(outcomes.items())
+              if e is not None and not isinstance(e, NoReassignmentInProgressError)}
+    if cancelled:
+        print("Successfully cancelled partition reassignments for "
+              + ",".join(f"{t}-{p}" for t, p in cancelled))
+    if idle:
+        print("None of the specified partition reassignments are active: "
+              + ",".join(f"{t}-{p}" for t, p in idle))
+    for (topic, partition), error in failed.items():
+        print(f"Error cancelling reassignment of {topic}-{partition}: {error}")
     return 1 if failed else 0
 
 

@@ -76,7 +76,7 @@ def test_generate_prints_current_and_proposed_and_writes_the_plan(three, tmp_pat
     (["--execute", "--reassignment-json-file", "GONEPLAN"], "['gone'] do not exist"),
     (["--execute", "--reassignment-json-file", "T"], "expected {\"version\": 1"),
     (["--verify"], "need --reassignment-json-file"),
-    (["--cancel", "--reassignment-json-file", "PLAN"], "not implemented yet"),
+    (["--cancel"], "need --reassignment-json-file"),
     (["--broker-list", "1"], "one of the arguments"),
 ])
 def test_bad_arguments_are_one_line(three, tmp_path, args, message):

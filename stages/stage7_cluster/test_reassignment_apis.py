@@ -1,12 +1,17 @@
 """AlterPartitionReassignments / ListPartitionReassignments (45/46) from kafka-python's admin
-client on real brokers: a move is accepted, listed with its adding and removing replicas
-while the new replica cannot catch up, and completes once it can. (confluent-kafka's
-Python AdminClient, 2.16, has no reassignment calls.)"""
+client on real brokers: moves are accepted and listed with their adding and removing
+replicas while the new replica cannot catch up; one is cancelled (``simplekafka reassign
+--cancel``) and goes back to its original replicas, the other completes once its new
+replica can catch up. (confluent-kafka's Python AdminClient, 2.16, has no reassignment
+calls.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -42,28 +47,47 @@ def test_kafka_python_alters_lists_and_sees_a_reassignment_complete(tmp_path):
     try:
         controller = cluster.controller_id()
         paused, other = sorted(b for b in cluster.brokers if b != controller)
-        create_topic(cluster.zk, "api", 1, 2, replica_assignment={0: [controller, other]})
-        cluster.wait_for_isr("api", 0, [controller, other], timeout=60)
+        for topic in ("api", "undo"):
+            create_topic(cluster.zk, topic, 1, 2, replica_assignment={0: [controller, other]})
+            cluster.wait_for_isr(topic, 0, [controller, other], timeout=60)
         admin = KafkaAdminClient(bootstrap_servers=cluster.brokers[controller].address)
         tp = TopicPartition("api", 0)
         assert admin.list_partition_reassignments() == {}  # finds the controller before the pause
 
         os.kill(cluster.brokers[paused].pid, signal.SIGSTOP)  # registered, cannot catch up
+        undo = TopicPartition("undo", 0)
         result = admin.alter_partition_reassignments({
             tp: [paused, controller],
+            undo: [paused, controller],
             TopicPartition("api", 7): [controller],
             TopicPartition("nope", 0): [controller],
         })
-        assert result[tp] is None
+        assert result[tp] is None and result[undo] is None
         assert result[TopicPartition("api", 7)] is UnknownTopicOrPartitionError
         assert result[TopicPartition("nope", 0)] is UnknownTopicOrPartitionError
         cluster.wait_for(lambda: list(cluster.replicas_of("api", 0)) == [paused, controller,
                                                                           other],
                          "RS = TRS + ORS", 30)
-        listed = admin.list_partition_reassignments()
-        assert listed == {tp: {"replicas": [paused, controller, other],
-                               "adding_replicas": [paused], "removing_replicas": [other]}}
+        cluster.wait_for(lambda: list(cluster.replicas_of("undo", 0)) == [paused, controller,
+                                                                           other],
+                         "RS = TRS + ORS", 30)
+        moving = {"replicas": [paused, controller, other],
+                  "adding_replicas": [paused], "removing_replicas": [other]}
+        assert admin.list_partition_reassignments() == {tp: moving, undo: moving}
         assert admin.list_partition_reassignments([TopicPartition("api", 1)]) == {}
+
+        plan = tmp_path / "undo.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "undo", "partition": 0, "replicas": [paused, controller]}]}))
+        cancel = subprocess.run(
+            [sys.executable, "-m", "simplekafka", "reassign", "--bootstrap-server",
+             cluster.brokers[controller].address, "--cancel", "--reassignment-json-file",
+             str(plan)], capture_output=True, text=True, timeout=120, check=False)
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        assert "Successfully cancelled partition reassignments for undo-0" in cancel.stdout
+        cluster.wait_for(lambda: list(cluster.replicas_of("undo", 0)) == [controller, other],
+                         "undo back on its original replicas", 30)
+        assert admin.list_partition_reassignments() == {tp: moving}
 
         os.kill(cluster.brokers[paused].pid, signal.SIGCONT)
         resumed, paused = paused, None
@@ -72,6 +96,9 @@ def test_kafka_python_alters_lists_and_sees_a_reassignment_complete(tmp_path):
                          "the move completed", 60)
         assert admin.list_partition_reassignments() == {}
         assert sorted(cluster.isr_of("api", 0)) == sorted([resumed, controller])
+        assert sorted(cluster.isr_of("undo", 0)) == sorted([controller, other])
+        undone = cluster.partition_dir(resumed, "undo", 0)
+        cluster.wait_for(lambda: not undone.exists(), "the cancelled replica deleted", 30)
 
         result = admin.alter_partition_reassignments({tp: None, TopicPartition("api", 0): None})
         assert result[tp] is NoReassignmentInProgressError

@@ -7,8 +7,8 @@ targets into that znode (conditional on its version, so two requests do not
 lose each other's partitions); List reads it, with each partition's replicas
 and its adding and removing replicas from the topic znode (version 2, as the
 controller writes it; computed from the target until the controller has).
-Cancelling (null replicas) is not implemented yet: INVALID_REQUEST, or
-NO_REASSIGNMENT_IN_PROGRESS where nothing moves.
+Null replicas cancel: the partition leaves the znode, and the controller puts
+it back on its original replicas (NO_REASSIGNMENT_IN_PROGRESS where nothing moves).
 
 All ZooKeeper calls run on a worker thread, never on the reactor.
 """
@@ -71,15 +71,16 @@ def alter_reassignments(zk: Any, wanted: dict[Key, list[int] | None]
     assignments = {t: read_topic_assignment(zk, t) for t in {t for t, _ in wanted}}
     pending, _stat = _pending(zk)
     results: dict[Key, tuple[ErrorCode, str | None]] = {}
-    valid: dict[Key, list[int]] = {}
+    valid: dict[Key, list[int] | None] = {}
     for key, target in wanted.items():
         assignment = assignments.get(key[0])
         if assignment is None or key[1] not in assignment.partitions:
             results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         elif target is None:
-            results[key] = ((ErrorCode.INVALID_REQUEST, "cancelling is not implemented yet")
-                            if key in pending else
-                            (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None))
+            if key in pending:
+                valid[key] = None
+            else:
+                results[key] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
         elif not target or len(set(target)) != len(target) or min(target) < 0:
             results[key] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                             f"replicas {target} must be distinct broker ids")
@@ -93,15 +94,24 @@ def alter_reassignments(zk: Any, wanted: dict[Key, list[int] | None]
     return results | dict.fromkeys(valid, (ErrorCode.NONE, None))
 
 
-def _merge(zk: Any, targets: dict[Key, list[int]]) -> None:
+def _merge(zk: Any, targets: dict[Key, list[int] | None]) -> None:
+    """Targets into the znode; None takes the partition out (a cancel)."""
     for _attempt in range(WRITE_ATTEMPTS):
         pending, stat = _pending(zk)
-        data = reassignment_json({**pending, **targets}, log_dirs=False).encode()
+        for key, target in targets.items():
+            if target is None:
+                pending.pop(key, None)
+            else:
+                pending[key] = target
+        data = reassignment_json(pending, log_dirs=False).encode()
         try:
             if stat is None:
-                zk.create(ZkPaths.REASSIGN_PARTITIONS, data, makepath=True)
-            else:
+                if pending:
+                    zk.create(ZkPaths.REASSIGN_PARTITIONS, data, makepath=True)
+            elif pending:
                 zk.set(ZkPaths.REASSIGN_PARTITIONS, data, version=stat.version)
+            else:
+                zk.delete(ZkPaths.REASSIGN_PARTITIONS, version=stat.version)
             return
         except (NodeExistsError, BadVersionError, NoNodeError):
             continue  # the controller or another request wrote it meanwhile

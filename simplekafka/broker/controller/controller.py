@@ -68,6 +68,7 @@ from simplekafka.broker.controller.elections import (
     elect_preferred_leader,
     finish_reassignment,
     remove_dead_from_isr,
+    revert_reassignment,
 )
 from simplekafka.broker.controller.requests import ControllerRequests, Send
 from simplekafka.coordination.assignment import AssignmentError
@@ -637,18 +638,16 @@ class Controller:
         if not self.election.is_controller:
             return []
         path = ZkPaths.REASSIGN_PARTITIONS
-        if self.zk.exists(path, watch=self._on_reassignment_watch) is None:
-            self.context.reassigning.clear()
-            return []
+        wanted: dict[TopicPartitionKey, list[int]] = {}
         try:
-            data, _stat = self.zk.get(path, watch=self._on_reassignment_watch)
-            wanted = parse_reassignment_json(data)
+            if self.zk.exists(path, watch=self._on_reassignment_watch) is not None:
+                data, _stat = self.zk.get(path, watch=self._on_reassignment_watch)
+                wanted = parse_reassignment_json(data)
         except NoNodeError:
-            return []
+            pass
         except AssignmentError as exc:
             log.warning("removing unreadable %s: %s", path, exc)
             self._delete_quietly(path)
-            return []
         sends: list[Send] = []
         started = []
         for key, target in sorted(wanted.items()):
@@ -660,10 +659,16 @@ class Controller:
                 continue
             self.context.reassigning[key] = tuple(target)
             started.append(key)
+        # Moving partitions no longer listed were cancelled (also while no controller ran:
+        # the topic znodes still name their adding replicas).
+        cancelled = [key for key in set(self.context.reassigning) | set(self.context.moving)
+                     if key not in wanted]
+        if cancelled:
+            sends += self._cancel_reassignments(sorted(cancelled))
         if started:
             sends += self._start_reassignments(started)
             sends += self._finish_reassignments(started)  # already in sync: done at once
-        if not self.context.reassigning:
+        if wanted and not self.context.reassigning:
             self._write_pending_reassignments(
                 {k: tuple(t) for k, t in wanted.items()})  # nothing valid in it
         return sends
@@ -743,6 +748,36 @@ class Controller:
         log.info("controller: reassignment done for %s",
                  ", ".join(f"{t}-{p}" for t, p in done))
         return sends
+
+    def _cancel_reassignments(self, keys: list[TopicPartitionKey]) -> list[Send]:
+        """Partitions taken out of the znode before they finished (AlterPartitionReassignments
+        with null replicas): back to the original replicas; the added ones are deleted."""
+        context = self.context
+        originals: dict[TopicPartitionKey, tuple[int, ...]] = {}
+        adding: dict[int, list[TopicPartitionKey]] = {}
+        for key in keys:
+            context.reassigning.pop(key, None)
+            added = context.moving.pop(key, ((), ()))[0]
+            originals[key] = tuple(r for r in context.replicas_of(key) or () if r not in added)
+            for replica in added:
+                adding.setdefault(replica, []).append(key)
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None
+            return revert_reassignment(current, originals[key], context.live, self.epoch)
+
+        self._decide_and_write(keys, decide)
+        for topic in sorted({t for t, _ in keys}):
+            new = dict(context.assignments[topic])
+            for key in keys:
+                if key[0] == topic and originals[key]:
+                    new[key[1]] = originals[key]
+            self._write_assignment(topic, new)
+        log.info("controller: reassignment cancelled for %s",
+                 ", ".join(f"{t}-{p}" for t, p in keys))
+        return (self._leader_and_isr(keys) + self._requests().stop_replicas(adding, delete=True)
+                + self._update_metadata_to_all(keys))
 
     def _write_assignment(self, topic: str, partitions: dict[int, tuple[int, ...]]) -> None:
         moving = {k[1]: v for k, v in self.context.moving.items() if k[0] == topic}

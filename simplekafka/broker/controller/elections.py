@@ -33,6 +33,7 @@ __all__ = [
     "elect_preferred_leader",
     "finish_reassignment",
     "remove_dead_from_isr",
+    "revert_reassignment",
 ]
 
 
@@ -94,4 +95,17 @@ def finish_reassignment(state: PartitionState, target: Sequence[int], live: Coll
         if not candidates:
             return None
         leader = candidates[0]
+    return PartitionState(leader, state.leader_epoch + 1, isr, controller_epoch)
+
+
+def revert_reassignment(state: PartitionState, original: Sequence[int], live: Collection[int],
+                        controller_epoch: int) -> PartitionState:
+    """A cancelled move: back to the original replicas. The ISR keeps only them (never
+    emptied), and an adding replica that leads hands over to the first original one in
+    the ISR and live (with none, the partition has no leader until one returns)."""
+    isr = tuple(r for r in state.isr if r in original) or state.isr
+    leader = state.leader
+    if leader not in original or leader not in live:
+        candidates = [r for r in original if r in isr and r in live]
+        leader = candidates[0] if candidates else -1
     return PartitionState(leader, state.leader_epoch + 1, isr, controller_epoch)
