@@ -40,6 +40,10 @@ from simplekafka.broker.apis.offsets import (
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.reassignments import (
+    AlterPartitionReassignmentsHandler,
+    ListPartitionReassignmentsHandler,
+)
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
@@ -149,6 +153,8 @@ class KafkaBroker:
                 lambda: getattr(self.registration, "epoch", None)),
             groups=GroupApis(self.group_coordinator),
             elect_leaders=ElectLeadersHandler(reactor, zookeeper),
+            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
+            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,

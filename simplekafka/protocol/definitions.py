@@ -649,6 +649,60 @@ ELECT_LEADERS_RESPONSE = Message("ElectLeadersResponse", 43, "0-1", "2+", [
     ]),
 ])
 
+# --- AlterPartitionReassignments (45), ListPartitionReassignments (46) ----------------------
+
+ALTER_PARTITION_REASSIGNMENTS_REQUEST = Message(
+    "AlterPartitionReassignmentsRequest", 45, "0-0", "0+", [
+        F("timeout_ms", "int32", default=60000),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("replicas", "[]int32", nullable="0+", default=None),  # null: cancel
+            ]),
+        ]),
+    ])
+
+ALTER_PARTITION_REASSIGNMENTS_RESPONSE = Message(
+    "AlterPartitionReassignmentsResponse", 45, "0-0", "0+", [
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("responses", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+                F("error_message", "string", nullable="0+", default=None),
+            ]),
+        ]),
+    ])
+
+LIST_PARTITION_REASSIGNMENTS_REQUEST = Message(
+    "ListPartitionReassignmentsRequest", 46, "0-0", "0+", [
+        F("timeout_ms", "int32", default=60000),
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ], nullable="0+"),  # null: every ongoing reassignment
+    ])
+
+LIST_PARTITION_REASSIGNMENTS_RESPONSE = Message(
+    "ListPartitionReassignmentsResponse", 46, "0-0", "0+", [
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("replicas", "[]int32"),
+                F("adding_replicas", "[]int32"),
+                F("removing_replicas", "[]int32"),
+            ]),
+        ]),
+    ])
+
 # --- ApiVersions (18) ------------------------------------------------------------------------
 
 API_VERSIONS_REQUEST = Message("ApiVersionsRequest", 18, "0-4", "3+", [
@@ -898,6 +952,8 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
         (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
         (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+        (ALTER_PARTITION_REASSIGNMENTS_REQUEST, ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
+        (LIST_PARTITION_REASSIGNMENTS_REQUEST, LIST_PARTITION_REASSIGNMENTS_RESPONSE),
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),

@@ -16,6 +16,7 @@ DeleteRecords
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
+Alter/ListPartitionReassignments            ``apis.reassignments``
 CreatePartitions                            ``apis.partitions``
 DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
@@ -43,6 +44,10 @@ from simplekafka.broker.apis.offsets import (
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.reassignments import (
+    AlterPartitionReassignmentsHandler,
+    ListPartitionReassignmentsHandler,
+)
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.protocol.api import ApiKey
 
@@ -65,6 +70,8 @@ class KafkaApis:
     create_partitions: CreatePartitionsHandler
     configs: ConfigApis
     delete_records: DeleteRecordsHandler
+    alter_reassignments: AlterPartitionReassignmentsHandler
+    list_reassignments: ListPartitionReassignmentsHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -80,6 +87,8 @@ class KafkaApis:
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)
         register(ApiKey.CREATE_PARTITIONS, self.create_partitions)
+        register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, self.alter_reassignments)
+        register(ApiKey.LIST_PARTITION_REASSIGNMENTS, self.list_reassignments)
         register(ApiKey.DESCRIBE_CONFIGS, self.configs.describe_configs)
         register(ApiKey.ALTER_CONFIGS, self.configs.alter_configs)
         register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.configs.incremental_alter_configs)

@@ -58,7 +58,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
 from simplekafka.broker.controller.elections import (
@@ -354,6 +354,8 @@ class Controller:
         if assignment is None:
             return
         self.context.assignments[topic] = dict(assignment.partitions)
+        for index, adding in assignment.adding.items():
+            self.context.moving[(topic, index)] = (adding, assignment.removing.get(index, ()))
         try:
             self.context.topic_configs[topic] = read_topic_config(self.zk, topic)
         except ZnodeFormatError as exc:
@@ -662,7 +664,8 @@ class Controller:
             sends += self._start_reassignments(started)
             sends += self._finish_reassignments(started)  # already in sync: done at once
         if not self.context.reassigning:
-            self._write_pending_reassignments()  # nothing valid in it
+            self._write_pending_reassignments(
+                {k: tuple(t) for k, t in wanted.items()})  # nothing valid in it
         return sends
 
     def _start_reassignments(self, keys: list[TopicPartitionKey]) -> list[Send]:
@@ -672,7 +675,13 @@ class Controller:
             new = dict(current)
             for key in keys:
                 if key[0] == topic:
-                    new[key[1]] = replicas_during(current[key[1]], self.context.reassigning[key])
+                    target = self.context.reassigning[key]
+                    new[key[1]] = replicas_during(current[key[1]], target)
+                    if key not in self.context.moving:  # else resumed: the znode knows ORS
+                        original = current[key[1]]
+                        self.context.moving[key] = (
+                            tuple(r for r in target if r not in original),
+                            tuple(r for r in original if r not in target))
             if new != current:
                 self._write_assignment(topic, new)
         context = self.context
@@ -724,33 +733,53 @@ class Controller:
             for key in done:
                 if key[0] == topic:
                     new[key[1]] = context.reassigning[key]
+                    context.moving.pop(key, None)
             self._write_assignment(topic, new)
         sends += self._leader_and_isr(done)
         sends += self._requests().stop_replicas(leaving, delete=True)
         sends += self._update_metadata_to_all(done)
-        for key in done:
-            del context.reassigning[key]
-        self._write_pending_reassignments()
+        finished = {key: context.reassigning.pop(key) for key in done}
+        self._write_pending_reassignments(finished)
         log.info("controller: reassignment done for %s",
                  ", ".join(f"{t}-{p}" for t, p in done))
         return sends
 
     def _write_assignment(self, topic: str, partitions: dict[int, tuple[int, ...]]) -> None:
+        moving = {k[1]: v for k, v in self.context.moving.items() if k[0] == topic}
+        assignment = TopicAssignment(dict(partitions), {p: a for p, (a, _r) in moving.items()},
+                                     {p: r for p, (_a, r) in moving.items()})
         self.election.fenced_transaction().set_data(
-            ZkPaths.topic(topic), TopicAssignment(dict(partitions)).to_json()).commit()
+            ZkPaths.topic(topic), assignment.to_json()).commit()
         self.context.assignments[topic] = dict(partitions)
 
-    def _write_pending_reassignments(self) -> None:
-        """What is still moving back into the znode, or the znode removed (as Kafka does)."""
+    def _write_pending_reassignments(self, done: dict[TopicPartitionKey, tuple[int, ...]]
+                                     ) -> None:
+        """Remove the finished partitions from the znode, or the znode once empty (as Kafka
+        does). Conditional on its version: a request adding partitions meanwhile is kept."""
         path = ZkPaths.REASSIGN_PARTITIONS
-        if not self.context.reassigning:
-            self._delete_quietly(path)
-        else:
+        for _attempt in range(WRITE_ATTEMPTS * 2):
             try:
-                self.zk.set(path, reassignment_json(self.context.reassigning,
-                                                    log_dirs=False).encode())
+                data, stat = self.zk.get(path)
             except NoNodeError:
-                pass
+                break
+            try:
+                pending = parse_reassignment_json(data)
+            except AssignmentError:
+                pending = {}
+            for key, target in done.items():
+                if tuple(pending.get(key, ())) == tuple(target):
+                    del pending[key]
+            try:
+                if pending:
+                    self.zk.set(path, reassignment_json(pending, log_dirs=False).encode(),
+                                version=stat.version)
+                else:
+                    self.zk.delete(path, version=stat.version)
+                break
+            except BadVersionError:
+                continue  # someone added to it: read again
+            except NoNodeError:
+                break
         self.zk.exists(path, watch=self._on_reassignment_watch)
 
     def _delete_quietly(self, path: str) -> None:
