@@ -266,6 +266,39 @@ class Admin:
         configs.alter_configs(self.client, kind, name, dict(set_configs or {}), list(delete),
                               self.request_timeout_ms)
 
+    def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Iterable[int]], timeout_ms: int | None = None,
+    ) -> dict[tuple[str, int], KafkaError | None]:
+        """Start moving partitions to ``{(topic, partition): [replicas]}``
+        (AlterPartitionReassignments); per partition None when accepted, else the error."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        by_topic: dict[str, list[dict]] = {}
+        for (topic, partition), replicas in sorted(targets.items()):
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition, "replicas": list(replicas)})
+        body = {"timeout_ms": timeout_ms,
+                "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+        answer = self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, timeout_ms)
+        if answer.error_code:
+            raise error_for(answer.error_code, answer.error_message or "reassigning")
+        return {(t.name, p.partition_index):
+                (error_for(p.error_code, p.error_message) if p.error_code else None)
+                for t in answer.responses for p in t.partitions}
+
+    def list_partition_reassignments(self, timeout_ms: int | None = None
+                                     ) -> dict[tuple[str, int], dict[str, list[int]]]:
+        """Ongoing moves (ListPartitionReassignments): per partition its ``replicas``,
+        ``adding_replicas`` and ``removing_replicas``."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        answer = self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                     {"timeout_ms": timeout_ms, "topics": None}, timeout_ms)
+        if answer.error_code:
+            raise error_for(answer.error_code, answer.error_message or "listing reassignments")
+        return {(t.name, p.partition_index): {"replicas": list(p.replicas),
+                                              "adding_replicas": list(p.adding_replicas),
+                                              "removing_replicas": list(p.removing_replicas)}
+                for t in answer.topics for p in t.partitions}
+
     # ----- consumer groups (simplekafka.admin.groups) ----------------------------
 
     def list_groups(self) -> list[tuple[str, str]]:
@@ -297,7 +330,7 @@ class Admin:
             results = (getattr(answer, "topics", None) or getattr(answer, "responses", None)
                        or getattr(answer, "results", None) or [])
             for result in results:
-                if result.error_code == ErrorCode.NOT_CONTROLLER:
+                if getattr(result, "error_code", None) == ErrorCode.NOT_CONTROLLER:
                     raise error_for(ErrorCode.NOT_CONTROLLER, "controller moved")
             return answer
 

@@ -6,13 +6,13 @@ one, as Kafka's reassignment JSON (``--output PLAN`` also writes the proposed on
 to PLAN). Unlike Kafka's from-scratch proposal, ours keeps every replica that
 may stay and moves only what balance needs (``coordination.reassignment``).
 
-``--execute --zookeeper Z --reassignment-json-file PLAN`` prints the current
-assignment (keep it to roll back) and writes PLAN to ``/admin/reassign_partitions``
-for the controller to carry out, as Kafka's tool did with ``--zookeeper``.
+``--execute --reassignment-json-file PLAN`` prints the current assignment (keep
+it to roll back) and sends PLAN as AlterPartitionReassignments; with
+``--zookeeper Z`` it writes ``/admin/reassign_partitions`` itself, as Kafka's
+tool did before 3.0. The controller carries either out.
 ``--verify --reassignment-json-file PLAN`` (over ``--bootstrap-server``) exits 0
 once every partition has exactly the planned replicas, 1 while any is moving.
-``--cancel`` and ``--execute`` over the Kafka protocol (AlterPartitionReassignments)
-are not implemented yet.
+``--cancel`` is not implemented yet.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     action.add_argument("--generate", action="store_true",
                         help="propose an assignment of the topics onto --broker-list")
     action.add_argument("--execute", action="store_true",
-                        help="start the moves of --reassignment-json-file (needs --zookeeper)")
+                        help="start the moves of --reassignment-json-file")
     action.add_argument("--verify", action="store_true",
                         help="exit 0 when every move of --reassignment-json-file is done, 1 if not")
     action.add_argument("--cancel", action="store_true", help="not implemented yet")
     parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
-                        help="the cluster's ZooKeeper, for --execute")
+                        help="--execute writes the cluster's ZooKeeper directly")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE",
                         help='{"topics": [{"topic": "name"}, ...], "version": 1}')
     parser.add_argument("--broker-list", metavar="ID,ID,...",
@@ -108,8 +108,7 @@ def _execute(args: argparse.Namespace) -> int:
 
     plan = _read_plan(args)
     if not args.zookeeper:
-        raise CliError("--execute needs --zookeeper host:port[/chroot] "
-                       "(AlterPartitionReassignments is not implemented yet)")
+        return _execute_over_kafka_protocol(args, plan)
     try:
         zk = connect_zookeeper(args.zookeeper, timeout=10)
     except ZooKeeperConnectError as exc:
@@ -148,6 +147,38 @@ def _execute(args: argparse.Namespace) -> int:
     print("Successfully started partition reassignments for "
           + ",".join(f"{t}-{p}" for t, p in sorted(plan)))
     return 0
+
+
+def _execute_over_kafka_protocol(args: argparse.Namespace, plan: dict) -> int:
+    from simplekafka.admin import Admin
+    from simplekafka.coordination.reassignment import reassignment_json
+
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        topics = sorted({t for t, _ in plan})
+        known = set(admin.list_topics(include_internal=True))
+        missing = [t for t in topics if t not in known]
+        if missing:
+            raise CliError(f"topics {missing} do not exist")
+        described = admin.describe_topics(topics)
+        current = {(t, p.partition): list(p.replicas)
+                   for t, d in described.items() for p in d.partitions if (t, p.partition) in plan}
+        absent = sorted(set(plan) - set(current))
+        if absent:
+            raise CliError(f"no such partitions: {', '.join(f'{t}-{p}' for t, p in absent)}")
+        outcomes = admin.alter_partition_reassignments(plan)
+    print("Current partition replica assignment")
+    print()
+    print(reassignment_json(current))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    failed = {key: error for key, error in sorted(outcomes.items()) if error is not None}
+    started = [key for key in sorted(plan) if key not in failed]
+    if started:
+        print("Successfully started partition reassignments for "
+              + ",".join(f"{t}-{p}" for t, p in started))
+    for (topic, partition), error in failed.items():
+        print(f"Error reassigning partition {topic}-{partition}: {error}")
+    return 1 if failed else 0
 
 
 def _verify(args: argparse.Namespace) -> int:

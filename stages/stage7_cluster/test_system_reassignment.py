@@ -1,7 +1,9 @@
 """Partition reassignment on real processes, under a steady acks=all producer: a fourth
-broker joins and takes its share through ``simplekafka reassign --execute``, then a
-reassignment is left halfway, the controller is SIGKILLed, and the next one finishes it.
-Every acknowledged record is consumed and the final assignment is the plan."""
+broker joins and takes its share through ``simplekafka reassign --execute``
+(AlterPartitionReassignments), a broker is decommissioned (``--execute --zookeeper``:
+the znode), then a reassignment is left halfway, the controller is SIGKILLed, and the
+next one finishes it. Every acknowledged record is consumed and the final assignment
+is the plan."""
 
 from __future__ import annotations
 
@@ -67,9 +69,8 @@ def test_reassignment_under_load_and_across_a_controller_failover(tmp_path):
         plan_file = tmp_path / "plan.json"
         plan_file.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": t, "partition": p, "replicas": r} for (t, p), r in plan.items()]}))
-        started = reassign(cluster, "--execute", "--zookeeper", cluster.zookeeper_connect,
-                           "--reassignment-json-file", str(plan_file))
-        assert started.returncode == 0, started.stderr
+        started = reassign(cluster, "--execute", "--reassignment-json-file", str(plan_file))
+        assert started.returncode == 0, started.stdout + started.stderr
         assert "Successfully started partition reassignments" in started.stdout
         wait_until_verified(cluster, plan_file)
         assert assignment(cluster) == plan
@@ -83,7 +84,20 @@ def test_reassignment_under_load_and_across_a_controller_failover(tmp_path):
                                  f"{topic}-{partition} deleted from broker {broker}", 30)
         producer.wait_for_acks(200)
 
-        # 2. A move that cannot finish (its new replica's broker is down) survives the
+        # 2. Decommission broker 1: everything moves off it.
+        current = assignment(cluster)
+        plan = plan_reassignment(current, [2, 3, 4])
+        assert not any(1 in replicas for replicas in plan.values())
+        plan_file.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": t, "partition": p, "replicas": r} for (t, p), r in plan.items()]}))
+        started = reassign(cluster, "--execute", "--zookeeper", cluster.zookeeper_connect,
+                           "--reassignment-json-file", str(plan_file))
+        assert started.returncode == 0, started.stdout + started.stderr
+        wait_until_verified(cluster, plan_file)
+        assert assignment(cluster) == plan
+        producer.wait_for_acks(200)
+
+        # 3. A move that cannot finish (its new replica's broker is down) survives the
         # controller's SIGKILL; the next controller completes it once the broker is back.
         controller = cluster.controller_id()
         stopped = next(b for b in (1, 2, 3, 4) if b != controller)
