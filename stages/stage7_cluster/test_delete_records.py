@@ -113,3 +113,27 @@ def test_delete_records_moves_the_log_start_on_leader_and_follower(tmp_path):
                 next(iter(futures.values())).result(30)
         finally:
             os.kill(cluster.broker_pids[follower], signal.SIGCONT)
+
+
+def test_kafka_python_delete_records(tmp_path):
+    from kafka import KafkaAdminClient, KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    with LocalCluster(brokers=1, base_dir=tmp_path) as cluster:
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic(TOPIC)
+        _produce(cluster.bootstrap_servers, 20)
+        client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            answer = client.delete_records({KafkaTopicPartition(TOPIC, 0): 15}, timeout_ms=30_000)
+        finally:
+            client.close()
+        assert answer[KafkaTopicPartition(TOPIC, 0)]["low_watermark"] == 15
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                                 auto_offset_reset="earliest", consumer_timeout_ms=10_000)
+        try:
+            consumer.assign([KafkaTopicPartition(TOPIC, 0)])
+            consumer.seek_to_beginning()
+            assert consumer.position(KafkaTopicPartition(TOPIC, 0)) == 15
+        finally:
+            consumer.close()
