@@ -73,6 +73,8 @@ class Partition:
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
+        self.follower_log_starts: dict[int, int] = {}  # as each follower's fetch says
+        self._low_watermark_waiters: list[tuple[int, defer.Deferred]] = []
         self.follower_caught_up_ms: dict[int, float] = {}
         self._follower_last_fetch: dict[int, tuple[float, int]] = {}
         self.isr_change_pending = False  # an ISR write to ZooKeeper is in flight
@@ -118,6 +120,7 @@ class Partition:
             now = now_ms()
             self.follower_end_offsets = {
                 replica: 0 for replica in replicas if replica != self.local_broker_id}
+            self.follower_log_starts = {}
             self.follower_caught_up_ms = {
                 replica: (now if replica in isr else 0.0)
                 for replica in replicas if replica != self.local_broker_id}
@@ -142,6 +145,7 @@ class Partition:
         self.isr_change_pending = False
         if was_leader:
             self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            self._fire_low_watermark_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return True
 
     def _is_stale(self, leader_epoch: int, partition_epoch: int) -> bool:
@@ -225,6 +229,37 @@ class Partition:
                             f"offset {offset} is outside 0..high watermark {self.high_watermark}")
         return self.log.delete_records_before(target)
 
+    def low_watermark(self) -> int:
+        """The lowest log start offset among the leader and its ISR (-1: a follower not heard)."""
+        starts = [self.log_start_offset]
+        starts += [self.follower_log_starts.get(replica, -1)
+                   for replica in self.isr if replica != self.local_broker_id]
+        return min(starts)
+
+    def wait_for_low_watermark(self, offset: int) -> defer.Deferred:
+        """Fires with (ErrorCode.NONE, low watermark) once every ISR member's log starts at
+        ``offset`` or later (Kafka's DelayedDeleteRecords); the caller times it out."""
+        waiter: defer.Deferred = defer.Deferred()
+        self._low_watermark_waiters = [w for w in self._low_watermark_waiters
+                                       if not w[1].called]
+        self._low_watermark_waiters.append((offset, waiter))
+        self._fire_low_watermark_waiters()
+        return waiter
+
+    def _fire_low_watermark_waiters(self, code: ErrorCode = ErrorCode.NONE) -> None:
+        if not self._low_watermark_waiters:
+            return
+        low = self.low_watermark()
+        waiting = []
+        for offset, waiter in self._low_watermark_waiters:
+            if waiter.called:
+                continue
+            if code != ErrorCode.NONE or low >= offset:
+                waiter.callback((code, low))
+            else:
+                waiting.append((offset, waiter))
+        self._low_watermark_waiters = waiting
+
     def maybe_increment_log_start_offset(self, leader_log_start: int) -> None:
         """A follower follows its leader's log start (DeleteRecords), up to its own HW."""
         target = min(leader_log_start, self.high_watermark)
@@ -301,7 +336,8 @@ class Partition:
 
     # -- fetch --------------------------------------------------------------------------
 
-    def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1) -> bytes:
+    def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1,
+             follower_log_start: int = -1) -> bytes:
         """Whole batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
 
         if not self.is_leader:
@@ -312,7 +348,7 @@ class Partition:
                 f"offset {fetch_offset} outside {self.log_start_offset}..{self.log_end_offset}",
             )
         if replica_id >= 0:
-            self.record_follower_fetch(replica_id, fetch_offset)
+            self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
             upper = None
         else:
             upper = self.high_watermark
@@ -325,7 +361,7 @@ class Partition:
         return bytes(data) if data else b""
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
-                              now: float | None = None) -> None:
+                              now: float | None = None, log_start: int = -1) -> None:
         """A follower fetched from ``fetch_offset``: that is its LEO; maybe it caught up.
 
         As Kafka: caught up now if it asked for our LEO; caught up as of its
@@ -344,6 +380,9 @@ class Partition:
                 self.follower_caught_up_ms.get(replica_id, 0.0), previous[0])
         self._follower_last_fetch[replica_id] = (now, leader_end)
         self.maybe_advance_high_watermark()
+        if log_start >= 0:
+            self.follower_log_starts[replica_id] = log_start
+            self._fire_low_watermark_waiters()
 
     # -- ISR ----------------------------------------------------------------------------
 
@@ -383,6 +422,7 @@ class Partition:
         self.isr_change_pending = False
         self.maybe_advance_high_watermark()
         self._check_hw_waiters()
+        self._fire_low_watermark_waiters()  # a follower out of the ISR is waited for no more
 
     # -- follower -----------------------------------------------------------------------
 
@@ -468,6 +508,7 @@ class Partition:
     def close_waiters(self) -> None:
         self._append_listeners.clear()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._fire_low_watermark_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
 def _single_batch_header(records: bytes) -> BatchHeader:

@@ -133,16 +133,30 @@ class ReplicaManager:
 
     # -- DeleteRecords ------------------------------------------------------------------
 
-    def delete_records(self, topic: str, partition: int, offset: int) -> int:
-        """Move a led partition's log start to ``offset``; the new start (Kafka's deleteRecords).
+    def delete_records(self, topic: str, partition: int, offset: int,
+                       timeout_ms: int) -> defer.Deferred:
+        """Move a led partition's log start to ``offset`` (Kafka's deleteRecords).
 
-        The broker's own topics are refused, as in Kafka. The answer comes at
-        once: followers catch up on their next fetch (Kafka waits for them).
+        The broker's own topics are refused, as in Kafka. Fires with
+        ``(error code, low watermark)`` once every ISR member's log starts at
+        the new offset (followers move theirs on their next fetch), or with
+        REQUEST_TIMED_OUT after ``timeout_ms``; refusals raise at once.
         """
         if topic in INTERNAL_TOPICS:
             raise error_for(ErrorCode.INVALID_TOPIC_EXCEPTION,
                             f"records of {topic} are deleted by the broker only")
-        return self.leader_partition(topic, partition).delete_records_on_leader(offset)
+        leader = self.leader_partition(topic, partition)
+        start = leader.delete_records_on_leader(offset)
+        waiter = leader.wait_for_low_watermark(start)
+        if waiter.called:
+            return waiter
+
+        def time_out() -> None:
+            if not waiter.called:
+                waiter.callback((ErrorCode.REQUEST_TIMED_OUT, leader.low_watermark()))
+
+        timer = self.reactor.callLater(max(timeout_ms, 0) / 1000.0, time_out)
+        return waiter.addBoth(_cancel_timer, timer)
 
     # -- appends (Produce, and the group coordinator's __consumer_offsets writes) -----------
 
@@ -407,3 +421,9 @@ def _partition_states(request: Any) -> list[tuple[str, Any]]:
     for p in getattr(request, "ungrouped_partition_states", None) or []:
         states.append((p.topic_name, p))
     return states
+
+
+def _cancel_timer(result: Any, timer: Any) -> Any:
+    if timer.active():
+        timer.cancel()
+    return result

@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000019"  # 25 api keys
+    "0000001b"  # 27 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200010007"  # ListOffsets 1-7
@@ -172,6 +172,8 @@ PROBE_ANSWER_HEX = (
     "002a00000001"  # DeleteGroups 0-1
     "002b00000001"  # ElectLeaders 0-1
     "002c00000000"  # IncrementalAlterConfigs 0
+    "002d00000000"  # AlterPartitionReassignments 0
+    "002e00000000"  # ListPartitionReassignments 0
 )  # and nothing after: no throttle time, no tagged fields
 
 

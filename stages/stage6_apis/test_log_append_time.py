@@ -105,3 +105,30 @@ def test_broker_config_log_message_timestamp_type(tmp_path):
         _produce(cluster.bootstrap_servers, "kept", 2)
         assert [m.timestamp() for m in _consume(cluster.bootstrap_servers, "kept", 2)] == [
             (1, CREATE_TIME)] * 2
+
+
+def test_timestamp_type_changes_take_effect_without_a_restart(tmp_path):
+    """Through /config/topics and /config/brokers/<default>: the next batch is stamped."""
+
+    def next_kind(topic: str, offset: int) -> int:
+        _produce(cluster.bootstrap_servers, topic, 1)
+        return _consume(cluster.bootstrap_servers, topic, offset + 1)[offset].timestamp()[0]
+
+    def wait_for_kind(topic: str, kind: int) -> None:
+        deadline = time.monotonic() + 30
+        offset = 0
+        while time.monotonic() < deadline:
+            if next_kind(topic, offset) == kind:
+                return
+            offset += 1
+        raise AssertionError(f"{topic}: timestamp type never became {kind}")
+
+    with LocalCluster(brokers=1, base_dir=tmp_path) as cluster:
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic("by-topic")
+            admin.create_topic("by-broker")
+            assert next_kind("by-topic", 0) == 1
+            admin.alter_configs("topic", "by-topic", {"message.timestamp.type": "LogAppendTime"})
+            wait_for_kind("by-topic", LOG_APPEND_TIME)
+            admin.alter_configs("broker", "", {"log.message.timestamp.type": "LogAppendTime"})
+            wait_for_kind("by-broker", LOG_APPEND_TIME)

@@ -78,7 +78,9 @@ def test_delete_records_moves_the_log_start_on_leader_and_follower(tmp_path):
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         futures = admin.delete_records([TopicPartition(TOPIC, 0, 60)], request_timeout=30)
         deleted = futures[TopicPartition(TOPIC, 0, 60)].result(30)
-        assert deleted.low_watermark == 60
+        assert deleted.low_watermark == 60  # answered once leader and follower start at 60
+        for directory in directories:  # so no waiting here: both deleted their old segments
+            assert 0 < _segment_bases(directory)[0] <= 60, _segment_bases(directory)
         assert _first_offset_from_earliest(cluster.bootstrap_servers, "after-delete") == 60
         for broker_id, directory in zip((1, 2), directories):
             # every segment wholly below 60 is gone, the one holding 60 stays
@@ -96,3 +98,42 @@ def test_delete_records_moves_the_log_start_on_leader_and_follower(tmp_path):
         futures = admin.delete_records([TopicPartition(TOPIC, 0, 500)], request_timeout=30)
         with pytest.raises(Exception, match=r"OFFSET_OUT_OF_RANGE|out of range"):
             next(iter(futures.values())).result(30)
+        # a follower that does not fetch (SIGSTOPped, still in the ISR): REQUEST_TIMED_OUT
+        import os
+        import signal
+
+        leader = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0].leader
+        follower = 2 if leader == 1 else 1
+        _produce(cluster.bootstrap_servers, 10)
+        os.kill(cluster.broker_pids[follower], signal.SIGSTOP)
+        try:
+            futures = admin.delete_records([TopicPartition(TOPIC, 0, 105)],
+                                           request_timeout=30, operation_timeout=2)
+            with pytest.raises(Exception, match=r"REQUEST_TIMED_OUT|timed out"):
+                next(iter(futures.values())).result(30)
+        finally:
+            os.kill(cluster.broker_pids[follower], signal.SIGCONT)
+
+
+def test_kafka_python_delete_records(tmp_path):
+    from kafka import KafkaAdminClient, KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    with LocalCluster(brokers=1, base_dir=tmp_path) as cluster:
+        with Admin(cluster.bootstrap_servers) as admin:
+            admin.create_topic(TOPIC)
+        _produce(cluster.bootstrap_servers, 20)
+        client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            answer = client.delete_records({KafkaTopicPartition(TOPIC, 0): 15}, timeout_ms=30_000)
+        finally:
+            client.close()
+        assert answer[KafkaTopicPartition(TOPIC, 0)]["low_watermark"] == 15
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                                 auto_offset_reset="earliest", consumer_timeout_ms=10_000)
+        try:
+            consumer.assign([KafkaTopicPartition(TOPIC, 0)])
+            consumer.seek_to_beginning()
+            assert consumer.position(KafkaTopicPartition(TOPIC, 0)) == 15
+        finally:
+            consumer.close()

@@ -65,7 +65,8 @@ class RecordAppender(Protocol):
 class RecordDeleter(Protocol):
     """Moves log start offsets for DeleteRecords (``ReplicaManager``)."""
 
-    def delete_records(self, topic: str, partition: int, offset: int) -> int: ...
+    def delete_records(self, topic: str, partition: int, offset: int,
+                       timeout_ms: int) -> defer.Deferred: ...
 
 
 class FetchSource(Leaders, Protocol):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from twisted.internet import defer
+
 from simplekafka.broker.apis.collaborators import Leaders, RecordDeleter
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
@@ -98,21 +100,27 @@ class OffsetForLeaderEpochHandler:
 
 
 class DeleteRecordsHandler:
-    """ApiKey.DELETE_RECORDS: move each partition's log start offset; answer the new one."""
+    """ApiKey.DELETE_RECORDS: move each partition's log start offset; answer the low watermark.
+
+    As Kafka: the answer waits until every in-sync replica's log starts at the
+    new offset (at most ``timeout_ms``, then REQUEST_TIMED_OUT).
+    """
 
     def __init__(self, replica_manager: RecordDeleter):
         self.replica_manager = replica_manager
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         topics = []
+        waits = []
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
                 answer = {"partition_index": wanted.partition_index, "low_watermark": -1,
                           "error_code": ErrorCode.NONE}
                 try:
-                    answer["low_watermark"] = self.replica_manager.delete_records(
-                        topic.name, wanted.partition_index, wanted.offset)
+                    waits.append(self.replica_manager.delete_records(
+                        topic.name, wanted.partition_index, wanted.offset, request.timeout_ms
+                    ).addCallback(_fill, answer))
                 except KafkaError as exc:
                     answer["error_code"] = exc.error_code
                 except Exception:
@@ -121,4 +129,11 @@ class DeleteRecordsHandler:
                     answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
                 partitions.append(answer)
             topics.append({"name": topic.name, "partitions": partitions})
-        return {"throttle_time_ms": 0, "topics": topics}
+        body = {"throttle_time_ms": 0, "topics": topics}
+        if all(wait.called for wait in waits):
+            return body
+        return defer.gatherResults(waits).addCallback(lambda _: body)
+
+
+def _fill(outcome: tuple[ErrorCode, int], answer: dict) -> None:
+    answer["error_code"], answer["low_watermark"] = outcome
