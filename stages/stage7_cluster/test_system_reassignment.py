@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -47,6 +48,25 @@ def wait_until_verified(cluster, plan_file, timeout: float = 120.0) -> None:
         time.sleep(1)
 
 
+class OfflineWatch(threading.Thread):
+    """Polls every partition's leader in ZooKeeper; notes any moment without one."""
+
+    def __init__(self, cluster) -> None:
+        super().__init__(daemon=True, name="offline-watch")
+        self.cluster, self.stopping, self.offline, self.polls = cluster, threading.Event(), [], 0
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.05):
+            for p in range(PARTITIONS):
+                if self.cluster.leader_of(TOPIC, p) < 0:
+                    self.offline.append(p)
+            self.polls += 1
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(10)
+
+
 def assignment(cluster) -> dict:
     return {(TOPIC, p): list(cluster.replicas_of(TOPIC, p)) for p in range(PARTITIONS)}
 
@@ -62,6 +82,8 @@ def test_reassignment_under_load_and_across_a_controller_failover(tmp_path):
         producer.wait_for_acks(200)
 
         # 1. A fourth broker joins; the plan moves a quarter of the replicas onto it.
+        watch = OfflineWatch(cluster)
+        watch.start()
         cluster.restart(4)
         current = assignment(cluster)
         plan = plan_reassignment(current, [1, 2, 3, 4])
@@ -96,6 +118,9 @@ def test_reassignment_under_load_and_across_a_controller_failover(tmp_path):
         wait_until_verified(cluster, plan_file)
         assert assignment(cluster) == plan
         producer.wait_for_acks(200)
+
+        watch.stop()
+        assert watch.polls > 10 and watch.offline == [], "a partition was offline"
 
         # 3. A move that cannot finish (its new replica's broker is down) survives the
         # controller's SIGKILL; the next controller completes it once the broker is back.
