@@ -219,19 +219,30 @@ class Admin:
         return ClusterDescription(snapshot.cluster_id, snapshot.controller_id, brokers)
 
     def elect_leaders(self, partitions: Mapping[str, Iterable[int]] | None = None,
-                      timeout_ms: int | None = None) -> dict[tuple[str, int], KafkaError | None]:
-        """Preferred leader election (ElectLeaders): ``{topic: [partitions]}``, None for all.
+                      timeout_ms: int | None = None, election_type: str = "preferred",
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """Leader election (ElectLeaders): ``{topic: [partitions]}``, None for all.
 
-        Per partition: None when the preferred replica leads now, else the error
-        (``ElectionNotNeededError``: it already did; ``PreferredLeaderNotAvailableError``:
-        not live or not in sync; ``UnknownTopicOrPartitionError``).
+        ``election_type`` "preferred": move leadership to the first replica; per
+        partition None when it leads now, else the error (``ElectionNotNeededError``:
+        it already did; ``PreferredLeaderNotAvailableError``: not live or not in
+        sync; ``UnknownTopicOrPartitionError``). "unclean": give partitions without
+        a live leader one, out-of-sync replicas allowed (``ElectionNotNeededError``:
+        the leader is live; ``EligibleLeadersNotAvailableError``: no replica is).
         """
+        types = {"preferred": 0, "unclean": 1}
+        if election_type not in types:
+            raise ValueError(f"election_type is preferred or unclean, not {election_type!r}")
         timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         wanted = None if partitions is None else [
-            {"topic": t, "partition_id": sorted(set(p))} for t, p in partitions.items()]
+            {"topic": t, "partitions": sorted(set(p))} for t, p in partitions.items()]
 
         def body(version: int) -> dict:
-            return {"election_type": 0, "topic_partitions": wanted, "timeout_ms": timeout_ms}
+            if version < 1 and election_type != "preferred":
+                raise error_for(ErrorCode.UNSUPPORTED_VERSION,
+                                "the broker offers ElectLeaders v0 only: preferred elections")
+            return {"election_type": types[election_type], "topic_partitions": wanted,
+                    "timeout_ms": timeout_ms}
 
         answer = self._to_controller(ApiKey.ELECT_LEADERS, body, timeout_ms + 5_000)
         if getattr(answer, "error_code", 0):
@@ -254,6 +265,42 @@ class Admin:
         broker without a restart."""
         configs.alter_configs(self.client, kind, name, dict(set_configs or {}), list(delete),
                               self.request_timeout_ms)
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Iterable[int] | None],
+        timeout_ms: int | None = None,
+    ) -> dict[tuple[str, int], KafkaError | None]:
+        """Start moving partitions to ``{(topic, partition): [replicas]}``, or cancel a move
+        with None (AlterPartitionReassignments); per partition None when accepted, else
+        the error."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        by_topic: dict[str, list[dict]] = {}
+        for (topic, partition), replicas in sorted(targets.items()):
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition,
+                 "replicas": None if replicas is None else list(replicas)})
+        body = {"timeout_ms": timeout_ms,
+                "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+        answer = self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, timeout_ms)
+        if answer.error_code:
+            raise error_for(answer.error_code, answer.error_message or "reassigning")
+        return {(t.name, p.partition_index):
+                (error_for(p.error_code, p.error_message) if p.error_code else None)
+                for t in answer.responses for p in t.partitions}
+
+    def list_partition_reassignments(self, timeout_ms: int | None = None
+                                     ) -> dict[tuple[str, int], dict[str, list[int]]]:
+        """Ongoing moves (ListPartitionReassignments): per partition its ``replicas``,
+        ``adding_replicas`` and ``removing_replicas``."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        answer = self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                     {"timeout_ms": timeout_ms, "topics": None}, timeout_ms)
+        if answer.error_code:
+            raise error_for(answer.error_code, answer.error_message or "listing reassignments")
+        return {(t.name, p.partition_index): {"replicas": list(p.replicas),
+                                              "adding_replicas": list(p.adding_replicas),
+                                              "removing_replicas": list(p.removing_replicas)}
+                for t in answer.topics for p in t.partitions}
 
     # ----- consumer groups (simplekafka.admin.groups) ----------------------------
 
@@ -286,7 +333,7 @@ class Admin:
             results = (getattr(answer, "topics", None) or getattr(answer, "responses", None)
                        or getattr(answer, "results", None) or [])
             for result in results:
-                if result.error_code == ErrorCode.NOT_CONTROLLER:
+                if getattr(result, "error_code", None) == ErrorCode.NOT_CONTROLLER:
                     raise error_for(ErrorCode.NOT_CONTROLLER, "controller moved")
             return answer
 

@@ -32,10 +32,18 @@ from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
-from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.offsets import (
+    DeleteRecordsHandler,
+    ListOffsetsHandler,
+    OffsetForLeaderEpochHandler,
+)
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.reassignments import (
+    AlterPartitionReassignmentsHandler,
+    ListPartitionReassignmentsHandler,
+)
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
@@ -136,6 +144,7 @@ class KafkaBroker:
             fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
             list_offsets=ListOffsetsHandler(replicas),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
+            delete_records=DeleteRecordsHandler(replicas),
             init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
                                                    config["producer.id.block.size"]),
             topics=topics,
@@ -144,6 +153,8 @@ class KafkaBroker:
                 lambda: getattr(self.registration, "epoch", None)),
             groups=GroupApis(self.group_coordinator),
             elect_leaders=ElectLeadersHandler(reactor, zookeeper),
+            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
+            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
@@ -169,6 +180,14 @@ class KafkaBroker:
         if value is None:
             value = self.dynamic_config.effective().get("min.insync.replicas", (None, 0))[0]
         return int(value) if value is not None else self.config.min_insync_replicas
+
+    def deletes_by_retention(self, topic: str) -> bool:
+        """Whether ``cleanup.policy`` (the topic's, else the dynamic broker default) includes
+        ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
+        policy = self.topic_config(topic).get("cleanup.policy")
+        if policy is None:
+            policy = self.dynamic_config.effective().get("log.cleanup.policy", ("delete", 0))[0]
+        return "delete" in {p.strip() for p in policy.split(",")}
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
@@ -360,7 +379,8 @@ class KafkaBroker:
 
     def _enforce_retention(self) -> None:
         removed = self.log_manager.enforce_retention(
-            high_watermarks=self.replica_manager.high_watermarks())
+            high_watermarks=self.replica_manager.high_watermarks(),
+            deletes=self.deletes_by_retention)
         if removed:
             log.info("retention removed %d segments", removed)
 

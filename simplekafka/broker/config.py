@@ -116,6 +116,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.retention.check.interval.ms", _int, 300000, "How often retention runs.", 1),
     ConfigKey("log.index.interval.bytes", _int, 4096, "Bytes between offset index entries.", 0),
     ConfigKey("log.index.size.max.bytes", _int, 10485760, "Largest offset/time index file.", 4),
+    ConfigKey("log.message.timestamp.type", _str, "CreateTime",
+              "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch "
+              "with the time the leader appends it (a topic's message.timestamp.type wins)."),
     ConfigKey("log.flush.interval.messages", _long_or_none, None,
               "fsync after this many messages (default: leave it to the OS)."),
     ConfigKey("log.flush.interval.ms", _long_or_none, None, "fsync at least this often."),
@@ -171,7 +174,7 @@ IGNORED_KAFKA_KEYS = frozenset({
     "log.cleaner.enable", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
     "listener.security.protocol.map", "inter.broker.listener.name", "log.dir",
     "num.replica.fetchers", "queued.max.requests", "background.threads",
-    "compression.type", "log.message.timestamp.type", "zookeeper.set.acl",
+    "compression.type", "zookeeper.set.acl",
 })
 
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>[^:/]*):(?P<port>\d+)$")
@@ -360,6 +363,7 @@ class BrokerConfig:
             "flush.ms": self["log.flush.interval.ms"],
             "max.message.bytes": self["message.max.bytes"],
             "min.insync.replicas": self["min.insync.replicas"],
+            "message.timestamp.type": self["log.message.timestamp.type"],
         }
 
 

@@ -51,6 +51,7 @@ class AppendResult(NamedTuple):
     last_offset: int
     log_start_offset: int
     duplicate: bool = False
+    log_append_time: int = -1  # what ProduceResponse answers; -1 unless LogAppendTime
 
 
 class Partition:
@@ -72,6 +73,8 @@ class Partition:
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
+        self.follower_log_starts: dict[int, int] = {}  # as each follower's fetch says
+        self._low_watermark_waiters: list[tuple[int, defer.Deferred]] = []
         self.follower_caught_up_ms: dict[int, float] = {}
         self._follower_last_fetch: dict[int, tuple[float, int]] = {}
         self.isr_change_pending = False  # an ISR write to ZooKeeper is in flight
@@ -117,6 +120,7 @@ class Partition:
             now = now_ms()
             self.follower_end_offsets = {
                 replica: 0 for replica in replicas if replica != self.local_broker_id}
+            self.follower_log_starts = {}
             self.follower_caught_up_ms = {
                 replica: (now if replica in isr else 0.0)
                 for replica in replicas if replica != self.local_broker_id}
@@ -141,6 +145,7 @@ class Partition:
         self.isr_change_pending = False
         if was_leader:
             self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            self._fire_low_watermark_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return True
 
     def _is_stale(self, leader_epoch: int, partition_epoch: int) -> bool:
@@ -203,7 +208,63 @@ class Partition:
         self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
-        return AppendResult(info.base_offset, info.last_offset, self.log_start_offset)
+        return AppendResult(info.base_offset, info.last_offset, self.log_start_offset,
+                            log_append_time=info.log_append_time)
+
+    # -- DeleteRecords ------------------------------------------------------------------
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (-1: the high watermark); the new start.
+
+        As Kafka's ``deleteRecordsOnLeader``: only committed records can be
+        deleted (an offset above the high watermark, or negative, is
+        OFFSET_OUT_OF_RANGE); whole segments below the new start go at once,
+        and followers move theirs when a fetch answer tells them.
+        """
+        if not self.is_leader:
+            raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        target = self.high_watermark if offset == -1 else offset
+        if target < 0 or target > self.high_watermark:
+            raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
+                            f"offset {offset} is outside 0..high watermark {self.high_watermark}")
+        return self.log.delete_records_before(target)
+
+    def low_watermark(self) -> int:
+        """The lowest log start offset among the leader and its ISR (-1: a follower not heard)."""
+        starts = [self.log_start_offset]
+        starts += [self.follower_log_starts.get(replica, -1)
+                   for replica in self.isr if replica != self.local_broker_id]
+        return min(starts)
+
+    def wait_for_low_watermark(self, offset: int) -> defer.Deferred:
+        """Fires with (ErrorCode.NONE, low watermark) once every ISR member's log starts at
+        ``offset`` or later (Kafka's DelayedDeleteRecords); the caller times it out."""
+        waiter: defer.Deferred = defer.Deferred()
+        self._low_watermark_waiters = [w for w in self._low_watermark_waiters
+                                       if not w[1].called]
+        self._low_watermark_waiters.append((offset, waiter))
+        self._fire_low_watermark_waiters()
+        return waiter
+
+    def _fire_low_watermark_waiters(self, code: ErrorCode = ErrorCode.NONE) -> None:
+        if not self._low_watermark_waiters:
+            return
+        low = self.low_watermark()
+        waiting = []
+        for offset, waiter in self._low_watermark_waiters:
+            if waiter.called:
+                continue
+            if code != ErrorCode.NONE or low >= offset:
+                waiter.callback((code, low))
+            else:
+                waiting.append((offset, waiter))
+        self._low_watermark_waiters = waiting
+
+    def maybe_increment_log_start_offset(self, leader_log_start: int) -> None:
+        """A follower follows its leader's log start (DeleteRecords), up to its own HW."""
+        target = min(leader_log_start, self.high_watermark)
+        if target > self.log.log_start_offset:
+            self.log.delete_records_before(target)
 
     # -- high watermark -----------------------------------------------------------------
 
@@ -275,7 +336,8 @@ class Partition:
 
     # -- fetch --------------------------------------------------------------------------
 
-    def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1) -> bytes:
+    def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1,
+             follower_log_start: int = -1) -> bytes:
         """Whole batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
 
         if not self.is_leader:
@@ -286,7 +348,7 @@ class Partition:
                 f"offset {fetch_offset} outside {self.log_start_offset}..{self.log_end_offset}",
             )
         if replica_id >= 0:
-            self.record_follower_fetch(replica_id, fetch_offset)
+            self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
             upper = None
         else:
             upper = self.high_watermark
@@ -299,7 +361,7 @@ class Partition:
         return bytes(data) if data else b""
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
-                              now: float | None = None) -> None:
+                              now: float | None = None, log_start: int = -1) -> None:
         """A follower fetched from ``fetch_offset``: that is its LEO; maybe it caught up.
 
         As Kafka: caught up now if it asked for our LEO; caught up as of its
@@ -318,6 +380,9 @@ class Partition:
                 self.follower_caught_up_ms.get(replica_id, 0.0), previous[0])
         self._follower_last_fetch[replica_id] = (now, leader_end)
         self.maybe_advance_high_watermark()
+        if log_start >= 0:
+            self.follower_log_starts[replica_id] = log_start
+            self._fire_low_watermark_waiters()
 
     # -- ISR ----------------------------------------------------------------------------
 
@@ -357,14 +422,17 @@ class Partition:
         self.isr_change_pending = False
         self.maybe_advance_high_watermark()
         self._check_hw_waiters()
+        self._fire_low_watermark_waiters()  # a follower out of the ISR is waited for no more
 
     # -- follower -----------------------------------------------------------------------
 
-    def append_as_follower(self, records: bytes, leader_high_watermark: int) -> int:
+    def append_as_follower(self, records: bytes, leader_high_watermark: int,
+                           leader_log_start: int = -1) -> int:
         """Append batches copied from the leader exactly at our LEO; HW = min(leader HW, LEO).
 
         Returns how many bytes were appended. Producer state learns each batch,
-        so idempotence holds if this replica becomes leader.
+        so idempotence holds if this replica becomes leader. The leader's log
+        start offset (moved by DeleteRecords) moves ours too, as in Kafka.
         """
         appended = 0
         spans = iter_batch_positions(records) if records else []
@@ -380,6 +448,8 @@ class Partition:
         new_hw = min(leader_high_watermark, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+        if leader_log_start > self.log.log_start_offset:
+            self.maybe_increment_log_start_offset(leader_log_start)
         return appended
 
     def truncate_to(self, offset: int) -> None:
@@ -438,6 +508,7 @@ class Partition:
     def close_waiters(self) -> None:
         self._append_listeners.clear()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._fire_low_watermark_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
 def _single_batch_header(records: bytes) -> BatchHeader:

@@ -236,7 +236,8 @@ class ReplicaFetcher:
                 if code == ErrorCode.NONE:
                     try:
                         state.partition.append_as_follower(bytes(answer.records or b""),
-                                                           answer.high_watermark)
+                                                           answer.high_watermark,
+                                                           answer.log_start_offset)
                     except UnexpectedAppendOffsetError as exc:
                         # Our log and the leader's disagree on where batches start:
                         # truncate by epoch again rather than retry the same append.

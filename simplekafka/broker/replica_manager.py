@@ -59,12 +59,15 @@ class Followers(Protocol):
 class PartitionResponse:
     """What one partition's append came to (Kafka's ProduceResponse.PartitionResponse)."""
 
-    __slots__ = ("base_offset", "error_code", "error_message", "log_start_offset")
+    __slots__ = ("base_offset", "error_code", "error_message", "log_append_time",
+                 "log_start_offset")
 
     def __init__(self, error_code: ErrorCode = ErrorCode.NONE, base_offset: int = -1,
-                 log_start_offset: int = -1, error_message: str | None = None):
+                 log_start_offset: int = -1, error_message: str | None = None,
+                 log_append_time: int = -1):
         self.error_code = error_code
         self.base_offset = base_offset
+        self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.error_message = error_message
 
@@ -128,6 +131,33 @@ class ReplicaManager:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    # -- DeleteRecords ------------------------------------------------------------------
+
+    def delete_records(self, topic: str, partition: int, offset: int,
+                       timeout_ms: int) -> defer.Deferred:
+        """Move a led partition's log start to ``offset`` (Kafka's deleteRecords).
+
+        The broker's own topics are refused, as in Kafka. Fires with
+        ``(error code, low watermark)`` once every ISR member's log starts at
+        the new offset (followers move theirs on their next fetch), or with
+        REQUEST_TIMED_OUT after ``timeout_ms``; refusals raise at once.
+        """
+        if topic in INTERNAL_TOPICS:
+            raise error_for(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                            f"records of {topic} are deleted by the broker only")
+        leader = self.leader_partition(topic, partition)
+        start = leader.delete_records_on_leader(offset)
+        waiter = leader.wait_for_low_watermark(start)
+        if waiter.called:
+            return waiter
+
+        def time_out() -> None:
+            if not waiter.called:
+                waiter.callback((ErrorCode.REQUEST_TIMED_OUT, leader.low_watermark()))
+
+        timer = self.reactor.callLater(max(timeout_ms, 0) / 1000.0, time_out)
+        return waiter.addBoth(_cancel_timer, timer)
+
     # -- appends (Produce, and the group coordinator's __consumer_offsets writes) -----------
 
     def append_records(self, entries: Mapping[TopicPartitionKey, bytes | None], acks: int,
@@ -188,6 +218,7 @@ class ReplicaManager:
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
+        response.log_append_time = result.log_append_time
         if self.on_append is not None and not internal and not result.duplicate:
             self.on_append(topic, result.last_offset - result.base_offset + 1,
                            len(records or b""))
@@ -390,3 +421,9 @@ def _partition_states(request: Any) -> list[tuple[str, Any]]:
     for p in getattr(request, "ungrouped_partition_states", None) or []:
         states.append((p.topic_name, p))
     return states
+
+
+def _cancel_timer(result: Any, timer: Any) -> Any:
+    if timer.active():
+        timer.cancel()
+    return result

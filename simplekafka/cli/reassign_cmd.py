@@ -5,7 +5,15 @@ assignment of the topics in F from the cluster and prints it, then the proposed
 one, as Kafka's reassignment JSON (``--output PLAN`` also writes the proposed one
 to PLAN). Unlike Kafka's from-scratch proposal, ours keeps every replica that
 may stay and moves only what balance needs (``coordination.reassignment``).
-``--execute``, ``--verify`` and ``--cancel`` are not implemented yet.
+
+``--execute --reassignment-json-file PLAN`` prints the current assignment (keep
+it to roll back) and sends PLAN as AlterPartitionReassignments; with
+``--zookeeper Z`` it writes ``/admin/reassign_partitions`` itself, as Kafka's
+tool did before 3.0. The controller carries either out.
+``--verify --reassignment-json-file PLAN`` (over ``--bootstrap-server``) exits 0
+once every partition has exactly the planned replicas, 1 while any is moving.
+``--cancel --reassignment-json-file PLAN`` puts the partitions of PLAN that still
+move back on their original replicas.
 """
 
 from __future__ import annotations
@@ -29,8 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--generate", action="store_true",
                         help="propose an assignment of the topics onto --broker-list")
-    for name in ("execute", "verify", "cancel"):
-        action.add_argument(f"--{name}", action="store_true", help="not implemented yet")
+    action.add_argument("--execute", action="store_true",
+                        help="start the moves of --reassignment-json-file")
+    action.add_argument("--verify", action="store_true",
+                        help="exit 0 when every move of --reassignment-json-file is done, 1 if not")
+    action.add_argument("--cancel", action="store_true",
+                        help="cancel the moves of --reassignment-json-file still in progress")
+    parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                        help="--execute writes the cluster's ZooKeeper directly")
     parser.add_argument("--topics-to-move-json-file", metavar="FILE",
                         help='{"topics": [{"topic": "name"}, ...], "version": 1}')
     parser.add_argument("--broker-list", metavar="ID,ID,...",
@@ -58,10 +72,163 @@ def parse_broker_list(text: str) -> list[int]:
 
 @kafka_errors_are_one_line("reassign")
 def reassign(args: argparse.Namespace) -> int:
-    if not args.generate:
-        raise CliError("--execute, --verify and --cancel are not implemented yet; "
-                       "use --generate")
+    if args.cancel:
+        return _cancel(args)
+    if args.execute:
+        return _execute(args)
+    if args.verify:
+        return _verify(args)
     return _generate(args)
+
+
+def _read_plan(args: argparse.Namespace) -> dict:
+    from simplekafka.coordination import AssignmentError
+    from simplekafka.coordination.reassignment import parse_reassignment_json
+
+    if not args.reassignment_json_file:
+        raise CliError("--execute, --verify and --cancel need --reassignment-json-file")
+    try:
+        text = Path(args.reassignment_json_file).read_text()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.reassignment_json_file}: {exc.strerror}") from None
+    try:
+        plan = parse_reassignment_json(text)
+    except AssignmentError as exc:
+        raise CliError(f"{args.reassignment_json_file}: {exc}") from None
+    if not plan:
+        raise CliError(f"{args.reassignment_json_file}: no partitions to move")
+    return plan
+
+
+def _execute(args: argparse.Namespace) -> int:
+    from kazoo.exceptions import KazooException, NodeExistsError
+
+    from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper
+    from simplekafka.coordination.reassignment import reassignment_json
+    from simplekafka.coordination.topics import live_brokers, read_topic_assignment
+    from simplekafka.coordination.znodes import ZkPaths
+
+    plan = _read_plan(args)
+    if not args.zookeeper:
+        return _execute_over_kafka_protocol(args, plan)
+    try:
+        zk = connect_zookeeper(args.zookeeper, timeout=10)
+    except ZooKeeperConnectError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        live = set(live_brokers(zk))
+        current = {}
+        for topic in sorted({t for t, _ in plan}):
+            assignment = read_topic_assignment(zk, topic)
+            if assignment is None:
+                raise CliError(f"topic {topic!r} does not exist")
+            for (t, p) in plan:
+                if t == topic:
+                    if p not in assignment.partitions:
+                        raise CliError(f"topic {topic!r} has no partition {p}")
+                    current[(t, p)] = list(assignment.partitions[p])
+        unknown = sorted({b for replicas in plan.values() for b in replicas} - live)
+        if unknown:
+            raise CliError(f"brokers {unknown} are not live (live: {sorted(live)})")
+        try:
+            zk.create(ZkPaths.REASSIGN_PARTITIONS,
+                      reassignment_json(plan, log_dirs=False).encode(), makepath=True)
+        except NodeExistsError:
+            raise CliError("a reassignment is already running "
+                           f"({ZkPaths.REASSIGN_PARTITIONS} exists)") from None
+    except KazooException as exc:
+        raise CliError(f"ZooKeeper: {exc!r}") from None
+    finally:
+        zk.stop()
+        zk.close()
+    print("Current partition replica assignment")
+    print()
+    print(reassignment_json(current))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    print("Successfully started partition reassignments for "
+          + ",".join(f"{t}-{p}" for t, p in sorted(plan)))
+    return 0
+
+
+def _execute_over_kafka_protocol(args: argparse.Namespace, plan: dict) -> int:
+    from simplekafka.admin import Admin
+    from simplekafka.coordination.reassignment import reassignment_json
+
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        topics = sorted({t for t, _ in plan})
+        known = set(admin.list_topics(include_internal=True))
+        missing = [t for t in topics if t not in known]
+        if missing:
+            raise CliError(f"topics {missing} do not exist")
+        described = admin.describe_topics(topics)
+        current = {(t, p.partition): list(p.replicas)
+                   for t, d in described.items() for p in d.partitions if (t, p.partition) in plan}
+        absent = sorted(set(plan) - set(current))
+        if absent:
+            raise CliError(f"no such partitions: {', '.join(f'{t}-{p}' for t, p in absent)}")
+        outcomes = admin.alter_partition_reassignments(plan)
+    print("Current partition replica assignment")
+    print()
+    print(reassignment_json(current))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    failed = {key: error for key, error in sorted(outcomes.items()) if error is not None}
+    started = [key for key in sorted(plan) if key not in failed]
+    if started:
+        print("Successfully started partition reassignments for "
+              + ",".join(f"{t}-{p}" for t, p in started))
+    for (topic, partition), error in failed.items():
+        print(f"Error reassigning partition {topic}-{partition}: {error}")
+    return 1 if failed else 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from simplekafka.admin import Admin
+    from simplekafka.client.errors import NoReassignmentInProgressError
+
+    plan = _read_plan(args)
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        outcomes = admin.alter_partition_reassignments(dict.fromkeys(plan))
+    cancelled = [k for k, error in sorted(outcomes.items()) if error is None]
+    idle = [k for k, error in sorted(outcomes.items())
+            if isinstance(error, NoReassignmentInProgressError)]
+    failed = {k: e for k, e in sorted(outcomes.items())
+              if e is not None and not isinstance(e, NoReassignmentInProgressError)}
+    if cancelled:
+        print("Successfully cancelled partition reassignments for "
+              + ",".join(f"{t}-{p}" for t, p in cancelled))
+    if idle:
+        print("None of the specified partition reassignments are active: "
+              + ",".join(f"{t}-{p}" for t, p in idle))
+    for (topic, partition), error in failed.items():
+        print(f"Error cancelling reassignment of {topic}-{partition}: {error}")
+    return 1 if failed else 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from simplekafka.admin import Admin
+
+    plan = _read_plan(args)
+    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
+        known = set(admin.list_topics(include_internal=True))
+        missing = sorted({t for t, _ in plan} - known)
+        if missing:
+            raise CliError(f"topics {missing} do not exist")
+        described = admin.describe_topics(sorted({t for t, _ in plan}))
+    replicas = {(t, p.partition): list(p.replicas)
+                for t, d in described.items() for p in d.partitions}
+    print("Status of partition reassignment:")
+    moving = 0
+    for key, target in sorted(plan.items()):
+        if key not in replicas:
+            raise CliError(f"topic {key[0]!r} has no partition {key[1]}")
+        if replicas[key] == list(target):
+            print(f"Reassignment of partition {key[0]}-{key[1]} is completed.")
+        else:
+            moving += 1
+            print(f"Reassignment of partition {key[0]}-{key[1]} is still in progress.")
+    return 1 if moving else 0
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from simplekafka.coordination.assignment import AssignmentError, assign_replicas
-from simplekafka.coordination.topics import TopicError, live_brokers
+from simplekafka.coordination.topics import TopicError, live_brokers, validate_topic_name
 from simplekafka.coordination.znodes import TopicAssignment, ZkPaths
 from simplekafka.protocol.errors import ErrorCode
 
@@ -27,6 +27,7 @@ def add_partitions(zk: KazooClient, topic: str, total: int,
                    validate_only: bool = False) -> TopicAssignment:
     """Grow ``topic`` to ``total`` partitions; ``assignments`` gives the new partitions'
     replicas (else they are placed like Kafka's). Raises TopicError with Kafka's code."""
+    validate_topic_name(topic)
     path = ZkPaths.topic(topic)
     try:
         data, stat = zk.get(path)

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 
 from simplekafka.coordination.assignment import AssignmentError
 
-__all__ = ["Assignment", "PartitionKey", "parse_topics_to_move", "plan_reassignment",
-           "reassignment_json", "replicas_moved"]
+__all__ = ["Assignment", "PartitionKey", "parse_reassignment_json", "parse_topics_to_move",
+           "plan_reassignment", "reassignment_json", "replicas_during", "replicas_moved"]
 
 PartitionKey = tuple[str, int]
 Assignment = dict[PartitionKey, list[int]]
@@ -206,11 +206,16 @@ def _leadership_path(plan: Assignment, brokers: list[int],
     return None
 
 
-def reassignment_json(assignment: Mapping[PartitionKey, Iterable[int]]) -> str:
-    """Kafka's reassignment JSON (the tool's files and ``/admin/reassign_partitions``)."""
-    partitions = [{"topic": topic, "partition": partition, "replicas": list(replicas),
-                   "log_dirs": ["any"] * len(list(replicas))}
-                  for (topic, partition), replicas in sorted(assignment.items())]
+def reassignment_json(assignment: Mapping[PartitionKey, Iterable[int]],
+                      log_dirs: bool = True) -> str:
+    """Kafka's reassignment JSON: the tool's files (with ``log_dirs``) and
+    ``/admin/reassign_partitions`` (without)."""
+    partitions = []
+    for (topic, partition), replicas in sorted(assignment.items()):
+        entry: dict = {"topic": topic, "partition": partition, "replicas": list(replicas)}
+        if log_dirs:
+            entry["log_dirs"] = ["any"] * len(entry["replicas"])
+        partitions.append(entry)
     return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
 
 
@@ -232,3 +237,38 @@ def parse_topics_to_move(text: str) -> list[str]:
             raise AssignmentError(f"topic {name!r} is listed twice")
         names.append(name)
     return names
+
+
+def parse_reassignment_json(text: str | bytes) -> Assignment:
+    """``{"version": 1, "partitions": [{"topic", "partition", "replicas"}, ...]}`` (the
+    tool's plan files and ``/admin/reassign_partitions``) as target replicas."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise AssignmentError(f"not JSON: {exc}") from None
+    entries = document.get("partitions") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise AssignmentError('expected {"version": 1, "partitions": [{"topic": ..., '
+                              '"partition": ..., "replicas": [...]}, ...]}')
+    plan: Assignment = {}
+    for entry in entries:
+        topic = entry.get("topic") if isinstance(entry, dict) else None
+        partition = entry.get("partition") if isinstance(entry, dict) else None
+        replicas = entry.get("replicas") if isinstance(entry, dict) else None
+        if (not isinstance(topic, str) or not topic or type(partition) is not int
+                or not isinstance(replicas, list) or not replicas
+                or not all(type(r) is int and r >= 0 for r in replicas)):
+            raise AssignmentError(f"a partitions entry needs topic, partition and replicas: "
+                                  f"{entry!r}")
+        if len(set(replicas)) != len(replicas):
+            raise AssignmentError(f"{topic}-{partition}: replicas {replicas} repeat a broker")
+        if (topic, partition) in plan:
+            raise AssignmentError(f"{topic}-{partition} is listed twice")
+        plan[(topic, partition)] = list(replicas)
+    return plan
+
+
+def replicas_during(original: Iterable[int], target: Iterable[int]) -> tuple[int, ...]:
+    """RS = TRS + ORS while a partition moves (KIP-455): targets first, then the leaving."""
+    target = list(target)
+    return tuple(target + [r for r in original if r not in target])

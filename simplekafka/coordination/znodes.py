@@ -53,6 +53,10 @@ class ZkPaths:
     CONFIG_CHANGE_PREFIX = "/config/changes/config_change_"
     DELETE_TOPICS = "/admin/delete_topics"
     PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+    REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+    #: Not a Kafka path: ElectLeaders with election type 1 (unclean), taken by any
+    #: broker, reaches the controller here, as preferred elections do above.
+    UNCLEAN_LEADER_ELECTION = "/admin/unclean_leader_election"
     ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
     ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
 
@@ -251,32 +255,51 @@ def decode_controller_epoch(data: bytes | None) -> int:
 
 @dataclass(frozen=True)
 class TopicAssignment:
-    """``/brokers/topics/<t>``: the replica list of every partition (first = preferred leader)."""
+    """``/brokers/topics/<t>``: the replica list of every partition (first = preferred leader).
+
+    While partitions move, Kafka (2.4+) writes version 2 with ``adding_replicas`` and
+    ``removing_replicas`` per moving partition; so do we.
+    """
 
     partitions: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def replication_factor(self) -> int:
         return len(next(iter(self.partitions.values()))) if self.partitions else 0
 
     def to_json(self) -> bytes:
-        return _dumps({
+        document: dict[str, Any] = {
             "version": 1,
             "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
-        })
+        }
+        if self.adding or self.removing:
+            document["version"] = 2
+            document["adding_replicas"] = {str(p): list(r) for p, r in sorted(self.adding.items())}
+            document["removing_replicas"] = {str(p): list(r)
+                                             for p, r in sorted(self.removing.items())}
+        return _dumps(document)
 
     @staticmethod
     def from_json(data: bytes, topic: str = "<topic>") -> TopicAssignment:
         what = ZkPaths.topic(topic)
-        raw = _field(_loads(data, what), "partitions", dict, what)
-        partitions: dict[int, tuple[int, ...]] = {}
-        for key, replicas in raw.items():
-            try:
-                partition = int(key)
-            except ValueError:
-                raise ZnodeFormatError(f"{what}: partition key {key!r} is not a number") from None
-            partitions[partition] = _int_list(replicas, what)
-        return TopicAssignment(dict(sorted(partitions.items())))
+        document = _loads(data, what)
+        maps = []
+        for name, required in (("partitions", True), ("adding_replicas", False),
+                               ("removing_replicas", False)):
+            raw = (_field(document, name, dict, what) if required or name in document
+                   else {})
+            parsed: dict[int, tuple[int, ...]] = {}
+            for key, replicas in raw.items():
+                try:
+                    partition = int(key)
+                except ValueError:
+                    raise ZnodeFormatError(
+                        f"{what}: partition key {key!r} is not a number") from None
+                parsed[partition] = _int_list(replicas, what)
+            maps.append(dict(sorted(parsed.items())))
+        return TopicAssignment(*maps)
 
 
 @dataclass(frozen=True)

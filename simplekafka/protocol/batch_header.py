@@ -30,6 +30,8 @@ MAGIC_V2 = 2
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 
 ATTR_COMPRESSION_MASK = 0x07
@@ -306,6 +308,28 @@ def patch_base_offset(buf: bytearray | memoryview, base_offset: int, pos: int = 
 def patch_leader_epoch(buf: bytearray | memoryview, leader_epoch: int, pos: int = 0) -> None:
     """Write partitionLeaderEpoch in place (not covered by the CRC)."""
     _INT32.pack_into(buf, pos + 12, leader_epoch)
+
+
+def log_append_time_header(buf: bytes | bytearray | memoryview, timestamp: int,
+                           pos: int = 0) -> bytes:
+    """Bytes 16..61 of the batch at ``pos`` restamped for ``message.timestamp.type=LogAppendTime``.
+
+    As Kafka's ``setMaxTimestamp``: the timestamp-type bit is set in the
+    attributes, maxTimestamp becomes ``timestamp`` and the CRC is computed
+    anew (both fields are under it); baseTimestamp and the records are left
+    alone, since readers take every record's time from maxTimestamp when the
+    bit is set. The CRC runs over the records without decoding them. The
+    caller has validated the batch.
+    """
+    size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+    middle = bytearray(memoryview(buf)[pos + 16 : pos + HEADER_SIZE])
+    attributes = _INT16.unpack_from(middle, CRC_START - 16)[0] | ATTR_TIMESTAMP_TYPE
+    _INT16.pack_into(middle, CRC_START - 16, attributes)
+    _INT64.pack_into(middle, 35 - 16, timestamp)
+    crc = _crc32c.crc32c(memoryview(middle)[CRC_START - 16 :])
+    crc = _crc32c.crc32c(memoryview(buf)[pos + HEADER_SIZE : pos + size], crc)
+    _UINT32.pack_into(middle, 17 - 16, crc)
+    return bytes(middle)
 
 
 def base_offset(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:

@@ -249,7 +249,7 @@ FETCH_RESPONSE = Message("FetchResponse", 1, "4-11", "12+", [
 
 # --- ListOffsets (2) ---------------------------------------------------------------------
 
-LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-5", "6+", [
+LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-7", "6+", [
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
     F("topics", [
@@ -263,7 +263,7 @@ LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-5", "6+", [
     ]),
 ])
 
-LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-5", "6+", [
+LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-7", "6+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", [
         F("name", "string"),
@@ -631,7 +631,7 @@ ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
     F("election_type", "int8", "1+", default=0),  # 0 preferred, 1 unclean (KIP-460)
     F("topic_partitions", [
         F("topic", "string"),
-        F("partition_id", "[]int32"),
+        F("partitions", "[]int32"),
     ], nullable="0+"),  # null: every partition
     F("timeout_ms", "int32", default=60000),
 ])
@@ -648,6 +648,60 @@ ELECT_LEADERS_RESPONSE = Message("ElectLeadersResponse", 43, "0-1", "2+", [
         ]),
     ]),
 ])
+
+# --- AlterPartitionReassignments (45), ListPartitionReassignments (46) ----------------------
+
+ALTER_PARTITION_REASSIGNMENTS_REQUEST = Message(
+    "AlterPartitionReassignmentsRequest", 45, "0-0", "0+", [
+        F("timeout_ms", "int32", default=60000),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("replicas", "[]int32", nullable="0+", default=None),  # null: cancel
+            ]),
+        ]),
+    ])
+
+ALTER_PARTITION_REASSIGNMENTS_RESPONSE = Message(
+    "AlterPartitionReassignmentsResponse", 45, "0-0", "0+", [
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("responses", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+                F("error_message", "string", nullable="0+", default=None),
+            ]),
+        ]),
+    ])
+
+LIST_PARTITION_REASSIGNMENTS_REQUEST = Message(
+    "ListPartitionReassignmentsRequest", 46, "0-0", "0+", [
+        F("timeout_ms", "int32", default=60000),
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ], nullable="0+"),  # null: every ongoing reassignment
+    ])
+
+LIST_PARTITION_REASSIGNMENTS_RESPONSE = Message(
+    "ListPartitionReassignmentsResponse", 46, "0-0", "0+", [
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("replicas", "[]int32"),
+                F("adding_replicas", "[]int32"),
+                F("removing_replicas", "[]int32"),
+            ]),
+        ]),
+    ])
 
 # --- ApiVersions (18) ------------------------------------------------------------------------
 
@@ -705,6 +759,31 @@ DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
     F("responses", [
         F("name", "string"),
         F("error_code", "int16"),
+    ]),
+])
+
+# --- DeleteRecords (21) ----------------------------------------------------------------------
+
+DELETE_RECORDS_REQUEST = Message("DeleteRecordsRequest", 21, "0-1", "2+", [
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("offset", "int64"),  # delete below this offset; -1: below the high watermark
+        ]),
+    ]),
+    F("timeout_ms", "int32"),
+])
+
+DELETE_RECORDS_RESPONSE = Message("DeleteRecordsResponse", 21, "0-1", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("low_watermark", "int64"),
+            F("error_code", "int16"),
+        ]),
     ]),
 ])
 
@@ -873,9 +952,12 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
         (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
         (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+        (ALTER_PARTITION_REASSIGNMENTS_REQUEST, ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
+        (LIST_PARTITION_REASSIGNMENTS_REQUEST, LIST_PARTITION_REASSIGNMENTS_RESPONSE),
         (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
         (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+        (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
         (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
         (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
         (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),

@@ -104,6 +104,7 @@ class ErrorCode(enum.IntEnum):
     FENCED_INSTANCE_ID = (82, False)
     ELIGIBLE_LEADERS_NOT_AVAILABLE = (83, True)
     ELECTION_NOT_NEEDED = (84, True)
+    NO_REASSIGNMENT_IN_PROGRESS = (85, False)
     UNSTABLE_OFFSET_COMMIT = (88, True)
     INVALID_RECORD = (87, False)
 

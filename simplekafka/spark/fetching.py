@@ -129,7 +129,7 @@ class RangeReader:
                 part = answer.responses[0].partitions[0]
                 code = part.error_code
                 if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                    self._out_of_range()
+                    self._out_of_range(deadline)
                     pending = None
                     continue
                 if code != ErrorCode.NONE:
@@ -149,11 +149,8 @@ class RangeReader:
                 # Nothing new: the leader's high watermark is behind the range's end
                 # (a new leader catching up). Wait for it, within the deadline.
                 if time.monotonic() > deadline:
-                    raise DataLossError(
-                        f"{self.tp}: the leader's log ends at {part.high_watermark}, before "
-                        f"the end of the range {self.end} (offsets {self.position} to "
-                        f"{self.end - 1} were acknowledged once and are gone)"
-                    )
+                    self._missing_end(part.high_watermark)
+                    return
                 pending = None
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
@@ -168,7 +165,7 @@ class RangeReader:
             if len(decoded):
                 yield decoded
 
-    def _out_of_range(self) -> None:
+    def _out_of_range(self, deadline: float) -> None:
         offsets = list_offsets(self.client, {self.tp: EARLIEST_TIMESTAMP},
                                self.client.request_timeout_ms)
         earliest = offsets[self.tp]
@@ -176,5 +173,19 @@ class RangeReader:
             report_data_loss(self.fail_on_data_loss, self.tp.topic, self.tp.partition,
                              self.position, min(earliest, self.end) - 1)
             self.position = min(earliest, self.end)
+        elif time.monotonic() > deadline:
+            self._missing_end(-1)
         else:  # beyond the end: a leader's high watermark not caught up yet
             time.sleep(0.1)
+
+    def _missing_end(self, high_watermark: int) -> None:
+        """The range's end never came back (a log truncated after a failover): data loss."""
+        message = (
+            f"data loss in {self.tp.topic}-{self.tp.partition}: offsets {self.position} to "
+            f"{self.end - 1} were planned but the leader's log now ends at "
+            f"{high_watermark if high_watermark >= 0 else 'an earlier offset'}"
+        )
+        if self.fail_on_data_loss:
+            raise DataLossError(message + "; set the option failOnDataLoss to false to skip them")
+        log.warning("%s (failOnDataLoss=false: skipping them)", message)
+        self.position = self.end

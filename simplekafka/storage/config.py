@@ -37,8 +37,13 @@ class LogConfig:
     flush_messages: int | None = None
     flush_ms: int | None = None
     max_message_bytes: int = 1024 * 1024 + 12
+    message_timestamp_type: str = "CreateTime"
 
     def __post_init__(self) -> None:
+        if self.message_timestamp_type not in TIMESTAMP_TYPES:
+            raise LogConfigError(
+                f"message.timestamp.type must be CreateTime or LogAppendTime, "
+                f"got {self.message_timestamp_type!r}")
         _at_least("segment_bytes", self.segment_bytes, 61)
         _at_least("segment_ms", self.segment_ms, 1)
         _at_least("index_interval_bytes", self.index_interval_bytes, 0)
@@ -55,6 +60,11 @@ class LogConfig:
         """A copy with some fields changed (validated like the original)."""
         return dataclasses.replace(self, **changes)
 
+    @property
+    def log_append_time(self) -> bool:
+        """True when the broker stamps each batch with its append time."""
+        return self.message_timestamp_type == "LogAppendTime"
+
     @classmethod
     def from_kafka(cls, settings: Mapping[str, object], base: LogConfig | None = None) -> LogConfig:
         """Build from Kafka-style keys (values may be strings); keys about other things are ignored.
@@ -69,6 +79,10 @@ class LogConfig:
                 if key in settings:
                     changes[field] = _number(key, settings[key]) * scale
                     break
+        for key in ("message.timestamp.type", "log.message.timestamp.type"):
+            if settings.get(key) is not None:
+                changes["message_timestamp_type"] = str(settings[key]).strip()
+                break
         for field in ("flush_messages", "flush_ms"):
             value = changes.get(field)
             if value is not None and value >= _KAFKA_LONG_MAX:
@@ -80,6 +94,7 @@ class LogConfig:
 
 
 _KAFKA_LONG_MAX = (1 << 63) - 1
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 # field -> [(kafka key, multiplier to our unit)], first present key wins.
 _KAFKA_KEYS: dict[str, list[tuple[str, int]]] = {

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from simplekafka.protocol.batch_header import (
+    ATTR_TIMESTAMP_TYPE,
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
+    log_append_time_header,
     validate_batch,
     validated_spans,
     whole_batches_length,
@@ -52,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest"
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest"
+MAX_TIMESTAMP = -3  # ListOffsets' "the record with the largest timestamp" (KIP-734)
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _MAX_IOVECS = 1000  # stay under IOV_MAX (1024) in one pwritev
@@ -77,6 +80,7 @@ class AppendInfo(NamedTuple):
     record_count: int
     batch_count: int
     size: int
+    log_append_time: int = -1  # the stamped time under LogAppendTime, else -1 (as Kafka)
 
 
 class TimestampOffset(NamedTuple):
@@ -195,6 +199,7 @@ class Log:
         self._config = config
         self._max_batch_bytes = min(config.max_message_bytes, config.segment_bytes)
         self._flush_policy = config.flush_messages is not None or config.flush_ms is not None
+        self._log_append_time = config.log_append_time
         for segment in self._segments:
             segment.config = config
 
@@ -254,21 +259,31 @@ class Log:
         ):
             segment = self._roll(self._clock_ms())
         head = _OFFSET_LENGTH_EPOCH.pack(base, header.batch_length, leader_epoch)
-        segment.append_batch(head, view[16:], size, last, header.max_timestamp)
+        if self._log_append_time:  # attributes, maxTimestamp and CRC change: 61 bytes anew
+            append_time = max_timestamp = self._clock_ms()
+            head += log_append_time_header(view, append_time)
+            rest = view[HEADER_SIZE:]
+        else:
+            append_time, max_timestamp, rest = -1, header.max_timestamp, view[16:]
+        segment.append_batch(head, rest, size, last, max_timestamp)
         if leader_epoch >= 0 and leader_epoch != self.leader_epochs.latest_epoch:
             self.leader_epochs.assign(leader_epoch, base)
         self._unflushed_records += header.records_count
         if self._flush_policy:
             self._flush_if_policy_says()
-        return AppendInfo(base, last, header.max_timestamp, header.records_count, 1, size)
+        return AppendInfo(base, last, max_timestamp, header.records_count, 1, size, append_time)
 
     def _append_many(self, view: memoryview, leader_epoch: int) -> AppendInfo:
         headers = self._validate(view)
         next_offset = self.log_end_offset
+        append_time = self._clock_ms() if self._log_append_time else -1
         final: list[tuple[int, BatchHeader]] = []
         for _, header in headers:
-            final.append((header.size, header._replace(
-                base_offset=next_offset, partition_leader_epoch=leader_epoch)))
+            header = header._replace(base_offset=next_offset, partition_leader_epoch=leader_epoch)
+            if append_time >= 0:
+                header = header._replace(max_timestamp=append_time,
+                                         attributes=header.attributes | ATTR_TIMESTAMP_TYPE)
+            final.append((header.size, header))
             next_offset += header.last_offset_delta + 1
 
         def patched_parts(first: int, last: int) -> list[Buffer]:
@@ -277,13 +292,17 @@ class Log:
                 position, original = headers[number]
                 parts.append(_OFFSET_LENGTH_EPOCH.pack(
                     final[number][1].base_offset, original.batch_length, leader_epoch))
-                parts.append(view[position + 16 : position + original.size])
+                if append_time >= 0:
+                    parts.append(log_append_time_header(view, append_time, position))
+                    parts.append(view[position + HEADER_SIZE : position + original.size])
+                else:
+                    parts.append(view[position + 16 : position + original.size])
             return parts
 
         self._write(final, patched_parts)
         if leader_epoch >= 0:
             self.leader_epochs.assign(leader_epoch, final[0][1].base_offset)
-        return self._after_append(final)
+        return self._after_append(final)._replace(log_append_time=append_time)
 
     def append_as_follower(self, batch_bytes: Buffer) -> AppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.
@@ -440,13 +459,18 @@ class Log:
 
         This is ListOffsets by time. The time index and batch headers find the
         batch; only that one batch is decoded to find the record. -2 and -1
-        ask for the earliest and the latest offset (timestamp -1 in the answer).
+        ask for the earliest and the latest offset (timestamp -1 in the answer),
+        -3 for the first record with the largest timestamp.
         """
         self._check_open()
         if timestamp == EARLIEST_TIMESTAMP:
             return TimestampOffset(-1, self._log_start_offset)
         if timestamp == LATEST_TIMESTAMP:
             return TimestampOffset(-1, self.log_end_offset)
+        if timestamp == MAX_TIMESTAMP:  # the first record holding the newest timestamp
+            newest = max((segment.max_timestamp for segment in self._segments
+                          if segment.next_offset > self._log_start_offset), default=-1)
+            return self.find_offset_by_timestamp(newest) if newest >= 0 else None
         for segment in self._segments:
             if segment.next_offset <= self._log_start_offset:
                 continue

@@ -126,10 +126,15 @@ class LogManager:
 
     # -- periodic work -------------------------------------------------------------
     def enforce_retention(self, now_ms: int | None = None,
-                          high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
-        """Run retention on every log (bounded by its high watermark if known); segments deleted."""
+                          high_watermarks: Mapping[TopicPartition, int] | None = None,
+                          deletes: Callable[[str], bool] | None = None) -> int:
+        """Run retention on every log (bounded by its high watermark if known); segments deleted.
+
+        ``deletes(topic)`` False skips a topic's logs (``cleanup.policy`` without ``delete``).
+        """
         marks = high_watermarks or {}
-        return sum(log.enforce_retention(now_ms, marks.get(key)) for key, log in self._logs.items())
+        return sum(log.enforce_retention(now_ms, marks.get(key))
+                   for key, log in self._logs.items() if deletes is None or deletes(key[0]))
 
     def flush_if_due(self, now_ms: int | None = None) -> int:
         """Apply flush.ms to every log; how many were flushed."""

@@ -146,10 +146,10 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000018"  # 24 api keys
+    "0000001b"  # 27 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
-    "000200010005"  # ListOffsets 1-5
+    "000200010007"  # ListOffsets 1-7
     "000300000008"  # Metadata 0-8
     "000800020007"  # OffsetCommit 2-7
     "000900010005"  # OffsetFetch 1-5
@@ -163,6 +163,7 @@ PROBE_ANSWER_HEX = (
     "001200000002"  # ApiVersions 0-2
     "001300000004"  # CreateTopics 0-4
     "001400000003"  # DeleteTopics 0-3
+    "001500000001"  # DeleteRecords 0-1
     "001600000001"  # InitProducerId 0-1
     "001700020003"  # OffsetForLeaderEpoch 2-3
     "002000000002"  # DescribeConfigs 0-2
@@ -171,6 +172,8 @@ PROBE_ANSWER_HEX = (
     "002a00000001"  # DeleteGroups 0-1
     "002b00000001"  # ElectLeaders 0-1
     "002c00000000"  # IncrementalAlterConfigs 0
+    "002d00000000"  # AlterPartitionReassignments 0
+    "002e00000000"  # ListPartitionReassignments 0
 )  # and nothing after: no throttle time, no tagged fields
 
 

@@ -7,7 +7,12 @@ import struct
 
 import pytest
 
-from simplekafka.protocol.batch_header import read_header, validate_batch, validate_batches
+from simplekafka.protocol.batch_header import (
+    iter_batch_positions,
+    read_header,
+    validate_batch,
+    validate_batches,
+)
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 from simplekafka.protocol.records import parse_batch
 from simplekafka.storage import (
@@ -496,3 +501,37 @@ def test_creating_a_log_does_not_walk_every_log(tmp_path):
     assert manager.get_or_create("t", 1).log_end_offset == 0
     manager._logs = dict(manager._logs)
     manager.close()
+
+
+def test_log_append_time_stamps_the_header_and_a_new_crc(tmp_path):
+    clock = FakeClock(T0 + 99_000)
+    log = Log.open(tmp_path / "t-0", LogConfig(message_timestamp_type="LogAppendTime"),
+                   clock_ms=clock)
+    info = log.append(make_batch([b"a", b"b"], timestamp=T0), leader_epoch=0)
+    assert info.log_append_time == info.max_timestamp == T0 + 99_000
+    clock.now += 5
+    two = make_batch([b"c"], timestamp=T0) + make_batch([b"d"], timestamp=T0)
+    assert log.append(two, leader_epoch=0).log_append_time == T0 + 99_005
+    data = log.read(0, 10_000)
+    batches = [parse_batch(data, pos) for pos, _ in iter_batch_positions(data)]  # CRCs checked
+    assert [b.timestamp_type for b in batches] == [1, 1, 1]
+    assert [b.header.max_timestamp for b in batches] == [T0 + 99_000, T0 + 99_005, T0 + 99_005]
+    assert [b.header.base_timestamp for b in batches] == [T0] * 3  # as Kafka: left alone
+    assert [r.timestamp for r in batches[0].records] == [T0 + 99_000] * 2
+    assert log.offset_for_timestamp(T0 + 99_001) == 2  # the time index has the append time
+    log.update_config(LogConfig())
+    assert log.append(make_batch([b"e"], timestamp=T0), 0).log_append_time == -1
+    assert parse_batch(log.read(4, 10_000)).timestamp_type == 0
+    with pytest.raises(LogConfigError, match="LogAppendTime"):
+        LogConfig.from_kafka({"message.timestamp.type": "AppendTime"})
+    assert LogConfig.from_kafka({"log.message.timestamp.type": "LogAppendTime"}).log_append_time
+
+
+def test_max_timestamp_finds_the_first_record_with_the_newest_time(tmp_path):
+    log = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=200))
+    for stamp in (T0 + 10, T0 + 50, T0 + 30, T0 + 50, T0 + 20):
+        log.append(make_batch([b"x" * 40], timestamp=stamp), leader_epoch=0)
+    assert log.find_offset_by_timestamp(-3) == (T0 + 50, 1)
+    log.delete_records_before(2)
+    assert log.find_offset_by_timestamp(-3) == (T0 + 50, 3)
+    assert Log.open(tmp_path / "empty-0").find_offset_by_timestamp(-3) is None

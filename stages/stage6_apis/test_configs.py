@@ -230,3 +230,51 @@ def test_cli_describe_alter_topics_and_dynamic_broker_defaults(cluster, admin):
         assert refused.returncode != 0, bad
         assert "Traceback" not in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+def test_cleanup_policy_change_takes_effect(cluster, admin):
+    """A compact-only topic loses nothing to retention (there is no compaction yet);
+    switched to ``delete``, its old segments go at the next check."""
+    topic = unique("cfg-cleanup")
+    admin.create_topic(topic, config={"segment.bytes": "2000", "retention.ms": "1000",
+                                      "cleanup.policy": "compact"})
+    with Producer(cluster.bootstrap_servers, acks="all", linger_ms=0) as producer:
+        for i in range(30):
+            producer.send(topic, b"c" * 300, key=b"%d" % i).result(30)
+    directory = cluster.partition_dir(1, topic, 0)
+    segments = sorted(directory.glob("*.log"))
+    assert len(segments) > 3
+    time.sleep(2.5)  # retention.ms has passed, several retention checks ran
+    assert sorted(directory.glob("*.log")) == segments
+    admin.alter_configs("topic", topic, {"cleanup.policy": "compact,delete"})
+    wait_until(lambda: len(list(directory.glob("*.log"))) == 1, "old segments deleted")
+
+
+def test_a_topic_limit_above_the_brokers_is_honoured(cluster, admin):
+    topic = unique("cfg-above")
+    admin.create_topic(topic, config={"max.message.bytes": "60000"})
+    admin.alter_configs("broker", "", {"message.max.bytes": "8000"})
+    try:
+        other = unique("cfg-below")
+        admin.create_topic(other)
+        wait_until(lambda: _refused(cluster, other, 20_000), "the broker limit to apply")
+        produce(cluster, topic, 20_000)  # the topic's own, larger, limit wins
+        with pytest.raises(MessageTooLargeError):
+            produce(cluster, topic, 70_000)
+    finally:
+        admin.alter_configs("broker", "", delete=["message.max.bytes"])
+
+
+@pytest.mark.parametrize("name", ["bad name!", "a/b", "x" * 250])
+def test_illegal_topic_names_get_invalid_topic_and_the_broker_carries_on(cluster, admin, name):
+    from simplekafka.client.errors import InvalidTopicError
+
+    with pytest.raises(InvalidTopicError):
+        admin.describe_configs("topic", name)
+    with pytest.raises(InvalidTopicError):
+        admin.alter_configs("topic", name, {"retention.ms": "1000"})
+    with pytest.raises(InvalidTopicError):
+        admin.create_partitions({name: 3})
+    topic = unique("cfg-after")
+    admin.create_topic(topic)
+    assert admin.describe_configs("topic", topic)["retention.ms"].value == "604800000"

@@ -73,16 +73,24 @@ def test_generate_prints_current_and_proposed_and_writes_the_plan(three, tmp_pat
      "No such file"),
     (["--generate", "--broker-list", "1,2", "--topics-to-move-json-file", "GONE"],
      "['gone'] do not exist"),
-    (["--execute", "--reassignment-json-file", "T"], "not implemented yet"),
+    (["--execute", "--reassignment-json-file", "GONEPLAN"], "['gone'] do not exist"),
+    (["--execute", "--reassignment-json-file", "T"], "expected {\"version\": 1"),
+    (["--verify"], "need --reassignment-json-file"),
+    (["--cancel"], "need --reassignment-json-file"),
     (["--broker-list", "1"], "one of the arguments"),
 ])
 def test_bad_arguments_are_one_line(three, tmp_path, args, message):
     files = {"T": {"topics": [{"topic": "moving"}], "version": 1},
+             "GONEPLAN": {"version": 1, "partitions": [
+                 {"topic": "gone", "partition": 0, "replicas": [1, 2]}]},
+             "PLAN": {"version": 1, "partitions": [
+                 {"topic": "moving", "partition": 0, "replicas": [1, 2]}]},
              "GONE": {"topics": [{"topic": "gone"}], "version": 1}}
     for name, document in files.items():
         (tmp_path / name).write_text(json.dumps(document))
     (tmp_path / "BAD").write_text("{not json")
-    args = [str(tmp_path / a) if a in ("T", "BAD", "NONE", "GONE") else a for a in args]
+    named = ("T", "BAD", "NONE", "GONE", "PLAN", "GONEPLAN")
+    args = [str(tmp_path / a) if a in named else a for a in args]
     done = run("--bootstrap-server", three.bootstrap_servers, *args)
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr

@@ -41,9 +41,16 @@ def test_batch_write_reads_back_byte_identical_with_keys_and_headers(spark, spar
         rows, "key binary, value binary, headers array<struct<key:string,value:binary>>")
     (df.write.format("simplekafka")
      .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+     .option("kafka.compression.type", "gzip")  # kafka.* reach our Producer
      .option("topic", topic).mode("append").save())
     got = confluent_read(spark_cluster, topic, len(rows))
     assert sorted(got) == sorted((k, v, h) for k, v, h in rows)
+    # And our source decodes the compressed batches to the same bytes.
+    back = (spark.read.format("simplekafka")
+            .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+            .option("subscribe", topic).option("includeHeaders", "true").load().collect())
+    assert sorted((r.key, r.value, [(h.key, h.value) for h in r.headers]) for r in back) == (
+        sorted((k, v, h) for k, v, h in rows))
 
 
 def test_string_value_and_topic_column(spark, spark_cluster):

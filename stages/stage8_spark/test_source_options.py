@@ -142,6 +142,29 @@ def test_subscribe_pattern_picks_up_new_topics_and_the_group_shows_lag(spark, sp
     assert offsets[TopicPartition(first, 0)].lag == 0
 
 
+def test_new_partitions_are_picked_up_between_batches(spark, spark_cluster, tmp_path):
+    topic = new_topic(spark_cluster, partitions=2)
+    produce(spark_cluster, topic, 30)
+    seen = []
+    query = (stream(spark, spark_cluster, subscribe=topic, startingOffsets="earliest")
+             .writeStream.foreachBatch(
+                 lambda df, _: seen.extend((r.partition, r.value) for r in df.collect()))
+             .option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="1 second").start())
+    try:
+        wait_until(lambda: len(seen) >= 30, "the first records")
+        with Admin(spark_cluster.bootstrap_servers) as admin:
+            admin.create_partitions({topic: 4})
+        for p in (2, 3):
+            spark_cluster.wait_for_leader(topic, p)
+        added = produce(spark_cluster, topic, 20, start=100, partition=3)
+        wait_until(lambda: len(seen) >= 50, "the new partition's records", timeout=120)
+    finally:
+        query.stop()
+    assert sorted(v for p, v in seen if p == 3) == sorted(added)
+    assert len(seen) == 50
+
+
 def test_available_now_honours_max_offsets_per_trigger(spark, spark_cluster, filled, tmp_path):
     sizes = []
     run_stream(stream(spark, spark_cluster, subscribe=filled, startingOffsets="earliest",

@@ -139,3 +139,26 @@ def test_leader_sigkilled_while_the_query_runs(spark, spark_cluster, tmp_path):
     positions = [(p, o) for p, o, _ in seen]
     assert len(positions) == len(set(positions)), "a record was delivered twice"
     assert len(acked) > 200
+
+
+def test_a_task_reads_on_through_a_leader_change_mid_range(spark_cluster):
+    """The leader dies between two fetches of a range: refresh, retry, no gap, no repeat."""
+    from simplekafka.client import KafkaClient
+    from simplekafka.protocol.structs import TopicPartition
+    from simplekafka.spark.fetching import RangeReader
+
+    topic = new_topic(spark_cluster, partitions=1)
+    produce(spark_cluster, topic, 3000)
+    victim = spark_cluster.leader_of(topic, 0)
+    offsets: list[int] = []
+    try:
+        with KafkaClient(spark_cluster.bootstrap_servers) as client:
+            reader = RangeReader(client, TopicPartition(topic, 0), 0, 3000,
+                                 partition_max_bytes=4096)  # many small fetches
+            for columns in reader:
+                offsets += [int(o) for o in columns.arrays["offset"]]
+                if victim in spark_cluster.running_brokers():
+                    spark_cluster.kill(victim)
+    finally:
+        spark_cluster.restart(victim)
+    assert offsets == list(range(3000))

@@ -11,10 +11,12 @@ API                                         module
 ApiVersions, Metadata                       ``apis.metadata``
 Produce                                     ``apis.produce``
 Fetch                                       ``apis.fetch``
-ListOffsets, OffsetForLeaderEpoch           ``apis.offsets``
+ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
+DeleteRecords
 InitProducerId                              ``apis.producer_ids``
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
+Alter/ListPartitionReassignments            ``apis.reassignments``
 CreatePartitions                            ``apis.partitions``
 DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
@@ -34,10 +36,18 @@ from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
-from simplekafka.broker.apis.offsets import ListOffsetsHandler, OffsetForLeaderEpochHandler
+from simplekafka.broker.apis.offsets import (
+    DeleteRecordsHandler,
+    ListOffsetsHandler,
+    OffsetForLeaderEpochHandler,
+)
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.reassignments import (
+    AlterPartitionReassignmentsHandler,
+    ListPartitionReassignmentsHandler,
+)
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.protocol.api import ApiKey
 
@@ -59,6 +69,9 @@ class KafkaApis:
     elect_leaders: ElectLeadersHandler
     create_partitions: CreatePartitionsHandler
     configs: ConfigApis
+    delete_records: DeleteRecordsHandler
+    alter_reassignments: AlterPartitionReassignmentsHandler
+    list_reassignments: ListPartitionReassignmentsHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -68,11 +81,14 @@ class KafkaApis:
         register(ApiKey.FETCH, self.fetch)
         register(ApiKey.LIST_OFFSETS, self.list_offsets)
         register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
+        register(ApiKey.DELETE_RECORDS, self.delete_records)
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)
         register(ApiKey.CREATE_PARTITIONS, self.create_partitions)
+        register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, self.alter_reassignments)
+        register(ApiKey.LIST_PARTITION_REASSIGNMENTS, self.list_reassignments)
         register(ApiKey.DESCRIBE_CONFIGS, self.configs.describe_configs)
         register(ApiKey.ALTER_CONFIGS, self.configs.alter_configs)
         register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.configs.incremental_alter_configs)

@@ -62,6 +62,13 @@ class RecordAppender(Protocol):
                        api_version: int | None = None) -> defer.Deferred: ...
 
 
+class RecordDeleter(Protocol):
+    """Moves log start offsets for DeleteRecords (``ReplicaManager``)."""
+
+    def delete_records(self, topic: str, partition: int, offset: int,
+                       timeout_ms: int) -> defer.Deferred: ...
+
+
 class FetchSource(Leaders, Protocol):
     """Leaders plus the ISR bookkeeping a follower's fetch triggers (``ReplicaManager``)."""
 

@@ -35,6 +35,7 @@ from simplekafka.coordination.configs import (
     read_entity_config,
     write_entity_config,
 )
+from simplekafka.coordination.topics import TopicError, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
@@ -66,13 +67,14 @@ DYNAMIC_BROKER_KEYS: dict[str, str] = {
     "min.insync.replicas": "min.insync.replicas",
     "log.cleanup.policy": "cleanup.policy",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "log.message.timestamp.type": "message.timestamp.type",
 }
 
 # Topic keys the broker has no setting of its own for: Kafka's defaults.
 _FIXED_TOPIC_DEFAULTS = {
     "cleanup.policy": "delete", "compression.type": "producer",
     "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
-    "message.timestamp.type": "CreateTime", "min.cleanable.dirty.ratio": "0.5",
+    "min.cleanable.dirty.ratio": "0.5",
     "preallocate": "false", "message.format.version": "3.0-IV1",
 }
 _SYNONYMS = {
@@ -165,6 +167,10 @@ class ConfigApis:
 
         if kind == TOPIC_RESOURCE:
             zk = self.zookeeper()
+            try:
+                validate_topic_name(name)
+            except TopicError as exc:
+                return defer.succeed(answer(exc.error_code, str(exc)))
             if zk is None:
                 return defer.succeed(answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
 
@@ -192,7 +198,11 @@ class ConfigApis:
                         entries.append(entry(key, default, source, False, chain))
                 return answer(ErrorCode.NONE, None, entries)
 
-            return in_worker_thread(self.reactor, read).addCallback(build)
+            def failed(failure: Any) -> dict:
+                log.warning("describing topic %r failed: %s", name, failure.getErrorMessage())
+                return answer(ErrorCode.UNKNOWN_SERVER_ERROR, failure.getErrorMessage())
+
+            return in_worker_thread(self.reactor, read).addCallbacks(build, failed)
 
         if kind == BROKER_RESOURCE:
             if name not in ("", str(self.broker_id)):
@@ -280,6 +290,13 @@ class ConfigApis:
             except KafkaError as exc:
                 result["error_code"] = exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR
                 result["error_message"] = str(exc)
+            except TopicError as exc:
+                result["error_code"] = exc.error_code
+                result["error_message"] = str(exc)
+            except Exception as exc:  # ZooKeeper trouble: this resource fails, not the request
+                log.warning("altering %s %r failed: %r", kind, name, exc)
+                result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+                result["error_message"] = str(exc)
             return result
 
         def work() -> list[dict]:
@@ -290,6 +307,7 @@ class ConfigApis:
 
     def _entity(self, zk: Any, kind: int, name: str) -> tuple[str, str]:
         if kind == TOPIC_RESOURCE:
+            validate_topic_name(name)  # TopicError: INVALID_TOPIC_EXCEPTION
             if not zk.exists(ZkPaths.topic(name)):
                 raise KafkaError(f"topic {name!r} does not exist",
                                  error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -63,7 +63,8 @@ class FetchHandler:
                     limit = min(wanted.partition_max_bytes, remaining)
                     if limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
-                                                 request.replica_id)
+                                                 request.replica_id,
+                                                 getattr(wanted, "log_start_offset", -1))
                         if request.replica_id >= 0:
                             replicas.maybe_expand_isr(partition, request.replica_id)
                     else:

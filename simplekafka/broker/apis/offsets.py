@@ -1,10 +1,12 @@
-"""ListOffsets and OffsetForLeaderEpoch: where a partition starts, ends, and where an epoch ended.
+"""ListOffsets, OffsetForLeaderEpoch, DeleteRecords: where a partition starts and ends.
 
 ListOffsets answers the earliest offset (timestamp -2), the latest one a
 consumer may read (-1, the high watermark) or the first offset whose record
-timestamp is at or after a given time. OffsetForLeaderEpoch answers where a
+timestamp is at or after a given time, or (-3, KIP-734) the first record with
+the largest timestamp. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
+DeleteRecords moves where a partition starts (KIP-107).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from simplekafka.broker.apis.collaborators import Leaders
+from twisted.internet import defer
+
+from simplekafka.broker.apis.collaborators import Leaders, RecordDeleter
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
@@ -20,6 +24,7 @@ log = logging.getLogger(__name__)
 
 LATEST = -1
 EARLIEST = -2
+MAX_TIMESTAMP = -3  # v7 (KIP-734): the record with the largest timestamp
 
 
 class ListOffsetsHandler:
@@ -56,9 +61,9 @@ class ListOffsetsHandler:
         elif wanted.timestamp == LATEST:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.high_watermark)
-        elif wanted.timestamp < 0:
+        elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
             raise error_for(ErrorCode.INVALID_REQUEST,
-                             f"timestamp {wanted.timestamp} is not -1, -2 or a time")
+                             f"timestamp {wanted.timestamp} is not -1, -2, -3 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
             if found is None or found.offset >= partition.high_watermark:
@@ -92,3 +97,43 @@ class OffsetForLeaderEpochHandler:
                 partitions.append(answer)
             topics.append({"topic": topic.topic, "partitions": partitions})
         return {"throttle_time_ms": 0, "topics": topics}
+
+
+class DeleteRecordsHandler:
+    """ApiKey.DELETE_RECORDS: move each partition's log start offset; answer the low watermark.
+
+    As Kafka: the answer waits until every in-sync replica's log starts at the
+    new offset (at most ``timeout_ms``, then REQUEST_TIMED_OUT).
+    """
+
+    def __init__(self, replica_manager: RecordDeleter):
+        self.replica_manager = replica_manager
+
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        topics = []
+        waits = []
+        for topic in request.topics:
+            partitions = []
+            for wanted in topic.partitions:
+                answer = {"partition_index": wanted.partition_index, "low_watermark": -1,
+                          "error_code": ErrorCode.NONE}
+                try:
+                    waits.append(self.replica_manager.delete_records(
+                        topic.name, wanted.partition_index, wanted.offset, request.timeout_ms
+                    ).addCallback(_fill, answer))
+                except KafkaError as exc:
+                    answer["error_code"] = exc.error_code
+                except Exception:
+                    log.exception("DeleteRecords on %s-%d failed", topic.name,
+                                  wanted.partition_index)
+                    answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                partitions.append(answer)
+            topics.append({"name": topic.name, "partitions": partitions})
+        body = {"throttle_time_ms": 0, "topics": topics}
+        if all(wait.called for wait in waits):
+            return body
+        return defer.gatherResults(waits).addCallback(lambda _: body)
+
+
+def _fill(outcome: tuple[ErrorCode, int], answer: dict) -> None:
+    answer["error_code"], answer["low_watermark"] = outcome

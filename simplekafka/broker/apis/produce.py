@@ -61,7 +61,7 @@ def _response_body(results: dict[tuple[str, int], PartitionResponse], request: A
             outcome = results[(name, data.index)]
             partition_responses.append({
                 "index": data.index, "error_code": outcome.error_code,
-                "base_offset": outcome.base_offset, "log_append_time_ms": -1,
+                "base_offset": outcome.base_offset, "log_append_time_ms": outcome.log_append_time,
                 "log_start_offset": outcome.log_start_offset,
                 "error_message": outcome.error_message})
         responses.append({"name": name, "partition_responses": partition_responses})

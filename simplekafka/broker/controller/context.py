@@ -25,6 +25,10 @@ class ControllerContext:
     deleting: set[str] = field(default_factory=set)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)  # announced a controlled shutdown
+    reassigning: dict[TopicPartitionKey, tuple[int, ...]] = field(default_factory=dict)  # TRS
+    # Moving partitions' (adding, removing) replicas, as in the topic znode (version 2).
+    moving: dict[TopicPartitionKey, tuple[tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict)
 
     @property
     def live(self) -> set[int]:

@@ -25,6 +25,17 @@ requests to brokers, sent from the reactor through the ControllerChannel:
   leader imbalance is over ``leader.imbalance.per.broker.percentage``: move
   leadership to the first replica of the assignment where it is live and in
   the ISR;
+* on ``/admin/unclean_leader_election`` (not a Kafka path: ElectLeaders of
+  type unclean): give each listed partition whose leader is gone a leader, from
+  the ISR if any member is live, else the first live replica, whatever the
+  topic's ``unclean.leader.election.enable``;
+* on ``/admin/reassign_partitions`` (Kafka's znode and JSON): per partition,
+  the assignment becomes RS = TRS + ORS and the leader epoch rises (the new
+  replicas start fetching); once every target replica is in the ISR (checked
+  on every ISR change), leadership moves into TRS if the leader leaves, the
+  ISR drops the leaving replicas, the assignment becomes TRS, the leaving
+  replicas get StopReplica (delete), and the partition leaves the znode. A new
+  controller resumes what the znode still lists;
 * on ``/admin/controlled_shutdown/<id>`` (a broker about to stop cleanly): move
   its leaderships to the first other live ISR member, drop it from the ISRs it
   follows in (never emptying one), and leave it out of elections until it goes.
@@ -47,7 +58,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
 from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
 from simplekafka.broker.controller.elections import (
@@ -55,10 +66,18 @@ from simplekafka.broker.controller.elections import (
     elect_leader_for_new_partition,
     elect_leader_for_offline_partition,
     elect_preferred_leader,
+    finish_reassignment,
     remove_dead_from_isr,
+    revert_reassignment,
 )
 from simplekafka.broker.controller.requests import ControllerRequests, Send
+from simplekafka.coordination.assignment import AssignmentError
 from simplekafka.coordination.election import ControllerElection, NotControllerError
+from simplekafka.coordination.reassignment import (
+    parse_reassignment_json,
+    reassignment_json,
+    replicas_during,
+)
 from simplekafka.coordination.topics import (
     live_brokers,
     read_partition_state,
@@ -68,6 +87,7 @@ from simplekafka.coordination.znodes import (
     BrokerInfo,
     PartitionRefs,
     PartitionState,
+    TopicAssignment,
     TopicConfig,
     ZkPaths,
     ZnodeFormatError,
@@ -206,6 +226,8 @@ class Controller:
         sends += self._controlled_shutdown_event()
         sends += self._isr_changes_event()
         sends += self._preferred_election_event()
+        sends += self._unclean_election_event()
+        sends += self._reassignment_event()
         return sends
 
     def states_keys_needing_leaders(self) -> list[tuple[str, int]]:
@@ -333,6 +355,8 @@ class Controller:
         if assignment is None:
             return
         self.context.assignments[topic] = dict(assignment.partitions)
+        for index, adding in assignment.adding.items():
+            self.context.moving[(topic, index)] = (adding, assignment.removing.get(index, ()))
         try:
             self.context.topic_configs[topic] = read_topic_config(self.zk, topic)
         except ZnodeFormatError as exc:
@@ -500,7 +524,7 @@ class Controller:
         if not known:
             return []
         log.info("controller: ISR changed for %s", ", ".join(f"{t}-{p}" for t, p in known))
-        return self._update_metadata_to_all(known)
+        return self._update_metadata_to_all(known) + self._finish_reassignments(known)
 
     # -- preferred leaders --------------------------------------------------------------
 
@@ -510,10 +534,26 @@ class Controller:
 
     def _preferred_election_event(self) -> list[Send]:
         """``/admin/preferred_replica_election`` was written: elect, then remove the znode."""
+        return self._election_request_event(ZkPaths.PREFERRED_REPLICA_ELECTION,
+                                            self._on_preferred_watch, self._elect_preferred)
+
+    def _on_unclean_watch(self, _event: Any) -> None:
+        if self.active:
+            self._submit(self._unclean_election_event)
+
+    def _unclean_election_event(self) -> list[Send]:
+        """``/admin/unclean_leader_election`` was written: elect, then remove the znode."""
+        return self._election_request_event(ZkPaths.UNCLEAN_LEADER_ELECTION,
+                                            self._on_unclean_watch, self._elect_unclean)
+
+    def _election_request_event(self, path: str, watch: Callable[[Any], None],
+                                elect: Callable[[list[tuple[str, int]]], list[Send]]
+                                ) -> list[Send]:
+        """An election asked for through ``path`` (its partitions, or all): run it, remove
+        the znode (which tells whoever asked that it is done), watch for the next."""
         if not self.election.is_controller:
             return []
-        path = ZkPaths.PREFERRED_REPLICA_ELECTION
-        if self.zk.exists(path, watch=self._on_preferred_watch) is None:
+        if self.zk.exists(path, watch=watch) is None:
             return []
         try:
             data, _stat = self.zk.get(path)
@@ -524,13 +564,35 @@ class Controller:
         except ZnodeFormatError as exc:
             log.warning("ignoring %s: %s", path, exc)
             keys = []
-        sends = self._elect_preferred(keys)
+        sends = elect(keys)
         try:
             self.zk.delete(path)
         except NoNodeError:
             pass
-        self.zk.exists(path, watch=self._on_preferred_watch)
+        self.zk.exists(path, watch=watch)
         return sends
+
+    def _elect_unclean(self, keys: list[tuple[str, int]]) -> list[Send]:
+        """Leaders for offline partitions, out of sync replicas allowed (Kafka's
+        ElectionType.UNCLEAN); partitions whose leader is live are left alone."""
+        context = self.context
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None  # _decide_and_write creates nothing here
+            live = context.live - context.shutting_down
+            if current.leader in live:
+                return None
+            state = elect_leader_for_offline_partition(replicas, current, live, self.epoch,
+                                                       unclean=True)
+            return None if state == current else state
+
+        changed = self._decide_and_write(keys, decide)
+        if not changed:
+            return []
+        log.warning("controller: unclean leader election for %s",
+                    ", ".join(f"{t}-{p}" for t, p in changed))
+        return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
 
     def _elect_preferred(self, keys: list[tuple[str, int]]) -> list[Send]:
         context = self.context
@@ -564,6 +626,202 @@ class Controller:
             if elsewhere and 100 * len(elsewhere) / len(its) > self.imbalance_percentage:
                 keys += elsewhere
         return self._elect_preferred(keys) if keys else []
+
+    # -- partition reassignment (KIP-455, as ZooKeeper-mode Kafka runs it) -------------
+
+    def _on_reassignment_watch(self, _event: Any) -> None:
+        if self.active:
+            self._submit(self._reassignment_event)
+
+    def _reassignment_event(self) -> list[Send]:
+        """``/admin/reassign_partitions`` appeared or changed: start what is new in it."""
+        if not self.election.is_controller:
+            return []
+        path = ZkPaths.REASSIGN_PARTITIONS
+        wanted: dict[TopicPartitionKey, list[int]] = {}
+        try:
+            if self.zk.exists(path, watch=self._on_reassignment_watch) is not None:
+                data, _stat = self.zk.get(path, watch=self._on_reassignment_watch)
+                wanted = parse_reassignment_json(data)
+        except NoNodeError:
+            pass
+        except AssignmentError as exc:
+            log.warning("removing unreadable %s: %s", path, exc)
+            self._delete_quietly(path)
+        sends: list[Send] = []
+        started = []
+        for key, target in sorted(wanted.items()):
+            replicas = self.context.replicas_of(key)
+            if replicas is None or key not in self.context.states:
+                log.warning("reassignment of unknown partition %s-%d dropped", *key)
+                continue
+            if self.context.reassigning.get(key) == tuple(target):
+                continue
+            self.context.reassigning[key] = tuple(target)
+            started.append(key)
+        # Moving partitions no longer listed were cancelled (also while no controller ran:
+        # the topic znodes still name their adding replicas).
+        cancelled = [key for key in set(self.context.reassigning) | set(self.context.moving)
+                     if key not in wanted]
+        if cancelled:
+            sends += self._cancel_reassignments(sorted(cancelled))
+        if started:
+            sends += self._start_reassignments(started)
+            sends += self._finish_reassignments(started)  # already in sync: done at once
+        if wanted and not self.context.reassigning:
+            self._write_pending_reassignments(
+                {k: tuple(t) for k, t in wanted.items()})  # nothing valid in it
+        return sends
+
+    def _start_reassignments(self, keys: list[TopicPartitionKey]) -> list[Send]:
+        """Assignment RS = TRS + ORS, leader epoch bumped, everyone told."""
+        for topic in sorted({t for t, _ in keys}):
+            current = self.context.assignments[topic]
+            new = dict(current)
+            for key in keys:
+                if key[0] == topic:
+                    target = self.context.reassigning[key]
+                    new[key[1]] = replicas_during(current[key[1]], target)
+                    if key not in self.context.moving:  # else resumed: the znode knows ORS
+                        original = current[key[1]]
+                        self.context.moving[key] = (
+                            tuple(r for r in target if r not in original),
+                            tuple(r for r in original if r not in target))
+            if new != current:
+                self._write_assignment(topic, new)
+        context = self.context
+
+        def bump(key: TopicPartitionKey, current: PartitionState | None,
+                 replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None
+            return PartitionState(current.leader, current.leader_epoch + 1, current.isr,
+                                  self.epoch)
+
+        changed = self._decide_and_write(keys, bump)
+        log.info("controller: reassigning %s", ", ".join(
+            f"{t}-{p} to {list(context.reassigning[(t, p)])}" for t, p in keys))
+        return self._leader_and_isr(changed) + self._update_metadata_to_all(changed)
+
+    def _finish_reassignments(self, keys: list[TopicPartitionKey]) -> list[Send]:
+        """Partitions whose target replicas are all in sync: drop the leaving replicas."""
+        context = self.context
+        ready = [k for k in keys if k in context.reassigning and k in context.states
+                 and set(context.reassigning[k]) <= set(context.states[k][0].isr)]
+        if not ready:
+            return []
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None
+            state = finish_reassignment(current, context.reassigning[key], context.live,
+                                        self.epoch)
+            if state is None or (state.leader == current.leader and state.isr == current.isr
+                                 and set(replicas) == set(context.reassigning[key])):
+                return None  # nothing leaves; the assignment below is all there is to do
+            return state
+
+        self._decide_and_write(ready, decide)
+        sends: list[Send] = []
+        leaving: dict[int, list[TopicPartitionKey]] = {}
+        done = []
+        for key in ready:
+            target = context.reassigning[key]
+            state = context.states[key][0]
+            if not set(state.isr) <= set(target) or state.leader not in target:
+                continue  # the write conflicted; the next ISR change retries
+            for replica in context.replicas_of(key) or ():
+                if replica not in target:
+                    leaving.setdefault(replica, []).append(key)
+            done.append(key)
+        for topic in sorted({t for t, _ in done}):
+            new = dict(context.assignments[topic])
+            for key in done:
+                if key[0] == topic:
+                    new[key[1]] = context.reassigning[key]
+                    context.moving.pop(key, None)
+            self._write_assignment(topic, new)
+        sends += self._leader_and_isr(done)
+        sends += self._requests().stop_replicas(leaving, delete=True)
+        sends += self._update_metadata_to_all(done)
+        finished = {key: context.reassigning.pop(key) for key in done}
+        self._write_pending_reassignments(finished)
+        log.info("controller: reassignment done for %s",
+                 ", ".join(f"{t}-{p}" for t, p in done))
+        return sends
+
+    def _cancel_reassignments(self, keys: list[TopicPartitionKey]) -> list[Send]:
+        """Partitions taken out of the znode before they finished (AlterPartitionReassignments
+        with null replicas): back to the original replicas; the added ones are deleted."""
+        context = self.context
+        originals: dict[TopicPartitionKey, tuple[int, ...]] = {}
+        adding: dict[int, list[TopicPartitionKey]] = {}
+        for key in keys:
+            context.reassigning.pop(key, None)
+            added = context.moving.pop(key, ((), ()))[0]
+            originals[key] = tuple(r for r in context.replicas_of(key) or () if r not in added)
+            for replica in added:
+                adding.setdefault(replica, []).append(key)
+
+        def decide(key: TopicPartitionKey, current: PartitionState | None,
+                   replicas: tuple[int, ...]) -> PartitionState | None:
+            assert current is not None
+            return revert_reassignment(current, originals[key], context.live, self.epoch)
+
+        self._decide_and_write(keys, decide)
+        for topic in sorted({t for t, _ in keys}):
+            new = dict(context.assignments[topic])
+            for key in keys:
+                if key[0] == topic and originals[key]:
+                    new[key[1]] = originals[key]
+            self._write_assignment(topic, new)
+        log.info("controller: reassignment cancelled for %s",
+                 ", ".join(f"{t}-{p}" for t, p in keys))
+        return (self._leader_and_isr(keys) + self._requests().stop_replicas(adding, delete=True)
+                + self._update_metadata_to_all(keys))
+
+    def _write_assignment(self, topic: str, partitions: dict[int, tuple[int, ...]]) -> None:
+        moving = {k[1]: v for k, v in self.context.moving.items() if k[0] == topic}
+        assignment = TopicAssignment(dict(partitions), {p: a for p, (a, _r) in moving.items()},
+                                     {p: r for p, (_a, r) in moving.items()})
+        self.election.fenced_transaction().set_data(
+            ZkPaths.topic(topic), assignment.to_json()).commit()
+        self.context.assignments[topic] = dict(partitions)
+
+    def _write_pending_reassignments(self, done: dict[TopicPartitionKey, tuple[int, ...]]
+                                     ) -> None:
+        """Remove the finished partitions from the znode, or the znode once empty (as Kafka
+        does). Conditional on its version: a request adding partitions meanwhile is kept."""
+        path = ZkPaths.REASSIGN_PARTITIONS
+        for _attempt in range(WRITE_ATTEMPTS * 2):
+            try:
+                data, stat = self.zk.get(path)
+            except NoNodeError:
+                break
+            try:
+                pending = parse_reassignment_json(data)
+            except AssignmentError:
+                pending = {}
+            for key, target in done.items():
+                if tuple(pending.get(key, ())) == tuple(target):
+                    del pending[key]
+            try:
+                if pending:
+                    self.zk.set(path, reassignment_json(pending, log_dirs=False).encode(),
+                                version=stat.version)
+                else:
+                    self.zk.delete(path, version=stat.version)
+                break
+            except BadVersionError:
+                continue  # someone added to it: read again
+            except NoNodeError:
+                break
+        self.zk.exists(path, watch=self._on_reassignment_watch)
+
+    def _delete_quietly(self, path: str) -> None:
+        try:
+            self.zk.delete(path)
+        except NoNodeError:
+            pass
 
     # -- controlled shutdown ------------------------------------------------------------
 

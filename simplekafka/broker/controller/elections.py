@@ -31,7 +31,9 @@ __all__ = [
     "elect_leader_for_new_partition",
     "elect_leader_for_offline_partition",
     "elect_preferred_leader",
+    "finish_reassignment",
     "remove_dead_from_isr",
+    "revert_reassignment",
 ]
 
 
@@ -77,3 +79,33 @@ def elect_for_controlled_shutdown(state: PartitionState, replicas: Sequence[int]
     if isr == state.isr or not isr:
         return None
     return PartitionState(state.leader, state.leader_epoch + 1, isr, controller_epoch)
+
+
+def finish_reassignment(state: PartitionState, target: Sequence[int], live: Collection[int],
+                        controller_epoch: int) -> PartitionState | None:
+    """The state once every target replica is in the ISR: the leaving replicas leave the
+    ISR, and leadership moves to the first target replica in it if the leader leaves
+    (or is dead). None while a target replica is not in sync yet."""
+    if not set(target) <= set(state.isr):
+        return None
+    isr = tuple(r for r in state.isr if r in target)
+    leader = state.leader
+    if leader not in target or leader not in live:
+        candidates = [r for r in target if r in isr and r in live]
+        if not candidates:
+            return None
+        leader = candidates[0]
+    return PartitionState(leader, state.leader_epoch + 1, isr, controller_epoch)
+
+
+def revert_reassignment(state: PartitionState, original: Sequence[int], live: Collection[int],
+                        controller_epoch: int) -> PartitionState:
+    """A cancelled move: back to the original replicas. The ISR keeps only them (never
+    emptied), and an adding replica that leads hands over to the first original one in
+    the ISR and live (with none, the partition has no leader until one returns)."""
+    isr = tuple(r for r in state.isr if r in original) or state.isr
+    leader = state.leader
+    if leader not in original or leader not in live:
+        candidates = [r for r in original if r in isr and r in live]
+        leader = candidates[0] if candidates else -1
+    return PartitionState(leader, state.leader_epoch + 1, isr, controller_epoch)

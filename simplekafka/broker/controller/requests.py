@@ -94,6 +94,24 @@ class ControllerRequests:
             }))
         return sends
 
+    def stop_replicas(self, by_broker: dict[int, list[TopicPartitionKey]],
+                      delete: bool) -> list[Send]:
+        """StopReplica (deleting the logs if ``delete``) to each live broker for its partitions."""
+        sends: list[Send] = []
+        for broker_id, keys in sorted(by_broker.items()):
+            if broker_id not in self.context.brokers or not keys:
+                continue
+            topics: dict[str, list[int]] = {}
+            for topic, index in keys:
+                topics.setdefault(topic, []).append(index)
+            sends.append((broker_id, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, {
+                **self._header(broker_id),
+                "delete_partitions": delete,
+                "topics": [{"name": t, "partition_indexes": sorted(p)}
+                           for t, p in sorted(topics.items())],
+            }))
+        return sends
+
     def topic_deletion(self, topic: str, partitions: dict[int, tuple[int, ...]]) -> list[Send]:
         """StopReplica (delete) to the live replicas, then UpdateMetadata marking it gone."""
         live = self.context.live
