@@ -13,29 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.structs import Node, PartitionMetadata
 
 
 @dataclass(frozen=True)
-class BrokerEndpoint:
-    broker_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@dataclass(frozen=True)
-class CachedPartitionState:
+class CachedPartitionState(PartitionMetadata):
     """A partition as the last UpdateMetadata described it (Kafka's
-    UpdateMetadataPartitionState); fields in the order of protocol.structs'
-    PartitionMetadata, which is what a client makes of the Metadata answer."""
+    UpdateMetadataPartitionState): the PartitionMetadata a client makes of the
+    Metadata answer, plus the versions the controller wrote it with."""
 
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline_replicas: tuple[int, ...] = ()
     zk_version: int = 0
     controller_epoch: int = 0
 
@@ -46,7 +32,7 @@ class MetadataCache:
 
     controller_id: int = -1
     controller_epoch: int = -1
-    brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    brokers: dict[int, Node] = field(default_factory=dict)
     topics: dict[str, dict[int, CachedPartitionState]] = field(default_factory=dict)
     listeners: list[Callable[[], None]] = field(default_factory=list)
 
@@ -63,7 +49,7 @@ class MetadataCache:
                 host, port = endpoints[0].host, endpoints[0].port
             else:
                 host, port = live.v0_host, live.v0_port
-            brokers[live.id] = BrokerEndpoint(live.id, host, port, getattr(live, "rack", None))
+            brokers[live.id] = Node(live.id, host, port, getattr(live, "rack", None))
         self.brokers = brokers
         states = []
         for topic_state in getattr(request, "topic_states", None) or []:
@@ -81,7 +67,7 @@ class MetadataCache:
             self.topics.setdefault(topic, {})[p.partition_index] = CachedPartitionState(
                 topic, p.partition_index, p.leader, p.leader_epoch, tuple(p.replicas),
                 tuple(p.isr), tuple(getattr(p, "offline_replicas", ()) or ()),
-                p.zk_version, p.controller_epoch,
+                zk_version=p.zk_version, controller_epoch=p.controller_epoch,
             )
         self._changed()
         return ErrorCode.NONE

@@ -35,7 +35,7 @@ from simplekafka.broker.group.records import (
     partition_for,
 )
 from simplekafka.broker.group.state import GroupState
-from simplekafka.broker.metadata_cache import BrokerEndpoint, CachedPartitionState
+from simplekafka.broker.metadata_cache import CachedPartitionState
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.client.group_protocol import (
@@ -49,7 +49,7 @@ from simplekafka.consumer.assignors import ASSIGNORS, StickyAssignor, assignor_f
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
-from simplekafka.protocol.structs import TopicPartition
+from simplekafka.protocol.structs import Node, TopicPartition
 from simplekafka.storage import LogConfig, LogManager
 
 # -- the record format and the partition of a group ---------------------------------------
@@ -187,7 +187,7 @@ def broker(tmp_path):
         topics={OFFSETS_TOPIC: {i: CachedPartitionState(OFFSETS_TOPIC, i, 1, 0, (1,), (1,))
                                 for i in range(3)},
                 "t": {0: CachedPartitionState("t", 0, 1, 0, (1,), (1,))}},
-        brokers={1: BrokerEndpoint(1, "127.0.0.1", 9092)})
+        brokers={1: Node(1, "127.0.0.1", 9092)})
     cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
     cache.is_alive = lambda b: b in cache.brokers
     replica_manager = ReplicaManager(1, logs, cache, reactor=clock)

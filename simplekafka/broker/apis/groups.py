@@ -25,9 +25,9 @@ from simplekafka.broker.group.coordinator import (
     JoinResult,
     SyncResult,
 )
-from simplekafka.broker.metadata_cache import BrokerEndpoint
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.structs import Node
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for" (INT32_MIN)
 
@@ -121,10 +121,10 @@ class GroupApis:
         return _now_or_later(self.coordinator.delete_groups(context, request), _delete_answer)
 
 
-def _find_coordinator_answer(code: ErrorCode, node: BrokerEndpoint | None) -> dict:
+def _find_coordinator_answer(code: ErrorCode, node: Node | None) -> dict:
     return {"throttle_time_ms": 0, "error_code": code,
             "error_message": None if code == ErrorCode.NONE else code.name,
-            "node_id": node.broker_id if node else -1,
+            "node_id": node.node_id if node else -1,
             "host": node.host if node else "", "port": node.port if node else -1}
 
 

@@ -42,8 +42,9 @@ from simplekafka.broker.group.metadata_manager import (
 )
 from simplekafka.broker.group.records import OFFSETS_TOPIC, GroupValue, OffsetValue
 from simplekafka.broker.group.state import Group, GroupState, Member
-from simplekafka.broker.metadata_cache import BrokerEndpoint, MetadataCache
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.structs import Node
 
 log = logging.getLogger(__name__)
 
@@ -265,11 +266,11 @@ class GroupCoordinator:
     # -- FindCoordinator ------------------------------------------------------------------
 
     def find_coordinator(self, context: RequestContext, request: Any
-                         ) -> tuple[ErrorCode, BrokerEndpoint | None]:
+                         ) -> tuple[ErrorCode, Node | None]:
         """The broker coordinating the group ``request.key`` (or why there is none)."""
 
-        def answer(code: ErrorCode, node: BrokerEndpoint | None = None
-                   ) -> tuple[ErrorCode, BrokerEndpoint | None]:
+        def answer(code: ErrorCode, node: Node | None = None
+                   ) -> tuple[ErrorCode, Node | None]:
             return code, node
 
         if getattr(request, "key_type", 0) != 0:
