@@ -12,19 +12,44 @@ DeleteRecords moves where a partition starts (KIP-107).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Leaders, RecordDeleter
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
 
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3  # v7 (KIP-734): the record with the largest timestamp
+
+def _answer_each_partition(api: str, requested: Iterable[Any], topic_field: str,
+                           blank: Callable[[Any], dict],
+                           fill: Callable[[str, Any, dict], None],
+                           storage_errors: bool = True) -> list[dict]:
+    """One answer per requested partition: a partition that fails gets its error code
+    and the others are still answered (with ``storage_errors``, an unexpected failure
+    is logged and answered KAFKA_STORAGE_ERROR rather than failing the request)."""
+    topics = []
+    for topic in requested:
+        name = getattr(topic, topic_field)
+        partitions = []
+        for wanted in topic.partitions:
+            answer = blank(wanted)
+            try:
+                fill(name, wanted, answer)
+            except KafkaError as exc:
+                answer["error_code"] = exc.error_code
+            except Exception:
+                if not storage_errors:
+                    raise
+                log.exception("%s on %s-%d failed", api, name, wanted.partition_index)
+                answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+            partitions.append(answer)
+        topics.append({topic_field: name, "partitions": partitions})
+    return topics
 
 
 class ListOffsetsHandler:
@@ -34,31 +59,23 @@ class ListOffsetsHandler:
         self.leaders = leaders
 
     def __call__(self, context: RequestContext, request: Any) -> dict:
-        topics = []
-        for topic in request.topics:
-            partitions = []
-            for wanted in topic.partitions:
-                answer = {"partition_index": wanted.partition_index,
-                          "error_code": ErrorCode.NONE, "timestamp": -1, "offset": -1,
-                          "leader_epoch": -1, "old_style_offsets": []}
-                try:
-                    self._answer(topic.name, wanted, request.replica_id, answer)
-                except KafkaError as exc:
-                    answer["error_code"] = exc.error_code
-                except Exception:
-                    log.exception("ListOffsets on %s-%d failed", topic.name,
-                                  wanted.partition_index)
-                    answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-                partitions.append(answer)
-            topics.append({"name": topic.name, "partitions": partitions})
+        def blank(wanted: Any) -> dict:
+            return {"partition_index": wanted.partition_index,
+                    "error_code": ErrorCode.NONE, "timestamp": -1, "offset": -1,
+                    "leader_epoch": -1, "old_style_offsets": []}
+
+        def fill(topic: str, wanted: Any, answer: dict) -> None:
+            self._answer(topic, wanted, request.replica_id, answer)
+
+        topics = _answer_each_partition("ListOffsets", request.topics, "name", blank, fill)
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
         partition = self.leaders.leader_partition(topic, wanted.partition_index)
         partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
-        if wanted.timestamp == EARLIEST:
+        if wanted.timestamp == EARLIEST_TIMESTAMP:
             answer["offset"] = partition.log_start_offset
-        elif wanted.timestamp == LATEST:
+        elif wanted.timestamp == LATEST_TIMESTAMP:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.high_watermark)
         elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
@@ -80,22 +97,19 @@ class OffsetForLeaderEpochHandler:
         self.leaders = leaders
 
     def __call__(self, context: RequestContext, request: Any) -> dict:
-        topics = []
-        for topic in request.topics:
-            partitions = []
-            for wanted in topic.partitions:
-                answer = {"error_code": ErrorCode.NONE, "partition": wanted.partition,
-                          "leader_epoch": -1, "end_offset": -1}
-                try:
-                    partition = self.leaders.leader_partition(topic.topic, wanted.partition)
-                    partition.check_leader_epoch(wanted.current_leader_epoch)
-                    epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
-                    answer["leader_epoch"] = epoch
-                    answer["end_offset"] = end
-                except KafkaError as exc:
-                    answer["error_code"] = exc.error_code
-                partitions.append(answer)
-            topics.append({"topic": topic.topic, "partitions": partitions})
+        def blank(wanted: Any) -> dict:
+            return {"error_code": ErrorCode.NONE, "partition": wanted.partition,
+                    "leader_epoch": -1, "end_offset": -1}
+
+        def fill(topic: str, wanted: Any, answer: dict) -> None:
+            partition = self.leaders.leader_partition(topic, wanted.partition)
+            partition.check_leader_epoch(wanted.current_leader_epoch)
+            epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
+            answer["leader_epoch"] = epoch
+            answer["end_offset"] = end
+
+        topics = _answer_each_partition("OffsetForLeaderEpoch", request.topics, "topic",
+                                        blank, fill, storage_errors=False)
         return {"throttle_time_ms": 0, "topics": topics}
 
 
@@ -110,25 +124,18 @@ class DeleteRecordsHandler:
         self.replica_manager = replica_manager
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        topics = []
-        waits = []
-        for topic in request.topics:
-            partitions = []
-            for wanted in topic.partitions:
-                answer = {"partition_index": wanted.partition_index, "low_watermark": -1,
-                          "error_code": ErrorCode.NONE}
-                try:
-                    waits.append(self.replica_manager.delete_records(
-                        topic.name, wanted.partition_index, wanted.offset, request.timeout_ms
-                    ).addCallback(_fill, answer))
-                except KafkaError as exc:
-                    answer["error_code"] = exc.error_code
-                except Exception:
-                    log.exception("DeleteRecords on %s-%d failed", topic.name,
-                                  wanted.partition_index)
-                    answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-                partitions.append(answer)
-            topics.append({"name": topic.name, "partitions": partitions})
+        waits: list[defer.Deferred] = []
+
+        def blank(wanted: Any) -> dict:
+            return {"partition_index": wanted.partition_index, "low_watermark": -1,
+                    "error_code": ErrorCode.NONE}
+
+        def fill(topic: str, wanted: Any, answer: dict) -> None:
+            waits.append(self.replica_manager.delete_records(
+                topic, wanted.partition_index, wanted.offset, request.timeout_ms
+            ).addCallback(_fill, answer))
+
+        topics = _answer_each_partition("DeleteRecords", request.topics, "name", blank, fill)
         body = {"throttle_time_ms": 0, "topics": topics}
         if all(wait.called for wait in waits):
             return body
