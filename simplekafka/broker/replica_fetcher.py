@@ -28,7 +28,7 @@ from twisted.internet import defer, task
 
 from simplekafka.broker.controller.channel import ResponseReader, connect_reader
 from simplekafka.broker.partition import Partition
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.storage import UnexpectedAppendOffsetError
@@ -41,7 +41,6 @@ LIST_OFFSETS_VERSION = 5
 CLIENT_ID = "simplekafka-replica-fetcher"
 BACKOFF = 0.2  # seconds after an error before trying again
 REQUEST_TIMEOUT = 10.0  # seconds beyond the long poll before a silent leader is dropped
-EARLIEST = -2
 
 _RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
               ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -263,7 +262,7 @@ class ReplicaFetcher:
         for state in states:
             topics.setdefault(state.partition.topic, []).append({
                 "partition_index": state.partition.index, "current_leader_epoch": state.epoch,
-                "timestamp": EARLIEST})
+                "timestamp": EARLIEST_TIMESTAMP})
         body = {"replica_id": self.settings.broker_id, "isolation_level": 0,
                 "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
         response = yield self._request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body,

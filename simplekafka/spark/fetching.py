@@ -24,16 +24,13 @@ from concurrent.futures import Future
 from simplekafka.admin.groups import list_offsets
 from simplekafka.client.client import KafkaClient, wait_for
 from simplekafka.client.errors import KafkaError, error_for
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.batch_header import iter_batch_positions, read_header
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import TopicPartition
 from simplekafka.spark.arrow_records import DecodedRecords, decode_columns
 
 log = logging.getLogger("simplekafka.spark")
-
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
 
 
 class DataLossError(RuntimeError):

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-EARLIEST = -2  # Kafka's (and Spark's) markers in per-partition offset JSON
-LATEST = -1
+# Kafka's (and Spark's) markers in per-partition offset JSON are ListOffsets' timestamps
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 
 class SparkOptionError(ValueError):
@@ -184,14 +184,15 @@ def _parse_offsets(
                 raise SparkOptionError(
                     f"option {shown}: {part!r} of topic {topic!r} is not a partition number"
                 ) from None
-            if not isinstance(offset, int) or isinstance(offset, bool) or offset < EARLIEST:
+            if (not isinstance(offset, int) or isinstance(offset, bool)
+                    or offset < EARLIEST_TIMESTAMP):
                 raise SparkOptionError(
                     f"option {shown}: offset of {topic}-{index} must be an integer >= -2, "
                     f"not {offset!r}"
                 )
-            if offset == LATEST and not allow_latest:
+            if offset == LATEST_TIMESTAMP and not allow_latest:
                 raise SparkOptionError(f"option {shown}: {topic}-{index} cannot be -1 (latest)")
-            if offset == EARLIEST and not allow_earliest:
+            if offset == EARLIEST_TIMESTAMP and not allow_earliest:
                 raise SparkOptionError(f"option {shown}: {topic}-{index} cannot be -2 (earliest)")
             offsets.setdefault(topic, {})[index] = offset
     return StartingPoint("offsets", offsets)

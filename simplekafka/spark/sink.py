@@ -42,9 +42,10 @@ from pyspark.sql.types import (
 from simplekafka.admin.groups import list_offsets
 from simplekafka.client.client import KafkaClient
 from simplekafka.producer.producer import Producer
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from simplekafka.protocol.structs import TopicPartition
 from simplekafka.spark.arrow_records import to_arrow
-from simplekafka.spark.fetching import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, RangeReader
+from simplekafka.spark.fetching import RangeReader
 from simplekafka.spark.options import SinkOptions, SparkOptionError
 
 log = logging.getLogger("simplekafka.spark")

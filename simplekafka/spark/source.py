@@ -34,11 +34,10 @@ from pyspark.sql.streaming.datasource import (
 
 from simplekafka.admin.groups import list_offsets
 from simplekafka.client.client import KafkaClient
+from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from simplekafka.protocol.structs import TopicPartition
 from simplekafka.spark.arrow_records import to_arrow
 from simplekafka.spark.fetching import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     DataLossError,
     RangeReader,
     report_data_loss,
@@ -51,8 +50,6 @@ from simplekafka.spark.offsets import (
     to_json_dict,
 )
 from simplekafka.spark.options import (
-    EARLIEST,
-    LATEST,
     SourceOptions,
     SparkOptionError,
     StartingPoint,
@@ -140,13 +137,14 @@ class ClusterView:
             raise one_line(SparkOptionError(
                 f"offsets given for {unknown[0]}, which is not subscribed or does not exist"))
         earliest = self.offsets(tps, EARLIEST_TIMESTAMP)
-        latest = self.offsets([tp for tp in tps if given.get(tp) == LATEST], LATEST_TIMESTAMP)
+        latest = self.offsets([tp for tp in tps if given.get(tp) == LATEST_TIMESTAMP],
+                              LATEST_TIMESTAMP)
         result = {}
         for tp in tps:
             key = (tp.topic, tp.partition)
-            wanted = given.get(key, EARLIEST)
-            result[key] = (earliest[key] if wanted == EARLIEST
-                           else latest[key] if wanted == LATEST else wanted)
+            wanted = given.get(key, EARLIEST_TIMESTAMP)
+            result[key] = (earliest[key] if wanted == EARLIEST_TIMESTAMP
+                           else latest[key] if wanted == LATEST_TIMESTAMP else wanted)
         return result
 
     def check_range_start(self, start: PartitionOffsets, end: PartitionOffsets) -> PartitionOffsets:
