@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from twisted.internet import defer
 
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
+from simplekafka.protocol.structs import TopicPartition
 
 if TYPE_CHECKING:
     from simplekafka.broker.apis.collaborators import Reactor
@@ -42,6 +43,14 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
+
+
+class PartitionErrors(NamedTuple):
+    """What a LeaderAndIsr or StopReplica did (Kafka's stopReplicas answers the same
+    pair): refused as a whole (``error_code``), else each partition's outcome."""
+
+    error_code: ErrorCode
+    partitions: dict[TopicPartition, ErrorCode]
 
 
 class Followers(Protocol):
@@ -257,19 +266,18 @@ class ReplicaManager:
 
     # -- controller requests ------------------------------------------------------------
 
-    def become_leader_or_follower(self, request: Any) -> dict:
-        """Apply a LeaderAndIsr request; the response names every partition's outcome."""
+    def become_leader_or_follower(self, request: Any) -> PartitionErrors:
+        """Apply a LeaderAndIsr request; the outcome names every partition's error code."""
         if request.controller_epoch < self.controller_epoch:
             log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d < %d",
                         request.controller_id, request.controller_epoch, self.controller_epoch)
-            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+            return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
         self.controller_epoch = request.controller_epoch
-        errors = []
+        errors = {}
         for topic, state in _partition_states(request):
             code = self._apply_partition_state(topic, state)
-            errors.append({"topic_name": topic, "partition_index": state.partition_index,
-                           "error_code": code})
-        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+            errors[TopicPartition(topic, state.partition_index)] = code
+        return PartitionErrors(ErrorCode.NONE, errors)
 
     def _apply_partition_state(self, topic: str, state: Any) -> ErrorCode:
         key = (topic, state.partition_index)
@@ -310,10 +318,10 @@ class ReplicaManager:
                  state.leader_epoch, list(state.isr))
         return ErrorCode.NONE
 
-    def stop_replicas(self, request: Any) -> dict:
+    def stop_replicas(self, request: Any) -> PartitionErrors:
         """Apply StopReplica (v0-3 shapes): forget the partitions, deleting their logs if asked."""
         if request.controller_epoch < self.controller_epoch:
-            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+            return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
         self.controller_epoch = request.controller_epoch
         targets: list[tuple[str, int, bool]] = []
         delete_all = bool(getattr(request, "delete_partitions", False))
@@ -324,11 +332,9 @@ class ReplicaManager:
         for topic in getattr(request, "topic_states", None) or []:
             targets += [(topic.topic_name, p.partition_index, p.delete_partition)
                         for p in topic.partition_states]
-        errors = []
-        for topic, index, delete in targets:
-            errors.append({"topic_name": topic, "partition_index": index,
-                           "error_code": self._stop_replica(topic, index, delete)})
-        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+        errors = {TopicPartition(topic, index): self._stop_replica(topic, index, delete)
+                  for topic, index, delete in targets}
+        return PartitionErrors(ErrorCode.NONE, errors)
 
     def _stop_replica(self, topic: str, index: int, delete: bool) -> ErrorCode:
         if self.fetchers is not None:

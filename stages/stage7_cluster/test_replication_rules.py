@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from twisted.internet import defer
 
+from simplekafka.broker.apis.inter_broker import partition_errors_response
 from simplekafka.broker.isr import high_watermark, may_join_isr, out_of_sync_replicas
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_fetcher import truncate_by_epoch
@@ -326,16 +327,17 @@ def leader_and_isr(controller_epoch: int, leader_: int, leader_epoch: int,
 
 def test_stale_controller_and_leader_epochs_are_refused(tmp_path):
     manager = ReplicaManager(F1, log_manager=_TmpLogs(tmp_path), metadata_cache=None)
-    answer = manager.become_leader_or_follower(leader_and_isr(5, LEADER, 3))
+    answer = partition_errors_response(
+        manager.become_leader_or_follower(leader_and_isr(5, LEADER, 3)))
     assert answer["error_code"] == ErrorCode.NONE
     partition = manager.partitions[("t", 0)]
     assert (partition.leader_id, partition.leader_epoch) == (LEADER, 3)
     # A deposed controller (epoch 4) is refused as a whole.
-    answer = manager.become_leader_or_follower(leader_and_isr(4, F1, 9))
+    answer = partition_errors_response(manager.become_leader_or_follower(leader_and_isr(4, F1, 9)))
     assert answer["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
     assert partition.leader_id == LEADER
     # The current controller repeating an older leader epoch changes nothing either.
-    answer = manager.become_leader_or_follower(leader_and_isr(5, F1, 2))
+    answer = partition_errors_response(manager.become_leader_or_follower(leader_and_isr(5, F1, 2)))
     assert answer["partition_errors"][0]["error_code"] != ErrorCode.NONE
     assert (partition.leader_id, partition.leader_epoch) == (LEADER, 3)
     # A newer epoch is applied: this broker leads.

@@ -24,7 +24,7 @@ from twisted.internet import defer
 from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
-from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replica_manager import PartitionErrors, ReplicaManager
 from simplekafka.protocol.errors import ErrorCode
 
 TopicConfigReader = Callable[[Any, str], dict[str, str]]
@@ -48,21 +48,23 @@ class InterBrokerHandlers:
     def leader_and_isr(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         stale = self._stale_broker_epoch(request)
         if stale is not None:
-            return {"error_code": stale, "partition_errors": []}
+            return partition_errors_response(PartitionErrors(stale, {}))
         topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
         topics |= {p.topic_name for p in (getattr(request, "ungrouped_partition_states", None)
                                           or [])}
         unknown = sorted(t for t in topics if t not in self.topic_configs)
         zk = self.zookeeper()
         if not unknown or zk is None:
-            return _frozen(self.replica_manager.become_leader_or_follower(request))
+            return _frozen(partition_errors_response(
+                self.replica_manager.become_leader_or_follower(request)))
 
         def read_configs() -> dict[str, dict[str, str]]:
             return {t: self.read_topic_config(zk, t) for t in unknown}
 
         def apply(configs: dict[str, dict[str, str]]) -> dict:
             self.topic_configs.update(configs)
-            return _frozen(self.replica_manager.become_leader_or_follower(request))
+            return _frozen(partition_errors_response(
+                self.replica_manager.become_leader_or_follower(request)))
 
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
@@ -79,9 +81,9 @@ class InterBrokerHandlers:
     def stop_replica(self, context: RequestContext, request: Any) -> dict:
         stale = self._stale_broker_epoch(request)
         if stale is not None:
-            return {"error_code": stale, "partition_errors": []}
+            return partition_errors_response(PartitionErrors(stale, {}))
         gc.unfreeze()  # the next LeaderAndIsr freezes what is still alive
-        return self.replica_manager.stop_replicas(request)
+        return partition_errors_response(self.replica_manager.stop_replicas(request))
 
     def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
         """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""
@@ -90,6 +92,14 @@ class InterBrokerHandlers:
         if ours is not None and theirs not in (-1, None) and theirs < ours:
             return ErrorCode.STALE_BROKER_EPOCH
         return None
+
+
+def partition_errors_response(outcome: PartitionErrors) -> dict:
+    """The answer LeaderAndIsr and StopReplica share (v0-4: a flat partition_errors list)."""
+    return {"error_code": outcome.error_code,
+            "partition_errors": [{"topic_name": tp.topic, "partition_index": tp.partition,
+                                  "error_code": code}
+                                 for tp, code in outcome.partitions.items()]}
 
 
 def _frozen(answer: Any) -> Any:
