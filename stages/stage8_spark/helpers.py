@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 from simplekafka.admin import Admin
+from simplekafka.coordination import processes
 from simplekafka.producer import Producer
 
 
@@ -52,11 +52,6 @@ def run_stream(query_builder, timeout: float = 180.0):
 
 
 def wait_until(condition, what: str, timeout: float = 120.0, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
+    """The project's one polling loop, failing as a test assertion."""
+    return processes.wait_until(condition, what, timeout=timeout, interval=every,
+                                error=AssertionError)
