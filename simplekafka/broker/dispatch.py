@@ -49,6 +49,10 @@ class RequestContext(NamedTuple):
     correlation_id: int
     client_id: str | None
     peer: str = "?"
+    # Who the connection authenticated as (Kafka's KafkaPrincipal as "type:name"), and
+    # the listener it arrived on; the authorizer decides on these two.
+    principal: str = "User:ANONYMOUS"
+    listener: str = "PLAINTEXT"
 
 
 Handler = Callable[[RequestContext, Any], Any]
@@ -94,7 +98,9 @@ class RequestDispatcher:
                         peer, ApiKey(api_key).name, api_version, correlation_id, exc)
             raise CloseConnection() from None
         context = RequestContext(_KEYS[api_key], api_version, correlation_id,
-                                 getattr(header, "client_id", None), peer)
+                                 getattr(header, "client_id", None), peer,
+                                 getattr(connection, "principal", "User:ANONYMOUS"),
+                                 getattr(connection, "listener", "PLAINTEXT"))
         self.requests_handled += 1
         result = self._handlers[api_key](context, body)
         if isinstance(result, defer.Deferred):
