@@ -1034,6 +1034,34 @@ TXN_OFFSET_COMMIT_RESPONSE = Message("TxnOffsetCommitResponse", 28, "0-2", "3+",
     ]),
 ])
 
+# --- WriteTxnMarkers (27): transaction coordinator to partition leaders -------------------
+
+WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("transaction_result", "bool"),  # False ABORT, True COMMIT
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ]),
+        F("coordinator_epoch", "int32"),
+    ]),
+])
+
+WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ]),
+])
+
 MESSAGES: dict[int, tuple[Message, Message]] = {
     m[0].api_key: m
     for m in [
@@ -1067,6 +1095,7 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
         (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
         (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
         (END_TXN_REQUEST, END_TXN_RESPONSE),
