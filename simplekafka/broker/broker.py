@@ -52,6 +52,7 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
+from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import GroupCoordinator
@@ -321,7 +322,12 @@ class KafkaBroker:
             self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
             auto_rebalance=self.config["auto.leader.rebalance.enable"],
             imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
-            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
+            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"],
+            auto_reassign=AutoReassignSettings(
+                self.config["auto.reassign.on.membership.change"],
+                self.config["auto.reassign.grace.ms"],
+                self.config["auto.reassign.new.broker.delay.ms"],
+                self.config["auto.reassign.throttle.bytes"]))
         self.election.start()
         self.config_changes = ConfigChangeListener(zk, self.broker_id,
                                                    self.reactor.callFromThread,
