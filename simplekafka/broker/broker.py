@@ -45,6 +45,7 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.controller import (
@@ -155,6 +156,7 @@ class KafkaBroker:
             elect_leaders=ElectLeadersHandler(reactor, zookeeper),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
+            write_txn_markers=WriteTxnMarkersHandler(replicas),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,

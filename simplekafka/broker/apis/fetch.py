@@ -11,6 +11,11 @@ When there is less than ``min_bytes`` to return, the fetch waits: it listens on
 its partitions and is re-read when any of them gets an append, or answered as
 it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
 within milliseconds of its produce without busy polling.
+
+A read_committed consumer (isolation_level 1) reads only below the last
+stable offset, and gets, with the records, the aborted transactions that
+overlap them (from ``.txnindex``), so it can drop their records; every
+answer carries the LSO in ``last_stable_offset``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.protocol.api import READ_COMMITTED
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -50,6 +56,7 @@ class FetchHandler:
         has_error = False
         responses = []
         replicas = self.replicas
+        read_committed = request.isolation_level == READ_COMMITTED and request.replica_id < 0
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
@@ -64,14 +71,20 @@ class FetchHandler:
                     if limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
                                                  request.replica_id,
-                                                 getattr(wanted, "log_start_offset", -1))
+                                                 getattr(wanted, "log_start_offset", -1),
+                                                 read_committed)
                         if request.replica_id >= 0:
                             replicas.maybe_expand_isr(partition, request.replica_id)
                     else:
                         records = b""
                     answer["records"] = records
                     answer["high_watermark"] = partition.high_watermark
-                    answer["last_stable_offset"] = partition.high_watermark
+                    answer["last_stable_offset"] = partition.last_stable_offset
+                    if read_committed:
+                        answer["aborted_transactions"] = [
+                            {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                            for txn in partition.aborted_transactions(wanted.fetch_offset,
+                                                                      records)]
                     answer["log_start_offset"] = partition.log_start_offset
                     total += len(records)
                     remaining -= len(records)
@@ -116,6 +129,7 @@ class _DelayedFetch:
         self.offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
                         for topic in request.topics for wanted in topic.partitions}
         self.is_follower = request.replica_id >= 0
+        self.read_committed = request.isolation_level == READ_COMMITTED
 
     def start(self) -> defer.Deferred:
         for partition in self.partitions:
@@ -132,6 +146,7 @@ class _DelayedFetch:
             # Any visible byte will do: answer as soon as this partition has some past the
             # fetch offset, without re-reading every partition of the request on each append.
             visible_end = partition.log_end_offset if self.is_follower \
+                else partition.last_stable_offset if self.read_committed \
                 else partition.high_watermark
             if visible_end > self.offsets.get((partition.topic, partition.index), visible_end):
                 self.complete()
