@@ -62,6 +62,15 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replication_quota import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    ReplicationThrottle,
+    ThrottleConfigError,
+    parse_rate,
+)
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
@@ -110,16 +119,24 @@ class KafkaBroker:
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()
         self.metadata_cache.listeners.append(self._metadata_changed)
+        # Replication throttles (replication_quota.py): rates from dynamic broker configs,
+        # throttled replicas from the topic configs.
+        self.leader_throttle = ReplicationThrottle(LEADER_REPLICAS, self.broker_id,
+                                                   self.topic_configs, reactor.seconds)
+        self.follower_throttle = ReplicationThrottle(FOLLOWER_REPLICAS, self.broker_id,
+                                                     self.topic_configs, reactor.seconds)
+        self._apply_throttle_rates()
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
                                    config["replica.fetch.max.bytes"]),
-            self._endpoint_of)
+            self._endpoint_of, self.follower_throttle)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
+        self.replica_manager.leader_throttle = self.leader_throttle
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.apis = self._build_apis()
@@ -207,6 +224,7 @@ class KafkaBroker:
             self.topic_configs[name] = dict(config)
             topics = {name}
         elif self.dynamic_config.update(name, config):
+            self._apply_throttle_rates()
             dynamic = {DYNAMIC_BROKER_KEYS[k]: v for k, (v, _s) in
                        self.dynamic_config.effective().items() if k in DYNAMIC_BROKER_KEYS}
             try:
@@ -223,6 +241,17 @@ class KafkaBroker:
                 if found is not None:
                     found.update_config(self.log_config_for(topic))
         log.info("config of %s/%s applied: %s", entity_type, name, config)
+
+    def _apply_throttle_rates(self) -> None:
+        """Throttled rates: the dynamic value (own, then cluster default), else the static."""
+        dynamic = self.dynamic_config.effective()
+        for throttle, key in ((self.leader_throttle, LEADER_RATE),
+                              (self.follower_throttle, FOLLOWER_RATE)):
+            value = dynamic[key][0] if key in dynamic else self.config[key]
+            try:
+                throttle.quota.set_rate(parse_rate(value))
+            except ThrottleConfigError as exc:
+                log.warning("%s ignored (%s)", key, exc)
 
     # -- start --------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from twisted.internet import defer
 
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.replication_quota import ReplicationThrottle
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 from simplekafka.protocol.structs import TopicPartition
 
@@ -107,6 +108,8 @@ class ReplicaManager:
         # min.insync.replicas of a topic (its override, else the broker's); 1 if not told.
         self.min_insync_for = min_insync_for or (lambda topic: 1)
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
+        # What this broker sends to throttled followers (replication_quota.py); None: no cap.
+        self.leader_throttle: ReplicationThrottle | None = None
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.

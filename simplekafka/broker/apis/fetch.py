@@ -57,6 +57,9 @@ class FetchHandler:
         responses = []
         replicas = self.replicas
         read_committed = request.isolation_level == READ_COMMITTED and request.replica_id < 0
+        # Replication throttle (replication_quota.py): only for followers' fetches.
+        throttle = getattr(replicas, "leader_throttle", None) if request.replica_id >= 0 \
+            else None
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
@@ -68,13 +71,25 @@ class FetchHandler:
                     partition = replicas.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
                     limit = min(wanted.partition_max_bytes, remaining)
-                    if limit > 0 or total == 0:
+                    in_sync = request.replica_id in partition.isr
+                    if throttle is not None and throttle.holds_back(topic.topic,
+                                                                    wanted.partition, in_sync):
+                        # A moving replica over its rate: nothing this time, but its
+                        # position still counts (it is where its log ends).
+                        partition.record_follower_fetch(
+                            request.replica_id, wanted.fetch_offset,
+                            log_start=getattr(wanted, "log_start_offset", -1))
+                        records = b""
+                    elif limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
                                                  request.replica_id,
                                                  getattr(wanted, "log_start_offset", -1),
                                                  read_committed)
                         if request.replica_id >= 0:
                             replicas.maybe_expand_isr(partition, request.replica_id)
+                            if throttle is not None:
+                                throttle.record(topic.topic, wanted.partition, in_sync,
+                                                len(records))
                     else:
                         records = b""
                     answer["records"] = records
@@ -142,6 +157,11 @@ class _DelayedFetch:
     def on_append(self, partition: Any) -> None:
         if self.result.called:
             return
+        throttle = getattr(self.handler.replicas, "leader_throttle", None) \
+            if self.is_follower else None
+        if throttle is not None and throttle.holds_back(
+                partition.topic, partition.index, self.request.replica_id in partition.isr):
+            return  # nothing would be sent to this follower now: keep waiting
         if self.request.min_bytes <= 1:
             # Any visible byte will do: answer as soon as this partition has some past the
             # fetch offset, without re-reading every partition of the request on each append.
