@@ -62,6 +62,7 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replica_selector import replica_selector
 from simplekafka.broker.replication_quota import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -159,7 +160,9 @@ class KafkaBroker:
             api_versions=ApiVersionsHandler(),
             metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics),
             produce=ProduceHandler(replicas),
-            fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
+            fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
+                               replica_selector(config["replica.selector.class"],
+                                                self._rack_of)),
             list_offsets=ListOffsetsHandler(replicas),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
             delete_records=DeleteRecordsHandler(replicas),
@@ -336,6 +339,10 @@ class KafkaBroker:
     def _send_on_reactor(self, sends: list) -> None:
         if self.channel is not None and not self._stopping:
             self.channel.send_all(sends)
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        node = self.metadata_cache.brokers.get(broker_id)
+        return node.rack if node is not None else None
 
     def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         if self.controller is not None:

@@ -389,11 +389,16 @@ class Partition:
     # -- fetch --------------------------------------------------------------------------
 
     def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1,
-             follower_log_start: int = -1, read_committed: bool = False) -> bytes:
+             follower_log_start: int = -1, leader_only: bool = True,
+             read_committed: bool = False) -> bytes:
         """Whole batches from ``fetch_offset``: consumers up to the HW (read_committed ones
-        up to the LSO), followers to the LEO."""
+        up to the LSO), followers to the LEO.
 
-        if not self.is_leader:
+        ``leader_only=False``: a consumer that may read from any replica (KIP-392) is
+        served by a follower too, up to the HW the follower learnt from its leader.
+        """
+
+        if not self.is_leader and (leader_only or replica_id >= 0 or self.leader_id < 0):
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not self.log_start_offset <= fetch_offset <= self.log_end_offset:
             raise error_for(
@@ -508,6 +513,7 @@ class Partition:
         new_hw = min(leader_high_watermark, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+            self._notify_append()  # consumers reading from this follower may go on (KIP-392)
         if leader_log_start > self.log.log_start_offset:
             self.maybe_increment_log_start_offset(leader_log_start)
         return appended

@@ -143,6 +143,14 @@ class ReplicaManager:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    def readable_partition(self, topic: str, partition: int) -> Partition:
+        """The local replica of topic-partition a consumer may read from any replica
+        (Fetch v11+, KIP-392): the leader or a follower; else the KafkaError to answer."""
+        local = self.partitions.get((topic, partition))
+        if local is not None and (local.is_leader or local.leader_id >= 0):
+            return local
+        return self.leader_partition(topic, partition)
+
     # -- DeleteRecords ------------------------------------------------------------------
 
     def delete_records(self, topic: str, partition: int, offset: int,

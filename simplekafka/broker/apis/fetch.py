@@ -27,6 +27,7 @@ from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.protocol.api import READ_COMMITTED
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
@@ -36,10 +37,12 @@ log = logging.getLogger(__name__)
 class FetchHandler:
     """ApiKey.FETCH: see the module docstring."""
 
-    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag):
+    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag,
+                 selector: RackAwareReplicaSelector | None = None):
         self.replicas = replicas
         self.reactor = reactor
         self.is_stopping = is_stopping  # true once the broker shuts down
+        self.selector = selector  # replica.selector.class (KIP-392); None: leaders serve
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
@@ -60,6 +63,11 @@ class FetchHandler:
         # Replication throttle (replication_quota.py): only for followers' fetches.
         throttle = getattr(replicas, "leader_throttle", None) if request.replica_id >= 0 \
             else None
+        # Fetch v11+ from a consumer (it has a rack_id, maybe empty) may be served by any
+        # replica, and the leader may point it to one in its rack (replica_selector.py).
+        client_rack = getattr(request, "rack_id", None) if request.replica_id < 0 else None
+        any_replica = client_rack is not None
+        selector = self.selector if client_rack else None
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
@@ -68,8 +76,15 @@ class FetchHandler:
                           "log_start_offset": -1, "aborted_transactions": [],
                           "preferred_read_replica": -1, "records": b""}
                 try:
-                    partition = replicas.leader_partition(topic.topic, wanted.partition)
+                    if any_replica:
+                        partition = replicas.readable_partition(topic.topic, wanted.partition)
+                    else:
+                        partition = replicas.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
+                    preferred = -1
+                    if selector is not None and partition.is_leader:
+                        preferred = selector.preferred_read_replica(
+                            partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
                     in_sync = request.replica_id in partition.isr
                     if throttle is not None and throttle.holds_back(topic.topic,
@@ -80,11 +95,17 @@ class FetchHandler:
                             request.replica_id, wanted.fetch_offset,
                             log_start=getattr(wanted, "log_start_offset", -1))
                         records = b""
+                    elif preferred >= 0:
+                        # Read elsewhere (KIP-392): no records, the consumer moves there.
+                        answer["preferred_read_replica"] = preferred
+                        records = b""
+                        has_error = True  # answer now rather than park the fetch
                     elif limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
                                                  request.replica_id,
                                                  getattr(wanted, "log_start_offset", -1),
-                                                 read_committed)
+                                                 leader_only=not any_replica,
+                                                 read_committed=read_committed)
                         if request.replica_id >= 0:
                             replicas.maybe_expand_isr(partition, request.replica_id)
                             if throttle is not None:
