@@ -46,6 +46,7 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.controller import (
@@ -62,6 +63,7 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replica_selector import replica_selector
 from simplekafka.broker.replication_quota import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -164,7 +166,10 @@ class KafkaBroker:
             api_versions=ApiVersionsHandler(),
             metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics, auth),
             produce=ProduceHandler(replicas, auth),
-            fetch=FetchHandler(replicas, reactor, lambda: self.stopping, auth),
+            fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
+                               replica_selector(config["replica.selector.class"],
+                                                self._rack_of),
+                               authorizer=auth),
             list_offsets=ListOffsetsHandler(replicas, auth),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
             delete_records=DeleteRecordsHandler(replicas, auth),
@@ -178,6 +183,7 @@ class KafkaBroker:
             elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
+            write_txn_markers=WriteTxnMarkersHandler(replicas),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
@@ -344,6 +350,10 @@ class KafkaBroker:
     def _send_on_reactor(self, sends: list) -> None:
         if self.channel is not None and not self._stopping:
             self.channel.send_all(sends)
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        node = self.metadata_cache.brokers.get(broker_id)
+        return node.rack if node is not None else None
 
     def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         if self.controller is not None:

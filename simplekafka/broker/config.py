@@ -57,6 +57,15 @@ def _str_or_none(text: str) -> str | None:
     return text or None
 
 
+def _replica_selector(text: str) -> str | None:
+    from simplekafka.broker.replica_selector import KNOWN_SELECTORS
+
+    name = _str_or_none(text)
+    if name is not None and name not in KNOWN_SELECTORS:
+        raise ValueError(f"expected one of {', '.join(KNOWN_SELECTORS)}")
+    return name
+
+
 def _float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -157,7 +166,7 @@ _KEYS: list[ConfigKey] = [
               "How long a new broker must be up before automatic mode moves replicas to it.", 0),
     ConfigKey("auto.reassign.throttle.bytes", _int, 10485760,
               "The replication throttle (bytes/s) of an automatic reassignment.", 1),
-    ConfigKey("replica.selector.class", _str_or_none, None,
+    ConfigKey("replica.selector.class", _replica_selector, None,
               "org.apache.kafka.common.replica.RackAwareReplicaSelector lets consumers "
               "with client.rack read from a replica in their rack (KIP-392)."),
     ConfigKey("offsets.topic.num.partitions", _int, 10, "Partitions of __consumer_offsets.", 1),

@@ -143,6 +143,14 @@ class ReplicaManager:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
+    def readable_partition(self, topic: str, partition: int) -> Partition:
+        """The local replica of topic-partition a consumer may read from any replica
+        (Fetch v11+, KIP-392): the leader or a follower; else the KafkaError to answer."""
+        local = self.partitions.get((topic, partition))
+        if local is not None and (local.is_leader or local.leader_id >= 0):
+            return local
+        return self.leader_partition(topic, partition)
+
     # -- DeleteRecords ------------------------------------------------------------------
 
     def delete_records(self, topic: str, partition: int, offset: int,
@@ -217,7 +225,7 @@ class ReplicaManager:
             # batch; socket.request.max.bytes bounds the whole frame, in the server.
             max_batch_bytes = partition.log.config.max_message_bytes
             result = partition.append_as_leader(records, acks, min_insync, max_batch_bytes,
-                                                api_version)
+                                                api_version, internal=internal)
         except Exception as exc:
             code = error_code_of(exc)
             if code is None:  # not an error Kafka has a code for: a bug or a disk failure

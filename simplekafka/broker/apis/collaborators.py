@@ -75,6 +75,8 @@ class FetchSource(Leaders, Protocol):
 
     def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None: ...
 
+    def readable_partition(self, topic: str, partition: int) -> Partition: ...
+
 
 class Authorizer(Protocol):
     """May the request's principal do this (``broker.security.authorizer``)? Every handler
