@@ -225,7 +225,7 @@ class ReplicaManager:
             # batch; socket.request.max.bytes bounds the whole frame, in the server.
             max_batch_bytes = partition.log.config.max_message_bytes
             result = partition.append_as_leader(records, acks, min_insync, max_batch_bytes,
-                                                api_version)
+                                                api_version, internal=internal)
         except Exception as exc:
             code = error_code_of(exc)
             if code is None:  # not an error Kafka has a code for: a bug or a disk failure

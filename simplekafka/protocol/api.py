@@ -46,6 +46,9 @@ class ApiKey(enum.IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
@@ -62,6 +65,11 @@ LATEST_TIMESTAMP = -1
 """ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
 MAX_TIMESTAMP = -3
 """ListOffsets' timestamp for "the record with the largest timestamp" (KIP-734, v7)."""
+
+READ_UNCOMMITTED = 0
+"""Fetch and ListOffsets isolation_level: everything below the high watermark."""
+READ_COMMITTED = 1
+"""Fetch and ListOffsets isolation_level: only below the last stable offset (KIP-98)."""
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -87,7 +95,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.DESCRIBE_ACLS: (0, 1),
+    ApiKey.CREATE_ACLS: (0, 1),
+    ApiKey.DELETE_ACLS: (0, 1),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
