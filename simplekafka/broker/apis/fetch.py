@@ -10,7 +10,13 @@ partition is named in the answer, errors included.
 When there is less than ``min_bytes`` to return, the fetch waits: it listens on
 its partitions and is re-read when any of them gets an append, or answered as
 it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
-within milliseconds of its produce without busy polling.
+within milliseconds of its produce without busy polling. The wake-up is a plain
+call from the append (or the high-watermark move) to the parked fetch, so the
+answer is written in the same reactor turn, with no timer in between. A
+follower's parked fetch is also answered when the high watermark passes the
+one its last answer carried: the follower learns the new HW at once (Kafka's
+followers wait for their next fetch), which its own readers and checkpoints
+need.
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ class FetchHandler:
                     else:
                         records = b""
                     answer["records"] = records
-                    answer["high_watermark"] = partition.high_watermark
+                    answer["high_watermark"] = partition.high_watermark_for(request.replica_id)
                     answer["last_stable_offset"] = partition.high_watermark
                     answer["log_start_offset"] = partition.log_start_offset
                     total += len(records)
@@ -127,6 +133,11 @@ class _DelayedFetch:
 
     def on_append(self, partition: Any) -> None:
         if self.result.called:
+            return
+        if self.is_follower and partition.follower_behind_hw(self.request.replica_id):
+            # The HW moved past what this follower was told: answer now, so the follower
+            # learns it within a round trip (its consumers read below it), not at max_wait.
+            self.complete()
             return
         if self.request.min_bytes <= 1:
             # Any visible byte will do: answer as soon as this partition has some past the
