@@ -931,6 +931,137 @@ OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "
     ]),
 ])
 
+# --- AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28) -------
+# The client-to-coordinator side of transactions (KIP-98); the non-flexible versions, which
+# librdkafka and kafka-python both speak; WriteTxnMarkers (27) is the coordinator-to-leader side
+# (inter-broker, Kafka 3.x's versions).
+
+ADD_PARTITIONS_TO_TXN_REQUEST = Message("AddPartitionsToTxnRequest", 24, "0-2", "3+", [
+    F("v3_and_below_transactional_id", "string", "0-3"),
+    F("v3_and_below_producer_id", "int64", "0-3"),
+    F("v3_and_below_producer_epoch", "int16", "0-3"),
+    F("v3_and_below_topics", [
+        F("name", "string"),
+        F("partitions", "[]int32"),
+    ], "0-3"),
+])
+
+ADD_PARTITIONS_TO_TXN_RESPONSE = Message("AddPartitionsToTxnResponse", 24, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("results_by_topic_v3_and_below", [
+        F("name", "string"),
+        F("results_by_partition", [
+            F("partition_index", "int32"),
+            F("partition_error_code", "int16"),
+        ]),
+    ], "0-3"),
+])
+
+ADD_OFFSETS_TO_TXN_REQUEST = Message("AddOffsetsToTxnRequest", 25, "0-2", "3+", [
+    F("transactional_id", "string"),
+    F("producer_id", "int64"),
+    F("producer_epoch", "int16"),
+    F("group_id", "string"),
+])
+
+ADD_OFFSETS_TO_TXN_RESPONSE = Message("AddOffsetsToTxnResponse", 25, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+])
+
+END_TXN_REQUEST = Message("EndTxnRequest", 26, "0-2", "3+", [
+    F("transactional_id", "string"),
+    F("producer_id", "int64"),
+    F("producer_epoch", "int16"),
+    F("committed", "bool"),
+])
+
+END_TXN_RESPONSE = Message("EndTxnResponse", 26, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+])
+
+WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("transaction_result", "bool"),
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ]),
+        F("coordinator_epoch", "int32"),
+    ]),
+])
+
+WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ]),
+])
+
+TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-2", "3+", [
+    F("transactional_id", "string"),
+    F("group_id", "string"),
+    F("producer_id", "int64"),
+    F("producer_epoch", "int16"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("committed_offset", "int64"),
+            F("committed_leader_epoch", "int32", "2+", default=-1),
+            F("committed_metadata", "string", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
+TXN_OFFSET_COMMIT_RESPONSE = Message("TxnOffsetCommitResponse", 28, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+        ]),
+    ]),
+])
+
+# --- WriteTxnMarkers (27): transaction coordinator to partition leaders -------------------
+
+WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("transaction_result", "bool"),  # False ABORT, True COMMIT
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ]),
+        F("coordinator_epoch", "int32"),
+    ]),
+])
+
+WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ]),
+])
+
 MESSAGES: dict[int, tuple[Message, Message]] = {
     m[0].api_key: m
     for m in [
@@ -964,6 +1095,12 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+        (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
+        (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
+        (END_TXN_REQUEST, END_TXN_RESPONSE),
+        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+        (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
     ]
 }
 """API key -> (request, response) declarations."""

@@ -51,6 +51,7 @@ def fetch_request(offset: int, replica_id: int = -1, max_wait_ms: int = 500):
     wanted = SimpleNamespace(partition=0, fetch_offset=offset, partition_max_bytes=BIG,
                              current_leader_epoch=-1, log_start_offset=-1)
     return SimpleNamespace(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=1,
+                           isolation_level=0,
                            max_bytes=BIG, topics=[SimpleNamespace(topic="t",
                                                                   partitions=[wanted])])
 
