@@ -2,7 +2,7 @@
 
 Kafka's ZooKeeper-mode brokers run a ConfigChangeListener: a child watch on
 ``/config/changes``; each new ``config_change_<seq>`` names an entity
-(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``) whose config the
+(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``, ``users/<name>``) whose config the
 broker rereads and applies. Here a topic's new overrides replace the broker's
 copy (``topic_configs``, read per request for ``min.insync.replicas``) and are
 pushed into each local log of the topic (``Log.update_config``: retention,
@@ -26,6 +26,7 @@ from simplekafka.coordination.configs import (
     read_change,
     read_entity_config,
 )
+from simplekafka.coordination.users import USERS, list_users
 from simplekafka.coordination.znodes import ZkPaths
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class ConfigChangeListener:
         # must not wait for the next one.
         for name in (DEFAULT_BROKER, str(self.broker_id)):
             self.call_soon(self.apply, BROKERS, name, read_entity_config(self.zk, BROKERS, name))
+        for user in list_users(self.zk):  # SCRAM credentials (security/credentials.py)
+            self.call_soon(self.apply, USERS, user, read_entity_config(self.zk, USERS, user))
         ChildrenWatch(self.zk, ZkPaths.CONFIG_CHANGES, self._children)
 
     def stop(self) -> None:
@@ -75,7 +78,7 @@ class ConfigChangeListener:
                     if found is None:
                         continue
                     entity_type, name = found
-                    if entity_type not in (TOPICS, BROKERS):
+                    if entity_type not in (TOPICS, BROKERS, USERS):
                         continue
                     config = read_entity_config(self.zk, entity_type, name)
                 except Exception as exc:  # a bad notification must not stop the others
