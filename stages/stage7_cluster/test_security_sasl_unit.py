@@ -292,8 +292,8 @@ def test_failed_login_is_answered_after_a_growing_delay_then_closed():
         assert len(frames(transport.value())) == 1 and not transport.disconnecting
         setup.clock.advance(0.01)
         assert transport.disconnecting
-        handshake, authenticate = answers(transport, (ApiKey.SASL_HANDSHAKE, 1),
-                                          (ApiKey.SASL_AUTHENTICATE, 1))
+        _handshake, authenticate = answers(transport, (ApiKey.SASL_HANDSHAKE, 1),
+                                           (ApiKey.SASL_AUTHENTICATE, 1))
         assert authenticate.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
         assert "alice" not in (authenticate.error_message or "")
         assert len(frames(transport.value())) == 2  # the Metadata behind it: never answered
@@ -314,7 +314,7 @@ def test_delay_is_per_address_and_forgets_after_a_quiet_minute():
 @given(st.lists(st.binary(max_size=64), max_size=6), st.integers(0, 3))
 def test_garbage_before_authentication_never_reaches_a_handler(chunks, cut):
     setup = Setup()
-    connection, transport = setup.connect()
+    connection, _transport = setup.connect()
     stream = request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}) * (cut > 0)
     for chunk in chunks:
         stream += struct.pack(">i", len(chunk)) + chunk if cut != 2 else chunk

@@ -1,4 +1,5 @@
-"""Security: listeners, TLS, SASL and (authorizer.py) ACLs, the way Kafka configures them.
+"""Security on the broker: listeners, TLS and SASL (who a connection is) and the
+authorizer (what that principal may do), the way Kafka configures them.
 
 ==================  ==========================================================
 module              what it does
@@ -12,6 +13,7 @@ module              what it does
 ``credentials``     the SCRAM credentials from ``/config/users``
 ``inter_broker``    a broker's own login to another broker's listener
 ``certs``           a throwaway CA and certificates (``simplekafka certs``)
+``authorizer``      ACLs (``/kafka-acl``), asked by every request handler
 ==================  ==========================================================
 
 The byte-level mechanisms (PLAIN, SCRAM) are sans-I/O in ``simplekafka.protocol.sasl``.
