@@ -180,6 +180,13 @@ _KEYS: list[ConfigKey] = [
               "How long a new group waits for more members before its first rebalance.", 0),
     ConfigKey("producer.id.block.size", _int, 1000,
               "Producer ids a broker reserves from ZooKeeper at a time.", 1),
+    ConfigKey("authorizer.class.name", _str_or_none, None,
+              "kafka.security.authorizer.AclAuthorizer (or SimpleAclAuthorizer) checks every "
+              "request against the ACLs in ZooKeeper; empty: no checks."),
+    ConfigKey("super.users", _str_or_none, None,
+              "Principals allowed everything, separated by ';' (User:admin;User:broker)."),
+    ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
+              "With an authorizer: whether a resource without any ACL is open to everyone."),
 ]
 
 KEYS: dict[str, ConfigKey] = {key.name: key for key in _KEYS}
@@ -289,6 +296,12 @@ class BrokerConfig:
         parse_listener(listeners[0])
         for text in self._values["advertised.listeners"] or []:
             parse_listener(text)
+        from simplekafka.broker.security.authorizer import ACL_AUTHORIZER_NAMES
+
+        authorizer = self._values["authorizer.class.name"]
+        if authorizer and authorizer not in ACL_AUTHORIZER_NAMES:
+            raise ConfigError(f"authorizer.class.name: {authorizer!r} is not supported "
+                              "(use kafka.security.authorizer.AclAuthorizer)")
         if self._values["metrics.listener"]:
             try:
                 self.metrics_listener  # noqa: B018 (parsed to check it)
