@@ -26,6 +26,7 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.configs import DYNAMIC_BROKER_KEYS, ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -45,6 +46,7 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.controller import (
@@ -52,6 +54,7 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
+from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import GroupCoordinator
@@ -61,6 +64,18 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replica_selector import replica_selector
+from simplekafka.broker.replication_quota import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    ReplicationThrottle,
+    ThrottleConfigError,
+    parse_rate,
+)
+from simplekafka.broker.security.acl_changes import AclChangeFollower
+from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
@@ -96,6 +111,8 @@ class KafkaBroker:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.dynamic_config = DynamicBrokerConfig(self.broker_id)
         self.config_changes: ConfigChangeListener | None = None
+        self.authorizer = build_authorizer(config)
+        self.acl_changes: AclChangeFollower | None = None
         self._loops: list[task.LoopingCall] = []
         self._checkpointing: defer.Deferred | None = None
         self._stopping = False
@@ -109,16 +126,24 @@ class KafkaBroker:
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()
         self.metadata_cache.listeners.append(self._metadata_changed)
+        # Replication throttles (replication_quota.py): rates from dynamic broker configs,
+        # throttled replicas from the topic configs.
+        self.leader_throttle = ReplicationThrottle(LEADER_REPLICAS, self.broker_id,
+                                                   self.topic_configs, reactor.seconds)
+        self.follower_throttle = ReplicationThrottle(FOLLOWER_REPLICAS, self.broker_id,
+                                                     self.topic_configs, reactor.seconds)
+        self._apply_throttle_rates()
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
                                    config["replica.fetch.max.bytes"]),
-            self._endpoint_of)
+            self._endpoint_of, self.follower_throttle)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
+        self.replica_manager.leader_throttle = self.leader_throttle
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.apis = self._build_apis()
@@ -135,30 +160,36 @@ class KafkaBroker:
         config, reactor, replicas, cache = (self.config, self.reactor, self.replica_manager,
                                             self.metadata_cache)
         zookeeper = lambda: self.zk  # noqa: E731 (connected after the handlers are built)
+        auth = self.authorizer  # every handler asks this one object
         topics = TopicAdmin(config, cache, reactor, zookeeper, lambda: self.is_controller,
-                            self.log_config)
+                            self.log_config, auth)
         return KafkaApis(
             api_versions=ApiVersionsHandler(),
-            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics),
-            produce=ProduceHandler(replicas),
-            fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
-            list_offsets=ListOffsetsHandler(replicas),
-            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
-            delete_records=DeleteRecordsHandler(replicas),
+            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics, auth),
+            produce=ProduceHandler(replicas, auth),
+            fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
+                               replica_selector(config["replica.selector.class"],
+                                                self._rack_of),
+                               authorizer=auth),
+            list_offsets=ListOffsetsHandler(replicas, auth),
+            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
+            delete_records=DeleteRecordsHandler(replicas, auth),
             init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
-                                                   config["producer.id.block.size"]),
+                                                   config["producer.id.block.size"], auth),
             topics=topics,
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
-                lambda: getattr(self.registration, "epoch", None)),
-            groups=GroupApis(self.group_coordinator),
-            elect_leaders=ElectLeadersHandler(reactor, zookeeper),
-            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
-            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
+                lambda: getattr(self.registration, "epoch", None), auth),
+            groups=GroupApis(self.group_coordinator, auth),
+            elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
+            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
+            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
+            write_txn_markers=WriteTxnMarkersHandler(replicas),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
-                                                      lambda: self.is_controller, topics),
+                                                      lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
-                               lambda: self.dynamic_config.effective()),
+                               lambda: self.dynamic_config.effective(), auth),
+            acls=AclApis(auth, reactor, zookeeper),
         )
 
     @property
@@ -205,6 +236,7 @@ class KafkaBroker:
             self.topic_configs[name] = dict(config)
             topics = {name}
         elif self.dynamic_config.update(name, config):
+            self._apply_throttle_rates()
             dynamic = {DYNAMIC_BROKER_KEYS[k]: v for k, (v, _s) in
                        self.dynamic_config.effective().items() if k in DYNAMIC_BROKER_KEYS}
             try:
@@ -221,6 +253,17 @@ class KafkaBroker:
                 if found is not None:
                     found.update_config(self.log_config_for(topic))
         log.info("config of %s/%s applied: %s", entity_type, name, config)
+
+    def _apply_throttle_rates(self) -> None:
+        """Throttled rates: the dynamic value (own, then cluster default), else the static."""
+        dynamic = self.dynamic_config.effective()
+        for throttle, key in ((self.leader_throttle, LEADER_RATE),
+                              (self.follower_throttle, FOLLOWER_RATE)):
+            value = dynamic[key][0] if key in dynamic else self.config[key]
+            try:
+                throttle.quota.set_rate(parse_rate(value))
+            except ThrottleConfigError as exc:
+                log.warning("%s ignored (%s)", key, exc)
 
     # -- start --------------------------------------------------------------------------
 
@@ -289,12 +332,20 @@ class KafkaBroker:
             self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
             auto_rebalance=self.config["auto.leader.rebalance.enable"],
             imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
-            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
+            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"],
+            auto_reassign=AutoReassignSettings(
+                self.config["auto.reassign.on.membership.change"],
+                self.config["auto.reassign.grace.ms"],
+                self.config["auto.reassign.new.broker.delay.ms"],
+                self.config["auto.reassign.throttle.bytes"]))
         self.election.start()
         self.config_changes = ConfigChangeListener(zk, self.broker_id,
                                                    self.reactor.callFromThread,
                                                    self._config_changed)
         self.config_changes.start()
+        if isinstance(self.authorizer, AclAuthorizer):
+            self.acl_changes = AclChangeFollower(zk, self.authorizer, self.reactor.callFromThread)
+            self.acl_changes.start()
         log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
                  self.config.zookeeper_connect)
 
@@ -305,6 +356,10 @@ class KafkaBroker:
     def _send_on_reactor(self, sends: list) -> None:
         if self.channel is not None and not self._stopping:
             self.channel.send_all(sends)
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        node = self.metadata_cache.brokers.get(broker_id)
+        return node.rack if node is not None else None
 
     def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         if self.controller is not None:
@@ -397,6 +452,8 @@ class KafkaBroker:
         self._stopping = True
         if self.config_changes is not None:
             self.config_changes.stop()
+        if self.acl_changes is not None:
+            self.acl_changes.stop()
         for loop in self._loops:
             if loop.running:
                 loop.stop()

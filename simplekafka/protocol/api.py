@@ -41,6 +41,14 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
@@ -57,6 +65,11 @@ LATEST_TIMESTAMP = -1
 """ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
 MAX_TIMESTAMP = -3
 """ListOffsets' timestamp for "the record with the largest timestamp" (KIP-734, v7)."""
+
+READ_UNCOMMITTED = 0
+"""Fetch and ListOffsets isolation_level: everything below the high watermark."""
+READ_COMMITTED = 1
+"""Fetch and ListOffsets isolation_level: only below the last stable offset (KIP-98)."""
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -82,7 +95,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.DESCRIBE_ACLS: (0, 1),
+    ApiKey.CREATE_ACLS: (0, 1),
+    ApiKey.DELETE_ACLS: (0, 1),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
@@ -116,13 +133,23 @@ def _message(api_key: int, index: int) -> Message:
 
 
 def _schema(api_key: int, version: int, index: int) -> Schema:
+    found = _SCHEMAS.get((api_key, version, index))
+    if found is not None:
+        return found
     message = _message(api_key, index)
     if version not in message.valid:
         raise ProtocolError(
             f"{message.name} has no version {version} (this codec knows {message.valid})",
             expected=f"a version in {message.valid}",
         )
-    return message.schema(version)
+    _SCHEMAS[(api_key, version, index)] = found = message.schema(version)
+    return found
+
+
+# Every request pays two schema lookups and two flexibility checks: remember the
+# answers, keyed by the wire numbers, so they cost one dict probe each.
+_SCHEMAS: dict[tuple[int, int, int], Schema] = {}
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
 
 
 def request_schema(api_key: int, version: int) -> Schema:
@@ -137,7 +164,10 @@ def response_schema(api_key: int, version: int) -> Schema:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether this request/response version uses compact types and tagged fields."""
-    return version in _message(api_key, 0).flexible
+    found = _FLEXIBLE.get((api_key, version))
+    if found is None:
+        _FLEXIBLE[(api_key, version)] = found = version in _message(api_key, 0).flexible
+    return found
 
 
 def known_versions(api_key: int) -> tuple[int, int]:

@@ -810,6 +810,90 @@ CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+"
     ]),
 ])
 
+# --- DescribeAcls (29), CreateAcls (30), DeleteAcls (31) -----------------------------------
+# Enumerations as Kafka's (org.apache.kafka.common.acl / resource): resource_type 2 topic,
+# 3 group, 4 cluster, 5 transactional id; pattern_type 1 any, 2 match, 3 literal,
+# 4 prefixed; operation 2 all, 3 read ... 12 idempotent write; permission_type 2 deny,
+# 3 allow (1 is "any" in filters).
+
+DESCRIBE_ACLS_REQUEST = Message("DescribeAclsRequest", 29, "0-3", "2+", [
+    F("resource_type_filter", "int8"),
+    F("resource_name_filter", "string", nullable="0+"),
+    F("pattern_type_filter", "int8", "1+", default=3),
+    F("principal_filter", "string", nullable="0+"),
+    F("host_filter", "string", nullable="0+"),
+    F("operation", "int8"),
+    F("permission_type", "int8"),
+])
+
+DESCRIBE_ACLS_RESPONSE = Message("DescribeAclsResponse", 29, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+    F("error_message", "string", nullable="0+", default=None),
+    F("resources", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("pattern_type", "int8", "1+", default=3),
+        F("acls", [
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ]),
+    ]),
+])
+
+CREATE_ACLS_REQUEST = Message("CreateAclsRequest", 30, "0-3", "2+", [
+    F("creations", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("resource_pattern_type", "int8", "1+", default=3),
+        F("principal", "string"),
+        F("host", "string"),
+        F("operation", "int8"),
+        F("permission_type", "int8"),
+    ]),
+])
+
+CREATE_ACLS_RESPONSE = Message("CreateAclsResponse", 30, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+    ]),
+])
+
+DELETE_ACLS_REQUEST = Message("DeleteAclsRequest", 31, "0-3", "2+", [
+    F("filters", [
+        F("resource_type_filter", "int8"),
+        F("resource_name_filter", "string", nullable="0+"),
+        F("pattern_type_filter", "int8", "1+", default=3),
+        F("principal_filter", "string", nullable="0+"),
+        F("host_filter", "string", nullable="0+"),
+        F("operation", "int8"),
+        F("permission_type", "int8"),
+    ]),
+])
+
+DELETE_ACLS_RESPONSE = Message("DeleteAclsResponse", 31, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("filter_results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("matching_acls", [
+            F("error_code", "int16"),
+            F("error_message", "string", nullable="0+", default=None),
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("pattern_type", "int8", "1+", default=3),
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ]),
+    ]),
+])
+
 # --- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) -------------------
 
 DESCRIBE_CONFIGS_REQUEST = Message("DescribeConfigsRequest", 32, "0-4", "4+", [
@@ -931,6 +1015,137 @@ OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "
     ]),
 ])
 
+# --- AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28) -------
+# The client-to-coordinator side of transactions (KIP-98); the non-flexible versions, which
+# librdkafka and kafka-python both speak; WriteTxnMarkers (27) is the coordinator-to-leader side
+# (inter-broker, Kafka 3.x's versions).
+
+ADD_PARTITIONS_TO_TXN_REQUEST = Message("AddPartitionsToTxnRequest", 24, "0-2", "3+", [
+    F("v3_and_below_transactional_id", "string", "0-3"),
+    F("v3_and_below_producer_id", "int64", "0-3"),
+    F("v3_and_below_producer_epoch", "int16", "0-3"),
+    F("v3_and_below_topics", [
+        F("name", "string"),
+        F("partitions", "[]int32"),
+    ], "0-3"),
+])
+
+ADD_PARTITIONS_TO_TXN_RESPONSE = Message("AddPartitionsToTxnResponse", 24, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("results_by_topic_v3_and_below", [
+        F("name", "string"),
+        F("results_by_partition", [
+            F("partition_index", "int32"),
+            F("partition_error_code", "int16"),
+        ]),
+    ], "0-3"),
+])
+
+ADD_OFFSETS_TO_TXN_REQUEST = Message("AddOffsetsToTxnRequest", 25, "0-2", "3+", [
+    F("transactional_id", "string"),
+    F("producer_id", "int64"),
+    F("producer_epoch", "int16"),
+    F("group_id", "string"),
+])
+
+ADD_OFFSETS_TO_TXN_RESPONSE = Message("AddOffsetsToTxnResponse", 25, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+])
+
+END_TXN_REQUEST = Message("EndTxnRequest", 26, "0-2", "3+", [
+    F("transactional_id", "string"),
+    F("producer_id", "int64"),
+    F("producer_epoch", "int16"),
+    F("committed", "bool"),
+])
+
+END_TXN_RESPONSE = Message("EndTxnResponse", 26, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+])
+
+WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("transaction_result", "bool"),
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ]),
+        F("coordinator_epoch", "int32"),
+    ]),
+])
+
+WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ]),
+])
+
+TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-2", "3+", [
+    F("transactional_id", "string"),
+    F("group_id", "string"),
+    F("producer_id", "int64"),
+    F("producer_epoch", "int16"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("committed_offset", "int64"),
+            F("committed_leader_epoch", "int32", "2+", default=-1),
+            F("committed_metadata", "string", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
+TXN_OFFSET_COMMIT_RESPONSE = Message("TxnOffsetCommitResponse", 28, "0-2", "3+", [
+    F("throttle_time_ms", "int32"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+        ]),
+    ]),
+])
+
+# --- WriteTxnMarkers (27): transaction coordinator to partition leaders -------------------
+
+WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("transaction_result", "bool"),  # False ABORT, True COMMIT
+        F("topics", [
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ]),
+        F("coordinator_epoch", "int32"),
+    ]),
+])
+
+WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
+    F("markers", [
+        F("producer_id", "int64"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ]),
+])
+
 MESSAGES: dict[int, tuple[Message, Message]] = {
     m[0].api_key: m
     for m in [
@@ -959,11 +1174,20 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
         (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
         (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+        (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
+        (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
+        (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
         (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
         (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+        (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
+        (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
+        (END_TXN_REQUEST, END_TXN_RESPONSE),
+        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+        (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
     ]
 }
 """API key -> (request, response) declarations."""

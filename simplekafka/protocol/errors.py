@@ -82,7 +82,10 @@ class ErrorCode(enum.IntEnum):
     INVALID_PRODUCER_ID_MAPPING = (49, False)
     INVALID_TRANSACTION_TIMEOUT = (50, False)
     CONCURRENT_TRANSACTIONS = (51, True)
+    TRANSACTION_COORDINATOR_FENCED = (52, False)
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = (53, False)
+    SECURITY_DISABLED = (54, False)
+    OPERATION_NOT_ATTEMPTED = (55, False)
     KAFKA_STORAGE_ERROR = (56, True)
     LOG_DIR_NOT_FOUND = (57, False)
     UNKNOWN_PRODUCER_ID = (59, False)
@@ -107,6 +110,7 @@ class ErrorCode(enum.IntEnum):
     NO_REASSIGNMENT_IN_PROGRESS = (85, False)
     UNSTABLE_OFFSET_COMMIT = (88, True)
     INVALID_RECORD = (87, False)
+    PRODUCER_FENCED = (90, False)
 
     @classmethod
     def of(cls, code: int) -> ErrorCode:

@@ -90,10 +90,8 @@ def decode_request_header(payload: Buffer) -> tuple[RequestHeader, int]:
             offset=len(payload),
             expected="int16 api_key, int16 api_version, int32 correlation_id",
         )
-    api_key, pos = p.read_int16(payload, 0)
-    api_version, pos = p.read_int16(payload, pos)
-    correlation_id, pos = p.read_int32(payload, pos)
-    client_id, pos = p.read_string(payload, pos, nullable=True)
+    api_key, api_version, correlation_id = _FIRST_THREE.unpack_from(payload, 0)
+    client_id, pos = p.read_string(payload, 8, nullable=True)
     if request_header_version(api_key, api_version) >= 2:
         _, pos = p.read_tagged_fields(payload, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos

@@ -52,11 +52,14 @@ from simplekafka.protocol.records_fast import MIN_RUN, ZIGZAG
 from simplekafka.protocol.records_fast import decode_run as _decode_run
 
 __all__ = [
+    "ControlMarker",
     "Record",
     "RecordBatch",
     "build_batch",
+    "build_end_txn_marker",
     "parse_batch",
     "parse_batches",
+    "parse_control_marker",
     "rebuild_batch",
 ]
 
@@ -667,3 +670,59 @@ def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
             break
         batches.append(parse_batch(buf, pos))
     return batches
+
+
+# ---------------------------------------------------------------- control records
+#
+# A transaction ends with a control batch that the partition leader writes
+# (never a client): attributes have the control (0x20) and transactional (0x10)
+# bits, producerId and producerEpoch are the transaction's, baseSequence is -1,
+# and it holds one record whose key and value are Kafka's control formats:
+#
+#     key    int16 version (0)   int16 type (0 ABORT, 1 COMMIT)
+#     value  int16 version (0)   int32 coordinatorEpoch      (EndTransactionMarker)
+
+CONTROL_TYPE_ABORT = 0
+CONTROL_TYPE_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")
+
+
+class ControlMarker(NamedTuple):
+    """What an end-of-transaction control record says."""
+
+    commit: bool
+    coordinator_epoch: int
+    version: int = 0
+
+
+def build_end_txn_marker(producer_id: int, producer_epoch: int, commit: bool,
+                         coordinator_epoch: int, timestamp: int | None = None,
+                         base_offset: int = 0, partition_leader_epoch: int = -1) -> bytes:
+    """The control batch that commits or aborts ``producer_id``'s transaction on a partition."""
+    key = _CONTROL_KEY.pack(0, CONTROL_TYPE_COMMIT if commit else CONTROL_TYPE_ABORT)
+    value = _END_TXN_VALUE.pack(0, coordinator_epoch)
+    return build_batch([Record(timestamp=timestamp, key=key, value=value)],
+                       base_offset=base_offset, producer_id=producer_id,
+                       producer_epoch=producer_epoch, base_sequence=-1,
+                       partition_leader_epoch=partition_leader_epoch,
+                       is_transactional=True, is_control=True)
+
+
+def parse_control_marker(record: Record) -> ControlMarker | None:
+    """The marker in a control batch's record; None for a control type that is not one
+    (Kafka reserves other types, and readers skip what they do not know)."""
+    key = record.key
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise CorruptBatchError("control record key shorter than 4 bytes",
+                                ErrorCode.CORRUPT_MESSAGE, expected="int16 version, int16 type")
+    _version, kind = _CONTROL_KEY.unpack_from(key)
+    if kind not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        return None
+    value = record.value
+    if value is None or len(value) < _END_TXN_VALUE.size:
+        raise CorruptBatchError("end transaction marker value shorter than 6 bytes",
+                                ErrorCode.CORRUPT_MESSAGE,
+                                expected="int16 version, int32 coordinator epoch")
+    version, coordinator_epoch = _END_TXN_VALUE.unpack_from(value)
+    return ControlMarker(kind == CONTROL_TYPE_COMMIT, coordinator_epoch, version)

@@ -396,6 +396,9 @@ class Cleaner:
             if pending:
                 cleaned.append(pending, pending_bytes, pending_batches)
                 stats.bytes_written += pending_bytes
+            for segment, _ in group:  # aborted transactions stay known: their batches stay
+                for entry in segment.txn_index.entries:
+                    cleaned.txn_index.append(entry)
             cleaned.make_inactive()  # final time index entry, fsync, trimmed indexes
         finally:
             cleaned.close(clean=False)

@@ -50,6 +50,7 @@ from simplekafka.storage.segment import (
     Buffer,
     LogSegment,
 )
+from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 logger = logging.getLogger(__name__)
 
@@ -465,6 +466,30 @@ class Log:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    # -- aborted transactions ------------------------------------------------------
+    def append_aborted_txn(self, entry: AbortedTxn) -> None:
+        """Record an aborted transaction in the index of the segment holding its marker."""
+        self._check_open()
+        number = max(bisect.bisect_right(self._bases, entry.last_offset) - 1, 0)
+        self._segments[number].txn_index.append(entry)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), oldest marker first.
+
+        Kafka's ``collectAbortedTransactions``: an abort whose marker is at or
+        after ``fetch_offset`` is in the segment holding ``fetch_offset`` or a
+        later one, so the search starts there.
+        """
+        self._check_open()
+        found: list[AbortedTxn] = []
+        first = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        for segment in self._segments[first:]:
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found += entries
+            if complete:
+                break
+        return found
+
     def find_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """The first record with a timestamp >= ``timestamp``: (its timestamp, its offset).
 
@@ -764,7 +789,7 @@ def _discard_suffix(directory: Path, base_offset: int, suffix: str) -> None:
 def _rename_group(directory: Path, base: int, old_suffix: str, new_suffix: str) -> None:
     """Rename a group's files from one suffix to another, the ``.log`` last (it marks the
     step done). The group file has no final name: it is only renamed to ``.swap``."""
-    suffixes = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX]
+    suffixes = [TXN_INDEX_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX]
     if new_suffix:
         suffixes.insert(0, GROUP_SUFFIX)
     for suffix in suffixes:
@@ -794,9 +819,14 @@ def _complete_swaps(directory: Path) -> None:
             old = [int(line) for line in group.read_text().split()]
         except (OSError, ValueError):
             old = [base]  # the group file is renamed before the .log: not expected
+        txn_swap = directory / f"{base:020d}{TXN_INDEX_SUFFIX}{SWAP_SUFFIX}"
         for old_base in {*old, base}:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                if suffix == TXN_INDEX_SUFFIX and old_base == base and not txn_swap.exists():
+                    continue  # already renamed: the old one was deleted before
                 (directory / f"{old_base:020d}{suffix}").unlink(missing_ok=True)
+        if txn_swap.exists():  # the offset and time indexes are rebuilt; this one cannot be
+            os.replace(txn_swap, directory / f"{base:020d}{TXN_INDEX_SUFFIX}")
         os.replace(log_swap, directory / f"{base:020d}{LOG_SUFFIX}")
         logger.warning("%s: finished the interrupted swap of a cleaned segment at offset %d "
                        "(replacing %d segments)", directory, base, len(old))
@@ -818,7 +848,7 @@ def _clean_directory(directory: Path) -> list[int]:
         if match:
             bases.append(int(match[1]))
     logs = set(bases)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for path in directory.glob(f"*{suffix}"):
             stem = path.name[: -len(suffix)]
             if not (stem.isdigit() and int(stem) in logs):
@@ -828,7 +858,7 @@ def _clean_directory(directory: Path) -> list[int]:
 
 def _delete_segments_from(directory: Path, bases: list[int]) -> None:
     for base in bases:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
 
 

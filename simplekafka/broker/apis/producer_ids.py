@@ -5,6 +5,10 @@ Like ZooKeeper-mode Kafka, brokers reserve blocks of ids in
 get the same block) and hand them out one by one; a block is fetched from
 ZooKeeper on a worker thread only when the current one runs out. Transactions
 are not supported: a transactional id gets an error.
+
+With an authorizer, an idempotent producer needs IdempotentWrite on the
+cluster or Write on some topic (Kafka 2.8+), else CLUSTER_AUTHORIZATION_FAILED;
+a transactional one needs Write on its transactional id.
 """
 
 from __future__ import annotations
@@ -16,9 +20,16 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.apis.transactions import TRANSACTIONS_REFUSED
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -53,7 +64,8 @@ class InitProducerIdHandler:
     """ApiKey.INIT_PRODUCER_ID: the next id of this broker's reserved block."""
 
     def __init__(self, zookeeper: ZooKeeperHandle, reactor: Reactor, broker_id: int,
-                 block_size: int):
+                 block_size: int, authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.zookeeper = zookeeper
         self.reactor = reactor
         self.broker_id = broker_id
@@ -63,6 +75,9 @@ class InitProducerIdHandler:
         self._refill: defer.Deferred | None = None
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id)
+        if refused is not None:
+            return self._answer(refused)
         if request.transactional_id is not None:
             log.info("InitProducerId with transactional id %r refused: no transactions",
                      request.transactional_id)
@@ -86,6 +101,20 @@ class InitProducerIdHandler:
         self._refill.addBoth(wake)
         return waiter.addCallback(lambda _: self._take() if self._next <= self._end
                                   else self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+
+    def _refused(self, context: RequestContext, transactional_id: str | None
+                 ) -> ErrorCode | None:
+        authorizer = self.authorizer
+        if transactional_id is not None:
+            if authorizer.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                    transactional_id):
+                return None
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if (authorizer.authorize(context, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER,
+                                 CLUSTER_NAME)
+                or authorizer.authorize_any(context, AclOperation.WRITE, ResourceType.TOPIC)):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     def _refilled(self, result: Any) -> None:
         self._refill = None
