@@ -268,3 +268,18 @@ def test_a_transactional_batch_without_sequence_opens_a_transaction_too(tmp_path
     assert p.last_stable_offset == 0
     append(p, marker(10, commit=True), internal=True)  # 1
     assert p.last_stable_offset == 2
+
+
+def test_dump_log_shows_transactions_markers_and_the_txnindex(tmp_path, capsys):
+    from simplekafka.cli import main
+
+    p = open_partition(tmp_path / "t-0")
+    _transactional_log(p)
+    p.log.close()
+    assert main(["dump-log", str(tmp_path / "t-0")]) == 0
+    out = capsys.readouterr().out
+    assert "producer 10 epoch 0, transactional" in out
+    assert "producer 10 epoch 0: ABORT marker, coordinator epoch 0" in out
+    assert "1 aborted transactions" in out
+    assert "producer 10: offsets 0..3 aborted, last stable offset 2" in out
+    assert out.index(".log") < out.index(".txnindex")
