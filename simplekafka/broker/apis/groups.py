@@ -13,10 +13,6 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.transactions import (
-    COORDINATOR_KEY_TRANSACTION,
-    refuse_transaction_coordinator,
-)
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import (
     CommitResult,
@@ -29,6 +25,7 @@ from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node
 
+COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator's key type for a transactional id
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for" (INT32_MIN)
 
 
@@ -41,8 +38,10 @@ def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.De
 class GroupApis:
     """The group requests' handlers, over one GroupCoordinator."""
 
-    def __init__(self, coordinator: GroupCoordinator):
+    def __init__(self, coordinator: GroupCoordinator,
+                 find_transaction_coordinator: Callable[[RequestContext, Any], dict]):
         self.coordinator = coordinator
+        self.find_transaction_coordinator = find_transaction_coordinator  # key type 1
 
     def register(self, dispatcher: Any) -> None:
         for key, handler in [
@@ -61,7 +60,7 @@ class GroupApis:
 
     def find_coordinator(self, context: RequestContext, request: Any) -> dict:
         if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION:
-            return refuse_transaction_coordinator()
+            return self.find_transaction_coordinator(context, request)
         code, node = self.coordinator.find_coordinator(context, request)
         return _find_coordinator_answer(code, node)
 
