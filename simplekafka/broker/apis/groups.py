@@ -39,7 +39,8 @@ class GroupApis:
     """The group requests' handlers, over one GroupCoordinator."""
 
     def __init__(self, coordinator: GroupCoordinator,
-                 find_transaction_coordinator: Callable[[RequestContext, Any], dict]):
+                 find_transaction_coordinator: Callable[[RequestContext, Any], dict]
+                 | None = None):
         self.coordinator = coordinator
         self.find_transaction_coordinator = find_transaction_coordinator  # key type 1
 
@@ -59,7 +60,8 @@ class GroupApis:
             dispatcher.register(key, handler)
 
     def find_coordinator(self, context: RequestContext, request: Any) -> dict:
-        if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION:
+        if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION \
+                and self.find_transaction_coordinator is not None:
             return self.find_transaction_coordinator(context, request)
         code, node = self.coordinator.find_coordinator(context, request)
         return _find_coordinator_answer(code, node)
