@@ -46,6 +46,7 @@ from simplekafka.broker.apis.reassignments import (
 )
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transactions import TransactionApis
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.controller import (
@@ -62,6 +63,16 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replica_selector import replica_selector
+from simplekafka.broker.replication_quota import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    ReplicationThrottle,
+    ThrottleConfigError,
+    parse_rate,
+)
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
@@ -112,16 +123,24 @@ class KafkaBroker:
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()
         self.metadata_cache.listeners.append(self._metadata_changed)
+        # Replication throttles (replication_quota.py): rates from dynamic broker configs,
+        # throttled replicas from the topic configs.
+        self.leader_throttle = ReplicationThrottle(LEADER_REPLICAS, self.broker_id,
+                                                   self.topic_configs, reactor.seconds)
+        self.follower_throttle = ReplicationThrottle(FOLLOWER_REPLICAS, self.broker_id,
+                                                     self.topic_configs, reactor.seconds)
+        self._apply_throttle_rates()
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
                                    config["replica.fetch.max.bytes"]),
-            self._endpoint_of)
+            self._endpoint_of, self.follower_throttle)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
+        self.replica_manager.leader_throttle = self.leader_throttle
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.producer_ids = ProducerIdManager(lambda: self.zk, reactor, self.broker_id,
@@ -156,7 +175,9 @@ class KafkaBroker:
             api_versions=ApiVersionsHandler(),
             metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics),
             produce=ProduceHandler(replicas),
-            fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
+            fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
+                               replica_selector(config["replica.selector.class"],
+                                                self._rack_of)),
             list_offsets=ListOffsetsHandler(replicas),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
             delete_records=DeleteRecordsHandler(replicas),
@@ -171,6 +192,8 @@ class KafkaBroker:
             elect_leaders=ElectLeadersHandler(reactor, zookeeper),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
+            write_txn_markers=WriteTxnMarkersHandler(
+                replicas, on_written=self.group_coordinator.complete_transaction_markers),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
@@ -221,6 +244,7 @@ class KafkaBroker:
             self.topic_configs[name] = dict(config)
             topics = {name}
         elif self.dynamic_config.update(name, config):
+            self._apply_throttle_rates()
             dynamic = {DYNAMIC_BROKER_KEYS[k]: v for k, (v, _s) in
                        self.dynamic_config.effective().items() if k in DYNAMIC_BROKER_KEYS}
             try:
@@ -237,6 +261,17 @@ class KafkaBroker:
                 if found is not None:
                     found.update_config(self.log_config_for(topic))
         log.info("config of %s/%s applied: %s", entity_type, name, config)
+
+    def _apply_throttle_rates(self) -> None:
+        """Throttled rates: the dynamic value (own, then cluster default), else the static."""
+        dynamic = self.dynamic_config.effective()
+        for throttle, key in ((self.leader_throttle, LEADER_RATE),
+                              (self.follower_throttle, FOLLOWER_RATE)):
+            value = dynamic[key][0] if key in dynamic else self.config[key]
+            try:
+                throttle.quota.set_rate(parse_rate(value))
+            except ThrottleConfigError as exc:
+                log.warning("%s ignored (%s)", key, exc)
 
     # -- start --------------------------------------------------------------------------
 
@@ -321,6 +356,10 @@ class KafkaBroker:
     def _send_on_reactor(self, sends: list) -> None:
         if self.channel is not None and not self._stopping:
             self.channel.send_all(sends)
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        node = self.metadata_cache.brokers.get(broker_id)
+        return node.rack if node is not None else None
 
     def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         if self.controller is not None:

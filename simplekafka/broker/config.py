@@ -57,6 +57,15 @@ def _str_or_none(text: str) -> str | None:
     return text or None
 
 
+def _replica_selector(text: str) -> str | None:
+    from simplekafka.broker.replica_selector import KNOWN_SELECTORS
+
+    name = _str_or_none(text)
+    if name is not None and name not in KNOWN_SELECTORS:
+        raise ValueError(f"expected one of {', '.join(KNOWN_SELECTORS)}")
+    return name
+
+
 def _float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -142,6 +151,24 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("leader.imbalance.per.broker.percentage", _int, 10,
               "Share of a broker's preferred partitions led elsewhere that triggers a "
               "preferred leader election.", 0),
+    ConfigKey("leader.replication.throttled.rate", _int, 2**63 - 1,
+              "Bytes/s a leader sends to the throttled replicas of its topics "
+              "(leader.replication.throttled.replicas); dynamic.", 1),
+    ConfigKey("follower.replication.throttled.rate", _int, 2**63 - 1,
+              "Bytes/s a follower fetches for its throttled replicas "
+              "(follower.replication.throttled.replicas); dynamic.", 1),
+    ConfigKey("auto.reassign.on.membership.change", _bool, False,
+              "The controller moves replicas off brokers gone for auto.reassign.grace.ms "
+              "and onto brokers up for auto.reassign.new.broker.delay.ms."),
+    ConfigKey("auto.reassign.grace.ms", _int, 600000,
+              "How long a broker may be gone before automatic mode moves its replicas.", 0),
+    ConfigKey("auto.reassign.new.broker.delay.ms", _int, 300000,
+              "How long a new broker must be up before automatic mode moves replicas to it.", 0),
+    ConfigKey("auto.reassign.throttle.bytes", _int, 10485760,
+              "The replication throttle (bytes/s) of an automatic reassignment.", 1),
+    ConfigKey("replica.selector.class", _replica_selector, None,
+              "org.apache.kafka.common.replica.RackAwareReplicaSelector lets consumers "
+              "with client.rack read from a replica in their rack (KIP-392)."),
     ConfigKey("offsets.topic.num.partitions", _int, 10, "Partitions of __consumer_offsets.", 1),
     ConfigKey("offsets.topic.replication.factor", _int, 3,
               "Replication factor of __consumer_offsets (capped by the live brokers).", 1),

@@ -28,6 +28,7 @@ from twisted.internet import defer
 
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.replication_quota import ReplicationThrottle
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 from simplekafka.protocol.structs import TopicPartition
 
@@ -107,6 +108,8 @@ class ReplicaManager:
         # min.insync.replicas of a topic (its override, else the broker's); 1 if not told.
         self.min_insync_for = min_insync_for or (lambda topic: 1)
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
+        # What this broker sends to throttled followers (replication_quota.py); None: no cap.
+        self.leader_throttle: ReplicationThrottle | None = None
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
@@ -139,6 +142,14 @@ class ReplicaManager:
         if self.metadata_cache.partition(topic, partition) is not None or local is not None:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def readable_partition(self, topic: str, partition: int) -> Partition:
+        """The local replica of topic-partition a consumer may read from any replica
+        (Fetch v11+, KIP-392): the leader or a follower; else the KafkaError to answer."""
+        local = self.partitions.get((topic, partition))
+        if local is not None and (local.is_leader or local.leader_id >= 0):
+            return local
+        return self.leader_partition(topic, partition)
 
     # -- DeleteRecords ------------------------------------------------------------------
 
@@ -214,7 +225,7 @@ class ReplicaManager:
             # batch; socket.request.max.bytes bounds the whole frame, in the server.
             max_batch_bytes = partition.log.config.max_message_bytes
             result = partition.append_as_leader(records, acks, min_insync, max_batch_bytes,
-                                                api_version)
+                                                api_version, internal=internal)
         except Exception as exc:
             code = error_code_of(exc)
             if code is None:  # not an error Kafka has a code for: a bug or a disk failure

@@ -63,6 +63,11 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 """ListOffsets' timestamp for "the record with the largest timestamp" (KIP-734, v7)."""
 
+READ_UNCOMMITTED = 0
+"""Fetch and ListOffsets isolation_level: everything below the high watermark."""
+READ_COMMITTED = 1
+"""Fetch and ListOffsets isolation_level: only below the last stable offset (KIP-98)."""
+
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
@@ -87,6 +92,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
     ApiKey.ALTER_CONFIGS: (0, 1),

@@ -26,11 +26,13 @@ from simplekafka.storage.log import (
 )
 from simplekafka.storage.manager import CLEAN_SHUTDOWN_MARKER, LogManager
 from simplekafka.storage.segment import LogSegment
+from simplekafka.storage.txn_index import AbortedTxn, TransactionIndex
 
 __all__ = [
     "CLEAN_SHUTDOWN_MARKER",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "AbortedTxn",
     "AppendInfo",
     "CheckpointError",
     "EpochEntry",
@@ -46,5 +48,6 @@ __all__ = [
     "StorageError",
     "TimeIndex",
     "TimestampOffset",
+    "TransactionIndex",
     "UnexpectedAppendOffsetError",
 ]

@@ -49,6 +49,7 @@ from simplekafka.storage.segment import (
     Buffer,
     LogSegment,
 )
+from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 logger = logging.getLogger(__name__)
 
@@ -454,6 +455,30 @@ class Log:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    # -- aborted transactions ------------------------------------------------------
+    def append_aborted_txn(self, entry: AbortedTxn) -> None:
+        """Record an aborted transaction in the index of the segment holding its marker."""
+        self._check_open()
+        number = max(bisect.bisect_right(self._bases, entry.last_offset) - 1, 0)
+        self._segments[number].txn_index.append(entry)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), oldest marker first.
+
+        Kafka's ``collectAbortedTransactions``: an abort whose marker is at or
+        after ``fetch_offset`` is in the segment holding ``fetch_offset`` or a
+        later one, so the search starts there.
+        """
+        self._check_open()
+        found: list[AbortedTxn] = []
+        first = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        for segment in self._segments[first:]:
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found += entries
+            if complete:
+                break
+        return found
+
     def find_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """The first record with a timestamp >= ``timestamp``: (its timestamp, its offset).
 
@@ -684,7 +709,7 @@ def _clean_directory(directory: Path) -> list[int]:
         if match:
             bases.append(int(match[1]))
     logs = set(bases)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for path in directory.glob(f"*{suffix}"):
             stem = path.name[: -len(suffix)]
             if not (stem.isdigit() and int(stem) in logs):
@@ -694,7 +719,7 @@ def _clean_directory(directory: Path) -> list[int]:
 
 def _delete_segments_from(directory: Path, bases: list[int]) -> None:
     for base in bases:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
 
 

@@ -6,6 +6,7 @@ as 20 digits so that file names sort like offsets::
     00000000000000000000.log        batches, exactly as the leader stored them
     00000000000000000000.index      last offset of a batch -> its position in .log
     00000000000000000000.timeindex  max timestamp so far -> offset
+    00000000000000000000.txnindex   aborted transactions whose markers are here (if any)
 
 Only the last segment of a log (the active one) is appended to. The segment
 never looks inside a batch beyond its 61-byte header.
@@ -29,6 +30,7 @@ from simplekafka.protocol.errors import CorruptBatchError
 from simplekafka.storage.config import LogConfig
 from simplekafka.storage.errors import StorageError
 from simplekafka.storage.index import OffsetIndex, TimeIndex
+from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -66,6 +68,7 @@ class LogSegment:
         self.size = os.fstat(self._fd).st_size
         self.offset_index = OffsetIndex(index_path, base_offset, config.max_index_size, active)
         self.time_index = TimeIndex(time_index_path, base_offset, config.max_index_size, active)
+        self.txn_index = TransactionIndex(segment_file(directory, base_offset, TXN_INDEX_SUFFIX))
         self.active = active
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -149,6 +152,7 @@ class LogSegment:
         if truncated:
             os.ftruncate(self._fd, position)
             self.size = position
+        self.txn_index.truncate_to(self.next_offset)
         if not was_active:
             self.offset_index.trim()
             self.time_index.trim()
@@ -294,6 +298,7 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self._load_tail_state()
         return removed
 
@@ -318,6 +323,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self, clean: bool = True) -> None:
         """Close the files; a clean close of the active segment finishes and trims its indexes."""
@@ -334,10 +340,11 @@ class LogSegment:
         self._fd = -1
 
     def delete(self) -> None:
-        """Close and remove the segment's three files."""
+        """Close and remove the segment's files."""
         self.close(clean=False)
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return (f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "

@@ -22,6 +22,7 @@ Alter/ListPartitionReassignments            ``apis.reassignments``
 CreatePartitions                            ``apis.partitions``
 DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
+WriteTxnMarkers                             ``apis.txn_markers``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 ==========================================  ==============================
 """
@@ -51,6 +52,7 @@ from simplekafka.broker.apis.reassignments import (
 )
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transactions import TransactionApis
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.protocol.api import ApiKey
 
 
@@ -75,6 +77,7 @@ class KafkaApis:
     alter_reassignments: AlterPartitionReassignmentsHandler
     list_reassignments: ListPartitionReassignmentsHandler
     transactions: TransactionApis
+    write_txn_markers: WriteTxnMarkersHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -86,6 +89,7 @@ class KafkaApis:
         register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
         register(ApiKey.DELETE_RECORDS, self.delete_records)
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
+        register(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers)
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)

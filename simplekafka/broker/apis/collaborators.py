@@ -74,6 +74,8 @@ class FetchSource(Leaders, Protocol):
 
     def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None: ...
 
+    def readable_partition(self, topic: str, partition: int) -> Partition: ...
+
 
 class TopicCreator(Protocol):
     """Metadata's auto-creation of an unknown topic (``TopicAdmin``)."""

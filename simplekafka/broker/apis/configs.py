@@ -28,6 +28,13 @@ from simplekafka.broker.apis.topics import TOPIC_CONFIG_KEYS, _bad_config_value
 from simplekafka.broker.config import KEYS as BROKER_KEYS
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.replication_quota import (
+    FOLLOWER_REPLICAS,
+    LEADER_REPLICAS,
+    RATE_KEYS,
+    ThrottleConfigError,
+    parse_rate,
+)
 from simplekafka.coordination.configs import (
     BROKERS,
     DEFAULT_BROKER,
@@ -70,12 +77,16 @@ DYNAMIC_BROKER_KEYS: dict[str, str] = {
     "log.message.timestamp.type": "message.timestamp.type",
 }
 
+# Broker keys changed at run time that are no log default (replication_quota.py).
+DYNAMIC_BROKER_ONLY_KEYS = frozenset(RATE_KEYS)
+
 # Topic keys the broker has no setting of its own for: Kafka's defaults.
 _FIXED_TOPIC_DEFAULTS = {
     "cleanup.policy": "delete", "compression.type": "producer",
     "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
     "min.cleanable.dirty.ratio": "0.5",
     "preallocate": "false", "message.format.version": "3.0-IV1",
+    LEADER_REPLICAS: "", FOLLOWER_REPLICAS: "",
 }
 _SYNONYMS = {
     "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -222,7 +233,8 @@ class ConfigApis:
                 if key in dynamic:
                     value, source = dynamic[key]
                     chain.insert(0, (key, value, source))
-                entries.append(entry(key, value, source, key not in DYNAMIC_BROKER_KEYS, chain))
+                entries.append(entry(key, value, source, key not in DYNAMIC_BROKER_KEYS
+                                     and key not in DYNAMIC_BROKER_ONLY_KEYS, chain))
             return defer.succeed(answer(ErrorCode.NONE, None, entries))
 
         return defer.succeed(answer(ErrorCode.INVALID_REQUEST,
@@ -332,14 +344,21 @@ class ConfigApis:
             if problem:
                 raise KafkaError(problem, error_code=ErrorCode.INVALID_CONFIG)
             return
-        fixed = sorted(k for k in config if k not in DYNAMIC_BROKER_KEYS)
+        fixed = sorted(k for k in config
+                       if k not in DYNAMIC_BROKER_KEYS and k not in DYNAMIC_BROKER_ONLY_KEYS)
         if fixed:
             known = fixed[0] in BROKER_KEYS
             raise KafkaError(
                 f"{fixed[0]} cannot be changed at run time" if known
                 else f"unknown broker config {fixed[0]!r}",
                 error_code=ErrorCode.INVALID_REQUEST if known else ErrorCode.INVALID_CONFIG)
-        as_topic = {DYNAMIC_BROKER_KEYS[k]: v for k, v in config.items()}
+        for key in DYNAMIC_BROKER_ONLY_KEYS & set(config):
+            try:
+                parse_rate(config[key])
+            except ThrottleConfigError as exc:
+                raise KafkaError(f"{key}: {exc}", error_code=ErrorCode.INVALID_CONFIG) from None
+        as_topic = {DYNAMIC_BROKER_KEYS[k]: v for k, v in config.items()
+                    if k in DYNAMIC_BROKER_KEYS}
         problem = _bad_config_value(as_topic, None)
         if problem:
             raise KafkaError(problem, error_code=ErrorCode.INVALID_CONFIG)

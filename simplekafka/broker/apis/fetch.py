@@ -11,6 +11,11 @@ When there is less than ``min_bytes`` to return, the fetch waits: it listens on
 its partitions and is re-read when any of them gets an append, or answered as
 it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
 within milliseconds of its produce without busy polling.
+
+A read_committed consumer (isolation_level 1) reads only below the last
+stable offset, and gets, with the records, the aborted transactions that
+overlap them (from ``.txnindex``), so it can drop their records; every
+answer carries the LSO in ``last_stable_offset``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.replica_selector import RackAwareReplicaSelector
+from simplekafka.protocol.api import READ_COMMITTED
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -30,10 +37,12 @@ log = logging.getLogger(__name__)
 class FetchHandler:
     """ApiKey.FETCH: see the module docstring."""
 
-    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag):
+    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag,
+                 selector: RackAwareReplicaSelector | None = None):
         self.replicas = replicas
         self.reactor = reactor
         self.is_stopping = is_stopping  # true once the broker shuts down
+        self.selector = selector  # replica.selector.class (KIP-392); None: leaders serve
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
@@ -50,6 +59,15 @@ class FetchHandler:
         has_error = False
         responses = []
         replicas = self.replicas
+        read_committed = request.isolation_level == READ_COMMITTED and request.replica_id < 0
+        # Replication throttle (replication_quota.py): only for followers' fetches.
+        throttle = getattr(replicas, "leader_throttle", None) if request.replica_id >= 0 \
+            else None
+        # Fetch v11+ from a consumer (it has a rack_id, maybe empty) may be served by any
+        # replica, and the leader may point it to one in its rack (replica_selector.py).
+        client_rack = getattr(request, "rack_id", None) if request.replica_id < 0 else None
+        any_replica = client_rack is not None
+        selector = self.selector if client_rack else None
         for topic in request.topics:
             partitions = []
             for wanted in topic.partitions:
@@ -58,20 +76,51 @@ class FetchHandler:
                           "log_start_offset": -1, "aborted_transactions": [],
                           "preferred_read_replica": -1, "records": b""}
                 try:
-                    partition = replicas.leader_partition(topic.topic, wanted.partition)
+                    if any_replica:
+                        partition = replicas.readable_partition(topic.topic, wanted.partition)
+                    else:
+                        partition = replicas.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
+                    preferred = -1
+                    if selector is not None and partition.is_leader:
+                        preferred = selector.preferred_read_replica(
+                            partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
-                    if limit > 0 or total == 0:
+                    in_sync = request.replica_id in partition.isr
+                    if throttle is not None and throttle.holds_back(topic.topic,
+                                                                    wanted.partition, in_sync):
+                        # A moving replica over its rate: nothing this time, but its
+                        # position still counts (it is where its log ends).
+                        partition.record_follower_fetch(
+                            request.replica_id, wanted.fetch_offset,
+                            log_start=getattr(wanted, "log_start_offset", -1))
+                        records = b""
+                    elif preferred >= 0:
+                        # Read elsewhere (KIP-392): no records, the consumer moves there.
+                        answer["preferred_read_replica"] = preferred
+                        records = b""
+                        has_error = True  # answer now rather than park the fetch
+                    elif limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
                                                  request.replica_id,
-                                                 getattr(wanted, "log_start_offset", -1))
+                                                 getattr(wanted, "log_start_offset", -1),
+                                                 leader_only=not any_replica,
+                                                 read_committed=read_committed)
                         if request.replica_id >= 0:
                             replicas.maybe_expand_isr(partition, request.replica_id)
+                            if throttle is not None:
+                                throttle.record(topic.topic, wanted.partition, in_sync,
+                                                len(records))
                     else:
                         records = b""
                     answer["records"] = records
                     answer["high_watermark"] = partition.high_watermark
-                    answer["last_stable_offset"] = partition.high_watermark
+                    answer["last_stable_offset"] = partition.last_stable_offset
+                    if read_committed:
+                        answer["aborted_transactions"] = [
+                            {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                            for txn in partition.aborted_transactions(wanted.fetch_offset,
+                                                                      records)]
                     answer["log_start_offset"] = partition.log_start_offset
                     total += len(records)
                     remaining -= len(records)
@@ -116,6 +165,7 @@ class _DelayedFetch:
         self.offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
                         for topic in request.topics for wanted in topic.partitions}
         self.is_follower = request.replica_id >= 0
+        self.read_committed = request.isolation_level == READ_COMMITTED
 
     def start(self) -> defer.Deferred:
         for partition in self.partitions:
@@ -128,10 +178,16 @@ class _DelayedFetch:
     def on_append(self, partition: Any) -> None:
         if self.result.called:
             return
+        throttle = getattr(self.handler.replicas, "leader_throttle", None) \
+            if self.is_follower else None
+        if throttle is not None and throttle.holds_back(
+                partition.topic, partition.index, self.request.replica_id in partition.isr):
+            return  # nothing would be sent to this follower now: keep waiting
         if self.request.min_bytes <= 1:
             # Any visible byte will do: answer as soon as this partition has some past the
             # fetch offset, without re-reading every partition of the request on each append.
             visible_end = partition.log_end_offset if self.is_follower \
+                else partition.last_stable_offset if self.read_committed \
                 else partition.high_watermark
             if visible_end > self.offsets.get((partition.topic, partition.index), visible_end):
                 self.complete()

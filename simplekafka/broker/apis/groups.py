@@ -80,10 +80,10 @@ class GroupApis:
         result = self.coordinator.leave_group(context, request)
         top = result.error_code
         if context.api_version < 3 and result.members:
-            top = result.members[0][1]  # one member, no per-member answers before v3
+            top = result.members[0][2]  # one member, no per-member answers before v3
         return {"throttle_time_ms": 0, "error_code": top, "members": [
-            {"member_id": member_id, "group_instance_id": None, "error_code": code}
-            for member_id, code in result.members]}
+            {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
+            for member_id, instance_id, code in result.members]}
 
     def offset_commit(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         return _now_or_later(self.coordinator.offset_commit(context, request), _commit_answer)

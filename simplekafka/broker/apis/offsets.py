@@ -1,7 +1,8 @@
 """ListOffsets, OffsetForLeaderEpoch, DeleteRecords: where a partition starts and ends.
 
 ListOffsets answers the earliest offset (timestamp -2), the latest one a
-consumer may read (-1, the high watermark) or the first offset whose record
+consumer may read (-1, the high watermark; the last stable offset for a
+read_committed consumer, isolation level 1) or the first offset whose record
 timestamp is at or after a given time, or (-3, KIP-734) the first record with
 the largest timestamp. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
@@ -19,7 +20,12 @@ from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Leaders, RecordDeleter
 from simplekafka.broker.dispatch import RequestContext
-from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from simplekafka.protocol.api import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    READ_COMMITTED,
+)
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
@@ -65,25 +71,30 @@ class ListOffsetsHandler:
                     "leader_epoch": -1, "old_style_offsets": []}
 
         def fill(topic: str, wanted: Any, answer: dict) -> None:
-            self._answer(topic, wanted, request.replica_id, answer)
+            self._answer(topic, wanted, request.replica_id, answer,
+                         getattr(request, "isolation_level", 0) == READ_COMMITTED)
 
         topics = _answer_each_partition("ListOffsets", request.topics, "name", blank, fill)
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
+    def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict,
+                read_committed: bool = False) -> None:
         partition = self.leaders.leader_partition(topic, wanted.partition_index)
         partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
         if wanted.timestamp == EARLIEST_TIMESTAMP:
             answer["offset"] = partition.log_start_offset
         elif wanted.timestamp == LATEST_TIMESTAMP:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
+                                else partition.last_stable_offset if read_committed
                                 else partition.high_watermark)
         elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
             raise error_for(ErrorCode.INVALID_REQUEST,
                              f"timestamp {wanted.timestamp} is not -1, -2, -3 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
-            if found is None or found.offset >= partition.high_watermark:
+            visible_end = (partition.last_stable_offset if read_committed
+                           else partition.high_watermark)
+            if found is None or found.offset >= visible_end:
                 return  # no such record (yet): offset -1, timestamp -1
             answer["offset"] = found.offset
             answer["timestamp"] = found.timestamp

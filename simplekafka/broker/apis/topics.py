@@ -24,6 +24,11 @@ from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.replication_quota import (
+    REPLICAS_KEYS,
+    ThrottleConfigError,
+    parse_throttled_replicas,
+)
 from simplekafka.coordination.topics import (
     TopicError,
     check_no_collision,
@@ -235,6 +240,7 @@ TOPIC_CONFIG_KEYS = frozenset({
     "message.timestamp.type", "min.insync.replicas", "retention.bytes", "retention.ms",
     "segment.bytes", "segment.index.bytes", "segment.ms", "unclean.leader.election.enable",
     "message.format.version", "min.cleanable.dirty.ratio", "preallocate",
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
 })
 
 
@@ -249,5 +255,11 @@ def _bad_config_value(topic_config: dict[str, str], base: Any) -> str | None:
     value = topic_config.get("min.insync.replicas")
     if value is not None and (not value.strip().isdigit() or int(value) < 1):
         return f"min.insync.replicas must be a positive integer, got {value!r}"
+    for key in REPLICAS_KEYS:
+        if topic_config.get(key):
+            try:
+                parse_throttled_replicas(topic_config[key])
+            except ThrottleConfigError as exc:
+                return f"{key}: {exc}"
     return None
 

@@ -78,7 +78,7 @@ class SyncResult(NamedTuple):
 
 class LeaveResult(NamedTuple):
     error_code: ErrorCode
-    members: tuple[tuple[str, ErrorCode], ...]  # (member id, its outcome)
+    members: tuple[tuple[str, str | None, ErrorCode], ...]  # (member id, instance id, outcome)
 
 
 class CommittedOffset(NamedTuple):
@@ -319,6 +319,7 @@ class GroupCoordinator:
             rebalance = session
         protocols = [(p.name, bytes(p.metadata or b"")) for p in request.protocols]
         member_id = request.member_id or ""
+        instance_id = getattr(request, "group_instance_id", None) if version >= 5 else None
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
@@ -328,10 +329,17 @@ class GroupCoordinator:
                 request.protocol_type, [name for name, _ in protocols]):
             if not (member_id and set(group.members) == {member_id}):
                 return refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        static = group.static_member(instance_id)
+        if static is not None and not member_id:
+            # KIP-345: a static member came back (a restart): it takes its old place.
+            return self._replace_static_member(group, static, context, protocols, session,
+                                               rebalance)
+        if static is not None and static.member_id != member_id:
+            return refuse(ErrorCode.FENCED_INSTANCE_ID)
         if not member_id or member_id in group.pending_members:
             if not member_id:
-                member_id = f"{context.client_id or 'consumer'}-{uuid.uuid4()}"
-                if version >= 4:
+                member_id = f"{instance_id or context.client_id or 'consumer'}-{uuid.uuid4()}"
+                if version >= 4 and instance_id is None:
                     # KIP-394: the client must come back with this id (so a retried
                     # first join cannot leave a ghost member behind).
                     group.pending_members[member_id] = self.reactor.callLater(
@@ -339,8 +347,7 @@ class GroupCoordinator:
                     return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             _cancel(group.pending_members.pop(member_id, None))
             joining = Member(member_id, context.client_id or "", _host(context.peer), session,
-                             rebalance, request.protocol_type, protocols,
-                             getattr(request, "group_instance_id", None))
+                             rebalance, request.protocol_type, protocols, instance_id)
             return self._add_member(group, joining)
         member = group.members.get(member_id)
         if member is None:
@@ -362,6 +369,60 @@ class GroupCoordinator:
         else:
             self._prepare_rebalance(group, f"{member.member_id} joined")
         return waiter
+
+    def _replace_static_member(self, group: Group, member: Member, context: RequestContext,
+                               protocols: list, session: int, rebalance: int
+                               ) -> JoinResult | defer.Deferred:
+        """A static member rejoined with no member id: it gets a new one, the old one is
+        fenced, and a Stable group does not rebalance (Kafka's
+        ``updateStaticMemberAndRebalance``).
+
+        The answer names the leader as it was before, so a restarted leader does not
+        think it must assign (a Stable group would not pass its assignment on): the
+        member simply syncs and gets its partitions back.
+        """
+        leader_before = group.leader_id or ""
+        old_id, new_id = member.member_id, f"{member.group_instance_id}-{uuid.uuid4()}"
+        old_protocols = member.protocols
+        self._fail_waiters(member, ErrorCode.FENCED_INSTANCE_ID)
+        self._swap_member_id(group, member, new_id)
+        log.info("group %r: static member %r rejoined as %s (%s fenced)", group.group_id,
+                 member.group_instance_id, new_id, old_id)
+        member.client_id, member.client_host = context.client_id or "", _host(context.peer)
+        member.protocols = protocols
+        member.session_timeout_ms, member.rebalance_timeout_ms = session, rebalance
+        self._schedule_expiry(group, member)
+        if group.is_in(GroupState.STABLE) and group.select_protocol() == group.protocol:
+            generation = group.generation
+
+            def stored(code: ErrorCode) -> JoinResult:
+                if code != ErrorCode.NONE:
+                    # Not persisted: the old incarnation stays the member (as Kafka reverts).
+                    if group.members.get(new_id) is member:
+                        member.protocols = old_protocols
+                        self._swap_member_id(group, member, old_id)
+                    return JoinResult(code, member_id=new_id)
+                return JoinResult(ErrorCode.NONE, generation, group.protocol or "",
+                                  leader_before, new_id)
+
+            return self._store_group(group).addCallback(stored)
+        waiter: defer.Deferred = defer.Deferred()
+        member.join_waiter = waiter
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"static member {member.group_instance_id!r} "
+                                           f"rejoined during a rebalance or with new protocols")
+        return waiter
+
+    @staticmethod
+    def _swap_member_id(group: Group, member: Member, new_id: str) -> None:
+        old_id = member.member_id
+        group.members = {(new_id if mid == old_id else mid): m
+                         for mid, m in group.members.items()}
+        member.member_id = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
 
     def _rejoin(self, group: Group, member: Member, protocols: list, session: int,
                 rebalance: int) -> JoinResult | defer.Deferred:
@@ -479,6 +540,8 @@ class GroupCoordinator:
         if code is not None:
             return SyncResult(code)
         group = self.groups.get(request.group_id)
+        if group is not None and group.is_fenced(request.member_id, _instance_of(request)):
+            return SyncResult(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(request.member_id) if group else None
         if group is None or member is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -531,6 +594,8 @@ class GroupCoordinator:
         if code is not None:
             return answer(code)
         group = self.groups.get(request.group_id)
+        if group is not None and group.is_fenced(request.member_id, _instance_of(request)):
+            return answer(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(request.member_id) if group else None
         if group is None or member is None or group.is_in(GroupState.EMPTY):
             return answer(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -543,17 +608,27 @@ class GroupCoordinator:
         return answer(ErrorCode.NONE)
 
     def leave_group(self, context: RequestContext, request: Any) -> LeaveResult:
+        """One member (v0-v2) or a batch (v3+, KIP-345: static members by instance id)."""
         version = context.api_version
         if version >= 3:
-            leaving = [m.member_id for m in request.members]
+            leaving = [(m.member_id or "", m.group_instance_id) for m in request.members]
         else:
-            leaving = [request.member_id]
+            leaving = [(request.member_id, None)]
         code = self.check_owner(request.group_id)
         group = self.groups.get(request.group_id) if code is None else None
         results = []
-        for member_id in leaving:
+        for member_id, instance_id in leaving:
             member_code = code or ErrorCode.NONE
-            if code is None:
+            static = group.static_member(instance_id) if group is not None else None
+            if code is None and instance_id is not None:
+                # A static member leaves by instance id; its member id may be left empty.
+                if static is None:
+                    member_code = ErrorCode.UNKNOWN_MEMBER_ID
+                elif member_id and member_id != static.member_id:
+                    member_code = ErrorCode.FENCED_INSTANCE_ID
+                else:
+                    member_id = static.member_id
+            if code is None and member_code == ErrorCode.NONE:
                 if group is None:
                     member_code = ErrorCode.UNKNOWN_MEMBER_ID
                 elif member_id in group.pending_members:
@@ -565,7 +640,7 @@ class GroupCoordinator:
                     self._remove(group, member)
                 else:
                     member_code = ErrorCode.UNKNOWN_MEMBER_ID
-            results.append((member_id, member_code))
+            results.append((member_id, instance_id, member_code))
         return LeaveResult(code or ErrorCode.NONE, tuple(results))
 
     def _schedule_expiry(self, group: Group, member: Member) -> None:
@@ -630,6 +705,9 @@ class GroupCoordinator:
         if code is not None:
             return everyone(code)
         group = self.groups.get(group_id)
+        instance_id = _instance_of(request) if version >= 7 else None
+        if group is not None and group.is_fenced(member_id, instance_id):
+            return everyone(ErrorCode.FENCED_INSTANCE_ID)
         code = self._commit_allowed(group, generation, member_id)
         if code is not None:
             return everyone(code)
@@ -852,6 +930,13 @@ class GroupCoordinator:
         return self.metadata.store_offsets(group_id, accepted, producer=(
             producer_id, request.producer_epoch)).addCallback(stored)
 
+    def complete_transaction_markers(self, producer_id: int,
+                                     partitions: list[tuple[str, int]], committed: bool) -> None:
+        """Markers were written: those on ``__consumer_offsets`` end pending offsets."""
+        for topic, index in partitions:
+            if topic == OFFSETS_TOPIC:
+                self.complete_transaction(producer_id, index, committed)
+
     def complete_transaction(self, producer_id: int, partition_index: int,
                              committed: bool) -> None:
         """A marker reached ``__consumer_offsets``-``partition_index``: the producer's
@@ -871,6 +956,11 @@ class GroupCoordinator:
     def shutdown(self) -> None:
         for group_id in list(self.groups):
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+
+
+def _instance_of(request: Any) -> str | None:
+    """The request's ``group_instance_id`` (absent before the KIP-345 versions)."""
+    return getattr(request, "group_instance_id", None)
 
 
 def _set_error_code(code: ErrorCode, result: list) -> None:
