@@ -26,6 +26,7 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.configs import DYNAMIC_BROKER_KEYS, ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -54,6 +55,7 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
+from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import GroupCoordinator
@@ -73,6 +75,8 @@ from simplekafka.broker.replication_quota import (
     ThrottleConfigError,
     parse_rate,
 )
+from simplekafka.broker.security.acl_changes import AclChangeFollower
+from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
@@ -110,6 +114,8 @@ class KafkaBroker:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.dynamic_config = DynamicBrokerConfig(self.broker_id)
         self.config_changes: ConfigChangeListener | None = None
+        self.authorizer = build_authorizer(config)
+        self.acl_changes: AclChangeFollower | None = None
         self._loops: list[task.LoopingCall] = []
         self._checkpointing: defer.Deferred | None = None
         self._stopping = False
@@ -168,36 +174,40 @@ class KafkaBroker:
         config, reactor, replicas, cache = (self.config, self.reactor, self.replica_manager,
                                             self.metadata_cache)
         zookeeper = lambda: self.zk  # noqa: E731 (connected after the handlers are built)
+        auth = self.authorizer  # every handler asks this one object
         topics = TopicAdmin(config, cache, reactor, zookeeper, lambda: self.is_controller,
-                            self.log_config)
-        transactions = TransactionApis(self.transaction_coordinator, self.group_coordinator)
+                            self.log_config, auth)
+        transactions = TransactionApis(self.transaction_coordinator, self.group_coordinator,
+                                       auth)
         return KafkaApis(
             api_versions=ApiVersionsHandler(),
-            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics),
-            produce=ProduceHandler(replicas),
+            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics, auth),
+            produce=ProduceHandler(replicas, auth),
             fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
                                replica_selector(config["replica.selector.class"],
-                                                self._rack_of)),
-            list_offsets=ListOffsetsHandler(replicas),
-            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
-            delete_records=DeleteRecordsHandler(replicas),
+                                                self._rack_of),
+                               authorizer=auth),
+            list_offsets=ListOffsetsHandler(replicas, auth),
+            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
+            delete_records=DeleteRecordsHandler(replicas, auth),
             init_producer_id=InitProducerIdHandler(self.producer_ids,
-                                                   self.transaction_coordinator),
+                                                   self.transaction_coordinator, auth),
             topics=topics,
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
-                lambda: getattr(self.registration, "epoch", None)),
-            groups=GroupApis(self.group_coordinator, transactions.find_coordinator),
+                lambda: getattr(self.registration, "epoch", None), auth),
+            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator),
             transactions=transactions,
-            elect_leaders=ElectLeadersHandler(reactor, zookeeper),
-            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
-            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
+            elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
+            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
+            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
             write_txn_markers=WriteTxnMarkersHandler(
-                replicas, on_written=self.group_coordinator.complete_transaction_markers),
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
-                                                      lambda: self.is_controller, topics),
+                                                      lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
-                               lambda: self.dynamic_config.effective()),
+                               lambda: self.dynamic_config.effective(), auth),
+            acls=AclApis(auth, reactor, zookeeper),
         )
 
     @property
@@ -340,12 +350,20 @@ class KafkaBroker:
             self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
             auto_rebalance=self.config["auto.leader.rebalance.enable"],
             imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
-            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
+            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"],
+            auto_reassign=AutoReassignSettings(
+                self.config["auto.reassign.on.membership.change"],
+                self.config["auto.reassign.grace.ms"],
+                self.config["auto.reassign.new.broker.delay.ms"],
+                self.config["auto.reassign.throttle.bytes"]))
         self.election.start()
         self.config_changes = ConfigChangeListener(zk, self.broker_id,
                                                    self.reactor.callFromThread,
                                                    self._config_changed)
         self.config_changes.start()
+        if isinstance(self.authorizer, AclAuthorizer):
+            self.acl_changes = AclChangeFollower(zk, self.authorizer, self.reactor.callFromThread)
+            self.acl_changes.start()
         log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
                  self.config.zookeeper_connect)
 
@@ -454,6 +472,8 @@ class KafkaBroker:
         self._stopping = True
         if self.config_changes is not None:
             self.config_changes.stop()
+        if self.acl_changes is not None:
+            self.acl_changes.stop()
         for loop in self._loops:
             if loop.running:
                 loop.stop()

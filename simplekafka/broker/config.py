@@ -188,6 +188,13 @@ _KEYS: list[ConfigKey] = [
               "The longest transaction.timeout.ms a producer may ask for.", 1),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int, 10000,
               "How often the coordinator looks for transactions past their timeout.", 1),
+    ConfigKey("authorizer.class.name", _str_or_none, None,
+              "kafka.security.authorizer.AclAuthorizer (or SimpleAclAuthorizer) checks every "
+              "request against the ACLs in ZooKeeper; empty: no checks."),
+    ConfigKey("super.users", _str_or_none, None,
+              "Principals allowed everything, separated by ';' (User:admin;User:broker)."),
+    ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
+              "With an authorizer: whether a resource without any ACL is open to everyone."),
 ]
 
 KEYS: dict[str, ConfigKey] = {key.name: key for key in _KEYS}
@@ -299,6 +306,12 @@ class BrokerConfig:
         parse_listener(listeners[0])
         for text in self._values["advertised.listeners"] or []:
             parse_listener(text)
+        from simplekafka.broker.security.authorizer import ACL_AUTHORIZER_NAMES
+
+        authorizer = self._values["authorizer.class.name"]
+        if authorizer and authorizer not in ACL_AUTHORIZER_NAMES:
+            raise ConfigError(f"authorizer.class.name: {authorizer!r} is not supported "
+                              "(use kafka.security.authorizer.AclAuthorizer)")
         if self._values["metrics.listener"]:
             try:
                 self.metrics_listener  # noqa: B018 (parsed to check it)

@@ -59,6 +59,11 @@ class ZkPaths:
     UNCLEAN_LEADER_ELECTION = "/admin/unclean_leader_election"
     ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
     ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
+    #: ACLs (coordination.acls): literal ones, prefixed ones, and their change notifications.
+    ACLS = "/kafka-acl"
+    ACL_CHANGES = "/kafka-acl-changes"
+    ACLS_EXTENDED = "/kafka-acl-extended"
+    ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 
     #: Persistent parents created on first contact, as Kafka's brokers do at startup.
     PERSISTENT_PATHS = (

@@ -810,6 +810,90 @@ CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+"
     ]),
 ])
 
+# --- DescribeAcls (29), CreateAcls (30), DeleteAcls (31) -----------------------------------
+# Enumerations as Kafka's (org.apache.kafka.common.acl / resource): resource_type 2 topic,
+# 3 group, 4 cluster, 5 transactional id; pattern_type 1 any, 2 match, 3 literal,
+# 4 prefixed; operation 2 all, 3 read ... 12 idempotent write; permission_type 2 deny,
+# 3 allow (1 is "any" in filters).
+
+DESCRIBE_ACLS_REQUEST = Message("DescribeAclsRequest", 29, "0-3", "2+", [
+    F("resource_type_filter", "int8"),
+    F("resource_name_filter", "string", nullable="0+"),
+    F("pattern_type_filter", "int8", "1+", default=3),
+    F("principal_filter", "string", nullable="0+"),
+    F("host_filter", "string", nullable="0+"),
+    F("operation", "int8"),
+    F("permission_type", "int8"),
+])
+
+DESCRIBE_ACLS_RESPONSE = Message("DescribeAclsResponse", 29, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+    F("error_message", "string", nullable="0+", default=None),
+    F("resources", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("pattern_type", "int8", "1+", default=3),
+        F("acls", [
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ]),
+    ]),
+])
+
+CREATE_ACLS_REQUEST = Message("CreateAclsRequest", 30, "0-3", "2+", [
+    F("creations", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("resource_pattern_type", "int8", "1+", default=3),
+        F("principal", "string"),
+        F("host", "string"),
+        F("operation", "int8"),
+        F("permission_type", "int8"),
+    ]),
+])
+
+CREATE_ACLS_RESPONSE = Message("CreateAclsResponse", 30, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+    ]),
+])
+
+DELETE_ACLS_REQUEST = Message("DeleteAclsRequest", 31, "0-3", "2+", [
+    F("filters", [
+        F("resource_type_filter", "int8"),
+        F("resource_name_filter", "string", nullable="0+"),
+        F("pattern_type_filter", "int8", "1+", default=3),
+        F("principal_filter", "string", nullable="0+"),
+        F("host_filter", "string", nullable="0+"),
+        F("operation", "int8"),
+        F("permission_type", "int8"),
+    ]),
+])
+
+DELETE_ACLS_RESPONSE = Message("DeleteAclsResponse", 31, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("filter_results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("matching_acls", [
+            F("error_code", "int16"),
+            F("error_message", "string", nullable="0+", default=None),
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("pattern_type", "int8", "1+", default=3),
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ]),
+    ]),
+])
+
 # --- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) -------------------
 
 DESCRIBE_CONFIGS_REQUEST = Message("DescribeConfigsRequest", 32, "0-4", "4+", [
@@ -1064,6 +1148,9 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
         (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
         (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+        (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
+        (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
+        (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
         (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
         (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),

@@ -23,6 +23,7 @@ CreatePartitions                            ``apis.partitions``
 DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
 WriteTxnMarkers                             ``apis.txn_markers``
+Describe/Create/DeleteAcls                  ``apis.acls``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 ==========================================  ==============================
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.configs import ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -78,6 +80,7 @@ class KafkaApis:
     list_reassignments: ListPartitionReassignmentsHandler
     transactions: TransactionApis
     write_txn_markers: WriteTxnMarkersHandler
+    acls: AclApis
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -99,6 +102,9 @@ class KafkaApis:
         register(ApiKey.DESCRIBE_CONFIGS, self.configs.describe_configs)
         register(ApiKey.ALTER_CONFIGS, self.configs.alter_configs)
         register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.configs.incremental_alter_configs)
+        register(ApiKey.DESCRIBE_ACLS, self.acls.describe_acls)
+        register(ApiKey.CREATE_ACLS, self.acls.create_acls)
+        register(ApiKey.DELETE_ACLS, self.acls.delete_acls)
         register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)

@@ -10,12 +10,21 @@ partition is named in the answer, errors included.
 When there is less than ``min_bytes`` to return, the fetch waits: it listens on
 its partitions and is re-read when any of them gets an append, or answered as
 it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
-within milliseconds of its produce without busy polling.
+within milliseconds of its produce without busy polling. The wake-up is a plain
+call from the append (or the high-watermark move) to the parked fetch, so the
+answer is written in the same reactor turn, with no timer in between. A
+follower's parked fetch is also answered when the high watermark passes the
+one its last answer carried: the follower learns the new HW at once (Kafka's
+followers wait for their next fetch), which its own readers and checkpoints
+need.
 
 A read_committed consumer (isolation_level 1) reads only below the last
 stable offset, and gets, with the records, the aborted transactions that
 overlap them (from ``.txnindex``), so it can drop their records; every
 answer carries the LSO in ``last_stable_offset``.
+
+A consumer needs Read on each topic, a follower (replica_id >= 0) ClusterAction
+on the cluster; partitions refused answer TOPIC_AUTHORIZATION_FAILED at once.
 """
 
 from __future__ import annotations
@@ -25,9 +34,17 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    DelayedCall,
+    FetchSource,
+    Flag,
+    Reactor,
+)
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import READ_COMMITTED
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
@@ -38,7 +55,9 @@ class FetchHandler:
     """ApiKey.FETCH: see the module docstring."""
 
     def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag,
-                 selector: RackAwareReplicaSelector | None = None):
+                 selector: RackAwareReplicaSelector | None = None,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.replicas = replicas
         self.reactor = reactor
         self.is_stopping = is_stopping  # true once the broker shuts down
@@ -46,14 +65,29 @@ class FetchHandler:
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        body, total_bytes, has_error = self.read(request)
+        refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
+        body, total_bytes, has_error = self.read(request, refused)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or not request.topics):
             return body
         return _DelayedFetch(self, request).start()
 
-    def read(self, request: Any) -> tuple[dict, int, bool]:
-        """Read every requested partition once: (response body, bytes, any error?)."""
+    def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
+        """The requested topics this principal may not fetch from."""
+        authorize = self.authorizer.authorize
+        if request.replica_id >= 0:
+            if authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                         CLUSTER_NAME):
+                return frozenset()
+            return frozenset(t.topic for t in request.topics)
+        return frozenset(t.topic for t in request.topics
+                         if not authorize(context, AclOperation.READ, ResourceType.TOPIC,
+                                          t.topic))
+
+    def read(self, request: Any, refused: frozenset[str] = frozenset()
+             ) -> tuple[dict, int, bool]:
+        """Read every requested partition once: (response body, bytes, any error?);
+        the ``refused`` topics answer TOPIC_AUTHORIZATION_FAILED."""
         remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
         total = 0
         has_error = False
@@ -70,6 +104,11 @@ class FetchHandler:
         selector = self.selector if client_rack else None
         for topic in request.topics:
             partitions = []
+            if topic.topic in refused:
+                has_error = True
+                responses.append({"topic": topic.topic, "partitions": [
+                    _refused_partition(wanted.partition) for wanted in topic.partitions]})
+                continue
             for wanted in topic.partitions:
                 answer = {"partition_index": wanted.partition, "error_code": ErrorCode.NONE,
                           "high_watermark": -1, "last_stable_offset": -1,
@@ -114,7 +153,7 @@ class FetchHandler:
                     else:
                         records = b""
                     answer["records"] = records
-                    answer["high_watermark"] = partition.high_watermark
+                    answer["high_watermark"] = partition.high_watermark_for(request.replica_id)
                     answer["last_stable_offset"] = partition.last_stable_offset
                     if read_committed:
                         answer["aborted_transactions"] = [
@@ -153,6 +192,12 @@ class FetchHandler:
         return found
 
 
+def _refused_partition(index: int) -> dict:
+    return {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+            "aborted_transactions": [], "preferred_read_replica": -1, "records": b""}
+
+
 class _DelayedFetch:
     """A parked fetch: re-read on appends to its partitions, answered at max_wait_ms."""
 
@@ -177,6 +222,11 @@ class _DelayedFetch:
 
     def on_append(self, partition: Any) -> None:
         if self.result.called:
+            return
+        if self.is_follower and partition.follower_behind_hw(self.request.replica_id):
+            # The HW moved past what this follower was told: answer now, so the follower
+            # learns it within a round trip (its consumers read below it), not at max_wait.
+            self.complete()
             return
         throttle = getattr(self.handler.replicas, "leader_throttle", None) \
             if self.is_follower else None

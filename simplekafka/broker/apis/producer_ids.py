@@ -16,12 +16,19 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.broker.transaction.coordinator import (
     InitProducerIdResult,
     TransactionCoordinator,
 )
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
@@ -110,11 +117,16 @@ class InitProducerIdHandler:
     """ApiKey.INIT_PRODUCER_ID: a fresh id for an idempotent producer; a transactional
     id's request goes to the transaction coordinator."""
 
-    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator):
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
         self.producer_ids = producer_ids
         self.transactions = transactions
+        self.authorizer = authorizer
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id)
+        if refused is not None:
+            return _answer(InitProducerIdResult(refused))
         if request.transactional_id is not None:
             return _now_or_later(self.transactions.init_producer_id(
                 request.transactional_id, request.transaction_timeout_ms), _answer)
@@ -129,6 +141,21 @@ class InitProducerIdHandler:
                     getattr(failure.value, "error_code", None)
                     or ErrorCode.COORDINATOR_NOT_AVAILABLE)))
         return _answer(InitProducerIdResult(ErrorCode.NONE, producer_id, 0))
+
+
+    def _refused(self, context: RequestContext, transactional_id: str | None
+                 ) -> ErrorCode | None:
+        authorizer = self.authorizer
+        if transactional_id is not None:
+            if authorizer.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                    transactional_id):
+                return None
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if (authorizer.authorize(context, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER,
+                                 CLUSTER_NAME)
+                or authorizer.authorize_any(context, AclOperation.WRITE, ResourceType.TOPIC)):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _now_or_later(result: Any, answer: Any) -> Any:

@@ -5,7 +5,9 @@ The coordinator (``broker/transaction``) decides and returns result values,
 now or through a Deferred (every change is replicated before it is answered);
 these handlers turn them into each version's response. Kafka answers
 PRODUCER_FENCED only to clients new enough to know it (KIP-588); older
-versions hear INVALID_PRODUCER_EPOCH, as here.
+versions hear INVALID_PRODUCER_EPOCH, as here. With an authorizer, each
+request needs Write on its transactional id (Kafka's rule), AddPartitionsToTxn
+also Write on each topic, AddOffsetsToTxn and TxnOffsetCommit Read on the group.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Any
 
 from twisted.internet import defer
 
+from simplekafka.broker.apis.collaborators import Authorizer
 from simplekafka.broker.apis.groups import _find_coordinator_answer
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import CommitResult, GroupCoordinator
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
+from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 
@@ -46,9 +51,21 @@ def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.De
 class TransactionApis:
     """The transactional requests' handlers, over the two coordinators."""
 
-    def __init__(self, coordinator: TransactionCoordinator, groups: GroupCoordinator):
+    def __init__(self, coordinator: TransactionCoordinator, groups: GroupCoordinator,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
         self.coordinator = coordinator
         self.groups = groups
+        self.authorizer = authorizer
+
+    def _refused(self, context: RequestContext, transactional_id: str,
+                 group_id: str | None = None) -> ErrorCode | None:
+        if not self.authorizer.authorize(context, AclOperation.WRITE,
+                                         ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if group_id is not None and not self.authorizer.authorize(
+                context, AclOperation.READ, ResourceType.GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return None
 
     def register(self, dispatcher: Any) -> None:
         for key, handler in [
@@ -68,6 +85,10 @@ class TransactionApis:
                               ) -> dict | defer.Deferred:
         version = context.api_version
         wanted = [(t.name, index) for t in request.v3_and_below_topics for index in t.partitions]
+        refused = self._refused(context, request.v3_and_below_transactional_id)
+        if refused is None and not all(self.authorizer.authorize(
+                context, AclOperation.WRITE, ResourceType.TOPIC, topic) for topic, _ in wanted):
+            refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
         def answer(codes: dict) -> dict:
             by_topic: dict[str, list[dict]] = {}
@@ -80,17 +101,25 @@ class TransactionApis:
                 {"name": name, "results_by_partition": parts}
                 for name, parts in by_topic.items()]}
 
+        if refused is not None:
+            return answer(dict.fromkeys(wanted, refused))
         return _now_or_later(self.coordinator.add_partitions(
             request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch, wanted), answer)
 
     def add_offsets_to_txn(self, context: RequestContext, request: Any
                            ) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id, request.group_id)
+        if refused is not None:
+            return self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context)(refused)
         return _now_or_later(self.coordinator.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.group_id), self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context))
 
     def end_txn(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id)
+        if refused is not None:
+            return self._code_answer(ApiKey.END_TXN, context)(refused)
         return _now_or_later(self.coordinator.end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.committed), self._code_answer(ApiKey.END_TXN, context))
@@ -108,6 +137,10 @@ class TransactionApis:
             return {"throttle_time_ms": 0,
                     "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
 
+        refused = self._refused(context, request.transactional_id, request.group_id)
+        if refused is not None:
+            return answer([(t.name, p.partition_index, refused)
+                           for t in request.topics for p in t.partitions])
         return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
 
     @staticmethod

@@ -930,13 +930,6 @@ class GroupCoordinator:
         return self.metadata.store_offsets(group_id, accepted, producer=(
             producer_id, request.producer_epoch)).addCallback(stored)
 
-    def complete_transaction_markers(self, producer_id: int,
-                                     partitions: list[tuple[str, int]], committed: bool) -> None:
-        """Markers were written: those on ``__consumer_offsets`` end pending offsets."""
-        for topic, index in partitions:
-            if topic == OFFSETS_TOPIC:
-                self.complete_transaction(producer_id, index, committed)
-
     def complete_transaction(self, producer_id: int, partition_index: int,
                              committed: bool) -> None:
         """A marker reached ``__consumer_offsets``-``partition_index``: the producer's
