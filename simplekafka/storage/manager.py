@@ -31,7 +31,8 @@ from simplekafka.storage.checkpoints import (
 )
 from simplekafka.storage.cleaner import Cleaner, CleanerManager, CleanResult, clean_once
 from simplekafka.storage.config import LogConfig
-from simplekafka.storage.errors import CheckpointError, StorageError
+from simplekafka.storage.descriptors import DescriptorBudget, is_exhausted
+from simplekafka.storage.errors import CheckpointError, DescriptorsExhaustedError, StorageError
 from simplekafka.storage.log import Log, parse_partition_dir, wall_clock_ms
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class LogManager:
         self.config = config or LogConfig()
         self._clock_ms = clock_ms
         self._logs: dict[TopicPartition, Log] = {}
+        self.descriptors = DescriptorBudget()  # new logs stop short of the open-files limit
         self.recovered_unclean = False
         for directory in self.log_dirs:
             try:
@@ -98,10 +100,17 @@ class LogManager:
                 existing.update_config(config)
             return existing
         _check_topic(topic, partition)
+        self.descriptors.check(f"{topic}-{partition}")
         directory = self.log_dirs[0] if len(self.log_dirs) == 1 else self._least_loaded_dir()
-        log = Log.open(directory / f"{topic}-{partition}", config or self.config,
-                       clean_shutdown=True, clock_ms=self._clock_ms)
-        fsync_directory(directory)
+        try:
+            log = Log.open(directory / f"{topic}-{partition}", config or self.config,
+                           clean_shutdown=True, clock_ms=self._clock_ms)
+            fsync_directory(directory)
+        except OSError as exc:
+            if is_exhausted(exc):
+                raise DescriptorsExhaustedError(f"{topic}-{partition}",
+                                                DescriptorBudget.limit()) from exc
+            raise
         self._logs[(topic, partition)] = log
         return log
 
