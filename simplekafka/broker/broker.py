@@ -40,12 +40,13 @@ from simplekafka.broker.apis.offsets import (
 )
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
-from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.producer_ids import InitProducerIdHandler, ProducerIdManager
 from simplekafka.broker.apis.reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
@@ -87,6 +88,8 @@ from simplekafka.broker.security.sasl import (
     jaas_for,
 )
 from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.transaction.coordinator import TransactionCoordinator
+from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
 from simplekafka.coordination.users import USERS
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
@@ -166,6 +169,17 @@ class KafkaBroker:
         self.replica_manager.leader_throttle = self.leader_throttle
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
+        self.producer_ids = ProducerIdManager(lambda: self.zk, reactor, self.broker_id,
+                                              config["producer.id.block.size"])
+        # WriteTxnMarkers travel like controller requests: in order per broker, retried.
+        self.marker_requests = ControllerChannel(
+            reactor, self.broker_id, lambda payload, peer: self.dispatcher(payload, peer),
+            self._endpoint_of)
+        self.transaction_coordinator = TransactionCoordinator(
+            config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
+            self.producer_ids,
+            TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
+            self.group_coordinator.partition_of)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
@@ -184,6 +198,8 @@ class KafkaBroker:
         auth = self.authorizer  # every handler asks this one object
         topics = TopicAdmin(config, cache, reactor, zookeeper, lambda: self.is_controller,
                             self.log_config, auth)
+        transactions = TransactionApis(self.transaction_coordinator, self.group_coordinator,
+                                       auth)
         return KafkaApis(
             api_versions=ApiVersionsHandler(),
             metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics, auth),
@@ -195,17 +211,19 @@ class KafkaBroker:
             list_offsets=ListOffsetsHandler(replicas, auth),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
             delete_records=DeleteRecordsHandler(replicas, auth),
-            init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
-                                                   config["producer.id.block.size"], auth),
+            init_producer_id=InitProducerIdHandler(self.producer_ids,
+                                                   self.transaction_coordinator, auth),
             topics=topics,
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None), auth),
-            groups=GroupApis(self.group_coordinator, auth),
+            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator),
+            transactions=transactions,
             elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
-            write_txn_markers=WriteTxnMarkersHandler(replicas),
+            write_txn_markers=WriteTxnMarkersHandler(
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
@@ -489,6 +507,8 @@ class KafkaBroker:
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
         every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
               self.group_coordinator.expire_offsets)
+        every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+              / 1000.0, self.transaction_coordinator.abort_timed_out)
         lag_max_ms = self.config["replica.lag.time.max.ms"]
         every(max(lag_max_ms / 2, 100) / 1000.0,
               lambda: self.replica_manager.maybe_shrink_isrs(lag_max_ms))
@@ -546,6 +566,7 @@ class KafkaBroker:
             factory.close_all()
         if self.channel is not None:
             self.channel.close()
+        self.marker_requests.close()
         pool = self.reactor.getThreadPool()
         if self.election is not None:
             yield self._bounded(threads.deferToThreadPool(

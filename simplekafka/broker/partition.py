@@ -215,7 +215,9 @@ class Partition:
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
                 )
-            duplicate = None if marker is not None else self.producers.check(header)
+            # The broker's own transactional batches (TxnOffsetCommit) carry no sequence of
+            # the producer's: as Kafka's AppendOrigin.Coordinator, they skip the check.
+            duplicate = None if marker is not None or internal else self.producers.check(header)
         except KafkaError:
             _raise_if_corrupt(records)  # a damaged batch is reported as such first
             raise
