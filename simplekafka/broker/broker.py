@@ -40,12 +40,13 @@ from simplekafka.broker.apis.offsets import (
 )
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
-from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.producer_ids import InitProducerIdHandler, ProducerIdManager
 from simplekafka.broker.apis.reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
@@ -54,6 +55,7 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
+from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.group.coordinator import GroupCoordinator
@@ -76,6 +78,8 @@ from simplekafka.broker.replication_quota import (
 from simplekafka.broker.security.acl_changes import AclChangeFollower
 from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
 from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.transaction.coordinator import TransactionCoordinator
+from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
 
@@ -145,6 +149,17 @@ class KafkaBroker:
         self.replica_manager.leader_throttle = self.leader_throttle
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
+        self.producer_ids = ProducerIdManager(lambda: self.zk, reactor, self.broker_id,
+                                              config["producer.id.block.size"])
+        # WriteTxnMarkers travel like controller requests: in order per broker, retried.
+        self.marker_requests = ControllerChannel(
+            reactor, self.broker_id, lambda payload, peer: self.dispatcher(payload, peer),
+            self._endpoint_of)
+        self.transaction_coordinator = TransactionCoordinator(
+            config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
+            self.producer_ids,
+            TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
+            self.group_coordinator.partition_of)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
@@ -162,6 +177,8 @@ class KafkaBroker:
         auth = self.authorizer  # every handler asks this one object
         topics = TopicAdmin(config, cache, reactor, zookeeper, lambda: self.is_controller,
                             self.log_config, auth)
+        transactions = TransactionApis(self.transaction_coordinator, self.group_coordinator,
+                                       auth)
         return KafkaApis(
             api_versions=ApiVersionsHandler(),
             metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics, auth),
@@ -173,17 +190,19 @@ class KafkaBroker:
             list_offsets=ListOffsetsHandler(replicas, auth),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
             delete_records=DeleteRecordsHandler(replicas, auth),
-            init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
-                                                   config["producer.id.block.size"], auth),
+            init_producer_id=InitProducerIdHandler(self.producer_ids,
+                                                   self.transaction_coordinator, auth),
             topics=topics,
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None), auth),
-            groups=GroupApis(self.group_coordinator, auth),
+            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator),
+            transactions=transactions,
             elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
-            write_txn_markers=WriteTxnMarkersHandler(replicas),
+            write_txn_markers=WriteTxnMarkersHandler(
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
@@ -331,7 +350,12 @@ class KafkaBroker:
             self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
             auto_rebalance=self.config["auto.leader.rebalance.enable"],
             imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
-            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
+            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"],
+            auto_reassign=AutoReassignSettings(
+                self.config["auto.reassign.on.membership.change"],
+                self.config["auto.reassign.grace.ms"],
+                self.config["auto.reassign.new.broker.delay.ms"],
+                self.config["auto.reassign.throttle.bytes"]))
         self.election.start()
         self.config_changes = ConfigChangeListener(zk, self.broker_id,
                                                    self.reactor.callFromThread,
@@ -402,6 +426,8 @@ class KafkaBroker:
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
         every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
               self.group_coordinator.expire_offsets)
+        every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+              / 1000.0, self.transaction_coordinator.abort_timed_out)
         lag_max_ms = self.config["replica.lag.time.max.ms"]
         every(max(lag_max_ms / 2, 100) / 1000.0,
               lambda: self.replica_manager.maybe_shrink_isrs(lag_max_ms))
@@ -459,6 +485,7 @@ class KafkaBroker:
             self.factory.close_all()
         if self.channel is not None:
             self.channel.close()
+        self.marker_requests.close()
         pool = self.reactor.getThreadPool()
         if self.election is not None:
             yield self._bounded(threads.deferToThreadPool(

@@ -180,6 +180,14 @@ _KEYS: list[ConfigKey] = [
               "How long a new group waits for more members before its first rebalance.", 0),
     ConfigKey("producer.id.block.size", _int, 1000,
               "Producer ids a broker reserves from ZooKeeper at a time.", 1),
+    ConfigKey("transaction.state.log.num.partitions", _int, 50,
+              "Partitions of __transaction_state.", 1),
+    ConfigKey("transaction.state.log.replication.factor", _int, 3,
+              "Replication factor of __transaction_state (capped by the live brokers).", 1),
+    ConfigKey("transaction.max.timeout.ms", _int, 900000,
+              "The longest transaction.timeout.ms a producer may ask for.", 1),
+    ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int, 10000,
+              "How often the coordinator looks for transactions past their timeout.", 1),
     ConfigKey("authorizer.class.name", _str_or_none, None,
               "kafka.security.authorizer.AclAuthorizer (or SimpleAclAuthorizer) checks every "
               "request against the ACLs in ZooKeeper; empty: no checks."),
@@ -197,6 +205,8 @@ INT32_KEYS = frozenset({
     "broker.id", "num.partitions", "default.replication.factor", "message.max.bytes",
     "min.insync.replicas", "socket.request.max.bytes", "log.segment.bytes",
     "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+    "transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
+    "transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
 })
 
 # Kafka keys that tune machinery SimpleKafka does not have; accepted so that a
@@ -204,7 +214,7 @@ INT32_KEYS = frozenset({
 IGNORED_KAFKA_KEYS = frozenset({
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "transaction.state.log.min.isr",
     "log.cleaner.enable", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
     "listener.security.protocol.map", "inter.broker.listener.name", "log.dir",
     "num.replica.fetchers", "queued.max.requests", "background.threads",

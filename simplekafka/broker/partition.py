@@ -83,6 +83,9 @@ class Partition:
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
         self.follower_log_starts: dict[int, int] = {}  # as each follower's fetch says
+        # The high watermark each follower's last fetch answer carried: a parked follower
+        # fetch is answered as soon as the HW passes it, so followers learn it promptly.
+        self.follower_known_hw: dict[int, int] = {}
         self._low_watermark_waiters: list[tuple[int, defer.Deferred]] = []
         self.follower_caught_up_ms: dict[int, float] = {}
         self._follower_last_fetch: dict[int, tuple[float, int]] = {}
@@ -130,6 +133,7 @@ class Partition:
             self.follower_end_offsets = {
                 replica: 0 for replica in replicas if replica != self.local_broker_id}
             self.follower_log_starts = {}
+            self.follower_known_hw = {}
             self.follower_caught_up_ms = {
                 replica: (now if replica in isr else 0.0)
                 for replica in replicas if replica != self.local_broker_id}
@@ -211,7 +215,9 @@ class Partition:
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
                 )
-            duplicate = None if marker is not None else self.producers.check(header)
+            # The broker's own transactional batches (TxnOffsetCommit) carry no sequence of
+            # the producer's: as Kafka's AppendOrigin.Coordinator, they skip the check.
+            duplicate = None if marker is not None or internal else self.producers.check(header)
         except KafkaError:
             _raise_if_corrupt(records)  # a damaged batch is reported as such first
             raise
@@ -450,6 +456,16 @@ class Partition:
         if log_start >= 0:
             self.follower_log_starts[replica_id] = log_start
             self._fire_low_watermark_waiters()
+
+    def high_watermark_for(self, replica_id: int) -> int:
+        """The HW a fetch answer carries; a follower's is remembered (see follower_behind_hw)."""
+        if replica_id >= 0:
+            self.follower_known_hw[replica_id] = self.high_watermark
+        return self.high_watermark
+
+    def follower_behind_hw(self, replica_id: int) -> bool:
+        """Whether ``replica_id`` was last told a HW below the current one."""
+        return self.follower_known_hw.get(replica_id, -1) < self.high_watermark
 
     # -- ISR ----------------------------------------------------------------------------
 

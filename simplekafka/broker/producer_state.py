@@ -123,10 +123,13 @@ class ProducerStateTable:
 
     def record(self, header: BatchHeader, base_offset: int) -> None:
         """Remember a data batch just appended at ``base_offset`` (leader, follower, recovery)."""
-        if header.producer_id < 0 or header.base_sequence < 0:
+        if header.producer_id < 0:
             return
         if header.is_transactional and header.producer_id not in self.ongoing:
+            # (the broker's own transactional batches, TxnOffsetCommit's, have no sequence)
             self.ongoing[header.producer_id] = base_offset
+        if header.base_sequence < 0:
+            return
         entry = self._producers.get(header.producer_id)
         if entry is None or header.producer_epoch > entry.epoch:
             entry = ProducerEntry(header.producer_epoch)

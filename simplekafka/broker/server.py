@@ -17,6 +17,11 @@ request that cannot be answered at once, or arrives while earlier ones wait,
 takes a slot in a FIFO; a slot is filled when its handler finishes; the
 connection writes responses from the head of the queue only. A request
 answered at once with nothing waiting ahead is written straight away.
+
+Responses are coalesced: every answer produced while one read is handled
+(a client that pipelines requests sends many in one segment) and every
+answer a queue drain releases leaves in one ``writeSequence``, so the
+reactor makes one send for them rather than one per response.
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class KafkaConnection(Int32StringReceiver):
         self._queue: deque[_Slot] = deque()
         self._refusing = False
         self._reading_paused = False
+        self._outgoing: list[bytes] | None = None  # set while responses are being gathered
+        self.writes = 0  # transport writes made (for tests: coalescing)
         self.peer = "?"
 
     # -- connection life cycle -------------------------------------------------------------
@@ -108,14 +115,14 @@ class KafkaConnection(Int32StringReceiver):
         try:
             frames = self._frames.feed(data)
         except FrameTooLargeError as exc:
-            self._handle_frames(exc.frames)  # frames before the bad length are answered
+            self._gathered(self._handle_frames, exc.frames)  # earlier frames are answered
             if not self._refusing:
                 self.lengthLimitExceeded(exc.length)
             return
-        for frame in frames:
-            self.stringReceived(frame)
-            if self._refusing:
-                return
+        if len(frames) == 1:
+            self.stringReceived(frames[0])
+        elif frames:
+            self._gathered(self._handle_frames, frames)
 
     def _handle_frames(self, frames: list[bytes]) -> None:
         for frame in frames:
@@ -141,10 +148,44 @@ class KafkaConnection(Int32StringReceiver):
         )
         self._refuse()
 
+    def _gathered(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work``, sending every response it produces in one transport write."""
+        if self._outgoing is not None:
+            work(*args)  # already gathering: the outer call sends
+            return
+        self._outgoing = outgoing = []
+        try:
+            work(*args)
+        finally:
+            self._outgoing = None
+            self._send(outgoing)
+
+    def _send(self, frames: list[bytes]) -> None:
+        if not frames:
+            return
+        if self._outgoing is not None:
+            self._outgoing += frames
+            return
+        self._write_now(frames)
+
+    def _write_now(self, frames: list[bytes]) -> None:
+        self.writes += 1
+        if len(frames) == 1:
+            self.transport.write(frames[0])
+        else:
+            self.transport.writeSequence(frames)
+
     def _refuse(self) -> None:
         self._refusing = True
         self._frames = FrameDecoder(self.MAX_LENGTH)
         self._write_ready_responses()
+        self._close_after_gathered()
+
+    def _close_after_gathered(self) -> None:
+        """Close the connection, after every response gathered so far has been written."""
+        if self._outgoing:
+            self._write_now(self._outgoing)
+            self._outgoing.clear()
         self.transport.loseConnection()
 
     # -- requests and ordered responses -----------------------------------------------------
@@ -176,7 +217,7 @@ class KafkaConnection(Int32StringReceiver):
         elif self._queue:
             self._fill(self._take_slot(), result)  # behind answers still awaited
         elif result is not None and not self._refusing:
-            self.transport.write(encode_frame(result))
+            self._send([encode_frame(result)])
 
     def _take_slot(self) -> _Slot:
         slot = _Slot()
@@ -196,16 +237,19 @@ class KafkaConnection(Int32StringReceiver):
 
     def _write_ready_responses(self) -> None:
         queue = self._queue
+        ready = []
         while queue and queue[0].done:
             slot = queue.popleft()
             if slot.close:
                 queue.clear()
+                self._send(ready)  # the answers before the close still leave
                 if not self._refusing:
                     self._refusing = True
-                    self.transport.loseConnection()
+                    self._close_after_gathered()
                 return
             if slot.response is not None and not self._refusing:
-                self.transport.write(encode_frame(slot.response))
+                ready.append(encode_frame(slot.response))
+        self._send(ready)
         if self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2 and not self._refusing:
             self._reading_paused = False
             self.transport.resumeProducing()

@@ -1017,8 +1017,8 @@ OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "
 
 # --- AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28) -------
 # The client-to-coordinator side of transactions (KIP-98); the non-flexible versions, which
-# librdkafka and kafka-python both speak; WriteTxnMarkers (27) is the coordinator-to-leader side
-# (inter-broker, Kafka 3.x's versions).
+# librdkafka and kafka-python both speak; WriteTxnMarkers (27), below, is the
+# coordinator-to-leader side.
 
 ADD_PARTITIONS_TO_TXN_REQUEST = Message("AddPartitionsToTxnRequest", 24, "0-2", "3+", [
     F("v3_and_below_transactional_id", "string", "0-3"),
@@ -1063,32 +1063,6 @@ END_TXN_REQUEST = Message("EndTxnRequest", 26, "0-2", "3+", [
 END_TXN_RESPONSE = Message("EndTxnResponse", 26, "0-2", "3+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
-])
-
-WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
-    F("markers", [
-        F("producer_id", "int64"),
-        F("producer_epoch", "int16"),
-        F("transaction_result", "bool"),
-        F("topics", [
-            F("name", "string"),
-            F("partition_indexes", "[]int32"),
-        ]),
-        F("coordinator_epoch", "int32"),
-    ]),
-])
-
-WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
-    F("markers", [
-        F("producer_id", "int64"),
-        F("topics", [
-            F("name", "string"),
-            F("partitions", [
-                F("partition_index", "int32"),
-                F("error_code", "int16"),
-            ]),
-        ]),
-    ]),
 ])
 
 TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-2", "3+", [
@@ -1182,7 +1156,6 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
-        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
         (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
         (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
         (END_TXN_REQUEST, END_TXN_RESPONSE),

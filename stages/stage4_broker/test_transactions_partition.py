@@ -257,3 +257,29 @@ def test_write_txn_markers_appends_through_the_replica_manager(tmp_path):
                      (99, "gone", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     assert p.log.collect_aborted_txns(0, 2) == [AbortedTxn(10, 0, 1, 2)]
     assert p.last_stable_offset == 2
+
+
+def test_a_transactional_batch_without_sequence_opens_a_transaction_too(tmp_path):
+    """TxnOffsetCommit's batches on __consumer_offsets are the broker's, with no sequence."""
+    p = open_partition(tmp_path / "t-0")
+    offsets_batch = build_batch([Record(timestamp=T, key=b"k", value=b"v")], producer_id=10,
+                                producer_epoch=0, base_sequence=-1, is_transactional=True)
+    append(p, offsets_batch, internal=True)            # 0
+    assert p.last_stable_offset == 0
+    append(p, marker(10, commit=True), internal=True)  # 1
+    assert p.last_stable_offset == 2
+
+
+def test_dump_log_shows_transactions_markers_and_the_txnindex(tmp_path, capsys):
+    from simplekafka.cli import main
+
+    p = open_partition(tmp_path / "t-0")
+    _transactional_log(p)
+    p.log.close()
+    assert main(["dump-log", str(tmp_path / "t-0")]) == 0
+    out = capsys.readouterr().out
+    assert "producer 10 epoch 0, transactional" in out
+    assert "producer 10 epoch 0: ABORT marker, coordinator epoch 0" in out
+    assert "1 aborted transactions" in out
+    assert "producer 10: offsets 0..3 aborted, last stable offset 2" in out
+    assert out.index(".log") < out.index(".txnindex")

@@ -127,7 +127,7 @@ class _Replicas:
 def follower_fetch(replica_id: int, offset: int = 0) -> SimpleNamespace:
     wanted = SimpleNamespace(partition=0, current_leader_epoch=1, fetch_offset=offset,
                              log_start_offset=0, partition_max_bytes=1200)
-    return SimpleNamespace(replica_id=replica_id, max_wait_ms=0, min_bytes=1,
+    return SimpleNamespace(replica_id=replica_id, max_wait_ms=0, min_bytes=1, isolation_level=0,
                            max_bytes=1 << 20,
                            topics=[SimpleNamespace(topic="t", partitions=[wanted])])
 

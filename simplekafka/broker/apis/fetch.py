@@ -10,7 +10,13 @@ partition is named in the answer, errors included.
 When there is less than ``min_bytes`` to return, the fetch waits: it listens on
 its partitions and is re-read when any of them gets an append, or answered as
 it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
-within milliseconds of its produce without busy polling.
+within milliseconds of its produce without busy polling. The wake-up is a plain
+call from the append (or the high-watermark move) to the parked fetch, so the
+answer is written in the same reactor turn, with no timer in between. A
+follower's parked fetch is also answered when the high watermark passes the
+one its last answer carried: the follower learns the new HW at once (Kafka's
+followers wait for their next fetch), which its own readers and checkpoints
+need.
 
 A read_committed consumer (isolation_level 1) reads only below the last
 stable offset, and gets, with the records, the aborted transactions that
@@ -147,7 +153,7 @@ class FetchHandler:
                     else:
                         records = b""
                     answer["records"] = records
-                    answer["high_watermark"] = partition.high_watermark
+                    answer["high_watermark"] = partition.high_watermark_for(request.replica_id)
                     answer["last_stable_offset"] = partition.last_stable_offset
                     if read_committed:
                         answer["aborted_transactions"] = [
@@ -216,6 +222,11 @@ class _DelayedFetch:
 
     def on_append(self, partition: Any) -> None:
         if self.result.called:
+            return
+        if self.is_follower and partition.follower_behind_hw(self.request.replica_id):
+            # The HW moved past what this follower was told: answer now, so the follower
+            # learns it within a round trip (its consumers read below it), not at max_wait.
+            self.complete()
             return
         throttle = getattr(self.handler.replicas, "leader_throttle", None) \
             if self.is_follower else None
