@@ -223,7 +223,7 @@ def _with_zookeeper(args: argparse.Namespace, work: dict) -> int:
 
 
 def _zookeeper_action(zk: Any, args: argparse.Namespace, work: dict) -> int:
-    from simplekafka.coordination.acls import add_entries, read_all, remove_entries
+    from simplekafka.coordination.acls import add_entries, read_all, remove_matching
 
     stored = [AclBinding(p, e) for p, entries in read_all(zk).items() for e in entries]
     if args.action == "add":
@@ -237,8 +237,8 @@ def _zookeeper_action(zk: Any, args: argparse.Namespace, work: dict) -> int:
         removed = []
         for wanted in work["filters"]:
             for pattern in sorted({b.pattern for b in stored if wanted.matches_pattern(b.pattern)}):
-                removed += [AclBinding(pattern, e) for e in remove_entries(
-                    zk, pattern, lambda e, w=wanted: not w.matches_entry(e))]
+                removed += [AclBinding(pattern, e)
+                            for e in remove_matching(zk, pattern, wanted)]
         return _removed(removed)
     wanted = _list_filter(args)
     _print([b for b in stored if wanted.matches(b)], "Current ACLs for resource")

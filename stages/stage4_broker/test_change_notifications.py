@@ -15,13 +15,14 @@ import pytest
 from simplekafka.broker.config_changes import ConfigChangeListener
 from simplekafka.broker.security.acl_changes import AclChangeFollower
 from simplekafka.broker.security.authorizer import AclAuthorizer
-from simplekafka.coordination.acls import add_entries, remove_entries
+from simplekafka.coordination.acls import add_entries, remove_matching
 from simplekafka.coordination.configs import TOPICS, write_entity_config
 from simplekafka.coordination.notifications import CHANGE_EXPIRATION_MS, purge_obsolete
 from simplekafka.coordination.processes import wait_until
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import (
     AccessControlEntry,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -90,7 +91,7 @@ def test_the_acl_follower_loads_applies_and_purges(zk):
                                                 "team-a"), "the prefixed ACL applied", 30)
         for listener in follower.listeners:
             listener.clock = lambda: time.time() + LATER
-        remove_entries(zk, literal, lambda entry: False)
+        remove_matching(zk, literal, AclBindingFilter())
         wait_until(lambda: not authorizer.authorize(Alice, AclOperation.READ,
                                                     ResourceType.TOPIC, "orders"),
                    "the removal applied", 30)
