@@ -526,7 +526,9 @@ class KafkaBroker:
             partition.controller_epoch, partition.partition_epoch)
 
     def _checkpoint_high_watermarks(self) -> defer.Deferred:
-        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor."""
+        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor.
+        Producer snapshots of partitions with open transactions are written first."""
+        self.replica_manager.snapshot_producers()
         marks = self.replica_manager.high_watermarks()  # taken on the reactor, consistent
         self._checkpointing = threads.deferToThreadPool(
             self.reactor, self.reactor.getThreadPool(),
