@@ -192,7 +192,10 @@ class BrokerMetrics:
                 ("partitioncount", len(partitions), "Partitions with a replica here"),
                 ("leadercount", len(leaders), "Partitions this broker leads"),
                 ("underreplicatedpartitions", under,
-                 "Partitions led here whose ISR is smaller than their replica set")):
+                 "Partitions led here whose ISR is smaller than their replica set"),
+                ("offlinereplicacount", len(self.broker.replica_manager.offline_partitions),
+                 "Replicas whose log could not be opened (out of descriptors, a disk "
+                 "error): answered KAFKA_STORAGE_ERROR")):
             metric = Metric(prefix + name, doc, "gauge")
             metric.add_sample(prefix + name, {}, value)
             yield metric

@@ -10,6 +10,7 @@ from simplekafka.storage.config import LogConfig
 from simplekafka.storage.epochs import EpochEntry, LeaderEpochCache
 from simplekafka.storage.errors import (
     CheckpointError,
+    DescriptorsExhaustedError,
     LogConfigError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -35,6 +36,7 @@ __all__ = [
     "AbortedTxn",
     "AppendInfo",
     "CheckpointError",
+    "DescriptorsExhaustedError",
     "EpochEntry",
     "LeaderEpochCache",
     "Log",
