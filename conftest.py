@@ -64,6 +64,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "these tests start real processes through their fixtures but are not marked "
             "@pytest.mark.integration: " + ", ".join(unmarked))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
+
+
+# -- several pytest workers (run_tests.sh runs pytest-xdist with --dist loadgroup) --------
+# Most of the suite's wall time is spent waiting on real processes, so run_tests.sh
+# spreads it over a few workers. A module is the unit of distribution (its module-scoped
+# cluster is started once, on one worker), and every test that uses Spark shares one
+# worker, so the run still has one SparkSession.
+
+SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
+
+
+def worker_group(item: pytest.Item) -> str:
+    """The xdist group of a test: "spark" for Spark users, else its module."""
+    if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or "stage8_spark" in item.nodeid:
+        return "spark"
+    return item.nodeid.split("::", 1)[0]
 
 
 def _refuse_process(popen: object, args: object, *rest: object, **kwargs: object) -> None:
