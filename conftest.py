@@ -58,6 +58,7 @@ def unmarked_process_tests(items: list[pytest.Item]) -> list[str]:
             and item.get_closest_marker("integration") is None]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = unmarked_process_tests(items)
     if unmarked:
