@@ -58,31 +58,39 @@ def unmarked_process_tests(items: list[pytest.Item]) -> list[str]:
             and item.get_closest_marker("integration") is None]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = unmarked_process_tests(items)
     if unmarked:
         raise pytest.UsageError(
             "these tests start real processes through their fixtures but are not marked "
             "@pytest.mark.integration: " + ", ".join(unmarked))
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
 
 
-# -- several pytest workers (run_tests.sh runs pytest-xdist with --dist loadgroup) --------
+# -- several pytest workers (run_tests.sh runs pytest-xdist) -------------------------------
 # Most of the suite's wall time is spent waiting on real processes, so run_tests.sh
 # spreads it over a few workers. A module is the unit of distribution (its module-scoped
-# cluster is started once, on one worker), and every test that uses Spark shares one
-# worker, so the run still has one SparkSession.
+# cluster is started once, on one worker), and every Spark test (all of stage 8) shares
+# one worker, so the run still has one SparkSession. (xdist's own "loadgroup" marks do
+# not reach its scheduler under pytest 9, so the grouping is a scheduler of our own.)
 
-SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
+SPARK_TESTS = "stages/stage8_spark/"
 
 
-def worker_group(item: pytest.Item) -> str:
-    """The xdist group of a test: "spark" for Spark users, else its module."""
-    if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or "stage8_spark" in item.nodeid:
+def worker_group(nodeid: str) -> str:
+    """The unit a worker takes whole: "spark" for Spark tests, else the test's module."""
+    if nodeid.startswith(SPARK_TESTS):
         return "spark"
-    return item.nodeid.split("::", 1)[0]
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleAndSparkScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return ModuleAndSparkScheduling(config, log)
 
 
 def _refuse_process(popen: object, args: object, *rest: object, **kwargs: object) -> None:

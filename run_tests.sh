@@ -18,7 +18,7 @@ set +e
 # several pytest workers (SIMPLEKAFKA_TEST_WORKERS, 0 for one process); a test
 # module, and all of Spark, stays on one worker (conftest.py's worker_group).
 "$VENV/bin/python" -m pytest --reruns 1 --reruns-delay 2 \
-  -n "${SIMPLEKAFKA_TEST_WORKERS:-3}" --dist loadgroup --durations 40 "$@"
+  -n "${SIMPLEKAFKA_TEST_WORKERS:-3}" --dist loadscope --durations 40 "$@"
 status=$?
 set -e
 if [ "$status" = 5 ]; then
