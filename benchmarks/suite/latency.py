@@ -123,12 +123,7 @@ def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, linger_ms
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": linger_ms})
     padding = b"p" * (SIZE - 8)
-    started = time.perf_counter()
-    for i in range(total):
-        target = started + i / rate
-        while (now := time.perf_counter()) < target:
-            if target - now > 0.0005:
-                time.sleep(target - now - 0.0003)
+    for _ in bench_broker.paced(rate, total):
         producer.produce(topic, struct.pack(">q", time.monotonic_ns()) + padding)
         producer.poll(0)
     producer.flush(30)

@@ -57,6 +57,10 @@ class BrokerMetrics:
         self.requests: dict[int, int] = defaultdict(int)
         self.latency_buckets: dict[int, list[int]] = {}
         self.latency_sum_ms: dict[int, float] = defaultdict(float)
+        # Consumer fetches by the role this broker had for the partition (KIP-392: a
+        # follower serves consumers in its rack), and the leader's redirects to one.
+        self.consumer_fetch_bytes = {"leader": 0, "follower": 0}
+        self.preferred_read_replica_answers = 0
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.registry = CollectorRegistry(auto_describe=False)
@@ -79,8 +83,19 @@ class BrokerMetrics:
 
     def on_fetch_answer(self, body: dict) -> dict:
         """A consumer's Fetch answer leaves: count its record bytes per topic."""
+        replicas = self.broker.replica_manager
         for topic in body["responses"]:
-            size = sum(len(p["records"] or b"") for p in topic["partitions"])
+            size = 0
+            for answer in topic["partitions"]:
+                records = len(answer["records"] or b"")
+                if answer["preferred_read_replica"] >= 0:
+                    self.preferred_read_replica_answers += 1
+                if records:
+                    size += records
+                    local = replicas.get_partition(topic["topic"], answer["partition_index"])
+                    role = "follower" if local is not None and not local.is_leader \
+                        else "leader"
+                    self.consumer_fetch_bytes[role] += records
             if size:
                 self.bytes_out[topic["topic"]] += size
         return body
@@ -117,6 +132,7 @@ class BrokerMetrics:
 
     def collect(self) -> Any:
         yield from self._topic_counters()
+        yield from self._consumer_fetches()
         yield from self._request_metrics()
         yield from self._replica_manager()
         yield from self._controller()
@@ -133,6 +149,19 @@ class BrokerMetrics:
             for topic, value in sorted(per_topic.items()):
                 metric.add_sample(metric.name + "_total", {"topic": topic}, value)
             yield metric
+
+    def _consumer_fetches(self) -> Any:
+        served = Metric("kafka_server_consumerfetch_bytes",
+                        "Record bytes sent to consumers, by this broker's role for the "
+                        "partition (a follower serves consumers in its rack, KIP-392)",
+                        "counter")
+        for role, value in sorted(self.consumer_fetch_bytes.items()):
+            served.add_sample(served.name + "_total", {"role": role}, value)
+        yield served
+        redirects = Metric("kafka_server_consumerfetch_preferredreadreplica",
+                           "Fetch answers naming a preferred read replica", "counter")
+        redirects.add_sample(redirects.name + "_total", {}, self.preferred_read_replica_answers)
+        yield redirects
 
     def _request_metrics(self) -> Any:
         requests = Metric("kafka_network_requestmetrics_requests",
@@ -163,7 +192,10 @@ class BrokerMetrics:
                 ("partitioncount", len(partitions), "Partitions with a replica here"),
                 ("leadercount", len(leaders), "Partitions this broker leads"),
                 ("underreplicatedpartitions", under,
-                 "Partitions led here whose ISR is smaller than their replica set")):
+                 "Partitions led here whose ISR is smaller than their replica set"),
+                ("offlinereplicacount", len(self.broker.replica_manager.offline_partitions),
+                 "Replicas whose log could not be opened (out of descriptors, a disk "
+                 "error): answered KAFKA_STORAGE_ERROR")):
             metric = Metric(prefix + name, doc, "gauge")
             metric.add_sample(prefix + name, {}, value)
             yield metric

@@ -28,6 +28,7 @@ from twisted.internet import defer, task
 
 from simplekafka.broker.controller.channel import ResponseReader, connect_reader
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.replication_quota import ReplicationThrottle
 from simplekafka.protocol.api import EARLIEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
@@ -62,14 +63,18 @@ class _FollowerState:
     partition: Partition
     truncated: bool = False  # truncation by epoch done for the epoch it follows
     epoch: int = -1
+    caught_up: bool = False  # our LEO reached the leader's HW in the last answer
+
 
 
 class ReplicaFetcher:
     """Fetches, for this broker, every partition led by one leader broker."""
 
     def __init__(self, reactor: Any, leader_id: int, settings: FetchSettings,
-                 endpoint_of: Callable[[int], tuple[str, int] | None]):
+                 endpoint_of: Callable[[int], tuple[str, int] | None],
+                 throttle: ReplicationThrottle | None = None):
         self.reactor = reactor
+        self.throttle = throttle  # follower.replication.throttled.* (None: never held back)
         self.leader_id = leader_id
         self.settings = settings
         self.endpoint_of = endpoint_of
@@ -206,14 +211,21 @@ class ReplicaFetcher:
     def _fetch_once(self) -> Any:
         topics: dict[str, list[dict]] = {}
         sent: dict[tuple[str, int], _FollowerState] = {}
+        throttle = self.throttle
         for key, state in self.states.items():
             partition = state.partition
+            if throttle is not None and throttle.holds_back(*key, state.caught_up):
+                continue  # a moving replica over the follower rate: not this round
             topics.setdefault(key[0], []).append({
                 "partition": key[1], "current_leader_epoch": state.epoch,
                 "fetch_offset": partition.log_end_offset,
                 "log_start_offset": partition.log_start_offset,
                 "partition_max_bytes": self.settings.max_bytes})
             sent[key] = state
+        if not sent:  # every partition is held back: wait for the quota to refill
+            wait = throttle.quota.seconds_until_available() if throttle is not None else BACKOFF
+            yield task.deferLater(self.reactor, min(max(wait, 0.01), 1.0), lambda: None)
+            return
         body = {"replica_id": self.settings.broker_id, "max_wait_ms": self.settings.max_wait_ms,
                 "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes,
                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
@@ -233,10 +245,13 @@ class ReplicaFetcher:
                 state = found
                 code = answer.error_code
                 if code == ErrorCode.NONE:
+                    records = bytes(answer.records or b"")
+                    if throttle is not None:
+                        throttle.record(*key, state.caught_up, len(records))
                     try:
-                        state.partition.append_as_follower(bytes(answer.records or b""),
-                                                           answer.high_watermark,
+                        state.partition.append_as_follower(records, answer.high_watermark,
                                                            answer.log_start_offset)
+                        state.caught_up = state.partition.log_end_offset >= answer.high_watermark
                     except UnexpectedAppendOffsetError as exc:
                         # Our log and the leader's disagree on where batches start:
                         # truncate by epoch again rather than retry the same append.
@@ -312,10 +327,12 @@ class ReplicaFetcherManager:
     """One ReplicaFetcher per leader broker; partitions move between them on LeaderAndIsr."""
 
     def __init__(self, reactor: Any, settings: FetchSettings,
-                 endpoint_of: Callable[[int], tuple[str, int] | None]):
+                 endpoint_of: Callable[[int], tuple[str, int] | None],
+                 throttle: ReplicationThrottle | None = None):
         self.reactor = reactor
         self.settings = settings
         self.endpoint_of = endpoint_of
+        self.throttle = throttle  # shared by every fetcher: one follower rate per broker
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[tuple[str, int], int] = {}
 
@@ -329,7 +346,7 @@ class ReplicaFetcherManager:
         fetcher = self.fetchers.get(leader)
         if fetcher is None:
             fetcher = self.fetchers[leader] = ReplicaFetcher(
-                self.reactor, leader, self.settings, self.endpoint_of)
+                self.reactor, leader, self.settings, self.endpoint_of, self.throttle)
         self._leader_of[key] = leader
         fetcher.add(partition)
 

@@ -81,6 +81,7 @@ class Consumer:
         max_poll_interval_ms: int = 300_000,
         partition_assignment_strategy: Iterable[str] = ("range", "roundrobin"),
         metadata_max_age_ms: int = 300_000,
+        group_instance_id: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESET_POLICIES:
             raise ValueError(
@@ -98,6 +99,10 @@ class Consumer:
                 raise ValueError("heartbeat_interval_ms must be below session_timeout_ms")
             for name in partition_assignment_strategy:
                 assignor_for(name)
+            if group_instance_id is not None and (
+                    not isinstance(group_instance_id, str) or not group_instance_id):
+                raise ValueError(f"group_instance_id must be a non-empty string or None, "
+                                 f"not {group_instance_id!r}")
         self.group_id = group_id
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
@@ -132,7 +137,8 @@ class Consumer:
                 session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=max_poll_interval_ms,
                 heartbeat_interval_ms=heartbeat_interval_ms,
-                retry_backoff_ms=retry_backoff_ms, request_timeout_ms=request_timeout_ms)
+                retry_backoff_ms=retry_backoff_ms, request_timeout_ms=request_timeout_ms,
+                group_instance_id=group_instance_id)
         self._topics: list[str] | None = None  # the subscription (None: not subscribed)
         self._pattern: re.Pattern | None = None
         self._joined_topics: list[str] | None = None
@@ -198,7 +204,7 @@ class Consumer:
         return GroupMember(old.client, old.group_id, [a.name for a in old.assignors],
                            old.session_timeout_ms, old.rebalance_timeout_ms,
                            old.heartbeat_interval_ms, old.retry_backoff_ms,
-                           old.request_timeout_ms)
+                           old.request_timeout_ms, old.group_instance_id)
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Consume exactly these partitions (replacing any earlier assignment).
@@ -447,6 +453,8 @@ class Consumer:
         group = self._group
         if group is None or self._topics is None:
             return
+        if group.fenced is not None:
+            raise group.fenced  # another consumer took our group.instance.id: stop
         topics = self._topics
         if self._pattern is not None:
             if self.client.metadata.needs_update() or self._joined_topics is None:

@@ -9,6 +9,12 @@ background thread only sends heartbeats; when one answers
 REBALANCE_IN_PROGRESS (or says the member or generation is stale) it raises a
 flag that the next ``poll`` acts on, calling ``on_revoke`` before the rejoin
 and ``on_assign`` after it, as Kafka's consumer does.
+
+With a ``group_instance_id`` the member is *static* (KIP-345): it never sends
+LeaveGroup (closing, or a poll timeout, leaves it to the session timeout), so a
+restart within ``session_timeout_ms`` rejoins under the same instance id, gets
+its partitions back and the others see no rebalance. Whoever held the instance
+id before is fenced (FENCED_INSTANCE_ID), which is fatal to that consumer.
 """
 
 from __future__ import annotations
@@ -57,7 +63,8 @@ class GroupMember:
     def __init__(self, client: KafkaClient, group_id: str, assignors: Iterable[str],
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 300_000,
                  heartbeat_interval_ms: int = 3_000, retry_backoff_ms: int = 100,
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, group_instance_id: str | None = None
+                 ) -> None:
         if not group_id:
             raise ValueError("group_id must be a non-empty string")
         if heartbeat_interval_ms >= session_timeout_ms:
@@ -72,6 +79,8 @@ class GroupMember:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.request_timeout_ms = request_timeout_ms
+        self.group_instance_id = group_instance_id
+        self.fenced: KafkaError | None = None  # set once another member took our instance id
         self.member_id = ""
         self.generation = -1
         self.protocol: str | None = None
@@ -137,7 +146,7 @@ class GroupMember:
                      for a in self.assignors]
         body = {"group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
                 "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
-                "group_instance_id": None, "protocol_type": PROTOCOL_TYPE,
+                "group_instance_id": self.group_instance_id, "protocol_type": PROTOCOL_TYPE,
                 "protocols": protocols}
         answer = self._rebalance_request(ApiKey.JOIN_GROUP, body, deadline, "joining")
         if answer is None:
@@ -151,7 +160,7 @@ class GroupMember:
         if answer.leader == answer.member_id:
             assignments = self._lead(answer, partition_counts)
         sync = {"group_id": self.group_id, "generation_id": self.generation,
-                "member_id": self.member_id, "group_instance_id": None,
+                "member_id": self.member_id, "group_instance_id": self.group_instance_id,
                 "assignments": assignments}
         answer = self._rebalance_request(ApiKey.SYNC_GROUP, sync, deadline, "syncing")
         if answer is None:
@@ -234,8 +243,8 @@ class GroupMember:
         self._send_leave(member_id, 5_000)
 
     def _send_leave(self, member_id: str, timeout_ms: int) -> None:
-        if not member_id or self.coordinator_id is None:
-            return
+        if not member_id or self.coordinator_id is None or self.group_instance_id is not None:
+            return  # a static member leaves only by its session timing out (KIP-345)
         body = {"group_id": self.group_id, "member_id": member_id,
                 "members": [{"member_id": member_id, "group_instance_id": None}]}
         try:
@@ -248,7 +257,7 @@ class GroupMember:
         """One Heartbeat; flags a rejoin or a coordinator lookup when the answer says so."""
         with self._lock:
             body = {"group_id": self.group_id, "generation_id": self.generation,
-                    "member_id": self.member_id, "group_instance_id": None}
+                    "member_id": self.member_id, "group_instance_id": self.group_instance_id}
         deadline = Deadline(self.session_timeout_ms / 1000)
         try:
             answer = self.send_to_coordinator(ApiKey.HEARTBEAT, body, deadline,
@@ -256,7 +265,10 @@ class GroupMember:
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         code = ErrorCode.of(answer.error_code)
-        if code in REJOIN_ERRORS:
+        if code == ErrorCode.FENCED_INSTANCE_ID:
+            self.fenced = error_for(code, f"group {self.group_id!r}: instance id "
+                                          f"{self.group_instance_id!r} was taken over")
+        elif code in REJOIN_ERRORS:
             if code != ErrorCode.REBALANCE_IN_PROGRESS:
                 with self._lock:
                     self.member_id, self.generation = "", -1
@@ -280,7 +292,9 @@ class GroupMember:
             generation = self.generation if as_member else -1
             member_id = self.member_id if as_member and self.generation >= 0 else ""
         return {"group_id": self.group_id, "generation_id_or_member_epoch": generation,
-                "member_id": member_id, "group_instance_id": None, "retention_time_ms": -1,
+                "member_id": member_id,
+                "group_instance_id": self.group_instance_id if member_id else None,
+                "retention_time_ms": -1,
                 "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
 
     def commit(self, offsets: Mapping[TopicPartition, int | tuple[int, str]], as_member: bool,

@@ -52,11 +52,15 @@ from simplekafka.protocol.records_fast import MIN_RUN, ZIGZAG
 from simplekafka.protocol.records_fast import decode_run as _decode_run
 
 __all__ = [
+    "ControlMarker",
     "Record",
     "RecordBatch",
     "build_batch",
+    "build_end_txn_marker",
     "parse_batch",
     "parse_batches",
+    "parse_control_marker",
+    "rebuild_batch",
 ]
 
 MAGIC = 2
@@ -263,10 +267,17 @@ def _unpack_record(rec: Any) -> tuple[Any, Any, Any, Any]:
     )
 
 
-def _encode_records(records: Sequence[Any], now_ms: int) -> tuple[bytes, int, int]:
-    """Encode the records section; returns (bytes, base_timestamp, max_timestamp)."""
+def _encode_records(records: Sequence[Any], now_ms: int, offset_base: int | None = None,
+                    base_timestamp: int | None = None) -> tuple[bytes, int, int]:
+    """Encode the records section; returns (bytes, base_timestamp, max_timestamp).
+
+    Offset deltas are the records' positions, or with ``offset_base`` their own
+    ``offset - offset_base`` (a compacted batch keeps its records' offsets).
+    """
     first_ts = _unpack_record(records[0])[0]
     base_ts = now_ms if first_ts is None else first_ts
+    if base_timestamp is not None:
+        base_ts = base_timestamp
     max_ts = base_ts
     varint = _VARINT
     limit = _CACHE_SIZE
@@ -275,7 +286,9 @@ def _encode_records(records: Sequence[Any], now_ms: int) -> tuple[bytes, int, in
     append = parts.append
     for delta, rec in enumerate(records):
         if type(rec) is record_type:
-            _, ts, key, value, headers = rec
+            offset, ts, key, value, headers = rec
+            if offset_base is not None:
+                delta = offset - offset_base
         elif type(rec) is tuple and len(rec) == 2:
             key, value = rec
             ts = headers = None
@@ -574,19 +587,22 @@ def _decode_headers(data: bytes, pos: int) -> tuple[list[Header], int]:
 
 
 def parse_batch(
-    buf: bytes | bytearray | memoryview, pos: int = 0, check_crc: bool = True
+    buf: bytes | bytearray | memoryview, pos: int = 0, check_crc: bool = True,
+    max_decompressed_bytes: int | None = None,
 ) -> RecordBatch:
     """Validate and decode the batch at ``pos``: header, decompressed records, absolute offsets.
 
     Raises CorruptBatchError (a ProtocolError) for anything wrong; ``offset``
     is a byte position in ``buf`` (within the decompressed records section for
     errors inside a compressed batch, where no position in ``buf`` exists).
+    A compressed section that would grow past ``max_decompressed_bytes``
+    raises DecompressedTooLargeError (a CorruptBatchError) instead.
     """
     header = validate_batch(buf, pos, check_crc)
     section = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     codec = header.attributes & 0x07
     compressed = codec != 0
-    data = decompress(codec, section) if compressed else bytes(section)
+    data = decompress(codec, section, max_decompressed_bytes) if compressed else bytes(section)
     try:
         records = _decode_records(
             data, header.records_count, header.base_offset, header.base_timestamp
@@ -600,6 +616,39 @@ def parse_batch(
         append_time = header.max_timestamp
         records = [record._replace(timestamp=append_time) for record in records]
     return RecordBatch(header, records)
+
+
+def rebuild_batch(original: BatchHeader, records: Sequence[Record],
+                  base_timestamp: int | None = None, attributes: int | None = None) -> bytes:
+    """A batch holding ``records`` (a subset of ``original``'s) under ``original``'s header.
+
+    What the log cleaner writes: base offset, last offset delta, producer
+    fields, partition leader epoch and codec stay; the records keep their
+    offsets (gaps are fine); maxTimestamp is recomputed (kept under
+    LogAppendTime); the CRC is new. ``base_timestamp`` and ``attributes``
+    replace the originals (the cleaner stores a delete horizon there, KIP-534).
+    """
+    if not records:
+        raise ValueError("a rebuilt batch needs at least one record")
+    attributes = original.attributes if attributes is None else attributes
+    if attributes & ATTR_TIMESTAMP_TYPE:  # every record's time is the batch's maxTimestamp
+        base_timestamp = original.base_timestamp if base_timestamp is None else base_timestamp
+        records = [record._replace(timestamp=base_timestamp) for record in records]
+        max_ts = original.max_timestamp
+    else:
+        max_ts = max(record.timestamp if record.timestamp is not None else -1
+                     for record in records)
+    payload, base_ts, _ = _encode_records(records, 0, original.base_offset, base_timestamp)
+    codec = attributes & 0x07
+    if codec:
+        payload = compress(codec, payload)
+    tail = _HEADER_TAIL.pack(attributes, original.last_offset_delta, base_ts, max_ts,
+                             original.producer_id, original.producer_epoch,
+                             original.base_sequence, len(records))
+    crc = _crc32c.crc32c(payload, _crc32c.crc32c(tail))
+    head = _HEADER_HEAD.pack(original.base_offset, len(tail) + len(payload) + 9,
+                             original.partition_leader_epoch, MAGIC, crc)
+    return b"".join((head, tail, payload))
 
 
 def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
@@ -621,3 +670,59 @@ def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:
             break
         batches.append(parse_batch(buf, pos))
     return batches
+
+
+# ---------------------------------------------------------------- control records
+#
+# A transaction ends with a control batch that the partition leader writes
+# (never a client): attributes have the control (0x20) and transactional (0x10)
+# bits, producerId and producerEpoch are the transaction's, baseSequence is -1,
+# and it holds one record whose key and value are Kafka's control formats:
+#
+#     key    int16 version (0)   int16 type (0 ABORT, 1 COMMIT)
+#     value  int16 version (0)   int32 coordinatorEpoch      (EndTransactionMarker)
+
+CONTROL_TYPE_ABORT = 0
+CONTROL_TYPE_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")
+
+
+class ControlMarker(NamedTuple):
+    """What an end-of-transaction control record says."""
+
+    commit: bool
+    coordinator_epoch: int
+    version: int = 0
+
+
+def build_end_txn_marker(producer_id: int, producer_epoch: int, commit: bool,
+                         coordinator_epoch: int, timestamp: int | None = None,
+                         base_offset: int = 0, partition_leader_epoch: int = -1) -> bytes:
+    """The control batch that commits or aborts ``producer_id``'s transaction on a partition."""
+    key = _CONTROL_KEY.pack(0, CONTROL_TYPE_COMMIT if commit else CONTROL_TYPE_ABORT)
+    value = _END_TXN_VALUE.pack(0, coordinator_epoch)
+    return build_batch([Record(timestamp=timestamp, key=key, value=value)],
+                       base_offset=base_offset, producer_id=producer_id,
+                       producer_epoch=producer_epoch, base_sequence=-1,
+                       partition_leader_epoch=partition_leader_epoch,
+                       is_transactional=True, is_control=True)
+
+
+def parse_control_marker(record: Record) -> ControlMarker | None:
+    """The marker in a control batch's record; None for a control type that is not one
+    (Kafka reserves other types, and readers skip what they do not know)."""
+    key = record.key
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise CorruptBatchError("control record key shorter than 4 bytes",
+                                ErrorCode.CORRUPT_MESSAGE, expected="int16 version, int16 type")
+    _version, kind = _CONTROL_KEY.unpack_from(key)
+    if kind not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        return None
+    value = record.value
+    if value is None or len(value) < _END_TXN_VALUE.size:
+        raise CorruptBatchError("end transaction marker value shorter than 6 bytes",
+                                ErrorCode.CORRUPT_MESSAGE,
+                                expected="int16 version, int32 coordinator epoch")
+    version, coordinator_epoch = _END_TXN_VALUE.unpack_from(value)
+    return ControlMarker(kind == CONTROL_TYPE_COMMIT, coordinator_epoch, version)

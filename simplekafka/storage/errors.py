@@ -52,3 +52,14 @@ class CheckpointError(StorageError):
 
 class LogConfigError(ValueError):
     """A configuration value that is out of range or not a number."""
+
+
+class DescriptorsExhaustedError(StorageError):
+    """No descriptor left for a partition's files (the open-files limit, RLIMIT_NOFILE)."""
+
+    def __init__(self, what: str, limit: int, reserve: int | None = None):
+        kept = f", the last {reserve} kept for ZooKeeper and clients" if reserve else ""
+        super().__init__(
+            f"{what}: out of file descriptors (open-files limit {limit}{kept}); "
+            f"raise the limit (ulimit -n) or hold fewer partitions on this broker")
+        self.limit = limit

@@ -190,6 +190,7 @@ def broker(tmp_path):
         brokers={1: Node(1, "127.0.0.1", 9092)})
     cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
     cache.is_alive = lambda b: b in cache.brokers
+    cache.brokers_on = lambda listener: cache.brokers  # one listener
     replica_manager = ReplicaManager(1, logs, cache, reactor=clock)
     replica_manager.partitions.update(partitions)
     fake = SimpleNamespace(
@@ -207,7 +208,8 @@ def broker(tmp_path):
 
 
 def ctx(version: int = 5, client_id: str = "test"):
-    return SimpleNamespace(api_version=version, client_id=client_id, peer="127.0.0.1:5555")
+    return SimpleNamespace(api_version=version, client_id=client_id, peer="127.0.0.1:5555",
+                           listener="PLAINTEXT", principal="User:ANONYMOUS")
 
 
 def req(**fields):
@@ -215,10 +217,10 @@ def req(**fields):
 
 
 def join(coordinator, member_id="", protocols=(("range", b"m"),), version=5,
-         protocol_type="consumer", group="g", session=10_000):
+         protocol_type="consumer", group="g", session=10_000, instance=None):
     return coordinator.join_group(ctx(version), req(
         group_id=group, session_timeout_ms=session, rebalance_timeout_ms=10_000,
-        member_id=member_id, group_instance_id=None, protocol_type=protocol_type,
+        member_id=member_id, group_instance_id=instance, protocol_type=protocol_type,
         protocols=[req(name=n, metadata=m) for n, m in protocols]))
 
 
@@ -349,6 +351,127 @@ def test_offsets_of_an_empty_group_expire(broker):
     group.state_timestamp = 0
     broker.coordinator.expire_offsets()
     assert fetch(broker) == -1 and "g" not in broker.coordinator.groups
+
+
+# -- static membership (KIP-345) ------------------------------------------------------------
+
+
+def static_group(broker) -> tuple[str, str]:
+    """A Stable group of two static members, "a" (the leader) and "b"; their member ids."""
+    load(broker)
+    coordinator = broker.coordinator
+    first = join(coordinator, instance="a")  # no MEMBER_ID_REQUIRED round for static members
+    second = join(coordinator, instance="b", protocols=(("range", b"n"),))
+    broker.reactor.pump([0.1] * 3)  # the initial delay, extended once for the second member
+    a, b = result(first), result(second)
+    assert a["error_code"] == b["error_code"] == ErrorCode.NONE
+    assert a["member_id"].startswith("a-") and a["leader"] == a["member_id"]
+    assert {m["group_instance_id"] for m in a["members"]} == {"a", "b"}
+    for member in (b["member_id"], a["member_id"]):
+        synced = coordinator.sync_group(ctx(3), req(
+            group_id="g", generation_id=1, member_id=member, group_instance_id=None,
+            assignments=[req(member_id=a["member_id"], assignment=b"A"),
+                         req(member_id=b["member_id"], assignment=b"B")]
+            if member == a["member_id"] else []))
+    assert result(synced)["assignment"] == b"A"
+    assert coordinator.groups["g"].state is GroupState.STABLE
+    return a["member_id"], b["member_id"]
+
+
+def beat(broker, member, instance=None, generation=1):
+    return broker.coordinator.heartbeat(ctx(3), req(
+        group_id="g", generation_id=generation, member_id=member,
+        group_instance_id=instance))["error_code"]
+
+
+def test_a_restarted_static_member_takes_its_place_without_a_rebalance(broker):
+    a, b = static_group(broker)
+    group = broker.coordinator.groups["g"]
+    rejoined = result(join(broker.coordinator, instance="b", protocols=(("range", b"n"),)))
+    new_b = rejoined["member_id"]
+    assert rejoined["error_code"] == ErrorCode.NONE and new_b != b
+    # The same generation, the old leader named (so the member does not assign), no members.
+    assert (rejoined["generation_id"], rejoined["leader"], rejoined["members"]) == (1, a, [])
+    assert group.state is GroupState.STABLE and group.generation == 1
+    synced = result(broker.coordinator.sync_group(ctx(3), req(
+        group_id="g", generation_id=1, member_id=new_b, group_instance_id="b", assignments=[])))
+    assert synced["assignment"] == b"B"  # its previous partitions
+    assert beat(broker, a, "a") == ErrorCode.NONE  # the others see nothing
+    assert beat(broker, new_b, "b") == ErrorCode.NONE
+    # The old incarnation is fenced everywhere.
+    assert beat(broker, b, "b") == ErrorCode.FENCED_INSTANCE_ID
+    assert commit_as(broker, b, "b") == ErrorCode.FENCED_INSTANCE_ID
+    assert result(join(broker.coordinator, b, instance="b"))["error_code"] \
+        == ErrorCode.FENCED_INSTANCE_ID
+    assert commit_as(broker, new_b, "b") == ErrorCode.NONE
+
+
+def commit_as(broker, member, instance):
+    answer = result(broker.coordinator.offset_commit(ctx(7), req(
+        group_id="g", generation_id_or_member_epoch=1, member_id=member,
+        group_instance_id=instance,
+        topics=[req(name="t", partitions=[req(partition_index=0, committed_offset=3,
+                                                committed_leader_epoch=-1,
+                                                committed_metadata="")])])))
+    return answer["topics"][0]["partitions"][0]["error_code"]
+
+
+def test_a_restarted_static_leader_is_not_told_to_assign(broker):
+    a, _ = static_group(broker)
+    rejoined = result(join(broker.coordinator, instance="a"))
+    assert rejoined["leader"] == a != rejoined["member_id"] and rejoined["members"] == []
+    group = broker.coordinator.groups["g"]
+    assert group.leader_id == rejoined["member_id"]  # it leads the next rebalance
+    assert group.state is GroupState.STABLE and group.generation == 1
+
+
+def test_the_replaced_member_id_is_persisted_in_the_group_record(broker):
+    a, b = static_group(broker)
+    new_b = result(join(broker.coordinator, instance="b", protocols=(("range", b"n"),))
+                   )["member_id"]
+    coordinator = broker.new_coordinator()  # a broker that just became leader reads it back
+    coordinator.check_owner("g")
+    broker.reactor.advance(0)
+    group = coordinator.groups["g"]
+    assert sorted(group.members) == sorted([a, new_b])
+    assert group.members[new_b].group_instance_id == "b"
+    assert group.members[new_b].assignment == b"B"
+    assert group.is_fenced(b, "b") and not group.is_fenced(new_b, "b")
+
+
+def test_a_static_member_that_does_not_come_back_is_removed_after_its_session(broker):
+    a, _ = static_group(broker)
+    for _ in range(12):
+        broker.reactor.advance(1)
+        beat(broker, a, "a")
+    group = broker.coordinator.groups["g"]
+    assert list(group.members) == [a] and group.state is GroupState.PREPARING_REBALANCE
+
+
+def test_a_static_member_joining_during_a_rebalance_just_joins_it(broker):
+    a, b = static_group(broker)
+    group = broker.coordinator.groups["g"]
+    leader = join(broker.coordinator, a, instance="a")  # the leader asks for a rebalance
+    assert group.state is GroupState.PREPARING_REBALANCE
+    answer = result(join(broker.coordinator, instance="b", protocols=(("range", b"n"),)))
+    assert answer["error_code"] == ErrorCode.NONE and answer["generation_id"] == 2
+    assert {m["member_id"] for m in result(leader)["members"]} == {a, answer["member_id"]}
+    assert group.static_member("b").member_id == answer["member_id"] != b
+
+
+def test_leave_group_v3_takes_a_batch_of_static_members_by_instance_id(broker):
+    a, b = static_group(broker)
+    answer = broker.coordinator.leave_group(ctx(3), req(group_id="g", members=[
+        req(member_id="", group_instance_id="b"),
+        req(member_id="someone-else", group_instance_id="a"),
+        req(member_id="", group_instance_id="nobody"),
+        req(member_id=a, group_instance_id=None)]))
+    assert [(m["member_id"], m["group_instance_id"], m["error_code"])
+            for m in answer["members"]] == [
+        (b, "b", ErrorCode.NONE), ("someone-else", "a", ErrorCode.FENCED_INSTANCE_ID),
+        ("", "nobody", ErrorCode.UNKNOWN_MEMBER_ID), (a, None, ErrorCode.NONE)]
+    group = broker.coordinator.groups["g"]
+    assert not group.members
 
 
 # -- hostile but well-formed requests: an answer that encodes, never an exception -----------

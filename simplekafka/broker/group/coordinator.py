@@ -78,7 +78,7 @@ class SyncResult(NamedTuple):
 
 class LeaveResult(NamedTuple):
     error_code: ErrorCode
-    members: tuple[tuple[str, ErrorCode], ...]  # (member id, its outcome)
+    members: tuple[tuple[str, str | None, ErrorCode], ...]  # (member id, instance id, outcome)
 
 
 class CommittedOffset(NamedTuple):
@@ -138,6 +138,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.loaded: dict[int, int] = {}  # offsets partition -> leader epoch it was loaded at
         self._loading: set[int] = set()
+        # producer id -> group -> offsets written in its open transaction (TxnOffsetCommit)
+        self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
         cache.listeners.append(self.sync_ownership)
 
     # -- configuration --------------------------------------------------------------------
@@ -202,7 +204,11 @@ class GroupCoordinator:
         if partition is None or self.loaded.get(index) == partition.leader_epoch:
             return
         started = time.monotonic()
-        metadata, offsets, records = self.metadata.read_partition(partition)
+        metadata, offsets, records, pending = self.metadata.read_partition(partition)
+        for producer_id, groups in pending.items():
+            for group_id, entries in groups.items():
+                self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(
+                    group_id, {}).update(entries)
         for group_id, value in metadata.items():
             if value is None:
                 self._forget(group_id)
@@ -244,6 +250,9 @@ class GroupCoordinator:
         self.loaded.pop(index, None)
         for group_id in [g for g in self.groups if self.partition_of(g) == index]:
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+        for groups in self.pending_txn_offsets.values():
+            for group_id in [g for g in groups if self.partition_of(g) == index]:
+                del groups[group_id]
         log.info("%s-%d: groups unloaded (no longer the leader)", OFFSETS_TOPIC, index)
 
     def _forget(self, group_id: str, code: ErrorCode = ErrorCode.UNKNOWN_MEMBER_ID) -> None:
@@ -285,7 +294,11 @@ class GroupCoordinator:
         state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
         if state is None or state.leader < 0 or not cache.is_alive(state.leader):
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return answer(ErrorCode.NONE, cache.brokers[state.leader])
+        # The coordinator's endpoint on the listener the request came in on.
+        node = cache.brokers_on(context.listener).get(state.leader)
+        if node is None:
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return answer(ErrorCode.NONE, node)
 
     # -- JoinGroup ------------------------------------------------------------------------
 
@@ -310,6 +323,7 @@ class GroupCoordinator:
             rebalance = session
         protocols = [(p.name, bytes(p.metadata or b"")) for p in request.protocols]
         member_id = request.member_id or ""
+        instance_id = getattr(request, "group_instance_id", None) if version >= 5 else None
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
@@ -319,10 +333,17 @@ class GroupCoordinator:
                 request.protocol_type, [name for name, _ in protocols]):
             if not (member_id and set(group.members) == {member_id}):
                 return refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        static = group.static_member(instance_id)
+        if static is not None and not member_id:
+            # KIP-345: a static member came back (a restart): it takes its old place.
+            return self._replace_static_member(group, static, context, protocols, session,
+                                               rebalance)
+        if static is not None and static.member_id != member_id:
+            return refuse(ErrorCode.FENCED_INSTANCE_ID)
         if not member_id or member_id in group.pending_members:
             if not member_id:
-                member_id = f"{context.client_id or 'consumer'}-{uuid.uuid4()}"
-                if version >= 4:
+                member_id = f"{instance_id or context.client_id or 'consumer'}-{uuid.uuid4()}"
+                if version >= 4 and instance_id is None:
                     # KIP-394: the client must come back with this id (so a retried
                     # first join cannot leave a ghost member behind).
                     group.pending_members[member_id] = self.reactor.callLater(
@@ -330,8 +351,7 @@ class GroupCoordinator:
                     return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             _cancel(group.pending_members.pop(member_id, None))
             joining = Member(member_id, context.client_id or "", _host(context.peer), session,
-                             rebalance, request.protocol_type, protocols,
-                             getattr(request, "group_instance_id", None))
+                             rebalance, request.protocol_type, protocols, instance_id)
             return self._add_member(group, joining)
         member = group.members.get(member_id)
         if member is None:
@@ -353,6 +373,60 @@ class GroupCoordinator:
         else:
             self._prepare_rebalance(group, f"{member.member_id} joined")
         return waiter
+
+    def _replace_static_member(self, group: Group, member: Member, context: RequestContext,
+                               protocols: list, session: int, rebalance: int
+                               ) -> JoinResult | defer.Deferred:
+        """A static member rejoined with no member id: it gets a new one, the old one is
+        fenced, and a Stable group does not rebalance (Kafka's
+        ``updateStaticMemberAndRebalance``).
+
+        The answer names the leader as it was before, so a restarted leader does not
+        think it must assign (a Stable group would not pass its assignment on): the
+        member simply syncs and gets its partitions back.
+        """
+        leader_before = group.leader_id or ""
+        old_id, new_id = member.member_id, f"{member.group_instance_id}-{uuid.uuid4()}"
+        old_protocols = member.protocols
+        self._fail_waiters(member, ErrorCode.FENCED_INSTANCE_ID)
+        self._swap_member_id(group, member, new_id)
+        log.info("group %r: static member %r rejoined as %s (%s fenced)", group.group_id,
+                 member.group_instance_id, new_id, old_id)
+        member.client_id, member.client_host = context.client_id or "", _host(context.peer)
+        member.protocols = protocols
+        member.session_timeout_ms, member.rebalance_timeout_ms = session, rebalance
+        self._schedule_expiry(group, member)
+        if group.is_in(GroupState.STABLE) and group.select_protocol() == group.protocol:
+            generation = group.generation
+
+            def stored(code: ErrorCode) -> JoinResult:
+                if code != ErrorCode.NONE:
+                    # Not persisted: the old incarnation stays the member (as Kafka reverts).
+                    if group.members.get(new_id) is member:
+                        member.protocols = old_protocols
+                        self._swap_member_id(group, member, old_id)
+                    return JoinResult(code, member_id=new_id)
+                return JoinResult(ErrorCode.NONE, generation, group.protocol or "",
+                                  leader_before, new_id)
+
+            return self._store_group(group).addCallback(stored)
+        waiter: defer.Deferred = defer.Deferred()
+        member.join_waiter = waiter
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"static member {member.group_instance_id!r} "
+                                           f"rejoined during a rebalance or with new protocols")
+        return waiter
+
+    @staticmethod
+    def _swap_member_id(group: Group, member: Member, new_id: str) -> None:
+        old_id = member.member_id
+        group.members = {(new_id if mid == old_id else mid): m
+                         for mid, m in group.members.items()}
+        member.member_id = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
 
     def _rejoin(self, group: Group, member: Member, protocols: list, session: int,
                 rebalance: int) -> JoinResult | defer.Deferred:
@@ -470,6 +544,8 @@ class GroupCoordinator:
         if code is not None:
             return SyncResult(code)
         group = self.groups.get(request.group_id)
+        if group is not None and group.is_fenced(request.member_id, _instance_of(request)):
+            return SyncResult(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(request.member_id) if group else None
         if group is None or member is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -522,6 +598,8 @@ class GroupCoordinator:
         if code is not None:
             return answer(code)
         group = self.groups.get(request.group_id)
+        if group is not None and group.is_fenced(request.member_id, _instance_of(request)):
+            return answer(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(request.member_id) if group else None
         if group is None or member is None or group.is_in(GroupState.EMPTY):
             return answer(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -534,17 +612,27 @@ class GroupCoordinator:
         return answer(ErrorCode.NONE)
 
     def leave_group(self, context: RequestContext, request: Any) -> LeaveResult:
+        """One member (v0-v2) or a batch (v3+, KIP-345: static members by instance id)."""
         version = context.api_version
         if version >= 3:
-            leaving = [m.member_id for m in request.members]
+            leaving = [(m.member_id or "", m.group_instance_id) for m in request.members]
         else:
-            leaving = [request.member_id]
+            leaving = [(request.member_id, None)]
         code = self.check_owner(request.group_id)
         group = self.groups.get(request.group_id) if code is None else None
         results = []
-        for member_id in leaving:
+        for member_id, instance_id in leaving:
             member_code = code or ErrorCode.NONE
-            if code is None:
+            static = group.static_member(instance_id) if group is not None else None
+            if code is None and instance_id is not None:
+                # A static member leaves by instance id; its member id may be left empty.
+                if static is None:
+                    member_code = ErrorCode.UNKNOWN_MEMBER_ID
+                elif member_id and member_id != static.member_id:
+                    member_code = ErrorCode.FENCED_INSTANCE_ID
+                else:
+                    member_id = static.member_id
+            if code is None and member_code == ErrorCode.NONE:
                 if group is None:
                     member_code = ErrorCode.UNKNOWN_MEMBER_ID
                 elif member_id in group.pending_members:
@@ -556,7 +644,7 @@ class GroupCoordinator:
                     self._remove(group, member)
                 else:
                     member_code = ErrorCode.UNKNOWN_MEMBER_ID
-            results.append((member_id, member_code))
+            results.append((member_id, instance_id, member_code))
         return LeaveResult(code or ErrorCode.NONE, tuple(results))
 
     def _schedule_expiry(self, group: Group, member: Member) -> None:
@@ -621,6 +709,9 @@ class GroupCoordinator:
         if code is not None:
             return everyone(code)
         group = self.groups.get(group_id)
+        instance_id = _instance_of(request) if version >= 7 else None
+        if group is not None and group.is_fenced(member_id, instance_id):
+            return everyone(ErrorCode.FENCED_INSTANCE_ID)
         code = self._commit_allowed(group, generation, member_id)
         if code is not None:
             return everyone(code)
@@ -795,9 +886,78 @@ class GroupCoordinator:
             elif not group.offsets and not group.members and group.generation == 0:
                 self._delete(group)
 
+    # -- TxnOffsetCommit: offsets that count once their transaction commits --------------
+
+    def txn_offset_commit(self, context: RequestContext, request: Any
+                          ) -> CommitResult | defer.Deferred:
+        """Write offsets in the producer's transaction (a transactional batch); they stay
+        pending, invisible to OffsetFetch, until the transaction's marker reaches this
+        group's partition (``complete_transaction``)."""
+        group_id = request.group_id
+        wanted = [(t.name, p) for t in request.topics for p in t.partitions]
+        code = self.check_owner(group_id)
+        if code is not None:
+            return [(topic, p.partition_index, code) for topic, p in wanted]
+        now = _now_ms()
+        results: list[list] = []
+        accepted: list[tuple[tuple[str, int], OffsetValue]] = []
+        for topic, p in wanted:
+            part = [topic, p.partition_index, ErrorCode.NONE]
+            results.append(part)
+            metadata = p.committed_metadata or ""
+            if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+                part[2] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            elif self.cache.partition(topic, p.partition_index) is None:
+                part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                accepted.append(((topic, p.partition_index), OffsetValue(
+                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), metadata,
+                    now)))
+
+        def answer() -> CommitResult:
+            return [(topic, index, code) for topic, index, code in results]
+
+        if not accepted:
+            return answer()
+        producer_id = request.producer_id
+
+        def stored(code: ErrorCode) -> CommitResult:
+            if code == ErrorCode.NONE:
+                pending = self.pending_txn_offsets.setdefault(producer_id, {})
+                pending.setdefault(group_id, {}).update(accepted)
+            else:
+                for part in results:
+                    if part[2] == ErrorCode.NONE:
+                        part[2] = code
+            return answer()
+
+        return self.metadata.store_offsets(group_id, accepted, producer=(
+            producer_id, request.producer_epoch)).addCallback(stored)
+
+    def complete_transaction(self, producer_id: int, partition_index: int,
+                             committed: bool) -> None:
+        """A marker reached ``__consumer_offsets``-``partition_index``: the producer's
+        pending offsets of the groups there become committed, or are dropped."""
+        pending = self.pending_txn_offsets.get(producer_id, {})
+        for group_id in [g for g in pending if self.partition_of(g) == partition_index]:
+            offsets = pending.pop(group_id)
+            if not committed:
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = Group(group_id)
+            group.offsets.update(offsets)
+        if not pending:
+            self.pending_txn_offsets.pop(producer_id, None)
+
     def shutdown(self) -> None:
         for group_id in list(self.groups):
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+
+
+def _instance_of(request: Any) -> str | None:
+    """The request's ``group_instance_id`` (absent before the KIP-345 versions)."""
+    return getattr(request, "group_instance_id", None)
 
 
 def _set_error_code(code: ErrorCode, result: list) -> None:

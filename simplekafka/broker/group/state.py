@@ -134,6 +134,18 @@ class Group:
             votes[choice] = votes.get(choice, 0) + 1
         return max(sorted(votes), key=lambda name: votes[name])
 
+    def static_member(self, instance_id: str | None) -> Member | None:
+        """The member that holds ``group.instance.id`` ``instance_id`` (KIP-345), if any."""
+        if instance_id is None:
+            return None
+        return next((m for m in self.members.values() if m.group_instance_id == instance_id),
+                    None)
+
+    def is_fenced(self, member_id: str, instance_id: str | None) -> bool:
+        """Is ``member_id`` an old incarnation of a static member that has since rejoined?"""
+        holder = self.static_member(instance_id)
+        return holder is not None and holder.member_id != member_id
+
     def summary(self) -> str:
         return (f"group {self.group_id!r} {self.state.value} generation {self.generation} "
                 f"members {sorted(self.members)}")

@@ -1,0 +1,248 @@
+"""Static membership (KIP-345) and cooperative rebalancing (KIP-429) with real clients.
+
+Members run in threads of this process (confluent-kafka's librdkafka and our
+Consumer) against a real broker process; each logs every record it receives
+with the time it arrived, and every rebalance callback. Static: a member closed
+and started again with the same ``group.instance.id`` within its session
+timeout gets its partitions back and the others see nothing (no callbacks, the
+same generation); no record is delivered twice. Cooperative: when a member
+joins, the members that keep partitions never stop receiving them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from simplekafka.admin import Admin
+from simplekafka.cluster import LocalCluster
+from simplekafka.consumer import Consumer
+from simplekafka.producer import Producer
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+SESSION_MS = 10_000
+HEARTBEAT_MS = 500
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with LocalCluster(brokers=1, base_dir=tmp_path_factory.mktemp("membership"),
+                      broker_config={"group.initial.rebalance.delay.ms": 300}) as running:
+        yield running
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class Member(threading.Thread):
+    """One member in a thread: poll, log each record's arrival, commit after every batch."""
+
+    def __init__(self, name: str, bootstrap: str, topic: str, group: str,
+                 instance: str | None = None, strategy: str = "range") -> None:
+        super().__init__(name=name, daemon=True)
+        self.bootstrap, self.topic, self.group = bootstrap, topic, group
+        self.instance, self.strategy = instance, strategy
+        self.stop = threading.Event()
+        self.owned: set[int] = set()
+        self.events: list[tuple[float, str, tuple[int, ...]]] = []  # (time, callback, parts)
+        self.received: list[tuple[float, int, int, bytes]] = []  # (time, partition, offset, value)
+        self.error: BaseException | None = None
+
+    def on_assign(self, partitions: list[int]) -> None:
+        self.events.append((time.monotonic(), "assign", tuple(sorted(partitions))))
+
+    def on_revoke(self, partitions: list[int]) -> None:
+        self.events.append((time.monotonic(), "revoke", tuple(sorted(partitions))))
+
+    def run(self) -> None:
+        try:
+            self.consume()
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+
+    def close(self) -> None:
+        self.stop.set()
+        self.join(30)
+        assert not self.is_alive(), f"{self.name} did not stop"
+        assert self.error is None, f"{self.name} failed: {self.error!r}"
+
+
+class CkMember(Member):
+    def consume(self) -> None:
+        from confluent_kafka import Consumer as CkConsumer
+        from confluent_kafka import KafkaException
+
+        config = {"bootstrap.servers": self.bootstrap, "group.id": self.group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
+                  "partition.assignment.strategy": self.strategy}
+        if self.instance:
+            config["group.instance.id"] = self.instance
+        consumer = CkConsumer(config)
+        cooperative = self.strategy == "cooperative-sticky"
+
+        def assigned(c, tps):
+            self.on_assign([tp.partition for tp in tps])
+            if cooperative:
+                c.incremental_assign(tps)
+            else:
+                c.assign(tps)
+
+        def revoked(c, tps):
+            self.on_revoke([tp.partition for tp in tps])
+            if cooperative:
+                c.incremental_unassign(tps)
+            else:
+                c.unassign()
+
+        consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked)
+        try:
+            while not self.stop.is_set():
+                message = consumer.poll(0.1)
+                self.owned = {tp.partition for tp in consumer.assignment()}
+                if message is None or message.error():
+                    continue
+                self.received.append((time.monotonic(), message.partition(), message.offset(),
+                                      message.value()))
+                try:
+                    consumer.commit(message=message, asynchronous=False)
+                except KafkaException:
+                    pass
+        finally:
+            consumer.close()
+
+
+class OurMember(Member):
+    consumer: Consumer | None = None
+
+    def consume(self) -> None:
+        from simplekafka.client.errors import KafkaError
+
+        self.consumer = consumer = Consumer(
+            bootstrap_servers=self.bootstrap, group_id=self.group,
+            group_instance_id=self.instance, auto_offset_reset="earliest",
+            enable_auto_commit=False, session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS, partition_assignment_strategy=[self.strategy])
+        consumer.subscribe(
+            [self.topic], on_assign=lambda tps: self.on_assign([tp.partition for tp in tps]),
+            on_revoke=lambda tps: self.on_revoke([tp.partition for tp in tps]))
+        try:
+            while not self.stop.is_set():
+                records = consumer.poll(100)
+                now = time.monotonic()
+                self.owned = {tp.partition for tp in consumer.assignment()}
+                if not records:
+                    continue
+                self.received += [(now, r.partition, r.offset, r.value) for r in records]
+                try:
+                    consumer.commit()
+                except KafkaError:
+                    pass
+        finally:
+            consumer.close()
+
+    @property
+    def generation(self) -> int:
+        group = self.consumer._group if self.consumer is not None else None
+        return group.generation if group is not None else -1
+
+
+class Traffic(threading.Thread):
+    """Keeps producing numbered records to every partition until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer(bootstrap_servers=bootstrap, linger_ms=2)
+        self.topic = topic
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for p in range(PARTITIONS):
+                self.producer.send(self.topic, str(self.sent).encode(), partition=p)
+                self.sent += 1
+            time.sleep(0.02)
+        self.producer.flush()
+        self.producer.close()
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.05)
+
+
+def covers_all(*members: Member) -> bool:
+    """Every partition owned by exactly one of ``members``, and each owns some."""
+    owned = [p for m in members for p in m.owned]
+    return sorted(owned) == list(range(PARTITIONS)) and all(m.owned for m in members)
+
+
+def new_topic(bootstrap: str) -> str:
+    topic = unique("membership")
+    with Admin(bootstrap) as admin:
+        admin.create_topic(topic, num_partitions=PARTITIONS)
+    return topic
+
+
+def receiving(member: Member, since: float) -> bool:
+    return any(t > since for t, *_ in member.received)
+
+
+def test_restarted_static_members_get_their_partitions_back_without_a_rebalance(cluster):
+    """confluent-kafka and our Consumer, each restarted within the session timeout."""
+    bootstrap = cluster.bootstrap_servers
+    topic, group = new_topic(bootstrap), unique("static")
+    traffic = Traffic(bootstrap, topic)
+    traffic.start()
+    ours = OurMember("ours", bootstrap, topic, group, instance="ours")
+    ck = CkMember("ck", bootstrap, topic, group, instance="ck")
+    ours.start()
+    ck.start()
+    incarnations: list[Member] = [ours, ck]
+    try:
+        wait_until(lambda: covers_all(ours, ck) and ours.generation > 0, 60,
+                   "both members assigned")
+        generation, our_events, ck_owned = ours.generation, len(ours.events), set(ck.owned)
+
+        # Restart the confluent-kafka member: ours sees nothing.
+        ck.close()
+        ck = CkMember("ck again", bootstrap, topic, group, instance="ck")
+        incarnations.append(ck)
+        ck.start()
+        restarted = time.monotonic()
+        wait_until(lambda: receiving(ck, restarted), 30, "the restarted member consuming")
+        assert ck.owned == ck_owned
+        assert ours.generation == generation and len(ours.events) == our_events
+
+        # Restart ours: confluent-kafka's member sees nothing.
+        ck_events, ours_owned = len(ck.events), set(ours.owned)
+        ours.close()
+        ours = OurMember("ours again", bootstrap, topic, group, instance="ours")
+        incarnations.append(ours)
+        ours.start()
+        restarted = time.monotonic()
+        wait_until(lambda: receiving(ours, restarted), 30, "our restarted member consuming")
+        assert ours.owned == ours_owned and ours.generation == generation
+        assert len(ck.events) == ck_events
+        assert [kind for _, kind, _ in ours.events] == ["assign"]  # its own start only
+    finally:
+        traffic.stop.set()
+        traffic.join(30)
+    # Every record delivered, none twice (each incarnation committed what it processed).
+    wait_until(lambda: sum(len(m.received) for m in incarnations) >= traffic.sent, 60,
+               "every record consumed")
+    for member in incarnations[-2:]:
+        member.close()
+    values = Counter(value for m in incarnations for *_, value in m.received)
+    assert len(values) == traffic.sent and set(values.values()) == {1}, \
+        [v for v, n in values.items() if n > 1][:5]
