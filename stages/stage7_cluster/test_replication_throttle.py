@@ -206,3 +206,38 @@ def test_a_parked_fetch_of_a_held_back_replica_is_not_woken_by_appends(tmp_path)
     assert in_sync.called and not moving.called  # no busy loop of empty answers
     clock.advance(0.5)
     assert moving.called and records_of(moving.result) == b""
+
+
+@pytest.mark.integration  # a real ZooKeeper
+def test_throttles_written_to_zookeeper_keep_other_overrides_and_are_cleared(zk):
+    """What ``reassign --execute --zookeeper --throttle`` and automatic mode write, and
+    what is left once they are cleared."""
+    from simplekafka.coordination.configs import (
+        BROKERS,
+        TOPICS,
+        read_entity_config,
+        write_entity_config,
+    )
+    from simplekafka.coordination.throttles import (
+        FOLLOWER_RATE,
+        LEADER_RATE,
+        clear_throttles,
+        write_throttles,
+    )
+
+    write_entity_config(zk, TOPICS, "t", {"retention.ms": "1000"})
+    write_entity_config(zk, BROKERS, "3", {"log.retention.ms": "5000"})
+    current, target = {("t", 0): [1, 2], ("t", 1): [2, 3]}, {("t", 0): [1, 3], ("t", 1): [2, 3]}
+    write_throttles(zk, current, target, 4096)
+    assert read_entity_config(zk, TOPICS, "t") == {
+        "retention.ms": "1000", LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3"}
+    for broker in ("1", "2", "3"):
+        config = read_entity_config(zk, BROKERS, broker)
+        assert config[LEADER_RATE] == config[FOLLOWER_RATE] == "4096"
+    assert read_entity_config(zk, BROKERS, "3")["log.retention.ms"] == "5000"
+    changes = len(zk.get_children("/config/changes"))
+    clear_throttles(zk, ["t"], [1, 2, 3])
+    assert read_entity_config(zk, TOPICS, "t") == {"retention.ms": "1000"}
+    assert read_entity_config(zk, BROKERS, "3") == {"log.retention.ms": "5000"}
+    assert read_entity_config(zk, BROKERS, "1") == {}
+    assert len(zk.get_children("/config/changes")) == changes + 4  # every broker is told
