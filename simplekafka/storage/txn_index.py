@@ -49,6 +49,14 @@ class TransactionIndex:
         self._entries: list[AbortedTxn] = []
         if path.exists():
             self._entries = _read_entries(path)
+            if len(self._entries) * ENTRY_SIZE != path.stat().st_size:
+                with open(path, "r+b") as file:  # a torn or foreign tail is cut off
+                    file.truncate(len(self._entries) * ENTRY_SIZE)
+
+    @staticmethod
+    def read_only(path: Path) -> list[AbortedTxn]:
+        """The whole entries of a file, changing nothing (``dump-log``)."""
+        return _read_entries(path)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -107,7 +115,7 @@ class TransactionIndex:
 
 
 def _read_entries(path: Path) -> list[AbortedTxn]:
-    """Whole entries of a known version; a torn or foreign tail is cut off."""
+    """The whole entries of a known version, up to the first that is not one."""
     data = path.read_bytes()
     entries = []
     for pos in range(0, len(data) - ENTRY_SIZE + 1, ENTRY_SIZE):
@@ -115,7 +123,4 @@ def _read_entries(path: Path) -> list[AbortedTxn]:
         if version != VERSION:
             break
         entries.append(AbortedTxn(*fields))
-    if len(entries) * ENTRY_SIZE != len(data):
-        with open(path, "r+b") as file:
-            file.truncate(len(entries) * ENTRY_SIZE)
     return entries

@@ -14,13 +14,14 @@ Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
 DeleteRecords
 InitProducerId                              ``apis.producer_ids``
+AddPartitionsToTxn, AddOffsetsToTxn,        ``apis.transactions``
+EndTxn, TxnOffsetCommit
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
 Alter/ListPartitionReassignments            ``apis.reassignments``
 CreatePartitions                            ``apis.partitions``
 DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
-Transactions (refused)                      ``apis.transactions``
 WriteTxnMarkers                             ``apis.txn_markers``
 Describe/Create/DeleteAcls                  ``apis.acls``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
@@ -52,6 +53,7 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.protocol.api import ApiKey
 
@@ -76,6 +78,7 @@ class KafkaApis:
     delete_records: DeleteRecordsHandler
     alter_reassignments: AlterPartitionReassignmentsHandler
     list_reassignments: ListPartitionReassignmentsHandler
+    transactions: TransactionApis
     write_txn_markers: WriteTxnMarkersHandler
     acls: AclApis
 
@@ -106,3 +109,4 @@ class KafkaApis:
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)
         self.groups.register(dispatcher)
+        self.transactions.register(dispatcher)

@@ -22,10 +22,6 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer
-from simplekafka.broker.apis.transactions import (
-    COORDINATOR_KEY_TRANSACTION,
-    refuse_transaction_coordinator,
-)
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import (
     CommitResult,
@@ -42,6 +38,7 @@ from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node
 
+COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator's key type for a transactional id
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for" (INT32_MIN)
 
 
@@ -54,9 +51,12 @@ def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.De
 class GroupApis:
     """The group requests' handlers, over one GroupCoordinator."""
 
-    def __init__(self, coordinator: GroupCoordinator, authorizer: Authorizer = ALLOW_EVERYONE):
+    def __init__(self, coordinator: GroupCoordinator, authorizer: Authorizer = ALLOW_EVERYONE,
+                 find_transaction_coordinator: Callable[[RequestContext, Any], dict]
+                 | None = None):
         self.coordinator = coordinator
         self.authorizer = authorizer
+        self.find_transaction_coordinator = find_transaction_coordinator  # key type 1
 
     def _group(self, context: RequestContext, operation: AclOperation, group_id: str) -> bool:
         return self.authorizer.authorize(context, operation, ResourceType.GROUP, group_id)
@@ -85,7 +85,8 @@ class GroupApis:
                                              ResourceType.TRANSACTIONAL_ID, request.key):
                 return _find_coordinator_answer(
                     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
-            return refuse_transaction_coordinator()
+            if self.find_transaction_coordinator is not None:
+                return self.find_transaction_coordinator(context, request)
         if not self._group(context, AclOperation.DESCRIBE, request.key):
             return _find_coordinator_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         code, node = self.coordinator.find_coordinator(context, request)
