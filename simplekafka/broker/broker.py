@@ -180,7 +180,8 @@ class KafkaBroker:
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
             self.producer_ids,
             TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
-            self.group_coordinator.partition_of)
+            self.group_coordinator.partition_of,
+            ensure_offsets_topic=self.group_coordinator.metadata.ensure_offsets_topic)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
