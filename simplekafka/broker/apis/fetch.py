@@ -121,7 +121,7 @@ class FetchHandler:
                         partition = replicas.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
                     preferred = -1
-                    if selector is not None and partition.is_leader:
+                    if selector is not None and client_rack and partition.is_leader:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
