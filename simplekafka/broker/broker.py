@@ -87,6 +87,7 @@ from simplekafka.broker.security.sasl import (
     SaslSettings,
     jaas_for,
 )
+from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
@@ -179,13 +180,16 @@ class KafkaBroker:
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
             self.producer_ids,
             TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
-            self.group_coordinator.partition_of)
+            self.group_coordinator.partition_of,
+            ensure_offsets_topic=self.group_coordinator.metadata.ensure_offsets_topic)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
         SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
+            self.dispatcher)
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
