@@ -227,7 +227,8 @@ class KafkaBroker:
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
             write_txn_markers=WriteTxnMarkersHandler(
-                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction,
+                authorizer=auth),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
