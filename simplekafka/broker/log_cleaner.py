@@ -9,11 +9,12 @@ decoding, re-encoding), and takes the result back on the reactor, where
 cleaner checkpoint is written on a worker thread. One round at a time, as
 Kafka's default ``log.cleaner.threads=1``.
 
-Test hook: ``SIMPLEKAFKA_CLEANER_HOLD=<stage>:<path>`` holds a round while the
-file ``<path>`` exists, after touching ``<path>.reached``, at the stage
-``cleaned`` (the .cleaned files are written) or ``swap`` (the group is
-committed as .swap files), so that a test can SIGKILL the broker exactly
-there. The ``swap`` hold blocks the reactor (it is the swap's own window).
+Test hook: ``SIMPLEKAFKA_CLEANER_HOLD=<stage>:<partition dir name>:<path>``
+holds a round of that partition while the file ``<path>`` exists, after
+touching ``<path>.reached``, at the stage ``cleaned`` (the .cleaned files are
+written) or ``swap`` (the group is committed as .swap files), so that a test
+can SIGKILL the broker exactly there. The ``swap`` hold blocks the reactor (it
+is the swap's own window).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class LogCleaner:
         self._loop: task.LoopingCall | None = None
         self._running: threading.Thread | None = None
         self._stopped = False
-        self._hold_stage, self._hold_path = _hold_from_environment()
+        self._hold_stage, self._hold_partition, self._hold_path = _hold_from_environment()
         if self._hold_stage == "swap":
             Log.swap_hook = self._hold_at_swap
 
@@ -91,7 +92,7 @@ class LogCleaner:
         try:
             result = self.cleaner.clean(plan)
             if self._hold_stage == "cleaned":
-                self._hold()
+                self._hold(plan.log.directory)
         except BaseException as exc:  # reported on the reactor
             self.reactor.callFromThread(self._finished, plan, None, exc)
         else:
@@ -131,20 +132,20 @@ class LogCleaner:
             self.reactor.callLater(0, self.maybe_clean)  # more may be due: no backoff
 
     # -- the test hook ----------------------------------------------------------------
-    def _hold(self) -> None:
-        if self._hold_path is None:
+    def _hold(self, directory: Path) -> None:
+        if self._hold_path is None or directory.name != self._hold_partition:
             return
         Path(str(self._hold_path) + ".reached").touch()
         while self._hold_path.exists() and not self._stopped:
             time.sleep(0.05)
 
     def _hold_at_swap(self, directory: Path) -> None:
-        self._hold()
+        self._hold(directory)
 
 
-def _hold_from_environment() -> tuple[str | None, Path | None]:
-    value = os.environ.get(HOLD_ENV)
-    if not value or ":" not in value:
-        return None, None
-    stage, path = value.split(":", 1)
-    return stage, Path(path)
+def _hold_from_environment() -> tuple[str | None, str | None, Path | None]:
+    value = os.environ.get(HOLD_ENV, "")
+    parts = value.split(":", 2)
+    if len(parts) != 3:
+        return None, None, None
+    return parts[0], parts[1], Path(parts[2])

@@ -45,6 +45,7 @@ from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Com
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
 from simplekafka.protocol.records import ControlMarker, parse_batch, parse_control_marker
 from simplekafka.storage import AbortedTxn, Log, OffsetOutOfRangeError
+from simplekafka.storage.log import wall_clock_ms
 from simplekafka.storage.validator import needs_record_checks, validate_records
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ class Partition:
                                 self.log_start_offset, duplicate=True)
         try:
             if marker is None and needs_record_checks(self.log.config):
-                validate_records(records, self.log.config, now_ms(),
+                validate_records(records, self.log.config, wall_clock_ms(),
                                  f"{self.topic}-{self.index}", self.max_decompressed_bytes)
             info = self.log.append(records, self.leader_epoch)  # checks the CRC; writes or not
         except CorruptBatchError as exc:
