@@ -78,9 +78,20 @@ from simplekafka.broker.replication_quota import (
 )
 from simplekafka.broker.security.acl_changes import AclChangeFollower
 from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
+from simplekafka.broker.security.credentials import ScramCredentialCache
+from simplekafka.broker.security.inter_broker import InterBrokerLogin
+from simplekafka.broker.security.listeners import PLAINTEXT
+from simplekafka.broker.security.sasl import (
+    FailedAuthenticationDelay,
+    SaslApis,
+    SaslServerAuthenticator,
+    SaslSettings,
+    jaas_for,
+)
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
+from simplekafka.coordination.users import USERS
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
 
@@ -109,8 +120,17 @@ class KafkaBroker:
         self.election: Any = None
         self.controller: Controller | None = None
         self.channel: ControllerChannel | None = None
-        self.port: Any = None
+        self.port: Any = None  # the first listener's port (ports: every listener's)
         self.factory: KafkaServerFactory | None = None
+        self.ports: dict[str, Any] = {}
+        self.factories: dict[str, KafkaServerFactory] = {}
+        self.credentials = ScramCredentialCache()
+        self.failed_logins = FailedAuthenticationDelay(
+            config["connection.failed.authentication.delay.ms"] / 1000.0, reactor)
+        inter = next(li for li in config.listeners if li.name == config.inter_broker_listener)
+        # None on a PLAINTEXT inter-broker listener: plain TCP, as before security existed.
+        self.inter_broker_login = (InterBrokerLogin(config)
+                                   if inter.security_protocol != PLAINTEXT else None)
         self.gate: ReadinessGate | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.dynamic_config = DynamicBrokerConfig(self.broker_id)
@@ -163,12 +183,14 @@ class KafkaBroker:
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
             self.producer_ids,
             TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
-            self.group_coordinator.partition_of)
+            self.group_coordinator.partition_of,
+            ensure_offsets_topic=self.group_coordinator.metadata.ensure_offsets_topic)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
+        SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
@@ -250,7 +272,12 @@ class KafkaBroker:
             return self.log_config
 
     def _config_changed(self, entity_type: str, name: str, config: dict[str, str]) -> None:
-        """A ``/config/changes`` notification (config_changes.py): apply it to the logs."""
+        """A ``/config/changes`` notification (config_changes.py): apply it to the logs
+        (topics, brokers) or to the SCRAM credentials (users)."""
+        if entity_type == USERS:
+            self.credentials.update(name, config)
+            log.info("SCRAM credentials of user %s updated", name)
+            return
         if entity_type == "topics":
             self.topic_configs[name] = dict(config)
             topics = {name}
@@ -287,17 +314,56 @@ class KafkaBroker:
     # -- start --------------------------------------------------------------------------
 
     def listen(self) -> int:
-        """Bind the listener (raises CannotListenError); returns the port bound."""
+        """Bind every listener (raises CannotListenError); returns the first one's port."""
         self.gate = ReadinessGate(self.dispatcher)
         if self.ready:
             self.gate.open()
-        self.factory = KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"])
-        self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
-                                           interface=self.config.listen_host or "")
+        for listener in self.config.listeners:
+            factory = self._listener_factory(listener)
+            if listener.uses_tls:
+                from simplekafka.broker.security.tls import server_options
+
+                port = self.reactor.listenSSL(listener.port, factory,
+                                              server_options(self.config, listener.name),
+                                              interface=listener.host or "")
+            else:
+                port = self.reactor.listenTCP(listener.port, factory,
+                                              interface=listener.host or "")
+            self.factories[listener.name], self.ports[listener.name] = factory, port
+            log.info("listener %s (%s) on %s:%d", listener.name, listener.security_protocol,
+                     listener.host, port.getHost().port)
+        first = self.config.listeners[0].name
+        self.factory, self.port = self.factories[first], self.ports[first]
         listener = self.config.metrics_listener
         if self.metrics is not None and self.metrics.port is None and listener is not None:
             self.metrics.listen(*listener)
         return self.port.getHost().port
+
+    def _listener_factory(self, listener: Any) -> KafkaServerFactory:
+        """The connection factory of one listener: SASL gate and TLS principal as it needs."""
+        authenticators = None
+        if listener.uses_sasl:
+            mechanisms = self.config["sasl.enabled.mechanisms"]
+            settings = SaslSettings(
+                listener.name, mechanisms,
+                jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
+                else {}, self.credentials.get, self.failed_logins, self.reactor)
+            authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
+        tls_principal = None
+        if listener.security_protocol == "SSL":
+            from simplekafka.broker.security.tls import principal_of as tls_principal
+        return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
+                                  listener.name, authenticators, tls_principal)
+
+    def advertised_endpoints(self) -> tuple[tuple[str, str, int], ...]:
+        """(listener, host, port) of every listener as registered in ZooKeeper: the
+        advertised address, with the port actually bound where the config says 0."""
+        endpoints = []
+        for name, (host, port) in self.config.advertised_listeners.items():
+            if port == 0 and name in self.ports:
+                port = self.ports[name].getHost().port
+            endpoints.append((name, host or "127.0.0.1", port))
+        return tuple(endpoints)
 
     @property
     def advertised_address(self) -> tuple[str, int]:
@@ -338,7 +404,11 @@ class KafkaBroker:
 
         self.zk = zk
         host, port = self.advertised_address
-        self.registration = BrokerRegistration(zk, self.broker_id, host, port, self.config.rack)
+        protocols = self.config.protocol_map
+        endpoints = self.advertised_endpoints()
+        self.registration = BrokerRegistration(
+            zk, self.broker_id, host, port, self.config.rack, endpoints=endpoints,
+            security_protocols=tuple((name, protocols[name]) for name, _h, _p in endpoints))
         self.channel = ControllerChannel(self.reactor, self.broker_id, self.dispatcher,
                                          self._endpoint_of)
         self.election = ControllerElection(
@@ -380,13 +450,25 @@ class KafkaBroker:
         node = self.metadata_cache.brokers.get(broker_id)
         return node.rack if node is not None else None
 
-    def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+    def _endpoint_of(self, broker_id: int) -> tuple[Any, ...] | None:
+        """Where to reach ``broker_id`` on the inter-broker listener: (host, port), plus the
+        login (TLS, SASL) that listener needs when it is not PLAINTEXT."""
+        listener = self.config.inter_broker_listener
+        address = None
         if self.controller is not None:
             info = self.controller.brokers.get(broker_id)
             if info is not None:
-                return info.host, info.port
-        endpoint = self.metadata_cache.brokers.get(broker_id)
-        return (endpoint.host, endpoint.port) if endpoint else None
+                address = info.address_of(listener)
+        if address is None:
+            node = self.metadata_cache.listener_nodes.get(broker_id, {}).get(listener)
+            if node is None and not self.metadata_cache.listener_nodes:
+                node = self.metadata_cache.brokers.get(broker_id)
+            address = (node.host, node.port) if node is not None else None
+        if address is None:
+            return None
+        if self.inter_broker_login is None:
+            return address
+        return (*address, self.inter_broker_login)
 
     def _elected(self, epoch: int) -> None:
         log.info("broker %d is now the controller (epoch %d)", self.broker_id, epoch)
@@ -448,7 +530,9 @@ class KafkaBroker:
             partition.controller_epoch, partition.partition_epoch)
 
     def _checkpoint_high_watermarks(self) -> defer.Deferred:
-        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor."""
+        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor.
+        Producer snapshots of partitions with open transactions are written first."""
+        self.replica_manager.snapshot_producers()
         marks = self.replica_manager.high_watermarks()  # taken on the reactor, consistent
         self._checkpointing = threads.deferToThreadPool(
             self.reactor, self.reactor.getThreadPool(),
@@ -482,10 +566,10 @@ class KafkaBroker:
                 loop.stop()
         if self._checkpointing is not None and not self._checkpointing.called:
             yield self._checkpointing  # the final checkpoint must not race a periodic one
-        if self.port is not None:
-            yield defer.maybeDeferred(self.port.stopListening)
-        if self.factory is not None:
-            self.factory.close_all()
+        for port in self.ports.values():
+            yield defer.maybeDeferred(port.stopListening)
+        for factory in self.factories.values():
+            factory.close_all()
         if self.channel is not None:
             self.channel.close()
         self.marker_requests.close()

@@ -17,6 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simplekafka.broker.security.listeners import (
+    LISTENER_PREFIX,
+    Listener,
+    ListenerError,
+    inter_broker_listener_name,
+    listener_setting,
+    parse_endpoint,
+    parse_listeners,
+    parse_protocol_map,
+)
+
 
 class ConfigError(ValueError):
     """A configuration key or value the broker cannot use (message is one line)."""
@@ -94,9 +105,42 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("broker.id", _int, None, "This broker's id; unique in the cluster.", 0),
     ConfigKey("broker.rack", _str_or_none, None, "Rack of this broker, for rack-aware placement."),
     ConfigKey("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"],
-              "Where to listen: PLAINTEXT://host:port (one listener supported)."),
+              "Where to listen: NAME://host:port, comma-separated, one per listener."),
     ConfigKey("advertised.listeners", _list, None,
-              "What clients are told to connect to; defaults to listeners."),
+              "What clients are told to connect to, per listener name; defaults to listeners."),
+    ConfigKey("listener.security.protocol.map", _str_or_none, None,
+              "NAME:PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); by default a "
+              "listener named after a protocol uses it."),
+    ConfigKey("inter.broker.listener.name", _str_or_none, None,
+              "The listener brokers use for replication and controller requests."),
+    ConfigKey("security.inter.broker.protocol", _str_or_none, None,
+              "Instead of inter.broker.listener.name: the listener named after this protocol "
+              "(default PLAINTEXT)."),
+    ConfigKey("sasl.enabled.mechanisms", _list, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+              "SASL mechanisms offered on SASL listeners (Kafka's default is GSSAPI, which "
+              "SimpleKafka does not have)."),
+    ConfigKey("sasl.mechanism.inter.broker.protocol", _str, "PLAIN",
+              "The mechanism a broker logs in with on a SASL inter-broker listener."),
+    ConfigKey("sasl.jaas.config", _str_or_none, None,
+              "JAAS text for every SASL listener and mechanism (Kafka wants it per listener "
+              "and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config, also accepted): "
+              "username/password are the broker's own inter-broker login, user_NAME=\"pw\" "
+              "entries are the PLAIN users."),
+    ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
+              "Delay before a failed authentication is answered and closed; doubles with each "
+              "further failure from the same address (up to 32 times).", 0),
+    ConfigKey("ssl.keystore.location", _str_or_none, None,
+              "PEM file with this broker's private key and certificate (chain)."),
+    ConfigKey("ssl.keystore.type", _str, "PEM", "Only PEM is supported."),
+    ConfigKey("ssl.key.password", _str_or_none, None, "Password of the PEM private key."),
+    ConfigKey("ssl.truststore.location", _str_or_none, None,
+              "PEM file with the CA certificates trusted for client and broker certificates."),
+    ConfigKey("ssl.truststore.type", _str, "PEM", "Only PEM is supported."),
+    ConfigKey("ssl.client.auth", _str, "none",
+              "required, requested or none: whether TLS clients must present a certificate."),
+    ConfigKey("ssl.endpoint.identification.algorithm", _str, "https",
+              "https: a broker checks the host name in another broker's certificate; empty: "
+              "it does not."),
     ConfigKey("log.dirs", _list, None, "Directories that hold the partition logs."),
     ConfigKey("metrics.listener", _str_or_none, None,
               "HOST:PORT serving Prometheus /metrics and /health (default: off)."),
@@ -240,23 +284,17 @@ IGNORED_KAFKA_KEYS = frozenset({
     "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "transaction.state.log.min.isr",
     "group.max.session.timeout.ms", "group.min.session.timeout.ms",
-    "listener.security.protocol.map", "inter.broker.listener.name", "log.dir",
+    "log.dir",
     "num.replica.fetchers", "queued.max.requests", "background.threads",
     "compression.type", "zookeeper.set.acl",
 })
 
-_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>[^:/]*):(?P<port>\d+)$")
-
-
 def parse_listener(text: str) -> tuple[str, str, int]:
     """Split ``PLAINTEXT://host:port`` into (listener name, host, port)."""
-    match = _LISTENER.match(text.strip())
-    if not match:
-        raise ConfigError(f"listener {text!r} is not of the form PLAINTEXT://host:port")
-    port = int(match["port"])
-    if port > 65535:
-        raise ConfigError(f"listener {text!r}: port {port} is out of range")
-    return match["name"].upper(), match["host"], port
+    try:
+        return parse_endpoint(text)
+    except ListenerError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -296,6 +334,9 @@ class BrokerConfig:
             if name in IGNORED_KAFKA_KEYS:
                 ignored.append(name)
                 continue
+            if name.startswith(LISTENER_PREFIX):  # a per-listener setting, read by security/
+                values[name] = str(raw).strip()
+                continue
             key = KEYS.get(name)
             if key is None:
                 raise ConfigError(f"unknown configuration key {name!r}")
@@ -324,12 +365,21 @@ class BrokerConfig:
         for required in ("broker.id", "zookeeper.connect", "log.dirs"):
             if self._values[required] in (None, "", []):
                 raise ConfigError(f"configuration key {required} is required")
-        listeners = self._values["listeners"]
-        if len(listeners) != 1:
-            raise ConfigError("listeners: exactly one PLAINTEXT listener is supported")
-        parse_listener(listeners[0])
-        for text in self._values["advertised.listeners"] or []:
-            parse_listener(text)
+        try:
+            names = {listener.name for listener in self.listeners}
+            for name in self.advertised_listeners:
+                if name not in names:
+                    raise ListenerError(f"advertised.listeners names {name}, which is not in "
+                                        "listeners")
+            self.inter_broker_listener  # noqa: B018 (resolved to check it)
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+        from simplekafka.broker.security import check_security_config
+
+        try:
+            check_security_config(self)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         from simplekafka.broker.security.authorizer import ACL_AUTHORIZER_NAMES
 
         authorizer = self._values["authorizer.class.name"]
@@ -369,18 +419,46 @@ class BrokerConfig:
         return self._values["broker.rack"]
 
     @property
+    def listeners(self) -> list[Listener]:
+        """Every listener, in the order of ``listeners``, with its security protocol."""
+        return parse_listeners(self._values["listeners"], self.protocol_map)
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self._values["listener.security.protocol.map"])
+
+    @property
+    def advertised_listeners(self) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port) clients are told (listeners where not advertised)."""
+        advertised = {listener.name: (listener.host, listener.port)
+                      for listener in self.listeners}
+        for text in self._values["advertised.listeners"] or []:
+            name, host, port = parse_endpoint(text)
+            advertised[name] = (host, port)
+        return advertised
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return inter_broker_listener_name(self.listeners,
+                                          self._values["inter.broker.listener.name"],
+                                          self._values["security.inter.broker.protocol"])
+
+    def listener_setting(self, listener: str, key: str, default: Any = None) -> Any:
+        """A setting for one listener: ``listener.name.<l>.<key>``, else ``key``."""
+        return listener_setting(self._values, listener, key, default)
+
+    @property
     def listen_host(self) -> str:
-        return parse_listener(self._values["listeners"][0])[1]
+        return self.listeners[0].host
 
     @property
     def listen_port(self) -> int:
-        return parse_listener(self._values["listeners"][0])[2]
+        return self.listeners[0].port
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
-        """Host and port clients are told; an empty listen host advertises 127.0.0.1."""
-        advertised = self._values["advertised.listeners"] or self._values["listeners"]
-        _, host, port = parse_listener(advertised[0])
+        """Host and port clients of the first listener are told (empty host: 127.0.0.1)."""
+        host, port = self.advertised_listeners[self.listeners[0].name]
         return (host or "127.0.0.1"), port
 
     @property

@@ -2,7 +2,7 @@
 
 Kafka's ZooKeeper-mode brokers run a ConfigChangeListener: a child watch on
 ``/config/changes``; each new ``config_change_<seq>`` names an entity
-(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``) whose config the
+(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``, ``users/<name>``) whose config the
 broker rereads and applies. Here a topic's new overrides replace the broker's
 copy (``topic_configs``, read per request for ``min.insync.replicas``) and are
 pushed into each local log of the topic (``Log.update_config``: retention,
@@ -24,6 +24,7 @@ from simplekafka.coordination.configs import (
     read_entity_config,
 )
 from simplekafka.coordination.notifications import NotificationListener
+from simplekafka.coordination.users import USERS, list_users
 from simplekafka.coordination.znodes import ZkPaths
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class ConfigChangeListener:
         # must not wait for the next one.
         for name in (DEFAULT_BROKER, str(self.broker_id)):
             self.call_soon(self.apply, BROKERS, name, read_entity_config(self.zk, BROKERS, name))
+        for user in list_users(self.zk):  # SCRAM credentials (security/credentials.py)
+            self.call_soon(self.apply, USERS, user, read_entity_config(self.zk, USERS, user))
         self.notifications.start()
 
     def stop(self) -> None:
@@ -63,7 +66,7 @@ class ConfigChangeListener:
         if found is None:
             return
         entity_type, name = found
-        if entity_type not in (TOPICS, BROKERS):
+        if entity_type not in (TOPICS, BROKERS, USERS):
             return
         config = read_entity_config(self.zk, entity_type, name)
         self.call_soon(self.apply, entity_type, name, config)

@@ -46,6 +46,11 @@ from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError
 from simplekafka.protocol.records import ControlMarker, parse_batch, parse_control_marker
 from simplekafka.storage import AbortedTxn, Log, OffsetOutOfRangeError
 from simplekafka.storage.log import wall_clock_ms
+from simplekafka.storage.producer_snapshot import (
+    delete_snapshots_above,
+    latest_snapshot,
+    write_snapshot,
+)
 from simplekafka.storage.validator import needs_record_checks, validate_records
 
 log = logging.getLogger(__name__)
@@ -96,6 +101,7 @@ class Partition:
         self.isr_change_pending = False  # an ISR write to ZooKeeper is in flight
         self._append_listeners: list[Callable[[Partition], None]] = []
         self._hw_waiters: list[tuple[int, int, defer.Deferred]] = []
+        self._snapshot_offset = -1  # where the last producer snapshot was taken
         self._rebuild_producer_state()
 
     def __repr__(self) -> str:
@@ -326,13 +332,16 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         """Where read_committed consumers stop: the HW, or the first offset of the oldest
-        transaction not yet ended (with its marker below the HW)."""
-        return self.producers.last_stable_offset(self.high_watermark)
+        transaction not yet ended (with its marker below the HW); never below the log start
+        (DeleteRecords or retention may pass an open transaction's start, as in Kafka)."""
+        return max(self.producers.last_stable_offset(self.high_watermark),
+                   min(self.log_start_offset, self.high_watermark))
 
     def _end_transaction(self, header: BatchHeader, offset: int, marker: ControlMarker) -> None:
         """A marker now sits at ``offset``: end the transaction; index it if aborted."""
         completed = self.producers.complete_txn(header.producer_id, header.producer_epoch,
-                                                marker.coordinator_epoch, offset, marker.commit)
+                                                marker.coordinator_epoch, offset, marker.commit,
+                                                self.high_watermark)
         if completed.aborted:
             self.log.append_aborted_txn(AbortedTxn(
                 completed.producer_id, completed.first_offset, completed.last_offset,
@@ -547,6 +556,7 @@ class Partition:
             log.info("%s: truncating from %d to %d", self, self.log_end_offset, offset)
             self.log.truncate_to(offset)
             self.producers = ProducerStateTable()
+            self._snapshot_offset = -1
             self._rebuild_producer_state()
         # Epochs that start at the log end hold no record (a leader's epoch with no writes):
         # forget them, or the next OffsetForLeaderEpoch would ask about them again.
@@ -573,18 +583,27 @@ class Partition:
     def _rebuild_producer_state(self) -> None:
         """Replay batch headers so idempotence and open transactions survive a restart.
 
-        Only the last PRODUCER_STATE_REPLAY_OFFSETS offsets are read (Kafka
-        keeps producer snapshots instead), which bounds the start-up work; a
-        producer last seen before them is simply unknown, and an unknown
-        producer may continue at any sequence. The replay also ends the
-        transactions whose markers it meets and writes each aborted one into
-        ``.txnindex`` if it is not there (recovery may have cut the file, or
-        the crash came between the marker and its entry), so the LSO and the
-        aborted index come back from the log itself.
+        Replay starts at the newest producer snapshot at or below the log end
+        (``<offset>.snapshot``, see ``storage.producer_snapshot``), else at
+        the last PRODUCER_STATE_REPLAY_OFFSETS offsets, which bounds the
+        start-up work: a producer last seen before them is simply unknown
+        (it may continue at any sequence). Snapshots are taken while
+        transactions are open and at shutdown, so a transaction opened long
+        before the end is still known. The replay also ends the transactions
+        whose markers it meets and writes each aborted one into ``.txnindex``
+        if it is not there (recovery may have cut the file, or the crash came
+        between the marker and its entry), so the LSO and the aborted index
+        come back from the log itself.
         """
         end = self.log.log_end_offset
         offset = max(self.log.log_start_offset, end - PRODUCER_STATE_REPLAY_OFFSETS)
         try:
+            delete_snapshots_above(self.log.directory, end)
+            found = latest_snapshot(self.log.directory, end, self.log.log_start_offset)
+            if found is not None:
+                offset, entries = found
+                self.producers = ProducerStateTable.from_snapshot(entries)
+                self._snapshot_offset = offset
             while offset < end:
                 chunk = self.log.read(offset, 1 << 20)
                 spans = iter_batch_positions(chunk)
@@ -596,6 +615,21 @@ class Partition:
                     offset = max(offset, header.next_offset)
         except Exception as exc:
             log.warning("%s: producer state not rebuilt (%s)", self, exc)
+
+    def maybe_snapshot_producers(self, force: bool = False) -> bool:
+        """Write ``<LEO>.snapshot`` while a transaction is open (``force``: whenever there is
+        producer state), unless one is already at the log end; True if written."""
+        end = self.log_end_offset
+        if end == self._snapshot_offset or not (self.producers.ongoing or (force and len(
+                self.producers))):
+            return False
+        try:
+            write_snapshot(self.log.directory, end, self.producers.snapshot())
+        except OSError as exc:
+            log.warning("%s: producer snapshot not written (%s)", self, exc)
+            return False
+        self._snapshot_offset = end
+        return True
 
     def close_waiters(self) -> None:
         self._append_listeners.clear()

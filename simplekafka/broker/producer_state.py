@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from simplekafka.protocol.batch_header import BatchHeader
 from simplekafka.protocol.errors import ErrorCode, error_for
+from simplekafka.storage.producer_snapshot import SnapshotEntry
 
 BATCHES_REMEMBERED = 5
 SEQUENCE_WRAP = 1 << 31
@@ -128,16 +129,53 @@ class ProducerStateTable:
         if header.is_transactional and header.producer_id not in self.ongoing:
             # (the broker's own transactional batches, TxnOffsetCommit's, have no sequence)
             self.ongoing[header.producer_id] = base_offset
+        entry = self._entry_at_epoch(header.producer_id, header.producer_epoch)
         if header.base_sequence < 0:
             return
-        entry = self._producers.get(header.producer_id)
-        if entry is None or header.producer_epoch > entry.epoch:
-            entry = ProducerEntry(header.producer_epoch)
-            self._producers[header.producer_id] = entry
         entry.batches.append(BatchRecord(
             header.base_sequence, header.last_sequence,
             base_offset, base_offset + header.last_offset_delta,
         ))
+
+    def _entry_at_epoch(self, producer_id: int, epoch: int) -> ProducerEntry:
+        """The producer's entry; a new epoch starts afresh (at sequence 0) but keeps the
+        coordinator epoch of the markers seen."""
+        entry = self._producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            coordinator_epoch = entry.coordinator_epoch if entry is not None else -1
+            entry = ProducerEntry(epoch, coordinator_epoch=coordinator_epoch)
+            self._producers[producer_id] = entry
+        return entry
+
+    # -- snapshots (``<offset>.snapshot``, Kafka's format) ---------------------------------
+
+    def snapshot(self) -> list[SnapshotEntry]:
+        """Every producer as a snapshot entry: its epoch, its last batch, its open transaction."""
+        entries = []
+        for producer_id, entry in self._producers.items():
+            last = entry.batches[-1] if entry.batches else None
+            entries.append(SnapshotEntry(
+                producer_id, entry.epoch,
+                last.last_sequence if last else -1, last.last_offset if last else -1,
+                last.last_offset - last.base_offset if last else 0, -1,
+                entry.coordinator_epoch, self.ongoing.get(producer_id, -1)))
+        return entries
+
+    @classmethod
+    def from_snapshot(cls, entries: list[SnapshotEntry]) -> ProducerStateTable:
+        """The table a snapshot describes (the last batch of each producer, as Kafka keeps)."""
+        table = cls()
+        for e in entries:
+            entry = ProducerEntry(e.epoch, coordinator_epoch=e.coordinator_epoch)
+            if e.last_sequence >= 0:
+                entry.batches.append(BatchRecord(
+                    (e.last_sequence - e.offset_delta) % SEQUENCE_WRAP, e.last_sequence,
+                    e.last_offset - e.offset_delta, e.last_offset))
+            table._producers[e.producer_id] = entry
+            if e.current_txn_first_offset >= 0:
+                table.ongoing[e.producer_id] = e.current_txn_first_offset
+        table.ongoing = dict(sorted(table.ongoing.items(), key=lambda item: item[1]))
+        return table
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -157,19 +195,19 @@ class ProducerStateTable:
                             f"{entry.coordinator_epoch}")
 
     def complete_txn(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                     marker_offset: int, commit: bool) -> CompletedTxn:
+                     marker_offset: int, commit: bool, high_watermark: int = -1) -> CompletedTxn:
         """A marker was appended at ``marker_offset``: the producer's transaction ends.
 
         A marker with no open transaction on this partition (a retried
         WriteTxnMarkers) spans the marker alone, as in Kafka.
         """
         first = self.ongoing.pop(producer_id, marker_offset)
-        entry = self._producers.get(producer_id)
-        if entry is None or producer_epoch > entry.epoch:
-            entry = ProducerEntry(producer_epoch)  # a bumped epoch starts at sequence 0
-            self._producers[producer_id] = entry
+        entry = self._entry_at_epoch(producer_id, producer_epoch)
         entry.coordinator_epoch = coordinator_epoch
         completed = CompletedTxn(producer_id, first, marker_offset, not commit)
+        if self._unreplicated:  # forget those below the HW (also where nobody asks the LSO)
+            self._unreplicated = [t for t in self._unreplicated
+                                  if t.last_offset >= high_watermark]
         self._unreplicated.append(completed)
         return completed
 

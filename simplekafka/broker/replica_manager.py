@@ -452,11 +452,18 @@ class ReplicaManager:
         except Exception as exc:  # retried at the next interval
             log.warning("high watermark checkpoint failed: %s", exc)
 
+    def snapshot_producers(self, force: bool = False) -> int:
+        """Producer snapshots of partitions with open transactions (``force``: of every
+        partition with producer state, at shutdown); how many were written."""
+        return sum(partition.maybe_snapshot_producers(force)
+                   for partition in list(self.partitions.values()))
+
     def shutdown(self) -> None:
         if self.fetchers is not None:
             self.fetchers.shutdown()
         for partition in self.partitions.values():
             partition.close_waiters()
+        self.snapshot_producers(force=True)
         self.checkpoint_high_watermarks()
 
 

@@ -114,8 +114,9 @@ class ReplicationThrottle:
                 parsed = parse_throttled_replicas(value)
             except ThrottleConfigError:
                 parsed = []
-            listed: frozenset[int] | str = parsed if parsed == ALL_REPLICAS else frozenset(
-                p for p, b in parsed if b == self.broker_id)
+            listed: frozenset[int] | str = ALL_REPLICAS
+            if not isinstance(parsed, str):
+                listed = frozenset(p for p, b in parsed if b == self.broker_id)
             cached = self._parsed[topic] = (value, listed)
         listed = cached[1]
         return listed == ALL_REPLICAS or partition in listed

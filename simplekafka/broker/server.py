@@ -47,6 +47,19 @@ class CloseConnection(Exception):
     """Raised (or returned through a Deferred) by a handler: close after earlier responses."""
 
 
+class CloseAfter:
+    """A handler's answer that is the connection's last: write ``response`` (if any), close.
+
+    A refused SaslHandshake or a failed SaslAuthenticate ends this way (Kafka
+    sends the error, then closes).
+    """
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: bytes | None):
+        self.response = response
+
+
 class _Slot:
     """One request's place in the connection's response queue."""
 
@@ -59,6 +72,10 @@ class _Slot:
 
 
 RequestHandler = Callable[[bytes, "KafkaConnection"], "bytes | defer.Deferred | None"]
+# Builds the per-connection gate of a SASL listener (security/sasl.py); None: no SASL.
+AuthenticatorFactory = Callable[[RequestHandler], Any]
+
+ANONYMOUS = "User:ANONYMOUS"
 
 
 class KafkaConnection(Int32StringReceiver):
@@ -69,10 +86,20 @@ class KafkaConnection(Int32StringReceiver):
     # Stop reading from a client that has this many requests waiting (back pressure).
     MAX_IN_FLIGHT = 200
 
-    def __init__(self, handler: RequestHandler, max_length: int | None = None):
+    def __init__(self, handler: RequestHandler, max_length: int | None = None,
+                 listener: str = "PLAINTEXT", authenticator: Any = None,
+                 tls_principal: Callable[[Any], str] | None = None):
         self.handler = handler
         if max_length is not None:
             self.MAX_LENGTH = max_length
+        # Who is asking, as the dispatcher's RequestContext reports it: the listener the
+        # connection came on and the principal it authenticated as (SASL or a TLS client
+        # certificate; User:ANONYMOUS otherwise). A SASL listener's connection answers only
+        # its authenticator until that is complete.
+        self.listener = listener
+        self.principal = ANONYMOUS
+        self.authenticator = authenticator
+        self._tls_principal = tls_principal
         self._frames = FrameDecoder(self.MAX_LENGTH)
         self._queue: deque[_Slot] = deque()
         self._refusing = False
@@ -112,6 +139,9 @@ class KafkaConnection(Int32StringReceiver):
     def dataReceived(self, data: bytes) -> None:
         if self._refusing:
             return  # a refused connection reads nothing more into memory
+        if self._tls_principal is not None:  # the TLS handshake is over once data arrives
+            principal_of, self._tls_principal = self._tls_principal, None
+            self.principal = principal_of(self.transport)
         try:
             frames = self._frames.feed(data)
         except FrameTooLargeError as exc:
@@ -197,7 +227,11 @@ class KafkaConnection(Int32StringReceiver):
         usual case) is written straight away; anything else takes a slot.
         """
         try:
-            result = self.handler(frame, self)
+            authenticator = self.authenticator
+            if authenticator is not None and not authenticator.complete:
+                result = authenticator.receive(frame, self)
+            else:
+                result = self.handler(frame, self)
         except CloseConnection:
             self._fill(self._take_slot(), None, close=True)
             return
@@ -208,14 +242,14 @@ class KafkaConnection(Int32StringReceiver):
         if isinstance(result, defer.Deferred):
             slot = self._take_slot()
             result.addCallbacks(
-                lambda response: self._fill(slot, response),
+                lambda response: self._fill_answer(slot, response),
                 lambda failure: self._failed(slot, failure),
             )
             if len(self._queue) >= self.MAX_IN_FLIGHT and not self._reading_paused:
                 self._reading_paused = True
                 self.transport.pauseProducing()
-        elif self._queue:
-            self._fill(self._take_slot(), result)  # behind answers still awaited
+        elif self._queue or isinstance(result, CloseAfter):
+            self._fill_answer(self._take_slot(), result)  # behind answers still awaited
         elif result is not None and not self._refusing:
             self._send([encode_frame(result)])
 
@@ -223,6 +257,12 @@ class KafkaConnection(Int32StringReceiver):
         slot = _Slot()
         self._queue.append(slot)
         return slot
+
+    def _fill_answer(self, slot: _Slot, answer: Any) -> None:
+        if isinstance(answer, CloseAfter):
+            self._fill(slot, answer.response, close=True)
+        else:
+            self._fill(slot, answer)
 
     def _failed(self, slot: _Slot, failure: Failure) -> None:
         if not failure.check(CloseConnection):
@@ -242,6 +282,8 @@ class KafkaConnection(Int32StringReceiver):
             slot = queue.popleft()
             if slot.close:
                 queue.clear()
+                if slot.response is not None and not self._refusing:
+                    ready.append(encode_frame(slot.response))  # a CloseAfter's last answer
                 self._send(ready)  # the answers before the close still leave
                 if not self._refusing:
                     self._refusing = True
@@ -256,15 +298,28 @@ class KafkaConnection(Int32StringReceiver):
 
 
 class KafkaServerFactory(protocol.ServerFactory):
-    """Builds a KafkaConnection per client, all sharing one request handler."""
+    """Builds a KafkaConnection per client of one listener, all sharing one request handler.
 
-    def __init__(self, handler: RequestHandler, max_length: int):
+    ``authenticator_factory`` (a SASL listener) gives each connection its own
+    authenticator; ``tls_principal`` (an SSL listener) reads the principal from
+    the client's certificate once the TLS handshake is done.
+    """
+
+    def __init__(self, handler: RequestHandler, max_length: int, listener: str = "PLAINTEXT",
+                 authenticator_factory: AuthenticatorFactory | None = None,
+                 tls_principal: Callable[[Any], str] | None = None):
         self.handler = handler
         self.max_length = max_length
+        self.listener = listener
+        self.authenticator_factory = authenticator_factory
+        self.tls_principal = tls_principal
         self.connections: set[KafkaConnection] = set()
 
     def buildProtocol(self, addr) -> KafkaConnection:
-        connection = KafkaConnection(self.handler, self.max_length)
+        authenticator = (self.authenticator_factory(self.handler)
+                         if self.authenticator_factory is not None else None)
+        connection = KafkaConnection(self.handler, self.max_length, self.listener,
+                                     authenticator, self.tls_principal)
         connection.factory = self
         return connection
 

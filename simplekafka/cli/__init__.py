@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.broker_cmd",
     "simplekafka.cli.topics_cmd",
     "simplekafka.cli.configs_cmd",
+    "simplekafka.cli.acls_cmd",
     "simplekafka.cli.produce_cmd",
     "simplekafka.cli.consume_cmd",
     "simplekafka.cli.groups_cmd",

@@ -28,6 +28,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotE
 from simplekafka.coordination.znodes import ZkPaths, ZnodeFormatError
 from simplekafka.protocol.acls import (
     AccessControlEntry,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -174,9 +175,9 @@ def add_entries(zk: KazooClient, pattern: ResourcePattern,
     update_entries(zk, pattern, lambda current: current | added)
 
 
-def remove_entries(zk: KazooClient, pattern: ResourcePattern,
-                   keep: Callable[[AccessControlEntry], bool]) -> Entries:
-    """Remove the pattern's ACLs for which ``keep`` is false; returns the removed ones."""
+def remove_matching(zk: KazooClient, pattern: ResourcePattern,
+                    wanted: AclBindingFilter) -> Entries:
+    """Remove the pattern's ACLs that ``wanted`` selects (its entry part); returns them."""
     before, after = update_entries(
-        zk, pattern, lambda current: frozenset(e for e in current if keep(e)))
+        zk, pattern, lambda current: frozenset(e for e in current if not wanted.matches_entry(e)))
     return before - after

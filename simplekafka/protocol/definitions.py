@@ -1015,6 +1015,80 @@ OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "
     ]),
 ])
 
+# --- SaslHandshake (17), SaslAuthenticate (36) -------------------------------------------------
+# A connection on a SASL listener starts with these (after an optional ApiVersions). With
+# SaslHandshake v0 the SASL tokens that follow travel as bare size-prefixed frames; with v1
+# they travel inside SaslAuthenticate requests.
+
+SASL_HANDSHAKE_REQUEST = Message("SaslHandshakeRequest", 17, "0-1", "none", [
+    F("mechanism", "string"),
+])
+
+SASL_HANDSHAKE_RESPONSE = Message("SaslHandshakeResponse", 17, "0-1", "none", [
+    F("error_code", "int16"),
+    F("mechanisms", "[]string"),
+])
+
+SASL_AUTHENTICATE_REQUEST = Message("SaslAuthenticateRequest", 36, "0-2", "2+", [
+    F("auth_bytes", "bytes"),
+])
+
+SASL_AUTHENTICATE_RESPONSE = Message("SaslAuthenticateResponse", 36, "0-2", "2+", [
+    F("error_code", "int16"),
+    F("error_message", "string", nullable="0+", default=None),
+    F("auth_bytes", "bytes", default=b""),
+    F("session_lifetime_ms", "int64", "1+", default=0),
+])
+
+# --- DescribeUserScramCredentials (50), AlterUserScramCredentials (51) ------------------------
+# mechanism: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512 (Kafka's ScramMechanism type numbers).
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = Message(
+    "DescribeUserScramCredentialsRequest", 50, "0-0", "0+", [
+        F("users", [F("name", "string")], nullable="0+", default=None),
+    ])
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE = Message(
+    "DescribeUserScramCredentialsResponse", 50, "0-0", "0+", [
+        F("throttle_time_ms", "int32", default=0),
+        F("error_code", "int16", default=0),
+        F("error_message", "string", nullable="0+", default=None),
+        F("results", [
+            F("user", "string"),
+            F("error_code", "int16", default=0),
+            F("error_message", "string", nullable="0+", default=None),
+            F("credential_infos", [
+                F("mechanism", "int8"),
+                F("iterations", "int32"),
+            ]),
+        ]),
+    ])
+
+ALTER_USER_SCRAM_CREDENTIALS_REQUEST = Message(
+    "AlterUserScramCredentialsRequest", 51, "0-0", "0+", [
+        F("deletions", [
+            F("name", "string"),
+            F("mechanism", "int8"),
+        ]),
+        F("upsertions", [
+            F("name", "string"),
+            F("mechanism", "int8"),
+            F("iterations", "int32"),
+            F("salt", "bytes"),
+            F("salted_password", "bytes"),
+        ]),
+    ])
+
+ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = Message(
+    "AlterUserScramCredentialsResponse", 51, "0-0", "0+", [
+        F("throttle_time_ms", "int32", default=0),
+        F("results", [
+            F("user", "string"),
+            F("error_code", "int16", default=0),
+            F("error_message", "string", nullable="0+", default=None),
+        ]),
+    ])
+
 # --- AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28) -------
 # The client-to-coordinator side of transactions (KIP-98); the non-flexible versions, which
 # librdkafka and kafka-python both speak; WriteTxnMarkers (27), below, is the
@@ -1156,6 +1230,10 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+        (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
+        (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
+        (DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST, DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE),
+        (ALTER_USER_SCRAM_CREDENTIALS_REQUEST, ALTER_USER_SCRAM_CREDENTIALS_RESPONSE),
         (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
         (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
         (END_TXN_REQUEST, END_TXN_RESPONSE),

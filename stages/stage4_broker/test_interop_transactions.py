@@ -68,6 +68,14 @@ def read_values(cluster, topic, isolation, expected, timeout_s=30.0, settle_s=0.
     return sorted(values)
 
 
+def create_topics(bootstrap, *names):
+    from simplekafka.admin import Admin
+
+    with Admin(bootstrap) as admin:
+        for name in names:
+            admin.create_topic(name, num_partitions=PARTITIONS)
+
+
 def test_confluent_commit_is_visible_and_abort_never_to_read_committed(txn_cluster):
     producer = confluent_producer(txn_cluster, "confluent-commit-abort")
     started = time.monotonic()
@@ -171,3 +179,69 @@ def test_kafka_python_commits_and_aborts(txn_cluster):
     assert read_values(txn_cluster, "kp-out", "read_committed", committed) == committed
     assert read_values(txn_cluster, "kp-out", "read_uncommitted", [*committed, b"kp-aborted"]) \
         == [b"kp-aborted", b"kp-committed", b"kp-last"]
+
+
+def test_our_producer_read_process_write_with_offsets_in_the_transaction(txn_cluster):
+    """Our Producer's transactional API: a committed transaction's records and the group's
+    offsets appear together; an aborted one's records never, and its offsets are not
+    committed."""
+    from simplekafka.consumer import Consumer
+    from simplekafka.producer import Producer
+    from simplekafka.protocol.structs import TopicPartition
+
+    bootstrap = txn_cluster.bootstrap_servers
+    create_topics(bootstrap, "ours-in", "ours-out")
+    with Producer(bootstrap, linger_ms=0) as seed:
+        for i in range(4):
+            seed.send("ours-in", b"in-%d" % i, partition=0)
+    producer = Producer(bootstrap, transactional_id="ours-rpw", linger_ms=0)
+    try:
+        producer.init_transactions()
+        for value, commit in [(b"out-committed", True), (b"out-aborted", False)]:
+            producer.begin_transaction()
+            producer.send("ours-out", value, partition=1)
+            producer.send_offsets_to_transaction({TopicPartition("ours-in", 0): 2 if commit
+                                                  else 4}, "ours-group")
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.flush()
+                producer.abort_transaction()
+        producer.begin_transaction()
+        producer.send("ours-out", b"out-last", partition=0)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    assert read_values(txn_cluster, "ours-out", "read_committed",
+                       [b"out-committed", b"out-last"]) == [b"out-committed", b"out-last"]
+    with Consumer(bootstrap_servers=bootstrap, group_id="ours-group") as consumer:
+        assert consumer.committed(TopicPartition("ours-in", 0)) == 2
+    ours = Consumer(bootstrap_servers=bootstrap, isolation_level="read_committed")
+    try:
+        ours.assign([TopicPartition("ours-out", p) for p in range(PARTITIONS)])
+        ours.seek_to_beginning()
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < 2 and time.monotonic() < deadline:
+            values += [r.value for r in ours.poll(timeout_ms=500)]
+        assert sorted(values) == [b"out-committed", b"out-last"]
+    finally:
+        ours.close()
+
+
+def test_our_producer_is_fenced_by_a_newer_one(txn_cluster):
+    from simplekafka.client.errors import ProducerFencedError
+    from simplekafka.producer import Producer
+
+    bootstrap = txn_cluster.bootstrap_servers
+    create_topics(bootstrap, "ours-zombie")
+    with Producer(bootstrap, transactional_id="ours-zombie", linger_ms=0) as zombie, \
+            Producer(bootstrap, transactional_id="ours-zombie", linger_ms=0) as successor:
+        zombie.init_transactions()
+        zombie.begin_transaction()
+        zombie.send("ours-zombie", b"zombie").result(timeout=30)
+        successor.init_transactions()
+        with pytest.raises(ProducerFencedError):
+            zombie.commit_transaction()
+        with pytest.raises(ProducerFencedError):  # fatal: every later call says so
+            zombie.begin_transaction()

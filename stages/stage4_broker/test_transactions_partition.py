@@ -283,3 +283,87 @@ def test_dump_log_shows_transactions_markers_and_the_txnindex(tmp_path, capsys):
     assert "1 aborted transactions" in out
     assert "producer 10: offsets 0..3 aborted, last stable offset 2" in out
     assert out.index(".log") < out.index(".txnindex")
+
+
+# -- producer snapshots ---------------------------------------------------------------------
+
+
+def test_snapshot_bytes_are_kafkas_version_1_format(tmp_path):
+    import crc32c
+
+    from simplekafka.storage.producer_snapshot import (
+        SnapshotEntry,
+        decode_snapshot,
+        encode_snapshot,
+        latest_snapshot,
+        snapshot_path,
+        write_snapshot,
+    )
+
+    entry = SnapshotEntry(10, 3, 41, 140, 1, -1, 7, 120)
+    body = struct.pack(">i", 1) + struct.pack(">qhiqiqiq", 10, 3, 41, 140, 1, -1, 7, 120)
+    assert encode_snapshot([entry]) == struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+    assert decode_snapshot(encode_snapshot([entry])) == [entry]
+    for offset in (5, 9, 12):
+        write_snapshot(tmp_path, offset, [entry])
+    assert not snapshot_path(tmp_path, 5).exists()      # the newest two are kept
+    damaged = bytearray(snapshot_path(tmp_path, 12).read_bytes())
+    damaged[-1] ^= 1
+    snapshot_path(tmp_path, 12).write_bytes(bytes(damaged))
+    assert latest_snapshot(tmp_path, 100) == (9, [entry])  # a torn one is passed over
+    assert latest_snapshot(tmp_path, 8) is None
+
+
+def test_a_transaction_older_than_the_replay_window_survives_a_restart(tmp_path, monkeypatch):
+    import simplekafka.broker.partition as partition_module
+
+    monkeypatch.setattr(partition_module, "PRODUCER_STATE_REPLAY_OFFSETS", 3)
+    directory = tmp_path / "t-0"
+    p = open_partition(directory)
+    append(p, txn_batch(10, 0, b"x"))                  # 0: opens long before the end
+    append(p, txn_batch(11, 0, b"y"))                  # 1
+    append(p, marker(11, commit=False), internal=True)  # 2
+    assert p.maybe_snapshot_producers()                # what the periodic checkpoint does
+    assert not p.maybe_snapshot_producers()            # nothing new since
+    for n in range(5):
+        append(p, plain_batch(b"p%d" % n))             # 3..7
+    p.log.abandon()                                    # crash: no snapshot at shutdown
+    again = Partition("t", 0, ME, Log.open(directory, LogConfig(), clean_shutdown=False))
+    again.restore_high_watermark(8)
+    assert again.producers.ongoing == {10: 0}
+    assert again.last_stable_offset == 0
+    # without the snapshot the bounded replay (offsets 5..7) would not know producer 10
+    for path in directory.glob("*.snapshot"):
+        path.unlink()
+    blind = Partition("t", 0, ME, Log.open(directory, LogConfig()))
+    assert blind.producers.ongoing == {}
+
+
+def test_snapshots_past_a_truncation_are_dropped(tmp_path):
+    directory = tmp_path / "t-0"
+    p = open_partition(directory)
+    append(p, txn_batch(10, 0, b"x"))                  # 0
+    append(p, plain_batch(b"a"))                       # 1
+    assert p.maybe_snapshot_producers()                # at 2
+    p.make_follower(OTHER, 1, [ME, OTHER], [ME, OTHER], 1, 2)
+    p.truncate_to(1)
+    assert [f.name for f in directory.glob("*.snapshot")] == []
+    assert p.producers.ongoing == {10: 0}
+
+
+def test_the_lso_never_falls_below_the_log_start(tmp_path):
+    p = open_partition(tmp_path / "t-0")
+    append(p, txn_batch(10, 0, b"x"))                  # 0, left open
+    append(p, plain_batch(b"a"))                       # 1
+    append(p, plain_batch(b"b"))                       # 2
+    assert p.last_stable_offset == 0
+    p.delete_records_on_leader(2)
+    assert p.last_stable_offset == 2
+
+
+def test_ended_transactions_are_forgotten_once_below_the_hw_on_a_follower_too():
+    table = ProducerStateTable()
+    for number in range(100):
+        table.record(read_header(txn_batch(10, number, b"x")), 2 * number)
+        table.complete_txn(10, 0, 0, 2 * number + 1, commit=True, high_watermark=2 * number)
+    assert len(table._unreplicated) <= 2

@@ -20,7 +20,7 @@ from twisted.internet import defer
 from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.security.authorizer import Authorizing
-from simplekafka.coordination.acls import add_entries, read_entries, remove_entries
+from simplekafka.coordination.acls import add_entries, read_entries, remove_matching
 from simplekafka.protocol.acls import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -79,9 +79,9 @@ class AclApis:
 
     def describe_acls(self, context: RequestContext, request: Any) -> dict:
         def answer(code: ErrorCode, message: str | None = None,
-                   found: list[AclBinding] = ()) -> dict:
+                   found: list[AclBinding] | None = None) -> dict:
             by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
-            for binding in found:
+            for binding in found or []:
                 by_pattern[binding.pattern].append(binding.entry)
             return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
                     "resources": [
@@ -104,8 +104,8 @@ class AclApis:
     # -- CreateAcls -----------------------------------------------------------------------
 
     def create_acls(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        results = [{"error_code": ErrorCode.NONE, "error_message": None}
-                   for _ in request.creations]
+        results: list[dict[str, Any]] = [{"error_code": ErrorCode.NONE, "error_message": None}
+                                         for _ in request.creations]
         refused = self._refusal(context, AclOperation.ALTER)
         zk = self.zookeeper()
         if refused is None and zk is None:
@@ -158,8 +158,9 @@ class AclApis:
     # -- DeleteAcls -----------------------------------------------------------------------
 
     def delete_acls(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        results = [{"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": []}
-                   for _ in request.filters]
+        results: list[dict[str, Any]] = [
+            {"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": []}
+            for _ in request.filters]
         refused = self._refusal(context, AclOperation.ALTER)
         zk = self.zookeeper()
         if refused is None and zk is None:
@@ -183,8 +184,7 @@ class AclApis:
             for wanted, patterns, result in work:
                 for pattern in patterns:
                     try:
-                        removed = remove_entries(zk, pattern,
-                                                 lambda e, w=wanted: not w.matches_entry(e))
+                        removed = remove_matching(zk, pattern, wanted)
                     except Exception as exc:
                         log.warning("deleting ACLs of %s failed: %r", pattern, exc)
                         result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,

@@ -121,7 +121,7 @@ class FetchHandler:
                         partition = replicas.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
                     preferred = -1
-                    if selector is not None and partition.is_leader:
+                    if selector is not None and client_rack and partition.is_leader:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
@@ -223,16 +223,16 @@ class _DelayedFetch:
     def on_append(self, partition: Any) -> None:
         if self.result.called:
             return
+        throttle = getattr(self.handler.replicas, "leader_throttle", None) \
+            if self.is_follower else None
+        if throttle is not None and throttle.holds_back(
+                partition.topic, partition.index, self.request.replica_id in partition.isr):
+            return  # a throttled moving replica: nothing would be sent now, keep waiting
         if self.is_follower and partition.follower_behind_hw(self.request.replica_id):
             # The HW moved past what this follower was told: answer now, so the follower
             # learns it within a round trip (its consumers read below it), not at max_wait.
             self.complete()
             return
-        throttle = getattr(self.handler.replicas, "leader_throttle", None) \
-            if self.is_follower else None
-        if throttle is not None and throttle.holds_back(
-                partition.topic, partition.index, self.request.replica_id in partition.isr):
-            return  # nothing would be sent to this follower now: keep waiting
         if self.request.min_bytes <= 1:
             # Any visible byte will do: answer as soon as this partition has some past the
             # fetch offset, without re-reading every partition of the request on each append.

@@ -77,8 +77,10 @@ class MetadataHandler:
                       if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
                       else _refused(name)
                       for name in dict.fromkeys(t.name for t in requested)]
+        # Each client is told the endpoints of the listener it came in on (Kafka's rule).
         brokers = [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                   for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)]
+                   for b in sorted(cache.brokers_on(context.listener).values(),
+                                   key=lambda b: b.node_id)]
         controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
         return {"throttle_time_ms": 0, "brokers": brokers,
                 "cluster_id": self.cluster_id(), "controller_id": controller_id,

@@ -294,7 +294,11 @@ class GroupCoordinator:
         state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
         if state is None or state.leader < 0 or not cache.is_alive(state.leader):
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return answer(ErrorCode.NONE, cache.brokers[state.leader])
+        # The coordinator's endpoint on the listener the request came in on.
+        node = cache.brokers_on(context.listener).get(state.leader)
+        if node is None:
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return answer(ErrorCode.NONE, node)
 
     # -- JoinGroup ------------------------------------------------------------------------
 

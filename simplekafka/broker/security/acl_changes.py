@@ -32,9 +32,8 @@ class AclChangeFollower:
         self.zk = zk
         self.authorizer = authorizer
         self.call_soon = call_soon
-        self.listeners = [
-            NotificationListener(zk, path, lambda child, path=path: self._changed(path, child))
-            for path in (ZkPaths.ACL_CHANGES, ZkPaths.ACL_EXTENDED_CHANGES)]
+        self.listeners = [NotificationListener(zk, path, self._handler(path))
+                          for path in (ZkPaths.ACL_CHANGES, ZkPaths.ACL_EXTENDED_CHANGES)]
 
     def start(self) -> None:
         ensure_acl_paths(self.zk)
@@ -45,6 +44,9 @@ class AclChangeFollower:
     def stop(self) -> None:
         for listener in self.listeners:
             listener.stop()
+
+    def _handler(self, changes: str) -> Callable[[str], None]:
+        return lambda child: self._changed(changes, child)
 
     def _changed(self, changes: str, child: str) -> None:
         data, _stat = self.zk.get(f"{changes}/{child}")

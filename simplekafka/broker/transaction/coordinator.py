@@ -83,7 +83,8 @@ class TransactionCoordinator:
                  reactor: Reactor, zookeeper: ZooKeeperHandle,
                  producer_ids: ProducerIdSource, markers: MarkerSender,
                  offsets_partition_of: Callable[[str], int],
-                 clock: Callable[[], int] = _now_ms):
+                 clock: Callable[[], int] = _now_ms,
+                 ensure_offsets_topic: Callable[[], None] = lambda: None):
         self.config = config
         self.cache = cache
         self.replicas = replicas
@@ -91,6 +92,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.markers = markers
         self.offsets_partition_of = offsets_partition_of
+        self.ensure_offsets_topic = ensure_offsets_topic
         self.clock = clock
         self.state_log = TransactionStateManager(replicas, cache, config, reactor, zookeeper)
         self.transactions: dict[str, TransactionMetadata] = {}
@@ -290,6 +292,7 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_GROUP_ID
         partition = (OFFSETS_TOPIC, self.offsets_partition_of(group_id))
         if self.cache.partition(*partition) is None:
+            self.ensure_offsets_topic()  # a transaction may be a group's first use of it
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         answer = self.add_partitions(transactional_id, producer_id, producer_epoch, [partition])
         if isinstance(answer, defer.Deferred):
