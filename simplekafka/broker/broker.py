@@ -88,6 +88,7 @@ from simplekafka.broker.security.sasl import (
     SaslSettings,
     jaas_for,
 )
+from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
@@ -188,6 +189,8 @@ class KafkaBroker:
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
         SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
+            self.dispatcher)
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
@@ -227,7 +230,8 @@ class KafkaBroker:
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
             write_txn_markers=WriteTxnMarkersHandler(
-                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction,
+                authorizer=auth),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,

@@ -140,6 +140,11 @@ def test_inter_broker_requests_need_cluster_action(broker):
         "ungrouped_partitions": [{"topic_name": "orders", "partition_index": 0}]})
     assert answer.error_code == FAILED_CLUSTER
     assert broker.broker.replica_manager.get_partition("orders", 0) is not None
+    answer = ask(broker, "User:alice", ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [
+        {"producer_id": 5, "producer_epoch": 0, "transaction_result": True,
+         "topics": [{"name": "orders", "partition_indexes": [0]}], "coordinator_epoch": 1}]})
+    assert answer.markers[0].topics[0].partitions[0].error_code == FAILED_CLUSTER
+    assert broker.broker.replica_manager.get_partition("orders", 0).log_end_offset == 0
 
 
 def test_cluster_apis_need_their_cluster_operation(broker):

@@ -150,18 +150,19 @@ class AclAuthorizer:
         principal = context.principal
         if principal in self.super_users:
             return True
-        host = host_of(context.peer)
-        key = (principal, host, operation, resource_type, name)
+        # Remembered per connection (its peer): a client asks the same again and again.
+        key = (principal, context.peer, operation, resource_type, name)
         decision = self._decisions.get(key)
         if decision is None:
+            host = host_of(context.peer)
             decision = self.decide(principal, host, operation, resource_type, name)
             if len(self._decisions) >= _MAX_REMEMBERED:
                 self._decisions.clear()
             self._decisions[key] = decision
-        if not decision:
-            audit.debug("Principal = %s is Denied Operation = %s from host = %s on resource = "
-                       "%s:LITERAL:%s", principal, operation.kafka_name, host,
-                       resource_type.kafka_name, name)
+            if not decision:  # logged when decided, not on every request that repeats it
+                audit.debug("Principal = %s is Denied Operation = %s from host = %s on "
+                           "resource = %s:%s", principal, operation.kafka_name, host,
+                           resource_type.kafka_name, name)
         return decision
 
     def matching_entries(self, resource_type: ResourceType,
