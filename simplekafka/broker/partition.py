@@ -325,13 +325,16 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         """Where read_committed consumers stop: the HW, or the first offset of the oldest
-        transaction not yet ended (with its marker below the HW)."""
-        return self.producers.last_stable_offset(self.high_watermark)
+        transaction not yet ended (with its marker below the HW); never below the log start
+        (DeleteRecords or retention may pass an open transaction's start, as in Kafka)."""
+        return max(self.producers.last_stable_offset(self.high_watermark),
+                   min(self.log_start_offset, self.high_watermark))
 
     def _end_transaction(self, header: BatchHeader, offset: int, marker: ControlMarker) -> None:
         """A marker now sits at ``offset``: end the transaction; index it if aborted."""
         completed = self.producers.complete_txn(header.producer_id, header.producer_epoch,
-                                                marker.coordinator_epoch, offset, marker.commit)
+                                                marker.coordinator_epoch, offset, marker.commit,
+                                                self.high_watermark)
         if completed.aborted:
             self.log.append_aborted_txn(AbortedTxn(
                 completed.producer_id, completed.first_offset, completed.last_offset,

@@ -195,7 +195,7 @@ class ProducerStateTable:
                             f"{entry.coordinator_epoch}")
 
     def complete_txn(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                     marker_offset: int, commit: bool) -> CompletedTxn:
+                     marker_offset: int, commit: bool, high_watermark: int = -1) -> CompletedTxn:
         """A marker was appended at ``marker_offset``: the producer's transaction ends.
 
         A marker with no open transaction on this partition (a retried
@@ -205,6 +205,9 @@ class ProducerStateTable:
         entry = self._entry_at_epoch(producer_id, producer_epoch)
         entry.coordinator_epoch = coordinator_epoch
         completed = CompletedTxn(producer_id, first, marker_offset, not commit)
+        if self._unreplicated:  # forget those below the HW (also where nobody asks the LSO)
+            self._unreplicated = [t for t in self._unreplicated
+                                  if t.last_offset >= high_watermark]
         self._unreplicated.append(completed)
         return completed
 

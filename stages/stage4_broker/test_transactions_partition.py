@@ -349,3 +349,21 @@ def test_snapshots_past_a_truncation_are_dropped(tmp_path):
     p.truncate_to(1)
     assert [f.name for f in directory.glob("*.snapshot")] == []
     assert p.producers.ongoing == {10: 0}
+
+
+def test_the_lso_never_falls_below_the_log_start(tmp_path):
+    p = open_partition(tmp_path / "t-0")
+    append(p, txn_batch(10, 0, b"x"))                  # 0, left open
+    append(p, plain_batch(b"a"))                       # 1
+    append(p, plain_batch(b"b"))                       # 2
+    assert p.last_stable_offset == 0
+    p.delete_records_on_leader(2)
+    assert p.last_stable_offset == 2
+
+
+def test_ended_transactions_are_forgotten_once_below_the_hw_on_a_follower_too():
+    table = ProducerStateTable()
+    for number in range(100):
+        table.record(read_header(txn_batch(10, number, b"x")), 2 * number)
+        table.complete_txn(10, 0, 0, 2 * number + 1, commit=True, high_watermark=2 * number)
+    assert len(table._unreplicated) <= 2

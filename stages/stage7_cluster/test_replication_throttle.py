@@ -182,3 +182,62 @@ def test_the_follower_leaves_a_throttled_replica_out_of_its_fetches_until_the_qu
     header, fetch = leader.request()
     assert fetch.topics[0].partitions[0].fetch_offset == 1
     manager.shutdown()
+
+
+def test_a_parked_fetch_of_a_held_back_replica_is_not_woken_by_appends(tmp_path):
+    clock = task.Clock()
+    partition = leader_partition(tmp_path)
+    throttle = ReplicationThrottle(LEADER_REPLICAS, LEADER,
+                                   {"t": {LEADER_REPLICAS: f"0:{LEADER}"}}, clock.seconds)
+    throttle.quota.set_rate(1000)
+    throttle.quota.record(5000)  # used up for the next few seconds
+    handler = FetchHandler(_Replicas(partition, throttle), clock, lambda: False)
+    end = partition.log_end_offset
+
+    def parked(replica_id: int):
+        request = follower_fetch(replica_id, end)
+        request.max_wait_ms = 500
+        answer = handler(None, request)
+        assert not isinstance(answer, dict), "expected the fetch to wait"
+        return answer
+
+    moving, in_sync = parked(MOVING), parked(FOLLOWER)
+    partition.append_as_leader(batch(b"new"), 1, 1, 1 << 20, 8)
+    assert in_sync.called and not moving.called  # no busy loop of empty answers
+    clock.advance(0.5)
+    assert moving.called and records_of(moving.result) == b""
+
+
+@pytest.mark.integration  # a real ZooKeeper
+def test_throttles_written_to_zookeeper_keep_other_overrides_and_are_cleared(zk):
+    """What ``reassign --execute --zookeeper --throttle`` and automatic mode write, and
+    what is left once they are cleared."""
+    from simplekafka.coordination.configs import (
+        BROKERS,
+        TOPICS,
+        read_entity_config,
+        write_entity_config,
+    )
+    from simplekafka.coordination.throttles import (
+        FOLLOWER_RATE,
+        LEADER_RATE,
+        clear_throttles,
+        write_throttles,
+    )
+
+    write_entity_config(zk, TOPICS, "t", {"retention.ms": "1000"})
+    write_entity_config(zk, BROKERS, "3", {"log.retention.ms": "5000"})
+    current, target = {("t", 0): [1, 2], ("t", 1): [2, 3]}, {("t", 0): [1, 3], ("t", 1): [2, 3]}
+    write_throttles(zk, current, target, 4096)
+    assert read_entity_config(zk, TOPICS, "t") == {
+        "retention.ms": "1000", LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3"}
+    for broker in ("1", "2", "3"):
+        config = read_entity_config(zk, BROKERS, broker)
+        assert config[LEADER_RATE] == config[FOLLOWER_RATE] == "4096"
+    assert read_entity_config(zk, BROKERS, "3")["log.retention.ms"] == "5000"
+    changes = len(zk.get_children("/config/changes"))
+    clear_throttles(zk, ["t"], [1, 2, 3])
+    assert read_entity_config(zk, TOPICS, "t") == {"retention.ms": "1000"}
+    assert read_entity_config(zk, BROKERS, "3") == {"log.retention.ms": "5000"}
+    assert read_entity_config(zk, BROKERS, "1") == {}
+    assert len(zk.get_children("/config/changes")) == changes + 4  # every broker is told

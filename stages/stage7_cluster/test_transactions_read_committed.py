@@ -222,3 +222,52 @@ def test_a_broker_restarted_mid_transaction_recovers_the_lso_and_aborted_index(c
             [*COMMITTED, b"c1"], 10)
     finally:
         coordinator.close()
+
+
+def test_real_transactional_and_plain_producers_on_one_partition(cluster):
+    """librdkafka's transactional producer and kafka-python's idempotent one, interleaved:
+    a plain record written after an open transaction waits for it under read_committed."""
+    from confluent_kafka import Producer as CKProducer
+    from kafka import KafkaProducer
+
+    bootstrap = cluster.bootstrap_servers
+    with Admin(bootstrap) as admin:
+        admin.create_topic("mixed", num_partitions=1, replication_factor=2)
+    plain = KafkaProducer(bootstrap_servers=bootstrap)
+    txn = CKProducer({"bootstrap.servers": bootstrap, "transactional.id": "mixed-txn"})
+    try:
+        txn.init_transactions(60)
+
+        def send_plain(data: bytes) -> None:
+            plain.send("mixed", data, partition=0).get(30)
+
+        def send_txn(data: bytes) -> None:
+            txn.produce("mixed", data, partition=0)
+            assert txn.flush(30) == 0
+
+        send_plain(b"plain-0")
+        txn.begin_transaction()
+        send_txn(b"t1-a")
+        send_plain(b"plain-1")
+        send_txn(b"t1-b")
+        txn.commit_transaction(60)
+        txn.begin_transaction()
+        send_txn(b"t2-aborted")
+        send_plain(b"plain-2")
+        txn.abort_transaction(60)
+        txn.begin_transaction()
+        send_txn(b"t3-open")
+        send_plain(b"plain-3")
+
+        stable = [b"plain-0", b"t1-a", b"plain-1", b"t1-b", b"plain-2"]
+        values, lso = our_values(bootstrap, "mixed", "read_committed")
+        assert values == stable
+        assert kafka_python_values(bootstrap, "mixed", "read_committed") == (stable, lso)
+        everything, _ = our_values(bootstrap, "mixed", "read_uncommitted")
+        assert everything == [b"plain-0", b"t1-a", b"plain-1", b"t1-b", b"t2-aborted",
+                              b"plain-2", b"t3-open", b"plain-3"]
+        txn.commit_transaction(60)
+        cluster.wait_for(lambda: our_values(bootstrap, "mixed", "read_committed")[0] ==
+                         [*stable, b"t3-open", b"plain-3"], "the open transaction's commit", 30)
+    finally:
+        plain.close()
