@@ -58,6 +58,7 @@ from simplekafka.broker.controller import (
 from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
+from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata_cache import MetadataCache
@@ -87,6 +88,7 @@ from simplekafka.broker.security.sasl import (
     SaslSettings,
     jaas_for,
 )
+from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
@@ -187,6 +189,8 @@ class KafkaBroker:
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
         SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
+            self.dispatcher)
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
@@ -208,7 +212,9 @@ class KafkaBroker:
             fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
                                replica_selector(config["replica.selector.class"],
                                                 self._rack_of),
-                               authorizer=auth),
+                               authorizer=auth,
+                               sessions=FetchSessionCache(
+                                   config["max.incremental.fetch.session.cache.slots"])),
             list_offsets=ListOffsetsHandler(replicas, auth),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
             delete_records=DeleteRecordsHandler(replicas, auth),
@@ -224,7 +230,8 @@ class KafkaBroker:
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
             write_txn_markers=WriteTxnMarkersHandler(
-                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction,
+                authorizer=auth),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
