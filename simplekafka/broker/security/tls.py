@@ -84,9 +84,9 @@ def client_options(config: Any, listener: str, host: str) -> Any:
     keystore = setting("ssl.keystore.location")
     private_key, chain = load_keystore(keystore, setting("ssl.key.password"))
     if str(setting("ssl.endpoint.identification.algorithm", "https")).lower() == "https":
-        client_certificate = ssl.PrivateCertificate.load(
+        client_certificate = ssl.PrivateCertificate.loadPEM(
             crypto.dump_certificate(crypto.FILETYPE_PEM, chain[0])
-            + crypto.dump_privatekey(crypto.FILETYPE_PEM, private_key), format=crypto.FILETYPE_PEM)
+            + crypto.dump_privatekey(crypto.FILETYPE_PEM, private_key))
         return ssl.optionsForClientTLS(
             host, trustRoot=ssl.trustRootFromCertificates(
                 [ssl.Certificate(c) for c in trusted]),
