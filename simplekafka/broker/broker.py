@@ -58,6 +58,7 @@ from simplekafka.broker.controller import (
 from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
+from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.metadata_cache import MetadataCache
@@ -211,7 +212,9 @@ class KafkaBroker:
             fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
                                replica_selector(config["replica.selector.class"],
                                                 self._rack_of),
-                               authorizer=auth),
+                               authorizer=auth,
+                               sessions=FetchSessionCache(
+                                   config["max.incremental.fetch.session.cache.slots"])),
             list_offsets=ListOffsetsHandler(replicas, auth),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
             delete_records=DeleteRecordsHandler(replicas, auth),
