@@ -48,7 +48,7 @@ def load_keystore(path: str | None, password: str | None = None,
     except (ValueError, TypeError) as exc:
         raise TlsConfigError(f"{key}: {path} needs a PEM private key and certificate: "
                              f"{exc}") from None
-    return (crypto.PKey.from_cryptography_key(private_key),
+    return (crypto.PKey.from_cryptography_key(private_key),  # type: ignore[arg-type]
             [crypto.X509.from_cryptography(c) for c in certificates])
 
 
