@@ -340,9 +340,9 @@ class KafkaBroker:
                      listener.host, port.getHost().port)
         first = self.config.listeners[0].name
         self.factory, self.port = self.factories[first], self.ports[first]
-        listener = self.config.metrics_listener
-        if self.metrics is not None and self.metrics.port is None and listener is not None:
-            self.metrics.listen(*listener)
+        metrics_at = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and metrics_at is not None:
+            self.metrics.listen(*metrics_at)
         return self.port.getHost().port
 
     def _listener_factory(self, listener: Any) -> KafkaServerFactory:
@@ -355,9 +355,10 @@ class KafkaBroker:
                 jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
                 else {}, self.credentials.get, self.failed_logins, self.reactor)
             authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
-        tls_principal = None
-        if listener.security_protocol == "SSL":
-            from simplekafka.broker.security.tls import principal_of as tls_principal
+        from simplekafka.broker.security.tls import principal_of
+
+        tls_principal = principal_of if listener.security_protocol == "SSL" else None
+        assert self.gate is not None  # made by listen() first
         return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
                                   listener.name, authenticators, tls_principal)
 
