@@ -58,6 +58,7 @@ from simplekafka.broker.controller import (
 from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
+from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
 from simplekafka.broker.log_cleaner import LogCleaner
@@ -88,6 +89,7 @@ from simplekafka.broker.security.sasl import (
     SaslSettings,
     jaas_for,
 )
+from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
@@ -191,6 +193,8 @@ class KafkaBroker:
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
         SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
+            self.dispatcher)
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
@@ -212,7 +216,9 @@ class KafkaBroker:
             fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
                                replica_selector(config["replica.selector.class"],
                                                 self._rack_of),
-                               authorizer=auth),
+                               authorizer=auth,
+                               sessions=FetchSessionCache(
+                                   config["max.incremental.fetch.session.cache.slots"])),
             list_offsets=ListOffsetsHandler(replicas, auth),
             offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
             delete_records=DeleteRecordsHandler(replicas, auth),
@@ -228,7 +234,8 @@ class KafkaBroker:
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
             list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
             write_txn_markers=WriteTxnMarkersHandler(
-                replicas, on_offsets_marker=self.group_coordinator.complete_transaction),
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction,
+                authorizer=auth),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
@@ -334,9 +341,9 @@ class KafkaBroker:
                      listener.host, port.getHost().port)
         first = self.config.listeners[0].name
         self.factory, self.port = self.factories[first], self.ports[first]
-        listener = self.config.metrics_listener
-        if self.metrics is not None and self.metrics.port is None and listener is not None:
-            self.metrics.listen(*listener)
+        metrics_at = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and metrics_at is not None:
+            self.metrics.listen(*metrics_at)
         return self.port.getHost().port
 
     def _listener_factory(self, listener: Any) -> KafkaServerFactory:
@@ -349,9 +356,10 @@ class KafkaBroker:
                 jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
                 else {}, self.credentials.get, self.failed_logins, self.reactor)
             authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
-        tls_principal = None
-        if listener.security_protocol == "SSL":
-            from simplekafka.broker.security.tls import principal_of as tls_principal
+        from simplekafka.broker.security.tls import principal_of
+
+        tls_principal = principal_of if listener.security_protocol == "SSL" else None
+        assert self.gate is not None  # made by listen() first
         return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
                                   listener.name, authenticators, tls_principal)
 

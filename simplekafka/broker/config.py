@@ -203,6 +203,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("replica.fetch.wait.max.ms", _int, 500, "Follower fetch long-poll time.", 0),
     ConfigKey("replica.fetch.min.bytes", _int, 1, "Follower fetch min bytes.", 0),
     ConfigKey("replica.fetch.max.bytes", _int, 1048576, "Follower fetch size per partition.", 0),
+    ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000,
+              "Fetch sessions (KIP-227) the broker keeps; 0 turns them off.", 0),
     ConfigKey("unclean.leader.election.enable", _bool, False,
               "Allow an out-of-sync replica to lead (may lose acknowledged data)."),
     ConfigKey("controlled.shutdown.enable", _bool, True,

@@ -21,6 +21,8 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.topics_cmd",
     "simplekafka.cli.configs_cmd",
     "simplekafka.cli.acls_cmd",
+    "simplekafka.cli.users_cmd",
+    "simplekafka.cli.certs_cmd",
     "simplekafka.cli.produce_cmd",
     "simplekafka.cli.consume_cmd",
     "simplekafka.cli.groups_cmd",

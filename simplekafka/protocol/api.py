@@ -117,6 +117,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.TXN_OFFSET_COMMIT: (0, 2),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 """(min, max) version per API that the broker implements (inter-broker APIs included)."""
 

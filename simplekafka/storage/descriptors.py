@@ -33,7 +33,7 @@ def open_descriptors() -> int:
     return 0
 
 
-def is_exhausted(exc: BaseException) -> bool:
+def is_exhausted(exc: BaseException | None) -> bool:
     """Whether ``exc`` is the kernel saying no descriptor is left (EMFILE, ENFILE)."""
     return isinstance(exc, OSError) and exc.errno in _EXHAUSTED
 

@@ -112,6 +112,9 @@ class Log:
         self._unflushed_records = 0
         self._last_flush_ms = clock_ms()
         self.fsync_count = 0
+        # A new log's directory entries are made durable by its first flush, not at
+        # creation (an fsync of the parent per replica made LeaderAndIsr slow).
+        self.directory_sync_needed = False
         self.truncated_on_recovery = 0  # bytes recovery cut off when this log was opened
         self.leader_epochs = LeaderEpochCache(
             directory / CHECKPOINT_NAME, lambda: self.log_end_offset
@@ -563,6 +566,11 @@ class Log:
         self._check_open()
         self._segments[-1].flush()
         self.fsync_count += 1
+        self.leader_epochs.sync()
+        if self.directory_sync_needed:
+            fsync_directory(self.directory)
+            fsync_directory(self.directory.parent)
+            self.directory_sync_needed = False
         self.recovery_point = self.log_end_offset
         self._unflushed_records = 0
         self._last_flush_ms = self._clock_ms()
@@ -746,6 +754,9 @@ class Log:
         for segment in self._segments:
             segment.close(clean=True)
         self.fsync_count += 1
+        self.leader_epochs.sync()
+        if self.directory_sync_needed:
+            fsync_directory(self.directory)  # the log directory's parent: LogManager.close
         self._closed = True
 
     def abandon(self) -> None:

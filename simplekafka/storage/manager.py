@@ -105,12 +105,12 @@ class LogManager:
         try:
             log = Log.open(directory / f"{topic}-{partition}", config or self.config,
                            clean_shutdown=True, clock_ms=self._clock_ms)
-            fsync_directory(directory)
-        except OSError as exc:
-            if is_exhausted(exc):
+        except (OSError, StorageError) as exc:
+            if is_exhausted(exc) or is_exhausted(exc.__cause__):
                 raise DescriptorsExhaustedError(f"{topic}-{partition}",
                                                 DescriptorBudget.limit()) from exc
             raise
+        log.directory_sync_needed = True  # made durable by the log's first flush
         self._logs[(topic, partition)] = log
         return log
 

@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000025"  # 37 api keys
+    "00000027"  # 39 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200010007"  # ListOffsets 1-7
@@ -184,6 +184,8 @@ PROBE_ANSWER_HEX = (
     "002c00000000"  # IncrementalAlterConfigs 0
     "002d00000000"  # AlterPartitionReassignments 0
     "002e00000000"  # ListPartitionReassignments 0
+    "003200000000"  # DescribeUserScramCredentials 0
+    "003300000000"  # AlterUserScramCredentials 0
 )  # and nothing after: no throttle time, no tagged fields
 
 

@@ -157,3 +157,56 @@ def test_every_broker_socket_turns_nagle_off():
         transport.setTcpNoDelay = calls.append  # type: ignore[attr-defined]
         protocol_.makeConnection(transport)
         assert calls == [True], type(protocol_).__name__
+
+
+def test_creating_replicas_waits_for_no_disk_until_their_first_flush(tmp_path, monkeypatch):
+    """LeaderAndIsr for thousands of partitions: two or three fsyncs per replica (its
+    directory, its leader epoch file) made each take ~30 ms on a busy disk. They are made
+    durable by the log's first flush instead (as Kafka 3.7 does for the epoch file)."""
+    import os
+
+    from simplekafka.broker.metadata_cache import MetadataCache
+    from simplekafka.broker.replica_manager import ReplicaManager
+    from simplekafka.storage import LogManager
+
+    manager = ReplicaManager(LEADER, LogManager([tmp_path]), MetadataCache())
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    states = [SimpleNamespace(topic_name="t", partition_index=i, leader=LEADER, leader_epoch=0,
+                              isr=[LEADER], replicas=[LEADER], zk_version=0, controller_epoch=1)
+              for i in range(20)]
+    outcome = manager.become_leader_or_follower(SimpleNamespace(
+        controller_epoch=1, controller_id=1, topic_states=[], ungrouped_partition_states=states))
+    assert set(outcome.partitions.values()) == {ErrorCode.NONE}
+    assert synced == []
+    log = manager.partitions[("t", 0)].log
+    assert log.leader_epochs.entries  # written (a crash of the process keeps it) ...
+    log.flush()  # ... and durable from the first flush: the segment, epochs, directories
+    assert len(synced) >= 4
+    synced.clear()
+    log.flush()
+    assert len(synced) == 1  # later flushes sync the segment alone
+
+
+def test_garbage_collections_are_timed_by_generation():
+    """GC pauses stop the reactor: each one is in python_gc_pause_seconds (issue 19)."""
+    import gc
+    from types import SimpleNamespace
+
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    metrics = BrokerMetrics(SimpleNamespace())
+    try:
+        gc.collect(0)
+        gc.collect(2)
+        samples = {(s.name, s.labels.get("generation"), s.labels.get("le")): s.value
+                   for metric in metrics._gc_pauses() for s in metric.samples}
+        assert samples[("python_gc_pause_seconds_count", "0", None)] >= 1
+        assert samples[("python_gc_pause_seconds_count", "2", None)] >= 1
+        assert samples[("python_gc_pause_seconds_bucket", "2", "+Inf")] >= 1
+        assert samples[("python_gc_pause_seconds_sum", "2", None)] > 0
+        assert samples[("python_gc_pause_max_seconds", None, None)] > 0
+    finally:
+        metrics.stop()
+    assert metrics.gc_pauses._callback not in gc.callbacks

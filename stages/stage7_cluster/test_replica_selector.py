@@ -8,6 +8,8 @@ the high watermark it learnt from its leader, never its unacknowledged tail.
 
 from __future__ import annotations
 
+import pytest
+
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replica_selector import (
     NO_PREFERENCE,
@@ -60,3 +62,14 @@ def test_a_follower_serves_consumers_up_to_its_high_watermark_only(tmp_path):
         except KafkaError:
             continue
         raise AssertionError(f"a follower served {refused or 'a leader-only read'}")
+
+
+def test_replica_selector_class_accepts_kafkas_selectors_and_refuses_others():
+    from simplekafka.broker.config import BrokerConfig, ConfigError
+
+    required = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/tmp/x"}
+    config = BrokerConfig.from_properties({**required, "replica.selector.class": RACK_AWARE})
+    assert config["replica.selector.class"] == RACK_AWARE
+    assert BrokerConfig.from_properties(required)["replica.selector.class"] is None
+    with pytest.raises(ConfigError, match="RackAwareReplicaSelector"):
+        BrokerConfig.from_properties({**required, "replica.selector.class": "my.Selector"})

@@ -305,3 +305,116 @@ def test_requests_before_login_are_disconnected_with_nothing_written(secured, li
                                        use_tls=listener == "SASL_SSL", certs=secured.certs)
     assert answer == b""
     assert "sneaky" not in secured.cluster.zk.get_children("/brokers/topics")
+
+
+# -- managing SCRAM users --------------------------------------------------------------------
+
+
+def can_log_in(secured, mechanism: str, user: str, password: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**confluent_settings(secured, "SASL_PLAINTEXT", mechanism, user,
+                                              password), "socket.timeout.ms": 3000})
+    try:
+        admin.list_topics(timeout=3)
+        return True
+    except Exception:
+        return False
+
+
+def test_users_cli_adds_lists_and_deletes_without_a_broker_restart(secured, capsys):
+    from simplekafka.cli import main
+
+    zookeeper = secured.cluster.zookeeper_connect
+    assert main(["users", "add", "dave", "--password", "dave-secret", "--mechanism",
+                 "SCRAM-SHA-512", "--zookeeper", zookeeper]) == 0
+    stored = secured.cluster.zk.get("/config/users/dave")[0].decode()
+    assert "salt=" in stored and "stored_key=" in stored and "dave-secret" not in stored
+    secured.cluster.wait_for(lambda: can_log_in(secured, "SCRAM-SHA-512", "dave",
+                                                "dave-secret"), "dave to log in", timeout=30)
+    assert main(["users", "list", "--zookeeper", zookeeper]) == 0
+    assert "dave: SCRAM-SHA-512 (iterations=4096)" in capsys.readouterr().out
+    assert main(["users", "delete", "dave", "--zookeeper", zookeeper]) == 0
+    secured.cluster.wait_for(lambda: not can_log_in(secured, "SCRAM-SHA-512", "dave",
+                                                    "dave-secret"), "dave to be refused",
+                             timeout=30)
+    assert main(["users", "delete", "dave", "--zookeeper", zookeeper]) == 2
+    assert "no SCRAM credential" in capsys.readouterr().err
+
+
+def test_admin_client_alters_and_describes_scram_credentials(secured):
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(confluent_settings(secured, "SASL_SSL", "SCRAM-SHA-512", "carol",
+                                           "carol-secret"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("erin", info, b"erin-secret")])
+    futures["erin"].result(30)
+    described = admin.describe_user_scram_credentials(["erin", "carol"])
+    erin = described["erin"].result(30)
+    assert [(c.mechanism, c.iterations) for c in erin.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)]
+    secured.cluster.wait_for(lambda: can_log_in(secured, "SCRAM-SHA-256", "erin",
+                                                "erin-secret"), "erin to log in", timeout=30)
+    bad = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "frank", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 10), b"pw")])
+    with pytest.raises(Exception, match=r"(?i)iterations|credential"):
+        bad["frank"].result(30)
+    admin.alter_user_scram_credentials([UserScramCredentialDeletion(
+        "erin", ScramMechanism.SCRAM_SHA_256)])["erin"].result(30)
+    with pytest.raises(Exception, match=r"(?i)not exist|RESOURCE_NOT_FOUND"):
+        admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
+
+
+# -- hostile bytes on the secured listeners ---------------------------------------------------
+
+
+def test_random_and_truncated_bytes_and_silent_connections_never_break_the_broker(secured):
+    """A bounded real-socket fuzz: garbage, truncated SASL frames, half TLS handshakes and
+    connections that never speak, on the SASL and TLS listeners; the broker keeps serving."""
+    import random
+
+    rng = random.Random(14)
+    handshake = encode_request(ApiKey.SASL_HANDSHAKE, 1, 1, "fuzz", {"mechanism": "PLAIN"})
+    authenticate = encode_request(ApiKey.SASL_AUTHENTICATE, 1, 2, "fuzz",
+                                  {"auth_bytes": b"\0alice\0alice-secret"})
+    silent = [socket.create_connection(("127.0.0.1", secured.port(listener)), timeout=5)
+              for listener in ("SASL_PLAINTEXT", "SSL", "SASL_SSL") for _ in range(10)]
+    try:
+        for attempt in range(60):
+            listener = ["SASL_PLAINTEXT", "SSL", "SASL_SSL"][attempt % 3]
+            kind = attempt % 4
+            if kind == 0:  # random bytes
+                data = rng.randbytes(rng.randrange(1, 300))
+            elif kind == 1:  # a SASL exchange cut at a random byte
+                frames = b"".join(struct.pack(">i", len(p)) + p for p in (handshake,
+                                                                           authenticate))
+                data = frames[:rng.randrange(1, len(frames))]
+            elif kind == 2:  # a frame whose body is random
+                body = rng.randbytes(rng.randrange(0, 64))
+                data = struct.pack(">i", len(body)) + body
+            else:  # a huge announced length
+                data = struct.pack(">i", rng.choice([2**31 - 1, -1, 10**8]))
+            with socket.create_connection(("127.0.0.1", secured.port(listener)),
+                                          timeout=5) as sock:
+                try:
+                    sock.sendall(data)
+                    sock.settimeout(0.3)
+                    answer = sock.recv(4096)
+                except (TimeoutError, ConnectionResetError, BrokenPipeError):
+                    answer = b""
+                if kind != 1 and listener == "SASL_PLAINTEXT":
+                    assert answer == b"", (kind, answer[:40])  # nothing answered to garbage
+    finally:
+        for sock in silent:
+            sock.close()
+    assert secured.cluster.brokers[1].is_running
+    assert can_log_in(secured, "SCRAM-SHA-256", "bob", "bob-secret")
+    assert "Traceback" not in secured.log()

@@ -24,8 +24,10 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import RecordAppender
+from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import build_end_txn_marker
 
@@ -38,13 +40,22 @@ class WriteTxnMarkersHandler:
     """ApiKey.WRITE_TXN_MARKERS: see the module docstring."""
 
     def __init__(self, replica_manager: RecordAppender, timeout_ms: int = MARKER_TIMEOUT_MS,
-                 on_offsets_marker: Callable[[int, int, bool], None] | None = None):
+                 on_offsets_marker: Callable[[int, int, bool], None] | None = None,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer  # markers come from a coordinator: ClusterAction
         self.replica_manager = replica_manager
         self.timeout_ms = timeout_ms
         # (producer id, __consumer_offsets partition, committed) once a marker is written there
         self.on_offsets_marker = on_offsets_marker
 
-    def __call__(self, context: RequestContext, request: Any) -> defer.Deferred:
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        if not self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
+                                         ResourceType.CLUSTER, CLUSTER_NAME):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return {"markers": [{"producer_id": m.producer_id, "topics": [
+                {"name": t.name, "partitions": [{"partition_index": i, "error_code": code}
+                                                for i in t.partition_indexes]}
+                for t in m.topics]} for m in request.markers]}
         appends = [self._write(marker) for marker in request.markers]
         answers = defer.gatherResults(appends, consumeErrors=True)
         return answers.addCallback(lambda markers: {"markers": markers})

@@ -96,6 +96,7 @@ from simplekafka.coordination.throttles import (
 from simplekafka.coordination.topics import (
     live_brokers,
     read_partition_state,
+    read_partition_states,
     read_topic_assignment,
 )
 from simplekafka.coordination.znodes import (
@@ -154,6 +155,7 @@ class Controller:
 
     def _reset(self) -> None:
         self.context = ControllerContext()
+        self.zk_multis = 0  # partition-state multis sent pipelined (for tests)
 
     @property
     def brokers(self) -> dict[int, BrokerInfo]:
@@ -401,10 +403,8 @@ class Controller:
         except ZnodeFormatError as exc:
             log.warning("topic %s: unreadable config (%s); using broker defaults", topic, exc)
             self.context.topic_configs[topic] = {}
-        for index in assignment.partitions:
-            found = read_partition_state(self.zk, topic, index)
-            if found is not None:
-                self.context.states[(topic, index)] = found
+        for index, found in read_partition_states(self.zk, topic, assignment.partitions).items():
+            self.context.states[(topic, index)] = found
 
     def _elect_leaders(self, keys: list[tuple[str, int]],
                        exclude: set[int] | frozenset[int] = frozenset()
@@ -438,8 +438,11 @@ class Controller:
         decides again, up to WRITE_ATTEMPTS times. Only with ``create`` may a
         partition without a state znode get one (a new partition).
         """
-        changed = []
+        changed = self._write_pipelined(keys, decide, create)
+        done = set(changed)
         for key in keys:
+            if key in done:
+                continue
             for _attempt in range(WRITE_ATTEMPTS):
                 replicas = self.context.replicas_of(key)
                 found = self.context.states.get(key)
@@ -458,6 +461,56 @@ class Controller:
                 if found is None:
                     break  # a create that failed is not retried (the znode was reloaded)
         return changed
+
+    def _write_pipelined(self, keys: list[TopicPartitionKey], decide: Decide,
+                         create: bool) -> list[TopicPartitionKey]:
+        """First pass of ``_decide_and_write``: every decided write sent at once.
+
+        Each partition is still its own fenced multi (a conflict on one does not
+        undo the others), but all are in flight together, as Kafka's controller
+        pipelines them: a topic of 1,000 partitions, or the leaders of a dead
+        broker's partitions, cost a few round trips to ZooKeeper, not one or
+        three per partition. A new partition's znode and its state are created
+        in the same multi. What fails here is left to the one-by-one loop.
+        """
+        pending = []
+        parents: set[str] = set()
+        for key in keys:
+            replicas = self.context.replicas_of(key)
+            found = self.context.states.get(key)
+            if replicas is None or (found is None and not create):
+                continue
+            state = decide(key, found[0] if found else None, tuple(replicas))
+            if state is None:
+                continue
+            topic, index = key
+            transaction = self.election.fenced_transaction()
+            if found is None:
+                parent = ZkPaths.partitions(topic)
+                if parent not in parents:
+                    self.zk.ensure_path(parent)
+                    parents.add(parent)
+                transaction.create(ZkPaths.partition(topic, index))
+                transaction.create(ZkPaths.partition_state(topic, index), state.to_json())
+                version = -1
+            else:
+                version = found[1]
+                transaction.set_data(ZkPaths.partition_state(topic, index), state.to_json(),
+                                     version)
+            pending.append((key, state, version, transaction, transaction.commit_async()))
+        written = []
+        for key, state, version, transaction, sent in pending:
+            try:
+                results = transaction.results(sent.get())
+            except NotControllerError:
+                raise
+            except Exception:
+                continue  # decided again, one by one, on the current znode
+            new_version = 0 if version < 0 else getattr(results[0], "version", version + 1)
+            self.context.states[key] = (state, new_version)
+            written.append(key)
+        self.zk_multis += len(pending)
+        return written
 
     def _create_state(self, key: tuple[str, int], state: PartitionState) -> bool:
         topic, index = key

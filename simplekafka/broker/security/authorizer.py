@@ -30,6 +30,7 @@ from typing import Any
 
 from simplekafka.protocol.acls import (
     IMPLIED_BY,
+    SUPPORTED_OPERATIONS,
     WILDCARD,
     WILDCARD_PRINCIPAL,
     AccessControlEntry,
@@ -40,6 +41,7 @@ from simplekafka.protocol.acls import (
     PatternType,
     ResourcePattern,
     ResourceType,
+    operation_bits,
 )
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,10 @@ class AllowEveryone:
     def authorize_any(self, context: Any, operation: AclOperation,
                       resource_type: ResourceType) -> bool:
         return True
+
+    def authorized_operations(self, context: Any, resource_type: ResourceType,
+                              name: str) -> int:
+        return operation_bits(SUPPORTED_OPERATIONS.get(resource_type, ()))
 
 
 ALLOW_EVERYONE = AllowEveryone()
@@ -150,18 +156,19 @@ class AclAuthorizer:
         principal = context.principal
         if principal in self.super_users:
             return True
-        host = host_of(context.peer)
-        key = (principal, host, operation, resource_type, name)
+        # Remembered per connection (its peer): a client asks the same again and again.
+        key = (principal, context.peer, operation, resource_type, name)
         decision = self._decisions.get(key)
         if decision is None:
+            host = host_of(context.peer)
             decision = self.decide(principal, host, operation, resource_type, name)
             if len(self._decisions) >= _MAX_REMEMBERED:
                 self._decisions.clear()
             self._decisions[key] = decision
-        if not decision:
-            audit.debug("Principal = %s is Denied Operation = %s from host = %s on resource = "
-                       "%s:LITERAL:%s", principal, operation.kafka_name, host,
-                       resource_type.kafka_name, name)
+            if not decision:  # logged when decided, not on every request that repeats it
+                audit.debug("Principal = %s is Denied Operation = %s from host = %s on "
+                           "resource = %s:%s", principal, operation.kafka_name, host,
+                           resource_type.kafka_name, name)
         return decision
 
     def matching_entries(self, resource_type: ResourceType,
@@ -208,6 +215,13 @@ class AclAuthorizer:
                 elif not allowed and (entry.operation in allowed_by or entry.operation == _ALL):
                     allowed = True
         return allowed
+
+    def authorized_operations(self, context: Any, resource_type: ResourceType,
+                              name: str) -> int:
+        """The bit set of what the principal may do to the resource (Metadata v8's
+        ``topic_authorized_operations``, DescribeGroups' ``authorized_operations``)."""
+        return operation_bits([op for op in SUPPORTED_OPERATIONS.get(resource_type, ())
+                               if self.authorize(context, op, resource_type, name)])
 
     def authorize_any(self, context: Any, operation: AclOperation,
                       resource_type: ResourceType) -> bool:
