@@ -94,6 +94,23 @@ IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
 }
 
 
+_O = AclOperation
+# What can be done to each resource type (Kafka's, for ``authorized_operations`` bit sets).
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DELETE, _O.ALTER, _O.DESCRIBE,
+                         _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
+    ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE),
+    ResourceType.CLUSTER: (_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS,
+                           _O.IDEMPOTENT_WRITE, _O.ALTER, _O.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (_O.DESCRIBE, _O.WRITE),
+}
+
+
+def operation_bits(operations: list[AclOperation] | tuple[AclOperation, ...]) -> int:
+    """The int32 bit set the wire's ``authorized_operations`` fields carry."""
+    return sum(1 << op for op in set(operations))
+
+
 @dataclass(frozen=True, order=True)
 class ResourcePattern:
     resource_type: ResourceType

@@ -345,7 +345,7 @@ def scan(acls, principal, host, op, kind, name, allow_if_no_acl) -> bool:
     return any(e.permission == Perm.ALLOW and e.operation in allowed_by for e in mine)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(PATTERNS, st.frozensets(ENTRIES, min_size=1, max_size=4), max_size=6),
        PRINCIPALS.filter(lambda p: p != "User:*"), OPS, st.sampled_from([TOPIC, GROUP]),
        NAMES.filter(lambda n: n != "*"), st.booleans())

@@ -230,3 +230,26 @@ def test_without_an_authorizer_everything_is_allowed_and_acl_apis_are_disabled(t
         assert described.error_code == ErrorCode.SECURITY_DISABLED
     finally:
         harness.close()
+
+
+def test_authorized_operations_are_reported_when_asked(broker):
+    answer = ask(broker, "User:alice", ApiKey.METADATA, 8, {
+        "topics": [{"name": "orders"}], "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": True,
+        "include_topic_authorized_operations": True})
+    write_and_describe = (1 << AclOperation.WRITE) | (1 << AclOperation.DESCRIBE)
+    assert answer.topics[0].topic_authorized_operations == write_and_describe
+    assert answer.cluster_authorized_operations == 0
+    described = ask(broker, "User:alice", ApiKey.DESCRIBE_GROUPS, 4,
+                    {"groups": ["g"], "include_authorized_operations": True})
+    assert described.groups[0].authorized_operations == \
+        (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
+    super_user = ask(broker, "User:ANONYMOUS", ApiKey.METADATA, 8, {
+        "topics": [{"name": "orders"}], "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": True,
+        "include_topic_authorized_operations": False})
+    assert super_user.topics[0].topic_authorized_operations == -(2**31)  # not asked for
+    assert super_user.cluster_authorized_operations == sum(1 << op for op in (
+        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+        AclOperation.DESCRIBE))

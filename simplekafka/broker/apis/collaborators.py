@@ -90,6 +90,9 @@ class Authorizer(Protocol):
     def authorize_any(self, context: Any, operation: AclOperation,
                       resource_type: ResourceType) -> bool: ...
 
+    def authorized_operations(self, context: Any, resource_type: ResourceType,
+                              name: str) -> int: ...
+
 
 class TopicCreator(Protocol):
     """Metadata's auto-creation of an unknown topic (``TopicAdmin``)."""

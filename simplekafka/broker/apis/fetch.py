@@ -25,6 +25,10 @@ answer carries the LSO in ``last_stable_offset``.
 
 A consumer needs Read on each topic, a follower (replica_id >= 0) ClusterAction
 on the cluster; partitions refused answer TOPIC_AUTHORIZATION_FAILED at once.
+
+Fetch sessions (KIP-227, ``fetch_session``): a fetch is first seen through
+its session, which may stand for partitions the request does not name (an
+incremental fetch), and whose answer names only the partitions that changed.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from simplekafka.broker.apis.collaborators import (
     Reactor,
 )
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
@@ -56,8 +61,10 @@ class FetchHandler:
 
     def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag,
                  selector: RackAwareReplicaSelector | None = None,
-                 authorizer: Authorizer = ALLOW_EVERYONE):
+                 authorizer: Authorizer = ALLOW_EVERYONE,
+                 sessions: FetchSessionCache | None = None):
         self.authorizer = authorizer
+        self.sessions = sessions if sessions is not None else FetchSessionCache()
         self.replicas = replicas
         self.reactor = reactor
         self.is_stopping = is_stopping  # true once the broker shuts down
@@ -65,12 +72,16 @@ class FetchHandler:
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        session = self.sessions.context_for(request)  # KIP-227 (see fetch_session)
+        if session.error is not None:
+            return session.error_body()
+        request = session.request  # every partition of the session, not just those named
         refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
         body, total_bytes, has_error = self.read(request, refused)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or not request.topics):
-            return body
-        return _DelayedFetch(self, request).start()
+            return session.finish(body)
+        return _DelayedFetch(self, request).start().addCallback(session.finish)
 
     def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
         """The requested topics this principal may not fetch from."""

@@ -196,10 +196,18 @@ class GroupApis:
             for group_id, protocol_type in groups]}
 
     def describe_groups(self, context: RequestContext, request: Any) -> dict:
-        return {"throttle_time_ms": 0, "groups": [
-            _description(d if self._group(context, AclOperation.DESCRIBE, d.group_id)
-                         else GroupDescription(ErrorCode.GROUP_AUTHORIZATION_FAILED, d.group_id))
-            for d in self.coordinator.describe_groups(context, request)]}
+        groups = []
+        for found in self.coordinator.describe_groups(context, request):
+            if not self._group(context, AclOperation.DESCRIBE, found.group_id):
+                groups.append(_description(GroupDescription(ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                                            found.group_id)))
+                continue
+            answer = _description(found)
+            if getattr(request, "include_authorized_operations", False):
+                answer["authorized_operations"] = self.authorizer.authorized_operations(
+                    context, ResourceType.GROUP, found.group_id)
+            groups.append(answer)
+        return {"throttle_time_ms": 0, "groups": groups}
 
     def delete_groups(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         asked = list(request.groups_names)

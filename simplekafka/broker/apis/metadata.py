@@ -78,13 +78,23 @@ class MetadataHandler:
                       else _refused(name)
                       for name in dict.fromkeys(t.name for t in requested)]
         # Each client is told the endpoints of the listener it came in on (Kafka's rule).
+        if version >= 8 and request.include_topic_authorized_operations:
+            for topic in topics:
+                if topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                    topic["topic_authorized_operations"] = \
+                        self.authorizer.authorized_operations(context, ResourceType.TOPIC,
+                                                              topic["name"])
         brokers = [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
                    for b in sorted(cache.brokers_on(context.listener).values(),
                                    key=lambda b: b.node_id)]
         controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
-        return {"throttle_time_ms": 0, "brokers": brokers,
-                "cluster_id": self.cluster_id(), "controller_id": controller_id,
-                "topics": topics}
+        answer = {"throttle_time_ms": 0, "brokers": brokers,
+                  "cluster_id": self.cluster_id(), "controller_id": controller_id,
+                  "topics": topics}
+        if version >= 8 and request.include_cluster_authorized_operations:
+            answer["cluster_authorized_operations"] = self.authorizer.authorized_operations(
+                context, ResourceType.CLUSTER, CLUSTER_NAME)
+        return answer
 
     def _topic(self, context: RequestContext, name: str, cache: MetadataCache,
                allow_create: bool) -> dict:

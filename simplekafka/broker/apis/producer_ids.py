@@ -133,7 +133,7 @@ class InitProducerIdHandler:
         try:
             producer_id = self.producer_ids()
         except KafkaError as exc:
-            return _answer(InitProducerIdResult(exc.error_code))
+            return _answer(InitProducerIdResult(exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR))
         if isinstance(producer_id, defer.Deferred):
             return producer_id.addCallbacks(
                 lambda pid: _answer(InitProducerIdResult(ErrorCode.NONE, pid, 0)),

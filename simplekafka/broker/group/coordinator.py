@@ -206,9 +206,9 @@ class GroupCoordinator:
         started = time.monotonic()
         metadata, offsets, records, pending = self.metadata.read_partition(partition)
         for producer_id, groups in pending.items():
-            for group_id, entries in groups.items():
+            for group_id, held in groups.items():
                 self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(
-                    group_id, {}).update(entries)
+                    group_id, {}).update(held)
         for group_id, value in metadata.items():
             if value is None:
                 self._forget(group_id)

@@ -30,6 +30,7 @@ from typing import Any
 
 from simplekafka.protocol.acls import (
     IMPLIED_BY,
+    SUPPORTED_OPERATIONS,
     WILDCARD,
     WILDCARD_PRINCIPAL,
     AccessControlEntry,
@@ -40,6 +41,7 @@ from simplekafka.protocol.acls import (
     PatternType,
     ResourcePattern,
     ResourceType,
+    operation_bits,
 )
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,10 @@ class AllowEveryone:
     def authorize_any(self, context: Any, operation: AclOperation,
                       resource_type: ResourceType) -> bool:
         return True
+
+    def authorized_operations(self, context: Any, resource_type: ResourceType,
+                              name: str) -> int:
+        return operation_bits(SUPPORTED_OPERATIONS.get(resource_type, ()))
 
 
 ALLOW_EVERYONE = AllowEveryone()
@@ -209,6 +215,13 @@ class AclAuthorizer:
                 elif not allowed and (entry.operation in allowed_by or entry.operation == _ALL):
                     allowed = True
         return allowed
+
+    def authorized_operations(self, context: Any, resource_type: ResourceType,
+                              name: str) -> int:
+        """The bit set of what the principal may do to the resource (Metadata v8's
+        ``topic_authorized_operations``, DescribeGroups' ``authorized_operations``)."""
+        return operation_bits([op for op in SUPPORTED_OPERATIONS.get(resource_type, ())
+                               if self.authorize(context, op, resource_type, name)])
 
     def authorize_any(self, context: Any, operation: AclOperation,
                       resource_type: ResourceType) -> bool:

@@ -213,7 +213,7 @@ class TransactionCoordinator:
         try:
             producer_id = self.producer_ids()
         except KafkaError as exc:
-            return InitProducerIdResult(exc.error_code)
+            return InitProducerIdResult(exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)
         if isinstance(producer_id, defer.Deferred):
             def failed(failure: Any) -> InitProducerIdResult:
                 failure.trap(KafkaError)

@@ -72,7 +72,7 @@ def decode_value(data: bytes) -> TxnTransition:
         pos = _HEAD.size
         (topics,) = struct.unpack_from(">i", data, pos)
         pos += 4
-        partitions = set()
+        partitions: set[tuple[str, int]] = set()
         for _ in range(max(topics, 0)):
             (length,) = struct.unpack_from(">h", data, pos)
             topic = data[pos + 2:pos + 2 + length].decode("utf-8")

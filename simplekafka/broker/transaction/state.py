@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 class TransactionState(enum.IntEnum):
@@ -96,7 +97,7 @@ class TransactionMetadata:
                              self.state, frozenset(self.partitions), self.start_ms,
                              self.update_ms)
 
-    def prepare(self, state: TransactionState, now_ms: int, **changes: object
+    def prepare(self, state: TransactionState, now_ms: int, **changes: Any
                 ) -> TxnTransition:
         """Check and remember the transition to ``state``; returns what to write."""
         if self.pending is not None:
