@@ -15,6 +15,7 @@ Sans-I/O like the rest of ``simplekafka.protocol``: bytes in, a tree out.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,13 @@ import bitstring
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.acls import AclOperation, AclPermissionType, PatternType
 from simplekafka.protocol.api import ApiKey, known_versions, request_schema, response_schema
-from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, batch_spans, crc32c
+from simplekafka.protocol.batch_header import (
+    ATTR_CONTROL,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    batch_spans,
+    crc32c,
+)
 from simplekafka.protocol.compression import Compression, decompress
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import DEFAULT_MAX_LENGTH
@@ -346,6 +353,8 @@ class _RecordWalker(_Walker):
                 f"offset {self.header['base_offset'] + delta}, "
                 f"timestamp {self.header['base_timestamp'] + ts_delta}"
             )
+            if self.header["attributes"] & ATTR_CONTROL:
+                _note_control_record(node)
 
     def record_body(self, node: Node, pos: int) -> int:
         _, pos = self.leaf(node, "attributes", "int8", p.read_int8, pos)
@@ -379,6 +388,20 @@ class _RecordWalker(_Walker):
             value = raw.decode("utf-8", errors="replace")
         parent.children.append(Node(name, body, length, "bytes", value, space=self.space))
         return end
+
+
+def _note_control_record(record: Node) -> None:
+    """Say what a control record's key and value mean (a transaction's commit or abort)."""
+    for child in record.children:
+        raw = child.value if isinstance(child.value, bytes) else b""
+        if child.name == "key" and len(raw) >= 4:
+            version, kind = struct.unpack_from(">hh", raw)
+            meaning = {0: "ABORT", 1: "COMMIT"}.get(kind, "unknown type")
+            child.note = f"control key: version {version}, type {kind} ({meaning} marker)"
+            record.value = f"{record.value}, {meaning} marker"
+        elif child.name == "value" and len(raw) >= 6:
+            version, epoch = struct.unpack_from(">hi", raw)
+            child.note = f"end transaction marker: version {version}, coordinator epoch {epoch}"
 
 
 def _meaning(name: str, value: Any) -> str:
