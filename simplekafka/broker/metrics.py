@@ -29,6 +29,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from twisted.web import resource, server
 
+from simplekafka.broker.gc_pauses import BUCKETS as GC_BUCKETS
+from simplekafka.broker.gc_pauses import GcPauses
 from simplekafka.protocol.api import ApiKey
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class BrokerMetrics:
         self.preferred_read_replica_answers = 0
         self.isr_shrinks = 0
         self.isr_expands = 0
+        self.gc_pauses = GcPauses().install()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
         ProcessCollector(registry=self.registry)
@@ -131,6 +134,7 @@ class BrokerMetrics:
         return []
 
     def collect(self) -> Any:
+        yield from self._gc_pauses()
         yield from self._topic_counters()
         yield from self._consumer_fetches()
         yield from self._request_metrics()
@@ -162,6 +166,28 @@ class BrokerMetrics:
                            "Fetch answers naming a preferred read replica", "counter")
         redirects.add_sample(redirects.name + "_total", {}, self.preferred_read_replica_answers)
         yield redirects
+
+    def _gc_pauses(self) -> Any:
+        pauses = self.gc_pauses
+        metric = Metric("python_gc_pause_seconds",
+                        "Garbage collections and how long each stopped the broker, by "
+                        "generation", "histogram")
+        for generation in range(3):
+            labels = {"generation": str(generation)}
+            cumulative = 0
+            for bound, count in zip(GC_BUCKETS, pauses.counts[generation], strict=False):
+                cumulative += count
+                metric.add_sample(metric.name + "_bucket", {**labels, "le": str(bound)},
+                                  cumulative)
+            metric.add_sample(metric.name + "_bucket", {**labels, "le": "+Inf"},
+                              pauses.total(generation))
+            metric.add_sample(metric.name + "_count", labels, pauses.total(generation))
+            metric.add_sample(metric.name + "_sum", labels, pauses.seconds[generation])
+        yield metric
+        longest = Metric("python_gc_pause_max_seconds", "The longest collection so far",
+                         "gauge")
+        longest.add_sample(longest.name, {}, pauses.longest)
+        yield longest
 
     def _request_metrics(self) -> Any:
         requests = Metric("kafka_network_requestmetrics_requests",
@@ -273,6 +299,7 @@ class BrokerMetrics:
         return bound
 
     def stop(self) -> Any:
+        self.gc_pauses.uninstall()
         if self.port is not None:
             port, self.port = self.port, None
             return port.stopListening()
