@@ -66,6 +66,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "@pytest.mark.integration: " + ", ".join(unmarked))
 
 
+# -- several pytest workers (run_tests.sh runs pytest-xdist) -------------------------------
+# Most of the suite's wall time is spent waiting on real processes, so run_tests.sh
+# spreads it over a few workers. A module is the unit of distribution (its module-scoped
+# cluster is started once, on one worker), and every Spark test (all of stage 8) shares
+# one worker, so the run still has one SparkSession. (xdist's own "loadgroup" marks do
+# not reach its scheduler under pytest 9, so the grouping is a scheduler of our own.)
+
+SPARK_TESTS = "stages/stage8_spark/"
+
+
+def worker_group(nodeid: str) -> str:
+    """The unit a worker takes whole: "spark" for Spark tests, else the test's module."""
+    if nodeid.startswith(SPARK_TESTS):
+        return "spark"
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleAndSparkScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return ModuleAndSparkScheduling(config, log)
+
+
 def _refuse_process(popen: object, args: object, *rest: object, **kwargs: object) -> None:
     raise RealProcessInUnitTest(
         f"this test starts a process ({args!r}) but is not marked integration; "

@@ -14,7 +14,11 @@ set +e
 # One rerun for a failed test: the real-process tests share two cores with
 # ZooKeeper, brokers and clients, and a rare timing loss should not sink a run.
 # Reruns stay visible: pytest marks them R and counts them in its summary line.
-"$VENV/bin/python" -m pytest --reruns 1 --reruns-delay 2 "$@"
+# Most of the wall time is spent waiting on real processes, so the suite runs on
+# several pytest workers (SIMPLEKAFKA_TEST_WORKERS, 0 for one process); a test
+# module, and all of Spark, stays on one worker (conftest.py's worker_group).
+"$VENV/bin/python" -m pytest --reruns 1 --reruns-delay 2 \
+  -n "${SIMPLEKAFKA_TEST_WORKERS:-3}" --dist loadscope --durations 40 "$@"
 status=$?
 set -e
 if [ "$status" = 5 ]; then

@@ -44,6 +44,7 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
     assert "C client, 1 broker, acks=1 p99" in names
+    assert "broker GC pauses over 1 ms" in names  # the collector's share of the tail
     assert "C client, 3 brokers RF 3, acks=all p99" in names
     for plot in ("produce", "consume", "latency_histogram", "latency_python", "replication",
                  "message_sizes_mb", "scale_creation", "scale_controller_failover"):
@@ -65,3 +66,28 @@ def test_an_unknown_scenario_is_one_line(capsys):
     assert exited.value.code == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "speed" in error
+
+
+def test_the_latency_pacer_sleeps_instead_of_spinning(monkeypatch):
+    """A spinning pacer held a core and the consumer thread's GIL (its delays were ours)."""
+    from benchmarks import bench_broker
+
+    now = [0.0]
+    reads = [0]
+    slept = []
+
+    def perf_counter() -> float:
+        reads[0] += 1
+        now[0] += 1e-6  # reading the clock costs a microsecond
+        return now[0]
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds + 50e-6  # a sleep overshoots a little, as Linux's do
+
+    monkeypatch.setattr(bench_broker.time, "perf_counter", perf_counter)
+    monkeypatch.setattr(bench_broker.time, "sleep", sleep)
+    sent = list(bench_broker.paced(10_000, 1000))
+    assert sent == list(range(1000))
+    assert 0.09 <= now[0] <= 0.12  # paced at the rate
+    assert reads[0] <= 3 * len(slept) + 3  # every clock reading is followed by a sleep

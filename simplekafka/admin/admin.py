@@ -1,4 +1,5 @@
-"""``Admin``: create, delete, list and describe topics; describe the cluster; manage groups.
+"""``Admin``: create, delete, list and describe topics; describe the cluster; manage groups
+and ACLs.
 
 Topic creation and deletion go to the controller (named in Metadata), as in
 ZooKeeper-mode Kafka; if the controller moved meanwhile (NOT_CONTROLLER) the
@@ -14,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from simplekafka.admin import configs, groups
+from simplekafka.admin import acls, configs, groups
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
+from simplekafka.protocol.acls import AclBinding, AclBindingFilter
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node, PartitionMetadata
@@ -301,6 +303,21 @@ class Admin:
                                               "adding_replicas": list(p.adding_replicas),
                                               "removing_replicas": list(p.removing_replicas)}
                 for t in answer.topics for p in t.partitions}
+
+    # ----- ACLs (simplekafka.admin.acls) ------------------------------------------
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        """Store ACLs (CreateAcls); every broker's authorizer applies them."""
+        acls.create_acls(self.client, bindings, self.request_timeout_ms)
+
+    def describe_acls(self, wanted: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs a filter selects (all by default)."""
+        return acls.describe_acls(self.client, wanted or AclBindingFilter(),
+                                  self.request_timeout_ms)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[AclBinding]:
+        """Delete the ACLs the filters select; returns what was deleted."""
+        return acls.delete_acls(self.client, filters, self.request_timeout_ms)
 
     # ----- consumer groups (simplekafka.admin.groups) ----------------------------
 

@@ -26,6 +26,7 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
+from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.configs import DYNAMIC_BROKER_KEYS, ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -39,12 +40,14 @@ from simplekafka.broker.apis.offsets import (
 )
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
-from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
+from simplekafka.broker.apis.producer_ids import InitProducerIdHandler, ProducerIdManager
 from simplekafka.broker.apis.reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transactions import TransactionApis
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.controller import (
@@ -52,16 +55,45 @@ from simplekafka.broker.controller import (
     Controller,
     read_topic_config,
 )
+from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
+from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
+from simplekafka.broker.log_cleaner import LogCleaner
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.replica_selector import replica_selector
+from simplekafka.broker.replication_quota import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    ReplicationThrottle,
+    ThrottleConfigError,
+    parse_rate,
+)
+from simplekafka.broker.security.acl_changes import AclChangeFollower
+from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
+from simplekafka.broker.security.credentials import ScramCredentialCache
+from simplekafka.broker.security.inter_broker import InterBrokerLogin
+from simplekafka.broker.security.listeners import PLAINTEXT
+from simplekafka.broker.security.sasl import (
+    FailedAuthenticationDelay,
+    SaslApis,
+    SaslServerAuthenticator,
+    SaslSettings,
+    jaas_for,
+)
+from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.transaction.coordinator import TransactionCoordinator
+from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
+from simplekafka.coordination.users import USERS
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
 
@@ -90,12 +122,23 @@ class KafkaBroker:
         self.election: Any = None
         self.controller: Controller | None = None
         self.channel: ControllerChannel | None = None
-        self.port: Any = None
+        self.port: Any = None  # the first listener's port (ports: every listener's)
         self.factory: KafkaServerFactory | None = None
+        self.ports: dict[str, Any] = {}
+        self.factories: dict[str, KafkaServerFactory] = {}
+        self.credentials = ScramCredentialCache()
+        self.failed_logins = FailedAuthenticationDelay(
+            config["connection.failed.authentication.delay.ms"] / 1000.0, reactor)
+        inter = next(li for li in config.listeners if li.name == config.inter_broker_listener)
+        # None on a PLAINTEXT inter-broker listener: plain TCP, as before security existed.
+        self.inter_broker_login = (InterBrokerLogin(config)
+                                   if inter.security_protocol != PLAINTEXT else None)
         self.gate: ReadinessGate | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.dynamic_config = DynamicBrokerConfig(self.broker_id)
         self.config_changes: ConfigChangeListener | None = None
+        self.authorizer = build_authorizer(config)
+        self.acl_changes: AclChangeFollower | None = None
         self._loops: list[task.LoopingCall] = []
         self._checkpointing: defer.Deferred | None = None
         self._stopping = False
@@ -109,23 +152,49 @@ class KafkaBroker:
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()
         self.metadata_cache.listeners.append(self._metadata_changed)
+        # Replication throttles (replication_quota.py): rates from dynamic broker configs,
+        # throttled replicas from the topic configs.
+        self.leader_throttle = ReplicationThrottle(LEADER_REPLICAS, self.broker_id,
+                                                   self.topic_configs, reactor.seconds)
+        self.follower_throttle = ReplicationThrottle(FOLLOWER_REPLICAS, self.broker_id,
+                                                     self.topic_configs, reactor.seconds)
+        self._apply_throttle_rates()
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
                                    config["replica.fetch.max.bytes"]),
-            self._endpoint_of)
+            self._endpoint_of, self.follower_throttle)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
+        self.replica_manager.leader_throttle = self.leader_throttle
+        self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
+        self.log_cleaner = LogCleaner(reactor, self.log_manager, config,
+                                      self.replica_manager.high_watermarks)
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
+        self.producer_ids = ProducerIdManager(lambda: self.zk, reactor, self.broker_id,
+                                              config["producer.id.block.size"])
+        # WriteTxnMarkers travel like controller requests: in order per broker, retried.
+        self.marker_requests = ControllerChannel(
+            reactor, self.broker_id, lambda payload, peer: self.dispatcher(payload, peer),
+            self._endpoint_of)
+        self.transaction_coordinator = TransactionCoordinator(
+            config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
+            self.producer_ids,
+            TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
+            self.group_coordinator.partition_of,
+            ensure_offsets_topic=self.group_coordinator.metadata.ensure_offsets_topic)
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
         self.apis.register(self.dispatcher)
+        SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
+            self.dispatcher)
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
 
     # -- wiring -------------------------------------------------------------------------
@@ -135,30 +204,43 @@ class KafkaBroker:
         config, reactor, replicas, cache = (self.config, self.reactor, self.replica_manager,
                                             self.metadata_cache)
         zookeeper = lambda: self.zk  # noqa: E731 (connected after the handlers are built)
+        auth = self.authorizer  # every handler asks this one object
         topics = TopicAdmin(config, cache, reactor, zookeeper, lambda: self.is_controller,
-                            self.log_config)
+                            self.log_config, auth)
+        transactions = TransactionApis(self.transaction_coordinator, self.group_coordinator,
+                                       auth)
         return KafkaApis(
             api_versions=ApiVersionsHandler(),
-            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics),
-            produce=ProduceHandler(replicas),
-            fetch=FetchHandler(replicas, reactor, lambda: self.stopping),
-            list_offsets=ListOffsetsHandler(replicas),
-            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas),
-            delete_records=DeleteRecordsHandler(replicas),
-            init_producer_id=InitProducerIdHandler(zookeeper, reactor, self.broker_id,
-                                                   config["producer.id.block.size"]),
+            metadata=MetadataHandler(cache, config, lambda: self.cluster_id, topics, auth),
+            produce=ProduceHandler(replicas, auth),
+            fetch=FetchHandler(replicas, reactor, lambda: self.stopping,
+                               replica_selector(config["replica.selector.class"],
+                                                self._rack_of),
+                               authorizer=auth,
+                               sessions=FetchSessionCache(
+                                   config["max.incremental.fetch.session.cache.slots"])),
+            list_offsets=ListOffsetsHandler(replicas, auth),
+            offset_for_leader_epoch=OffsetForLeaderEpochHandler(replicas, auth),
+            delete_records=DeleteRecordsHandler(replicas, auth),
+            init_producer_id=InitProducerIdHandler(self.producer_ids,
+                                                   self.transaction_coordinator, auth),
             topics=topics,
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
-                lambda: getattr(self.registration, "epoch", None)),
-            groups=GroupApis(self.group_coordinator),
-            elect_leaders=ElectLeadersHandler(reactor, zookeeper),
-            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper),
-            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper),
+                lambda: getattr(self.registration, "epoch", None), auth),
+            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator),
+            transactions=transactions,
+            elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
+            alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
+            list_reassignments=ListPartitionReassignmentsHandler(reactor, zookeeper, auth),
+            write_txn_markers=WriteTxnMarkersHandler(
+                replicas, on_offsets_marker=self.group_coordinator.complete_transaction,
+                authorizer=auth),
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
-                                                      lambda: self.is_controller, topics),
+                                                      lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
-                               lambda: self.dynamic_config.effective()),
+                               lambda: self.dynamic_config.effective(), auth),
+            acls=AclApis(auth, reactor, zookeeper),
         )
 
     @property
@@ -182,12 +264,9 @@ class KafkaBroker:
         return int(value) if value is not None else self.config.min_insync_replicas
 
     def deletes_by_retention(self, topic: str) -> bool:
-        """Whether ``cleanup.policy`` (the topic's, else the dynamic broker default) includes
-        ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
-        policy = self.topic_config(topic).get("cleanup.policy")
-        if policy is None:
-            policy = self.dynamic_config.effective().get("log.cleanup.policy", ("delete", 0))[0]
-        return "delete" in {p.strip() for p in policy.split(",")}
+        """Whether ``cleanup.policy`` (the topic's, else the broker's, dynamic or static)
+        includes ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
+        return self.log_config_for(topic).deletes
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
@@ -200,11 +279,17 @@ class KafkaBroker:
             return self.log_config
 
     def _config_changed(self, entity_type: str, name: str, config: dict[str, str]) -> None:
-        """A ``/config/changes`` notification (config_changes.py): apply it to the logs."""
+        """A ``/config/changes`` notification (config_changes.py): apply it to the logs
+        (topics, brokers) or to the SCRAM credentials (users)."""
+        if entity_type == USERS:
+            self.credentials.update(name, config)
+            log.info("SCRAM credentials of user %s updated", name)
+            return
         if entity_type == "topics":
             self.topic_configs[name] = dict(config)
             topics = {name}
         elif self.dynamic_config.update(name, config):
+            self._apply_throttle_rates()
             dynamic = {DYNAMIC_BROKER_KEYS[k]: v for k, (v, _s) in
                        self.dynamic_config.effective().items() if k in DYNAMIC_BROKER_KEYS}
             try:
@@ -222,20 +307,71 @@ class KafkaBroker:
                     found.update_config(self.log_config_for(topic))
         log.info("config of %s/%s applied: %s", entity_type, name, config)
 
+    def _apply_throttle_rates(self) -> None:
+        """Throttled rates: the dynamic value (own, then cluster default), else the static."""
+        dynamic = self.dynamic_config.effective()
+        for throttle, key in ((self.leader_throttle, LEADER_RATE),
+                              (self.follower_throttle, FOLLOWER_RATE)):
+            value = dynamic[key][0] if key in dynamic else self.config[key]
+            try:
+                throttle.quota.set_rate(parse_rate(value))
+            except ThrottleConfigError as exc:
+                log.warning("%s ignored (%s)", key, exc)
+
     # -- start --------------------------------------------------------------------------
 
     def listen(self) -> int:
-        """Bind the listener (raises CannotListenError); returns the port bound."""
+        """Bind every listener (raises CannotListenError); returns the first one's port."""
         self.gate = ReadinessGate(self.dispatcher)
         if self.ready:
             self.gate.open()
-        self.factory = KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"])
-        self.port = self.reactor.listenTCP(self.config.listen_port, self.factory,
-                                           interface=self.config.listen_host or "")
-        listener = self.config.metrics_listener
-        if self.metrics is not None and self.metrics.port is None and listener is not None:
-            self.metrics.listen(*listener)
+        for listener in self.config.listeners:
+            factory = self._listener_factory(listener)
+            if listener.uses_tls:
+                from simplekafka.broker.security.tls import server_options
+
+                port = self.reactor.listenSSL(listener.port, factory,
+                                              server_options(self.config, listener.name),
+                                              interface=listener.host or "")
+            else:
+                port = self.reactor.listenTCP(listener.port, factory,
+                                              interface=listener.host or "")
+            self.factories[listener.name], self.ports[listener.name] = factory, port
+            log.info("listener %s (%s) on %s:%d", listener.name, listener.security_protocol,
+                     listener.host, port.getHost().port)
+        first = self.config.listeners[0].name
+        self.factory, self.port = self.factories[first], self.ports[first]
+        metrics_at = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and metrics_at is not None:
+            self.metrics.listen(*metrics_at)
         return self.port.getHost().port
+
+    def _listener_factory(self, listener: Any) -> KafkaServerFactory:
+        """The connection factory of one listener: SASL gate and TLS principal as it needs."""
+        authenticators = None
+        if listener.uses_sasl:
+            mechanisms = self.config["sasl.enabled.mechanisms"]
+            settings = SaslSettings(
+                listener.name, mechanisms,
+                jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
+                else {}, self.credentials.get, self.failed_logins, self.reactor)
+            authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
+        from simplekafka.broker.security.tls import principal_of
+
+        tls_principal = principal_of if listener.security_protocol == "SSL" else None
+        assert self.gate is not None  # made by listen() first
+        return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
+                                  listener.name, authenticators, tls_principal)
+
+    def advertised_endpoints(self) -> tuple[tuple[str, str, int], ...]:
+        """(listener, host, port) of every listener as registered in ZooKeeper: the
+        advertised address, with the port actually bound where the config says 0."""
+        endpoints = []
+        for name, (host, port) in self.config.advertised_listeners.items():
+            if port == 0 and name in self.ports:
+                port = self.ports[name].getHost().port
+            endpoints.append((name, host or "127.0.0.1", port))
+        return tuple(endpoints)
 
     @property
     def advertised_address(self) -> tuple[str, int]:
@@ -276,7 +412,11 @@ class KafkaBroker:
 
         self.zk = zk
         host, port = self.advertised_address
-        self.registration = BrokerRegistration(zk, self.broker_id, host, port, self.config.rack)
+        protocols = self.config.protocol_map
+        endpoints = self.advertised_endpoints()
+        self.registration = BrokerRegistration(
+            zk, self.broker_id, host, port, self.config.rack, endpoints=endpoints,
+            security_protocols=tuple((name, protocols[name]) for name, _h, _p in endpoints))
         self.channel = ControllerChannel(self.reactor, self.broker_id, self.dispatcher,
                                          self._endpoint_of)
         self.election = ControllerElection(
@@ -289,12 +429,20 @@ class KafkaBroker:
             self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
             auto_rebalance=self.config["auto.leader.rebalance.enable"],
             imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
-            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"])
+            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"],
+            auto_reassign=AutoReassignSettings(
+                self.config["auto.reassign.on.membership.change"],
+                self.config["auto.reassign.grace.ms"],
+                self.config["auto.reassign.new.broker.delay.ms"],
+                self.config["auto.reassign.throttle.bytes"]))
         self.election.start()
         self.config_changes = ConfigChangeListener(zk, self.broker_id,
                                                    self.reactor.callFromThread,
                                                    self._config_changed)
         self.config_changes.start()
+        if isinstance(self.authorizer, AclAuthorizer):
+            self.acl_changes = AclChangeFollower(zk, self.authorizer, self.reactor.callFromThread)
+            self.acl_changes.start()
         log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
                  self.config.zookeeper_connect)
 
@@ -306,13 +454,29 @@ class KafkaBroker:
         if self.channel is not None and not self._stopping:
             self.channel.send_all(sends)
 
-    def _endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+    def _rack_of(self, broker_id: int) -> str | None:
+        node = self.metadata_cache.brokers.get(broker_id)
+        return node.rack if node is not None else None
+
+    def _endpoint_of(self, broker_id: int) -> tuple[Any, ...] | None:
+        """Where to reach ``broker_id`` on the inter-broker listener: (host, port), plus the
+        login (TLS, SASL) that listener needs when it is not PLAINTEXT."""
+        listener = self.config.inter_broker_listener
+        address = None
         if self.controller is not None:
             info = self.controller.brokers.get(broker_id)
             if info is not None:
-                return info.host, info.port
-        endpoint = self.metadata_cache.brokers.get(broker_id)
-        return (endpoint.host, endpoint.port) if endpoint else None
+                address = info.address_of(listener)
+        if address is None:
+            node = self.metadata_cache.listener_nodes.get(broker_id, {}).get(listener)
+            if node is None and not self.metadata_cache.listener_nodes:
+                node = self.metadata_cache.brokers.get(broker_id)
+            address = (node.host, node.port) if node is not None else None
+        if address is None:
+            return None
+        if self.inter_broker_login is None:
+            return address
+        return (*address, self.inter_broker_login)
 
     def _elected(self, epoch: int) -> None:
         log.info("broker %d is now the controller (epoch %d)", self.broker_id, epoch)
@@ -351,8 +515,12 @@ class KafkaBroker:
         every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
               self._checkpoint_high_watermarks)
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
+        if self.config["log.cleaner.enable"]:
+            self.log_cleaner.start()
         every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
               self.group_coordinator.expire_offsets)
+        every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+              / 1000.0, self.transaction_coordinator.abort_timed_out)
         lag_max_ms = self.config["replica.lag.time.max.ms"]
         every(max(lag_max_ms / 2, 100) / 1000.0,
               lambda: self.replica_manager.maybe_shrink_isrs(lag_max_ms))
@@ -370,7 +538,9 @@ class KafkaBroker:
             partition.controller_epoch, partition.partition_epoch)
 
     def _checkpoint_high_watermarks(self) -> defer.Deferred:
-        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor."""
+        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor.
+        Producer snapshots of partitions with open transactions are written first."""
+        self.replica_manager.snapshot_producers()
         marks = self.replica_manager.high_watermarks()  # taken on the reactor, consistent
         self._checkpointing = threads.deferToThreadPool(
             self.reactor, self.reactor.getThreadPool(),
@@ -397,17 +567,20 @@ class KafkaBroker:
         self._stopping = True
         if self.config_changes is not None:
             self.config_changes.stop()
+        if self.acl_changes is not None:
+            self.acl_changes.stop()
         for loop in self._loops:
             if loop.running:
                 loop.stop()
         if self._checkpointing is not None and not self._checkpointing.called:
             yield self._checkpointing  # the final checkpoint must not race a periodic one
-        if self.port is not None:
-            yield defer.maybeDeferred(self.port.stopListening)
-        if self.factory is not None:
-            self.factory.close_all()
+        for port in self.ports.values():
+            yield defer.maybeDeferred(port.stopListening)
+        for factory in self.factories.values():
+            factory.close_all()
         if self.channel is not None:
             self.channel.close()
+        self.marker_requests.close()
         pool = self.reactor.getThreadPool()
         if self.election is not None:
             yield self._bounded(threads.deferToThreadPool(
@@ -415,6 +588,7 @@ class KafkaBroker:
         if self.registration is not None:
             yield self._bounded(threads.deferToThreadPool(
                 self.reactor, pool, self.registration.deregister), "deregistering")
+        self.log_cleaner.stop()
         self.replica_manager.shutdown()
         self.log_manager.close()
         if self.zk is not None:

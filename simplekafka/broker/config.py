@@ -17,6 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simplekafka.broker.security.listeners import (
+    LISTENER_PREFIX,
+    Listener,
+    ListenerError,
+    inter_broker_listener_name,
+    listener_setting,
+    parse_endpoint,
+    parse_listeners,
+    parse_protocol_map,
+)
+
 
 class ConfigError(ValueError):
     """A configuration key or value the broker cannot use (message is one line)."""
@@ -57,6 +68,15 @@ def _str_or_none(text: str) -> str | None:
     return text or None
 
 
+def _replica_selector(text: str) -> str | None:
+    from simplekafka.broker.replica_selector import KNOWN_SELECTORS
+
+    name = _str_or_none(text)
+    if name is not None and name not in KNOWN_SELECTORS:
+        raise ValueError(f"expected one of {', '.join(KNOWN_SELECTORS)}")
+    return name
+
+
 def _float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -85,9 +105,42 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("broker.id", _int, None, "This broker's id; unique in the cluster.", 0),
     ConfigKey("broker.rack", _str_or_none, None, "Rack of this broker, for rack-aware placement."),
     ConfigKey("listeners", _list, ["PLAINTEXT://127.0.0.1:9092"],
-              "Where to listen: PLAINTEXT://host:port (one listener supported)."),
+              "Where to listen: NAME://host:port, comma-separated, one per listener."),
     ConfigKey("advertised.listeners", _list, None,
-              "What clients are told to connect to; defaults to listeners."),
+              "What clients are told to connect to, per listener name; defaults to listeners."),
+    ConfigKey("listener.security.protocol.map", _str_or_none, None,
+              "NAME:PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); by default a "
+              "listener named after a protocol uses it."),
+    ConfigKey("inter.broker.listener.name", _str_or_none, None,
+              "The listener brokers use for replication and controller requests."),
+    ConfigKey("security.inter.broker.protocol", _str_or_none, None,
+              "Instead of inter.broker.listener.name: the listener named after this protocol "
+              "(default PLAINTEXT)."),
+    ConfigKey("sasl.enabled.mechanisms", _list, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+              "SASL mechanisms offered on SASL listeners (Kafka's default is GSSAPI, which "
+              "SimpleKafka does not have)."),
+    ConfigKey("sasl.mechanism.inter.broker.protocol", _str, "PLAIN",
+              "The mechanism a broker logs in with on a SASL inter-broker listener."),
+    ConfigKey("sasl.jaas.config", _str_or_none, None,
+              "JAAS text for every SASL listener and mechanism (Kafka wants it per listener "
+              "and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config, also accepted): "
+              "username/password are the broker's own inter-broker login, user_NAME=\"pw\" "
+              "entries are the PLAIN users."),
+    ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
+              "Delay before a failed authentication is answered and closed; doubles with each "
+              "further failure from the same address (up to 32 times).", 0),
+    ConfigKey("ssl.keystore.location", _str_or_none, None,
+              "PEM file with this broker's private key and certificate (chain)."),
+    ConfigKey("ssl.keystore.type", _str, "PEM", "Only PEM is supported."),
+    ConfigKey("ssl.key.password", _str_or_none, None, "Password of the PEM private key."),
+    ConfigKey("ssl.truststore.location", _str_or_none, None,
+              "PEM file with the CA certificates trusted for client and broker certificates."),
+    ConfigKey("ssl.truststore.type", _str, "PEM", "Only PEM is supported."),
+    ConfigKey("ssl.client.auth", _str, "none",
+              "required, requested or none: whether TLS clients must present a certificate."),
+    ConfigKey("ssl.endpoint.identification.algorithm", _str, "https",
+              "https: a broker checks the host name in another broker's certificate; empty: "
+              "it does not."),
     ConfigKey("log.dirs", _list, None, "Directories that hold the partition logs."),
     ConfigKey("metrics.listener", _str_or_none, None,
               "HOST:PORT serving Prometheus /metrics and /health (default: off)."),
@@ -119,6 +172,27 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.message.timestamp.type", _str, "CreateTime",
               "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch "
               "with the time the leader appends it (a topic's message.timestamp.type wins)."),
+    ConfigKey("log.message.timestamp.difference.max.ms", _long_or_none, None,
+              "Largest distance of a CreateTime record's timestamp from the broker's clock; "
+              "records further off are refused one by one (default: unbounded)."),
+    ConfigKey("log.cleanup.policy", _list, ["delete"],
+              "delete (retention removes old segments), compact (the log cleaner keeps the "
+              "last record per key), or both."),
+    ConfigKey("log.cleaner.enable", _bool, True, "Run the log cleaner for compacted topics."),
+    ConfigKey("log.cleaner.backoff.ms", _int, 15000,
+              "How long the cleaner sleeps when no log needs cleaning.", 1),
+    ConfigKey("log.cleaner.dedupe.buffer.size", _int, 134217728,
+              "Memory for the cleaner's offset map (24 bytes a key).", 1024),
+    ConfigKey("log.cleaner.delete.retention.ms", _int, 86400000,
+              "How long a tombstone stays after the cleaner first sees it.", 0),
+    ConfigKey("log.cleaner.min.cleanable.ratio", _float, 0.5,
+              "Dirty share of a log's cleanable bytes above which it is cleaned."),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", _int, 0,
+              "Records younger than this are never compacted.", 0),
+    ConfigKey("message.max.decompressed.bytes", _int, 64 * 1024 * 1024,
+              "Largest size a compressed batch may decompress to when the broker decodes it "
+              "(record checks, the log cleaner); more is refused as INVALID_RECORD. "
+              "SimpleKafka's own key: Kafka has no such cap.", 1024),
     ConfigKey("log.flush.interval.messages", _long_or_none, None,
               "fsync after this many messages (default: leave it to the OS)."),
     ConfigKey("log.flush.interval.ms", _long_or_none, None, "fsync at least this often."),
@@ -129,6 +203,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("replica.fetch.wait.max.ms", _int, 500, "Follower fetch long-poll time.", 0),
     ConfigKey("replica.fetch.min.bytes", _int, 1, "Follower fetch min bytes.", 0),
     ConfigKey("replica.fetch.max.bytes", _int, 1048576, "Follower fetch size per partition.", 0),
+    ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000,
+              "Fetch sessions (KIP-227) the broker keeps; 0 turns them off.", 0),
     ConfigKey("unclean.leader.election.enable", _bool, False,
               "Allow an out-of-sync replica to lead (may lose acknowledged data)."),
     ConfigKey("controlled.shutdown.enable", _bool, True,
@@ -142,9 +218,30 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("leader.imbalance.per.broker.percentage", _int, 10,
               "Share of a broker's preferred partitions led elsewhere that triggers a "
               "preferred leader election.", 0),
+    ConfigKey("leader.replication.throttled.rate", _int, 2**63 - 1,
+              "Bytes/s a leader sends to the throttled replicas of its topics "
+              "(leader.replication.throttled.replicas); dynamic.", 1),
+    ConfigKey("follower.replication.throttled.rate", _int, 2**63 - 1,
+              "Bytes/s a follower fetches for its throttled replicas "
+              "(follower.replication.throttled.replicas); dynamic.", 1),
+    ConfigKey("auto.reassign.on.membership.change", _bool, False,
+              "The controller moves replicas off brokers gone for auto.reassign.grace.ms "
+              "and onto brokers up for auto.reassign.new.broker.delay.ms."),
+    ConfigKey("auto.reassign.grace.ms", _int, 600000,
+              "How long a broker may be gone before automatic mode moves its replicas.", 0),
+    ConfigKey("auto.reassign.new.broker.delay.ms", _int, 300000,
+              "How long a new broker must be up before automatic mode moves replicas to it.", 0),
+    ConfigKey("auto.reassign.throttle.bytes", _int, 10485760,
+              "The replication throttle (bytes/s) of an automatic reassignment.", 1),
+    ConfigKey("replica.selector.class", _replica_selector, None,
+              "org.apache.kafka.common.replica.RackAwareReplicaSelector lets consumers "
+              "with client.rack read from a replica in their rack (KIP-392)."),
     ConfigKey("offsets.topic.num.partitions", _int, 10, "Partitions of __consumer_offsets.", 1),
     ConfigKey("offsets.topic.replication.factor", _int, 3,
               "Replication factor of __consumer_offsets (capped by the live brokers).", 1),
+    ConfigKey("offsets.topic.segment.bytes", _int, 104857600,
+              "segment.bytes of __consumer_offsets (compacted: smaller segments clean sooner).",
+              14),
     ConfigKey("offsets.retention.minutes", _int, 10080,
               "How long an empty group's committed offsets are kept.", 1),
     ConfigKey("offsets.retention.check.interval.ms", _int, 600000,
@@ -153,6 +250,21 @@ _KEYS: list[ConfigKey] = [
               "How long a new group waits for more members before its first rebalance.", 0),
     ConfigKey("producer.id.block.size", _int, 1000,
               "Producer ids a broker reserves from ZooKeeper at a time.", 1),
+    ConfigKey("transaction.state.log.num.partitions", _int, 50,
+              "Partitions of __transaction_state.", 1),
+    ConfigKey("transaction.state.log.replication.factor", _int, 3,
+              "Replication factor of __transaction_state (capped by the live brokers).", 1),
+    ConfigKey("transaction.max.timeout.ms", _int, 900000,
+              "The longest transaction.timeout.ms a producer may ask for.", 1),
+    ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int, 10000,
+              "How often the coordinator looks for transactions past their timeout.", 1),
+    ConfigKey("authorizer.class.name", _str_or_none, None,
+              "kafka.security.authorizer.AclAuthorizer (or SimpleAclAuthorizer) checks every "
+              "request against the ACLs in ZooKeeper; empty: no checks."),
+    ConfigKey("super.users", _str_or_none, None,
+              "Principals allowed everything, separated by ';' (User:admin;User:broker)."),
+    ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
+              "With an authorizer: whether a resource without any ACL is open to everyone."),
 ]
 
 KEYS: dict[str, ConfigKey] = {key.name: key for key in _KEYS}
@@ -163,6 +275,8 @@ INT32_KEYS = frozenset({
     "broker.id", "num.partitions", "default.replication.factor", "message.max.bytes",
     "min.insync.replicas", "socket.request.max.bytes", "log.segment.bytes",
     "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+    "transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
+    "transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
 })
 
 # Kafka keys that tune machinery SimpleKafka does not have; accepted so that a
@@ -170,25 +284,19 @@ INT32_KEYS = frozenset({
 IGNORED_KAFKA_KEYS = frozenset({
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "log.cleaner.enable", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
-    "listener.security.protocol.map", "inter.broker.listener.name", "log.dir",
+    "transaction.state.log.min.isr",
+    "group.max.session.timeout.ms", "group.min.session.timeout.ms",
+    "log.dir",
     "num.replica.fetchers", "queued.max.requests", "background.threads",
     "compression.type", "zookeeper.set.acl",
 })
 
-_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>[^:/]*):(?P<port>\d+)$")
-
-
 def parse_listener(text: str) -> tuple[str, str, int]:
     """Split ``PLAINTEXT://host:port`` into (listener name, host, port)."""
-    match = _LISTENER.match(text.strip())
-    if not match:
-        raise ConfigError(f"listener {text!r} is not of the form PLAINTEXT://host:port")
-    port = int(match["port"])
-    if port > 65535:
-        raise ConfigError(f"listener {text!r}: port {port} is out of range")
-    return match["name"].upper(), match["host"], port
+    try:
+        return parse_endpoint(text)
+    except ListenerError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -228,6 +336,9 @@ class BrokerConfig:
             if name in IGNORED_KAFKA_KEYS:
                 ignored.append(name)
                 continue
+            if name.startswith(LISTENER_PREFIX):  # a per-listener setting, read by security/
+                values[name] = str(raw).strip()
+                continue
             key = KEYS.get(name)
             if key is None:
                 raise ConfigError(f"unknown configuration key {name!r}")
@@ -256,12 +367,27 @@ class BrokerConfig:
         for required in ("broker.id", "zookeeper.connect", "log.dirs"):
             if self._values[required] in (None, "", []):
                 raise ConfigError(f"configuration key {required} is required")
-        listeners = self._values["listeners"]
-        if len(listeners) != 1:
-            raise ConfigError("listeners: exactly one PLAINTEXT listener is supported")
-        parse_listener(listeners[0])
-        for text in self._values["advertised.listeners"] or []:
-            parse_listener(text)
+        try:
+            names = {listener.name for listener in self.listeners}
+            for name in self.advertised_listeners:
+                if name not in names:
+                    raise ListenerError(f"advertised.listeners names {name}, which is not in "
+                                        "listeners")
+            self.inter_broker_listener  # noqa: B018 (resolved to check it)
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+        from simplekafka.broker.security import check_security_config
+
+        try:
+            check_security_config(self)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        from simplekafka.broker.security.authorizer import ACL_AUTHORIZER_NAMES
+
+        authorizer = self._values["authorizer.class.name"]
+        if authorizer and authorizer not in ACL_AUTHORIZER_NAMES:
+            raise ConfigError(f"authorizer.class.name: {authorizer!r} is not supported "
+                              "(use kafka.security.authorizer.AclAuthorizer)")
         if self._values["metrics.listener"]:
             try:
                 self.metrics_listener  # noqa: B018 (parsed to check it)
@@ -295,18 +421,46 @@ class BrokerConfig:
         return self._values["broker.rack"]
 
     @property
+    def listeners(self) -> list[Listener]:
+        """Every listener, in the order of ``listeners``, with its security protocol."""
+        return parse_listeners(self._values["listeners"], self.protocol_map)
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self._values["listener.security.protocol.map"])
+
+    @property
+    def advertised_listeners(self) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port) clients are told (listeners where not advertised)."""
+        advertised = {listener.name: (listener.host, listener.port)
+                      for listener in self.listeners}
+        for text in self._values["advertised.listeners"] or []:
+            name, host, port = parse_endpoint(text)
+            advertised[name] = (host, port)
+        return advertised
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return inter_broker_listener_name(self.listeners,
+                                          self._values["inter.broker.listener.name"],
+                                          self._values["security.inter.broker.protocol"])
+
+    def listener_setting(self, listener: str, key: str, default: Any = None) -> Any:
+        """A setting for one listener: ``listener.name.<l>.<key>``, else ``key``."""
+        return listener_setting(self._values, listener, key, default)
+
+    @property
     def listen_host(self) -> str:
-        return parse_listener(self._values["listeners"][0])[1]
+        return self.listeners[0].host
 
     @property
     def listen_port(self) -> int:
-        return parse_listener(self._values["listeners"][0])[2]
+        return self.listeners[0].port
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
-        """Host and port clients are told; an empty listen host advertises 127.0.0.1."""
-        advertised = self._values["advertised.listeners"] or self._values["listeners"]
-        _, host, port = parse_listener(advertised[0])
+        """Host and port clients of the first listener are told (empty host: 127.0.0.1)."""
+        host, port = self.advertised_listeners[self.listeners[0].name]
         return (host or "127.0.0.1"), port
 
     @property
@@ -364,6 +518,12 @@ class BrokerConfig:
             "max.message.bytes": self["message.max.bytes"],
             "min.insync.replicas": self["min.insync.replicas"],
             "message.timestamp.type": self["log.message.timestamp.type"],
+            "message.timestamp.difference.max.ms":
+                self["log.message.timestamp.difference.max.ms"],
+            "cleanup.policy": ",".join(self["log.cleanup.policy"]),
+            "delete.retention.ms": self["log.cleaner.delete.retention.ms"],
+            "min.cleanable.dirty.ratio": self["log.cleaner.min.cleanable.ratio"],
+            "min.compaction.lag.ms": self["log.cleaner.min.compaction.lag.ms"],
         }
 
 

@@ -2,7 +2,7 @@
 
 Kafka's ZooKeeper-mode brokers run a ConfigChangeListener: a child watch on
 ``/config/changes``; each new ``config_change_<seq>`` names an entity
-(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``) whose config the
+(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``, ``users/<name>``) whose config the
 broker rereads and applies. Here a topic's new overrides replace the broker's
 copy (``topic_configs``, read per request for ``min.insync.replicas``) and are
 pushed into each local log of the topic (``Log.update_config``: retention,
@@ -13,11 +13,8 @@ default, then this broker's own) become the broker's log defaults.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
-
-from kazoo.recipe.watchers import ChildrenWatch
 
 from simplekafka.coordination.configs import (
     BROKERS,
@@ -26,6 +23,8 @@ from simplekafka.coordination.configs import (
     read_change,
     read_entity_config,
 )
+from simplekafka.coordination.notifications import NotificationListener
+from simplekafka.coordination.users import USERS, list_users
 from simplekafka.coordination.znodes import ZkPaths
 
 log = logging.getLogger(__name__)
@@ -39,16 +38,15 @@ Apply = Callable[[str, str, dict], None]
 
 class ConfigChangeListener:
     """Watches ``/config/changes`` and calls ``apply(entity_type, name, config)`` on the
-    reactor (through ``call_soon``) for every entity named by a notification not seen yet."""
+    reactor (through ``call_soon``) for every entity named by a notification not seen yet.
+    Notifications older than 15 minutes are purged (``coordination.notifications``)."""
 
     def __init__(self, zk: Any, broker_id: int, call_soon: Callable[..., Any], apply: Apply):
         self.zk = zk
         self.broker_id = broker_id
         self.call_soon = call_soon
         self.apply = apply
-        self._last_seen = -1
-        self._lock = threading.Lock()
-        self._stopped = False
+        self.notifications = NotificationListener(zk, ZkPaths.CONFIG_CHANGES, self._changed)
 
     def start(self) -> None:
         self.zk.ensure_path(ZkPaths.CONFIG_CHANGES)
@@ -56,40 +54,22 @@ class ConfigChangeListener:
         # must not wait for the next one.
         for name in (DEFAULT_BROKER, str(self.broker_id)):
             self.call_soon(self.apply, BROKERS, name, read_entity_config(self.zk, BROKERS, name))
-        ChildrenWatch(self.zk, ZkPaths.CONFIG_CHANGES, self._children)
+        for user in list_users(self.zk):  # SCRAM credentials (security/credentials.py)
+            self.call_soon(self.apply, USERS, user, read_entity_config(self.zk, USERS, user))
+        self.notifications.start()
 
     def stop(self) -> None:
-        self._stopped = True
+        self.notifications.stop()
 
-    def _children(self, children: list[str]) -> bool:
-        if self._stopped:
-            return False
-        with self._lock:
-            for child in sorted(children, key=_sequence):
-                sequence = _sequence(child)
-                if sequence <= self._last_seen:
-                    continue
-                self._last_seen = sequence
-                try:
-                    found = read_change(self.zk, child)
-                    if found is None:
-                        continue
-                    entity_type, name = found
-                    if entity_type not in (TOPICS, BROKERS):
-                        continue
-                    config = read_entity_config(self.zk, entity_type, name)
-                except Exception as exc:  # a bad notification must not stop the others
-                    log.warning("config change %s unreadable: %s", child, exc)
-                    continue
-                self.call_soon(self.apply, entity_type, name, config)
-        return True
-
-
-def _sequence(child: str) -> int:
-    try:
-        return int(child.rsplit("_", 1)[-1])
-    except ValueError:
-        return -1
+    def _changed(self, child: str) -> None:
+        found = read_change(self.zk, child)
+        if found is None:
+            return
+        entity_type, name = found
+        if entity_type not in (TOPICS, BROKERS, USERS):
+            return
+        config = read_entity_config(self.zk, entity_type, name)
+        self.call_soon(self.apply, entity_type, name, config)
 
 
 class DynamicBrokerConfig:

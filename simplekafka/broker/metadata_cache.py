@@ -32,7 +32,9 @@ class MetadataCache:
 
     controller_id: int = -1
     controller_epoch: int = -1
-    brokers: dict[int, Node] = field(default_factory=dict)
+    brokers: dict[int, Node] = field(default_factory=dict)  # at each broker's first listener
+    # broker id -> listener name -> Node: where each broker serves each listener.
+    listener_nodes: dict[int, dict[str, Node]] = field(default_factory=dict)
     topics: dict[str, dict[int, CachedPartitionState]] = field(default_factory=dict)
     listeners: list[Callable[[], None]] = field(default_factory=list)
     # Told which (topic, partition)s an UpdateMetadata deleted (Kafka's
@@ -46,15 +48,20 @@ class MetadataCache:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         self.controller_epoch = request.controller_epoch
         self.controller_id = request.controller_id
-        brokers = {}
+        brokers, listener_nodes = {}, {}
         for live in request.live_brokers:
             endpoints = getattr(live, "endpoints", None) or []
+            rack = getattr(live, "rack", None)
             if endpoints:
                 host, port = endpoints[0].host, endpoints[0].port
             else:
                 host, port = live.v0_host, live.v0_port
-            brokers[live.id] = Node(live.id, host, port, getattr(live, "rack", None))
+            brokers[live.id] = Node(live.id, host, port, rack)
+            listener_nodes[live.id] = {
+                getattr(e, "listener", None) or "PLAINTEXT": Node(live.id, e.host, e.port, rack)
+                for e in endpoints} or {"PLAINTEXT": brokers[live.id]}
         self.brokers = brokers
+        self.listener_nodes = listener_nodes
         states = []
         for topic_state in getattr(request, "topic_states", None) or []:
             states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
@@ -99,6 +106,16 @@ class MetadataCache:
 
     def topic_names(self) -> list[str]:
         return sorted(self.topics)
+
+    def brokers_on(self, listener: str) -> dict[int, Node]:
+        """Every live broker's endpoint on ``listener`` (brokers without it are left out,
+        as Kafka leaves them out of a Metadata answer on that listener)."""
+        found = {}
+        for broker_id, nodes in self.listener_nodes.items():
+            node = nodes.get(listener)
+            if node is not None:
+                found[broker_id] = node
+        return found if found or not self.brokers or self.listener_nodes else dict(self.brokers)
 
     def is_alive(self, broker_id: int) -> bool:
         return broker_id in self.brokers

@@ -12,6 +12,14 @@ when it was last caught up) and proposes ISR changes, which the ReplicaManager
 writes to ZooKeeper before ``apply_isr`` uses them. As follower it appends the
 leader's batches exactly at its log end and truncates by leader epoch
 (the replica fetcher drives both).
+
+Transactions: each replica keeps, in its producer state, the first offset of
+every open transaction, and so the last stable offset (LSO), below which
+read_committed consumers read. Control batches (commit and abort markers) come
+only from the broker's own appends (``internal``, as Kafka's
+AppendOrigin.Coordinator), on the leader, or from the leader's log, on a
+follower; both paths, and the replay at start-up, end the transaction in the
+producer state and put aborted ones into the segment's ``.txnindex``.
 """
 
 from __future__ import annotations
@@ -33,9 +41,17 @@ from simplekafka.protocol.batch_header import (
     validate_batch,
     validate_batches,
 )
-from simplekafka.protocol.compression import Compression
+from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
-from simplekafka.storage import Log, OffsetOutOfRangeError
+from simplekafka.protocol.records import ControlMarker, parse_batch, parse_control_marker
+from simplekafka.storage import AbortedTxn, Log, OffsetOutOfRangeError
+from simplekafka.storage.log import wall_clock_ms
+from simplekafka.storage.producer_snapshot import (
+    delete_snapshots_above,
+    latest_snapshot,
+    write_snapshot,
+)
+from simplekafka.storage.validator import needs_record_checks, validate_records
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +86,22 @@ class Partition:
         self.replicas: list[int] = []
         self.high_watermark = 0
         self.producers = ProducerStateTable()
+        # Produced batches are decoded only to check records (validator.py), up to this.
+        self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
         self.follower_log_starts: dict[int, int] = {}  # as each follower's fetch says
+        # The high watermark each follower's last fetch answer carried: a parked follower
+        # fetch is answered as soon as the HW passes it, so followers learn it promptly.
+        self.follower_known_hw: dict[int, int] = {}
         self._low_watermark_waiters: list[tuple[int, defer.Deferred]] = []
         self.follower_caught_up_ms: dict[int, float] = {}
         self._follower_last_fetch: dict[int, tuple[float, int]] = {}
         self.isr_change_pending = False  # an ISR write to ZooKeeper is in flight
         self._append_listeners: list[Callable[[Partition], None]] = []
         self._hw_waiters: list[tuple[int, int, defer.Deferred]] = []
+        self._snapshot_offset = -1  # where the last producer snapshot was taken
         self._rebuild_producer_state()
 
     def __repr__(self) -> str:
@@ -121,6 +143,7 @@ class Partition:
             self.follower_end_offsets = {
                 replica: 0 for replica in replicas if replica != self.local_broker_id}
             self.follower_log_starts = {}
+            self.follower_known_hw = {}
             self.follower_caught_up_ms = {
                 replica: (now if replica in isr else 0.0)
                 for replica in replicas if replica != self.local_broker_id}
@@ -165,11 +188,14 @@ class Partition:
     # -- produce ------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | None, required_acks: int, min_insync: int,
-                         max_batch_bytes: int, api_version: int | None = None) -> AppendResult:
+                         max_batch_bytes: int, api_version: int | None = None,
+                         internal: bool = False) -> AppendResult:
         """Validate the header of the one batch in ``records``, stamp it and append it.
 
         ``api_version`` is the client's Produce version (zstd needs v7); None for
-        the broker's own appends. Errors carry their wire code (``.error_code``).
+        the broker's own appends. Only ``internal`` appends (the broker's own,
+        Kafka's AppendOrigin.Coordinator) may be control batches. Errors carry
+        their wire code (``.error_code``).
         """
         if not self.is_leader:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -186,14 +212,22 @@ class Partition:
                     header.compression == Compression.ZSTD
                     and api_version is not None and api_version < 7):
                 raise error_for(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-            if header.is_transactional or header.is_control:
-                raise error_for(ErrorCode.INVALID_RECORD, "transactions are not supported")
+            marker = None
+            if header.is_control:
+                if not internal:
+                    raise error_for(ErrorCode.INVALID_RECORD,
+                                    "clients may not write control batches")
+                marker = _end_txn_marker(records)
+                self.producers.check_marker(header.producer_id, header.producer_epoch,
+                                            marker.coordinator_epoch)
             if required_acks == -1 and len(self.isr) < min_insync:
                 raise error_for(
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"ISR {self.isr} is smaller than min.insync.replicas {min_insync}",
                 )
-            duplicate = self.producers.check(header)
+            # The broker's own transactional batches (TxnOffsetCommit) carry no sequence of
+            # the producer's: as Kafka's AppendOrigin.Coordinator, they skip the check.
+            duplicate = None if marker is not None or internal else self.producers.check(header)
         except KafkaError:
             _raise_if_corrupt(records)  # a damaged batch is reported as such first
             raise
@@ -202,10 +236,16 @@ class Partition:
             return AppendResult(duplicate.base_offset, duplicate.last_offset,
                                 self.log_start_offset, duplicate=True)
         try:
+            if marker is None and needs_record_checks(self.log.config):
+                validate_records(records, self.log.config, wall_clock_ms(),
+                                 f"{self.topic}-{self.index}", self.max_decompressed_bytes)
             info = self.log.append(records, self.leader_epoch)  # checks the CRC; writes or not
         except CorruptBatchError as exc:
             raise error_for(exc.error_code, str(exc)) from None
-        self.producers.record(header, info.base_offset)
+        if marker is not None:
+            self._end_transaction(header, info.base_offset, marker)
+        else:
+            self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
         return AppendResult(info.base_offset, info.last_offset, self.log_start_offset,
@@ -289,6 +329,40 @@ class Partition:
         self._notify_append()  # consumers read below the HW: a new HW is new data for them
         return True
 
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: the HW, or the first offset of the oldest
+        transaction not yet ended (with its marker below the HW); never below the log start
+        (DeleteRecords or retention may pass an open transaction's start, as in Kafka)."""
+        return max(self.producers.last_stable_offset(self.high_watermark),
+                   min(self.log_start_offset, self.high_watermark))
+
+    def _end_transaction(self, header: BatchHeader, offset: int, marker: ControlMarker) -> None:
+        """A marker now sits at ``offset``: end the transaction; index it if aborted."""
+        completed = self.producers.complete_txn(header.producer_id, header.producer_epoch,
+                                                marker.coordinator_epoch, offset, marker.commit,
+                                                self.high_watermark)
+        if completed.aborted:
+            self.log.append_aborted_txn(AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset,
+                self.producers.last_stable_offset_after(completed)))
+
+    def _learn_batch(self, data: bytes, pos: int, header: BatchHeader) -> None:
+        """Producer state from a batch already in the log (a follower's copy, or a replay)."""
+        if header.producer_id < 0:
+            return
+        if not header.is_control:
+            self.producers.record(header, header.base_offset)
+            return
+        try:
+            marker = _end_txn_marker(data[pos:pos + header.size])
+        except KafkaError as exc:
+            log.warning("%s: control batch at %d not understood (%s)", self,
+                        header.base_offset, exc)
+            return
+        if marker is not None:
+            self._end_transaction(header, header.base_offset, marker)
+
     def restore_high_watermark(self, checkpointed: int) -> None:
         """Take a checkpointed HW back after a restart (bounded by what the log holds)."""
         self.high_watermark = max(self.log_start_offset, min(checkpointed, self.log_end_offset))
@@ -337,10 +411,16 @@ class Partition:
     # -- fetch --------------------------------------------------------------------------
 
     def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1,
-             follower_log_start: int = -1) -> bytes:
-        """Whole batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
+             follower_log_start: int = -1, leader_only: bool = True,
+             read_committed: bool = False) -> bytes:
+        """Whole batches from ``fetch_offset``: consumers up to the HW (read_committed ones
+        up to the LSO), followers to the LEO.
 
-        if not self.is_leader:
+        ``leader_only=False``: a consumer that may read from any replica (KIP-392) is
+        served by a follower too, up to the HW the follower learnt from its leader.
+        """
+
+        if not self.is_leader and (leader_only or replica_id >= 0 or self.leader_id < 0):
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not self.log_start_offset <= fetch_offset <= self.log_end_offset:
             raise error_for(
@@ -351,7 +431,7 @@ class Partition:
             self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
             upper = None
         else:
-            upper = self.high_watermark
+            upper = self.last_stable_offset if read_committed else self.high_watermark
             if fetch_offset >= upper and fetch_offset <= self.log_end_offset:
                 return b""
         try:
@@ -359,6 +439,15 @@ class Partition:
         except OffsetOutOfRangeError as exc:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
         return bytes(data) if data else b""
+
+    def aborted_transactions(self, fetch_offset: int, records: bytes) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed consumer needs for ``records`` read
+        from ``fetch_offset`` (those overlapping the offsets they span)."""
+        spans = iter_batch_positions(records) if records else []
+        if not spans:
+            return []
+        upper = read_header(records, spans[-1][0]).next_offset
+        return self.log.collect_aborted_txns(fetch_offset, upper)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
                               now: float | None = None, log_start: int = -1) -> None:
@@ -383,6 +472,16 @@ class Partition:
         if log_start >= 0:
             self.follower_log_starts[replica_id] = log_start
             self._fire_low_watermark_waiters()
+
+    def high_watermark_for(self, replica_id: int) -> int:
+        """The HW a fetch answer carries; a follower's is remembered (see follower_behind_hw)."""
+        if replica_id >= 0:
+            self.follower_known_hw[replica_id] = self.high_watermark
+        return self.high_watermark
+
+    def follower_behind_hw(self, replica_id: int) -> bool:
+        """Whether ``replica_id`` was last told a HW below the current one."""
+        return self.follower_known_hw.get(replica_id, -1) < self.high_watermark
 
     # -- ISR ----------------------------------------------------------------------------
 
@@ -441,13 +540,12 @@ class Partition:
             data = records[:whole] if whole != len(records) else records
             self.log.append_as_follower(data)
             for pos, _size in spans:
-                header = read_header(data, pos)
-                if header.producer_id >= 0:
-                    self.producers.record(header, header.base_offset)
+                self._learn_batch(data, pos, read_header(data, pos))
             appended = whole
         new_hw = min(leader_high_watermark, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+            self._notify_append()  # consumers reading from this follower may go on (KIP-392)
         if leader_log_start > self.log.log_start_offset:
             self.maybe_increment_log_start_offset(leader_log_start)
         return appended
@@ -458,6 +556,7 @@ class Partition:
             log.info("%s: truncating from %d to %d", self, self.log_end_offset, offset)
             self.log.truncate_to(offset)
             self.producers = ProducerStateTable()
+            self._snapshot_offset = -1
             self._rebuild_producer_state()
         # Epochs that start at the log end hold no record (a leader's epoch with no writes):
         # forget them, or the next OffsetForLeaderEpoch would ask about them again.
@@ -482,16 +581,29 @@ class Partition:
     # -- life cycle ---------------------------------------------------------------------
 
     def _rebuild_producer_state(self) -> None:
-        """Replay batch headers so idempotence survives a restart.
+        """Replay batch headers so idempotence and open transactions survive a restart.
 
-        Only the last PRODUCER_STATE_REPLAY_OFFSETS offsets are read (Kafka
-        keeps producer snapshots instead), which bounds the start-up work; a
-        producer last seen before them is simply unknown, and an unknown
-        producer may continue at any sequence.
+        Replay starts at the newest producer snapshot at or below the log end
+        (``<offset>.snapshot``, see ``storage.producer_snapshot``), else at
+        the last PRODUCER_STATE_REPLAY_OFFSETS offsets, which bounds the
+        start-up work: a producer last seen before them is simply unknown
+        (it may continue at any sequence). Snapshots are taken while
+        transactions are open and at shutdown, so a transaction opened long
+        before the end is still known. The replay also ends the transactions
+        whose markers it meets and writes each aborted one into ``.txnindex``
+        if it is not there (recovery may have cut the file, or the crash came
+        between the marker and its entry), so the LSO and the aborted index
+        come back from the log itself.
         """
         end = self.log.log_end_offset
         offset = max(self.log.log_start_offset, end - PRODUCER_STATE_REPLAY_OFFSETS)
         try:
+            delete_snapshots_above(self.log.directory, end)
+            found = latest_snapshot(self.log.directory, end, self.log.log_start_offset)
+            if found is not None:
+                offset, entries = found
+                self.producers = ProducerStateTable.from_snapshot(entries)
+                self._snapshot_offset = offset
             while offset < end:
                 chunk = self.log.read(offset, 1 << 20)
                 spans = iter_batch_positions(chunk)
@@ -499,11 +611,25 @@ class Partition:
                     break
                 for pos, _size in spans:
                     header = read_header(chunk, pos)
-                    if header.producer_id >= 0:
-                        self.producers.record(header, header.base_offset)
+                    self._learn_batch(chunk, pos, header)
                     offset = max(offset, header.next_offset)
         except Exception as exc:
             log.warning("%s: producer state not rebuilt (%s)", self, exc)
+
+    def maybe_snapshot_producers(self, force: bool = False) -> bool:
+        """Write ``<LEO>.snapshot`` while a transaction is open (``force``: whenever there is
+        producer state), unless one is already at the log end; True if written."""
+        end = self.log_end_offset
+        if end == self._snapshot_offset or not (self.producers.ongoing or (force and len(
+                self.producers))):
+            return False
+        try:
+            write_snapshot(self.log.directory, end, self.producers.snapshot())
+        except OSError as exc:
+            log.warning("%s: producer snapshot not written (%s)", self, exc)
+            return False
+        self._snapshot_offset = end
+        return True
 
     def close_waiters(self) -> None:
         self._append_listeners.clear()
@@ -527,6 +653,19 @@ def _single_batch_header(records: bytes) -> BatchHeader:
         raise error_for(exc.error_code, str(exc)) from None
     raise error_for(ErrorCode.INVALID_RECORD,
                      f"a produce must carry exactly one batch, got {len(headers)}")
+
+
+def _end_txn_marker(batch: bytes) -> ControlMarker:
+    """The end-transaction marker in a control batch (INVALID_RECORD if it holds none)."""
+    try:
+        records = parse_batch(batch).records
+        marker = parse_control_marker(records[0]) if len(records) == 1 else None
+    except CorruptBatchError as exc:
+        raise error_for(exc.error_code, str(exc)) from None
+    if marker is None:
+        raise error_for(ErrorCode.INVALID_RECORD,
+                        "a control batch must hold one commit or abort marker")
+    return marker
 
 
 def _raise_if_corrupt(records: bytes) -> None:

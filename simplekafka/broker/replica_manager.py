@@ -28,8 +28,11 @@ from twisted.internet import defer
 
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.replication_quota import ReplicationThrottle
+from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 from simplekafka.protocol.structs import TopicPartition
+from simplekafka.storage.errors import DescriptorsExhaustedError
 
 if TYPE_CHECKING:
     from simplekafka.broker.apis.collaborators import Reactor
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Topics only the broker itself writes (Kafka's internal topics).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # Errors a client asks for often enough (it has stale metadata) not to log each one.
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
@@ -69,7 +72,7 @@ class PartitionResponse:
     """What one partition's append came to (Kafka's ProduceResponse.PartitionResponse)."""
 
     __slots__ = ("base_offset", "error_code", "error_message", "log_append_time",
-                 "log_start_offset")
+                 "log_start_offset", "record_errors")
 
     def __init__(self, error_code: ErrorCode = ErrorCode.NONE, base_offset: int = -1,
                  log_start_offset: int = -1, error_message: str | None = None,
@@ -79,6 +82,8 @@ class PartitionResponse:
         self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.error_message = error_message
+        # KIP-467: (index in the batch, message) of each record that made the batch fail
+        self.record_errors: list[tuple[int, str]] = []
 
     def __repr__(self) -> str:
         return (f"PartitionResponse({self.error_code.name}, base_offset={self.base_offset}, "
@@ -107,8 +112,12 @@ class ReplicaManager:
         # min.insync.replicas of a topic (its override, else the broker's); 1 if not told.
         self.min_insync_for = min_insync_for or (lambda topic: 1)
         self.fetchers = fetchers  # a ReplicaFetcherManager (None: nobody fetches, unit tests)
+        # What this broker sends to throttled followers (replication_quota.py); None: no cap.
+        self.leader_throttle: ReplicationThrottle | None = None
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
+        # message.max.decompressed.bytes, given to each Partition it creates
+        self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
         self.on_append: Callable[[str, int, int], None] | None = None
         self.on_isr_change: Callable[[str], None] | None = None
@@ -116,6 +125,9 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Replicas that could not be created or opened (out of descriptors, a disk error):
+        # the reason, answered as KAFKA_STORAGE_ERROR until a LeaderAndIsr brings them up.
+        self.offline_partitions: dict[tuple[str, int], str] = {}
         self.controller_epoch = -1
         self._checkpointed_hw: dict[tuple[str, int], int] = {}
         try:
@@ -136,9 +148,20 @@ class ReplicaManager:
         local = self.partitions.get((topic, partition))
         if local is not None and local.is_leader:
             return local
+        offline = self.offline_partitions.get((topic, partition)) if local is None else None
+        if offline is not None:
+            raise error_for(ErrorCode.KAFKA_STORAGE_ERROR, offline)
         if self.metadata_cache.partition(topic, partition) is not None or local is not None:
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def readable_partition(self, topic: str, partition: int) -> Partition:
+        """The local replica of topic-partition a consumer may read from any replica
+        (Fetch v11+, KIP-392): the leader or a follower; else the KafkaError to answer."""
+        local = self.partitions.get((topic, partition))
+        if local is not None and (local.is_leader or local.leader_id >= 0):
+            return local
+        return self.leader_partition(topic, partition)
 
     # -- DeleteRecords ------------------------------------------------------------------
 
@@ -214,7 +237,7 @@ class ReplicaManager:
             # batch; socket.request.max.bytes bounds the whole frame, in the server.
             max_batch_bytes = partition.log.config.max_message_bytes
             result = partition.append_as_leader(records, acks, min_insync, max_batch_bytes,
-                                                api_version)
+                                                api_version, internal=internal)
         except Exception as exc:
             code = error_code_of(exc)
             if code is None:  # not an error Kafka has a code for: a bug or a disk failure
@@ -224,6 +247,7 @@ class ReplicaManager:
                 log.info("append to %s-%d refused: %s (%s)", topic, index, code.name, exc)
             response.error_code = code
             response.error_message = exc.reason if isinstance(exc, KafkaError) else str(exc)
+            response.record_errors = getattr(exc, "record_errors", [])
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
@@ -289,6 +313,7 @@ class ReplicaManager:
                 config = self.log_config_for(topic) if self.log_config_for else None
                 log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
                 partition = Partition(topic, state.partition_index, self.broker_id, log_)
+                partition.max_decompressed_bytes = self.max_decompressed_bytes
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
             if state.leader == self.broker_id:
@@ -307,8 +332,13 @@ class ReplicaManager:
                         or not self.fetchers.is_following(key)):
                     self.fetchers.follow(partition)
         except Exception as exc:
-            log.exception("cannot apply state of %s-%d: %s", topic, state.partition_index, exc)
+            if partition is None:
+                self._mark_offline(key, exc)
+            else:
+                log.exception("cannot apply state of %s-%d: %s", topic, state.partition_index,
+                              exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
+        self.offline_partitions.pop(key, None)
         if not applied:
             log.info("%s-%d: ignoring stale leader epoch %d (have %d)", topic,
                      state.partition_index, state.leader_epoch, partition.leader_epoch)
@@ -317,6 +347,16 @@ class ReplicaManager:
                  "leader" if partition.is_leader else f"follower of {state.leader}",
                  state.leader_epoch, list(state.isr))
         return ErrorCode.NONE
+
+    def _mark_offline(self, key: tuple[str, int], exc: Exception) -> None:
+        """A replica whose log cannot be opened fails alone, with its reason (Kafka's offline
+        partition); running out of descriptors is said in one line, not a traceback each."""
+        first = not self.offline_partitions
+        self.offline_partitions[key] = str(exc)
+        if isinstance(exc, DescriptorsExhaustedError):
+            (log.error if first else log.debug)("partition offline: %s", exc)
+        else:
+            log.error("%s-%d: offline, its log cannot be opened", *key, exc_info=exc)
 
     def stop_replicas(self, request: Any) -> PartitionErrors:
         """Apply StopReplica (v0-3 shapes): forget the partitions, deleting their logs if asked."""
@@ -340,6 +380,7 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.unfollow((topic, index))
         partition = self.partitions.pop((topic, index), None)
+        self.offline_partitions.pop((topic, index), None)
         self._checkpointed_hw.pop((topic, index), None)
         if partition is not None:
             partition.close_waiters()
@@ -411,11 +452,18 @@ class ReplicaManager:
         except Exception as exc:  # retried at the next interval
             log.warning("high watermark checkpoint failed: %s", exc)
 
+    def snapshot_producers(self, force: bool = False) -> int:
+        """Producer snapshots of partitions with open transactions (``force``: of every
+        partition with producer state, at shutdown); how many were written."""
+        return sum(partition.maybe_snapshot_producers(force)
+                   for partition in list(self.partitions.values()))
+
     def shutdown(self) -> None:
         if self.fetchers is not None:
             self.fetchers.shutdown()
         for partition in self.partitions.values():
             partition.close_waiters()
+        self.snapshot_producers(force=True)
         self.checkpoint_high_watermarks()
 
 

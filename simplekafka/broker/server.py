@@ -17,6 +17,11 @@ request that cannot be answered at once, or arrives while earlier ones wait,
 takes a slot in a FIFO; a slot is filled when its handler finishes; the
 connection writes responses from the head of the queue only. A request
 answered at once with nothing waiting ahead is written straight away.
+
+Responses are coalesced: every answer produced while one read is handled
+(a client that pipelines requests sends many in one segment) and every
+answer a queue drain releases leaves in one ``writeSequence``, so the
+reactor makes one send for them rather than one per response.
 """
 
 from __future__ import annotations
@@ -42,6 +47,19 @@ class CloseConnection(Exception):
     """Raised (or returned through a Deferred) by a handler: close after earlier responses."""
 
 
+class CloseAfter:
+    """A handler's answer that is the connection's last: write ``response`` (if any), close.
+
+    A refused SaslHandshake or a failed SaslAuthenticate ends this way (Kafka
+    sends the error, then closes).
+    """
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: bytes | None):
+        self.response = response
+
+
 class _Slot:
     """One request's place in the connection's response queue."""
 
@@ -54,6 +72,10 @@ class _Slot:
 
 
 RequestHandler = Callable[[bytes, "KafkaConnection"], "bytes | defer.Deferred | None"]
+# Builds the per-connection gate of a SASL listener (security/sasl.py); None: no SASL.
+AuthenticatorFactory = Callable[[RequestHandler], Any]
+
+ANONYMOUS = "User:ANONYMOUS"
 
 
 class KafkaConnection(Int32StringReceiver):
@@ -64,14 +86,26 @@ class KafkaConnection(Int32StringReceiver):
     # Stop reading from a client that has this many requests waiting (back pressure).
     MAX_IN_FLIGHT = 200
 
-    def __init__(self, handler: RequestHandler, max_length: int | None = None):
+    def __init__(self, handler: RequestHandler, max_length: int | None = None,
+                 listener: str = "PLAINTEXT", authenticator: Any = None,
+                 tls_principal: Callable[[Any], str] | None = None):
         self.handler = handler
         if max_length is not None:
             self.MAX_LENGTH = max_length
+        # Who is asking, as the dispatcher's RequestContext reports it: the listener the
+        # connection came on and the principal it authenticated as (SASL or a TLS client
+        # certificate; User:ANONYMOUS otherwise). A SASL listener's connection answers only
+        # its authenticator until that is complete.
+        self.listener = listener
+        self.principal = ANONYMOUS
+        self.authenticator = authenticator
+        self._tls_principal = tls_principal
         self._frames = FrameDecoder(self.MAX_LENGTH)
         self._queue: deque[_Slot] = deque()
         self._refusing = False
         self._reading_paused = False
+        self._outgoing: list[bytes] | None = None  # set while responses are being gathered
+        self.writes = 0  # transport writes made (for tests: coalescing)
         self.peer = "?"
 
     # -- connection life cycle -------------------------------------------------------------
@@ -105,17 +139,23 @@ class KafkaConnection(Int32StringReceiver):
     def dataReceived(self, data: bytes) -> None:
         if self._refusing:
             return  # a refused connection reads nothing more into memory
+        if self._tls_principal is not None:  # the TLS handshake is over once data arrives
+            principal_of, self._tls_principal = self._tls_principal, None
+            self.principal = principal_of(self.transport)
+            if self.principal != ANONYMOUS:
+                log.info("%s authenticated as %s by its certificate on listener %s",
+                         self.peer, self.principal, self.listener)
         try:
             frames = self._frames.feed(data)
         except FrameTooLargeError as exc:
-            self._handle_frames(exc.frames)  # frames before the bad length are answered
+            self._gathered(self._handle_frames, exc.frames)  # earlier frames are answered
             if not self._refusing:
                 self.lengthLimitExceeded(exc.length)
             return
-        for frame in frames:
-            self.stringReceived(frame)
-            if self._refusing:
-                return
+        if len(frames) == 1:
+            self.stringReceived(frames[0])
+        elif frames:
+            self._gathered(self._handle_frames, frames)
 
     def _handle_frames(self, frames: list[bytes]) -> None:
         for frame in frames:
@@ -141,10 +181,44 @@ class KafkaConnection(Int32StringReceiver):
         )
         self._refuse()
 
+    def _gathered(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work``, sending every response it produces in one transport write."""
+        if self._outgoing is not None:
+            work(*args)  # already gathering: the outer call sends
+            return
+        self._outgoing = outgoing = []
+        try:
+            work(*args)
+        finally:
+            self._outgoing = None
+            self._send(outgoing)
+
+    def _send(self, frames: list[bytes]) -> None:
+        if not frames:
+            return
+        if self._outgoing is not None:
+            self._outgoing += frames
+            return
+        self._write_now(frames)
+
+    def _write_now(self, frames: list[bytes]) -> None:
+        self.writes += 1
+        if len(frames) == 1:
+            self.transport.write(frames[0])
+        else:
+            self.transport.writeSequence(frames)
+
     def _refuse(self) -> None:
         self._refusing = True
         self._frames = FrameDecoder(self.MAX_LENGTH)
         self._write_ready_responses()
+        self._close_after_gathered()
+
+    def _close_after_gathered(self) -> None:
+        """Close the connection, after every response gathered so far has been written."""
+        if self._outgoing:
+            self._write_now(self._outgoing)
+            self._outgoing.clear()
         self.transport.loseConnection()
 
     # -- requests and ordered responses -----------------------------------------------------
@@ -156,7 +230,11 @@ class KafkaConnection(Int32StringReceiver):
         usual case) is written straight away; anything else takes a slot.
         """
         try:
-            result = self.handler(frame, self)
+            authenticator = self.authenticator
+            if authenticator is not None and not authenticator.complete:
+                result = authenticator.receive(frame, self)
+            else:
+                result = self.handler(frame, self)
         except CloseConnection:
             self._fill(self._take_slot(), None, close=True)
             return
@@ -167,21 +245,27 @@ class KafkaConnection(Int32StringReceiver):
         if isinstance(result, defer.Deferred):
             slot = self._take_slot()
             result.addCallbacks(
-                lambda response: self._fill(slot, response),
+                lambda response: self._fill_answer(slot, response),
                 lambda failure: self._failed(slot, failure),
             )
             if len(self._queue) >= self.MAX_IN_FLIGHT and not self._reading_paused:
                 self._reading_paused = True
                 self.transport.pauseProducing()
-        elif self._queue:
-            self._fill(self._take_slot(), result)  # behind answers still awaited
+        elif self._queue or isinstance(result, CloseAfter):
+            self._fill_answer(self._take_slot(), result)  # behind answers still awaited
         elif result is not None and not self._refusing:
-            self.transport.write(encode_frame(result))
+            self._send([encode_frame(result)])
 
     def _take_slot(self) -> _Slot:
         slot = _Slot()
         self._queue.append(slot)
         return slot
+
+    def _fill_answer(self, slot: _Slot, answer: Any) -> None:
+        if isinstance(answer, CloseAfter):
+            self._fill(slot, answer.response, close=True)
+        else:
+            self._fill(slot, answer)
 
     def _failed(self, slot: _Slot, failure: Failure) -> None:
         if not failure.check(CloseConnection):
@@ -196,31 +280,49 @@ class KafkaConnection(Int32StringReceiver):
 
     def _write_ready_responses(self) -> None:
         queue = self._queue
+        ready = []
         while queue and queue[0].done:
             slot = queue.popleft()
             if slot.close:
                 queue.clear()
+                if slot.response is not None and not self._refusing:
+                    ready.append(encode_frame(slot.response))  # a CloseAfter's last answer
+                self._send(ready)  # the answers before the close still leave
                 if not self._refusing:
                     self._refusing = True
-                    self.transport.loseConnection()
+                    self._close_after_gathered()
                 return
             if slot.response is not None and not self._refusing:
-                self.transport.write(encode_frame(slot.response))
+                ready.append(encode_frame(slot.response))
+        self._send(ready)
         if self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2 and not self._refusing:
             self._reading_paused = False
             self.transport.resumeProducing()
 
 
 class KafkaServerFactory(protocol.ServerFactory):
-    """Builds a KafkaConnection per client, all sharing one request handler."""
+    """Builds a KafkaConnection per client of one listener, all sharing one request handler.
 
-    def __init__(self, handler: RequestHandler, max_length: int):
+    ``authenticator_factory`` (a SASL listener) gives each connection its own
+    authenticator; ``tls_principal`` (an SSL listener) reads the principal from
+    the client's certificate once the TLS handshake is done.
+    """
+
+    def __init__(self, handler: RequestHandler, max_length: int, listener: str = "PLAINTEXT",
+                 authenticator_factory: AuthenticatorFactory | None = None,
+                 tls_principal: Callable[[Any], str] | None = None):
         self.handler = handler
         self.max_length = max_length
+        self.listener = listener
+        self.authenticator_factory = authenticator_factory
+        self.tls_principal = tls_principal
         self.connections: set[KafkaConnection] = set()
 
     def buildProtocol(self, addr) -> KafkaConnection:
-        connection = KafkaConnection(self.handler, self.max_length)
+        authenticator = (self.authenticator_factory(self.handler)
+                         if self.authenticator_factory is not None else None)
+        connection = KafkaConnection(self.handler, self.max_length, self.listener,
+                                     authenticator, self.tls_principal)
         connection.factory = self
         return connection
 

@@ -1,7 +1,7 @@
 """``simplekafka dump-log``: what is in a partition directory, batch by batch and entry by entry.
 
 The SimpleKafka counterpart of Kafka's ``kafka-dump-log.sh``: give it segment
-files (``.log``, ``.index``, ``.timeindex``), checkpoint files or whole
+files (``.log``, ``.index``, ``.timeindex``, ``.txnindex``), checkpoint files or whole
 partition directories. Every batch is checked (length, magic, CRC, offsets
 following each other) and every index entry is checked against the log it
 points into. Files are only read, never repaired. Exit status 0 when all is
@@ -19,10 +19,12 @@ from pathlib import Path
 from simplekafka.cli import CliError
 from simplekafka.protocol.batch_header import HEADER_SIZE, batch_spans, validate_batch
 from simplekafka.protocol.errors import ProtocolError
-from simplekafka.protocol.records import parse_batch
+from simplekafka.protocol.records import parse_batch, parse_control_marker
 from simplekafka.storage.index import read_index_entries
+from simplekafka.storage.txn_index import TransactionIndex
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)$")
+_KINDS = ("log", "index", "timeindex", "txnindex")
 _CHECKPOINTS = (
     "leader-epoch-checkpoint",
     "replication-offset-checkpoint",
@@ -54,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
                                 key=_reading_order))
         elif path.is_file():
             if not _dumpable(path):
-                raise CliError(f"{path}: not a segment (.log/.index/.timeindex) or checkpoint file")
+                raise CliError(f"{path}: not a segment (.log/.index/.timeindex/.txnindex) "
+                               "or checkpoint file")
             files.append(path)
         else:
             raise CliError(f"{path}: no such file or directory")
@@ -77,7 +80,7 @@ def _reading_order(path: Path) -> tuple:
     match = _SEGMENT_FILE.match(path.name)
     if match is None:
         return (str(path.parent), 1, 0, 0, path.name)
-    return (str(path.parent), 0, int(match[1]), ("log", "index", "timeindex").index(match[2]), "")
+    return (str(path.parent), 0, int(match[1]), _KINDS.index(match[2]), "")
 
 
 def _dumpable(path: Path) -> bool:
@@ -94,6 +97,8 @@ def _dump(path: Path, records: bool) -> bool:
     base_offset, kind = int(match[1]), match[2]
     if kind == "log":
         return _dump_log(path, base_offset, records)
+    if kind == "txnindex":
+        return _dump_txn_index(path)
     return _dump_index(path, base_offset, time_index=kind == "timeindex")
 
 
@@ -113,7 +118,8 @@ def _dump_log(path: Path, base_offset: int, records: bool) -> bool:
               f"({header.records_count} records), {header.size} bytes, "
               f"epoch {header.partition_leader_epoch}, crc 0x{header.crc:08x} ok, "
               f"max timestamp {header.max_timestamp}, "
-              f"codec {_CODECS.get(header.compression, header.compression)}{gap}")
+              f"codec {_CODECS.get(header.compression, header.compression)}"
+              f"{_transaction_note(data, position, header)}{gap}")
         if gap:
             return False
         if records:
@@ -125,6 +131,33 @@ def _dump_log(path: Path, base_offset: int, records: bool) -> bool:
         return _damaged(data, position,
                         ProtocolError(f"{len(data) - position} bytes that are not a batch"))
     print(f"  {batches} batches, offsets {base_offset}..{expected - 1}, all valid")
+    return True
+
+
+def _transaction_note(data: bytes, position: int, header) -> str:
+    """What a batch is in a transaction: ``transactional`` data, or the marker it carries."""
+    if header.is_control:
+        try:
+            marker = parse_control_marker(parse_batch(data, position).records[0])
+        except (ProtocolError, IndexError) as exc:
+            return f", control batch that does not decode ({exc})"
+        what = "unknown control record" if marker is None else (
+            f"{'COMMIT' if marker.commit else 'ABORT'} marker, coordinator epoch "
+            f"{marker.coordinator_epoch}")
+        return f", producer {header.producer_id} epoch {header.producer_epoch}: {what}"
+    if header.is_transactional:
+        return f", producer {header.producer_id} epoch {header.producer_epoch}, transactional"
+    return ""
+
+
+def _dump_txn_index(path: Path) -> bool:
+    """The aborted transactions of a segment, as Kafka's DumpLogSegments lists them."""
+    size = path.stat().st_size
+    entries = TransactionIndex.read_only(path)
+    print(f"Dumping {path} ({size} bytes, {len(entries)} aborted transactions)")
+    for entry in entries:
+        print(f"  producer {entry.producer_id}: offsets {entry.first_offset}..{entry.last_offset} "
+              f"aborted, last stable offset {entry.last_stable_offset}")
     return True
 
 

@@ -10,8 +10,12 @@ may stay and moves only what balance needs (``coordination.reassignment``).
 it to roll back) and sends PLAN as AlterPartitionReassignments; with
 ``--zookeeper Z`` it writes ``/admin/reassign_partitions`` itself, as Kafka's
 tool did before 3.0. The controller carries either out.
+``--throttle BYTES_PER_S`` (with ``--execute``) first sets the replication
+throttles of the moves, as Kafka's tool does: the rates on every broker involved,
+the throttled replicas on each topic (``coordination.throttles``).
 ``--verify --reassignment-json-file PLAN`` (over ``--bootstrap-server``) exits 0
-once every partition has exactly the planned replicas, 1 while any is moving.
+once every partition has exactly the planned replicas, and then removes the
+throttles (topic and broker configs); it exits 1 while any is moving.
 ``--cancel --reassignment-json-file PLAN`` puts the partitions of PLAN that still
 move back on their original replicas.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from simplekafka.cli import CliError
 from simplekafka.cli.client_common import (
@@ -54,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reassignment-json-file", metavar="FILE",
                         help="a plan, for --execute/--verify/--cancel")
     parser.add_argument("--output", metavar="PLAN", help="also write the proposed plan here")
+    parser.add_argument("--throttle", metavar="BYTES_PER_S",
+                        help="--execute: cap the moving replicas' replication at this rate "
+                             "(--verify removes the throttle once every move is done)")
     parser.set_defaults(func=reassign)
 
 
@@ -105,12 +113,14 @@ def _execute(args: argparse.Namespace) -> int:
 
     from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper
     from simplekafka.coordination.reassignment import reassignment_json
+    from simplekafka.coordination.throttles import write_throttles
     from simplekafka.coordination.topics import live_brokers, read_topic_assignment
     from simplekafka.coordination.znodes import ZkPaths
 
     plan = _read_plan(args)
+    rate = _throttle_rate(args)
     if not args.zookeeper:
-        return _execute_over_kafka_protocol(args, plan)
+        return _execute_over_kafka_protocol(args, plan, rate)
     try:
         zk = connect_zookeeper(args.zookeeper, timeout=10)
     except ZooKeeperConnectError as exc:
@@ -130,6 +140,8 @@ def _execute(args: argparse.Namespace) -> int:
         unknown = sorted({b for replicas in plan.values() for b in replicas} - live)
         if unknown:
             raise CliError(f"brokers {unknown} are not live (live: {sorted(live)})")
+        if rate is not None:
+            write_throttles(zk, current, plan, rate)
         try:
             zk.create(ZkPaths.REASSIGN_PARTITIONS,
                       reassignment_json(plan, log_dirs=False).encode(), makepath=True)
@@ -146,12 +158,46 @@ def _execute(args: argparse.Namespace) -> int:
     print(reassignment_json(current))
     print()
     print("Save this to use as the --reassignment-json-file option during rollback")
+    _print_throttle(rate)
     print("Successfully started partition reassignments for "
           + ",".join(f"{t}-{p}" for t, p in sorted(plan)))
     return 0
 
 
-def _execute_over_kafka_protocol(args: argparse.Namespace, plan: dict) -> int:
+def _throttle_rate(args: argparse.Namespace) -> int | None:
+    from simplekafka.coordination.throttles import ThrottleConfigError, parse_rate
+
+    if args.throttle is None:
+        return None
+    try:
+        return parse_rate(args.throttle)
+    except ThrottleConfigError:
+        raise CliError(f"--throttle expects a positive number of bytes per second, "
+                       f"got {args.throttle!r}") from None
+
+
+def _print_throttle(rate: int | None) -> None:
+    if rate is not None:
+        print("Warning: You must run --verify periodically, until the reassignment "
+              "completes, to ensure the throttle is removed.")
+        print(f"The inter-broker throttle limit was set to {rate} B/s")
+
+
+def _set_throttles_over_kafka_protocol(admin: Any, current: dict, plan: dict, rate: int) -> None:
+    from simplekafka.coordination.throttles import (
+        RATE_KEYS,
+        reassignment_throttles,
+        throttled_brokers,
+    )
+
+    for topic, configs in reassignment_throttles(current, plan).items():
+        admin.alter_configs("topic", topic, configs)
+    for broker in throttled_brokers(current, plan):
+        admin.alter_configs("broker", str(broker), dict.fromkeys(RATE_KEYS, str(rate)))
+
+
+def _execute_over_kafka_protocol(args: argparse.Namespace, plan: dict,
+                                 rate: int | None) -> int:
     from simplekafka.admin import Admin
     from simplekafka.coordination.reassignment import reassignment_json
 
@@ -167,12 +213,15 @@ def _execute_over_kafka_protocol(args: argparse.Namespace, plan: dict) -> int:
         absent = sorted(set(plan) - set(current))
         if absent:
             raise CliError(f"no such partitions: {', '.join(f'{t}-{p}' for t, p in absent)}")
+        if rate is not None:
+            _set_throttles_over_kafka_protocol(admin, current, plan, rate)
         outcomes = admin.alter_partition_reassignments(plan)
     print("Current partition replica assignment")
     print()
     print(reassignment_json(current))
     print()
     print("Save this to use as the --reassignment-json-file option during rollback")
+    _print_throttle(rate)
     failed = {key: error for key, error in sorted(outcomes.items()) if error is not None}
     started = [key for key in sorted(plan) if key not in failed]
     if started:
@@ -216,19 +265,35 @@ def _verify(args: argparse.Namespace) -> int:
         if missing:
             raise CliError(f"topics {missing} do not exist")
         described = admin.describe_topics(sorted({t for t, _ in plan}))
-    replicas = {(t, p.partition): list(p.replicas)
-                for t, d in described.items() for p in d.partitions}
-    print("Status of partition reassignment:")
-    moving = 0
-    for key, target in sorted(plan.items()):
-        if key not in replicas:
-            raise CliError(f"topic {key[0]!r} has no partition {key[1]}")
-        if replicas[key] == list(target):
-            print(f"Reassignment of partition {key[0]}-{key[1]} is completed.")
-        else:
-            moving += 1
-            print(f"Reassignment of partition {key[0]}-{key[1]} is still in progress.")
-    return 1 if moving else 0
+        replicas = {(t, p.partition): list(p.replicas)
+                    for t, d in described.items() for p in d.partitions}
+        print("Status of partition reassignment:")
+        moving = 0
+        for key, target in sorted(plan.items()):
+            if key not in replicas:
+                raise CliError(f"topic {key[0]!r} has no partition {key[1]}")
+            if replicas[key] == list(target):
+                print(f"Reassignment of partition {key[0]}-{key[1]} is completed.")
+            else:
+                moving += 1
+                print(f"Reassignment of partition {key[0]}-{key[1]} is still in progress.")
+        if moving:
+            return 1
+        _remove_throttles(admin, sorted({t for t, _ in plan}))
+    return 0
+
+
+def _remove_throttles(admin: Any, topics: list[str]) -> None:
+    """Every move is done: clear the throttles --execute --throttle set (Kafka's --verify)."""
+    from simplekafka.coordination.throttles import RATE_KEYS, REPLICAS_KEYS
+
+    brokers = sorted(node.node_id for node in admin.describe_cluster().brokers)
+    print("Clearing broker-level throttles on brokers " + ",".join(map(str, brokers)))
+    for broker in brokers:
+        admin.alter_configs("broker", str(broker), delete=RATE_KEYS)
+    for topic in topics:
+        print(f"Clearing topic-level throttles on topic {topic}")
+        admin.alter_configs("topic", topic, delete=REPLICAS_KEYS)
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -59,6 +59,8 @@ class BrokerProcess:
     log_file: Path
     rack: str | None = None
     metrics_port: int | None = None  # its metrics.listener on 127.0.0.1 (None: off)
+    # Ports of its listeners besides PLAINTEXT (listener name -> port on 127.0.0.1).
+    listener_ports: dict[str, int] = field(default_factory=dict)
     process: subprocess.Popen | None = field(default=None, repr=False)
     has_served: bool = False
     log_offset: int = 0  # where this process's lines start in log_file
@@ -75,6 +77,12 @@ class BrokerProcess:
     @property
     def address(self) -> str:
         return f"{LOOPBACK}:{self.port}"
+
+    def address_on(self, listener: str) -> str:
+        """host:port of one of its listeners (PLAINTEXT: ``address``)."""
+        if listener.upper() == "PLAINTEXT":
+            return self.address
+        return f"{LOOPBACK}:{self.listener_ports[listener.upper()]}"
 
     @property
     def metrics_url(self) -> str | None:
@@ -146,6 +154,13 @@ class LocalCluster:
     ``--set``; ``racks`` gives broker i the rack ``racks[i-1]``. Each broker
     serves Prometheus metrics on a free port of its own (``metrics_urls``)
     unless ``metrics`` is False.
+
+    ``listeners`` names listeners each broker serves besides PLAINTEXT (which
+    stays first: the cluster's own probes use it), e.g. ``["SASL_SSL"]``; each
+    gets a free port per broker (``bootstrap(name)``). Their security settings
+    (``listener.security.protocol.map`` for other names, ``ssl.*``, the JAAS
+    text, ``inter.broker.listener.name``) go into ``broker_config`` with
+    Kafka's keys; ``simplekafka.cluster.security`` builds a typical set.
     """
 
     def __init__(
@@ -157,6 +172,7 @@ class LocalCluster:
         racks: list[str] | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         metrics: bool = True,
+        listeners: Iterable[str] = (),
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
@@ -168,6 +184,7 @@ class LocalCluster:
         self._external_zookeeper = zookeeper
         self.broker_config = {str(k): str(v) for k, v in (broker_config or {}).items()}
         self.start_timeout = start_timeout
+        self.listeners = [name.upper() for name in listeners if name.upper() != "PLAINTEXT"]
         self._zookeeper = None
         self._zk_client = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -179,6 +196,7 @@ class LocalCluster:
                 log_file=self.base_dir / "logs" / f"broker-{broker_id}.log",
                 rack=racks[broker_id - 1] if racks else None,
                 metrics_port=free_port() if metrics else None,
+                listener_ports={name: free_port() for name in self.listeners},
             )
         self._started = False
 
@@ -188,6 +206,10 @@ class LocalCluster:
     def bootstrap_servers(self) -> str:
         """Every broker's address, comma-separated, as Kafka clients take it."""
         return ",".join(b.address for b in self.brokers.values())
+
+    def bootstrap(self, listener: str = "PLAINTEXT") -> str:
+        """Every broker's address on one listener, comma-separated."""
+        return ",".join(b.address_on(listener) for b in self.brokers.values())
 
     @property
     def broker_ports(self) -> dict[int, int]:
@@ -476,6 +498,10 @@ class LocalCluster:
             command += ["--rack", broker.rack]
         if broker.metrics_port is not None:  # before broker_config, which may override it
             command += ["--set", f"metrics.listener={LOOPBACK}:{broker.metrics_port}"]
+        if broker.listener_ports:
+            listeners = [f"PLAINTEXT://{LOOPBACK}:{broker.port}"] + [
+                f"{name}://{LOOPBACK}:{port}" for name, port in broker.listener_ports.items()]
+            command += ["--set", f"listeners={','.join(listeners)}"]
         for key, value in self.broker_config.items():
             command += ["--set", f"{key}={value}"]
         return command
@@ -501,6 +527,7 @@ class LocalCluster:
         broker.port = free_port()
         if broker.metrics_port is not None:
             broker.metrics_port = free_port()
+        broker.listener_ports = {name: free_port() for name in broker.listener_ports}
         self._spawn(broker)
         return True
 

@@ -8,6 +8,13 @@ The broker works on the next answer while we decode and the user consumes.
 Each partition keeps two positions: ``fetch_offset`` (what to ask for next) and
 ``position`` (the next record to give the user). A ``seek`` bumps the
 partition's epoch; answers to fetches sent before it are thrown away.
+
+Control batches (transaction markers) are never handed out. A read_committed
+consumer (``isolation_level=1``) is answered only below the last stable
+offset, with the aborted transactions of the range, and drops the batches of
+those transactions as Kafka's consumer does: an aborted transaction of
+producer P starting at offset F makes P's transactional batches from F on
+aborted, up to P's abort marker.
 """
 
 from __future__ import annotations
@@ -20,10 +27,14 @@ from typing import Any, NamedTuple
 
 from simplekafka.client.client import KafkaClient
 from simplekafka.client.errors import CorruptMessageError, KafkaError, error_for
-from simplekafka.protocol.api import ApiKey
-from simplekafka.protocol.batch_header import iter_batch_positions, read_header
+from simplekafka.protocol.api import READ_COMMITTED, ApiKey
+from simplekafka.protocol.batch_header import BatchHeader, iter_batch_positions, read_header
+from simplekafka.protocol.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DecompressedTooLargeError,
+)
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
-from simplekafka.protocol.records import parse_batch
+from simplekafka.protocol.records import parse_batch, parse_control_marker
 from simplekafka.protocol.structs import TopicPartition
 
 
@@ -49,7 +60,8 @@ class PartitionState:
     epoch: int = 0  # bumped by seek: older fetch answers are dropped
     in_flight: bool = False
     high_watermark: int = -1
-    buffered: deque = field(default_factory=deque)  # raw (records bytes, epoch) not decoded
+    # raw answers not decoded yet: (records bytes, aborted transactions as (pid, first offset))
+    buffered: deque = field(default_factory=deque)
     records: deque = field(default_factory=deque)  # decoded batches, see decode_next
     error: KafkaError | None = None  # to raise from the next poll
     reset_pending: bool = False
@@ -68,6 +80,7 @@ class Fetcher:
         isolation_level: int = 0,
         check_crcs: bool = True,
         max_buffered_batches: int = 4,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ) -> None:
         self.client = client
         self.fetch_min_bytes = fetch_min_bytes
@@ -76,6 +89,7 @@ class Fetcher:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
         self.check_crcs = check_crcs
+        self.max_decompressed_bytes = max_decompressed_bytes
         self.max_buffered = max_buffered_batches
         self.states: dict[TopicPartition, PartitionState] = {}
         self.condition = threading.Condition()
@@ -199,7 +213,9 @@ class Fetcher:
                         state.fetch_offset = max(
                             state.fetch_offset or 0, read_header(records, pos).next_offset
                         )
-                        state.buffered.append(records)
+                        aborted = [(txn.producer_id, txn.first_offset)
+                                   for txn in part.aborted_transactions or ()]
+                        state.buffered.append((records, aborted))
                     elif len(records) >= self.max_partition_fetch_bytes:
                         state.error = error_for(
                             ErrorCode.RECORD_LIST_TOO_LARGE,
@@ -224,20 +240,51 @@ class Fetcher:
         state = self.states[tp]
         if not state.buffered:
             return
-        records = state.buffered.popleft()
+        records, aborted = state.buffered.popleft()
         position = state.position if state.position is not None else 0
+        skip = _AbortedFilter(aborted) if self.isolation_level == READ_COMMITTED else None
         for pos, _ in iter_batch_positions(records):
             try:
-                batch = parse_batch(records, pos, check_crc=self.check_crcs)
+                batch = parse_batch(records, pos, check_crc=self.check_crcs,
+                                    max_decompressed_bytes=self.max_decompressed_bytes)
+            except DecompressedTooLargeError as exc:
+                raise CorruptMessageError(
+                    f"{tp}: the record batch at offset {read_header(records, pos).base_offset} "
+                    f"decompresses to more than max_decompressed_bytes "
+                    f"({self.max_decompressed_bytes}); refused, not decoded"
+                ) from exc
             except CorruptBatchError as exc:
                 raise CorruptMessageError(
                     f"{tp}: corrupt record batch near offset {position}: {exc}"
                 ) from exc
             next_offset = batch.header.next_offset
+            dropped = skip is not None and skip.drops(batch.header, batch.records)
             if next_offset <= position:
                 continue
-            decoded = [] if batch.is_control else batch.records
+            decoded = [] if batch.is_control or dropped else batch.records
             if decoded and decoded[0].offset < position:
                 decoded = [r for r in decoded if r.offset >= position]
             # [records, index of the next one to hand out, timestamp type, offset after batch]
             state.records.append([decoded, 0, batch.timestamp_type, next_offset])
+
+
+class _AbortedFilter:
+    """Which batches of one fetch answer belong to aborted transactions (read_committed)."""
+
+    def __init__(self, aborted: list[tuple[int, int]]):
+        self.pending = sorted(aborted, key=lambda txn: txn[1])  # by first offset
+        self.aborting: set[int] = set()  # producers inside an aborted transaction here
+
+    def drops(self, header: BatchHeader, records: list) -> bool:
+        """True if the batch's records are not to be returned (control batches end an
+        aborted transaction and are dropped by the caller in any case)."""
+        if header.producer_id < 0:
+            return False
+        while self.pending and self.pending[0][1] <= header.last_offset:
+            self.aborting.add(self.pending.pop(0)[0])
+        if header.is_control:
+            marker = parse_control_marker(records[0]) if records else None
+            if marker is not None and not marker.commit:
+                self.aborting.discard(header.producer_id)
+            return True
+        return header.is_transactional and header.producer_id in self.aborting

@@ -182,7 +182,16 @@ class FencedTransaction:
 
     def commit(self) -> list[Any]:
         """Apply all operations atomically, or none; returns results without the check."""
-        results = self._transaction.commit()
+        return self.results(self._transaction.commit())
+
+    def commit_async(self) -> Any:
+        """Send the multi without waiting (kazoo's IAsyncResult); pass ``.get()`` to
+        ``results``. Many sent before the first is awaited share the round trips, as
+        Kafka's controller pipelines its per-partition multis."""
+        return self._transaction.commit_async()
+
+    def results(self, results: list[Any]) -> list[Any]:
+        """Interpret a committed multi's results (see the class docstring)."""
         if isinstance(results[0], (BadVersionError, NoNodeError)):
             if self._on_moved is not None:
                 self._on_moved()

@@ -48,7 +48,9 @@ class BrokerRegistration:
     """
 
     def __init__(self, zk: KazooClient, broker_id: int, host: str, port: int,
-                 rack: str | None = None, stale_wait: float | None = None):
+                 rack: str | None = None, stale_wait: float | None = None,
+                 endpoints: tuple[tuple[str, str, int], ...] = (),
+                 security_protocols: tuple[tuple[str, str], ...] = ()):
         if not isinstance(broker_id, int) or broker_id < 0:
             raise ValueError(f"broker id must be a non-negative integer, got {broker_id!r}")
         self.zk = zk
@@ -56,6 +58,8 @@ class BrokerRegistration:
         self.host = host
         self.port = port
         self.rack = rack
+        self.endpoints = endpoints  # every listener (name, host, port); () = one PLAINTEXT
+        self.security_protocols = security_protocols
         self.stale_wait = stale_wait
         self.epoch: int | None = None  # czxid of our current registration znode
         self.cluster_id: str | None = None
@@ -65,7 +69,10 @@ class BrokerRegistration:
         return ZkPaths.broker(self.broker_id)
 
     def info(self) -> BrokerInfo:
-        return BrokerInfo(self.broker_id, self.host, self.port, self.rack)
+        listener = self.endpoints[0][0] if self.endpoints else "PLAINTEXT"
+        return BrokerInfo(self.broker_id, self.host, self.port, self.rack, listener=listener,
+                          endpoints=self.endpoints if len(self.endpoints) > 1 else (),
+                          security_protocols=self.security_protocols)
 
     def register(self) -> int:
         """Create the ephemeral znode (waiting out a stale one); returns the broker epoch."""

@@ -137,6 +137,22 @@ def read_partition_state(zk: KazooClient, topic: str,
     return PartitionState.from_json(data, topic, partition), stat.version
 
 
+def read_partition_states(zk: KazooClient, topic: str, partitions: Iterable[int]
+                          ) -> dict[int, tuple[PartitionState, int]]:
+    """``read_partition_state`` for many partitions, the reads pipelined (sent together,
+    then awaited): a new controller loads 10,000 states in a few round trips."""
+    sent = [(index, zk.get_async(ZkPaths.partition_state(topic, index)))
+            for index in partitions]
+    found = {}
+    for index, answer in sent:
+        try:
+            data, stat = answer.get()
+        except NoNodeError:
+            continue
+        found[index] = (PartitionState.from_json(data, topic, index), stat.version)
+    return found
+
+
 def _validate_assignment(assignment: Mapping[int, list[int] | tuple[int, ...]],
                          known_brokers: set[int] | None) -> dict[int, tuple[int, ...]]:
     code = ErrorCode.INVALID_REPLICA_ASSIGNMENT

@@ -59,6 +59,11 @@ class ZkPaths:
     UNCLEAN_LEADER_ELECTION = "/admin/unclean_leader_election"
     ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
     ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
+    #: ACLs (coordination.acls): literal ones, prefixed ones, and their change notifications.
+    ACLS = "/kafka-acl"
+    ACL_CHANGES = "/kafka-acl-changes"
+    ACLS_EXTENDED = "/kafka-acl-extended"
+    ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 
     #: Persistent parents created on first contact, as Kafka's brokers do at startup.
     PERSISTENT_PATHS = (
@@ -159,7 +164,12 @@ class ClusterId:
 class BrokerInfo:
     """``/brokers/ids/<id>`` (ephemeral): where a broker listens, and its rack.
 
-    The znode's czxid, not anything in the payload, is the broker epoch.
+    ``endpoints`` holds every listener as (name, host, port) and
+    ``security_protocols`` each listener's security protocol, written as Kafka
+    writes them (``endpoints: ["SASL_SSL://h:9094", ...]``,
+    ``listener_security_protocol_map: {"SASL_SSL": "SASL_SSL", ...}``);
+    ``host``/``port``/``listener`` are the first endpoint. The znode's czxid,
+    not anything in the payload, is the broker epoch.
     """
 
     broker_id: int
@@ -168,19 +178,43 @@ class BrokerInfo:
     rack: str | None = None
     timestamp_ms: int = field(default_factory=_now_ms)
     listener: str = "PLAINTEXT"
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+    security_protocols: tuple[tuple[str, str], ...] = ()
 
     @property
     def endpoint(self) -> str:
         return f"{self.listener}://{self.host}:{self.port}"
 
+    @property
+    def all_endpoints(self) -> tuple[tuple[str, str, int], ...]:
+        """(listener, host, port) of every listener (just the first when only that is known)."""
+        return self.endpoints or ((self.listener, self.host, self.port),)
+
+    def address_of(self, listener: str) -> tuple[str, int] | None:
+        """(host, port) of the named listener, or None if this broker has no such listener."""
+        for name, host, port in self.all_endpoints:
+            if name == listener:
+                return host, port
+        return None
+
+    def security_protocol_of(self, listener: str) -> str:
+        return dict(self.security_protocols).get(listener, listener if listener in
+                                                 _SECURITY_PROTOCOLS else "PLAINTEXT")
+
     def to_json(self) -> bytes:
+        endpoints = self.all_endpoints
+        # Kafka keeps the legacy host/port for the PLAINTEXT endpoint only (else null/-1).
+        plaintext = [(h, p) for name, h, p in endpoints
+                     if self.security_protocol_of(name) == "PLAINTEXT"]
+        host, port = plaintext[0] if plaintext else (None, -1)
         payload: dict[str, Any] = {
-            "listener_security_protocol_map": {self.listener: "PLAINTEXT"},
-            "endpoints": [self.endpoint],
+            "listener_security_protocol_map": {name: self.security_protocol_of(name)
+                                               for name, _h, _p in endpoints},
+            "endpoints": [f"{name}://{h}:{p}" for name, h, p in endpoints],
             "jmx_port": -1,
-            "host": self.host,
+            "host": host,
             "timestamp": str(self.timestamp_ms),
-            "port": self.port,
+            "port": port,
             "version": 4,
         }
         if self.rack is not None:  # Kafka leaves the key out when no rack is set
@@ -195,26 +229,39 @@ class BrokerInfo:
         if rack is not None and not isinstance(rack, str):
             raise ZnodeFormatError(f"{what}: rack should be a string, got {rack!r:.40}")
         endpoints = obj.get("endpoints") or []
-        listener, host, port = "PLAINTEXT", obj.get("host"), obj.get("port")
-        if endpoints:  # the endpoint list is authoritative (host/port are the legacy copy)
-            first = endpoints[0] if isinstance(endpoints, list) else None
-            if not isinstance(first, str) or "://" not in first or ":" not in first[
-                first.index("://") + 3:
+        parsed: list[tuple[str, str, int]] = []
+        if not isinstance(endpoints, list):
+            raise ZnodeFormatError(f"{what}: endpoints should be a list, got {endpoints!r:.60}")
+        for text in endpoints:  # the endpoint list is authoritative (host/port: legacy copy)
+            if not isinstance(text, str) or "://" not in text or ":" not in text[
+                text.index("://") + 3:
             ]:
-                raise ZnodeFormatError(f"{what}: bad endpoint {first!r:.60}")
-            listener, address = first.split("://", 1)
-            host, _, port_text = address.rpartition(":")
+                raise ZnodeFormatError(f"{what}: bad endpoint {text!r:.60}")
+            name, address = text.split("://", 1)
+            endpoint_host, _, port_text = address.rpartition(":")
             try:
-                port = int(port_text)
+                parsed.append((name, endpoint_host, int(port_text)))
             except ValueError:
-                raise ZnodeFormatError(f"{what}: bad port in endpoint {first!r:.60}") from None
+                raise ZnodeFormatError(f"{what}: bad port in endpoint {text!r:.60}") from None
+        if parsed:
+            listener, host, port = parsed[0]
+        else:
+            listener, host, port = "PLAINTEXT", obj.get("host"), obj.get("port")
         if not isinstance(host, str) or not isinstance(port, int):
             raise ZnodeFormatError(f"{what}: no usable endpoint in {obj!r:.120}")
+        protocols = obj.get("listener_security_protocol_map") or {}
+        if not isinstance(protocols, dict) or all(k == v for k, v in protocols.items()):
+            protocols = {}  # the default mapping is not kept (equal to what was written)
         try:
             timestamp = int(obj.get("timestamp", 0))
         except (TypeError, ValueError):
             timestamp = 0
-        return BrokerInfo(broker_id, host, port, rack, timestamp, listener)
+        return BrokerInfo(broker_id, host, port, rack, timestamp, listener,
+                          tuple(parsed) if len(parsed) > 1 else (),
+                          tuple(sorted((str(k), str(v)) for k, v in protocols.items())))
+
+
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)

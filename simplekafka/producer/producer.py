@@ -5,6 +5,12 @@ to the accumulator and returns a future at once; the sender thread does the
 network work. ``flush()`` waits for everything sent so far; ``close()`` flushes
 and stops. Configuration names follow Kafka's (``acks``, ``linger_ms``,
 ``batch_size``, ``compression_type``, ``enable_idempotence``, ...).
+
+With a ``transactional_id`` the producer is transactional (KIP-98, the
+methods of Kafka's producer): ``init_transactions()`` once, then
+``begin_transaction()``, sends, maybe ``send_offsets_to_transaction()``, and
+``commit_transaction()`` or ``abort_transaction()``; the state and the errors
+are ``producer.transactions``'.
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ from simplekafka.producer.accumulator import (
 from simplekafka.producer.futures import RecordFuture
 from simplekafka.producer.partitioner import DefaultPartitioner
 from simplekafka.producer.sender import Sender
+from simplekafka.producer.transactions import (
+    TransactionAbortedError,
+    TransactionManager,
+    TransactionStateError,
+    timeout_ms_of,
+)
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.records import Record
 from simplekafka.protocol.structs import TopicPartition
@@ -72,16 +84,20 @@ def _to_bytes(data: Any, serializer: Serializer | None, what: str) -> bytes | No
 class Producer:
     """A thread-safe Kafka producer (one background sender thread, one I/O thread)."""
 
+    transactions: TransactionManager | None = None  # with a transactional_id
+
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str] = "localhost:9092",
         *,
         client_id: str = "simplekafka-producer",
-        acks: int | str = 1,
+        acks: int | str | None = None,
         linger_ms: float = 5,
         batch_size: int = 16_384,
         compression_type: str | int | None = None,
         enable_idempotence: bool = False,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
         retries: int = 2**31 - 1,
         retry_backoff_ms: int = 100,
         max_in_flight: int = 5,
@@ -95,7 +111,12 @@ class Producer:
         partitioner: Partitioner | None = None,
         client: KafkaClient | None = None,
     ) -> None:
-        self.acks = _parse_acks(acks)
+        self.acks = _parse_acks(1 if acks is None else acks)
+        if transactional_id is not None:  # transactions need idempotence and acks=all
+            if acks is not None and self.acks != -1:
+                raise ValueError("a transactional producer needs acks='all'")
+            enable_idempotence = True
+            self.acks = -1
         if enable_idempotence:
             if self.acks != -1:
                 raise ValueError("enable_idempotence needs acks='all'")
@@ -119,6 +140,9 @@ class Producer:
         self.accumulator = RecordAccumulator(
             batch_size, linger_ms, buffer_memory, delivery_timeout_ms
         )
+        self.transactions = None if transactional_id is None else TransactionManager(
+            self.client, transactional_id, transaction_timeout_ms, request_timeout_ms)
+        self._request_timeout_ms = request_timeout_ms
         self._sender = Sender(
             self.client,
             self.accumulator,
@@ -131,6 +155,7 @@ class Producer:
             max_request_size=max_request_size,
             idempotent=enable_idempotence,
             on_new_batch=self._batch_closed,
+            transactions=self.transactions,
         )
         self._partitions: dict[str, list[int]] = {}
         self._metadata = self.client.metadata  # replaced in place, never swapped
@@ -209,6 +234,9 @@ class Producer:
         tp = self._tps.get((topic, partition))
         if tp is None:
             tp = self._tps[(topic, partition)] = TopicPartition(topic, partition)
+        if self.transactions is not None:
+            self.transactions.check_can_send()
+            self.transactions.maybe_add(tp)
         return self._append(
             tp,
             _new_record(Record, (0, timestamp, key_bytes, value_bytes, header_list)),
@@ -257,6 +285,70 @@ class Producer:
     def partitions_for(self, topic: str) -> list[int]:
         """The partition numbers of ``topic`` (waits up to ``max_block_ms`` for metadata)."""
         return list(self._partitions_of(topic))
+
+    # ----- transactions -----------------------------------------------------------
+
+    def _txn(self) -> TransactionManager:
+        if self.transactions is None:
+            raise TransactionStateError("this producer has no transactional_id")
+        if self._closed:
+            raise ClientClosedError("the producer is closed")
+        return self.transactions
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional id's producer id and a new epoch (fencing older producers
+        with the same id, and aborting what they left open). Call once, first."""
+        txn = self._txn()
+        timeout_ms = timeout_ms_of(timeout, self._request_timeout_ms * 2)
+        producer_id, epoch = txn.init(timeout_ms)
+        self._sender.producer_id, self._sender.producer_epoch = producer_id, epoch
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is sent from now on commits or aborts together."""
+        self._txn().begin()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[Any, Any],
+                                    group_metadata_or_group_id: Any,
+                                    timeout: float | None = None) -> None:
+        """Commit a consumer group's offsets as part of this transaction (read-process-write).
+
+        ``offsets`` maps partitions (``TopicPartition`` or ``(topic, partition)``) to the
+        next offset to read (an int, or an ``OffsetAndMetadata``); the group is its id or
+        anything with a ``group_id``. They become the group's committed offsets only if the
+        transaction commits.
+        """
+        txn = self._txn()
+        group_id = getattr(group_metadata_or_group_id, "group_id", group_metadata_or_group_id)
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"a group id (or group metadata) is needed, not "
+                             f"{group_metadata_or_group_id!r}")
+        wanted = {}
+        for tp, offset in offsets.items():
+            offset = getattr(offset, "offset", offset)
+            if not isinstance(offset, int) or offset < 0:
+                raise ValueError(f"offset for {tp} must be a non-negative int, not {offset!r}")
+            wanted[TopicPartition(*tp)] = offset
+        txn.send_offsets(wanted, group_id, timeout_ms_of(timeout, self._request_timeout_ms))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit. Raises the transaction's error if any send failed: then
+        only ``abort_transaction()`` may follow."""
+        txn = self._txn()
+        txn.check_can_send()
+        self.flush(timeout)
+        txn.check_can_send()  # a batch failed while flushing: abortable
+        txn.end(True, timeout_ms_of(timeout, self._request_timeout_ms))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Drop what is not sent yet, wait for what is in flight, then abort."""
+        txn = self._txn()
+        txn.check_can_abort()
+        self._sender.abort_unsent(TransactionAbortedError("the transaction was aborted"))
+        try:
+            self.flush(timeout)
+        except KafkaError:
+            pass
+        txn.end(False, timeout_ms_of(timeout, self._request_timeout_ms))
 
     # ----- flushing and closing -------------------------------------------------
 

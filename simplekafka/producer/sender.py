@@ -27,6 +27,7 @@ from simplekafka.client.errors import (
     needs_metadata_refresh,
 )
 from simplekafka.producer.accumulator import ProducerBatch, RecordAccumulator
+from simplekafka.producer.transactions import TransactionManager
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import build_batch
@@ -51,6 +52,7 @@ class Sender(threading.Thread):
         max_request_size: int,
         idempotent: bool,
         on_new_batch=None,
+        transactions: TransactionManager | None = None,
     ) -> None:
         super().__init__(name="simplekafka-producer-sender", daemon=True)
         self.client = client
@@ -63,6 +65,7 @@ class Sender(threading.Thread):
         self.max_in_flight = max_in_flight
         self.max_request_size = max_request_size
         self.idempotent = idempotent
+        self.transactions = transactions  # a transactional producer's state (else None)
         self.producer_id = -1
         self.producer_epoch = -1
         self._sequences: dict[TopicPartition, int] = {}
@@ -106,7 +109,11 @@ class Sender(threading.Thread):
         self._resolve()
         if self._force_close:
             return False
-        if self.idempotent and self.producer_id < 0 and acc.has_unsent():
+        txn = self.transactions
+        if txn is not None:
+            if txn.pending:
+                txn.add_pending()  # AddPartitionsToTxn before the partitions' first batches
+        elif self.idempotent and self.producer_id < 0 and acc.has_unsent():
             self._init_producer_id()
         now = time.monotonic()
         with acc.condition:
@@ -145,6 +152,8 @@ class Sender(threading.Thread):
                 continue
             if self.idempotent:
                 if self.producer_id < 0:
+                    continue
+                if self.transactions is not None and tp not in self.transactions.added:
                     continue
                 # A retried batch must go before anything after it, alone.
                 if head.is_retry and self._in_flight_tps.get(tp, 0):
@@ -190,6 +199,7 @@ class Sender(threading.Thread):
                 producer_id=self.producer_id,
                 producer_epoch=self.producer_epoch,
                 base_sequence=batch.base_sequence,
+                is_transactional=self.transactions is not None,
             )
         return batch.encoded
 
@@ -209,7 +219,8 @@ class Sender(threading.Thread):
         if not batches:
             return
         body = {
-            "transactional_id": None,
+            "transactional_id": None if self.transactions is None
+            else self.transactions.transactional_id,
             "acks": self.acks,
             "timeout_ms": self.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": p} for t, p in topics.items()],
@@ -284,6 +295,8 @@ class Sender(threading.Thread):
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         self.accumulator.complete(batch)
+        if self.transactions is not None:
+            self.transactions.fail(error)  # the transaction can only be aborted now
         self._outcomes.append((batch, -1, -1, error))
 
     def _resolve(self) -> None:
@@ -343,6 +356,13 @@ class Sender(threading.Thread):
         self.producer_id = body.producer_id
         self.producer_epoch = body.producer_epoch
         self._sequences.clear()
+
+    def abort_unsent(self, error: KafkaError) -> None:
+        """Fail every batch not sent yet (an aborted transaction's); in-flight ones finish."""
+        with self.accumulator.condition:
+            for batch in self.accumulator.drain_all():
+                self._fail(batch, error)
+        self._resolve()
 
     def _fail_everything(self, error: KafkaError) -> None:
         leftovers = self.accumulator.incomplete()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from typing import Any
 
 import cramjam
 
@@ -97,19 +98,44 @@ def compress(
         raise ValueError(f"bad {codec.name.lower()} compression level {level!r}: {exc}") from None
 
 
-def decompress(codec: int | str | Compression, data: bytes | bytearray | memoryview) -> bytes:
-    """Undo :func:`compress`; bad input raises CorruptBatchError, nothing else."""
+# What a broker or consumer lets one batch's records section grow to when decompressed
+# (a "decompression bomb" of a few KB can otherwise claim gigabytes).
+DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+_FIRST_GUESS_RATIO = 16  # first output buffer: 16x the input (most batches fit, no retry)
+_OVERFLOW = "failed to write whole buffer"  # cramjam's message when the output buffer is full
+
+
+class DecompressedTooLargeError(CorruptBatchError):
+    """A compressed records section that expands beyond the allowed size."""
+
+    def __init__(self, codec: str, limit: int):
+        super().__init__(
+            f"{codec} data decompresses to more than {limit} bytes (the cap on one batch)",
+            ErrorCode.INVALID_RECORD,
+            expected=f"at most {limit} decompressed bytes",
+        )
+        self.limit = limit
+
+
+def decompress(codec: int | str | Compression, data: bytes | bytearray | memoryview,
+               max_bytes: int | None = None) -> bytes:
+    """Undo :func:`compress`; bad input raises CorruptBatchError, nothing else.
+
+    With ``max_bytes`` the output never grows past it: more raises
+    DecompressedTooLargeError before that much memory is taken (snappy
+    declares its size up front; the others decompress into a bounded buffer).
+    """
     codec = Compression.of(codec)
     if codec is Compression.NONE:
         return bytes(data)
     try:
-        if codec is Compression.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
         if codec is Compression.SNAPPY:
-            return snappy_decompress(data)
-        if codec is Compression.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        return bytes(cramjam.zstd.decompress(data))
+            return snappy_decompress(data, max_bytes)
+        module = {Compression.GZIP: cramjam.gzip, Compression.LZ4: cramjam.lz4}.get(
+            codec, cramjam.zstd)
+        if max_bytes is None:
+            return bytes(module.decompress(data))
+        return _bounded(module, codec.name.lower(), data, max_bytes)
     except CorruptBatchError:
         raise
     except Exception as exc:  # cramjam raises its own DecompressionError, ValueError...
@@ -117,6 +143,25 @@ def decompress(codec: int | str | Compression, data: bytes | bytearray | memoryv
             f"{codec.name.lower()} data does not decompress: {exc}",
             expected=f"a valid {codec.name.lower()} stream",
         ) from None
+
+
+def _bounded(module: Any, name: str, data: bytes | bytearray | memoryview,
+             max_bytes: int) -> bytes:
+    """Decompress into a buffer of a first guess, then once more of ``max_bytes + 1`` if needed."""
+    size = min(max(len(data) * _FIRST_GUESS_RATIO, 4096), max_bytes + 1)
+    while True:
+        out = bytearray(size)
+        try:
+            written = module.decompress_into(data, out)
+        except Exception as exc:
+            if _OVERFLOW not in str(exc):
+                raise
+            written = size
+        if written < size:
+            return bytes(memoryview(out)[:written])
+        if size > max_bytes:
+            raise DecompressedTooLargeError(name, max_bytes)
+        size = max_bytes + 1
 
 
 def snappy_xerial_compress(
@@ -137,10 +182,12 @@ def snappy_raw_compress(data: bytes | bytearray | memoryview) -> bytes:
     return bytes(cramjam.snappy.compress_raw(data))
 
 
-def snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
-    """Read snappy either xerial-framed (Java client) or raw (librdkafka)."""
+def snappy_decompress(data: bytes | bytearray | memoryview, max_bytes: int | None = None) -> bytes:
+    """Read snappy either xerial-framed (Java client) or raw (librdkafka), at most ``max_bytes``."""
     view = memoryview(data)
     if bytes(view[:8]) != XERIAL_MAGIC:
+        if max_bytes is not None and cramjam.snappy.decompress_raw_len(view) > max_bytes:
+            raise DecompressedTooLargeError("snappy", max_bytes)
         return bytes(cramjam.snappy.decompress_raw(view))
     if len(view) < len(XERIAL_HEADER):
         raise CorruptBatchError(
@@ -149,6 +196,7 @@ def snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
             expected="16-byte xerial header",
         )
     out = []
+    total = 0
     pos = len(XERIAL_HEADER)
     end = len(view)
     while pos < end:
@@ -164,6 +212,11 @@ def snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
                 offset=pos - 4,
                 expected=f"chunk length <= {end - pos}",
             )
-        out.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + length])))
+        chunk = view[pos : pos + length]
+        if max_bytes is not None:
+            total += cramjam.snappy.decompress_raw_len(chunk)
+            if total > max_bytes:
+                raise DecompressedTooLargeError("snappy", max_bytes)
+        out.append(bytes(cramjam.snappy.decompress_raw(chunk)))
         pos += length
     return b"".join(out)

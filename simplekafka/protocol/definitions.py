@@ -810,6 +810,90 @@ CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+"
     ]),
 ])
 
+# --- DescribeAcls (29), CreateAcls (30), DeleteAcls (31) -----------------------------------
+# Enumerations as Kafka's (org.apache.kafka.common.acl / resource): resource_type 2 topic,
+# 3 group, 4 cluster, 5 transactional id; pattern_type 1 any, 2 match, 3 literal,
+# 4 prefixed; operation 2 all, 3 read ... 12 idempotent write; permission_type 2 deny,
+# 3 allow (1 is "any" in filters).
+
+DESCRIBE_ACLS_REQUEST = Message("DescribeAclsRequest", 29, "0-3", "2+", [
+    F("resource_type_filter", "int8"),
+    F("resource_name_filter", "string", nullable="0+"),
+    F("pattern_type_filter", "int8", "1+", default=3),
+    F("principal_filter", "string", nullable="0+"),
+    F("host_filter", "string", nullable="0+"),
+    F("operation", "int8"),
+    F("permission_type", "int8"),
+])
+
+DESCRIBE_ACLS_RESPONSE = Message("DescribeAclsResponse", 29, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16"),
+    F("error_message", "string", nullable="0+", default=None),
+    F("resources", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("pattern_type", "int8", "1+", default=3),
+        F("acls", [
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ]),
+    ]),
+])
+
+CREATE_ACLS_REQUEST = Message("CreateAclsRequest", 30, "0-3", "2+", [
+    F("creations", [
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+        F("resource_pattern_type", "int8", "1+", default=3),
+        F("principal", "string"),
+        F("host", "string"),
+        F("operation", "int8"),
+        F("permission_type", "int8"),
+    ]),
+])
+
+CREATE_ACLS_RESPONSE = Message("CreateAclsResponse", 30, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+    ]),
+])
+
+DELETE_ACLS_REQUEST = Message("DeleteAclsRequest", 31, "0-3", "2+", [
+    F("filters", [
+        F("resource_type_filter", "int8"),
+        F("resource_name_filter", "string", nullable="0+"),
+        F("pattern_type_filter", "int8", "1+", default=3),
+        F("principal_filter", "string", nullable="0+"),
+        F("host_filter", "string", nullable="0+"),
+        F("operation", "int8"),
+        F("permission_type", "int8"),
+    ]),
+])
+
+DELETE_ACLS_RESPONSE = Message("DeleteAclsResponse", 31, "0-3", "2+", [
+    F("throttle_time_ms", "int32"),
+    F("filter_results", [
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+", default=None),
+        F("matching_acls", [
+            F("error_code", "int16"),
+            F("error_message", "string", nullable="0+", default=None),
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("pattern_type", "int8", "1+", default=3),
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ]),
+    ]),
+])
+
 # --- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) -------------------
 
 DESCRIBE_CONFIGS_REQUEST = Message("DescribeConfigsRequest", 32, "0-4", "4+", [
@@ -931,10 +1015,84 @@ OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "
     ]),
 ])
 
+# --- SaslHandshake (17), SaslAuthenticate (36) -------------------------------------------------
+# A connection on a SASL listener starts with these (after an optional ApiVersions). With
+# SaslHandshake v0 the SASL tokens that follow travel as bare size-prefixed frames; with v1
+# they travel inside SaslAuthenticate requests.
+
+SASL_HANDSHAKE_REQUEST = Message("SaslHandshakeRequest", 17, "0-1", "none", [
+    F("mechanism", "string"),
+])
+
+SASL_HANDSHAKE_RESPONSE = Message("SaslHandshakeResponse", 17, "0-1", "none", [
+    F("error_code", "int16"),
+    F("mechanisms", "[]string"),
+])
+
+SASL_AUTHENTICATE_REQUEST = Message("SaslAuthenticateRequest", 36, "0-2", "2+", [
+    F("auth_bytes", "bytes"),
+])
+
+SASL_AUTHENTICATE_RESPONSE = Message("SaslAuthenticateResponse", 36, "0-2", "2+", [
+    F("error_code", "int16"),
+    F("error_message", "string", nullable="0+", default=None),
+    F("auth_bytes", "bytes", default=b""),
+    F("session_lifetime_ms", "int64", "1+", default=0),
+])
+
+# --- DescribeUserScramCredentials (50), AlterUserScramCredentials (51) ------------------------
+# mechanism: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512 (Kafka's ScramMechanism type numbers).
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = Message(
+    "DescribeUserScramCredentialsRequest", 50, "0-0", "0+", [
+        F("users", [F("name", "string")], nullable="0+", default=None),
+    ])
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE = Message(
+    "DescribeUserScramCredentialsResponse", 50, "0-0", "0+", [
+        F("throttle_time_ms", "int32", default=0),
+        F("error_code", "int16", default=0),
+        F("error_message", "string", nullable="0+", default=None),
+        F("results", [
+            F("user", "string"),
+            F("error_code", "int16", default=0),
+            F("error_message", "string", nullable="0+", default=None),
+            F("credential_infos", [
+                F("mechanism", "int8"),
+                F("iterations", "int32"),
+            ]),
+        ]),
+    ])
+
+ALTER_USER_SCRAM_CREDENTIALS_REQUEST = Message(
+    "AlterUserScramCredentialsRequest", 51, "0-0", "0+", [
+        F("deletions", [
+            F("name", "string"),
+            F("mechanism", "int8"),
+        ]),
+        F("upsertions", [
+            F("name", "string"),
+            F("mechanism", "int8"),
+            F("iterations", "int32"),
+            F("salt", "bytes"),
+            F("salted_password", "bytes"),
+        ]),
+    ])
+
+ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = Message(
+    "AlterUserScramCredentialsResponse", 51, "0-0", "0+", [
+        F("throttle_time_ms", "int32", default=0),
+        F("results", [
+            F("user", "string"),
+            F("error_code", "int16", default=0),
+            F("error_message", "string", nullable="0+", default=None),
+        ]),
+    ])
+
 # --- AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28) -------
 # The client-to-coordinator side of transactions (KIP-98); the non-flexible versions, which
-# librdkafka and kafka-python both speak; WriteTxnMarkers (27) is the coordinator-to-leader side
-# (inter-broker, Kafka 3.x's versions).
+# librdkafka and kafka-python both speak; WriteTxnMarkers (27), below, is the
+# coordinator-to-leader side.
 
 ADD_PARTITIONS_TO_TXN_REQUEST = Message("AddPartitionsToTxnRequest", 24, "0-2", "3+", [
     F("v3_and_below_transactional_id", "string", "0-3"),
@@ -979,32 +1137,6 @@ END_TXN_REQUEST = Message("EndTxnRequest", 26, "0-2", "3+", [
 END_TXN_RESPONSE = Message("EndTxnResponse", 26, "0-2", "3+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
-])
-
-WRITE_TXN_MARKERS_REQUEST = Message("WriteTxnMarkersRequest", 27, "0-1", "1+", [
-    F("markers", [
-        F("producer_id", "int64"),
-        F("producer_epoch", "int16"),
-        F("transaction_result", "bool"),
-        F("topics", [
-            F("name", "string"),
-            F("partition_indexes", "[]int32"),
-        ]),
-        F("coordinator_epoch", "int32"),
-    ]),
-])
-
-WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+", [
-    F("markers", [
-        F("producer_id", "int64"),
-        F("topics", [
-            F("name", "string"),
-            F("partitions", [
-                F("partition_index", "int32"),
-                F("error_code", "int16"),
-            ]),
-        ]),
-    ]),
 ])
 
 TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-2", "3+", [
@@ -1090,12 +1222,18 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
         (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
         (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+        (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
+        (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
+        (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
         (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
         (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
         (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
         (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
-        (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+        (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
+        (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
+        (DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST, DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE),
+        (ALTER_USER_SCRAM_CREDENTIALS_REQUEST, ALTER_USER_SCRAM_CREDENTIALS_RESPONSE),
         (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
         (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
         (END_TXN_REQUEST, END_TXN_RESPONSE),

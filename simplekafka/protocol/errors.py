@@ -84,9 +84,11 @@ class ErrorCode(enum.IntEnum):
     CONCURRENT_TRANSACTIONS = (51, True)
     TRANSACTION_COORDINATOR_FENCED = (52, False)
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = (53, False)
+    SECURITY_DISABLED = (54, False)
     OPERATION_NOT_ATTEMPTED = (55, False)
     KAFKA_STORAGE_ERROR = (56, True)
     LOG_DIR_NOT_FOUND = (57, False)
+    SASL_AUTHENTICATION_FAILED = (58, False)
     UNKNOWN_PRODUCER_ID = (59, False)
     REASSIGNMENT_IN_PROGRESS = (60, False)
     NON_EMPTY_GROUP = (68, False)
@@ -110,6 +112,9 @@ class ErrorCode(enum.IntEnum):
     UNSTABLE_OFFSET_COMMIT = (88, True)
     INVALID_RECORD = (87, False)
     PRODUCER_FENCED = (90, False)
+    RESOURCE_NOT_FOUND = (91, False)
+    DUPLICATE_RESOURCE = (92, False)
+    UNACCEPTABLE_CREDENTIAL = (93, False)
 
     @classmethod
     def of(cls, code: int) -> ErrorCode:

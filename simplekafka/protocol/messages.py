@@ -97,6 +97,12 @@ def decode_request_header(payload: Buffer) -> tuple[RequestHeader, int]:
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
 
 
+# Requests whose bytes after the last field are ignored, as Kafka's parser ignores them:
+# librdkafka (confluent-kafka 2.x) ends AlterUserScramCredentials with one tagged-field
+# byte too many. Every other request must end where its schema ends.
+TRAILING_BYTES_TOLERATED = frozenset({ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
+
+
 def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
     """Decode a request payload into its header and body.
 
@@ -120,7 +126,7 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
         raise UnsupportedRequestError(str(exc), _best_effort_header(payload), offset=0) from None
     header, pos = decode_request_header(payload)
     body, end = schema.read(payload, pos)
-    if end != len(payload):
+    if end != len(payload) and api_key not in TRAILING_BYTES_TOLERATED:
         raise ProtocolError(
             f"{schema.name} v{header.api_version} ends at offset {end} but the request has "
             f"{len(payload) - end} more bytes",

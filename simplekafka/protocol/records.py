@@ -60,6 +60,7 @@ __all__ = [
     "parse_batch",
     "parse_batches",
     "parse_control_marker",
+    "rebuild_batch",
 ]
 
 MAGIC = 2
@@ -266,10 +267,17 @@ def _unpack_record(rec: Any) -> tuple[Any, Any, Any, Any]:
     )
 
 
-def _encode_records(records: Sequence[Any], now_ms: int) -> tuple[bytes, int, int]:
-    """Encode the records section; returns (bytes, base_timestamp, max_timestamp)."""
+def _encode_records(records: Sequence[Any], now_ms: int, offset_base: int | None = None,
+                    base_timestamp: int | None = None) -> tuple[bytes, int, int]:
+    """Encode the records section; returns (bytes, base_timestamp, max_timestamp).
+
+    Offset deltas are the records' positions, or with ``offset_base`` their own
+    ``offset - offset_base`` (a compacted batch keeps its records' offsets).
+    """
     first_ts = _unpack_record(records[0])[0]
     base_ts = now_ms if first_ts is None else first_ts
+    if base_timestamp is not None:
+        base_ts = base_timestamp
     max_ts = base_ts
     varint = _VARINT
     limit = _CACHE_SIZE
@@ -278,7 +286,9 @@ def _encode_records(records: Sequence[Any], now_ms: int) -> tuple[bytes, int, in
     append = parts.append
     for delta, rec in enumerate(records):
         if type(rec) is record_type:
-            _, ts, key, value, headers = rec
+            offset, ts, key, value, headers = rec
+            if offset_base is not None:
+                delta = offset - offset_base
         elif type(rec) is tuple and len(rec) == 2:
             key, value = rec
             ts = headers = None
@@ -577,19 +587,22 @@ def _decode_headers(data: bytes, pos: int) -> tuple[list[Header], int]:
 
 
 def parse_batch(
-    buf: bytes | bytearray | memoryview, pos: int = 0, check_crc: bool = True
+    buf: bytes | bytearray | memoryview, pos: int = 0, check_crc: bool = True,
+    max_decompressed_bytes: int | None = None,
 ) -> RecordBatch:
     """Validate and decode the batch at ``pos``: header, decompressed records, absolute offsets.
 
     Raises CorruptBatchError (a ProtocolError) for anything wrong; ``offset``
     is a byte position in ``buf`` (within the decompressed records section for
     errors inside a compressed batch, where no position in ``buf`` exists).
+    A compressed section that would grow past ``max_decompressed_bytes``
+    raises DecompressedTooLargeError (a CorruptBatchError) instead.
     """
     header = validate_batch(buf, pos, check_crc)
     section = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
     codec = header.attributes & 0x07
     compressed = codec != 0
-    data = decompress(codec, section) if compressed else bytes(section)
+    data = decompress(codec, section, max_decompressed_bytes) if compressed else bytes(section)
     try:
         records = _decode_records(
             data, header.records_count, header.base_offset, header.base_timestamp
@@ -603,6 +616,39 @@ def parse_batch(
         append_time = header.max_timestamp
         records = [record._replace(timestamp=append_time) for record in records]
     return RecordBatch(header, records)
+
+
+def rebuild_batch(original: BatchHeader, records: Sequence[Record],
+                  base_timestamp: int | None = None, attributes: int | None = None) -> bytes:
+    """A batch holding ``records`` (a subset of ``original``'s) under ``original``'s header.
+
+    What the log cleaner writes: base offset, last offset delta, producer
+    fields, partition leader epoch and codec stay; the records keep their
+    offsets (gaps are fine); maxTimestamp is recomputed (kept under
+    LogAppendTime); the CRC is new. ``base_timestamp`` and ``attributes``
+    replace the originals (the cleaner stores a delete horizon there, KIP-534).
+    """
+    if not records:
+        raise ValueError("a rebuilt batch needs at least one record")
+    attributes = original.attributes if attributes is None else attributes
+    if attributes & ATTR_TIMESTAMP_TYPE:  # every record's time is the batch's maxTimestamp
+        base_timestamp = original.base_timestamp if base_timestamp is None else base_timestamp
+        records = [record._replace(timestamp=base_timestamp) for record in records]
+        max_ts = original.max_timestamp
+    else:
+        max_ts = max(record.timestamp if record.timestamp is not None else -1
+                     for record in records)
+    payload, base_ts, _ = _encode_records(records, 0, original.base_offset, base_timestamp)
+    codec = attributes & 0x07
+    if codec:
+        payload = compress(codec, payload)
+    tail = _HEADER_TAIL.pack(attributes, original.last_offset_delta, base_ts, max_ts,
+                             original.producer_id, original.producer_epoch,
+                             original.base_sequence, len(records))
+    crc = _crc32c.crc32c(payload, _crc32c.crc32c(tail))
+    head = _HEADER_HEAD.pack(original.base_offset, len(tail) + len(payload) + 9,
+                             original.partition_leader_epoch, MAGIC, crc)
+    return b"".join((head, tail, payload))
 
 
 def parse_batches(buf: bytes | bytearray | memoryview) -> list[RecordBatch]:

@@ -10,6 +10,7 @@ from simplekafka.storage.config import LogConfig
 from simplekafka.storage.epochs import EpochEntry, LeaderEpochCache
 from simplekafka.storage.errors import (
     CheckpointError,
+    DescriptorsExhaustedError,
     LogConfigError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -26,13 +27,16 @@ from simplekafka.storage.log import (
 )
 from simplekafka.storage.manager import CLEAN_SHUTDOWN_MARKER, LogManager
 from simplekafka.storage.segment import LogSegment
+from simplekafka.storage.txn_index import AbortedTxn, TransactionIndex
 
 __all__ = [
     "CLEAN_SHUTDOWN_MARKER",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "AbortedTxn",
     "AppendInfo",
     "CheckpointError",
+    "DescriptorsExhaustedError",
     "EpochEntry",
     "LeaderEpochCache",
     "Log",
@@ -46,5 +50,6 @@ __all__ = [
     "StorageError",
     "TimeIndex",
     "TimestampOffset",
+    "TransactionIndex",
     "UnexpectedAppendOffsetError",
 ]

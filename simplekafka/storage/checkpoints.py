@@ -28,18 +28,24 @@ VERSION = 0
 TopicPartition = tuple[str, int]
 
 
-def write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
-    """Write ``path`` via a fsynced temporary file and a rename, then fsync the directory."""
+def write_lines_atomically(path: Path, lines: Iterable[str], durable: bool = True) -> None:
+    """Write ``path`` via a temporary file and a rename; ``durable``: fsync both first.
+
+    Without ``durable`` a crash of the process still leaves the old or the new
+    file whole (the rename is atomic); only a power cut may lose the change.
+    """
     tmp = path.with_name(path.name + ".tmp")
     data = "".join(line + "\n" for line in lines).encode("utf-8")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)
 
 
 def fsync_directory(directory: Path) -> None:
@@ -51,8 +57,8 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_checkpoint(path: Path, entries: list[str]) -> None:
-    write_lines_atomically(path, [str(VERSION), str(len(entries)), *entries])
+def _write_checkpoint(path: Path, entries: list[str], durable: bool = True) -> None:
+    write_lines_atomically(path, [str(VERSION), str(len(entries)), *entries], durable)
 
 
 def _read_checkpoint(path: Path, fields: int) -> list[list[str]]:
@@ -105,9 +111,10 @@ def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
     }
 
 
-def write_epoch_checkpoint(path: Path, entries: Iterable[tuple[int, int]]) -> None:
+def write_epoch_checkpoint(path: Path, entries: Iterable[tuple[int, int]],
+                           durable: bool = True) -> None:
     """Write ``epoch start_offset`` entries of a leader-epoch-checkpoint."""
-    _write_checkpoint(path, [f"{epoch} {offset}" for epoch, offset in entries])
+    _write_checkpoint(path, [f"{epoch} {offset}" for epoch, offset in entries], durable)
 
 
 def read_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:

@@ -38,8 +38,28 @@ class LogConfig:
     flush_ms: int | None = None
     max_message_bytes: int = 1024 * 1024 + 12
     message_timestamp_type: str = "CreateTime"
+    # Compaction (cleaner.py): "delete", "compact" or "compact,delete".
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = DAY_MS
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    # How far a CreateTime record's timestamp may be from the broker's clock (KIP-467 errors).
+    message_timestamp_difference_max_ms: int = (1 << 63) - 1
 
     def __post_init__(self) -> None:
+        policies = {part.strip() for part in self.cleanup_policy.split(",")}
+        if not policies or not policies <= {"delete", "compact"}:
+            raise LogConfigError(
+                f"cleanup.policy must be delete, compact or both, got {self.cleanup_policy!r}")
+        object.__setattr__(self, "cleanup_policy", ",".join(sorted(policies)))
+        ratio = self.min_cleanable_dirty_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+            raise LogConfigError(
+                f"min.cleanable.dirty.ratio must be between 0 and 1, got {ratio!r}")
+        _at_least("delete_retention_ms", self.delete_retention_ms, 0)
+        _at_least("min_compaction_lag_ms", self.min_compaction_lag_ms, 0)
+        _at_least("message_timestamp_difference_max_ms",
+                  self.message_timestamp_difference_max_ms, 0)
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise LogConfigError(
                 f"message.timestamp.type must be CreateTime or LogAppendTime, "
@@ -59,6 +79,16 @@ class LogConfig:
     def replace(self, **changes: Any) -> LogConfig:
         """A copy with some fields changed (validated like the original)."""
         return dataclasses.replace(self, **changes)
+
+    @property
+    def compact(self) -> bool:
+        """True when the log cleaner keeps only the last record per key."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def deletes(self) -> bool:
+        """True when retention deletes old segments (``delete`` in cleanup.policy)."""
+        return "delete" in self.cleanup_policy
 
     @property
     def log_append_time(self) -> bool:
@@ -82,6 +112,21 @@ class LogConfig:
         for key in ("message.timestamp.type", "log.message.timestamp.type"):
             if settings.get(key) is not None:
                 changes["message_timestamp_type"] = str(settings[key]).strip()
+                break
+        for key in ("cleanup.policy", "log.cleanup.policy"):
+            if settings.get(key) is not None:
+                value = settings[key]
+                if isinstance(value, (list, tuple)):
+                    value = ",".join(str(v) for v in value)
+                changes["cleanup_policy"] = str(value).strip().strip("[]")
+                break
+        for key in ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"):
+            if settings.get(key) is not None:
+                try:
+                    changes["min_cleanable_dirty_ratio"] = float(str(settings[key]).strip())
+                except ValueError:
+                    raise LogConfigError(
+                        f"{key} must be a number, got {settings[key]!r}") from None
                 break
         for field in ("flush_messages", "flush_ms"):
             value = changes.get(field)
@@ -112,6 +157,12 @@ _KAFKA_KEYS: dict[str, list[tuple[str, int]]] = {
     "flush_messages": [("flush.messages", 1), ("log.flush.interval.messages", 1)],
     "flush_ms": [("flush.ms", 1), ("log.flush.interval.ms", 1)],
     "max_message_bytes": [("max.message.bytes", 1), ("message.max.bytes", 1)],
+    "delete_retention_ms": [("delete.retention.ms", 1), ("log.cleaner.delete.retention.ms", 1)],
+    "min_compaction_lag_ms": [("min.compaction.lag.ms", 1),
+                              ("log.cleaner.min.compaction.lag.ms", 1)],
+    "message_timestamp_difference_max_ms": [
+        ("message.timestamp.difference.max.ms", 1),
+        ("log.message.timestamp.difference.max.ms", 1)],
 }
 
 

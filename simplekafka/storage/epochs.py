@@ -40,6 +40,7 @@ class LeaderEpochCache:
         self._path = path
         self._log_end_offset = log_end_offset
         self._entries: list[EpochEntry] = []
+        self._unsynced = False  # the file holds an assign that was not fsynced
         if path is not None:
             try:
                 self._entries = [EpochEntry(*entry) for entry in read_epoch_checkpoint(path)]
@@ -78,7 +79,10 @@ class LeaderEpochCache:
             if entry.epoch < epoch and entry.start_offset < start_offset
         ]
         self._entries.append(EpochEntry(epoch, start_offset))
-        self._flush()
+        # Not fsynced here (Kafka 3.7 does the same, KAFKA-15046): a new leader would
+        # otherwise pay two fsyncs per partition; the log's next flush makes it durable,
+        # and recovery re-learns epochs from the batches it re-reads.
+        self._flush(durable=False)
         return True
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
@@ -128,6 +132,12 @@ class LeaderEpochCache:
         self._entries = []
         self._flush()
 
-    def _flush(self) -> None:
+    def _flush(self, durable: bool = True) -> None:
         if self._path is not None:
-            write_epoch_checkpoint(self._path, self._entries)
+            write_epoch_checkpoint(self._path, self._entries, durable)
+            self._unsynced = not durable
+
+    def sync(self) -> None:
+        """Make an assign written without fsync durable (called by the log's flush)."""
+        if self._unsynced:
+            self._flush()

@@ -52,3 +52,24 @@ class CheckpointError(StorageError):
 
 class LogConfigError(ValueError):
     """A configuration value that is out of range or not a number."""
+
+
+class DescriptorsExhaustedError(StorageError):
+    """No descriptor left for a partition's files (the open-files limit, RLIMIT_NOFILE)."""
+
+    def __init__(self, what: str, limit: int, reserve: int | None = None):
+        kept = f", the last {reserve} kept for ZooKeeper and clients" if reserve else ""
+        super().__init__(
+            f"{what}: out of file descriptors (open-files limit {limit}{kept}); "
+            f"raise the limit (ulimit -n) or hold fewer partitions on this broker")
+        self.limit = limit
+
+
+class RecordValidationError(StorageError):
+    """Records of a batch that the log refuses one by one (KIP-467): ``record_errors``
+    holds (index of the record in its batch, why); the whole batch is refused."""
+
+    def __init__(self, message: str, error_code: ErrorCode,
+                 record_errors: list[tuple[int, str]]):
+        super().__init__(message, error_code=error_code)
+        self.record_errors = record_errors

@@ -12,11 +12,16 @@ appends never grow the file) and trimmed to their real length when the segment
 is closed or rolled; after a crash the tail of a preallocated file is zeros,
 which is why the active segment's indexes are rebuilt from the log.
 
-No descriptor is kept open for an index: the file is opened, mapped and
-closed again (a mapping outlives its descriptor), as Kafka does, so a replica
-costs one descriptor (its .log) rather than five. Python's mmap keeps a
-duplicate of the descriptor unless told ``trackfd=False`` (Python 3.13+);
-before 3.13 that duplicate is the one descriptor each index still costs.
+No descriptor is kept open for an index, as in Kafka (whose index files are
+mapped and then closed), so a replica costs one descriptor: its active
+segment's ``.log``. The active segment's entries live in memory (a
+``bytearray`` of the entries in use) and are written to the file
+when the segment is flushed, rolled or closed; after a crash that file is not
+trusted anyway (its indexes are rebuilt from the log). An older segment's
+index is read only when first looked up: mapped where Python can map without
+keeping a duplicate descriptor (``trackfd=False``, 3.13+), else read into
+memory (about 0.5 % of the segment's size). Thousands of partitions then need
+thousands of descriptors, not three or five times as many.
 """
 
 from __future__ import annotations
@@ -47,17 +52,17 @@ class _MappedIndex:
         self._entry_size = self._entry.size
         self._max_bytes = max(max_bytes - max_bytes % self._entry_size, self._entry_size)
         self._max_entries = self._max_bytes // self._entry_size
-        self._mm: mmap.mmap | None = None
+        # The entries: a bytearray while writable, the file's bytes (or map) once read.
+        self._mm: Any = None
         self._writable = False
         self._closed = False
+        self._flushed = 0  # entries of the in-memory array already written to the file
         with self._file() as fd:
             file_size = os.fstat(fd).st_size
             self.misaligned = file_size % self._entry_size != 0
             self._count = file_size // self._entry_size
             if writable:
                 self._map_writable(fd)
-            else:
-                self._map_read_only(fd)
 
     @contextlib.contextmanager
     def _file(self) -> Iterator[int]:
@@ -81,52 +86,72 @@ class _MappedIndex:
         return self._count >= self._max_entries
 
     def make_writable(self) -> None:
-        """Preallocate the file to its maximum size and map it for appends (the active segment)."""
+        """Preallocate the file to its maximum size; appends go to memory (the active segment)."""
         with self._file() as fd:
             self._map_writable(fd)
 
     def _map_writable(self, fd: int) -> None:
         self._unmap()
         self._count = min(self._count, self.max_entries)
+        entries = os.pread(fd, self._count * self._entry_size, 0) if self._count else b""
         os.ftruncate(fd, self._max_bytes)
-        self._mm = mmap.mmap(fd, self._max_bytes, access=mmap.ACCESS_WRITE,
-                             **_NO_DESCRIPTOR_KEPT)
+        self._mm = bytearray(entries)  # grows with appends: memory for entries in use only
+        self._flushed = self._count
         self._writable = True
 
     def trim(self) -> None:
-        """Cut the file to the entries in use and map it read-only (segment no longer active)."""
-        if self._mm is not None and self._writable:
-            self._mm.flush()
-        self._unmap()
+        """Write and cut the file to the entries in use; read-only from now (segment inactive)."""
         with self._file() as fd:
+            if self._writable:
+                self._write_entries(fd)
+                os.fsync(fd)
             os.ftruncate(fd, self._count * self._entry_size)
-            self._map_read_only(fd)
-
-    def _map_read_only(self, fd: int) -> None:
+        self._unmap()
         self._writable = False
+
+    def _write_entries(self, fd: int) -> None:
+        """Write the in-memory entries the file does not have yet."""
+        start = min(self._flushed, self._count) * self._entry_size
+        end = self._count * self._entry_size
+        if end > start:
+            os.pwrite(fd, memoryview(self._mm)[start:end], start)
+        self._flushed = self._count
+
+    def _load_read_only(self) -> Any:
+        """An inactive index's entries, read at first use (see the module docstring)."""
         length = self._count * self._entry_size
-        self._mm = mmap.mmap(fd, length, access=mmap.ACCESS_READ,
-                             **_NO_DESCRIPTOR_KEPT) if length else None
+        if not length:
+            return b""
+        with self._file() as fd:
+            if _NO_DESCRIPTOR_KEPT:
+                self._mm = mmap.mmap(fd, length, access=mmap.ACCESS_READ, **_NO_DESCRIPTOR_KEPT)
+            else:
+                self._mm = os.pread(fd, length, 0)
+        return self._mm
 
     def _unmap(self) -> None:
-        if self._mm is not None:
+        if isinstance(self._mm, mmap.mmap):
             self._mm.close()
-            self._mm = None
+        self._mm = None
 
     # -- entries ---------------------------------------------------------------
+    def _entries_buffer(self) -> Any:
+        return self._mm if self._mm is not None else self._load_read_only()
+
     def _raw(self, index: int) -> tuple[int, int]:
-        assert self._mm is not None
-        return self._entry.unpack_from(self._mm, index * self._entry_size)
+        return self._entry.unpack_from(self._entries_buffer(), index * self._entry_size)
 
     def _append_raw(self, first: int, second: int) -> None:
-        if not self._writable or self._mm is None:
+        if not self._writable:
             raise ValueError(f"{self.path.name} is not open for appends")
-        self._entry.pack_into(self._mm, self._count * self._entry_size, first, second)
+        self._mm += self._entry.pack(first, second)
         self._count += 1
 
     def _largest_at_most(self, column: int, target: int) -> int:
         """Position of the last entry whose ``column`` is <= target, or -1 (binary search)."""
-        mm: Any = self._mm  # None once closed: only reached with entries when open
+        if not self._count:
+            return -1
+        mm = self._entries_buffer()
         unpack, size = self._entry.unpack_from, self._entry_size
         lo, hi, found = 0, self._count - 1, -1
         while lo <= hi:
@@ -140,16 +165,24 @@ class _MappedIndex:
     def reset(self) -> None:
         """Forget every entry (before a rebuild)."""
         self._count = 0
+        self._flushed = 0
+        if self._writable:
+            del self._mm[:]
 
     def _truncate_entries(self, count: int) -> None:
         self._count = min(self._count, count)
-        if not self._writable:
+        self._flushed = min(self._flushed, self._count)
+        if self._writable:
+            del self._mm[self._count * self._entry_size:]
+        else:
             self.trim()
 
     # -- lifetime --------------------------------------------------------------
     def flush(self) -> None:
-        if self._mm is not None and self._writable:
-            self._mm.flush()
+        """Write the new entries of the active segment's index to its file."""
+        if self._writable and self._flushed != self._count:
+            with self._file() as fd:
+                self._write_entries(fd)
 
     def close(self, trim: bool = True) -> None:
         """Close the map and file; ``trim=False`` leaves a preallocated file as a crash would."""
@@ -157,6 +190,8 @@ class _MappedIndex:
             return
         if trim:
             self.trim()
+        elif self._writable:
+            self.flush()  # written, the file left preallocated
         self._unmap()
         self._closed = True
 

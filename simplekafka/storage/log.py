@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import re
 import shutil
 import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from simplekafka.protocol.batch_header import (
     ATTR_TIMESTAMP_TYPE,
@@ -49,6 +50,7 @@ from simplekafka.storage.segment import (
     Buffer,
     LogSegment,
 )
+from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,9 @@ EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest"
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest"
 MAX_TIMESTAMP = -3  # ListOffsets' "the record with the largest timestamp" (KIP-734)
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+CLEANED_SUFFIX = ".cleaned"  # files the log cleaner is still writing (cleaner.py)
+SWAP_SUFFIX = ".swap"  # a cleaned group that replaces its old segments (see replace_segments)
+GROUP_SUFFIX = ".group"  # <base>.group.swap: the base offsets of the segments it replaces
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _MAX_IOVECS = 1000  # stay under IOV_MAX (1024) in one pwritev
 _OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # bytes 0-15 of a batch: what the leader rewrites
@@ -102,10 +107,14 @@ class Log:
         self._log_start_offset = log_start_offset
         self._clock_ms = clock_ms
         self._closed = False
+        self.generation = 0  # bumped by truncations: a cleaning planned before is void
         self.recovery_point = self.log_end_offset
         self._unflushed_records = 0
         self._last_flush_ms = clock_ms()
         self.fsync_count = 0
+        # A new log's directory entries are made durable by its first flush, not at
+        # creation (an fsync of the parent per replica made LeaderAndIsr slow).
+        self.directory_sync_needed = False
         self.truncated_on_recovery = 0  # bytes recovery cut off when this log was opened
         self.leader_epochs = LeaderEpochCache(
             directory / CHECKPOINT_NAME, lambda: self.log_end_offset
@@ -162,8 +171,9 @@ class Log:
         for number, base in enumerate(bases):
             last = number == len(bases) - 1
             segment = LogSegment(directory, base, config, active=last, created_ms=now)
-            if segments and base != segments[-1].next_offset:
-                # A gap or overlap: the files after it do not belong to this log.
+            if segments and base < segments[-1].next_offset:
+                # An overlap: the files after it do not belong to this log. (A gap is
+                # fine: the log cleaner leaves one where it removed whole batches.)
                 segment.delete()
                 _delete_segments_from(directory, bases[number + 1 :])
                 break
@@ -226,6 +236,10 @@ class Log:
     @property
     def active_segment(self) -> LogSegment:
         return self._segments[-1]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def _check_open(self) -> None:
         if self._closed:
@@ -307,9 +321,10 @@ class Log:
     def append_as_follower(self, batch_bytes: Buffer) -> AppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.
 
-        They must start exactly at our log end offset and follow each other
-        without gaps (UnexpectedAppendOffsetError otherwise); empty input is a
-        no-op. The leader epoch cache learns every epoch change it sees.
+        They must start at or after our log end offset and follow each other
+        in increasing order (UnexpectedAppendOffsetError otherwise; gaps are
+        fine, a compacted leader log has them); empty input is a no-op. The
+        leader epoch cache learns every epoch change it sees.
         """
         self._check_open()
         view = memoryview(batch_bytes)
@@ -319,7 +334,7 @@ class Log:
         headers = self._validate(view, follower=True)
         expected = self.log_end_offset
         for _, header in headers:
-            if header.base_offset != expected:
+            if header.base_offset < expected:
                 raise UnexpectedAppendOffsetError(
                     f"follower append at offset {header.base_offset}, log end is {expected}")
             expected = header.next_offset
@@ -454,6 +469,30 @@ class Log:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    # -- aborted transactions ------------------------------------------------------
+    def append_aborted_txn(self, entry: AbortedTxn) -> None:
+        """Record an aborted transaction in the index of the segment holding its marker."""
+        self._check_open()
+        number = max(bisect.bisect_right(self._bases, entry.last_offset) - 1, 0)
+        self._segments[number].txn_index.append(entry)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), oldest marker first.
+
+        Kafka's ``collectAbortedTransactions``: an abort whose marker is at or
+        after ``fetch_offset`` is in the segment holding ``fetch_offset`` or a
+        later one, so the search starts there.
+        """
+        self._check_open()
+        found: list[AbortedTxn] = []
+        first = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        for segment in self._segments[first:]:
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found += entries
+            if complete:
+                break
+        return found
+
     def find_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """The first record with a timestamp >= ``timestamp``: (its timestamp, its offset).
 
@@ -527,6 +566,11 @@ class Log:
         self._check_open()
         self._segments[-1].flush()
         self.fsync_count += 1
+        self.leader_epochs.sync()
+        if self.directory_sync_needed:
+            fsync_directory(self.directory)
+            fsync_directory(self.directory.parent)
+            self.directory_sync_needed = False
         self.recovery_point = self.log_end_offset
         self._unflushed_records = 0
         self._last_flush_ms = self._clock_ms()
@@ -553,6 +597,7 @@ class Log:
         self._check_open()
         if offset >= self.log_end_offset:
             return
+        self.generation += 1
         if offset <= self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -573,6 +618,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start an empty log at ``offset``."""
         self._check_open()
+        self.generation += 1
         for segment in self._segments:
             segment.delete()
         self._segments = [LogSegment(self.directory, offset, self._config, active=True,
@@ -641,14 +687,76 @@ class Log:
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self.leader_epochs.truncate_from_start(self._log_start_offset)
 
+    # -- compaction ----------------------------------------------------------------
+    swap_hook: Callable[[Path], None] | None = None  # tests: called at the .swap commit point
+
+    def replace_segments(self, groups: list[Any], generation: int) -> int:
+        """Swap cleaned groups in for the segments they replace (Kafka's replaceSegments).
+
+        Each group (``cleaner.CleanedGroup``: ``old`` segments, ``base_offset``)
+        has ``<base>.log.cleaned`` and its indexes written and fsynced, plus
+        ``<base>.group.cleaned`` naming the old segments. In an order that a
+        crash at any point leaves recoverable (``Log.open`` finishes it):
+
+        1. rename ``.cleaned`` -> ``.swap``, the ``.log`` last, and fsync the
+           directory: from here the group is committed;
+        2. close and delete the old segments' files;
+        3. rename the ``.swap`` files to their final names (the ``.log`` last),
+           fsync, and open the new segment in the old ones' place.
+
+        A group whose old segments are no longer all in the log, or any group
+        after a truncation since the plan (``generation``), is discarded.
+        Returns how many groups were swapped in.
+        """
+        swapped = 0
+        for group in groups:
+            if not self._still_holds(group.old, generation):
+                discard_cleaned(self.directory, group.base_offset)
+                continue
+            base = group.base_offset
+            _rename_group(self.directory, base, CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_directory(self.directory)
+            if Log.swap_hook is not None:
+                Log.swap_hook(self.directory)
+            if not self._still_holds(group.old, generation):
+                _discard_suffix(self.directory, base, SWAP_SUFFIX)
+                continue
+            first = self._segments.index(group.old[0])
+            for segment in group.old:
+                segment.delete()
+            _rename_group(self.directory, base, SWAP_SUFFIX, "")
+            fsync_directory(self.directory)
+            group_file(self.directory, base, SWAP_SUFFIX).unlink(missing_ok=True)
+            segment = LogSegment(self.directory, base, self._config, active=False,
+                                 created_ms=self._clock_ms())
+            segment.load()
+            self._segments[first : first + len(group.old)] = [segment]
+            self._bases[first : first + len(group.old)] = [base]
+            swapped += 1
+        return swapped
+
+    def _still_holds(self, old: list[LogSegment], generation: int) -> bool:
+        if self._closed or generation != self.generation or not old:
+            return False
+        try:
+            first = self._segments.index(old[0])
+        except ValueError:
+            return False
+        return self._segments[first : first + len(old)] == old and \
+            first + len(old) < len(self._segments)  # never the active segment
+
     # -- closing -------------------------------------------------------------------
     def close(self) -> None:
         """Flush, write the final time index entry, trim the active indexes, close every file."""
         if self._closed:
             return
+        self.generation += 1
         for segment in self._segments:
             segment.close(clean=True)
         self.fsync_count += 1
+        self.leader_epochs.sync()
+        if self.directory_sync_needed:
+            fsync_directory(self.directory)  # the log directory's parent: LogManager.close
         self._closed = True
 
     def abandon(self) -> None:
@@ -659,6 +767,7 @@ class Log:
         """
         if self._closed:
             return
+        self.generation += 1
         for segment in self._segments:
             segment.close(clean=False)
         self._closed = True
@@ -673,8 +782,74 @@ class Log:
                 f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})")
 
 
+def group_file(directory: Path, base_offset: int, suffix: str) -> Path:
+    """``<base>.group<suffix>``: the old segments a cleaned group replaces, one base a line."""
+    return directory / f"{base_offset:020d}{GROUP_SUFFIX}{suffix}"
+
+
+def discard_cleaned(directory: Path, base_offset: int) -> None:
+    """Remove the ``.cleaned`` files of one group (a round that will not be swapped in)."""
+    _discard_suffix(directory, base_offset, CLEANED_SUFFIX)
+
+
+def _discard_suffix(directory: Path, base_offset: int, suffix: str) -> None:
+    for path in directory.glob(f"{base_offset:020d}.*{suffix}"):
+        path.unlink(missing_ok=True)
+
+
+def _rename_group(directory: Path, base: int, old_suffix: str, new_suffix: str) -> None:
+    """Rename a group's files from one suffix to another, the ``.log`` last (it marks the
+    step done). The group file has no final name: it is only renamed to ``.swap``."""
+    suffixes = [TXN_INDEX_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX]
+    if new_suffix:
+        suffixes.insert(0, GROUP_SUFFIX)
+    for suffix in suffixes:
+        source = directory / f"{base:020d}{suffix}{old_suffix}"
+        if source.exists():
+            os.replace(source, directory / f"{base:020d}{suffix}{new_suffix}")
+
+
+def _complete_swaps(directory: Path) -> None:
+    """Finish cleanings that a crash interrupted (Kafka's LogLoader does the same).
+
+    ``.cleaned`` files never made it to the commit point: gone. A
+    ``<base>.log.swap`` is a committed group: the old segments its
+    ``.group.swap`` names are deleted, it takes its final name, and its
+    indexes are rebuilt from it. Other ``.swap`` files without their ``.log``
+    are leftovers of a commit that did not finish (or of one that did).
+    """
+    for path in directory.glob(f"*{CLEANED_SUFFIX}"):
+        path.unlink(missing_ok=True)
+    for log_swap in sorted(directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+        stem = log_swap.name.split(".")[0]
+        if not stem.isdigit():
+            continue
+        base = int(stem)
+        group = group_file(directory, base, SWAP_SUFFIX)
+        try:
+            old = [int(line) for line in group.read_text().split()]
+        except (OSError, ValueError):
+            old = [base]  # the group file is renamed before the .log: not expected
+        txn_swap = directory / f"{base:020d}{TXN_INDEX_SUFFIX}{SWAP_SUFFIX}"
+        for old_base in {*old, base}:
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                if suffix == TXN_INDEX_SUFFIX and old_base == base and not txn_swap.exists():
+                    continue  # already renamed: the old one was deleted before
+                (directory / f"{old_base:020d}{suffix}").unlink(missing_ok=True)
+        if txn_swap.exists():  # the offset and time indexes are rebuilt; this one cannot be
+            os.replace(txn_swap, directory / f"{base:020d}{TXN_INDEX_SUFFIX}")
+        os.replace(log_swap, directory / f"{base:020d}{LOG_SUFFIX}")
+        logger.warning("%s: finished the interrupted swap of a cleaned segment at offset %d "
+                       "(replacing %d segments)", directory, base, len(old))
+    for path in directory.glob(f"*{SWAP_SUFFIX}"):
+        path.unlink(missing_ok=True)
+    fsync_directory(directory)
+
+
 def _clean_directory(directory: Path) -> list[int]:
     """Remove leftovers of interrupted writes; return the segments' base offsets, sorted."""
+    if any(path.name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for path in directory.iterdir()):
+        _complete_swaps(directory)
     bases = []
     for path in directory.iterdir():
         if path.name.endswith((".tmp", ".deleted")):
@@ -684,7 +859,7 @@ def _clean_directory(directory: Path) -> list[int]:
         if match:
             bases.append(int(match[1]))
     logs = set(bases)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for path in directory.glob(f"*{suffix}"):
             stem = path.name[: -len(suffix)]
             if not (stem.isdigit() and int(stem) in logs):
@@ -694,7 +869,7 @@ def _clean_directory(directory: Path) -> list[int]:
 
 def _delete_segments_from(directory: Path, bases: list[int]) -> None:
     for base in bases:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
 
 

@@ -7,6 +7,7 @@ Per log directory, like Kafka::
         replication-offset-checkpoint       high watermarks
         recovery-point-offset-checkpoint    offsets known to be fsynced
         log-start-offset-checkpoint         log start offsets
+        cleaner-offset-checkpoint           where each compacted log's dirty part begins
         orders-0/                           one directory per partition
         orders-1/
 
@@ -28,8 +29,10 @@ from simplekafka.storage.checkpoints import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from simplekafka.storage.cleaner import Cleaner, CleanerManager, CleanResult, clean_once
 from simplekafka.storage.config import LogConfig
-from simplekafka.storage.errors import CheckpointError, StorageError
+from simplekafka.storage.descriptors import DescriptorBudget, is_exhausted
+from simplekafka.storage.errors import CheckpointError, DescriptorsExhaustedError, StorageError
 from simplekafka.storage.log import Log, parse_partition_dir, wall_clock_ms
 
 logger = logging.getLogger(__name__)
@@ -51,6 +54,7 @@ class LogManager:
         self.config = config or LogConfig()
         self._clock_ms = clock_ms
         self._logs: dict[TopicPartition, Log] = {}
+        self.descriptors = DescriptorBudget()  # new logs stop short of the open-files limit
         self.recovered_unclean = False
         for directory in self.log_dirs:
             try:
@@ -58,6 +62,7 @@ class LogManager:
                 self._load_dir(directory)
             except OSError as exc:
                 raise StorageError(f"cannot use log directory {directory}: {exc}") from exc
+        self.cleaner_manager = CleanerManager(self.log_dirs)
 
     def _load_dir(self, directory: Path) -> None:
         marker = directory / CLEAN_SHUTDOWN_MARKER
@@ -95,10 +100,17 @@ class LogManager:
                 existing.update_config(config)
             return existing
         _check_topic(topic, partition)
+        self.descriptors.check(f"{topic}-{partition}")
         directory = self.log_dirs[0] if len(self.log_dirs) == 1 else self._least_loaded_dir()
-        log = Log.open(directory / f"{topic}-{partition}", config or self.config,
-                       clean_shutdown=True, clock_ms=self._clock_ms)
-        fsync_directory(directory)
+        try:
+            log = Log.open(directory / f"{topic}-{partition}", config or self.config,
+                           clean_shutdown=True, clock_ms=self._clock_ms)
+        except (OSError, StorageError) as exc:
+            if is_exhausted(exc) or is_exhausted(exc.__cause__):
+                raise DescriptorsExhaustedError(f"{topic}-{partition}",
+                                                DescriptorBudget.limit()) from exc
+            raise
+        log.directory_sync_needed = True  # made durable by the log's first flush
         self._logs[(topic, partition)] = log
         return log
 
@@ -115,8 +127,14 @@ class LogManager:
         log = self._logs.pop((topic, partition), None)
         if log is None:
             return False
+        self.cleaner_manager.forget((topic, partition))
         log.delete()
         return True
+
+    @property
+    def logs(self) -> dict[TopicPartition, Log]:
+        """Every log by (topic, partition) (for the cleaner; change them through their methods)."""
+        return self._logs
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
@@ -135,6 +153,18 @@ class LogManager:
         marks = high_watermarks or {}
         return sum(log.enforce_retention(now_ms, marks.get(key))
                    for key, log in self._logs.items() if deletes is None or deletes(key[0]))
+
+    def clean_once(self, cleaner: Cleaner | None = None, now_ms: int | None = None,
+                   high_watermarks: Mapping[TopicPartition, int] | None = None
+                   ) -> CleanResult | None:
+        """One log cleaner round on this thread (the broker runs the middle part on a
+        thread of its own, see cleaner.py); None when no compacted log needs it."""
+        result = clean_once(self._logs, self.cleaner_manager, cleaner or Cleaner(),
+                            self._clock_ms() if now_ms is None else now_ms, high_watermarks)
+        if result is not None:
+            self.cleaner_manager.write_checkpoints(
+                self.cleaner_manager.checkpoint_entries(self._logs))
+        return result
 
     def flush_if_due(self, now_ms: int | None = None) -> int:
         """Apply flush.ms to every log; how many were flushed."""
@@ -180,6 +210,7 @@ class LogManager:
         for log in self._logs.values():
             log.close()
         self.checkpoint_recovery_points_and_log_starts()
+        self.cleaner_manager.write_checkpoints(self.cleaner_manager.checkpoint_entries(self._logs))
         for directory in self.log_dirs:
             (directory / CLEAN_SHUTDOWN_MARKER).touch()
             fsync_directory(directory)

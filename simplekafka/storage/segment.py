@@ -6,6 +6,7 @@ as 20 digits so that file names sort like offsets::
     00000000000000000000.log        batches, exactly as the leader stored them
     00000000000000000000.index      last offset of a batch -> its position in .log
     00000000000000000000.timeindex  max timestamp so far -> offset
+    00000000000000000000.txnindex   aborted transactions whose markers are here (if any)
 
 Only the last segment of a log (the active one) is appended to. The segment
 never looks inside a batch beyond its 61-byte header.
@@ -29,6 +30,7 @@ from simplekafka.protocol.errors import CorruptBatchError
 from simplekafka.storage.config import LogConfig
 from simplekafka.storage.errors import StorageError
 from simplekafka.storage.index import OffsetIndex, TimeIndex
+from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -53,19 +55,22 @@ class LogSegment:
     """
 
     def __init__(self, directory: Path, base_offset: int, config: LogConfig, active: bool,
-                 created_ms: int):
+                 created_ms: int, file_suffix: str = ""):
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
         self.created_ms = created_ms
-        self.log_path = segment_file(directory, base_offset, LOG_SUFFIX)
-        index_path = segment_file(directory, base_offset, INDEX_SUFFIX)
-        time_index_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX)
+        # file_suffix: ".cleaned" for a segment the log cleaner is writing (cleaner.py)
+        self.log_path = segment_file(directory, base_offset, LOG_SUFFIX + file_suffix)
+        index_path = segment_file(directory, base_offset, INDEX_SUFFIX + file_suffix)
+        time_index_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX + file_suffix)
         self.indexes_were_missing = not (index_path.exists() and time_index_path.exists())
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
         self.offset_index = OffsetIndex(index_path, base_offset, config.max_index_size, active)
         self.time_index = TimeIndex(time_index_path, base_offset, config.max_index_size, active)
+        self.txn_index = TransactionIndex(
+            segment_file(directory, base_offset, TXN_INDEX_SUFFIX + file_suffix))
         self.active = active
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -108,11 +113,12 @@ class LogSegment:
         self._bytes_since_index_entry = self.size - start
 
     def recover(self) -> int:
-        """Re-validate every batch (bounds, magic, CRC, contiguous offsets) and rebuild the indexes.
+        """Re-validate every batch (bounds, magic, CRC, increasing offsets) and rebuild the indexes.
 
         Truncates the file at the first bad byte and returns how many bytes
-        were cut. A batch whose base offset is not the previous batch's next
-        offset counts as bad: stale or foreign bytes cannot sneak in.
+        were cut. A batch whose base offset is below the previous batch's next
+        offset counts as bad: stale or foreign bytes cannot sneak in. A gap is
+        fine: the log cleaner leaves them where it removed whole batches.
         """
         was_active = self.active
         self.offset_index.make_writable()
@@ -141,7 +147,7 @@ class LogSegment:
                 header = validate_batch(buffer, rel, check_crc=True)
             except CorruptBatchError:
                 break
-            if header.base_offset != self.next_offset or not self._fits_relative(header):
+            if header.base_offset < self.next_offset or not self._fits_relative(header):
                 break
             self._index_batch(position, header.size, header.last_offset, header.max_timestamp)
             position += header.size
@@ -149,6 +155,7 @@ class LogSegment:
         if truncated:
             os.ftruncate(self._fd, position)
             self.size = position
+        self.txn_index.truncate_to(self.next_offset)
         if not was_active:
             self.offset_index.trim()
             self.time_index.trim()
@@ -294,6 +301,7 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self._load_tail_state()
         return removed
 
@@ -318,6 +326,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self, clean: bool = True) -> None:
         """Close the files; a clean close of the active segment finishes and trims its indexes."""
@@ -334,10 +343,16 @@ class LogSegment:
         self._fd = -1
 
     def delete(self) -> None:
-        """Close and remove the segment's three files."""
+        """Close and remove the segment's files."""
         self.close(clean=False)
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in self.paths:
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
+
+    @property
+    def paths(self) -> tuple[Path, Path, Path]:
+        """The .log, .index and .timeindex files."""
+        return self.log_path, self.offset_index.path, self.time_index.path
 
     def __repr__(self) -> str:
         return (f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "

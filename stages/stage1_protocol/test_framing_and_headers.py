@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "0000001b"  # 27 api keys
+    "00000027"  # 39 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200010007"  # ListOffsets 1-7
@@ -160,20 +160,32 @@ PROBE_ANSWER_HEX = (
     "000e00000003"  # SyncGroup 0-3
     "000f00000004"  # DescribeGroups 0-4
     "001000000002"  # ListGroups 0-2
+    "001100000001"  # SaslHandshake 0-1
     "001200000002"  # ApiVersions 0-2
     "001300000004"  # CreateTopics 0-4
     "001400000003"  # DeleteTopics 0-3
     "001500000001"  # DeleteRecords 0-1
     "001600000001"  # InitProducerId 0-1
     "001700020003"  # OffsetForLeaderEpoch 2-3
+    "001800000002"  # AddPartitionsToTxn 0-2
+    "001900000002"  # AddOffsetsToTxn 0-2
+    "001a00000002"  # EndTxn 0-2
+    "001b00000001"  # WriteTxnMarkers 0-1
+    "001c00000002"  # TxnOffsetCommit 0-2
+    "001d00000001"  # DescribeAcls 0-1
+    "001e00000001"  # CreateAcls 0-1
+    "001f00000001"  # DeleteAcls 0-1
     "002000000002"  # DescribeConfigs 0-2
     "002100000001"  # AlterConfigs 0-1
+    "002400000002"  # SaslAuthenticate 0-2
     "002500000001"  # CreatePartitions 0-1
     "002a00000001"  # DeleteGroups 0-1
     "002b00000001"  # ElectLeaders 0-1
     "002c00000000"  # IncrementalAlterConfigs 0
     "002d00000000"  # AlterPartitionReassignments 0
     "002e00000000"  # ListPartitionReassignments 0
+    "003200000000"  # DescribeUserScramCredentials 0
+    "003300000000"  # AlterUserScramCredentials 0
 )  # and nothing after: no throttle time, no tagged fields
 
 

@@ -46,7 +46,7 @@ def test_advertised_listener_is_what_clients_are_told():
     ({"num.partitions": "many"}, "num.partitions"),
     ({"num.partitions": "0"}, "below 1"),
     ({"auto.create.topics.enable": "perhaps"}, "expected true or false"),
-    ({"listeners": "localhost:9092"}, "PLAINTEXT://host:port"),
+    ({"listeners": "localhost:9092"}, "NAME://host:port"),
     ({"broker.id": ""}, "broker.id"),
     ({"zookeeper.connect": "nohost"}, "zookeeper.connect"),
     ({"broker.id": "4294967296"}, "above 2147483647"),

@@ -176,3 +176,43 @@ def test_three_clients_agree_on_every_byte(cluster):
     for consume in (confluent_consume, kafka_python_consume, aiokafka_consume):
         got = consume(cluster.bootstrap_servers, topic, [0, 1, 2], len(expected))
         assert sorted(got) == expected, consume.__name__
+
+
+def test_kafka_python_reads_through_an_incremental_fetch_session(cluster):
+    """kafka-python 2.1+ opens a fetch session (KIP-227) when the broker offers one, then
+    names only changed partitions; every record still arrives once, in order."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic = unique_topic("fetch-session")
+    create_topic(cluster.bootstrap_servers, topic, partitions=3)
+    first = [(b"k", b"first-%d" % i, []) for i in range(50)]
+    for partition in range(3):
+        kafka_python_produce(cluster.bootstrap_servers, topic, partition, first)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None,
+                             enable_auto_commit=False, auto_offset_reset="earliest",
+                             fetch_max_wait_ms=100)
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(3)])
+
+        def read(expected: int) -> list[tuple[int, int, bytes]]:
+            got: list[tuple[int, int, bytes]] = []
+            deadline = time.monotonic() + 30
+            while len(got) < expected and time.monotonic() < deadline:
+                for batch in consumer.poll(timeout_ms=200).values():
+                    got += [(r.partition, r.offset, r.value) for r in batch]
+            return got
+
+        got = read(150)
+        sessions = [handler.next_metadata.session_id
+                    for handler in consumer._fetcher._session_handlers.values()]
+        assert sessions and all(session != 0 for session in sessions)  # the broker gave one
+        kafka_python_produce(cluster.bootstrap_servers, topic, 1,
+                             [(b"k", b"later-%d" % i, []) for i in range(20)])
+        got += read(20)
+        assert sorted(got) == sorted(set(got))  # nothing twice
+        for partition in range(3):
+            values = [v for p, _o, v in sorted(got) if p == partition]
+            tail = [b"later-%d" % i for i in range(20)] if partition == 1 else []
+            assert values == [b"first-%d" % i for i in range(50)] + tail
+    finally:
+        consumer.close()

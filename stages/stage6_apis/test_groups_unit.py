@@ -190,6 +190,7 @@ def broker(tmp_path):
         brokers={1: Node(1, "127.0.0.1", 9092)})
     cache.partition = lambda t, p: cache.topics.get(t, {}).get(p)
     cache.is_alive = lambda b: b in cache.brokers
+    cache.brokers_on = lambda listener: cache.brokers  # one listener
     replica_manager = ReplicaManager(1, logs, cache, reactor=clock)
     replica_manager.partitions.update(partitions)
     fake = SimpleNamespace(
@@ -207,7 +208,8 @@ def broker(tmp_path):
 
 
 def ctx(version: int = 5, client_id: str = "test"):
-    return SimpleNamespace(api_version=version, client_id=client_id, peer="127.0.0.1:5555")
+    return SimpleNamespace(api_version=version, client_id=client_id, peer="127.0.0.1:5555",
+                           listener="PLAINTEXT", principal="User:ANONYMOUS")
 
 
 def req(**fields):

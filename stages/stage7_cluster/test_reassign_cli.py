@@ -5,8 +5,10 @@ one-line errors for bad arguments."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -19,7 +21,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    local = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("reassign"))
+    # Small follower fetches, so that a throttled copy proceeds in even steps.
+    local = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("reassign"),
+                         broker_config={"replica.fetch.max.bytes": "65536"})
     local.start()
     try:
         with Admin(local.bootstrap_servers) as admin:
@@ -78,6 +82,8 @@ def test_generate_prints_current_and_proposed_and_writes_the_plan(three, tmp_pat
     (["--verify"], "need --reassignment-json-file"),
     (["--cancel"], "need --reassignment-json-file"),
     (["--broker-list", "1"], "one of the arguments"),
+    (["--execute", "--reassignment-json-file", "PLAN", "--throttle", "fast"],
+     "--throttle expects a positive number"),
 ])
 def test_bad_arguments_are_one_line(three, tmp_path, args, message):
     files = {"T": {"topics": [{"topic": "moving"}], "version": 1},
@@ -96,3 +102,79 @@ def test_bad_arguments_are_one_line(three, tmp_path, args, message):
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_throttled_move_is_rate_limited_and_verify_removes_the_throttle(three, tmp_path):
+    """2 MB moved at 150 kB/s takes over 12 s; without the throttle it takes about one."""
+    from confluent_kafka import Producer
+
+    from simplekafka.coordination.throttles import FOLLOWER_REPLICAS, LEADER_REPLICAS
+    from tests.test_broker_metrics import scrape, value
+
+    topic, rate, size = "throttled", 150_000, 2_000_000
+    with Admin(three.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    three.wait_for(lambda: three.replicas_of(topic, 0), "the topic's assignment")
+    (source,) = three.replicas_of(topic, 0)
+    target = next(b for b in (1, 2, 3) if b != source)
+    three.wait_for_isr(topic, 0, [source])
+    producer = Producer({"bootstrap.servers": three.bootstrap_servers, "acks": "all",
+                         "linger.ms": 20})
+    for _ in range(size // 10_000):
+        producer.produce(topic, os.urandom(10_000), partition=0)  # incompressible
+    assert producer.flush(60) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [target]}]}))
+
+    started = time.monotonic()
+    done = run("--bootstrap-server", three.bootstrap_servers, "--execute",
+               "--reassignment-json-file", str(plan), "--throttle", str(rate))
+    assert done.returncode == 0, done.stderr
+    assert f"The inter-broker throttle limit was set to {rate} B/s" in done.stdout
+    with Admin(three.bootstrap_servers) as admin:
+        configs = admin.describe_configs("topic", topic)
+        assert configs[LEADER_REPLICAS].value == f"0:{source}"
+        assert configs[FOLLOWER_REPLICAS].value == f"0:{target}"
+        for broker in (source, target):  # each broker applies its change when notified
+            three.wait_for(lambda b=broker: rates_of(admin, b) == (str(rate), str(rate)),
+                           f"broker {broker} to apply the rates")
+    still = run("--bootstrap-server", three.bootstrap_servers, "--verify",
+                "--reassignment-json-file", str(plan))
+    assert still.returncode == 1, still.stdout + still.stderr
+    assert "is still in progress" in still.stdout and "Clearing" not in still.stdout
+
+    three.wait_for(lambda: three.replicas_of(topic, 0) == (target,), "the move", timeout=180)
+    elapsed = time.monotonic() - started
+    # Both sides counted the copy against their quota (the broker metrics).
+    for broker, side in ((source, "leader"), (target, "follower")):
+        counted = value(scrape(three.metrics_urls[broker]),
+                        "kafka_server_replication_throttledbytes_total", side=side)
+        assert counted >= size, f"broker {broker} counted {counted} throttled bytes"
+    # At the rate, after the quota's first second: (size - rate) / rate = 12.3 s. A
+    # slower machine only makes it longer; an unthrottled copy takes a second or two.
+    assert elapsed >= 7.0, f"moved {size} bytes in {elapsed:.1f} s: not throttled"
+
+    # The brokers' metadata follows ZooKeeper a moment later: --verify until it says done.
+    runs: list[subprocess.CompletedProcess] = []
+    three.wait_for(lambda: runs.append(run("--bootstrap-server", three.bootstrap_servers,
+                                           "--verify", "--reassignment-json-file", str(plan)))
+                   or runs[-1].returncode != 1, "--verify to say done", timeout=60)
+    done = runs[-1]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Reassignment of partition {topic}-0 is completed." in done.stdout
+    assert "Clearing broker-level throttles on brokers 1,2,3" in done.stdout
+    with Admin(three.bootstrap_servers) as admin:
+        configs = admin.describe_configs("topic", topic)
+        assert configs[LEADER_REPLICAS].value == configs[FOLLOWER_REPLICAS].value == ""
+        unlimited = str(2**63 - 1)
+        for broker in (1, 2, 3):
+            three.wait_for(lambda b=broker: rates_of(admin, b) == (unlimited, unlimited),
+                           f"broker {broker} to drop the rates")
+
+
+def rates_of(admin: Admin, broker: int) -> tuple[str | None, str | None]:
+    from simplekafka.coordination.throttles import FOLLOWER_RATE, LEADER_RATE
+
+    configs = admin.describe_configs("broker", str(broker))
+    return configs[LEADER_RATE].value, configs[FOLLOWER_RATE].value

@@ -234,3 +234,54 @@ def test_a_new_controller_removes_brokers_that_died_meanwhile_from_the_isrs(worl
     successor.epoch, successor.active = 1, True
     successor._startup_event()
     assert state(zk) == PartitionState(1, 1, (1, 2), 1)
+
+
+class CountingZooKeeper:
+    """The controller's session, counting the calls that wait for a ZooKeeper answer."""
+
+    WAITING = frozenset({"get", "set", "create", "delete", "exists", "ensure_path",
+                         "get_children"})  # get_async, commit_async: pipelined, not counted
+
+    def __init__(self, zk) -> None:
+        self._zk = zk
+        self.waits = 0
+        self.calls: list[str] = []
+
+    def __getattr__(self, name):
+        if name in self.WAITING:
+            self.waits += 1
+            self.calls.append(name)
+        return getattr(self._zk, name)
+
+    def transaction(self):
+        counter = self
+        real = self._zk.transaction()
+
+        class Counted:
+            def __getattr__(self, name):
+                if name == "commit":
+                    counter.waits += 1
+                return getattr(real, name)
+
+        return Counted()
+
+
+def test_partition_states_are_written_as_pipelined_multis(world):
+    """A topic's 60 state znodes, then the new leaders of a dead broker's 40 (Kafka's
+    controller pipelines these): a handful of waits, not one or three per partition."""
+    zk, election, controller = world
+    counting = CountingZooKeeper(zk)
+    controller.zk = election.zk = counting
+    assignment = {i: [1 + i % 3, 1 + (i + 1) % 3, 1 + (i + 2) % 3] for i in range(60)}
+    create_topic(zk, "t", 60, 3, replica_assignment=assignment)
+    controller._startup_event()
+    assert all(state(zk, "t", i).leader == 1 + i % 3 for i in range(60))
+    assert controller.zk_multis == 60
+    assert counting.waits < 20, counting.calls
+    counting.waits = 0
+    zk.delete(ZkPaths.broker(1))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    assert all(1 not in state(zk, "t", i).isr for i in range(60))
+    assert all(state(zk, "t", i).leader == 2 for i in range(0, 60, 3))
+    assert controller.zk_multis == 120
+    assert counting.waits < 10, counting.waits

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 
 from simplekafka.cluster.checker import DeliveryLog, read_partition_dir
+from simplekafka.storage.checkpoints import read_offset_checkpoint
+from simplekafka.storage.manager import HIGH_WATERMARK_CHECKPOINT
 from stages.stage7_cluster.system import (
     chop_log_from,
     create_topic,
@@ -25,22 +27,39 @@ pytestmark = pytest.mark.integration  # starts real processes
 
 
 def test_scenario_1_a_restarted_follower_keeps_acknowledged_records(tmp_path):
-    """B restarts (its checkpointed HW is stale), rejoins, A dies: B must still have every ack."""
+    """B restarts (its checkpointed HW is stale), rejoins, A dies: B must still have every ack.
+
+    The HW checkpoint is written rarely here, so the race of the KIP is certain
+    to happen, and the test checks that it did: on B's disk at the crash, the
+    checkpointed HW lies below records that were acknowledged (truncating to it,
+    as before KIP-101, would throw them away).
+    """
     topic = "kip101-one"
-    with running_cluster(tmp_path, brokers=2) as (cluster, faults):
+    rarely = {"replica.high.watermark.checkpoint.interval.ms": "600000"}
+    with running_cluster(tmp_path, brokers=2, config=rarely) as (cluster, faults):
         create_topic(cluster, topic, 1, 2)
         leader = cluster.leader_of(topic, 0)
         follower = next(b for b in cluster.replicas_of(topic, 0) if b != leader)
         log = DeliveryLog()
         values = [f"m{i}".encode() for i in range(1, 21)]
         assert send_and_wait(cluster.bootstrap_servers, topic, values, "all", log) == [None] * 20
+        follower_dir = cluster.partition_dir(follower, topic, 0)
+        cluster.wait_for(lambda: len(read_partition_dir(follower_dir)) == 20,
+                         "the follower to copy every acknowledged record")
         # Crash the follower right after the acks: its HW on disk lags behind its log.
-        faults.hard_bounce(follower)
+        faults.kill(follower)
+        cluster.wait_for_znode_gone(follower)
+        checkpointed = read_offset_checkpoint(
+            follower_dir.parent / HIGH_WATERMARK_CHECKPOINT).get((topic, 0), 0)
+        assert checkpointed < len(read_partition_dir(follower_dir)) == 20, (
+            f"no divergence to test: the follower's checkpointed HW is {checkpointed}")
+        faults.restart(follower)
         cluster.wait_for_isr(topic, 0, [follower])
         # The moment it is back in the ISR, the leader dies and it takes over.
         faults.kill(leader)
         cluster.wait_for_znode_gone(leader)
         assert cluster.wait_for_leader(topic, 0, not_=leader) == follower
+        assert len(read_partition_dir(follower_dir)) >= 20  # kept above its stale HW
         drain(cluster, topic, 1, log)
         report = log.check()
         assert report.lost == [] and report.reordered == [], report.summary()

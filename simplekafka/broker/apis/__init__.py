@@ -14,13 +14,16 @@ Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
 DeleteRecords
 InitProducerId                              ``apis.producer_ids``
+AddPartitionsToTxn, AddOffsetsToTxn,        ``apis.transactions``
+EndTxn, TxnOffsetCommit
 CreateTopics, DeleteTopics                  ``apis.topics``
 ElectLeaders                                ``apis.elect_leaders``
 Alter/ListPartitionReassignments            ``apis.reassignments``
 CreatePartitions                            ``apis.partitions``
 DescribeConfigs, (Incremental)AlterConfigs  ``apis.configs``
 FindCoordinator ... DeleteGroups            ``apis.groups``
-Transactions (refused)                      ``apis.transactions``
+WriteTxnMarkers                             ``apis.txn_markers``
+Describe/Create/DeleteAcls                  ``apis.acls``
 LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 ==========================================  ==============================
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.configs import ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -49,6 +53,8 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transactions import TransactionApis
+from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.protocol.api import ApiKey
 
 
@@ -72,6 +78,9 @@ class KafkaApis:
     delete_records: DeleteRecordsHandler
     alter_reassignments: AlterPartitionReassignmentsHandler
     list_reassignments: ListPartitionReassignmentsHandler
+    transactions: TransactionApis
+    write_txn_markers: WriteTxnMarkersHandler
+    acls: AclApis
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -83,6 +92,7 @@ class KafkaApis:
         register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
         register(ApiKey.DELETE_RECORDS, self.delete_records)
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
+        register(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers)
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)
@@ -92,7 +102,11 @@ class KafkaApis:
         register(ApiKey.DESCRIBE_CONFIGS, self.configs.describe_configs)
         register(ApiKey.ALTER_CONFIGS, self.configs.alter_configs)
         register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.configs.incremental_alter_configs)
+        register(ApiKey.DESCRIBE_ACLS, self.acls.describe_acls)
+        register(ApiKey.CREATE_ACLS, self.acls.create_acls)
+        register(ApiKey.DELETE_ACLS, self.acls.delete_acls)
         register(ApiKey.LEADER_AND_ISR, self.inter_broker.leader_and_isr)
         register(ApiKey.UPDATE_METADATA, self.inter_broker.update_metadata)
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)
         self.groups.register(dispatcher)
+        self.transactions.register(dispatcher)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from twisted.python.threadpool import ThreadPool
 
     from simplekafka.broker.partition import Partition
+    from simplekafka.protocol.acls import AclOperation, ResourceType
     from simplekafka.storage import LogConfig
 
 
@@ -73,6 +74,24 @@ class FetchSource(Leaders, Protocol):
     """Leaders plus the ISR bookkeeping a follower's fetch triggers (``ReplicaManager``)."""
 
     def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None: ...
+
+    def readable_partition(self, topic: str, partition: int) -> Partition: ...
+
+
+class Authorizer(Protocol):
+    """May the request's principal do this (``broker.security.authorizer``)? Every handler
+    asks this one object; with no ``authorizer.class.name`` it allows everything."""
+
+    enabled: bool
+
+    def authorize(self, context: Any, operation: AclOperation, resource_type: ResourceType,
+                  name: str) -> bool: ...
+
+    def authorize_any(self, context: Any, operation: AclOperation,
+                      resource_type: ResourceType) -> bool: ...
+
+    def authorized_operations(self, context: Any, resource_type: ResourceType,
+                              name: str) -> int: ...
 
 
 class TopicCreator(Protocol):

@@ -13,6 +13,10 @@ and why it was deprecated); IncrementalAlterConfigs sets, deletes, appends to
 or subtracts from single keys. Broker configs can be changed at run time only
 for the keys in ``DYNAMIC_BROKER_KEYS`` (the log defaults Kafka lets change
 without a restart); the others answer INVALID_REQUEST.
+
+Describing needs DescribeConfigs, altering AlterConfigs, on the topic (else
+TOPIC_AUTHORIZATION_FAILED) or, for broker configs, on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -23,11 +27,24 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.apis.topics import TOPIC_CONFIG_KEYS, _bad_config_value
 from simplekafka.broker.config import KEYS as BROKER_KEYS
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.replication_quota import (
+    FOLLOWER_REPLICAS,
+    LEADER_REPLICAS,
+    RATE_KEYS,
+    ThrottleConfigError,
+    parse_rate,
+)
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.configs import (
     BROKERS,
     DEFAULT_BROKER,
@@ -37,6 +54,7 @@ from simplekafka.coordination.configs import (
 )
 from simplekafka.coordination.topics import TopicError, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -68,7 +86,14 @@ DYNAMIC_BROKER_KEYS: dict[str, str] = {
     "log.cleanup.policy": "cleanup.policy",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
 }
+
+# Broker keys changed at run time that are no log default (replication_quota.py).
+DYNAMIC_BROKER_ONLY_KEYS = frozenset(RATE_KEYS)
 
 # Topic keys the broker has no setting of its own for: Kafka's defaults.
 _FIXED_TOPIC_DEFAULTS = {
@@ -76,6 +101,7 @@ _FIXED_TOPIC_DEFAULTS = {
     "delete.retention.ms": "86400000", "file.delete.delay.ms": "60000",
     "min.cleanable.dirty.ratio": "0.5",
     "preallocate": "false", "message.format.version": "3.0-IV1",
+    LEADER_REPLICAS: "", FOLLOWER_REPLICAS: "",
 }
 _SYNONYMS = {
     "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -101,7 +127,9 @@ class ConfigApis:
 
     def __init__(self, broker_id: int, config: Any, cache: MetadataCache, reactor: Reactor,
                  zookeeper: ZooKeeperHandle,
-                 dynamic_broker: Callable[[], Mapping[str, tuple[str, int]]]):
+                 dynamic_broker: Callable[[], Mapping[str, tuple[str, int]]],
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.broker_id = broker_id
         self.config = config
         self.cache = cache
@@ -138,12 +166,32 @@ class ConfigApis:
             return DEFAULT_CONFIG
         return STATIC_BROKER_CONFIG
 
+    def _refusal(self, context: RequestContext, kind: int, name: str,
+                 operation: AclOperation) -> ErrorCode | None:
+        """The authorization error for ``operation`` on the resource (None: allowed)."""
+        authorize = self.authorizer.authorize
+        if kind == TOPIC_RESOURCE:
+            if not authorize(context, operation, ResourceType.TOPIC, name):
+                return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif kind == BROKER_RESOURCE:
+            if not authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+                return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return None
+
     # -- DescribeConfigs ------------------------------------------------------------------
 
     def describe_configs(self, context: RequestContext, request: Any) -> defer.Deferred:
         version = context.api_version
-        work = [self._describe_one(r, version, bool(getattr(request, "include_synonyms", False)))
-                for r in request.resources]
+        synonyms = bool(getattr(request, "include_synonyms", False))
+        work = []
+        for resource in request.resources:
+            refused = self._refusal(context, resource.resource_type, resource.resource_name,
+                                    AclOperation.DESCRIBE_CONFIGS)
+            work.append(self._describe_one(resource, version, synonyms) if refused is None
+                        else defer.succeed({
+                            "error_code": refused, "error_message": None,
+                            "resource_type": resource.resource_type,
+                            "resource_name": resource.resource_name, "configs": []}))
         return defer.gatherResults(work, consumeErrors=True).addCallback(
             lambda results: {"throttle_time_ms": 0, "results": results})
 
@@ -222,7 +270,8 @@ class ConfigApis:
                 if key in dynamic:
                     value, source = dynamic[key]
                     chain.insert(0, (key, value, source))
-                entries.append(entry(key, value, source, key not in DYNAMIC_BROKER_KEYS, chain))
+                entries.append(entry(key, value, source, key not in DYNAMIC_BROKER_KEYS
+                                     and key not in DYNAMIC_BROKER_ONLY_KEYS, chain))
             return defer.succeed(answer(ErrorCode.NONE, None, entries))
 
         return defer.succeed(answer(ErrorCode.INVALID_REQUEST,
@@ -234,7 +283,7 @@ class ConfigApis:
         def change(_current: dict[str, str], resource: Any) -> dict[str, str]:
             return {c.name: c.value for c in resource.configs if c.value is not None}
 
-        return self._alter(request, change)
+        return self._alter(context, request, change)
 
     def incremental_alter_configs(self, context: RequestContext,
                                   request: Any) -> defer.Deferred:
@@ -266,12 +315,14 @@ class ConfigApis:
                                      error_code=ErrorCode.INVALID_REQUEST)
             return updated
 
-        return self._alter(request, change)
+        return self._alter(context, request, change)
 
-    def _alter(self, request: Any, change: Callable[[dict[str, str], Any], dict[str, str]]
-               ) -> defer.Deferred:
+    def _alter(self, context: RequestContext, request: Any,
+               change: Callable[[dict[str, str], Any], dict[str, str]]) -> defer.Deferred:
         zk = self.zookeeper()
         validate_only = bool(request.validate_only)
+        refusals = [self._refusal(context, r.resource_type, r.resource_name,
+                                  AclOperation.ALTER_CONFIGS) for r in request.resources]
 
         def one(resource: Any) -> dict:
             kind, name = resource.resource_type, resource.resource_name
@@ -300,7 +351,10 @@ class ConfigApis:
             return result
 
         def work() -> list[dict]:
-            return [one(r) for r in request.resources]
+            return [one(r) if refused is None else
+                    {"error_code": refused, "error_message": None,
+                     "resource_type": r.resource_type, "resource_name": r.resource_name}
+                    for r, refused in zip(request.resources, refusals, strict=True)]
 
         return in_worker_thread(self.reactor, work).addCallback(
             lambda results: {"throttle_time_ms": 0, "responses": results})
@@ -332,14 +386,21 @@ class ConfigApis:
             if problem:
                 raise KafkaError(problem, error_code=ErrorCode.INVALID_CONFIG)
             return
-        fixed = sorted(k for k in config if k not in DYNAMIC_BROKER_KEYS)
+        fixed = sorted(k for k in config
+                       if k not in DYNAMIC_BROKER_KEYS and k not in DYNAMIC_BROKER_ONLY_KEYS)
         if fixed:
             known = fixed[0] in BROKER_KEYS
             raise KafkaError(
                 f"{fixed[0]} cannot be changed at run time" if known
                 else f"unknown broker config {fixed[0]!r}",
                 error_code=ErrorCode.INVALID_REQUEST if known else ErrorCode.INVALID_CONFIG)
-        as_topic = {DYNAMIC_BROKER_KEYS[k]: v for k, v in config.items()}
+        for key in DYNAMIC_BROKER_ONLY_KEYS & set(config):
+            try:
+                parse_rate(config[key])
+            except ThrottleConfigError as exc:
+                raise KafkaError(f"{key}: {exc}", error_code=ErrorCode.INVALID_CONFIG) from None
+        as_topic = {DYNAMIC_BROKER_KEYS[k]: v for k, v in config.items()
+                    if k in DYNAMIC_BROKER_KEYS}
         problem = _bad_config_value(as_topic, None)
         if problem:
             raise KafkaError(problem, error_code=ErrorCode.INVALID_CONFIG)

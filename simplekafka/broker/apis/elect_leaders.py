@@ -28,13 +28,20 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.topics import (
     list_topics,
     read_partition_state,
     read_topic_assignment,
 )
 from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 
 PREFERRED = 0
@@ -45,13 +52,19 @@ POLL_SECONDS = 0.05
 class ElectLeadersHandler:
     """ApiKey.ELECT_LEADERS: see the module docstring."""
 
-    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle) -> None:
+    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle,
+                 authorizer: Authorizer = ALLOW_EVERYONE) -> None:
         self.reactor = reactor
         self.zookeeper = zookeeper
+        self.authorizer = authorizer
 
     def __call__(self, context: Any, request: Any) -> Any:
         wanted = (None if request.topic_partitions is None else
                   [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
+        if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER,
+                                         CLUSTER_NAME):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return _response(dict.fromkeys(wanted or [], (code, None)), code)
         election_type = getattr(request, "election_type", PREFERRED)
         zk = self.zookeeper()
         if election_type not in (PREFERRED, UNCLEAN) or zk is None:

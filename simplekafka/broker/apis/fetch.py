@@ -10,7 +10,25 @@ partition is named in the answer, errors included.
 When there is less than ``min_bytes`` to return, the fetch waits: it listens on
 its partitions and is re-read when any of them gets an append, or answered as
 it is when ``max_wait_ms`` runs out. That is what lets a consumer see a record
-within milliseconds of its produce without busy polling.
+within milliseconds of its produce without busy polling. The wake-up is a plain
+call from the append (or the high-watermark move) to the parked fetch, so the
+answer is written in the same reactor turn, with no timer in between. A
+follower's parked fetch is also answered when the high watermark passes the
+one its last answer carried: the follower learns the new HW at once (Kafka's
+followers wait for their next fetch), which its own readers and checkpoints
+need.
+
+A read_committed consumer (isolation_level 1) reads only below the last
+stable offset, and gets, with the records, the aborted transactions that
+overlap them (from ``.txnindex``), so it can drop their records; every
+answer carries the LSO in ``last_stable_offset``.
+
+A consumer needs Read on each topic, a follower (replica_id >= 0) ClusterAction
+on the cluster; partitions refused answer TOPIC_AUTHORIZATION_FAILED at once.
+
+Fetch sessions (KIP-227, ``fetch_session``): a fetch is first seen through
+its session, which may stand for partitions the request does not name (an
+incremental fetch), and whose answer names only the partitions that changed.
 """
 
 from __future__ import annotations
@@ -20,8 +38,19 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import DelayedCall, FetchSource, Flag, Reactor
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    DelayedCall,
+    FetchSource,
+    Flag,
+    Reactor,
+)
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.fetch_session import FetchSessionCache
+from simplekafka.broker.replica_selector import RackAwareReplicaSelector
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
+from simplekafka.protocol.api import READ_COMMITTED
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -30,48 +59,118 @@ log = logging.getLogger(__name__)
 class FetchHandler:
     """ApiKey.FETCH: see the module docstring."""
 
-    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag):
+    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag,
+                 selector: RackAwareReplicaSelector | None = None,
+                 authorizer: Authorizer = ALLOW_EVERYONE,
+                 sessions: FetchSessionCache | None = None):
+        self.authorizer = authorizer
+        self.sessions = sessions if sessions is not None else FetchSessionCache()
         self.replicas = replicas
         self.reactor = reactor
         self.is_stopping = is_stopping  # true once the broker shuts down
+        self.selector = selector  # replica.selector.class (KIP-392); None: leaders serve
         self.waiting = 0  # fetches parked right now (for tests and metrics)
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        body, total_bytes, has_error = self.read(request)
+        session = self.sessions.context_for(request)  # KIP-227 (see fetch_session)
+        if session.error is not None:
+            return session.error_body()
+        request = session.request  # every partition of the session, not just those named
+        refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
+        body, total_bytes, has_error = self.read(request, refused)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or not request.topics):
-            return body
-        return _DelayedFetch(self, request).start()
+            return session.finish(body)
+        return _DelayedFetch(self, request).start().addCallback(session.finish)
 
-    def read(self, request: Any) -> tuple[dict, int, bool]:
-        """Read every requested partition once: (response body, bytes, any error?)."""
+    def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
+        """The requested topics this principal may not fetch from."""
+        authorize = self.authorizer.authorize
+        if request.replica_id >= 0:
+            if authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                         CLUSTER_NAME):
+                return frozenset()
+            return frozenset(t.topic for t in request.topics)
+        return frozenset(t.topic for t in request.topics
+                         if not authorize(context, AclOperation.READ, ResourceType.TOPIC,
+                                          t.topic))
+
+    def read(self, request: Any, refused: frozenset[str] = frozenset()
+             ) -> tuple[dict, int, bool]:
+        """Read every requested partition once: (response body, bytes, any error?);
+        the ``refused`` topics answer TOPIC_AUTHORIZATION_FAILED."""
         remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
         total = 0
         has_error = False
         responses = []
         replicas = self.replicas
+        read_committed = request.isolation_level == READ_COMMITTED and request.replica_id < 0
+        # Replication throttle (replication_quota.py): only for followers' fetches.
+        throttle = getattr(replicas, "leader_throttle", None) if request.replica_id >= 0 \
+            else None
+        # Fetch v11+ from a consumer (it has a rack_id, maybe empty) may be served by any
+        # replica, and the leader may point it to one in its rack (replica_selector.py).
+        client_rack = getattr(request, "rack_id", None) if request.replica_id < 0 else None
+        any_replica = client_rack is not None
+        selector = self.selector if client_rack else None
         for topic in request.topics:
             partitions = []
+            if topic.topic in refused:
+                has_error = True
+                responses.append({"topic": topic.topic, "partitions": [
+                    _refused_partition(wanted.partition) for wanted in topic.partitions]})
+                continue
             for wanted in topic.partitions:
                 answer = {"partition_index": wanted.partition, "error_code": ErrorCode.NONE,
                           "high_watermark": -1, "last_stable_offset": -1,
                           "log_start_offset": -1, "aborted_transactions": [],
                           "preferred_read_replica": -1, "records": b""}
                 try:
-                    partition = replicas.leader_partition(topic.topic, wanted.partition)
+                    if any_replica:
+                        partition = replicas.readable_partition(topic.topic, wanted.partition)
+                    else:
+                        partition = replicas.leader_partition(topic.topic, wanted.partition)
                     partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
+                    preferred = -1
+                    if selector is not None and client_rack and partition.is_leader:
+                        preferred = selector.preferred_read_replica(
+                            partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
-                    if limit > 0 or total == 0:
+                    in_sync = request.replica_id in partition.isr
+                    if throttle is not None and throttle.holds_back(topic.topic,
+                                                                    wanted.partition, in_sync):
+                        # A moving replica over its rate: nothing this time, but its
+                        # position still counts (it is where its log ends).
+                        partition.record_follower_fetch(
+                            request.replica_id, wanted.fetch_offset,
+                            log_start=getattr(wanted, "log_start_offset", -1))
+                        records = b""
+                    elif preferred >= 0:
+                        # Read elsewhere (KIP-392): no records, the consumer moves there.
+                        answer["preferred_read_replica"] = preferred
+                        records = b""
+                        has_error = True  # answer now rather than park the fetch
+                    elif limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
                                                  request.replica_id,
-                                                 getattr(wanted, "log_start_offset", -1))
+                                                 getattr(wanted, "log_start_offset", -1),
+                                                 leader_only=not any_replica,
+                                                 read_committed=read_committed)
                         if request.replica_id >= 0:
                             replicas.maybe_expand_isr(partition, request.replica_id)
+                            if throttle is not None:
+                                throttle.record(topic.topic, wanted.partition, in_sync,
+                                                len(records))
                     else:
                         records = b""
                     answer["records"] = records
-                    answer["high_watermark"] = partition.high_watermark
-                    answer["last_stable_offset"] = partition.high_watermark
+                    answer["high_watermark"] = partition.high_watermark_for(request.replica_id)
+                    answer["last_stable_offset"] = partition.last_stable_offset
+                    if read_committed:
+                        answer["aborted_transactions"] = [
+                            {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                            for txn in partition.aborted_transactions(wanted.fetch_offset,
+                                                                      records)]
                     answer["log_start_offset"] = partition.log_start_offset
                     total += len(records)
                     remaining -= len(records)
@@ -104,6 +203,12 @@ class FetchHandler:
         return found
 
 
+def _refused_partition(index: int) -> dict:
+    return {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+            "aborted_transactions": [], "preferred_read_replica": -1, "records": b""}
+
+
 class _DelayedFetch:
     """A parked fetch: re-read on appends to its partitions, answered at max_wait_ms."""
 
@@ -116,6 +221,7 @@ class _DelayedFetch:
         self.offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
                         for topic in request.topics for wanted in topic.partitions}
         self.is_follower = request.replica_id >= 0
+        self.read_committed = request.isolation_level == READ_COMMITTED
 
     def start(self) -> defer.Deferred:
         for partition in self.partitions:
@@ -128,10 +234,21 @@ class _DelayedFetch:
     def on_append(self, partition: Any) -> None:
         if self.result.called:
             return
+        throttle = getattr(self.handler.replicas, "leader_throttle", None) \
+            if self.is_follower else None
+        if throttle is not None and throttle.holds_back(
+                partition.topic, partition.index, self.request.replica_id in partition.isr):
+            return  # a throttled moving replica: nothing would be sent now, keep waiting
+        if self.is_follower and partition.follower_behind_hw(self.request.replica_id):
+            # The HW moved past what this follower was told: answer now, so the follower
+            # learns it within a round trip (its consumers read below it), not at max_wait.
+            self.complete()
+            return
         if self.request.min_bytes <= 1:
             # Any visible byte will do: answer as soon as this partition has some past the
             # fetch offset, without re-reading every partition of the request on each append.
             visible_end = partition.log_end_offset if self.is_follower \
+                else partition.last_stable_offset if self.read_committed \
                 else partition.high_watermark
             if visible_end > self.offsets.get((partition.topic, partition.index), visible_end):
                 self.complete()

@@ -4,6 +4,14 @@ OffsetFetch, ListGroups, DescribeGroups, DeleteGroups: the group coordinator's w
 The coordinator (``broker/group``) decides and returns result values, now or
 through a Deferred (a JoinGroup waits for the rebalance, a commit for its
 replication); these handlers turn them into the responses of each version.
+
+They also ask the authorizer first, with Kafka's operations: Describe on the
+group to find its coordinator, describe it or fetch its offsets; Read on the
+group to join, sync, heartbeat, leave or commit (and Read on each committed
+topic); Delete on the group to delete it; Describe on the cluster to list
+every group (else only those the principal may Describe). A refused group
+answers GROUP_AUTHORIZATION_FAILED, a refused topic TOPIC_AUTHORIZATION_FAILED,
+and nothing refused reaches the coordinator.
 """
 
 from __future__ import annotations
@@ -13,22 +21,24 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.transactions import (
-    COORDINATOR_KEY_TRANSACTION,
-    refuse_transaction_coordinator,
-)
+from simplekafka.broker.apis.collaborators import Authorizer
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import (
     CommitResult,
+    CommittedOffset,
     GroupCoordinator,
     GroupDescription,
     JoinResult,
+    OffsetFetchResult,
     SyncResult,
 )
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node
 
+COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator's key type for a transactional id
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for" (INT32_MIN)
 
 
@@ -41,8 +51,18 @@ def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.De
 class GroupApis:
     """The group requests' handlers, over one GroupCoordinator."""
 
-    def __init__(self, coordinator: GroupCoordinator):
+    def __init__(self, coordinator: GroupCoordinator, authorizer: Authorizer = ALLOW_EVERYONE,
+                 find_transaction_coordinator: Callable[[RequestContext, Any], dict]
+                 | None = None):
         self.coordinator = coordinator
+        self.authorizer = authorizer
+        self.find_transaction_coordinator = find_transaction_coordinator  # key type 1
+
+    def _group(self, context: RequestContext, operation: AclOperation, group_id: str) -> bool:
+        return self.authorizer.authorize(context, operation, ResourceType.GROUP, group_id)
+
+    def _topic(self, context: RequestContext, operation: AclOperation, topic: str) -> bool:
+        return self.authorizer.authorize(context, operation, ResourceType.TOPIC, topic)
 
     def register(self, dispatcher: Any) -> None:
         for key, handler in [
@@ -61,21 +81,37 @@ class GroupApis:
 
     def find_coordinator(self, context: RequestContext, request: Any) -> dict:
         if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION:
-            return refuse_transaction_coordinator()
+            if not self.authorizer.authorize(context, AclOperation.DESCRIBE,
+                                             ResourceType.TRANSACTIONAL_ID, request.key):
+                return _find_coordinator_answer(
+                    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+            if self.find_transaction_coordinator is not None:
+                return self.find_transaction_coordinator(context, request)
+        if not self._group(context, AclOperation.DESCRIBE, request.key):
+            return _find_coordinator_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         code, node = self.coordinator.find_coordinator(context, request)
         return _find_coordinator_answer(code, node)
 
     def join_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        if not self._group(context, AclOperation.READ, request.group_id):
+            return _join_answer(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return _now_or_later(self.coordinator.join_group(context, request), _join_answer)
 
     def sync_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        if not self._group(context, AclOperation.READ, request.group_id):
+            return _sync_answer(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return _now_or_later(self.coordinator.sync_group(context, request), _sync_answer)
 
     def heartbeat(self, context: RequestContext, request: Any) -> dict:
+        if not self._group(context, AclOperation.READ, request.group_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
         return {"throttle_time_ms": 0,
                 "error_code": self.coordinator.heartbeat(context, request)}
 
     def leave_group(self, context: RequestContext, request: Any) -> dict:
+        if not self._group(context, AclOperation.READ, request.group_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                    "members": []}
         result = self.coordinator.leave_group(context, request)
         top = result.error_code
         if context.api_version < 3 and result.members:
@@ -85,10 +121,34 @@ class GroupApis:
             for member_id, instance_id, code in result.members]}
 
     def offset_commit(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        return _now_or_later(self.coordinator.offset_commit(context, request), _commit_answer)
+        if not self.authorizer.enabled:
+            return _now_or_later(self.coordinator.offset_commit(context, request),
+                                 _commit_answer)
+        if not self._group(context, AclOperation.READ, request.group_id):
+            return _commit_answer([(t.name, p.partition_index,
+                                    ErrorCode.GROUP_AUTHORIZATION_FAILED)
+                                   for t in request.topics for p in t.partitions])
+        refused = [t for t in request.topics if not self._topic(context, AclOperation.READ,
+                                                                  t.name)]
+        if not refused:
+            return _now_or_later(self.coordinator.offset_commit(context, request),
+                                 _commit_answer)
+        refused_results = [(t.name, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                           for t in refused for p in t.partitions]
+        request.topics = [t for t in request.topics if t not in refused]
+        if not request.topics:
+            return _commit_answer(refused_results)
+        return _now_or_later(self.coordinator.offset_commit(context, request),
+                             lambda results: _commit_answer(list(results) + refused_results))
 
     def offset_fetch(self, context: RequestContext, request: Any) -> dict:
-        result = self.coordinator.offset_fetch(context, request)
+        refused: set[str] = set()
+        if not self._group(context, AclOperation.DESCRIBE, request.group_id):
+            result = OffsetFetchResult(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        else:
+            result = self.coordinator.offset_fetch(context, request)
+            if self.authorizer.enabled and result.error_code == ErrorCode.NONE:
+                result, refused = self._visible_offsets(context, request, result)
         if result.error_code != ErrorCode.NONE:
             topics = []
             if context.api_version < 2:  # no top-level error: say it per partition
@@ -102,23 +162,69 @@ class GroupApis:
             by_topic.setdefault(found.topic, []).append({
                 "partition_index": found.partition, "committed_offset": found.offset,
                 "committed_leader_epoch": found.leader_epoch, "metadata": found.metadata,
-                "error_code": ErrorCode.NONE})
+                "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED if found.topic in refused
+                else ErrorCode.NONE})
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "topics": [{"name": name, "partitions": parts}
                            for name, parts in by_topic.items()]}
 
+    def _visible_offsets(self, context: RequestContext, request: Any, result: OffsetFetchResult
+                         ) -> tuple[OffsetFetchResult, set[str]]:
+        """Asked for all: only topics the principal may Describe; asked by name: the others
+        (returned) answer offset -1 and TOPIC_AUTHORIZATION_FAILED per partition."""
+        refused = {found.topic for found in result.offsets
+                   if not self._topic(context, AclOperation.DESCRIBE, found.topic)}
+        if not refused:
+            return result, refused
+        offsets = []
+        for found in result.offsets:
+            if found.topic not in refused:
+                offsets.append(found)
+            elif request.topics is not None:
+                offsets.append(CommittedOffset(found.topic, found.partition))
+        return OffsetFetchResult(result.error_code, tuple(offsets)), refused
+
     def list_groups(self, context: RequestContext, request: Any) -> dict:
         result = self.coordinator.list_groups(context, request)
+        groups = result.groups
+        if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
+                                         CLUSTER_NAME):
+            groups = tuple(g for g in groups if self._group(context, AclOperation.DESCRIBE,
+                                                            g[0]))
         return {"throttle_time_ms": 0, "error_code": result.error_code, "groups": [
             {"group_id": group_id, "protocol_type": protocol_type}
-            for group_id, protocol_type in result.groups]}
+            for group_id, protocol_type in groups]}
 
     def describe_groups(self, context: RequestContext, request: Any) -> dict:
-        return {"throttle_time_ms": 0, "groups": [
-            _description(d) for d in self.coordinator.describe_groups(context, request)]}
+        groups = []
+        for found in self.coordinator.describe_groups(context, request):
+            if not self._group(context, AclOperation.DESCRIBE, found.group_id):
+                groups.append(_description(GroupDescription(ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                                            found.group_id)))
+                continue
+            answer = _description(found)
+            if getattr(request, "include_authorized_operations", False):
+                answer["authorized_operations"] = self.authorizer.authorized_operations(
+                    context, ResourceType.GROUP, found.group_id)
+            groups.append(answer)
+        return {"throttle_time_ms": 0, "groups": groups}
 
     def delete_groups(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        return _now_or_later(self.coordinator.delete_groups(context, request), _delete_answer)
+        asked = list(request.groups_names)
+        refused = [g for g in asked if not self._group(context, AclOperation.DELETE, g)]
+        if not refused:
+            return _now_or_later(self.coordinator.delete_groups(context, request),
+                                 _delete_answer)
+        request.groups_names = [g for g in asked if g not in refused]
+
+        def answer(results: list[tuple[str, ErrorCode]]) -> dict:
+            outcome = dict(results)
+            outcome.update(dict.fromkeys(refused, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            return _delete_answer([(g, outcome[g]) for g in asked])
+
+        if not request.groups_names:
+            return answer([])
+        return _now_or_later(self.coordinator.delete_groups(context, request), answer)
 
 
 def _find_coordinator_answer(code: ErrorCode, node: Node | None) -> dict:

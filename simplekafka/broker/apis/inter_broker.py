@@ -4,7 +4,9 @@ They arrive over the wire from another broker's controller, or through the
 local channel from this broker's own. Each is refused with STALE_BROKER_EPOCH
 when it was meant for an earlier incarnation of this broker (KIP-380). Before
 a LeaderAndIsr creates a partition's log, the topic's config overrides are
-read from ZooKeeper (on a worker thread), so the log starts with them.
+read from ZooKeeper (on a worker thread), so the log starts with them. With an
+authorizer, the sender needs ClusterAction on the cluster
+(CLUSTER_AUTHORIZATION_FAILED otherwise), as in Kafka.
 
 Partitions live until StopReplica: after a LeaderAndIsr everything alive is
 frozen out of the garbage collector's full passes (as the broker's start-up
@@ -21,10 +23,17 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_manager import PartitionErrors, ReplicaManager
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 
 TopicConfigReader = Callable[[Any, str], dict[str, str]]
@@ -36,7 +45,9 @@ class InterBrokerHandlers:
     def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache,
                  topic_configs: dict[str, dict[str, str]], read_topic_config: TopicConfigReader,
                  zookeeper: ZooKeeperHandle, reactor: Reactor,
-                 broker_epoch: Callable[[], int | None]):
+                 broker_epoch: Callable[[], int | None],
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.replica_manager = replica_manager
         self.cache = cache
         self.topic_configs = topic_configs  # the broker's, shared: filled and pruned here
@@ -46,7 +57,7 @@ class InterBrokerHandlers:
         self.broker_epoch = broker_epoch  # our /brokers/ids znode's czxid, once registered
 
     def leader_and_isr(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        stale = self._stale_broker_epoch(request)
+        stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
             return partition_errors_response(PartitionErrors(stale, {}))
         topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
@@ -69,7 +80,7 @@ class InterBrokerHandlers:
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
     def update_metadata(self, context: RequestContext, request: Any) -> dict:
-        stale = self._stale_broker_epoch(request)
+        stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
             return {"error_code": stale}
         code = self.cache.apply_update_metadata(request)
@@ -79,11 +90,17 @@ class InterBrokerHandlers:
         return {"error_code": code}
 
     def stop_replica(self, context: RequestContext, request: Any) -> dict:
-        stale = self._stale_broker_epoch(request)
+        stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
             return partition_errors_response(PartitionErrors(stale, {}))
         gc.unfreeze()  # the next LeaderAndIsr freezes what is still alive
         return partition_errors_response(self.replica_manager.stop_replicas(request))
+
+    def _refused(self, context: RequestContext) -> ErrorCode | None:
+        if self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                     CLUSTER_NAME):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
         """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""

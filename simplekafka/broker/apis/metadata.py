@@ -8,6 +8,10 @@ replicas and ISR. Asking about an unknown topic creates it when
 auto.create.topics.enable is on (and, from v4, the client allows it); the
 answer is then LEADER_NOT_AVAILABLE until the controller has elected leaders,
 and the client simply asks again.
+
+With an authorizer, a principal sees only the topics it may Describe: asked for
+every topic, the others are left out; asked by name, they answer
+TOPIC_AUTHORIZATION_FAILED, as does an unknown topic it may not Create.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from simplekafka.broker.apis.collaborators import Config, TopicCreator
+from simplekafka.broker.apis.collaborators import Authorizer, Config, TopicCreator
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 
@@ -48,7 +54,9 @@ class MetadataHandler:
     """ApiKey.METADATA: see the module docstring."""
 
     def __init__(self, cache: MetadataCache, config: Config,
-                 cluster_id: Callable[[], str | None], topic_creator: TopicCreator):
+                 cluster_id: Callable[[], str | None], topic_creator: TopicCreator,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.cache = cache
         self.config = config
         self.cluster_id = cluster_id  # known once connected to ZooKeeper
@@ -58,25 +66,47 @@ class MetadataHandler:
         cache = self.cache
         version = context.api_version
         requested = request.topics
-        if requested is None or (version == 0 and not requested):
-            names = cache.topic_names()
-        else:
-            names = list(dict.fromkeys(t.name for t in requested))
+        authorize = self.authorizer.authorize
         allow_create = self.config["auto.create.topics.enable"] and (
             version < 4 or request.allow_auto_topic_creation)
-        topics = [self._topic(name, cache, allow_create) for name in names]
+        if requested is None or (version == 0 and not requested):
+            topics = [self._topic(context, name, cache, False) for name in cache.topic_names()
+                      if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)]
+        else:
+            topics = [self._topic(context, name, cache, allow_create)
+                      if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                      else _refused(name)
+                      for name in dict.fromkeys(t.name for t in requested)]
+        # Each client is told the endpoints of the listener it came in on (Kafka's rule).
+        if version >= 8 and request.include_topic_authorized_operations:
+            for topic in topics:
+                if topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                    topic["topic_authorized_operations"] = \
+                        self.authorizer.authorized_operations(context, ResourceType.TOPIC,
+                                                              topic["name"])
         brokers = [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                   for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)]
+                   for b in sorted(cache.brokers_on(context.listener).values(),
+                                   key=lambda b: b.node_id)]
         controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
-        return {"throttle_time_ms": 0, "brokers": brokers,
-                "cluster_id": self.cluster_id(), "controller_id": controller_id,
-                "topics": topics}
+        answer = {"throttle_time_ms": 0, "brokers": brokers,
+                  "cluster_id": self.cluster_id(), "controller_id": controller_id,
+                  "topics": topics}
+        if version >= 8 and request.include_cluster_authorized_operations:
+            answer["cluster_authorized_operations"] = self.authorizer.authorized_operations(
+                context, ResourceType.CLUSTER, CLUSTER_NAME)
+        return answer
 
-    def _topic(self, name: str, cache: MetadataCache, allow_create: bool) -> dict:
+    def _topic(self, context: RequestContext, name: str, cache: MetadataCache,
+               allow_create: bool) -> dict:
         partitions = cache.topics.get(name)
         if partitions is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if allow_create:
+                authorize = self.authorizer.authorize
+                if not (authorize(context, AclOperation.CREATE, ResourceType.CLUSTER,
+                                  CLUSTER_NAME)
+                        or authorize(context, AclOperation.CREATE, ResourceType.TOPIC, name)):
+                    return _refused(name)
                 code = self.topic_creator.auto_create(name)
             return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
         answers = []
@@ -95,3 +125,8 @@ class MetadataHandler:
             })
         return {"error_code": ErrorCode.NONE, "name": name,
                 "is_internal": name in INTERNAL_TOPICS, "partitions": answers}
+
+
+def _refused(name: str) -> dict:
+    return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name,
+            "is_internal": False, "partitions": []}

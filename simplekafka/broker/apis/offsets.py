@@ -1,12 +1,17 @@
 """ListOffsets, OffsetForLeaderEpoch, DeleteRecords: where a partition starts and ends.
 
 ListOffsets answers the earliest offset (timestamp -2), the latest one a
-consumer may read (-1, the high watermark) or the first offset whose record
+consumer may read (-1, the high watermark; the last stable offset for a
+read_committed consumer, isolation level 1) or the first offset whose record
 timestamp is at or after a given time, or (-3, KIP-734) the first record with
 the largest timestamp. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
 DeleteRecords moves where a partition starts (KIP-107).
+
+Authorization, per topic as Kafka: Describe for ListOffsets and a client's
+OffsetForLeaderEpoch (a follower's needs ClusterAction), Delete for
+DeleteRecords; a refused partition answers TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,12 +22,32 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Leaders, RecordDeleter
+from simplekafka.broker.apis.collaborators import Authorizer, Leaders, RecordDeleter
 from simplekafka.broker.dispatch import RequestContext
-from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
+from simplekafka.protocol.api import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    READ_COMMITTED,
+)
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
+
+
+def _check(authorizer: Authorizer, context: RequestContext, operation: AclOperation,
+           topic: str) -> None:
+    """Raise TOPIC_AUTHORIZATION_FAILED unless the principal may do ``operation`` on
+    ``topic`` (ClusterAction is asked of the cluster)."""
+    if operation == AclOperation.CLUSTER_ACTION:
+        allowed = authorizer.authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    else:
+        allowed = authorizer.authorize(context, operation, ResourceType.TOPIC, topic)
+    if not allowed:
+        raise error_for(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        f"not authorized to {operation.kafka_name} topic {topic}")
 
 
 def _answer_each_partition(api: str, requested: Iterable[Any], topic_field: str,
@@ -55,8 +80,9 @@ def _answer_each_partition(api: str, requested: Iterable[Any], topic_field: str,
 class ListOffsetsHandler:
     """ApiKey.LIST_OFFSETS: earliest, latest, or by timestamp, per partition."""
 
-    def __init__(self, leaders: Leaders):
+    def __init__(self, leaders: Leaders, authorizer: Authorizer = ALLOW_EVERYONE):
         self.leaders = leaders
+        self.authorizer = authorizer
 
     def __call__(self, context: RequestContext, request: Any) -> dict:
         def blank(wanted: Any) -> dict:
@@ -65,25 +91,31 @@ class ListOffsetsHandler:
                     "leader_epoch": -1, "old_style_offsets": []}
 
         def fill(topic: str, wanted: Any, answer: dict) -> None:
-            self._answer(topic, wanted, request.replica_id, answer)
+            _check(self.authorizer, context, AclOperation.DESCRIBE, topic)
+            self._answer(topic, wanted, request.replica_id, answer,
+                         getattr(request, "isolation_level", 0) == READ_COMMITTED)
 
         topics = _answer_each_partition("ListOffsets", request.topics, "name", blank, fill)
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
+    def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict,
+                read_committed: bool = False) -> None:
         partition = self.leaders.leader_partition(topic, wanted.partition_index)
         partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
         if wanted.timestamp == EARLIEST_TIMESTAMP:
             answer["offset"] = partition.log_start_offset
         elif wanted.timestamp == LATEST_TIMESTAMP:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
+                                else partition.last_stable_offset if read_committed
                                 else partition.high_watermark)
         elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
             raise error_for(ErrorCode.INVALID_REQUEST,
                              f"timestamp {wanted.timestamp} is not -1, -2, -3 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
-            if found is None or found.offset >= partition.high_watermark:
+            visible_end = (partition.last_stable_offset if read_committed
+                           else partition.high_watermark)
+            if found is None or found.offset >= visible_end:
                 return  # no such record (yet): offset -1, timestamp -1
             answer["offset"] = found.offset
             answer["timestamp"] = found.timestamp
@@ -93,15 +125,20 @@ class ListOffsetsHandler:
 class OffsetForLeaderEpochHandler:
     """ApiKey.OFFSET_FOR_LEADER_EPOCH: where an epoch ended in this leader's log."""
 
-    def __init__(self, leaders: Leaders):
+    def __init__(self, leaders: Leaders, authorizer: Authorizer = ALLOW_EVERYONE):
         self.leaders = leaders
+        self.authorizer = authorizer
 
     def __call__(self, context: RequestContext, request: Any) -> dict:
+        operation = AclOperation.CLUSTER_ACTION if getattr(request, "replica_id", -2) >= 0 \
+            else AclOperation.DESCRIBE
+
         def blank(wanted: Any) -> dict:
             return {"error_code": ErrorCode.NONE, "partition": wanted.partition,
                     "leader_epoch": -1, "end_offset": -1}
 
         def fill(topic: str, wanted: Any, answer: dict) -> None:
+            _check(self.authorizer, context, operation, topic)
             partition = self.leaders.leader_partition(topic, wanted.partition)
             partition.check_leader_epoch(wanted.current_leader_epoch)
             epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
@@ -120,8 +157,9 @@ class DeleteRecordsHandler:
     new offset (at most ``timeout_ms``, then REQUEST_TIMED_OUT).
     """
 
-    def __init__(self, replica_manager: RecordDeleter):
+    def __init__(self, replica_manager: RecordDeleter, authorizer: Authorizer = ALLOW_EVERYONE):
         self.replica_manager = replica_manager
+        self.authorizer = authorizer
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         waits: list[defer.Deferred] = []
@@ -131,6 +169,7 @@ class DeleteRecordsHandler:
                     "error_code": ErrorCode.NONE}
 
         def fill(topic: str, wanted: Any, answer: dict) -> None:
+            _check(self.authorizer, context, AclOperation.DELETE, topic)
             waits.append(self.replica_manager.delete_records(
                 topic, wanted.partition_index, wanted.offset, request.timeout_ms
             ).addCallback(_fill, answer))

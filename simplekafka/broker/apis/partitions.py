@@ -15,12 +15,20 @@ from typing import Any
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Flag,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.partitions import add_partitions
 from simplekafka.coordination.topics import TopicError
+from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -30,7 +38,9 @@ class CreatePartitionsHandler:
     """ApiKey.CREATE_PARTITIONS: see the module docstring."""
 
     def __init__(self, cache: MetadataCache, reactor: Reactor, zookeeper: ZooKeeperHandle,
-                 is_controller: Flag, topics: TopicAdmin):
+                 is_controller: Flag, topics: TopicAdmin,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.cache = cache
         self.reactor = reactor
         self.zookeeper = zookeeper
@@ -52,6 +62,11 @@ class CreatePartitionsHandler:
             seen.add(topic.name)
             if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
+                continue
+            if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.TOPIC,
+                                             topic.name):
+                result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                result["error_message"] = f"not authorized to alter topic {topic.name}"
                 continue
             assignments = None if topic.assignments is None else [
                 list(a.broker_ids) for a in topic.assignments]

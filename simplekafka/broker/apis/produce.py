@@ -6,6 +6,10 @@ the high watermark, the one place that does, for clients and for the group
 coordinator alike. What stays here is the wire: versions below 3 (no magic v2
 batches) are refused per partition, acks=0 gets no response at all, and the
 partition outcomes become the response dict.
+
+A partition of a topic the principal may not Write is not appended and
+answers TOPIC_AUTHORIZATION_FAILED (a transactional producer also needs Write
+on its transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise).
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from typing import Any, cast
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import RecordAppender
+from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.replica_manager import PartitionResponse
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 
 FIRST_MAGIC_V2_VERSION = 3
@@ -25,14 +31,19 @@ FIRST_MAGIC_V2_VERSION = 3
 class ProduceHandler:
     """ApiKey.PRODUCE: see the module docstring."""
 
-    def __init__(self, replica_manager: RecordAppender):
+    def __init__(self, replica_manager: RecordAppender, authorizer: Authorizer = ALLOW_EVERYONE):
         self.replica_manager = replica_manager
+        self.authorizer = authorizer
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
         if version < FIRST_MAGIC_V2_VERSION:  # no magic v2 batches: nothing to append
             return None if acks == 0 else _response_body(_Unsupported(), request)
+        if self.authorizer.enabled:
+            refused = self._refused(context, request)
+            if refused:
+                return self._append_allowed(request, refused, version)
         entries = {(topic.name, data.index): data.records
                    for topic in request.topic_data for data in topic.partition_data}
         appended = self.replica_manager.append_records(
@@ -42,6 +53,33 @@ class ProduceHandler:
         if appended.called:  # nothing to wait for: answer now, without a callback round trip
             return _response_body(cast(dict, appended.result), request)
         return appended.addCallback(_response_body, request)
+
+    def _refused(self, context: RequestContext, request: Any) -> dict[tuple[str, int], Any]:
+        """The partitions this principal may not write, with their error."""
+        authorize = self.authorizer.authorize
+        transactional_id = getattr(request, "transactional_id", None)
+        if transactional_id is not None and not authorize(
+                context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return {(t.name, d.index): PartitionResponse(code)
+                    for t in request.topic_data for d in t.partition_data}
+        return {(t.name, d.index): PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for t in request.topic_data
+                if not authorize(context, AclOperation.WRITE, ResourceType.TOPIC, t.name)
+                for d in t.partition_data}
+
+    def _append_allowed(self, request: Any, refused: dict,
+                        version: int) -> dict | defer.Deferred | None:
+        entries = {(topic.name, data.index): data.records
+                   for topic in request.topic_data for data in topic.partition_data
+                   if (topic.name, data.index) not in refused}
+        appended = self.replica_manager.append_records(
+            entries, request.acks, request.timeout_ms, internal=False,
+            api_version=version) if entries else defer.succeed({})
+        if request.acks == 0:
+            return None
+        return appended.addCallback(lambda results: _response_body({**results, **refused},
+                                                                   request))
 
 
 class _Unsupported(dict):
@@ -63,6 +101,8 @@ def _response_body(results: dict[tuple[str, int], PartitionResponse], request: A
                 "index": data.index, "error_code": outcome.error_code,
                 "base_offset": outcome.base_offset, "log_append_time_ms": outcome.log_append_time,
                 "log_start_offset": outcome.log_start_offset,
+                "record_errors": [{"batch_index": index, "batch_index_error_message": message}
+                                  for index, message in outcome.record_errors],
                 "error_message": outcome.error_message})
         responses.append({"name": name, "partition_responses": partition_responses})
     return {"responses": responses, "throttle_time_ms": 0}

@@ -1,4 +1,4 @@
-"""InitProducerId: hand out producer ids, unique across the cluster, for idempotent producers.
+"""InitProducerId: hand out producer ids, unique across the cluster, to idempotent producers.
 
 Like ZooKeeper-mode Kafka, brokers reserve blocks of ids in
 ``/latest_producer_id_block`` with a conditional setData (so two brokers never
@@ -16,10 +16,20 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
-from simplekafka.broker.apis.transactions import TRANSACTIONS_REFUSED
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.dispatch import RequestContext
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.broker.transaction.coordinator import (
+    InitProducerIdResult,
+    TransactionCoordinator,
+)
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
+from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +59,8 @@ def reserve_block(zk: Any, broker_id: int, size: int) -> tuple[int, int]:
             continue  # another broker took a block meanwhile: read again
 
 
-class InitProducerIdHandler:
-    """ApiKey.INIT_PRODUCER_ID: the next id of this broker's reserved block."""
+class ProducerIdManager:
+    """This broker's reserved block of producer ids (Kafka's ``ProducerIdManager``)."""
 
     def __init__(self, zookeeper: ZooKeeperHandle, reactor: Reactor, broker_id: int,
                  block_size: int):
@@ -62,16 +72,14 @@ class InitProducerIdHandler:
         self._end = -1
         self._refill: defer.Deferred | None = None
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        if request.transactional_id is not None:
-            log.info("InitProducerId with transactional id %r refused: no transactions",
-                     request.transactional_id)
-            return self._answer(TRANSACTIONS_REFUSED)
+    def __call__(self) -> int | defer.Deferred:
+        """The next id now, or a Deferred of it once a block is reserved; KafkaError
+        COORDINATOR_NOT_AVAILABLE without ZooKeeper."""
         if self._next <= self._end:
             return self._take()
         zk = self.zookeeper()
         if zk is None:
-            return self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            raise error_for(ErrorCode.COORDINATOR_NOT_AVAILABLE, "not connected to ZooKeeper")
         if self._refill is None:
             self._refill = in_worker_thread(
                 self.reactor, reserve_block, zk,
@@ -84,8 +92,7 @@ class InitProducerIdHandler:
             return result
 
         self._refill.addBoth(wake)
-        return waiter.addCallback(lambda _: self._take() if self._next <= self._end
-                                  else self._answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        return waiter.addCallback(lambda _: self._take_or_fail())
 
     def _refilled(self, result: Any) -> None:
         self._refill = None
@@ -95,13 +102,68 @@ class InitProducerIdHandler:
         else:
             log.warning("cannot reserve producer ids: %s", result.getErrorMessage())
 
-    def _take(self) -> dict:
+    def _take_or_fail(self) -> int:
+        if self._next <= self._end:
+            return self._take()
+        raise error_for(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no producer id block")
+
+    def _take(self) -> int:
         producer_id = self._next
         self._next += 1
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                "producer_id": producer_id, "producer_epoch": 0}
+        return producer_id
 
-    @staticmethod
-    def _answer(code: ErrorCode) -> dict:
-        return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1,
-                "producer_epoch": -1}
+
+class InitProducerIdHandler:
+    """ApiKey.INIT_PRODUCER_ID: a fresh id for an idempotent producer; a transactional
+    id's request goes to the transaction coordinator."""
+
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.producer_ids = producer_ids
+        self.transactions = transactions
+        self.authorizer = authorizer
+
+    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id)
+        if refused is not None:
+            return _answer(InitProducerIdResult(refused))
+        if request.transactional_id is not None:
+            return _now_or_later(self.transactions.init_producer_id(
+                request.transactional_id, request.transaction_timeout_ms), _answer)
+        try:
+            producer_id = self.producer_ids()
+        except KafkaError as exc:
+            return _answer(InitProducerIdResult(exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR))
+        if isinstance(producer_id, defer.Deferred):
+            return producer_id.addCallbacks(
+                lambda pid: _answer(InitProducerIdResult(ErrorCode.NONE, pid, 0)),
+                lambda failure: _answer(InitProducerIdResult(
+                    getattr(failure.value, "error_code", None)
+                    or ErrorCode.COORDINATOR_NOT_AVAILABLE)))
+        return _answer(InitProducerIdResult(ErrorCode.NONE, producer_id, 0))
+
+
+    def _refused(self, context: RequestContext, transactional_id: str | None
+                 ) -> ErrorCode | None:
+        authorizer = self.authorizer
+        if transactional_id is not None:
+            if authorizer.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                    transactional_id):
+                return None
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if (authorizer.authorize(context, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER,
+                                 CLUSTER_NAME)
+                or authorizer.authorize_any(context, AclOperation.WRITE, ResourceType.TOPIC)):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _now_or_later(result: Any, answer: Any) -> Any:
+    if isinstance(result, defer.Deferred):
+        return result.addCallback(answer)
+    return answer(result)
+
+
+def _answer(result: InitProducerIdResult) -> dict:
+    return {"throttle_time_ms": 0, "error_code": result.error_code,
+            "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}

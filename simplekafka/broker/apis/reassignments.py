@@ -19,15 +19,27 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.assignment import AssignmentError
 from simplekafka.coordination.reassignment import parse_reassignment_json, reassignment_json
 from simplekafka.coordination.topics import read_topic_assignment
 from simplekafka.coordination.znodes import ZkPaths
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 
 WRITE_ATTEMPTS = 10
 Key = tuple[str, int]
+
+
+def _refused() -> dict:
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None, "responses": [], "topics": []}
 
 
 def _no_zookeeper() -> dict:
@@ -38,11 +50,16 @@ def _no_zookeeper() -> dict:
 class AlterPartitionReassignmentsHandler:
     """ApiKey.ALTER_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle) -> None:
+    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle,
+                 authorizer: Authorizer = ALLOW_EVERYONE) -> None:
         self.reactor = reactor
         self.zookeeper = zookeeper
+        self.authorizer = authorizer
 
     def __call__(self, context: Any, request: Any) -> Any:
+        if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER,
+                                         CLUSTER_NAME):
+            return _refused()
         zk = self.zookeeper()
         if zk is None:
             return _no_zookeeper()
@@ -130,11 +147,16 @@ def _alter_response(results: dict[Key, tuple[ErrorCode, str | None]]) -> dict:
 class ListPartitionReassignmentsHandler:
     """ApiKey.LIST_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle) -> None:
+    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle,
+                 authorizer: Authorizer = ALLOW_EVERYONE) -> None:
         self.reactor = reactor
         self.zookeeper = zookeeper
+        self.authorizer = authorizer
 
     def __call__(self, context: Any, request: Any) -> Any:
+        if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
+                                         CLUSTER_NAME):
+            return _refused()
         zk = self.zookeeper()
         if zk is None:
             return _no_zookeeper()

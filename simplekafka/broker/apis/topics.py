@@ -9,6 +9,9 @@ cache shows a leader for every partition. Deleting writes
 ``/admin/delete_topics/<t>`` and waits until the topic has left the cache.
 
 All ZooKeeper calls run on a worker thread, never on the reactor.
+
+Creating needs Create on the cluster or on the topic, deleting Delete on the
+topic; a refused topic answers TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,10 +23,22 @@ from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from simplekafka.broker.apis.collaborators import Flag, Reactor, ZooKeeperHandle, in_worker_thread
+from simplekafka.broker.apis.collaborators import (
+    Authorizer,
+    Flag,
+    Reactor,
+    ZooKeeperHandle,
+    in_worker_thread,
+)
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.replication_quota import (
+    REPLICAS_KEYS,
+    ThrottleConfigError,
+    parse_throttled_replicas,
+)
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.topics import (
     TopicError,
     check_no_collision,
@@ -32,6 +47,7 @@ from simplekafka.coordination.topics import (
     validate_topic_name,
 )
 from simplekafka.coordination.znodes import ZkPaths
+from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.storage import LogConfig
 
@@ -42,7 +58,9 @@ class TopicAdmin:
     """The CreateTopics and DeleteTopics handlers, and auto-creation for Metadata."""
 
     def __init__(self, config: BrokerConfig, cache: MetadataCache, reactor: Reactor,
-                 zookeeper: ZooKeeperHandle, is_controller: Flag, log_config: LogConfig):
+                 zookeeper: ZooKeeperHandle, is_controller: Flag, log_config: LogConfig,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.authorizer = authorizer
         self.config = config
         self.cache = cache
         self.reactor = reactor
@@ -91,6 +109,10 @@ class TopicAdmin:
             if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
                 continue
+            if not self.may_create(context, topic.name):
+                result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                result["error_message"] = f"not authorized to create topic {topic.name}"
+                continue
             waits.append(self._create_one(topic, validate_only, result))
         body = {"throttle_time_ms": 0, "topics": results}
         if not waits:
@@ -102,6 +124,11 @@ class TopicAdmin:
             request.timeout_ms, lambda name: self.cache.all_leaders_known(name),
             results))
         return created.addCallback(lambda _: body)
+
+    def may_create(self, context: RequestContext, name: str) -> bool:
+        authorize = self.authorizer.authorize
+        return (authorize(context, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                or authorize(context, AclOperation.CREATE, ResourceType.TOPIC, name))
 
     def _create_one(self, topic: Any, validate_only: bool, result: dict) -> defer.Deferred:
         config = self.config
@@ -161,6 +188,9 @@ class TopicAdmin:
             results.append(result)
             if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
+            elif not self.authorizer.authorize(context, AclOperation.DELETE,
+                                               ResourceType.TOPIC, name):
+                result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif not self.config["delete.topic.enable"]:
                 result["error_code"] = ErrorCode.TOPIC_DELETION_DISABLED
             elif not self.cache.has_topic(name):
@@ -235,6 +265,8 @@ TOPIC_CONFIG_KEYS = frozenset({
     "message.timestamp.type", "min.insync.replicas", "retention.bytes", "retention.ms",
     "segment.bytes", "segment.index.bytes", "segment.ms", "unclean.leader.election.enable",
     "message.format.version", "min.cleanable.dirty.ratio", "preallocate",
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+    "min.compaction.lag.ms", "message.timestamp.difference.max.ms",
 })
 
 
@@ -249,5 +281,11 @@ def _bad_config_value(topic_config: dict[str, str], base: Any) -> str | None:
     value = topic_config.get("min.insync.replicas")
     if value is not None and (not value.strip().isdigit() or int(value) < 1):
         return f"min.insync.replicas must be a positive integer, got {value!r}"
+    for key in REPLICAS_KEYS:
+        if topic_config.get(key):
+            try:
+                parse_throttled_replicas(topic_config[key])
+            except ThrottleConfigError as exc:
+                return f"{key}: {exc}"
     return None
 

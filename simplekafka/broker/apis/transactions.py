@@ -1,30 +1,151 @@
-"""Transactions (KIP-98) are not implemented: say so at the client's first step, for good.
+"""FindCoordinator (key type 1), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit:
+the transaction coordinator's wire side (InitProducerId is in ``apis.producer_ids``).
 
-A transactional producer first looks up its transaction coordinator
-(FindCoordinator with key type 1), then asks it for a producer id
-(InitProducerId with its ``transactional.id``). Answering the lookup with
-COORDINATOR_NOT_AVAILABLE, which is retriable, makes every client retry until
-its timeout (or forever). Both librdkafka (``rd_kafka_txn_handle_FindCoordinator``)
-and kafka-python (``FindCoordinatorHandler``) treat
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED in that lookup as a fatal error and fail
-``init_transactions()`` at once, showing the ``error_message`` we send, so that
-is the answer until a transaction coordinator exists.
+The coordinator (``broker/transaction``) decides and returns result values,
+now or through a Deferred (every change is replicated before it is answered);
+these handlers turn them into each version's response. Kafka answers
+PRODUCER_FENCED only to clients new enough to know it (KIP-588); older
+versions hear INVALID_PRODUCER_EPOCH, as here. With an authorizer, each
+request needs Write on its transactional id (Kafka's rule), AddPartitionsToTxn
+also Write on each topic, AddOffsetsToTxn and TxnOffsetCommit Read on the group.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+
+from simplekafka.broker.apis.collaborators import Authorizer
+from simplekafka.broker.apis.groups import _find_coordinator_answer
+from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.group.coordinator import CommitResult, GroupCoordinator
+from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.broker.transaction.coordinator import TransactionCoordinator
+from simplekafka.protocol.acls import AclOperation, ResourceType
+from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 
-TRANSACTIONS_REFUSED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-TRANSACTIONS_REFUSED_MESSAGE = (
-    "SimpleKafka does not support transactions; unset transactional.id "
-    "(an idempotent producer still writes each record once per partition)")
+# The first version of each request that may hear PRODUCER_FENCED (Kafka's KIP-588 mapping).
+PRODUCER_FENCED_SINCE = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: 2,
+    ApiKey.ADD_OFFSETS_TO_TXN: 2,
+    ApiKey.END_TXN: 2,
+    ApiKey.TXN_OFFSET_COMMIT: 3,
+}
 
-COORDINATOR_KEY_TRANSACTION = 1
+
+def _for_version(code: ErrorCode, api_key: ApiKey, version: int) -> ErrorCode:
+    if code == ErrorCode.PRODUCER_FENCED and version < PRODUCER_FENCED_SINCE[api_key]:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
 
 
-def refuse_transaction_coordinator() -> dict:
-    """The FindCoordinator answer for a transactional id (key type 1)."""
-    return {"throttle_time_ms": 0, "error_code": TRANSACTIONS_REFUSED,
-            "error_message": TRANSACTIONS_REFUSED_MESSAGE,
-            "node_id": -1, "host": "", "port": -1}
+def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.Deferred:
+    if isinstance(result, defer.Deferred):
+        return result.addCallback(answer)
+    return answer(result)
+
+
+class TransactionApis:
+    """The transactional requests' handlers, over the two coordinators."""
+
+    def __init__(self, coordinator: TransactionCoordinator, groups: GroupCoordinator,
+                 authorizer: Authorizer = ALLOW_EVERYONE):
+        self.coordinator = coordinator
+        self.groups = groups
+        self.authorizer = authorizer
+
+    def _refused(self, context: RequestContext, transactional_id: str,
+                 group_id: str | None = None) -> ErrorCode | None:
+        if not self.authorizer.authorize(context, AclOperation.WRITE,
+                                         ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if group_id is not None and not self.authorizer.authorize(
+                context, AclOperation.READ, ResourceType.GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return None
+
+    def register(self, dispatcher: Any) -> None:
+        for key, handler in [
+            (ApiKey.ADD_PARTITIONS_TO_TXN, self.add_partitions_to_txn),
+            (ApiKey.ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn),
+            (ApiKey.END_TXN, self.end_txn),
+            (ApiKey.TXN_OFFSET_COMMIT, self.txn_offset_commit),
+        ]:
+            dispatcher.register(key, handler)
+
+    def find_coordinator(self, context: RequestContext, request: Any) -> dict:
+        """FindCoordinator with key type 1: the leader of the id's __transaction_state
+        partition."""
+        return _find_coordinator_answer(*self.coordinator.find_coordinator(request.key or ""))
+
+    def add_partitions_to_txn(self, context: RequestContext, request: Any
+                              ) -> dict | defer.Deferred:
+        version = context.api_version
+        wanted = [(t.name, index) for t in request.v3_and_below_topics for index in t.partitions]
+        refused = self._refused(context, request.v3_and_below_transactional_id)
+        if refused is None and not all(self.authorizer.authorize(
+                context, AclOperation.WRITE, ResourceType.TOPIC, topic) for topic, _ in wanted):
+            refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+        def answer(codes: dict) -> dict:
+            by_topic: dict[str, list[dict]] = {}
+            for (topic, index), code in codes.items():
+                by_topic.setdefault(topic, []).append({
+                    "partition_index": index,
+                    "partition_error_code": _for_version(
+                        code, ApiKey.ADD_PARTITIONS_TO_TXN, version)})
+            return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+                {"name": name, "results_by_partition": parts}
+                for name, parts in by_topic.items()]}
+
+        if refused is not None:
+            return answer(dict.fromkeys(wanted, refused))
+        return _now_or_later(self.coordinator.add_partitions(
+            request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch, wanted), answer)
+
+    def add_offsets_to_txn(self, context: RequestContext, request: Any
+                           ) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id, request.group_id)
+        if refused is not None:
+            return self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context)(refused)
+        return _now_or_later(self.coordinator.add_offsets(
+            request.transactional_id, request.producer_id, request.producer_epoch,
+            request.group_id), self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context))
+
+    def end_txn(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        refused = self._refused(context, request.transactional_id)
+        if refused is not None:
+            return self._code_answer(ApiKey.END_TXN, context)(refused)
+        return _now_or_later(self.coordinator.end_transaction(
+            request.transactional_id, request.producer_id, request.producer_epoch,
+            request.committed), self._code_answer(ApiKey.END_TXN, context))
+
+    def txn_offset_commit(self, context: RequestContext, request: Any
+                          ) -> dict | defer.Deferred:
+        version = context.api_version
+
+        def answer(result: CommitResult) -> dict:
+            by_topic: dict[str, list[dict]] = {}
+            for topic, index, code in result:
+                by_topic.setdefault(topic, []).append({
+                    "partition_index": index,
+                    "error_code": _for_version(code, ApiKey.TXN_OFFSET_COMMIT, version)})
+            return {"throttle_time_ms": 0,
+                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+
+        refused = self._refused(context, request.transactional_id, request.group_id)
+        if refused is not None:
+            return answer([(t.name, p.partition_index, refused)
+                           for t in request.topics for p in t.partitions])
+        return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
+
+    @staticmethod
+    def _code_answer(api_key: ApiKey, context: RequestContext) -> Callable[[ErrorCode], dict]:
+        def answer(code: ErrorCode) -> dict:
+            return {"throttle_time_ms": 0,
+                    "error_code": _for_version(code, api_key, context.api_version)}
+        return answer

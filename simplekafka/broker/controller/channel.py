@@ -77,11 +77,17 @@ class ResponseReader(protocol.Protocol):
             self.lost.callback(None)
 
 
-def connect_reader(reactor: Any, host: str, port: int) -> defer.Deferred:
-    """Connect to a broker; fires with the ResponseReader of the new connection."""
-    endpoint = TCP4ClientEndpoint(reactor, host, port, timeout=5)
+def connect_reader(reactor: Any, host: str, port: int, login: Any = None) -> defer.Deferred:
+    """Connect to a broker; fires with the ResponseReader of the new connection.
+
+    ``login`` (the broker's ``InterBrokerLogin``, which ``endpoint_of`` hands out
+    with the address) adds TLS and a SASL login as the inter-broker listener wants.
+    """
     # Factory is an IProtocolFactory through zope, which a type checker cannot see.
     factory: Any = protocol.Factory.forProtocol(ResponseReader)
+    if login is not None:
+        return login.connect(reactor, host, port, factory)
+    endpoint = TCP4ClientEndpoint(reactor, host, port, timeout=5)
     return endpoint.connect(factory)
 
 

@@ -36,6 +36,10 @@ requests to brokers, sent from the reactor through the ControllerChannel:
   ISR drops the leaving replicas, the assignment becomes TRS, the leaving
   replicas get StopReplica (delete), and the partition leaves the znode. A new
   controller resumes what the znode still lists;
+* with ``auto.reassign.on.membership.change``, periodically: when a broker has
+  been gone past its grace period or a new one has been up for a while, plan a
+  minimal-movement reassignment, throttle it and write it to
+  ``/admin/reassign_partitions`` (``auto_reassign``), one at a time;
 * on ``/admin/controlled_shutdown/<id>`` (a broker about to stop cleanly): move
   its leaderships to the first other live ISR member, drop it from the ISRs it
   follows in (never emptying one), and leave it out of elections until it goes.
@@ -55,11 +59,17 @@ very same channel and request handlers a remote broker would use.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 
+from simplekafka.broker.controller.auto_reassign import (
+    AutoReassignSettings,
+    Membership,
+    plan_automatic_moves,
+)
 from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
 from simplekafka.broker.controller.elections import (
     elect_for_controlled_shutdown,
@@ -78,9 +88,15 @@ from simplekafka.coordination.reassignment import (
     reassignment_json,
     replicas_during,
 )
+from simplekafka.coordination.throttles import (
+    clear_throttles,
+    throttled_brokers,
+    write_throttles,
+)
 from simplekafka.coordination.topics import (
     live_brokers,
     read_partition_state,
+    read_partition_states,
     read_topic_assignment,
 )
 from simplekafka.coordination.znodes import (
@@ -114,8 +130,16 @@ class Controller:
                  send: Callable[[list[Send]], None], unclean_election: bool = False,
                  call_later: Callable[..., Any] | None = None,
                  auto_rebalance: bool = False, imbalance_check_seconds: float = 300.0,
-                 imbalance_percentage: int = 10):
+                 imbalance_percentage: int = 10,
+                 auto_reassign: AutoReassignSettings | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.broker_id = broker_id
+        self.auto_reassign = auto_reassign or AutoReassignSettings()
+        self.clock = clock
+        self.membership = Membership()
+        self._auto_reassign_timer: Any = None
+        # Throttles an automatic reassignment set: (topics, brokers), cleared when done.
+        self._auto_throttled: tuple[list[str], list[int]] | None = None
         self.auto_rebalance = auto_rebalance
         self.imbalance_check_seconds = imbalance_check_seconds
         self.imbalance_percentage = imbalance_percentage
@@ -131,6 +155,7 @@ class Controller:
 
     def _reset(self) -> None:
         self.context = ControllerContext()
+        self.zk_multis = 0  # partition-state multis sent pipelined (for tests)
 
     @property
     def brokers(self) -> dict[int, BrokerInfo]:
@@ -147,13 +172,15 @@ class Controller:
         self.epoch = epoch
         self._submit(self._startup_event)
         self._schedule_rebalance_check()
+        self._schedule_auto_reassign_check()
 
     def on_resigned(self) -> None:
         self.active = False
         self._submit(self._reset)
-        if self._rebalance_timer is not None and self._rebalance_timer.active():
-            self._rebalance_timer.cancel()
-        self._rebalance_timer = None
+        for timer in (self._rebalance_timer, self._auto_reassign_timer):
+            if timer is not None and timer.active():
+                timer.cancel()
+        self._rebalance_timer = self._auto_reassign_timer = None
 
     def _schedule_rebalance_check(self) -> None:
         if not self.auto_rebalance or self._call_later is None:
@@ -168,6 +195,20 @@ class Controller:
                 self._schedule_rebalance_check()
 
         self._rebalance_timer = self._call_later(self.imbalance_check_seconds, due)
+
+    def _schedule_auto_reassign_check(self) -> None:
+        if not self.auto_reassign.enabled or self._call_later is None:
+            return
+        if self._auto_reassign_timer is not None and self._auto_reassign_timer.active():
+            return
+
+        def due() -> None:
+            self._auto_reassign_timer = None
+            if self.active:
+                self._submit(self._auto_reassign_event)
+                self._schedule_auto_reassign_check()
+
+        self._auto_reassign_timer = self._call_later(self.auto_reassign.check_seconds, due)
 
     def _reload(self) -> None:
         if self.active:
@@ -362,10 +403,8 @@ class Controller:
         except ZnodeFormatError as exc:
             log.warning("topic %s: unreadable config (%s); using broker defaults", topic, exc)
             self.context.topic_configs[topic] = {}
-        for index in assignment.partitions:
-            found = read_partition_state(self.zk, topic, index)
-            if found is not None:
-                self.context.states[(topic, index)] = found
+        for index, found in read_partition_states(self.zk, topic, assignment.partitions).items():
+            self.context.states[(topic, index)] = found
 
     def _elect_leaders(self, keys: list[tuple[str, int]],
                        exclude: set[int] | frozenset[int] = frozenset()
@@ -399,8 +438,11 @@ class Controller:
         decides again, up to WRITE_ATTEMPTS times. Only with ``create`` may a
         partition without a state znode get one (a new partition).
         """
-        changed = []
+        changed = self._write_pipelined(keys, decide, create)
+        done = set(changed)
         for key in keys:
+            if key in done:
+                continue
             for _attempt in range(WRITE_ATTEMPTS):
                 replicas = self.context.replicas_of(key)
                 found = self.context.states.get(key)
@@ -419,6 +461,56 @@ class Controller:
                 if found is None:
                     break  # a create that failed is not retried (the znode was reloaded)
         return changed
+
+    def _write_pipelined(self, keys: list[TopicPartitionKey], decide: Decide,
+                         create: bool) -> list[TopicPartitionKey]:
+        """First pass of ``_decide_and_write``: every decided write sent at once.
+
+        Each partition is still its own fenced multi (a conflict on one does not
+        undo the others), but all are in flight together, as Kafka's controller
+        pipelines them: a topic of 1,000 partitions, or the leaders of a dead
+        broker's partitions, cost a few round trips to ZooKeeper, not one or
+        three per partition. A new partition's znode and its state are created
+        in the same multi. What fails here is left to the one-by-one loop.
+        """
+        pending = []
+        parents: set[str] = set()
+        for key in keys:
+            replicas = self.context.replicas_of(key)
+            found = self.context.states.get(key)
+            if replicas is None or (found is None and not create):
+                continue
+            state = decide(key, found[0] if found else None, tuple(replicas))
+            if state is None:
+                continue
+            topic, index = key
+            transaction = self.election.fenced_transaction()
+            if found is None:
+                parent = ZkPaths.partitions(topic)
+                if parent not in parents:
+                    self.zk.ensure_path(parent)
+                    parents.add(parent)
+                transaction.create(ZkPaths.partition(topic, index))
+                transaction.create(ZkPaths.partition_state(topic, index), state.to_json())
+                version = -1
+            else:
+                version = found[1]
+                transaction.set_data(ZkPaths.partition_state(topic, index), state.to_json(),
+                                     version)
+            pending.append((key, state, version, transaction, transaction.commit_async()))
+        written = []
+        for key, state, version, transaction, sent in pending:
+            try:
+                results = transaction.results(sent.get())
+            except NotControllerError:
+                raise
+            except Exception:
+                continue  # decided again, one by one, on the current znode
+            new_version = 0 if version < 0 else getattr(results[0], "version", version + 1)
+            self.context.states[key] = (state, new_version)
+            written.append(key)
+        self.zk_multis += len(pending)
+        return written
 
     def _create_state(self, key: tuple[str, int], state: PartitionState) -> bool:
         topic, index = key
@@ -672,6 +764,46 @@ class Controller:
             self._write_pending_reassignments(
                 {k: tuple(t) for k, t in wanted.items()})  # nothing valid in it
         return sends
+
+    def _auto_reassign_event(self) -> list[Send]:
+        """Automatic mode (``auto_reassign``): plan and start a reassignment if membership
+        changed for good and none is in flight; clear the throttles of a finished one."""
+        if not self.election.is_controller:
+            return []
+        context = self.context
+        assignments = {k: r for k, r in context.replicas_items() if k[0] not in context.deleting}
+        now = self.clock()
+        self.membership.observe(context.live, {b for r in assignments.values() for b in r}, now)
+        if context.reassigning or context.moving or self.zk.exists(
+                ZkPaths.REASSIGN_PARTITIONS) is not None:
+            return []  # one at a time
+        if self._auto_throttled is not None:
+            topics, brokers = self._auto_throttled
+            clear_throttles(self.zk, topics, brokers)
+            self._auto_throttled = None
+            log.info("controller: automatic reassignment done; throttles cleared")
+        try:
+            moves = plan_automatic_moves(assignments, context.live,
+                                         {b: info.rack for b, info in context.brokers.items()},
+                                         self.membership, now, self.auto_reassign)
+        except AssignmentError as exc:
+            log.warning("controller: no automatic reassignment: %s", exc)
+            return []
+        if not moves:
+            return []
+        current = {k: assignments[k] for k in moves}
+        write_throttles(self.zk, current, moves, self.auto_reassign.throttle)
+        self._auto_throttled = (sorted({t for t, _ in moves}),
+                                throttled_brokers(current, moves))
+        try:
+            self.zk.create(ZkPaths.REASSIGN_PARTITIONS,
+                           reassignment_json(moves, log_dirs=False).encode(), makepath=True)
+        except NodeExistsError:
+            return []  # an operator was quicker: theirs runs, ours is planned again later
+        log.info("controller: automatic reassignment of %d partitions (live brokers %s, "
+                 "gone %s)", len(moves), sorted(context.live),
+                 sorted(self.membership.gone_since))
+        return self._reassignment_event()
 
     def _start_reassignments(self, keys: list[TopicPartitionKey]) -> list[Send]:
         """Assignment RS = TRS + ORS, leader epoch bumped, everyone told."""

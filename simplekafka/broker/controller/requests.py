@@ -14,7 +14,8 @@ from simplekafka.protocol.api import ApiKey
 LEADER_AND_ISR_VERSION = 2
 UPDATE_METADATA_VERSION = 5
 STOP_REPLICA_VERSION = 1
-PLAINTEXT = 0  # security protocol id in UpdateMetadata endpoints
+# Kafka's SecurityProtocol ids, as UpdateMetadata endpoints carry them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 # One request for the channel: (target broker, api key, api version, body).
 Send = tuple[int, ApiKey, int, dict]
@@ -61,8 +62,10 @@ class ControllerRequests:
             "topic_states": topic_states,
             "live_brokers": [
                 {"id": b.broker_id, "rack": b.rack,
-                 "endpoints": [{"port": b.port, "host": b.host, "listener": b.listener,
-                                "security_protocol": PLAINTEXT}]}
+                 "endpoints": [{"port": port, "host": host, "listener": name,
+                                "security_protocol": SECURITY_PROTOCOL_IDS.get(
+                                    b.security_protocol_of(name), 0)}
+                               for name, host, port in b.all_endpoints]}
                 for b in sorted(self.context.brokers.values(), key=lambda b: b.broker_id)
             ],
         }

@@ -138,6 +138,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.loaded: dict[int, int] = {}  # offsets partition -> leader epoch it was loaded at
         self._loading: set[int] = set()
+        # producer id -> group -> offsets written in its open transaction (TxnOffsetCommit)
+        self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
         cache.listeners.append(self.sync_ownership)
         cache.deletion_listeners.append(self.on_partitions_deleted)
 
@@ -203,7 +205,11 @@ class GroupCoordinator:
         if partition is None or self.loaded.get(index) == partition.leader_epoch:
             return
         started = time.monotonic()
-        metadata, offsets, records = self.metadata.read_partition(partition)
+        metadata, offsets, records, pending = self.metadata.read_partition(partition)
+        for producer_id, groups in pending.items():
+            for group_id, held in groups.items():
+                self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(
+                    group_id, {}).update(held)
         for group_id, value in metadata.items():
             if value is None:
                 self._forget(group_id)
@@ -245,6 +251,9 @@ class GroupCoordinator:
         self.loaded.pop(index, None)
         for group_id in [g for g in self.groups if self.partition_of(g) == index]:
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
+        for groups in self.pending_txn_offsets.values():
+            for group_id in [g for g in groups if self.partition_of(g) == index]:
+                del groups[group_id]
         log.info("%s-%d: groups unloaded (no longer the leader)", OFFSETS_TOPIC, index)
 
     def _forget(self, group_id: str, code: ErrorCode = ErrorCode.UNKNOWN_MEMBER_ID) -> None:
@@ -286,7 +295,11 @@ class GroupCoordinator:
         state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
         if state is None or state.leader < 0 or not cache.is_alive(state.leader):
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return answer(ErrorCode.NONE, cache.brokers[state.leader])
+        # The coordinator's endpoint on the listener the request came in on.
+        node = cache.brokers_on(context.listener).get(state.leader)
+        if node is None:
+            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return answer(ErrorCode.NONE, node)
 
     # -- JoinGroup ------------------------------------------------------------------------
 
@@ -892,6 +905,70 @@ class GroupCoordinator:
                 self._delete(group, old)
             elif not group.offsets and not group.members and group.generation == 0:
                 self._delete(group)
+
+    # -- TxnOffsetCommit: offsets that count once their transaction commits --------------
+
+    def txn_offset_commit(self, context: RequestContext, request: Any
+                          ) -> CommitResult | defer.Deferred:
+        """Write offsets in the producer's transaction (a transactional batch); they stay
+        pending, invisible to OffsetFetch, until the transaction's marker reaches this
+        group's partition (``complete_transaction``)."""
+        group_id = request.group_id
+        wanted = [(t.name, p) for t in request.topics for p in t.partitions]
+        code = self.check_owner(group_id)
+        if code is not None:
+            return [(topic, p.partition_index, code) for topic, p in wanted]
+        now = _now_ms()
+        results: list[list] = []
+        accepted: list[tuple[tuple[str, int], OffsetValue]] = []
+        for topic, p in wanted:
+            part = [topic, p.partition_index, ErrorCode.NONE]
+            results.append(part)
+            metadata = p.committed_metadata or ""
+            if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+                part[2] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            elif self.cache.partition(topic, p.partition_index) is None:
+                part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                accepted.append(((topic, p.partition_index), OffsetValue(
+                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), metadata,
+                    now)))
+
+        def answer() -> CommitResult:
+            return [(topic, index, code) for topic, index, code in results]
+
+        if not accepted:
+            return answer()
+        producer_id = request.producer_id
+
+        def stored(code: ErrorCode) -> CommitResult:
+            if code == ErrorCode.NONE:
+                pending = self.pending_txn_offsets.setdefault(producer_id, {})
+                pending.setdefault(group_id, {}).update(accepted)
+            else:
+                for part in results:
+                    if part[2] == ErrorCode.NONE:
+                        part[2] = code
+            return answer()
+
+        return self.metadata.store_offsets(group_id, accepted, producer=(
+            producer_id, request.producer_epoch)).addCallback(stored)
+
+    def complete_transaction(self, producer_id: int, partition_index: int,
+                             committed: bool) -> None:
+        """A marker reached ``__consumer_offsets``-``partition_index``: the producer's
+        pending offsets of the groups there become committed, or are dropped."""
+        pending = self.pending_txn_offsets.get(producer_id, {})
+        for group_id in [g for g in pending if self.partition_of(g) == partition_index]:
+            offsets = pending.pop(group_id)
+            if not committed:
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = Group(group_id)
+            group.offsets.update(offsets)
+        if not pending:
+            self.pending_txn_offsets.pop(producer_id, None)
 
     def shutdown(self) -> None:
         for group_id in list(self.groups):

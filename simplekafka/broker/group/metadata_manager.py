@@ -84,6 +84,8 @@ class PartitionContents(NamedTuple):
     groups: dict[str, GroupValue | None]  # None: the group was deleted
     offsets: dict[str, dict[OffsetsKey, OffsetValue | None]]  # None: the offset was deleted
     records: int
+    # producer id -> group -> offsets of transactions with no marker yet (TxnOffsetCommit)
+    pending: dict[int, dict[str, dict[OffsetsKey, OffsetValue]]]
 
 
 class GroupMetadataManager:
@@ -124,6 +126,7 @@ class GroupMetadataManager:
         position = the_log.log_start_offset
         end = the_log.log_end_offset
         records = 0
+        pending: dict[int, dict[str, dict[OffsetsKey, OffsetValue | None]]] = {}
         while position < end:
             chunk = the_log.read(position, 1 << 20)
             if not chunk:
@@ -132,27 +135,47 @@ class GroupMetadataManager:
             if not batches:
                 break
             for batch in batches:
-                for record in batch:
-                    records += 1
-                    _replay(record, offsets, groups)
+                producer_id = batch.header.producer_id
+                if batch.is_control:
+                    # A transaction's marker: its offsets count (commit) or never did.
+                    ended = pending.pop(producer_id, {})
+                    if _is_commit(batch):
+                        for group_id, entries in ended.items():
+                            offsets.setdefault(group_id, {}).update(entries)
+                elif batch.is_transactional:
+                    for record in batch:
+                        records += 1
+                        _replay(record, pending.setdefault(producer_id, {}), {})
+                else:
+                    for record in batch:
+                        records += 1
+                        _replay(record, offsets, groups)
                 position = max(position, batch.next_offset)
-        return PartitionContents(groups, offsets, records)
+        return PartitionContents(groups, offsets, records, {
+            pid: {g: {k: v for k, v in e.items() if v is not None} for g, e in by_group.items()}
+            for pid, by_group in pending.items()})
 
     # -- store ------------------------------------------------------------------------------
 
-    def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]
-               ) -> defer.Deferred:
+    def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
+               producer: tuple[int, int] | None = None) -> defer.Deferred:
         """Append records to the group's partition; fires with an ErrorCode once replicated.
 
         Through ``ReplicaManager.append_records`` with acks=all, as any produce;
         its error codes become what a group client should hear (Kafka's mapping).
+        ``producer`` (id, epoch) makes the batch part of that producer's transaction.
         """
         index = self.partition_of(group_id)
         if self.local_leader(index) is None:
             return defer.succeed(ErrorCode.NOT_COORDINATOR)
         key = (OFFSETS_TOPIC, index)
+        if producer is None:
+            batch = build_batch(entries)
+        else:
+            batch = build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
+                                base_sequence=0, is_transactional=True)
         appended = self.replicas.append_records(
-            {key: build_batch(entries)}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
+            {key: batch}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
 
         def code_of(results: dict) -> ErrorCode:
             code = results[key].error_code
@@ -173,12 +196,13 @@ class GroupMetadataManager:
                            [(encode_group_key(GroupKey(group.group_id)),
                              encode_group_value(value))])
 
-    def store_offsets(self, group_id: str, offsets: Iterable[tuple[OffsetsKey, OffsetValue]]
-                      ) -> defer.Deferred:
-        """Write committed offsets, one record each, in one batch."""
+    def store_offsets(self, group_id: str, offsets: Iterable[tuple[OffsetsKey, OffsetValue]],
+                      producer: tuple[int, int] | None = None) -> defer.Deferred:
+        """Write committed offsets, one record each, in one batch (in ``producer``'s
+        transaction if given)."""
         return self.append(group_id, [
             (encode_offset_key(OffsetKey(group_id, *key)), encode_offset_value(value))
-            for key, value in offsets])
+            for key, value in offsets], producer)
 
     def delete(self, group_id: str, offsets: Iterable[OffsetsKey], whole_group: bool
                ) -> defer.Deferred:
@@ -205,7 +229,10 @@ class GroupMetadataManager:
         partitions = config["offsets.topic.num.partitions"]
         work = in_worker_thread(
             self.reactor, create_topic, zk,
-            OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
+            OFFSETS_TOPIC, partitions, replication,
+            # Kafka's settings: compacted, so a group's offsets take one record per key
+            {"cleanup.policy": "compact",
+             "segment.bytes": str(config["offsets.topic.segment.bytes"])})
 
         def created(_: Any) -> None:
             log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
@@ -224,6 +251,14 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[Offset
     since = max(group.state_timestamp, 0)
     return [key for key, value in group.offsets.items()
             if now_ms - max(value.commit_timestamp, since) >= retention_ms]
+
+
+def _is_commit(batch: Any) -> bool:
+    """Whether a control batch is a COMMIT marker (key: int16 version, int16 type 1)."""
+    for record in batch:
+        key = record.key or b""
+        return len(key) >= 4 and int.from_bytes(key[2:4], "big", signed=True) == 1
+    return False
 
 
 def _replay(record: Any, offsets: dict, groups: dict) -> None:

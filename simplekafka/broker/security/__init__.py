@@ -1,0 +1,52 @@
+"""Security on the broker: listeners, TLS and SASL (who a connection is) and the
+authorizer (what that principal may do), the way Kafka configures them.
+
+==================  ==========================================================
+module              what it does
+==================  ==========================================================
+``listeners``       ``listeners``, ``listener.security.protocol.map``,
+                    ``advertised.listeners``, the inter-broker listener
+``tls``             PEM keystore/truststore into Twisted TLS options; the
+                    principal of a client certificate
+``sasl``            the per-connection SASL authenticator (SaslHandshake,
+                    SaslAuthenticate, PLAIN and SCRAM), the failed-login delay
+``credentials``     the SCRAM credentials from ``/config/users``
+``inter_broker``    a broker's own login to another broker's listener
+``certs``           a throwaway CA and certificates (``simplekafka certs``)
+``authorizer``      ACLs (``/kafka-acl``), asked by every request handler
+==================  ==========================================================
+
+The byte-level mechanisms (PLAIN, SCRAM) are sans-I/O in ``simplekafka.protocol.sasl``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simplekafka.protocol.sasl import MECHANISMS
+
+
+def check_security_config(config: Any) -> None:
+    """Refuse at start-up what could not work (ValueError with one line naming the key)."""
+    from simplekafka.broker.security.sasl import jaas_for
+    from simplekafka.broker.security.tls import server_options
+
+    enabled = config["sasl.enabled.mechanisms"]
+    for mechanism in enabled:
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"sasl.enabled.mechanisms: {mechanism} is not supported "
+                             f"(supported: {', '.join(MECHANISMS)})")
+    for listener in config.listeners:
+        if listener.uses_tls:
+            server_options(config, listener.name)  # reads the PEM files now, not at connect
+    inter = next(li for li in config.listeners if li.name == config.inter_broker_listener)
+    if inter.uses_sasl:
+        mechanism = config["sasl.mechanism.inter.broker.protocol"]
+        if mechanism not in enabled:
+            raise ValueError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not in "
+                             "sasl.enabled.mechanisms")
+        if jaas_for(config, inter.name, mechanism).login is None:
+            raise ValueError(
+                f"the inter-broker listener {inter.name} uses SASL: give the broker's login as "
+                f'username="..." password="..." in listener.name.{inter.name.lower()}.'
+                f"{mechanism.lower()}.sasl.jaas.config (or sasl.jaas.config)")

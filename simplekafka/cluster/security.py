@@ -1,0 +1,68 @@
+"""Broker and client settings for a secured LocalCluster (tests, demos, benchmarks).
+
+``secure_broker_config`` writes Kafka's keys for brokers that serve SSL,
+SASL_PLAINTEXT and SASL_SSL listeners besides PLAINTEXT: the PEM keystore and
+truststore from ``simplekafka.broker.security.certs``, the PLAIN users and the
+broker's own login in each listener's JAAS text (Kafka's
+``listener.name.<l>.<mechanism>.sasl.jaas.config``), and the inter-broker
+listener. ``client_config`` gives the matching confluent-kafka (librdkafka)
+settings for one listener, mechanism and user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simplekafka.broker.security.certs import CertificateFiles
+
+ADMIN = ("admin", "admin-secret")  # the brokers' own login (a super user for the ACLs)
+SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _jaas(module: str, login: tuple[str, str], users: dict[str, str] | None = None) -> str:
+    entries = [f'username="{login[0]}"', f'password="{login[1]}"']
+    entries += [f'user_{name}="{password}"' for name, password in (users or {}).items()]
+    return f"{module} required {' '.join(entries)};"
+
+
+def secure_broker_config(certs: CertificateFiles | None, plain_users: dict[str, str],
+                         listeners: tuple[str, ...] = ("SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+                         inter_broker_listener: str = "PLAINTEXT",
+                         inter_broker_mechanism: str = "PLAIN",
+                         client_auth: str = "requested",
+                         admin: tuple[str, str] = ADMIN) -> dict[str, str]:
+    """Kafka broker keys for ``listeners`` (plus PLAINTEXT, which LocalCluster adds)."""
+    config: dict[str, str] = {"inter.broker.listener.name": inter_broker_listener,
+                              "sasl.mechanism.inter.broker.protocol": inter_broker_mechanism}
+    if certs is not None:
+        config.update({"ssl.keystore.location": str(certs.broker), "ssl.keystore.type": "PEM",
+                       "ssl.truststore.location": str(certs.ca), "ssl.truststore.type": "PEM",
+                       "ssl.client.auth": client_auth})
+    users = {admin[0]: admin[1], **plain_users}
+    for listener in listeners:
+        if listener not in SASL_LISTENERS:
+            continue
+        prefix = f"listener.name.{listener.lower()}"
+        config[f"{prefix}.plain.sasl.jaas.config"] = _jaas(
+            "org.apache.kafka.common.security.plain.PlainLoginModule", admin, users)
+        for mechanism in ("scram-sha-256", "scram-sha-512"):
+            config[f"{prefix}.{mechanism}.sasl.jaas.config"] = _jaas(
+                "org.apache.kafka.common.security.scram.ScramLoginModule", admin)
+    return config
+
+
+def client_config(listener: str, certs: CertificateFiles | None = None,
+                  mechanism: str | None = None, user: str | None = None,
+                  password: str | None = None,
+                  client_certificate: Any = None) -> dict[str, str]:
+    """confluent-kafka settings for one listener (``client_certificate``: a PEM path)."""
+    config = {"security.protocol": listener.lower()}
+    if listener in SASL_LISTENERS:
+        config.update({"sasl.mechanism": mechanism or "PLAIN", "sasl.username": user or "",
+                       "sasl.password": password or ""})
+    if listener in ("SSL", "SASL_SSL") and certs is not None:
+        config["ssl.ca.location"] = str(certs.ca)
+        if client_certificate is not None:
+            config["ssl.certificate.location"] = str(client_certificate)
+            config["ssl.key.location"] = str(client_certificate)
+    return config

@@ -1,0 +1,212 @@
+"""Where a record's latency could hide in the broker, each path tested on Twisted's clock.
+
+No sockets and no wall time: a ``task.Clock`` that is never advanced proves
+that an answer left in the same reactor turn as the event that allowed it
+(an append, a high-watermark move), with no timer in between; a
+``StringTransport`` that counts writes proves that answers are coalesced.
+"""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+
+from twisted.internet import task
+from twisted.internet.testing import StringTransport
+
+from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.partition import Partition
+from simplekafka.broker.server import KafkaConnection
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.records import Record, build_batch
+from simplekafka.storage import Log, LogConfig
+
+LEADER, F1, F2 = 1, 2, 3
+BIG = 1 << 20
+
+
+class Leaders:
+    """The FetchSource a handler needs, over real Partitions on real logs."""
+
+    def __init__(self, *partitions: Partition):
+        self.partitions = {(p.topic, p.index): p for p in partitions}
+
+    def leader_partition(self, topic: str, index: int) -> Partition:
+        return self.partitions[(topic, index)]
+
+    def get_partition(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None:
+        pass
+
+
+def leader(tmp_path, isr: list[int]) -> Partition:
+    partition = Partition("t", 0, LEADER, Log.open(tmp_path / "t-0", LogConfig()))
+    assert partition.make_leader(0, isr, [LEADER, F1, F2], 0, 1)
+    return partition
+
+
+def fetch_request(offset: int, replica_id: int = -1, max_wait_ms: int = 500):
+    wanted = SimpleNamespace(partition=0, fetch_offset=offset, partition_max_bytes=BIG,
+                             current_leader_epoch=-1, log_start_offset=-1)
+    return SimpleNamespace(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=1,
+                           isolation_level=0,
+                           max_bytes=BIG, topics=[SimpleNamespace(topic="t",
+                                                                  partitions=[wanted])])
+
+
+def produce(partition: Partition, acks: int = 1):
+    batch = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"v")])
+    return partition.append_as_leader(batch, acks, 1, BIG, 8)
+
+
+def answer_of(answer) -> dict:
+    """The partition's answer of a fetch answered at once (a dict) or after parking."""
+    if not isinstance(answer, dict):
+        assert answer.called, "still parked"
+        answer = answer.result
+    return answer["responses"][0]["partitions"][0]
+
+
+def test_a_parked_fetch_is_answered_in_the_same_reactor_turn_as_the_append(tmp_path):
+    clock = task.Clock()
+    partition = leader(tmp_path, isr=[LEADER])
+    handler = FetchHandler(Leaders(partition), clock, lambda: False)
+    parked = handler(None, fetch_request(0))
+    assert not parked.called and handler.waiting == 1
+    produce(partition)
+    # The clock never moved: no timer, no poll interval stood between append and answer.
+    assert clock.seconds() == 0 and answer_of(parked)["records"]
+    assert handler.waiting == 0 and not clock.getDelayedCalls()  # max_wait timer cancelled
+
+
+def test_a_consumer_fetch_is_answered_when_the_follower_fetch_commits_the_batch(tmp_path):
+    clock = task.Clock()
+    partition = leader(tmp_path, isr=[LEADER, F1])
+    handler = FetchHandler(Leaders(partition), clock, lambda: False)
+    consumer = handler(None, fetch_request(0))
+    result = produce(partition, acks=-1)
+    acked = partition.wait_for_high_watermark(result.last_offset + 1)
+    assert not consumer.called and not acked.called  # not committed yet
+    follower = handler(None, fetch_request(0, replica_id=F1))
+    assert answer_of(follower)["records"]  # the follower copies it
+    handler(None, fetch_request(1, replica_id=F1))  # ... and says so with its next fetch
+    assert clock.seconds() == 0
+    assert acked.called and acked.result == ErrorCode.NONE  # acks=all answered at once
+    assert answer_of(consumer)["high_watermark"] == 1 and answer_of(consumer)["records"]
+
+
+def test_a_parked_follower_fetch_learns_the_new_high_watermark_at_once(tmp_path):
+    """Without the wake-up, F1 would learn HW 1 only at max_wait (500 ms) later."""
+    clock = task.Clock()
+    partition = leader(tmp_path, isr=[LEADER, F1, F2])
+    handler = FetchHandler(Leaders(partition), clock, lambda: False)
+    produce(partition, acks=-1)
+    for follower in (F1, F2):
+        assert answer_of(handler(None, fetch_request(0, replica_id=follower)))["records"]
+    f1_parked = handler(None, fetch_request(1, replica_id=F1))
+    assert not f1_parked.called and partition.high_watermark == 0  # F2 has not said yet
+    handler(None, fetch_request(1, replica_id=F2))  # F2 at 1: the HW moves to 1
+    assert partition.high_watermark == 1
+    assert clock.seconds() == 0 and answer_of(f1_parked)["high_watermark"] == 1
+    assert answer_of(f1_parked)["records"] == b""
+    # Told now: F1's next fetch parks again until something new happens.
+    again = handler(None, fetch_request(1, replica_id=F1))
+    assert not again.called
+    clock.advance(0.5)
+    assert answer_of(again)["high_watermark"] == 1
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def test_answers_to_pipelined_requests_leave_in_one_transport_write():
+    connection = KafkaConnection(lambda payload, _c: b"re:" + payload, 1000)
+    transport = StringTransport()
+    connection.makeConnection(transport)
+    connection.dataReceived(b"".join(frame(b"r%d" % i) for i in range(5)))
+    assert connection.writes == 1
+    assert transport.value() == b"".join(frame(b"re:r%d" % i) for i in range(5))
+
+
+def test_answers_released_together_from_the_queue_leave_in_one_write():
+    from twisted.internet import defer
+
+    waiting = defer.Deferred()
+    answers = iter([waiting, b"second", b"third"])
+    connection = KafkaConnection(lambda payload, _c: next(answers), 1000)
+    transport = StringTransport()
+    connection.makeConnection(transport)
+    for name in (b"a", b"b", b"c"):
+        connection.dataReceived(frame(name))  # three reads: the first answer is awaited
+    assert connection.writes == 0
+    waiting.callback(b"first")
+    assert connection.writes == 1
+    assert transport.value() == frame(b"first") + frame(b"second") + frame(b"third")
+
+
+def test_every_broker_socket_turns_nagle_off():
+    """Client connections and the broker's own (controller channel, replica fetchers)."""
+    from simplekafka.broker.controller.channel import ResponseReader
+
+    for protocol_ in (KafkaConnection(lambda *_: None, 1000), ResponseReader()):
+        transport = StringTransport()
+        calls = []
+        transport.setTcpNoDelay = calls.append  # type: ignore[attr-defined]
+        protocol_.makeConnection(transport)
+        assert calls == [True], type(protocol_).__name__
+
+
+def test_creating_replicas_waits_for_no_disk_until_their_first_flush(tmp_path, monkeypatch):
+    """LeaderAndIsr for thousands of partitions: two or three fsyncs per replica (its
+    directory, its leader epoch file) made each take ~30 ms on a busy disk. They are made
+    durable by the log's first flush instead (as Kafka 3.7 does for the epoch file)."""
+    import os
+
+    from simplekafka.broker.metadata_cache import MetadataCache
+    from simplekafka.broker.replica_manager import ReplicaManager
+    from simplekafka.storage import LogManager
+
+    manager = ReplicaManager(LEADER, LogManager([tmp_path]), MetadataCache())
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    states = [SimpleNamespace(topic_name="t", partition_index=i, leader=LEADER, leader_epoch=0,
+                              isr=[LEADER], replicas=[LEADER], zk_version=0, controller_epoch=1)
+              for i in range(20)]
+    outcome = manager.become_leader_or_follower(SimpleNamespace(
+        controller_epoch=1, controller_id=1, topic_states=[], ungrouped_partition_states=states))
+    assert set(outcome.partitions.values()) == {ErrorCode.NONE}
+    assert synced == []
+    log = manager.partitions[("t", 0)].log
+    assert log.leader_epochs.entries  # written (a crash of the process keeps it) ...
+    log.flush()  # ... and durable from the first flush: the segment, epochs, directories
+    assert len(synced) >= 4
+    synced.clear()
+    log.flush()
+    assert len(synced) == 1  # later flushes sync the segment alone
+
+
+def test_garbage_collections_are_timed_by_generation():
+    """GC pauses stop the reactor: each one is in python_gc_pause_seconds (issue 19)."""
+    import gc
+    from types import SimpleNamespace
+
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    metrics = BrokerMetrics(SimpleNamespace())
+    try:
+        gc.collect(0)
+        gc.collect(2)
+        samples = {(s.name, s.labels.get("generation"), s.labels.get("le")): s.value
+                   for metric in metrics._gc_pauses() for s in metric.samples}
+        assert samples[("python_gc_pause_seconds_count", "0", None)] >= 1
+        assert samples[("python_gc_pause_seconds_count", "2", None)] >= 1
+        assert samples[("python_gc_pause_seconds_bucket", "2", "+Inf")] >= 1
+        assert samples[("python_gc_pause_seconds_sum", "2", None)] > 0
+        assert samples[("python_gc_pause_max_seconds", None, None)] > 0
+    finally:
+        metrics.stop()
+    assert metrics.gc_pauses._callback not in gc.callbacks

@@ -1,0 +1,155 @@
+"""Fetch sessions (KIP-227) on the Fetch handler, with real partitions and Twisted's clock.
+
+A session remembers which partitions a client fetches: incremental fetches name
+only what changed on the client's side, answers only what changed on ours.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from twisted.internet import task
+
+from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.fetch_session import EVICTION_SECONDS, FetchSessionCache
+from simplekafka.broker.partition import Partition
+from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.records import Record, build_batch
+from simplekafka.storage import Log, LogConfig
+
+BIG = 1 << 20
+
+
+class Leaders:
+    def __init__(self, partitions):
+        self.partitions = {(p.topic, p.index): p for p in partitions}
+
+    def leader_partition(self, topic, index):
+        return self.partitions[(topic, index)]
+
+    def get_partition(self, topic, index):
+        return self.partitions.get((topic, index))
+
+    def maybe_expand_isr(self, partition, replica_id):
+        pass
+
+
+@pytest.fixture
+def world(tmp_path):
+    clock = task.Clock()
+    partitions = []
+    for index in range(3):
+        partition = Partition("t", index, 1, Log.open(tmp_path / f"t-{index}", LogConfig()))
+        partition.make_leader(0, [1], [1], 0, 1)
+        partitions.append(partition)
+    sessions = FetchSessionCache(max_sessions=2, clock=clock.seconds)
+    handler = FetchHandler(Leaders(partitions), clock, lambda: False, sessions=sessions)
+    return clock, partitions, handler
+
+
+def produce(partition: Partition) -> None:
+    batch = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"v")])
+    partition.append_as_leader(batch, 1, 1, BIG, 8)
+
+
+def fetch(handler, offsets: dict[int, int], session_id: int = 0, epoch: int = -1,
+          forgotten: tuple[int, ...] = (), max_wait_ms: int = 500):
+    partitions = [SimpleNamespace(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                                  current_leader_epoch=-1, log_start_offset=-1)
+                  for p, o in offsets.items()]
+    request = SimpleNamespace(
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=BIG, isolation_level=0,
+        session_id=session_id, session_epoch=epoch,
+        topics=[SimpleNamespace(topic="t", partitions=partitions)] if partitions else [],
+        forgotten_topics_data=[SimpleNamespace(topic="t", partitions=list(forgotten))]
+        if forgotten else [])
+    answer = handler(None, request)
+    if not isinstance(answer, dict):
+        if not answer.called:
+            handler.reactor.advance(max_wait_ms / 1000)  # parked: answered at max_wait
+        answer = answer.result
+    return answer
+
+
+def named(answer) -> dict[int, dict]:
+    return {p["partition_index"]: p for topic in answer["responses"]
+            for p in topic["partitions"]}
+
+
+def test_without_a_session_every_partition_is_named_and_nothing_is_kept(world):
+    _clock, partitions, handler = world
+    produce(partitions[0])
+    answer = fetch(handler, {0: 0, 1: 0, 2: 0})
+    assert answer["session_id"] == 0 and set(named(answer)) == {0, 1, 2}
+    assert len(handler.sessions) == 0
+
+
+def test_an_incremental_fetch_names_and_answers_only_what_changed(world):
+    clock, partitions, handler = world
+    for partition in partitions:
+        produce(partition)
+    full = fetch(handler, {0: 0, 1: 0, 2: 0}, epoch=0)
+    session = full["session_id"]
+    assert session != 0 and set(named(full)) == {0, 1, 2}
+    # The client read one record of each: it names all three at their new offsets.
+    quiet = fetch(handler, {0: 1, 1: 1, 2: 1}, session, epoch=1)
+    assert named(quiet) == {}  # parked for max_wait, then answered: nothing changed
+    assert clock.seconds() == 0.5
+    produce(partitions[2])
+    answer = fetch(handler, {}, session, epoch=2)  # names nothing: the session knows
+    assert set(named(answer)) == {2} and named(answer)[2]["records"]
+    assert named(answer)[2]["high_watermark"] == 2
+
+
+def test_forgotten_partitions_leave_the_session(world):
+    _clock, partitions, handler = world
+    session = fetch(handler, {0: 0, 1: 0, 2: 0}, epoch=0)["session_id"]
+    fetch(handler, {}, session, epoch=1, forgotten=(1,), max_wait_ms=0)
+    produce(partitions[1])
+    assert named(fetch(handler, {}, session, epoch=2, max_wait_ms=0)) == {}
+    assert set(handler.sessions.sessions[session].partitions) == {("t", 0), ("t", 2)}
+
+
+def test_unknown_sessions_and_wrong_epochs_are_refused(world):
+    _clock, _partitions, handler = world
+    assert fetch(handler, {0: 0}, 12345, epoch=1)["error_code"] == \
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    session = fetch(handler, {0: 0}, epoch=0, max_wait_ms=0)["session_id"]
+    answer = fetch(handler, {0: 0}, session, epoch=5)
+    assert answer["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert answer["responses"] == []
+    assert fetch(handler, {0: 0}, session, epoch=1, max_wait_ms=0)["error_code"] == \
+        ErrorCode.NONE
+    # Epoch -1 closes it: a full fetch without a session.
+    assert fetch(handler, {0: 0}, session, epoch=-1, max_wait_ms=0)["session_id"] == 0
+    assert session not in handler.sessions.sessions
+
+
+def test_a_full_cache_makes_room_only_from_an_idle_session(world):
+    clock, _partitions, handler = world
+    first = fetch(handler, {0: 0}, epoch=0, max_wait_ms=0)["session_id"]
+    second = fetch(handler, {0: 0}, epoch=0, max_wait_ms=0)["session_id"]
+    assert first and second and first != second
+    assert fetch(handler, {0: 0}, epoch=0, max_wait_ms=0)["session_id"] == 0  # full, all busy
+    clock.advance(EVICTION_SECONDS + 1)
+    fetch(handler, {0: 0}, second, epoch=1, max_wait_ms=0)  # the second is used again
+    third = fetch(handler, {0: 0}, epoch=0, max_wait_ms=0)["session_id"]
+    assert third not in (0, first, second)
+    assert set(handler.sessions.sessions) == {second, third}  # the idle first went
+
+
+def test_sessions_are_counted_in_the_metrics(world):
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    _clock, _partitions, handler = world
+    fetch(handler, {0: 0, 1: 0}, epoch=0, max_wait_ms=0)
+    metrics = BrokerMetrics(SimpleNamespace(fetch_handler=handler))
+    try:
+        samples = {s.name: s.value for metric in metrics._fetch_sessions()
+                   for s in metric.samples}
+    finally:
+        metrics.stop()
+    assert samples["kafka_server_fetchsessioncache_numincrementalfetchsessions"] == 1
+    assert samples["kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"] == 2
+    assert samples["kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total"] == 0
