@@ -61,6 +61,7 @@ from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
+from simplekafka.broker.log_cleaner import LogCleaner
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
@@ -169,6 +170,9 @@ class KafkaBroker:
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
         self.replica_manager.leader_throttle = self.leader_throttle
+        self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
+        self.log_cleaner = LogCleaner(reactor, self.log_manager, config,
+                                      self.replica_manager.high_watermarks)
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.producer_ids = ProducerIdManager(lambda: self.zk, reactor, self.broker_id,
@@ -260,12 +264,9 @@ class KafkaBroker:
         return int(value) if value is not None else self.config.min_insync_replicas
 
     def deletes_by_retention(self, topic: str) -> bool:
-        """Whether ``cleanup.policy`` (the topic's, else the dynamic broker default) includes
-        ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
-        policy = self.topic_config(topic).get("cleanup.policy")
-        if policy is None:
-            policy = self.dynamic_config.effective().get("log.cleanup.policy", ("delete", 0))[0]
-        return "delete" in {p.strip() for p in policy.split(",")}
+        """Whether ``cleanup.policy`` (the topic's, else the broker's, dynamic or static)
+        includes ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
+        return self.log_config_for(topic).deletes
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
@@ -514,6 +515,8 @@ class KafkaBroker:
         every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
               self._checkpoint_high_watermarks)
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
+        if self.config["log.cleaner.enable"]:
+            self.log_cleaner.start()
         every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
               self.group_coordinator.expire_offsets)
         every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
@@ -585,6 +588,7 @@ class KafkaBroker:
         if self.registration is not None:
             yield self._bounded(threads.deferToThreadPool(
                 self.reactor, pool, self.registration.deregister), "deregistering")
+        self.log_cleaner.stop()
         self.replica_manager.shutdown()
         self.log_manager.close()
         if self.zk is not None:

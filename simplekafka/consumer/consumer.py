@@ -39,6 +39,7 @@ from simplekafka.consumer.group import (
     topics_matching,
 )
 from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 Deserializer = Callable[[bytes | None], Any]
@@ -82,6 +83,7 @@ class Consumer:
         partition_assignment_strategy: Iterable[str] = ("range", "roundrobin"),
         metadata_max_age_ms: int = 300_000,
         group_instance_id: str | None = None,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ) -> None:
         if auto_offset_reset not in _RESET_POLICIES:
             raise ValueError(
@@ -126,6 +128,7 @@ class Consumer:
             max_partition_fetch_bytes=max_partition_fetch_bytes,
             isolation_level=0 if isolation_level == "read_uncommitted" else 1,
             check_crcs=check_crcs,
+            max_decompressed_bytes=max_decompressed_bytes,
         )
         self._closed = False
         self.enable_auto_commit = enable_auto_commit

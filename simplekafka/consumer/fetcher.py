@@ -29,6 +29,10 @@ from simplekafka.client.client import KafkaClient
 from simplekafka.client.errors import CorruptMessageError, KafkaError, error_for
 from simplekafka.protocol.api import READ_COMMITTED, ApiKey
 from simplekafka.protocol.batch_header import BatchHeader, iter_batch_positions, read_header
+from simplekafka.protocol.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DecompressedTooLargeError,
+)
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 from simplekafka.protocol.records import parse_batch, parse_control_marker
 from simplekafka.protocol.structs import TopicPartition
@@ -76,6 +80,7 @@ class Fetcher:
         isolation_level: int = 0,
         check_crcs: bool = True,
         max_buffered_batches: int = 4,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ) -> None:
         self.client = client
         self.fetch_min_bytes = fetch_min_bytes
@@ -84,6 +89,7 @@ class Fetcher:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
         self.check_crcs = check_crcs
+        self.max_decompressed_bytes = max_decompressed_bytes
         self.max_buffered = max_buffered_batches
         self.states: dict[TopicPartition, PartitionState] = {}
         self.condition = threading.Condition()
@@ -239,7 +245,14 @@ class Fetcher:
         skip = _AbortedFilter(aborted) if self.isolation_level == READ_COMMITTED else None
         for pos, _ in iter_batch_positions(records):
             try:
-                batch = parse_batch(records, pos, check_crc=self.check_crcs)
+                batch = parse_batch(records, pos, check_crc=self.check_crcs,
+                                    max_decompressed_bytes=self.max_decompressed_bytes)
+            except DecompressedTooLargeError as exc:
+                raise CorruptMessageError(
+                    f"{tp}: the record batch at offset {read_header(records, pos).base_offset} "
+                    f"decompresses to more than max_decompressed_bytes "
+                    f"({self.max_decompressed_bytes}); refused, not decoded"
+                ) from exc
             except CorruptBatchError as exc:
                 raise CorruptMessageError(
                     f"{tp}: corrupt record batch near offset {position}: {exc}"

@@ -187,3 +187,26 @@ def test_creating_replicas_waits_for_no_disk_until_their_first_flush(tmp_path, m
     synced.clear()
     log.flush()
     assert len(synced) == 1  # later flushes sync the segment alone
+
+
+def test_garbage_collections_are_timed_by_generation():
+    """GC pauses stop the reactor: each one is in python_gc_pause_seconds (issue 19)."""
+    import gc
+    from types import SimpleNamespace
+
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    metrics = BrokerMetrics(SimpleNamespace())
+    try:
+        gc.collect(0)
+        gc.collect(2)
+        samples = {(s.name, s.labels.get("generation"), s.labels.get("le")): s.value
+                   for metric in metrics._gc_pauses() for s in metric.samples}
+        assert samples[("python_gc_pause_seconds_count", "0", None)] >= 1
+        assert samples[("python_gc_pause_seconds_count", "2", None)] >= 1
+        assert samples[("python_gc_pause_seconds_bucket", "2", "+Inf")] >= 1
+        assert samples[("python_gc_pause_seconds_sum", "2", None)] > 0
+        assert samples[("python_gc_pause_max_seconds", None, None)] > 0
+    finally:
+        metrics.stop()
+    assert metrics.gc_pauses._callback not in gc.callbacks
