@@ -367,3 +367,21 @@ def test_ended_transactions_are_forgotten_once_below_the_hw_on_a_follower_too():
         table.record(read_header(txn_batch(10, number, b"x")), 2 * number)
         table.complete_txn(10, 0, 0, 2 * number + 1, commit=True, high_watermark=2 * number)
     assert len(table._unreplicated) <= 2
+
+
+def test_the_replica_manager_snapshots_open_transactions_and_everything_at_shutdown(tmp_path):
+    from simplekafka.storage import LogManager
+
+    manager = ReplicaManager(ME, LogManager([tmp_path]), MetadataCache())
+    for name in ("open", "idempotent", "idle"):
+        p = Partition(name, 0, ME, manager.log_manager.get_or_create(name, 0))
+        p.make_leader(0, [ME], [ME], 0, 1)
+        manager.partitions[(name, 0)] = p
+    append(manager.partitions[("open", 0)], txn_batch(10, 0, b"x"))
+    append(manager.partitions[("idempotent", 0)], build_batch(
+        [Record(timestamp=T, value=b"v")], producer_id=11, producer_epoch=0, base_sequence=0))
+    assert manager.snapshot_producers() == 1            # the periodic one: open transactions
+    manager.shutdown()                                  # and at shutdown every producer state
+    snapshots = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.snapshot"))
+    assert snapshots == ["idempotent-0/00000000000000000001.snapshot",
+                         "open-0/00000000000000000001.snapshot"]
