@@ -368,6 +368,26 @@ def test_a_deleted_topic_takes_the_groups_offsets_with_it(broker):
     assert coordinator.groups["g"].members  # the group itself stays
 
 
+def test_cooperative_and_eager_members_meet_on_a_protocol_all_support(broker):
+    """KIP-429's upgrade path: a member offering cooperative-sticky and range next to one
+    offering only range makes the group use range (eager); once every member offers
+    cooperative-sticky first, the group uses it. The broker never looks inside."""
+    load(broker)
+    coordinator = broker.coordinator
+    both = result(join(coordinator, protocols=(("cooperative-sticky", b"c"), ("range", b"r"))))
+    first = join(coordinator, both["member_id"],
+                 protocols=(("cooperative-sticky", b"c"), ("range", b"r")))
+    eager = result(join(coordinator, protocols=(("range", b"r2"),)))
+    second = join(coordinator, eager["member_id"], protocols=(("range", b"r2"),))
+    broker.reactor.pump([0.1] * 3)
+    first, second = result(first), result(second)
+    assert first["protocol_name"] == second["protocol_name"] == "range"
+    leader = first if first["members"] else second
+    assert {m["metadata"] for m in leader["members"]} == {b"r", b"r2"}
+    assert result(join(coordinator, protocols=(("sticky", b""),)))["error_code"] \
+        == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
 # -- static membership (KIP-345) ------------------------------------------------------------
 
 
