@@ -266,14 +266,19 @@ def kept_partitions_never_stopped(member: Member, before: set[int], joined_at: f
     return kept
 
 
-def test_cooperative_members_keep_consuming_what_they_keep_while_a_member_joins(cluster):
-    """confluent-kafka's cooperative-sticky: two members, then a third joins."""
+@pytest.mark.parametrize("kinds", [(CkMember, CkMember, CkMember),
+                                   (OurMember, CkMember, OurMember)],
+                         ids=["confluent-kafka", "ours-with-confluent-kafka"])
+def test_cooperative_members_keep_consuming_what_they_keep_while_a_member_joins(cluster,
+                                                                               kinds):
+    """cooperative-sticky: two members, then a third joins (confluent-kafka only; ours
+    and confluent-kafka in one group, where either may lead and assign)."""
     bootstrap = cluster.bootstrap_servers
     topic, group = new_topic(bootstrap), unique("cooperative")
     traffic = Traffic(bootstrap, topic)
     traffic.start()
-    first, second = (CkMember(name, bootstrap, topic, group, strategy="cooperative-sticky")
-                     for name in ("ck-1", "ck-2"))
+    first, second = (kind(f"member-{i}", bootstrap, topic, group,
+                          strategy="cooperative-sticky") for i, kind in enumerate(kinds[:2]))
     members = [first, second]
     try:
         for member in members:
@@ -281,7 +286,7 @@ def test_cooperative_members_keep_consuming_what_they_keep_while_a_member_joins(
         wait_until(lambda: covers_all(first, second), 60, "two members sharing the topic")
         before = {m.name: set(m.owned) for m in members}
         time.sleep(0.5)
-        third = CkMember("ck-3", bootstrap, topic, group, strategy="cooperative-sticky")
+        third = kinds[2]("member-2", bootstrap, topic, group, strategy="cooperative-sticky")
         joined_at = time.monotonic()
         third.start()
         members.append(third)
