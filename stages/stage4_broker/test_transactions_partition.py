@@ -385,3 +385,15 @@ def test_the_replica_manager_snapshots_open_transactions_and_everything_at_shutd
     snapshots = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.snapshot"))
     assert snapshots == ["idempotent-0/00000000000000000001.snapshot",
                          "open-0/00000000000000000001.snapshot"]
+
+
+def test_retention_removes_a_segments_txnindex_with_it(tmp_path):
+    p = open_partition(tmp_path / "t-0")
+    append(p, txn_batch(10, 0, b"x"))                  # 0
+    append(p, marker(10, commit=False), internal=True)  # 1: indexed in segment 0
+    p.log.roll()
+    append(p, plain_batch(b"a"))                       # 2
+    p.log.update_config(LogConfig(retention_ms=1))
+    assert p.log.enforce_retention(now_ms=T * 10, high_watermark=p.high_watermark) == 1
+    assert not list((tmp_path / "t-0").glob("*.txnindex"))
+    assert p.log.collect_aborted_txns(2, 3) == []
