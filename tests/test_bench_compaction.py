@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.integration
 def test_the_compaction_benchmark_prints_throughput_and_the_load_average(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_compaction.py"), "--records", "3000",
