@@ -139,6 +139,8 @@ class BrokerMetrics:
         yield from self._consumer_fetches()
         yield from self._request_metrics()
         yield from self._replica_manager()
+        yield from self._replication_throttles()
+        yield from self._fetch_sessions()
         yield from self._controller()
         yield from self._logs()
         yield from self._groups()
@@ -230,6 +232,40 @@ class BrokerMetrics:
             metric = Metric(prefix + name, doc, "counter")
             metric.add_sample(prefix + name + "_total", {}, value)
             yield metric
+
+    def _replication_throttles(self) -> Any:
+        """Kafka's LeaderReplication / FollowerReplication quotas: bytes counted against
+        them (moving replicas outside the ISR) and the rate in force."""
+        counted = Metric("kafka_server_replication_throttledbytes",
+                         "Bytes of throttled replication (moving replicas outside the ISR) "
+                         "sent as leader or fetched as follower", "counter")
+        rate = Metric("kafka_server_replication_throttledrate",
+                      "leader/follower.replication.throttled.rate in force (bytes/s)", "gauge")
+        for side, throttle in (("leader", self.broker.leader_throttle),
+                               ("follower", self.broker.follower_throttle)):
+            counted.add_sample(counted.name + "_total", {"side": side}, throttle.quota.recorded)
+            rate.add_sample(rate.name, {"side": side}, throttle.quota.rate)
+        yield counted
+        yield rate
+
+    def _fetch_sessions(self) -> Any:
+        sessions = getattr(getattr(self.broker, "fetch_handler", None), "sessions", None)
+        if sessions is None:
+            return
+        prefix = "kafka_server_fetchsessioncache_"
+        count = Metric(prefix + "numincrementalfetchsessions",
+                       "Fetch sessions (KIP-227) held", "gauge")
+        count.add_sample(count.name, {}, len(sessions))
+        yield count
+        partitions = Metric(prefix + "numincrementalfetchpartitionscached",
+                            "Partitions in all fetch sessions", "gauge")
+        partitions.add_sample(partitions.name, {},
+                              sum(len(s.partitions) for s in sessions.sessions.values()))
+        yield partitions
+        evictions = Metric(prefix + "incrementalfetchsessionevictions",
+                           "Idle fetch sessions evicted to make room", "counter")
+        evictions.add_sample(evictions.name + "_total", {}, sessions.evictions)
+        yield evictions
 
     def _controller(self) -> Any:
         active = 1 if self.broker.is_controller else 0

@@ -22,6 +22,7 @@ from typing import Any
 import bitstring
 
 from simplekafka.protocol import primitives as p
+from simplekafka.protocol.acls import AclOperation, AclPermissionType, PatternType
 from simplekafka.protocol.api import ApiKey, known_versions, request_schema, response_schema
 from simplekafka.protocol.batch_header import (
     ATTR_CONTROL,
@@ -412,7 +413,21 @@ def _meaning(name: str, value: Any) -> str:
     if name == "error_code" and value != 0:
         code = ErrorCode.of(value)
         return code.name if code.value == value else "unknown error code"
+    enumeration = _ACL_ENUMS.get(name)
+    if enumeration is not None:
+        try:
+            return enumeration(value).kafka_name
+        except ValueError:
+            return "unknown"
     return ""
+
+
+# The ACL APIs' numbered fields (their names appear in no other message).
+_ACL_ENUMS: dict[str, Any] = {
+    "operation": AclOperation, "permission_type": AclPermissionType,
+    "pattern_type": PatternType, "pattern_type_filter": PatternType,
+    "resource_pattern_type": PatternType,
+}
 
 
 def _fixed_reader(st):
