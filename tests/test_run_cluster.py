@@ -52,6 +52,9 @@ def test_secure_demo_runs_over_sasl_ssl(tmp_path):
     assert result.returncode == 0, output[-4000:]
     assert "sasl.mechanism=SCRAM-SHA-512" in output
     assert "nothing acknowledged was lost" in output and "is back in every ISR" in output
+    # The ACL step: demo may write and read payments only.
+    assert "simplekafka acls add --allow-principal User:demo --operation Write" in output
+    assert "User:demo producing to 'audit': TOPIC_AUTHORIZATION_FAILED" in output
     logs = list((tmp_path / "cluster").glob("**/broker-*.log"))
     assert logs and all("authenticated as User:admin with PLAIN on listener SASL_SSL"
                         in log.read_text() for log in logs)

@@ -139,6 +139,7 @@ class BrokerMetrics:
         yield from self._consumer_fetches()
         yield from self._request_metrics()
         yield from self._replica_manager()
+        yield from self._replication_throttles()
         yield from self._fetch_sessions()
         yield from self._controller()
         yield from self._logs()
@@ -231,6 +232,21 @@ class BrokerMetrics:
             metric = Metric(prefix + name, doc, "counter")
             metric.add_sample(prefix + name + "_total", {}, value)
             yield metric
+
+    def _replication_throttles(self) -> Any:
+        """Kafka's LeaderReplication / FollowerReplication quotas: bytes counted against
+        them (moving replicas outside the ISR) and the rate in force."""
+        counted = Metric("kafka_server_replication_throttledbytes",
+                         "Bytes of throttled replication (moving replicas outside the ISR) "
+                         "sent as leader or fetched as follower", "counter")
+        rate = Metric("kafka_server_replication_throttledrate",
+                      "leader/follower.replication.throttled.rate in force (bytes/s)", "gauge")
+        for side, throttle in (("leader", self.broker.leader_throttle),
+                               ("follower", self.broker.follower_throttle)):
+            counted.add_sample(counted.name + "_total", {"side": side}, throttle.quota.recorded)
+            rate.add_sample(rate.name, {"side": side}, throttle.quota.rate)
+        yield counted
+        yield rate
 
     def _fetch_sessions(self) -> Any:
         sessions = getattr(getattr(self.broker, "fetch_handler", None), "sessions", None)

@@ -13,8 +13,13 @@ certificates (``simplekafka certs``), replicate over a SASL_SSL inter-broker
 listener (logging in as ``User:admin`` with PLAIN), and the producer and the
 consumer (confluent-kafka) connect over SASL_SSL as the SCRAM-SHA-512 user
 ``demo``, created in ZooKeeper like ``simplekafka users add`` does. The
-topic is created by the operator over the PLAINTEXT listener (loopback only);
-the Spark step, whose source speaks PLAINTEXT only, is left out.
+brokers run Kafka's ACL authorizer: ``User:admin`` (the brokers) and
+``User:ANONYMOUS`` (the operator's tools on the loopback PLAINTEXT listener)
+are super users; ``demo`` is granted Write and Read on the demo topic and
+Read on its checker's group (``simplekafka acls add``), and is shown refused
+on a topic it has no ACL for. The topic is created by the operator over the
+PLAINTEXT listener; the Spark step, whose source speaks PLAINTEXT only, is
+left out.
 """
 
 from __future__ import annotations
@@ -87,8 +92,54 @@ def secure_setup(base_dir: Path) -> tuple[dict, dict]:
 
     certs = make_certificates(base_dir / "certs", clients=[])
     brokers = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL")
+    brokers.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                    "super.users": "User:admin;User:ANONYMOUS"})
     clients = client_config("SASL_SSL", certs, "SCRAM-SHA-512", *SECURE_USER)
     return brokers, clients
+
+
+#: What the demo user may do (``simplekafka acls add`` arguments), and the topic it may not.
+SECURE_ACLS = [("--operation", "Write", "--operation", "Read", "--topic", TOPIC),
+               ("--operation", "Read", "--group", "demo-checker")]
+FORBIDDEN_TOPIC = "audit"
+
+
+def grant_secure_acls(cluster: LocalCluster, say: Callable[[str], None]) -> None:
+    """Give the demo user its ACLs through the operator's PLAINTEXT listener."""
+    from simplekafka.admin import Admin
+    from simplekafka.protocol.acls import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    principal = f"User:{SECURE_USER[0]}"
+    wanted = [(ResourceType.TOPIC, TOPIC, AclOperation.WRITE),
+              (ResourceType.TOPIC, TOPIC, AclOperation.READ),
+              (ResourceType.GROUP, "demo-checker", AclOperation.READ)]
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.create_acls([AclBinding(ResourcePattern(kind, name), AccessControlEntry(
+            principal, "*", operation, AclPermissionType.ALLOW))
+            for kind, name, operation in wanted])
+        for arguments in SECURE_ACLS:
+            say(f"  simplekafka acls add --allow-principal {principal} {' '.join(arguments)}")
+        for binding in admin.describe_acls():
+            say(f"  {binding.pattern}: {binding.entry}")
+
+
+def show_refusal(cluster: LocalCluster, clients: dict) -> str:
+    """The demo user writing where it has no ACL: the error its producer gets."""
+    from confluent_kafka import Producer
+
+    outcome = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"), **clients,
+                         "message.timeout.ms": 15000})
+    producer.produce(FORBIDDEN_TOPIC, b"not allowed", on_delivery=lambda e, m: outcome.append(e))
+    producer.flush(30)
+    return outcome[0].name() if outcome and outcome[0] is not None else "delivered"
 
 
 def add_secure_user(cluster: LocalCluster) -> None:
@@ -234,6 +285,13 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
         for partition in range(PARTITIONS):
             cluster.wait_for_isr(TOPIC, partition, cluster.replicas_of(TOPIC, partition))
         say(partition_table(cluster, TOPIC, PARTITIONS))
+        if secure:
+            step(f"ACLs: User:{SECURE_USER[0]} may write and read {TOPIC!r}, nothing else")
+            grant_secure_acls(cluster, say)
+            with Admin(cluster.bootstrap_servers) as admin:
+                admin.create_topic(FORBIDDEN_TOPIC, 1, REPLICATION_FACTOR)
+            say(f"User:{SECURE_USER[0]} producing to {FORBIDDEN_TOPIC!r}: "
+                f"{show_refusal(cluster, clients)}")
 
         step("produce 300 records with acks=all (acknowledged once every ISR member has them)")
         deliveries = DeliveryLog()

@@ -183,7 +183,7 @@ def broker(tmp_path):
         part.make_leader(0, [1], [1], 0, 0)
         partitions[(OFFSETS_TOPIC, index)] = part
     cache = SimpleNamespace(
-        listeners=[],
+        listeners=[], deletion_listeners=[],
         topics={OFFSETS_TOPIC: {i: CachedPartitionState(OFFSETS_TOPIC, i, 1, 0, (1,), (1,))
                                 for i in range(3)},
                 "t": {0: CachedPartitionState("t", 0, 1, 0, (1,), (1,))}},
@@ -351,6 +351,21 @@ def test_offsets_of_an_empty_group_expire(broker):
     group.state_timestamp = 0
     broker.coordinator.expire_offsets()
     assert fetch(broker) == -1 and "g" not in broker.coordinator.groups
+
+
+def test_a_deleted_topic_takes_the_groups_offsets_with_it(broker):
+    """Kafka's handleDeletedPartitions: a topic re-created under the same name must not
+    inherit old offsets (its consumers would skip its first records)."""
+    member = stable_member(broker)
+    assert commit(broker, member, 1, offset=42) == ErrorCode.NONE
+    for listener in broker.metadata_cache.deletion_listeners:
+        listener([("t", 0), ("other", 3)])
+    assert fetch(broker) == -1
+    coordinator = broker.new_coordinator()  # the tombstone is in the log
+    coordinator.check_owner("g")
+    broker.reactor.advance(0)
+    assert ("t", 0) not in coordinator.groups["g"].offsets
+    assert coordinator.groups["g"].members  # the group itself stays
 
 
 # -- static membership (KIP-345) ------------------------------------------------------------

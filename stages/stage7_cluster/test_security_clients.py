@@ -92,6 +92,28 @@ def confluent_settings(secured, listener, mechanism, user, password) -> dict:
 # -- the clients ---------------------------------------------------------------------------
 
 
+def test_registration_carries_every_endpoint_as_kafka_writes_it(secured):
+    import json
+
+    registered = json.loads(secured.cluster.zk.get("/brokers/ids/1")[0])
+    broker = secured.cluster.brokers[1]
+    assert registered["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}"] + [
+        f"{name}://127.0.0.1:{broker.listener_ports[name]}" for name in LISTENERS]
+    assert registered["listener_security_protocol_map"] == {
+        name: name for name in ["PLAINTEXT", *LISTENERS]}
+    assert (registered["host"], registered["port"]) == ("127.0.0.1", broker.port)
+
+
+def test_metadata_answers_the_endpoints_of_the_listener_asked_on(secured):
+    from confluent_kafka.admin import AdminClient
+
+    for listener, mechanism, user, password in WAYS_IN[::2]:
+        admin = AdminClient(confluent_settings(secured, listener, mechanism, user, password))
+        brokers = admin.list_topics(timeout=20).brokers
+        assert [(b.host, b.port) for b in brokers.values()] == [
+            ("127.0.0.1", secured.port(listener))], listener
+
+
 def test_confluent_kafka_produces_and_consumes_every_way_in(secured):
     from confluent_kafka import Consumer, Producer
 
@@ -113,6 +135,8 @@ def test_confluent_kafka_produces_and_consumes_every_way_in(secured):
         consumer.close()
         assert got == [f"{listener}-{i}" for i in range(3)], (listener, mechanism)
     log = secured.log()
+    assert ("authenticated as User:O=SimpleKafka demo,CN=client by its certificate on "
+            "listener SSL") in log
     assert "authenticated as User:bob with SCRAM-SHA-256 on listener SASL_PLAINTEXT" in log
     assert "authenticated as User:carol with SCRAM-SHA-512 on listener SASL_SSL" in log
 
