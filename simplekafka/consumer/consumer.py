@@ -84,6 +84,7 @@ class Consumer:
         metadata_max_age_ms: int = 300_000,
         group_instance_id: str | None = None,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        client_rack: str = "",
     ) -> None:
         if isinstance(partition_assignment_strategy, str):
             partition_assignment_strategy = [partition_assignment_strategy]
@@ -131,6 +132,8 @@ class Consumer:
             isolation_level=0 if isolation_level == "read_uncommitted" else 1,
             check_crcs=check_crcs,
             max_decompressed_bytes=max_decompressed_bytes,
+            client_rack=client_rack,  # read from an in-rack replica the leader names (KIP-392)
+            read_replica_max_age_ms=metadata_max_age_ms,
         )
         self._closed = False
         self.enable_auto_commit = enable_auto_commit

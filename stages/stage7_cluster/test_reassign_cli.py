@@ -171,6 +171,16 @@ def test_a_throttled_move_is_rate_limited_and_verify_removes_the_throttle(three,
         for broker in (1, 2, 3):
             three.wait_for(lambda b=broker: rates_of(admin, b) == (unlimited, unlimited),
                            f"broker {broker} to drop the rates")
+        # Bad throttle values are refused, with what is wrong, and nothing is written.
+        from simplekafka.coordination.throttles import LEADER_RATE
+        from simplekafka.protocol.errors import ErrorCode, KafkaError
+
+        for kind, name, key, bad in (("broker", "1", LEADER_RATE, "0"),
+                                     ("topic", topic, LEADER_REPLICAS, "0:x")):
+            with pytest.raises(KafkaError, match=key) as refused:
+                admin.alter_configs(kind, name, {key: bad})
+            assert refused.value.error_code == ErrorCode.INVALID_CONFIG
+        assert admin.describe_configs("topic", topic)[LEADER_REPLICAS].value == ""
 
 
 def rates_of(admin: Admin, broker: int) -> tuple[str | None, str | None]:
