@@ -148,6 +148,8 @@ class KafkaBroker:
             {k: v for k, v in config.log_config_keys().items() if v is not None})
         self.log_config = self.static_log_config  # plus dynamic broker configs
         self.log_manager = LogManager(config.log_dirs, self.log_config)
+        # A rolled segment's fsync runs on a worker thread, not in the produce that rolled.
+        self.log_manager.use_background(self.reactor.callInThread)
         if self.log_manager.recovered_unclean and self.log_manager.all_logs():
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()

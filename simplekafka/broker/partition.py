@@ -563,6 +563,18 @@ class Partition:
         self.log.leader_epochs.truncate_from_end(self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
 
+    def start_over_at(self, offset: int) -> None:
+        """A follower behind its leader's log start: empty the log, start it at ``offset``.
+
+        The producer state goes with the log (Kafka's ``truncateFullyAndStartAt``):
+        what it knew belonged to offsets this replica no longer has.
+        """
+        self.log.truncate_fully_and_start_at(offset)
+        self.producers = ProducerStateTable()
+        self._snapshot_offset = -1
+        delete_snapshots_above(self.log.directory, -1)
+        self.high_watermark = offset
+
     def add_append_listener(self, listener: Callable[[Partition], None]) -> None:
         self._append_listeners.append(listener)
 

@@ -341,8 +341,7 @@ class ReplicaFetcher:
                 if partition.log_end_offset < answer.offset:
                     log.info("%s: behind the leader's log start %d: starting over there",
                              partition, answer.offset)
-                    partition.log.truncate_fully_and_start_at(answer.offset)
-                    partition.high_watermark = answer.offset
+                    partition.start_over_at(answer.offset)
                 else:
                     state.truncated = False
 

@@ -397,3 +397,13 @@ def test_retention_removes_a_segments_txnindex_with_it(tmp_path):
     assert p.log.enforce_retention(now_ms=T * 10, high_watermark=p.high_watermark) == 1
     assert not list((tmp_path / "t-0").glob("*.txnindex"))
     assert p.log.collect_aborted_txns(2, 3) == []
+
+
+def test_a_follower_starting_over_at_the_leaders_log_start_forgets_its_producers(tmp_path):
+    p = open_partition(tmp_path / "t-0")
+    append(p, txn_batch(10, 0, b"x"))
+    assert p.maybe_snapshot_producers()
+    p.make_follower(OTHER, 1, [ME, OTHER], [ME, OTHER], 1, 2)
+    p.start_over_at(50)
+    assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (50, 50, 50)
+    assert p.producers.ongoing == {} and not list((tmp_path / "t-0").glob("*.snapshot"))
