@@ -9,6 +9,8 @@
 #   ./run_cluster.sh --interactive   pause before each step
 #   ./run_cluster.sh --keep          leave the cluster running at the end (Ctrl-C stops it)
 #   ./run_cluster.sh --no-spark      skip the Spark step
+#   ./run_cluster.sh --secure        brokers, replication and clients over SASL_SSL
+#                                    (TLS + SCRAM; docs/security.md)
 #
 # On a fresh machine it first sets itself up (tools/bootstrap.sh: virtualenv,
 # dependencies, Java for ZooKeeper). Everything it starts, it stops.

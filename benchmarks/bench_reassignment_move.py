@@ -2,13 +2,13 @@
 
 Broker 1 holds two topics of ``--size`` bytes each (``--partitions`` partitions,
 one replica, incompressible values); then broker 2 joins, empty. Each topic is
-moved to broker 2 with ``simplekafka reassign --execute``: the first without a
-throttle, the second with ``--throttle``. Meanwhile a confluent-kafka producer
-writes 1 kB values with acks=all to a third topic replicated on both brokers
-(so its replication shares broker 2's fetcher with the move), and its
-throughput during each move is printed next to the same producer's with no
-move at all. After the throttled move, ``reassign --verify`` clears the
-throttle. Figures are printed with the load average; nothing is asserted.
+moved to broker 2 with ``simplekafka reassign --execute`` (run in-process):
+the first without a throttle, the second with ``--throttle``. Meanwhile a
+confluent-kafka producer writes 1 kB values with acks=all to a third topic
+replicated on both brokers (so its replication shares broker 2's fetcher
+with the move), and its throughput during each move is printed next to the
+same producer's with no move at all. After the throttled move, ``reassign
+--verify`` clears the throttle. Figures are printed with the load average; nothing is asserted.
 
     .venv/bin/python benchmarks/bench_reassignment_move.py [--size 1073741824]
         [--throttle 20000000] [--partitions 4]
@@ -17,9 +17,10 @@ throttle. Figures are printed with the load average; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -102,10 +103,15 @@ def create_live_topic(cluster: LocalCluster) -> None:
     create_topic(cluster.zk, "live", 0, 0, replica_assignment={0: [1, 2]})
 
 
-def reassign(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "simplekafka", "reassign",
-                           "--bootstrap-server", bootstrap, *args],
-                          capture_output=True, text=True, timeout=600, check=False)
+def reassign(bootstrap: str, *args: str) -> tuple[int, str]:
+    """``simplekafka reassign`` run in this process (the same code as the command):
+    (exit code, what it printed)."""
+    from simplekafka.cli import main as cli
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        code = cli(["reassign", "--bootstrap-server", bootstrap, *args])
+    return code, printed.getvalue()
 
 
 def move(cluster: LocalCluster, topic: str, partitions: int, plan_file: Path,
@@ -115,10 +121,10 @@ def move(cluster: LocalCluster, topic: str, partitions: int, plan_file: Path,
         {"topic": topic, "partition": p, "replicas": [2]} for p in range(partitions)]}))
     extra = ["--throttle", str(throttle)] if throttle else []
     acked_before, started = producer.acked, time.monotonic()
-    done = reassign(cluster.bootstrap_servers, "--execute", "--reassignment-json-file",
-                    str(plan_file), *extra)
-    if done.returncode != 0:
-        raise SystemExit(f"reassign --execute failed:\n{done.stdout}{done.stderr}")
+    code, printed = reassign(cluster.bootstrap_servers, "--execute", "--reassignment-json-file",
+                             str(plan_file), *extra)
+    if code != 0:
+        raise SystemExit(f"reassign --execute failed:\n{printed}")
     cluster.wait_for(lambda: all(cluster.replicas_of(topic, p) == (2,)
                                  for p in range(partitions)), f"{topic} moved", timeout=7200,
                      interval=0.1)
@@ -126,10 +132,14 @@ def move(cluster: LocalCluster, topic: str, partitions: int, plan_file: Path,
     rate = (producer.acked - acked_before) / elapsed
     if not throttle:
         return elapsed, rate
-    verified = reassign(cluster.bootstrap_servers, "--verify", "--reassignment-json-file",
-                        str(plan_file))
-    if verified.returncode != 0:
-        raise SystemExit(f"reassign --verify: {verified.stdout}{verified.stderr}")
+    # --verify until it says done (the brokers' metadata follows ZooKeeper a moment later);
+    # then it clears the throttle.
+    verified: list[tuple[int, str]] = []
+    cluster.wait_for(lambda: verified.append(reassign(
+        cluster.bootstrap_servers, "--verify", "--reassignment-json-file", str(plan_file)))
+        or verified[-1][0] != 1, "reassign --verify to say done", timeout=120, interval=0.5)
+    if verified[-1][0] != 0:
+        raise SystemExit(f"reassign --verify: {verified[-1][1]}")
     return elapsed, rate
 
 

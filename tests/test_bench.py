@@ -44,6 +44,7 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
     assert "C client, 1 broker, acks=1 p99" in names
+    assert "broker GC pauses over 1 ms" in names  # the collector's share of the tail
     assert "C client, 3 brokers RF 3, acks=all p99" in names
     for plot in ("produce", "consume", "latency_histogram", "latency_python", "replication",
                  "message_sizes_mb", "scale_creation", "scale_controller_failover"):

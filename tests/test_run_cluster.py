@@ -40,6 +40,28 @@ def test_run_cluster_runs_the_failover_demo_to_the_end(tmp_path):
     assert leftovers.stdout.strip() == ""
 
 
+@pytest.mark.timeout(600)
+def test_secure_demo_runs_over_sasl_ssl(tmp_path):
+    """``./run_cluster.sh --secure``: the same failover, every client and replica over SASL_SSL
+    (run through the demo module: run_cluster.sh only adds the bootstrap step above)."""
+    env = {**os.environ, "SIMPLEKAFKA_DEMO_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "simplekafka.spark.demo", "--secure"],
+                            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, timeout=500)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "sasl.mechanism=SCRAM-SHA-512" in output
+    assert "nothing acknowledged was lost" in output and "is back in every ISR" in output
+    # The ACL step: demo may write and read payments only.
+    assert "simplekafka acls add --allow-principal User:demo --operation Write" in output
+    assert "User:demo producing to 'audit': TOPIC_AUTHORIZATION_FAILED" in output
+    logs = list((tmp_path / "cluster").glob("**/broker-*.log"))
+    assert logs and all("authenticated as User:admin with PLAIN on listener SASL_SSL"
+                        in log.read_text() for log in logs)
+    assert any("authenticated as User:demo with SCRAM-SHA-512" in log.read_text()
+               for log in logs)
+
+
 def test_keep_leaves_the_cluster_serving_until_ctrl_c(tmp_path):
     from simplekafka.cluster import probe_broker
 

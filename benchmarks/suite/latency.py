@@ -6,7 +6,10 @@ nothing); every delay is kept and drawn as a histogram. Beside it, the same
 load through confluent-kafka's Python binding twice: producer and consumer
 in one Python process (the old ``bench_broker.py`` way: two clients and a
 pacing loop share one GIL) and in two processes. The difference between
-those two is the benchmark's own share of the tail, not the broker's.
+those two is the benchmark's own share of the tail, not the broker's. The
+broker's garbage collections during the C client's runs (its
+``python_gc_pause_seconds`` metric, scraped before and after) say how much of
+the tail the collector could be.
 """
 
 from __future__ import annotations
@@ -156,12 +159,55 @@ def python_two_processes(bootstrap: str, topic: str, rate: int, seconds: float,
     return delays
 
 
+def gc_pauses(metrics_url: str) -> dict[str, float]:
+    """The broker's garbage collections so far (python_gc_pause_seconds, all generations)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(metrics_url, timeout=10) as answer:
+        text = answer.read().decode()
+    found = {"count": 0.0, "over 1 ms": 0.0, "seconds": 0.0, "longest": 0.0}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "python_gc_pause_seconds_count":
+                found["count"] += sample.value
+            elif sample.name == "python_gc_pause_seconds_sum":
+                found["seconds"] += sample.value
+            elif sample.name == "python_gc_pause_seconds_bucket":
+                if sample.labels["le"] == "0.001":
+                    found["over 1 ms"] -= sample.value
+                elif sample.labels["le"] == "+Inf":
+                    found["over 1 ms"] += sample.value
+            elif sample.name == "python_gc_pause_max_seconds":
+                found["longest"] = sample.value
+    return found
+
+
+def gc_figures(before: dict[str, float], after: dict[str, float], records: int) -> list[Figure]:
+    """What the collector cost the broker while the C client's records went through."""
+    note = f"broker, during the C client runs ({records:,} records)"
+    return [Figure("latency", "broker GC pauses", after["count"] - before["count"], "pauses",
+                   note),
+            Figure("latency", "broker GC pauses over 1 ms",
+                   after["over 1 ms"] - before["over 1 ms"], "pauses", note),
+            Figure("latency", "broker GC time", (after["seconds"] - before["seconds"]) * 1000,
+                   "ms", note),
+            Figure("latency", "broker longest GC pause since start", after["longest"] * 1000,
+                   "ms", "python_gc_pause_max_seconds")]
+
+
 def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     bootstrap = ctx.bootstrap()
     sizes = ctx.sizes
     figures: list[Figure] = []
     curves: list[Curve] = []
+    metrics_url = (ctx.cluster(1).metrics_urls.get(1) if ctx.bootstrap_server is None
+                   else None)
+    before = gc_pauses(metrics_url) if metrics_url else None
     runs = c_runs(ctx, bootstrap, 1, "1")
+    if before is not None and metrics_url and runs:
+        figures += gc_figures(before, gc_pauses(metrics_url), sum(len(r) for r in runs))
     if runs:
         figures += summarize("latency", "C client, 1 broker, acks=1", runs)
         curves.append(histogram("latency_histogram", "C client, 1 broker, acks=1", runs))

@@ -92,11 +92,11 @@ def _wait(condition, what: str, timeout: float) -> float:
 
 
 def descriptor_budget_note(replicas_per_broker: int) -> str | None:
-    """Say so before a broker would run out of descriptors (3 per replica before Python 3.13)."""
+    """Say so before a broker would run out of descriptors (about one per replica)."""
     import resource
     import sys
 
-    per_replica = 1 if sys.version_info >= (3, 13) else 3
+    per_replica = 1
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     needed = replicas_per_broker * per_replica + 200
     if hard != resource.RLIM_INFINITY and needed > hard:

@@ -61,6 +61,7 @@ from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
 from simplekafka.broker.isr import write_isr
+from simplekafka.broker.log_cleaner import LogCleaner
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
@@ -147,6 +148,8 @@ class KafkaBroker:
             {k: v for k, v in config.log_config_keys().items() if v is not None})
         self.log_config = self.static_log_config  # plus dynamic broker configs
         self.log_manager = LogManager(config.log_dirs, self.log_config)
+        # A rolled segment's fsync runs on a worker thread, not in the produce that rolled.
+        self.log_manager.use_background(self.reactor.callInThread)
         if self.log_manager.recovered_unclean and self.log_manager.all_logs():
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()
@@ -169,6 +172,9 @@ class KafkaBroker:
                                               isr_writer=self._write_isr, reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
         self.replica_manager.leader_throttle = self.leader_throttle
+        self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
+        self.log_cleaner = LogCleaner(reactor, self.log_manager, config,
+                                      self.replica_manager.high_watermarks)
         self.group_coordinator = GroupCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk)
         self.producer_ids = ProducerIdManager(lambda: self.zk, reactor, self.broker_id,
@@ -260,12 +266,9 @@ class KafkaBroker:
         return int(value) if value is not None else self.config.min_insync_replicas
 
     def deletes_by_retention(self, topic: str) -> bool:
-        """Whether ``cleanup.policy`` (the topic's, else the dynamic broker default) includes
-        ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
-        policy = self.topic_config(topic).get("cleanup.policy")
-        if policy is None:
-            policy = self.dynamic_config.effective().get("log.cleanup.policy", ("delete", 0))[0]
-        return "delete" in {p.strip() for p in policy.split(",")}
+        """Whether ``cleanup.policy`` (the topic's, else the broker's, dynamic or static)
+        includes ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
+        return self.log_config_for(topic).deletes
 
     def log_config_for(self, topic: str) -> LogConfig:
         overrides = self.topic_configs.get(topic)
@@ -340,9 +343,9 @@ class KafkaBroker:
                      listener.host, port.getHost().port)
         first = self.config.listeners[0].name
         self.factory, self.port = self.factories[first], self.ports[first]
-        listener = self.config.metrics_listener
-        if self.metrics is not None and self.metrics.port is None and listener is not None:
-            self.metrics.listen(*listener)
+        metrics_at = self.config.metrics_listener
+        if self.metrics is not None and self.metrics.port is None and metrics_at is not None:
+            self.metrics.listen(*metrics_at)
         return self.port.getHost().port
 
     def _listener_factory(self, listener: Any) -> KafkaServerFactory:
@@ -355,9 +358,10 @@ class KafkaBroker:
                 jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
                 else {}, self.credentials.get, self.failed_logins, self.reactor)
             authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
-        tls_principal = None
-        if listener.security_protocol == "SSL":
-            from simplekafka.broker.security.tls import principal_of as tls_principal
+        from simplekafka.broker.security.tls import principal_of
+
+        tls_principal = principal_of if listener.security_protocol == "SSL" else None
+        assert self.gate is not None  # made by listen() first
         return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
                                   listener.name, authenticators, tls_principal)
 
@@ -513,6 +517,8 @@ class KafkaBroker:
         every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
               self._checkpoint_high_watermarks)
         every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
+        if self.config["log.cleaner.enable"]:
+            self.log_cleaner.start()
         every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
               self.group_coordinator.expire_offsets)
         every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
@@ -584,6 +590,7 @@ class KafkaBroker:
         if self.registration is not None:
             yield self._bounded(threads.deferToThreadPool(
                 self.reactor, pool, self.registration.deregister), "deregistering")
+        self.log_cleaner.stop()
         self.replica_manager.shutdown()
         self.log_manager.close()
         if self.zk is not None:

@@ -172,6 +172,27 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.message.timestamp.type", _str, "CreateTime",
               "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch "
               "with the time the leader appends it (a topic's message.timestamp.type wins)."),
+    ConfigKey("log.message.timestamp.difference.max.ms", _long_or_none, None,
+              "Largest distance of a CreateTime record's timestamp from the broker's clock; "
+              "records further off are refused one by one (default: unbounded)."),
+    ConfigKey("log.cleanup.policy", _list, ["delete"],
+              "delete (retention removes old segments), compact (the log cleaner keeps the "
+              "last record per key), or both."),
+    ConfigKey("log.cleaner.enable", _bool, True, "Run the log cleaner for compacted topics."),
+    ConfigKey("log.cleaner.backoff.ms", _int, 15000,
+              "How long the cleaner sleeps when no log needs cleaning.", 1),
+    ConfigKey("log.cleaner.dedupe.buffer.size", _int, 134217728,
+              "Memory for the cleaner's offset map (24 bytes a key).", 1024),
+    ConfigKey("log.cleaner.delete.retention.ms", _int, 86400000,
+              "How long a tombstone stays after the cleaner first sees it.", 0),
+    ConfigKey("log.cleaner.min.cleanable.ratio", _float, 0.5,
+              "Dirty share of a log's cleanable bytes above which it is cleaned."),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", _int, 0,
+              "Records younger than this are never compacted.", 0),
+    ConfigKey("message.max.decompressed.bytes", _int, 64 * 1024 * 1024,
+              "Largest size a compressed batch may decompress to when the broker decodes it "
+              "(record checks, the log cleaner); more is refused as INVALID_RECORD. "
+              "SimpleKafka's own key: Kafka has no such cap.", 1024),
     ConfigKey("log.flush.interval.messages", _long_or_none, None,
               "fsync after this many messages (default: leave it to the OS)."),
     ConfigKey("log.flush.interval.ms", _long_or_none, None, "fsync at least this often."),
@@ -218,6 +239,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("offsets.topic.num.partitions", _int, 10, "Partitions of __consumer_offsets.", 1),
     ConfigKey("offsets.topic.replication.factor", _int, 3,
               "Replication factor of __consumer_offsets (capped by the live brokers).", 1),
+    ConfigKey("offsets.topic.segment.bytes", _int, 104857600,
+              "segment.bytes of __consumer_offsets (compacted: smaller segments clean sooner).",
+              14),
     ConfigKey("offsets.retention.minutes", _int, 10080,
               "How long an empty group's committed offsets are kept.", 1),
     ConfigKey("offsets.retention.check.interval.ms", _int, 600000,
@@ -261,7 +285,7 @@ IGNORED_KAFKA_KEYS = frozenset({
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
     "transaction.state.log.min.isr",
-    "log.cleaner.enable", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms", "group.min.session.timeout.ms",
     "log.dir",
     "num.replica.fetchers", "queued.max.requests", "background.threads",
     "compression.type", "zookeeper.set.acl",
@@ -494,6 +518,12 @@ class BrokerConfig:
             "max.message.bytes": self["message.max.bytes"],
             "min.insync.replicas": self["min.insync.replicas"],
             "message.timestamp.type": self["log.message.timestamp.type"],
+            "message.timestamp.difference.max.ms":
+                self["log.message.timestamp.difference.max.ms"],
+            "cleanup.policy": ",".join(self["log.cleanup.policy"]),
+            "delete.retention.ms": self["log.cleaner.delete.retention.ms"],
+            "min.cleanable.dirty.ratio": self["log.cleaner.min.cleanable.ratio"],
+            "min.compaction.lag.ms": self["log.cleaner.min.compaction.lag.ms"],
         }
 
 

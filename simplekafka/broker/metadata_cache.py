@@ -37,6 +37,10 @@ class MetadataCache:
     listener_nodes: dict[int, dict[str, Node]] = field(default_factory=dict)
     topics: dict[str, dict[int, CachedPartitionState]] = field(default_factory=dict)
     listeners: list[Callable[[], None]] = field(default_factory=list)
+    # Told which (topic, partition)s an UpdateMetadata deleted (Kafka's
+    # maybeUpdateMetadataCache returns them for the group coordinator).
+    deletion_listeners: list[Callable[[list[tuple[str, int]]], None]] = field(
+        default_factory=list)
 
     def apply_update_metadata(self, request: Any) -> ErrorCode:
         """Apply an UpdateMetadata (v5+ shape: topic_states; v0-4: ungrouped_partition_states)."""
@@ -63,11 +67,13 @@ class MetadataCache:
             states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
         for p in getattr(request, "ungrouped_partition_states", None) or []:
             states.append((p.topic_name, p))
+        deleted: list[tuple[str, int]] = []
         for topic, p in states:
             if p.leader == LEADER_DURING_DELETE:
                 partitions = self.topics.get(topic)
                 if partitions is not None:
-                    partitions.pop(p.partition_index, None)
+                    if partitions.pop(p.partition_index, None) is not None:
+                        deleted.append((topic, p.partition_index))
                     if not partitions:
                         del self.topics[topic]
                 continue
@@ -77,6 +83,9 @@ class MetadataCache:
                 zk_version=p.zk_version, controller_epoch=p.controller_epoch,
             )
         self._changed()
+        if deleted:
+            for listener in list(self.deletion_listeners):
+                listener(deleted)
         return ErrorCode.NONE
 
     def remove_topic(self, topic: str) -> None:

@@ -29,6 +29,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from twisted.web import resource, server
 
+from simplekafka.broker.gc_pauses import BUCKETS as GC_BUCKETS
+from simplekafka.broker.gc_pauses import GcPauses
 from simplekafka.protocol.api import ApiKey
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class BrokerMetrics:
         self.preferred_read_replica_answers = 0
         self.isr_shrinks = 0
         self.isr_expands = 0
+        self.gc_pauses = GcPauses().install()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
         ProcessCollector(registry=self.registry)
@@ -131,10 +134,13 @@ class BrokerMetrics:
         return []
 
     def collect(self) -> Any:
+        yield from self._gc_pauses()
         yield from self._topic_counters()
         yield from self._consumer_fetches()
         yield from self._request_metrics()
         yield from self._replica_manager()
+        yield from self._replication_throttles()
+        yield from self._fetch_sessions()
         yield from self._controller()
         yield from self._logs()
         yield from self._groups()
@@ -162,6 +168,28 @@ class BrokerMetrics:
                            "Fetch answers naming a preferred read replica", "counter")
         redirects.add_sample(redirects.name + "_total", {}, self.preferred_read_replica_answers)
         yield redirects
+
+    def _gc_pauses(self) -> Any:
+        pauses = self.gc_pauses
+        metric = Metric("python_gc_pause_seconds",
+                        "Garbage collections and how long each stopped the broker, by "
+                        "generation", "histogram")
+        for generation in range(3):
+            labels = {"generation": str(generation)}
+            cumulative = 0
+            for bound, count in zip(GC_BUCKETS, pauses.counts[generation], strict=False):
+                cumulative += count
+                metric.add_sample(metric.name + "_bucket", {**labels, "le": str(bound)},
+                                  cumulative)
+            metric.add_sample(metric.name + "_bucket", {**labels, "le": "+Inf"},
+                              pauses.total(generation))
+            metric.add_sample(metric.name + "_count", labels, pauses.total(generation))
+            metric.add_sample(metric.name + "_sum", labels, pauses.seconds[generation])
+        yield metric
+        longest = Metric("python_gc_pause_max_seconds", "The longest collection so far",
+                         "gauge")
+        longest.add_sample(longest.name, {}, pauses.longest)
+        yield longest
 
     def _request_metrics(self) -> Any:
         requests = Metric("kafka_network_requestmetrics_requests",
@@ -204,6 +232,40 @@ class BrokerMetrics:
             metric = Metric(prefix + name, doc, "counter")
             metric.add_sample(prefix + name + "_total", {}, value)
             yield metric
+
+    def _replication_throttles(self) -> Any:
+        """Kafka's LeaderReplication / FollowerReplication quotas: bytes counted against
+        them (moving replicas outside the ISR) and the rate in force."""
+        counted = Metric("kafka_server_replication_throttledbytes",
+                         "Bytes of throttled replication (moving replicas outside the ISR) "
+                         "sent as leader or fetched as follower", "counter")
+        rate = Metric("kafka_server_replication_throttledrate",
+                      "leader/follower.replication.throttled.rate in force (bytes/s)", "gauge")
+        for side, throttle in (("leader", self.broker.leader_throttle),
+                               ("follower", self.broker.follower_throttle)):
+            counted.add_sample(counted.name + "_total", {"side": side}, throttle.quota.recorded)
+            rate.add_sample(rate.name, {"side": side}, throttle.quota.rate)
+        yield counted
+        yield rate
+
+    def _fetch_sessions(self) -> Any:
+        sessions = getattr(getattr(self.broker, "fetch_handler", None), "sessions", None)
+        if sessions is None:
+            return
+        prefix = "kafka_server_fetchsessioncache_"
+        count = Metric(prefix + "numincrementalfetchsessions",
+                       "Fetch sessions (KIP-227) held", "gauge")
+        count.add_sample(count.name, {}, len(sessions))
+        yield count
+        partitions = Metric(prefix + "numincrementalfetchpartitionscached",
+                            "Partitions in all fetch sessions", "gauge")
+        partitions.add_sample(partitions.name, {},
+                              sum(len(s.partitions) for s in sessions.sessions.values()))
+        yield partitions
+        evictions = Metric(prefix + "incrementalfetchsessionevictions",
+                           "Idle fetch sessions evicted to make room", "counter")
+        evictions.add_sample(evictions.name + "_total", {}, sessions.evictions)
+        yield evictions
 
     def _controller(self) -> Any:
         active = 1 if self.broker.is_controller else 0
@@ -273,6 +335,7 @@ class BrokerMetrics:
         return bound
 
     def stop(self) -> Any:
+        self.gc_pauses.uninstall()
         if self.port is not None:
             port, self.port = self.port, None
             return port.stopListening()

@@ -41,15 +41,17 @@ from simplekafka.protocol.batch_header import (
     validate_batch,
     validate_batches,
 )
-from simplekafka.protocol.compression import Compression
+from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
 from simplekafka.protocol.records import ControlMarker, parse_batch, parse_control_marker
 from simplekafka.storage import AbortedTxn, Log, OffsetOutOfRangeError
+from simplekafka.storage.log import wall_clock_ms
 from simplekafka.storage.producer_snapshot import (
     delete_snapshots_above,
     latest_snapshot,
     write_snapshot,
 )
+from simplekafka.storage.validator import needs_record_checks, validate_records
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,8 @@ class Partition:
         self.replicas: list[int] = []
         self.high_watermark = 0
         self.producers = ProducerStateTable()
+        # Produced batches are decoded only to check records (validator.py), up to this.
+        self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
@@ -232,6 +236,9 @@ class Partition:
             return AppendResult(duplicate.base_offset, duplicate.last_offset,
                                 self.log_start_offset, duplicate=True)
         try:
+            if marker is None and needs_record_checks(self.log.config):
+                validate_records(records, self.log.config, wall_clock_ms(),
+                                 f"{self.topic}-{self.index}", self.max_decompressed_bytes)
             info = self.log.append(records, self.leader_epoch)  # checks the CRC; writes or not
         except CorruptBatchError as exc:
             raise error_for(exc.error_code, str(exc)) from None
@@ -555,6 +562,18 @@ class Partition:
         # forget them, or the next OffsetForLeaderEpoch would ask about them again.
         self.log.leader_epochs.truncate_from_end(self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
+
+    def start_over_at(self, offset: int) -> None:
+        """A follower behind its leader's log start: empty the log, start it at ``offset``.
+
+        The producer state goes with the log (Kafka's ``truncateFullyAndStartAt``):
+        what it knew belonged to offsets this replica no longer has.
+        """
+        self.log.truncate_fully_and_start_at(offset)
+        self.producers = ProducerStateTable()
+        self._snapshot_offset = -1
+        delete_snapshots_above(self.log.directory, -1)
+        self.high_watermark = offset
 
     def add_append_listener(self, listener: Callable[[Partition], None]) -> None:
         self._append_listeners.append(listener)

@@ -6,7 +6,9 @@ leader's log, and cuts its log there (if the leader answers an earlier epoch,
 it cuts to its own end of that epoch and asks again). It never truncates to its
 local high watermark, which may be stale. Then it fetches in a loop: Fetch with
 ``replica_id`` = this broker, ``fetch_offset`` = its log end offset,
-``current_leader_epoch`` = the epoch it follows, a ~500 ms long poll. The
+``current_leader_epoch`` = the epoch it follows, a ~500 ms long poll, in a
+fetch session (KIP-227): after the first full fetch only partitions whose log
+end moved are named, and the leader answers only partitions with news. The
 leader's answer is appended exactly at the log end (``append_as_follower``) and
 the follower's high watermark becomes min(leader HW, own LEO). Each fetch is
 also how the leader learns the follower's log end offset.
@@ -85,6 +87,11 @@ class ReplicaFetcher:
         self._correlation = itertools.count(1)
         self._loop_done: defer.Deferred | None = None
         self._generation = 0
+        # The fetch session with this leader (KIP-227): its id and next epoch (0: the next
+        # fetch is full and opens one), and what the session holds per partition.
+        self.session_id = 0
+        self.session_epoch = 0
+        self._session_knows: dict[tuple[str, int], tuple[int, int, int]] = {}
 
     # -- partitions ---------------------------------------------------------------------
 
@@ -112,7 +119,14 @@ class ReplicaFetcher:
         self.running = False
         self._drop_connection()
 
+    def _reset_session(self) -> None:
+        """The next fetch is full and opens a new session."""
+        self.session_id = 0
+        self.session_epoch = 0
+        self._session_knows = {}
+
     def _drop_connection(self) -> None:
+        self._reset_session()
         connection, self._connection = self._connection, None
         if connection is not None and connection.transport is not None:
             connection.transport.loseConnection()
@@ -209,31 +223,65 @@ class ReplicaFetcher:
 
     @defer.inlineCallbacks
     def _fetch_once(self) -> Any:
+        """One fetch in the session with the leader (KIP-227): after the first (full) one,
+        only partitions whose position changed are named and removed ones forgotten; the
+        answer names only partitions with news. A round in which the replication throttle
+        holds partitions back is a full fetch without a session (a session would go on
+        fetching what the request leaves out)."""
         topics: dict[str, list[dict]] = {}
         sent: dict[tuple[str, int], _FollowerState] = {}
+        positions: dict[tuple[str, int], tuple[int, int, int]] = {}
         throttle = self.throttle
+        held_back = False
         for key, state in self.states.items():
             partition = state.partition
             if throttle is not None and throttle.holds_back(*key, state.caught_up):
+                held_back = True
                 continue  # a moving replica over the follower rate: not this round
-            topics.setdefault(key[0], []).append({
-                "partition": key[1], "current_leader_epoch": state.epoch,
-                "fetch_offset": partition.log_end_offset,
-                "log_start_offset": partition.log_start_offset,
-                "partition_max_bytes": self.settings.max_bytes})
+            positions[key] = (partition.log_end_offset, partition.log_start_offset,
+                              state.epoch)
             sent[key] = state
         if not sent:  # every partition is held back: wait for the quota to refill
             wait = throttle.quota.seconds_until_available() if throttle is not None else BACKOFF
             yield task.deferLater(self.reactor, min(max(wait, 0.01), 1.0), lambda: None)
             return
+        if held_back and self.session_id:
+            self._reset_session()  # the leader evicts the idle session in time
+        session_id, epoch = (0, -1) if held_back else (self.session_id, self.session_epoch)
+        incremental = epoch > 0
+        for key, position in positions.items():
+            if incremental and self._session_knows.get(key) == position:
+                continue  # the session has it where it is
+            topics.setdefault(key[0], []).append({
+                "partition": key[1], "current_leader_epoch": position[2],
+                "fetch_offset": position[0], "log_start_offset": position[1],
+                "partition_max_bytes": self.settings.max_bytes})
+        forgotten: dict[str, list[int]] = {}
+        if incremental:
+            for topic, index in self._session_knows.keys() - positions.keys():
+                forgotten.setdefault(topic, []).append(index)
         body = {"replica_id": self.settings.broker_id, "max_wait_ms": self.settings.max_wait_ms,
                 "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes,
-                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "isolation_level": 0, "session_id": session_id, "session_epoch": epoch,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-                "forgotten_topics_data": [], "rack_id": ""}
+                "forgotten_topics_data": [{"topic": t, "partitions": p}
+                                          for t, p in forgotten.items()],
+                "rack_id": ""}
         response = yield self._request(ApiKey.FETCH, FETCH_VERSION, body,
                                        self.settings.max_wait_ms / 1000.0 + REQUEST_TIMEOUT)
         self.fetches += 1
+        if response.error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                                   ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+            log.info("fetch session with leader %d lost (%s); starting a new one",
+                     self.leader_id, ErrorCode(response.error_code).name)
+            self._reset_session()
+            return
+        if held_back or response.session_id == 0:
+            self._reset_session()  # no session this round (or the leader keeps none)
+        else:
+            self.session_id = response.session_id
+            self.session_epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
+            self._session_knows = positions
         back_off = False
         out_of_range = []
         for topic in response.responses:
@@ -293,8 +341,7 @@ class ReplicaFetcher:
                 if partition.log_end_offset < answer.offset:
                     log.info("%s: behind the leader's log start %d: starting over there",
                              partition, answer.offset)
-                    partition.log.truncate_fully_and_start_at(answer.offset)
-                    partition.high_watermark = answer.offset
+                    partition.start_over_at(answer.offset)
                 else:
                     state.truncated = False
 

@@ -29,6 +29,7 @@ from twisted.internet import defer
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replication_quota import ReplicationThrottle
+from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 from simplekafka.protocol.structs import TopicPartition
 from simplekafka.storage.errors import DescriptorsExhaustedError
@@ -71,7 +72,7 @@ class PartitionResponse:
     """What one partition's append came to (Kafka's ProduceResponse.PartitionResponse)."""
 
     __slots__ = ("base_offset", "error_code", "error_message", "log_append_time",
-                 "log_start_offset")
+                 "log_start_offset", "record_errors")
 
     def __init__(self, error_code: ErrorCode = ErrorCode.NONE, base_offset: int = -1,
                  log_start_offset: int = -1, error_message: str | None = None,
@@ -81,6 +82,8 @@ class PartitionResponse:
         self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.error_message = error_message
+        # KIP-467: (index in the batch, message) of each record that made the batch fail
+        self.record_errors: list[tuple[int, str]] = []
 
     def __repr__(self) -> str:
         return (f"PartitionResponse({self.error_code.name}, base_offset={self.base_offset}, "
@@ -113,6 +116,8 @@ class ReplicaManager:
         self.leader_throttle: ReplicationThrottle | None = None
         self.isr_writer = isr_writer  # writes an ISR to ZooKeeper; fires with the new version
         self.isr_changes = 0  # ISR changes written (for tests and logs)
+        # message.max.decompressed.bytes, given to each Partition it creates
+        self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
         self.on_append: Callable[[str, int, int], None] | None = None
         self.on_isr_change: Callable[[str], None] | None = None
@@ -242,6 +247,7 @@ class ReplicaManager:
                 log.info("append to %s-%d refused: %s (%s)", topic, index, code.name, exc)
             response.error_code = code
             response.error_message = exc.reason if isinstance(exc, KafkaError) else str(exc)
+            response.record_errors = getattr(exc, "record_errors", [])
             return response, None
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
@@ -307,6 +313,7 @@ class ReplicaManager:
                 config = self.log_config_for(topic) if self.log_config_for else None
                 log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
                 partition = Partition(topic, state.partition_index, self.broker_id, log_)
+                partition.max_decompressed_bytes = self.max_decompressed_bytes
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
             if state.leader == self.broker_id:

@@ -142,6 +142,9 @@ class KafkaConnection(Int32StringReceiver):
         if self._tls_principal is not None:  # the TLS handshake is over once data arrives
             principal_of, self._tls_principal = self._tls_principal, None
             self.principal = principal_of(self.transport)
+            if self.principal != ANONYMOUS:
+                log.info("%s authenticated as %s by its certificate on listener %s",
+                         self.peer, self.principal, self.listener)
         try:
             frames = self._frames.feed(data)
         except FrameTooLargeError as exc:
@@ -183,7 +186,8 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             work(*args)  # already gathering: the outer call sends
             return
-        self._outgoing = outgoing = []
+        outgoing: list[bytes] = []
+        self._outgoing = outgoing
         try:
             work(*args)
         finally:

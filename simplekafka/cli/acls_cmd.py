@@ -6,6 +6,12 @@ notification every broker follows; with ``--bootstrap-server B`` (and
 ``--command-config FILE``, the client's properties) the brokers are asked
 (CreateAcls, DescribeAcls, DeleteAcls), which needs Alter or Describe on the
 cluster. Output lines are kafka-acls's.
+
+The command config is a Java client's properties file: ``security.protocol``,
+``sasl.mechanism``, ``sasl.jaas.config`` (its ``username``/``password``),
+``ssl.truststore.location`` (PEM). Over PLAINTEXT our own client asks; over
+SSL or SASL, which it does not speak, confluent-kafka's AdminClient does (the
+properties translated to librdkafka's).
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ from simplekafka.protocol.acls import (
     binding_problem,
 )
 
-# security.protocol values our client speaks (the others need the security work).
-_CLIENT_PROTOCOLS = {"PLAINTEXT"}
+_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+_JAAS_FIELD = r'{}\s*=\s*"([^"]*)"'
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,20 +77,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pattern(args: argparse.Namespace, for_filter: bool) -> ResourcePattern | None:
-    kind_name = (ResourceType.TOPIC, args.topic) if args.topic is not None else \
-        (ResourceType.GROUP, args.group) if args.group is not None else \
-        (ResourceType.TRANSACTIONAL_ID, args.transactional_id) \
-        if args.transactional_id is not None else \
-        (ResourceType.CLUSTER, CLUSTER_NAME) if args.cluster else None
-    if kind_name is None:
+    """The resource the arguments name (None if none), with its pattern type."""
+    if args.topic is not None:
+        kind, name = ResourceType.TOPIC, args.topic
+    elif args.group is not None:
+        kind, name = ResourceType.GROUP, args.group
+    elif args.transactional_id is not None:
+        kind, name = ResourceType.TRANSACTIONAL_ID, args.transactional_id
+    elif args.cluster:
+        kind, name = ResourceType.CLUSTER, CLUSTER_NAME
+    else:
         return None
-    if not kind_name[1]:
+    if not name:
         raise CliError("the resource name is empty")
     text = args.resource_pattern_type or "literal"
     pattern_type = PatternType.parse(text)
     if not for_filter and pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
         raise CliError(f"--resource-pattern-type {text} is for list and remove only")
-    return ResourcePattern(kind_name[0], kind_name[1], pattern_type)  # type: ignore[arg-type]
+    return ResourcePattern(kind, name, pattern_type)  # type: ignore[arg-type]
 
 
 def _operations(args: argparse.Namespace) -> list[AclOperation]:
@@ -172,10 +182,99 @@ def _client_properties(path: Path | None) -> dict[str, str]:
     except ConfigError as exc:
         raise CliError(f"--command-config: {exc}") from None
     protocol = properties.get("security.protocol", "PLAINTEXT").upper()
-    if protocol not in _CLIENT_PROTOCOLS:
-        raise CliError(f"--command-config: security.protocol {protocol} is not supported by "
-                       f"this client (it speaks {', '.join(sorted(_CLIENT_PROTOCOLS))})")
+    if protocol not in _PROTOCOLS:
+        raise CliError(f"--command-config: security.protocol {protocol} is not one of "
+                       f"{', '.join(sorted(_PROTOCOLS))}")
     return properties
+
+
+def librdkafka_settings(properties: dict[str, str]) -> dict[str, str]:
+    """A Java client's security properties as librdkafka (confluent-kafka) takes them."""
+    import re
+
+    settings = {"security.protocol": properties.get("security.protocol", "PLAINTEXT").lower()}
+    for key in ("sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
+                "ssl.certificate.location", "ssl.key.location", "ssl.key.password"):
+        if key in properties:
+            settings[key] = properties[key]
+    jaas = properties.get("sasl.jaas.config", "")
+    for field in ("username", "password"):
+        found = re.search(_JAAS_FIELD.format(field), jaas)
+        if found:
+            settings[f"sasl.{field}"] = found.group(1)
+    if "ssl.truststore.location" in properties:  # PEM truststores only, as the broker's
+        settings["ssl.ca.location"] = properties["ssl.truststore.location"]
+    if "ssl.keystore.location" in properties:
+        settings["ssl.certificate.location"] = properties["ssl.keystore.location"]
+        settings["ssl.key.location"] = properties["ssl.keystore.location"]
+    return settings
+
+
+class ConfluentAcls:
+    """The three ACL calls through confluent-kafka's AdminClient (for secured listeners)."""
+
+    def __init__(self, bootstrap: str, settings: dict[str, str], timeout_ms: int):
+        try:
+            from confluent_kafka import admin
+        except ImportError:
+            raise CliError("a secured --command-config needs confluent-kafka "
+                           "(pip install confluent-kafka)") from None
+        self.admin_module = admin
+        self.client = admin.AdminClient({"bootstrap.servers": bootstrap, **settings})
+        self.timeout = timeout_ms / 1000
+
+    def _binding(self, b: AclBinding) -> Any:
+        a = self.admin_module
+        return a.AclBinding(a.ResourceType(int(b.pattern.resource_type)), b.pattern.name,
+                            a.ResourcePatternType(int(b.pattern.pattern_type)),
+                            b.entry.principal, b.entry.host,
+                            a.AclOperation(int(b.entry.operation)),
+                            a.AclPermissionType(int(b.entry.permission)))
+
+    def _filter(self, f: AclBindingFilter) -> Any:
+        a = self.admin_module
+        return a.AclBindingFilter(a.ResourceType(int(f.resource_type)), f.name,
+                                  a.ResourcePatternType(int(f.pattern_type)), f.principal,
+                                  f.host, a.AclOperation(int(f.operation)),
+                                  a.AclPermissionType(int(f.permission)))
+
+    @staticmethod
+    def _ours(b: Any) -> AclBinding:
+        return AclBinding(
+            ResourcePattern(ResourceType(b.restype.value), b.name,
+                            PatternType(b.resource_pattern_type.value)),
+            AccessControlEntry(b.principal, b.host, AclOperation(b.operation.value),
+                               AclPermissionType(b.permission_type.value)))
+
+    def _wait(self, future: Any) -> Any:
+        from confluent_kafka import KafkaException
+
+        try:
+            return future.result(timeout=self.timeout + 5)
+        except KafkaException as exc:
+            error = exc.args[0]
+            raise AclCallFailed(f"{error.name()}: {error.str()}") from None
+
+    def create_acls(self, bindings: list[AclBinding]) -> None:
+        futures = self.client.create_acls([self._binding(b) for b in bindings],
+                                          request_timeout=self.timeout)
+        for future in futures.values():
+            self._wait(future)
+
+    def describe_acls(self, wanted: AclBindingFilter) -> list[AclBinding]:
+        found = self._wait(self.client.describe_acls(self._filter(wanted),
+                                                     request_timeout=self.timeout))
+        return sorted(self._ours(b) for b in found)
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
+        futures = self.client.delete_acls([self._filter(f) for f in filters],
+                                          request_timeout=self.timeout)
+        return sorted(self._ours(b) for future in futures.values()
+                      for b in self._wait(future))
+
+
+class AclCallFailed(Exception):
+    """The brokers refused (confluent-kafka's error, as one line)."""
 
 
 @kafka_errors_are_one_line("acls")
@@ -185,8 +284,9 @@ def acls_main(args: argparse.Namespace) -> int:
     for principal in args.allow_principal + args.deny_principal:
         if ":" not in principal or principal.startswith(":") or principal.endswith(":"):
             raise CliError(f"principal {principal!r} is not TYPE:NAME (e.g. User:alice)")
+    properties: dict[str, str] = {}
     if args.bootstrap_server:
-        _client_properties(args.command_config)
+        properties = _client_properties(args.command_config)
     elif args.command_config is not None:
         raise CliError("--command-config goes with --bootstrap-server")
     work: dict = {}
@@ -200,6 +300,14 @@ def acls_main(args: argparse.Namespace) -> int:
         work["filters"] = _filters(args)
     if args.zookeeper:
         return _with_zookeeper(args, work)
+    if properties.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+        try:
+            return _act(ConfluentAcls(args.bootstrap_server.strip(),
+                                      librdkafka_settings(properties),
+                                      args.request_timeout_ms), args, work)
+        except AclCallFailed as exc:
+            print(f"simplekafka acls: error: {exc}", file=sys.stderr)
+            return 1
     return _with_brokers(args, work)
 
 
@@ -251,12 +359,17 @@ def _with_brokers(args: argparse.Namespace, work: dict) -> int:
 
     args.bootstrap_server = args.bootstrap_server.strip()
     with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
-        if args.action == "add":
-            admin.create_acls(work["bindings"])
-            return 0
-        if args.action == "remove":
-            return _removed(admin.delete_acls(work["filters"]))
-        _print(admin.describe_acls(_list_filter(args)), "Current ACLs for resource")
+        return _act(admin, args, work)
+
+
+def _act(admin: Any, args: argparse.Namespace, work: dict) -> int:
+    """add, remove or list through an admin client (ours, or ConfluentAcls)."""
+    if args.action == "add":
+        admin.create_acls(work["bindings"])
+        return 0
+    if args.action == "remove":
+        return _removed(admin.delete_acls(work["filters"]))
+    _print(admin.describe_acls(_list_filter(args)), "Current ACLs for resource")
     return 0
 
 

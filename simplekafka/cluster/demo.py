@@ -7,6 +7,19 @@ elects a new leader from the in-sync replicas; the checker shows that every
 acknowledged record can still be read; the killed broker comes back and
 rejoins the ISR. Everything it starts, it stops (``--keep`` waits for Ctrl-C
 first, so you can play with the cluster).
+
+``--secure`` runs the same over SASL_SSL: the brokers get a throwaway CA and
+certificates (``simplekafka certs``), replicate over a SASL_SSL inter-broker
+listener (logging in as ``User:admin`` with PLAIN), and the producer and the
+consumer (confluent-kafka) connect over SASL_SSL as the SCRAM-SHA-512 user
+``demo``, created in ZooKeeper like ``simplekafka users add`` does. The
+brokers run Kafka's ACL authorizer: ``User:admin`` (the brokers) and
+``User:ANONYMOUS`` (the operator's tools on the loopback PLAINTEXT listener)
+are super users; ``demo`` is granted Write and Read on the demo topic and
+Read on its checker's group (``simplekafka acls add``), and is shown refused
+on a topic it has no ACL for. The topic is created by the operator over the
+PLAINTEXT listener; the Spark step, whose source speaks PLAINTEXT only, is
+left out.
 """
 
 from __future__ import annotations
@@ -68,8 +81,96 @@ def partition_table(cluster: LocalCluster, topic: str, partitions: int) -> str:
     return "\n".join(lines)
 
 
-def produce(cluster: LocalCluster, deliveries: DeliveryLog, first: int, count: int) -> None:
-    """Send ``count`` numbered records with acks=all and wait for every answer."""
+#: The secure demo's client login (a SCRAM-SHA-512 user in /config/users).
+SECURE_USER = ("demo", "demo-secret")
+
+
+def secure_setup(base_dir: Path) -> tuple[dict, dict]:
+    """(broker settings, confluent-kafka client settings) for the SASL_SSL demo."""
+    from simplekafka.broker.security.certs import make_certificates
+    from simplekafka.cluster.security import client_config, secure_broker_config
+
+    certs = make_certificates(base_dir / "certs", clients=[])
+    brokers = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL")
+    brokers.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                    "super.users": "User:admin;User:ANONYMOUS"})
+    clients = client_config("SASL_SSL", certs, "SCRAM-SHA-512", *SECURE_USER)
+    return brokers, clients
+
+
+#: What the demo user may do (``simplekafka acls add`` arguments), and the topic it may not.
+SECURE_ACLS = [("--operation", "Write", "--operation", "Read", "--topic", TOPIC),
+               ("--operation", "Read", "--group", "demo-checker")]
+FORBIDDEN_TOPIC = "audit"
+
+
+def grant_secure_acls(cluster: LocalCluster, say: Callable[[str], None]) -> None:
+    """Give the demo user its ACLs through the operator's PLAINTEXT listener."""
+    from simplekafka.admin import Admin
+    from simplekafka.protocol.acls import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    principal = f"User:{SECURE_USER[0]}"
+    wanted = [(ResourceType.TOPIC, TOPIC, AclOperation.WRITE),
+              (ResourceType.TOPIC, TOPIC, AclOperation.READ),
+              (ResourceType.GROUP, "demo-checker", AclOperation.READ)]
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.create_acls([AclBinding(ResourcePattern(kind, name), AccessControlEntry(
+            principal, "*", operation, AclPermissionType.ALLOW))
+            for kind, name, operation in wanted])
+        for arguments in SECURE_ACLS:
+            say(f"  simplekafka acls add --allow-principal {principal} {' '.join(arguments)}")
+        for binding in admin.describe_acls():
+            say(f"  {binding.pattern}: {binding.entry}")
+
+
+def show_refusal(cluster: LocalCluster, clients: dict) -> str:
+    """The demo user writing where it has no ACL: the error its producer gets."""
+    from confluent_kafka import Producer
+
+    outcome = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"), **clients,
+                         "message.timeout.ms": 15000})
+    producer.produce(FORBIDDEN_TOPIC, b"not allowed", on_delivery=lambda e, m: outcome.append(e))
+    producer.flush(30)
+    return outcome[0].name() if outcome and outcome[0] is not None else "delivered"
+
+
+def add_secure_user(cluster: LocalCluster) -> None:
+    """Create the demo's SCRAM user and wait until every broker can log it in."""
+    from simplekafka.coordination.users import set_scram_credential
+    from simplekafka.protocol.sasl import SCRAM_MECHANISMS, make_credential
+
+    set_scram_credential(cluster.zk, SECURE_USER[0], "SCRAM-SHA-512",
+                         make_credential(SCRAM_MECHANISMS["SCRAM-SHA-512"], SECURE_USER[1]))
+    cluster.wait_for(lambda: all(
+        f"SCRAM credentials of user {SECURE_USER[0]} updated" in b.log_file.read_text()
+        for b in cluster.brokers.values()), "every broker to know the demo user", 30)
+
+
+def produce(cluster: LocalCluster, deliveries: DeliveryLog, first: int, count: int,
+            secure: dict | None = None) -> None:
+    """Send ``count`` numbered records with acks=all and wait for every answer
+    (over SASL_SSL with confluent-kafka when ``secure`` holds its client settings)."""
+    if secure is not None:
+        from confluent_kafka import Producer as SecureProducer
+
+        producer = SecureProducer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"),
+                                   **secure, "acks": "all", "linger.ms": 5,
+                                   "message.timeout.ms": 60_000})
+        for number in range(first, first + count):
+            producer.produce(TOPIC, key=str(number % 7).encode(),
+                             value=f"payment-{number:05d}".encode(),
+                             on_delivery=deliveries.confluent_callback)
+            producer.poll(0)
+        producer.flush(60)
+        return
     from simplekafka.producer import Producer
 
     with Producer(cluster.bootstrap_servers, acks="all", linger_ms=5,
@@ -82,8 +183,10 @@ def produce(cluster: LocalCluster, deliveries: DeliveryLog, first: int, count: i
 
 
 def consume_everything(cluster: LocalCluster, deliveries: DeliveryLog,
-                       timeout: float = 30.0) -> int:
+                       timeout: float = 30.0, secure: dict | None = None) -> int:
     """Read every partition from the start to its end (or its last ack); returns records read."""
+    if secure is not None:
+        return _consume_secure(cluster, deliveries, timeout, secure)
     from simplekafka.consumer import Consumer
 
     with Consumer(bootstrap_servers=cluster.bootstrap_servers,
@@ -104,6 +207,32 @@ def consume_everything(cluster: LocalCluster, deliveries: DeliveryLog,
         return read
 
 
+def _consume_secure(cluster: LocalCluster, deliveries: DeliveryLog, timeout: float,
+                    secure: dict) -> int:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"), **secure,
+                         "group.id": "demo-checker", "enable.auto.commit": False})
+    try:
+        acked = deliveries.acked_ends()
+        ends = {p: max(consumer.get_watermark_offsets(TopicPartition(TOPIC, p), 10)[1],
+                       acked.get((TOPIC, p), 0)) for p in range(PARTITIONS)}
+        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        positions = dict.fromkeys(range(PARTITIONS), 0)
+        read = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(positions[p] < e for p, e in ends.items()):
+            for message in consumer.consume(500, 0.5):
+                if message.error() is None:
+                    deliveries.consumed(message.topic(), message.partition(), message.offset(),
+                                        message.key(), message.value())
+                    positions[message.partition()] = message.offset() + 1
+                    read += 1
+        return read
+    finally:
+        consumer.close()
+
+
 #: A last step run on the live cluster after the failover: ``(cluster, step) -> ok``.
 #: ``run_cluster.sh`` passes the Spark consumer (``simplekafka.spark.demo``) here;
 #: this layer cannot import Spark itself.
@@ -111,17 +240,40 @@ ExtraStep = Callable[[LocalCluster, "Narrator"], bool]
 
 
 def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool = False,
-             out=None, after_failover: ExtraStep | None = None) -> int:
+             out=None, after_failover: ExtraStep | None = None, secure: bool = False) -> int:
     """The whole walk-through; returns 0 when nothing acknowledged was lost (and the
-    ``after_failover`` step, if any, succeeded)."""
+    ``after_failover`` step, if any, succeeded). ``secure``: over SASL_SSL."""
+    import shutil
+    import tempfile
+
     from simplekafka.admin import Admin
 
     step = Narrator(interactive, out)
     say = step.say
-    step("start ZooKeeper and three brokers (each a real process)")
-    cluster = LocalCluster(brokers=3, base_dir=base_dir, broker_config=DEMO_BROKER_CONFIG)
+    config, listeners, clients, made_dir = dict(DEMO_BROKER_CONFIG), [], None, None
+    if secure:
+        if base_dir is None:
+            base_dir = made_dir = Path(tempfile.mkdtemp(prefix="simplekafka-demo-"))
+        broker_security, clients = secure_setup(Path(base_dir))
+        config.update(broker_security)
+        listeners = ["SASL_SSL"]
+        step("start ZooKeeper and three brokers serving SASL_SSL (TLS, then a SASL login), "
+             "replicating over SASL_SSL too")
+    else:
+        step("start ZooKeeper and three brokers (each a real process)")
+    cluster = LocalCluster(brokers=3, base_dir=Path(base_dir) / "cluster" if secure else base_dir,
+                           broker_config=config, listeners=listeners)
     cluster.start()
     try:
+        if secure:
+            add_secure_user(cluster)
+            say(f"SASL_SSL bootstrap servers: {cluster.bootstrap('SASL_SSL')}")
+            say(f"client settings: security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
+                f"sasl.username={SECURE_USER[0]}, ssl.ca.location={clients['ssl.ca.location']}")
+            say("(the PLAINTEXT listener stays on 127.0.0.1 for the operator's tools)")
+            if after_failover is not None:
+                say("(the Spark step is left out: its source speaks PLAINTEXT only)")
+                after_failover = None
         say(f"bootstrap servers: {cluster.bootstrap_servers}")
         say(f"ZooKeeper:         {cluster.zookeeper_connect}")
         say(f"controller:        broker {cluster.controller_id()}")
@@ -133,16 +285,23 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
         for partition in range(PARTITIONS):
             cluster.wait_for_isr(TOPIC, partition, cluster.replicas_of(TOPIC, partition))
         say(partition_table(cluster, TOPIC, PARTITIONS))
+        if secure:
+            step(f"ACLs: User:{SECURE_USER[0]} may write and read {TOPIC!r}, nothing else")
+            grant_secure_acls(cluster, say)
+            with Admin(cluster.bootstrap_servers) as admin:
+                admin.create_topic(FORBIDDEN_TOPIC, 1, REPLICATION_FACTOR)
+            say(f"User:{SECURE_USER[0]} producing to {FORBIDDEN_TOPIC!r}: "
+                f"{show_refusal(cluster, clients)}")
 
         step("produce 300 records with acks=all (acknowledged once every ISR member has them)")
         deliveries = DeliveryLog()
-        produce(cluster, deliveries, 0, 300)
+        produce(cluster, deliveries, 0, 300, clients)
         say(f"acknowledged: {len(deliveries.acks)}, failed: {deliveries.failed_sends}")
 
         faults = Faults(cluster, announce=False)
         victim = cluster.leader_of(TOPIC, 0)
         step(f"SIGKILL broker {victim}, the leader of partition 0, while producing 300 more")
-        writer = threading.Thread(target=produce, args=(cluster, deliveries, 300, 300))
+        writer = threading.Thread(target=produce, args=(cluster, deliveries, 300, 300, clients))
         writer.start()
         time.sleep(0.2)
         killed_at = time.monotonic()
@@ -160,7 +319,7 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
         step("consume everything and check that nothing acknowledged was lost")
         say("(a new leader's high watermark lags until its followers fetch from it: "
             "read up to the last acknowledged offset)")
-        read = consume_everything(cluster, deliveries)
+        read = consume_everything(cluster, deliveries, secure=clients)
         report = deliveries.check()
         say(f"consumed {read} records")
         say(report.summary())
@@ -184,6 +343,8 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
     finally:
         say("\nstopping the brokers and ZooKeeper")
         cluster.cleanup()
+        if made_dir is not None:
+            shutil.rmtree(made_dir, ignore_errors=True)
 
 
 def _wait_for_interrupt() -> None:
@@ -203,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dir", type=Path, default=None,
                         help="where the brokers keep data and logs (default: a temp dir, "
                              "or $SIMPLEKAFKA_DEMO_DIR)")
+    parser.add_argument("--secure", action="store_true",
+                        help="brokers, replication and clients over SASL_SSL")
     return parser
 
 
@@ -214,7 +377,7 @@ def main(argv: list[str] | None = None, after_failover: ExtraStep | None = None,
                             if os.environ.get("SIMPLEKAFKA_DEMO_DIR") else None)
     try:
         return run_demo(base_dir, interactive=args.interactive, keep=args.keep,
-                        after_failover=after_failover)
+                        after_failover=after_failover, secure=args.secure)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

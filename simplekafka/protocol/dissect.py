@@ -15,14 +15,22 @@ Sans-I/O like the rest of ``simplekafka.protocol``: bytes in, a tree out.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 import bitstring
 
 from simplekafka.protocol import primitives as p
+from simplekafka.protocol.acls import AclOperation, AclPermissionType, PatternType
 from simplekafka.protocol.api import ApiKey, known_versions, request_schema, response_schema
-from simplekafka.protocol.batch_header import HEADER_SIZE, LOG_OVERHEAD, batch_spans, crc32c
+from simplekafka.protocol.batch_header import (
+    ATTR_CONTROL,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    batch_spans,
+    crc32c,
+)
 from simplekafka.protocol.compression import Compression, decompress
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import DEFAULT_MAX_LENGTH
@@ -345,6 +353,8 @@ class _RecordWalker(_Walker):
                 f"offset {self.header['base_offset'] + delta}, "
                 f"timestamp {self.header['base_timestamp'] + ts_delta}"
             )
+            if self.header["attributes"] & ATTR_CONTROL:
+                _note_control_record(node)
 
     def record_body(self, node: Node, pos: int) -> int:
         _, pos = self.leaf(node, "attributes", "int8", p.read_int8, pos)
@@ -380,6 +390,20 @@ class _RecordWalker(_Walker):
         return end
 
 
+def _note_control_record(record: Node) -> None:
+    """Say what a control record's key and value mean (a transaction's commit or abort)."""
+    for child in record.children:
+        raw = child.value if isinstance(child.value, bytes) else b""
+        if child.name == "key" and len(raw) >= 4:
+            version, kind = struct.unpack_from(">hh", raw)
+            meaning = {0: "ABORT", 1: "COMMIT"}.get(kind, "unknown type")
+            child.note = f"control key: version {version}, type {kind} ({meaning} marker)"
+            record.value = f"{record.value}, {meaning} marker"
+        elif child.name == "value" and len(raw) >= 6:
+            version, epoch = struct.unpack_from(">hi", raw)
+            child.note = f"end transaction marker: version {version}, coordinator epoch {epoch}"
+
+
 def _meaning(name: str, value: Any) -> str:
     """What a number means, for the fields whose numbers are names: API keys, error codes."""
     if not isinstance(value, int):
@@ -389,7 +413,21 @@ def _meaning(name: str, value: Any) -> str:
     if name == "error_code" and value != 0:
         code = ErrorCode.of(value)
         return code.name if code.value == value else "unknown error code"
+    enumeration = _ACL_ENUMS.get(name)
+    if enumeration is not None:
+        try:
+            return enumeration(value).kafka_name
+        except ValueError:
+            return "unknown"
     return ""
+
+
+# The ACL APIs' numbered fields (their names appear in no other message).
+_ACL_ENUMS: dict[str, Any] = {
+    "operation": AclOperation, "permission_type": AclPermissionType,
+    "pattern_type": PatternType, "pattern_type_filter": PatternType,
+    "resource_pattern_type": PatternType,
+}
 
 
 def _fixed_reader(st):

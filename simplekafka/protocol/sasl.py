@@ -127,7 +127,7 @@ def make_credential(mechanism: ScramMechanism, password: str, iterations: int = 
 
 def _attributes(message: str) -> dict[str, str]:
     """``a=1,b=2`` into a dict (values may contain '=')."""
-    result = {}
+    result: dict[str, str] = {}
     for item in message.split(","):
         if len(item) < 2 or item[1] != "=":
             raise SaslAuthenticationError("Invalid SCRAM message")

@@ -109,7 +109,8 @@ class OffsetMap:
 class CleanerStats:
     """What one round did (Kafka's CleanerStats, the part the log line shows)."""
 
-    bytes_read: int = 0
+    bytes_read: int = 0  # by the rewrite (the log's bytes, read once)
+    map_bytes_read: int = 0  # by the offset map's pass over the dirty part
     bytes_written: int = 0
     records_read: int = 0
     records_kept: int = 0
@@ -332,7 +333,8 @@ class Cleaner:
         for segment, fd in plan.sources:
             if segment.next_offset <= plan.first_dirty:
                 continue
-            for header, data in self._batches(plan, segment, fd, stats):
+            for header, data in self._batches(plan, segment, fd):
+                stats.map_bytes_read += header.size
                 if header.last_offset < plan.first_dirty or header.is_control or \
                         header.is_transactional:
                     continue
@@ -379,7 +381,8 @@ class Cleaner:
         pending_bytes = 0
         try:
             for segment, fd in group:
-                for header, data in self._batches(plan, segment, fd, stats):
+                for header, data in self._batches(plan, segment, fd):
+                    stats.bytes_read += header.size
                     kept = self._filter(plan, header, data, offset_map, horizon_new,
                                         earliest, stats)
                     if kept is None:
@@ -446,7 +449,7 @@ class Cleaner:
                              base_timestamp=header.base_timestamp if has_horizon else None)
 
     # -- reading -----------------------------------------------------------------------
-    def _batches(self, plan: CleanPlan, segment: LogSegment, fd: int, stats: CleanerStats
+    def _batches(self, plan: CleanPlan, segment: LogSegment, fd: int
                  ) -> Iterable[tuple[BatchHeader, bytes]]:
         """Every whole batch of a source segment's file, read through the cleaner's own fd."""
         position = 0
@@ -460,7 +463,6 @@ class Cleaner:
             if header.size < HEADER_SIZE or position + header.size > end:
                 break
             data = os.pread(fd, header.size, position)
-            stats.bytes_read += header.size
             yield header, data
             position += header.size
 

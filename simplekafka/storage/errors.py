@@ -63,3 +63,13 @@ class DescriptorsExhaustedError(StorageError):
             f"{what}: out of file descriptors (open-files limit {limit}{kept}); "
             f"raise the limit (ulimit -n) or hold fewer partitions on this broker")
         self.limit = limit
+
+
+class RecordValidationError(StorageError):
+    """Records of a batch that the log refuses one by one (KIP-467): ``record_errors``
+    holds (index of the record in its batch, why); the whole batch is refused."""
+
+    def __init__(self, message: str, error_code: ErrorCode,
+                 record_errors: list[tuple[int, str]]):
+        super().__init__(message, error_code=error_code)
+        self.record_errors = record_errors

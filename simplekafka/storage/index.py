@@ -99,15 +99,28 @@ class _MappedIndex:
         self._flushed = self._count
         self._writable = True
 
-    def trim(self) -> None:
-        """Write and cut the file to the entries in use; read-only from now (segment inactive)."""
+    def trim(self, sync: bool = True) -> None:
+        """Write and cut the file to the entries in use; read-only from now (segment
+        inactive). ``sync=False`` leaves the fsync to a later ``sync()``."""
         with self._file() as fd:
             if self._writable:
                 self._write_entries(fd)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             os.ftruncate(fd, self._count * self._entry_size)
         self._unmap()
         self._writable = False
+
+    def sync(self) -> None:
+        """fsync the index file (an inactive segment's, after ``trim(sync=False)``)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # deleted meanwhile
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _write_entries(self, fd: int) -> None:
         """Write the in-memory entries the file does not have yet."""

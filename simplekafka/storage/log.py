@@ -115,6 +115,9 @@ class Log:
         # A new log's directory entries are made durable by its first flush, not at
         # creation (an fsync of the parent per replica made LeaderAndIsr slow).
         self.directory_sync_needed = False
+        # Runs a rolled segment's fsyncs off the caller's thread (the broker: a worker
+        # thread); None: at once, in the append that rolls.
+        self.background: Callable[[Callable[[], None]], None] | None = None
         self.truncated_on_recovery = 0  # bytes recovery cut off when this log was opened
         self.leader_epochs = LeaderEpochCache(
             directory / CHECKPOINT_NAME, lambda: self.log_end_offset
@@ -551,19 +554,39 @@ class Log:
 
     def _roll(self, now: int) -> LogSegment:
         old = self._segments[-1]
-        old.make_inactive()
-        self.fsync_count += 1
+        background = self.background
+        old.make_inactive(sync=background is None)
         segment = LogSegment(self.directory, old.next_offset, self._config, active=True,
                              created_ms=now)
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
-        fsync_directory(self.directory)
-        self.recovery_point = max(self.recovery_point, old.next_offset)
+        if background is None:
+            self.fsync_count += 1
+            fsync_directory(self.directory)
+            self.recovery_point = max(self.recovery_point, old.next_offset)
+        else:
+            # Kafka flushes a rolled segment on its scheduler, not in the append: a
+            # gigabyte's fsync would stop every request behind this one.
+            background(lambda: self._sync_rolled(old))
         return segment
+
+    def _sync_rolled(self, old: LogSegment) -> None:
+        """Make a rolled segment durable, then move the recovery point past it (worker)."""
+        try:
+            old.sync_files()
+            fsync_directory(self.directory)
+        except OSError as exc:  # closed or deleted meanwhile (shutdown, retention)
+            logger.warning("%s: rolled segment %d not synced: %s", self.directory.name,
+                           old.base_offset, exc)
+            return
+        self.fsync_count += 1
+        self.recovery_point = max(self.recovery_point, old.next_offset)
 
     def flush(self) -> None:
         """fsync the active segment: everything below the log end survives a power cut."""
         self._check_open()
+        for rolled in self._segments[:-1]:  # a roll whose background fsync is pending
+            rolled.sync_files()
         self._segments[-1].flush()
         self.fsync_count += 1
         self.leader_epochs.sync()

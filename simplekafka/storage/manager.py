@@ -55,6 +55,7 @@ class LogManager:
         self._clock_ms = clock_ms
         self._logs: dict[TopicPartition, Log] = {}
         self.descriptors = DescriptorBudget()  # new logs stop short of the open-files limit
+        self.background: Callable[[Callable[[], None]], None] | None = None
         self.recovered_unclean = False
         for directory in self.log_dirs:
             try:
@@ -88,6 +89,12 @@ class LogManager:
             )
         marker.unlink(missing_ok=True)
 
+    def use_background(self, background: Callable[[Callable[[], None]], None]) -> None:
+        """Run rolled segments' fsyncs through ``background`` (see ``Log.background``)."""
+        self.background = background
+        for log in self._logs.values():
+            log.background = background
+
     # -- partitions ----------------------------------------------------------------
     def get(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -111,6 +118,7 @@ class LogManager:
                                                 DescriptorBudget.limit()) from exc
             raise
         log.directory_sync_needed = True  # made durable by the log's first flush
+        log.background = self.background
         self._logs[(topic, partition)] = log
         return log
 

@@ -75,6 +75,7 @@ class LogSegment:
         self.next_offset = base_offset
         self.max_timestamp = -1
         self._bytes_since_index_entry = 0
+        self.needs_sync = False  # rolled, its fsync left to a worker that has not run yet
 
     # -- loading -----------------------------------------------------------------
     def load(self) -> None:
@@ -312,14 +313,27 @@ class LogSegment:
             self.time_index.make_writable()
             self.active = True
 
-    def make_inactive(self) -> None:
-        """The segment is full: record its final max timestamp, trim the indexes, fsync."""
+    def make_inactive(self, sync: bool = True) -> None:
+        """The segment is full: record its final max timestamp, trim the indexes, fsync
+        (``sync=False``: the caller fsyncs later with ``sync_files``)."""
         if self.size:
             self.time_index.maybe_append(self.max_timestamp, self.next_offset - 1, final=True)
-        self.flush()
-        self.offset_index.trim()
-        self.time_index.trim()
+        if sync:
+            self.flush()
+        self.offset_index.trim(sync)
+        self.time_index.trim(sync)
         self.active = False
+        self.needs_sync = not sync
+
+    def sync_files(self) -> None:
+        """fsync the log and both index files of an inactive segment (may run on a worker
+        thread: nothing writes to them any more)."""
+        if self._fd < 0 or not self.needs_sync:
+            return  # synced, or closed (deleted) meanwhile: nothing left to do
+        self.needs_sync = False
+        os.fsync(self._fd)
+        self.offset_index.sync()
+        self.time_index.sync()
 
     def flush(self) -> None:
         """fsync the log file and msync the indexes."""
@@ -333,6 +347,8 @@ class LogSegment:
         if self._fd < 0:
             return
         trim = clean and self.active
+        if clean and self.needs_sync:
+            self.sync_files()  # a rolled segment whose background fsync has not run yet
         if trim:
             if self.size:
                 self.time_index.maybe_append(self.max_timestamp, self.next_offset - 1, final=True)

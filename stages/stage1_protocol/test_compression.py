@@ -21,6 +21,7 @@ from simplekafka.protocol.compression import (
     XERIAL_HEADER,
     XERIAL_MAGIC,
     Compression,
+    DecompressedTooLargeError,
     compress,
     decompress,
     snappy_decompress,
@@ -28,6 +29,7 @@ from simplekafka.protocol.compression import (
     snappy_xerial_compress,
 )
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, ProtocolError
+from simplekafka.protocol.records import build_batch, parse_batch
 
 CODECS = list(Compression)
 PAYLOAD = b"".join(b"record %d with a fairly repetitive body; " % i for i in range(3000))
@@ -213,3 +215,42 @@ def test_compression_levels(codec):
     assert decompress(codec, fast) == decompress(codec, best) == PAYLOAD
     with pytest.raises(ValueError, match="compression level"):
         compress(codec, PAYLOAD, level=-5 if codec is not Compression.ZSTD else "high")
+
+
+# -- decompression caps (a batch that expands beyond what a broker or consumer allows) ----
+
+COMPRESSING = [c for c in CODECS if c is not Compression.NONE]
+
+
+@pytest.mark.parametrize("codec", COMPRESSING)
+def test_a_decompression_bomb_is_refused_before_it_is_decompressed(codec):
+    bomb = compress(codec, b"\x00" * (20 << 20))  # 20 MB of zeros: a few KB compressed
+    assert len(bomb) < 1 << 20
+    with pytest.raises(DecompressedTooLargeError) as refused:
+        decompress(codec, bomb, max_bytes=1 << 20)
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
+    assert "decompresses to more than 1048576 bytes" in str(refused.value)
+    assert isinstance(refused.value, CorruptBatchError)
+
+
+@pytest.mark.parametrize("codec", COMPRESSING)
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 100_000])
+def test_data_up_to_the_cap_decompresses_whole(codec, size):
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    assert decompress(codec, compress(codec, data), max_bytes=size) == data
+    if size:
+        with pytest.raises(DecompressedTooLargeError):
+            decompress(codec, compress(codec, data), max_bytes=size - 1)
+
+
+def test_a_capped_decompression_still_reports_corrupt_data_as_corrupt():
+    with pytest.raises(CorruptBatchError) as corrupt:
+        decompress(Compression.ZSTD, b"not zstd at all", max_bytes=1 << 20)
+    assert not isinstance(corrupt.value, DecompressedTooLargeError)
+
+
+def test_parse_batch_applies_the_cap():
+    batch = build_batch([(b"k", b"\x00" * 200_000)], compression="gzip")
+    assert parse_batch(batch, max_decompressed_bytes=300_000).records[0].value == b"\x00" * 200_000
+    with pytest.raises(DecompressedTooLargeError):
+        parse_batch(batch, max_decompressed_bytes=100_000)

@@ -107,3 +107,12 @@ def test_write_txn_markers_request_round_trip(version):
     assert (marker.producer_id, marker.producer_epoch, marker.transaction_result,
             marker.coordinator_epoch) == (12, 4, True, 6)
     assert list(marker.topics[0].partition_indexes) == [0, 2]
+
+
+def test_the_dissector_names_a_marker():
+    from simplekafka.protocol.dissect import dissect_records, render
+
+    shown = render(dissect_records(build_end_txn_marker(77, 1, False, 3, timestamp=T)))
+    assert "is_control" in shown and "1 (True)" in shown
+    assert "control key: version 0, type 0 (ABORT marker)" in shown
+    assert "end transaction marker: version 0, coordinator epoch 3" in shown

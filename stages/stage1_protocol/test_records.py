@@ -484,3 +484,31 @@ def test_damaged_compressed_section_raises_only_protocol_error(records):
         only_protocol_errors(
             parse_batch, with_records_section(build_batch(records, compression=codec), packed)
         )
+
+
+def test_rebuild_batch_keeps_offsets_and_producer_fields_for_the_log_cleaner():
+    """The cleaner's thinned batch: same base and last offset, the kept records at their
+    own offsets (gaps inside), a valid CRC; kafka-python reads it the same way."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    from simplekafka.protocol.batch_header import ATTR_DELETE_HORIZON, validate_batch
+    from simplekafka.protocol.records import rebuild_batch
+
+    original = build_batch([{"key": b"k%d" % n, "value": b"v%d" % n, "timestamp": 1000 + n}
+                            for n in range(5)], compression="zstd", base_offset=100,
+                           producer_id=7, producer_epoch=1, base_sequence=40)
+    parsed = parse_batch(original)
+    kept = [parsed.records[1], parsed.records[4]]
+    rebuilt = rebuild_batch(parsed.header, kept, base_timestamp=99_000,
+                            attributes=parsed.header.attributes | ATTR_DELETE_HORIZON)
+    header = validate_batch(rebuilt, 0, check_crc=True)
+    assert (header.base_offset, header.last_offset, header.records_count) == (100, 104, 2)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 1, 40)
+    assert header.base_timestamp == 99_000 and header.max_timestamp == 1004
+    again = parse_batch(rebuilt)
+    assert [(r.offset, r.key, r.timestamp) for r in again] == [
+        (101, b"k1", 1001), (104, b"k4", 1004)]
+    theirs = DefaultRecordBatch(rebuilt)
+    assert theirs.validate_crc()
+    assert [(r.offset, r.key, r.timestamp) for r in theirs] == [
+        (101, b"k1", 1001), (104, b"k4", 1004)]

@@ -187,3 +187,53 @@ def test_creating_replicas_waits_for_no_disk_until_their_first_flush(tmp_path, m
     synced.clear()
     log.flush()
     assert len(synced) == 1  # later flushes sync the segment alone
+
+
+def test_garbage_collections_are_timed_by_generation():
+    """GC pauses stop the reactor: each one is in python_gc_pause_seconds (issue 19)."""
+    import gc
+    from types import SimpleNamespace
+
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    metrics = BrokerMetrics(SimpleNamespace())
+    try:
+        gc.collect(0)
+        gc.collect(2)
+        samples = {(s.name, s.labels.get("generation"), s.labels.get("le")): s.value
+                   for metric in metrics._gc_pauses() for s in metric.samples}
+        assert samples[("python_gc_pause_seconds_count", "0", None)] >= 1
+        assert samples[("python_gc_pause_seconds_count", "2", None)] >= 1
+        assert samples[("python_gc_pause_seconds_bucket", "2", "+Inf")] >= 1
+        assert samples[("python_gc_pause_seconds_sum", "2", None)] > 0
+        assert samples[("python_gc_pause_max_seconds", None, None)] > 0
+    finally:
+        metrics.stop()
+    assert metrics.gc_pauses._callback not in gc.callbacks
+
+
+def test_a_rolled_segment_is_synced_off_the_append_path(tmp_path, monkeypatch):
+    """A roll used to fsync the full segment (up to segment.bytes, 1 GB) inside the produce
+    that rolled it, stopping every request behind it; Kafka flushes it on its scheduler."""
+    import os
+
+    from simplekafka.storage import LogManager
+
+    manager = LogManager([tmp_path], LogConfig(segment_bytes=2000))
+    queued: list = []
+    manager.use_background(queued.append)  # the broker passes reactor.callInThread
+    log = manager.get_or_create("t", 0)
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    batch = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"x" * 300)])
+    for _ in range(10):
+        log.append(batch, 0)
+    assert len(log.segments) > 1 and queued
+    assert synced == []  # no fsync in the appends, rolls included
+    assert log.recovery_point == 0  # not durable yet: recovery would re-check them
+    for job in queued:
+        job()  # what the worker thread runs
+    assert len(synced) >= 3 * len(queued)  # each rolled segment's log and indexes, the dir
+    assert log.recovery_point == log.segments[-1].base_offset
+    manager.close()

@@ -137,3 +137,19 @@ def test_a_full_cache_makes_room_only_from_an_idle_session(world):
     third = fetch(handler, {0: 0}, epoch=0, max_wait_ms=0)["session_id"]
     assert third not in (0, first, second)
     assert set(handler.sessions.sessions) == {second, third}  # the idle first went
+
+
+def test_sessions_are_counted_in_the_metrics(world):
+    from simplekafka.broker.metrics import BrokerMetrics
+
+    _clock, _partitions, handler = world
+    fetch(handler, {0: 0, 1: 0}, epoch=0, max_wait_ms=0)
+    metrics = BrokerMetrics(SimpleNamespace(fetch_handler=handler))
+    try:
+        samples = {s.name: s.value for metric in metrics._fetch_sessions()
+                   for s in metric.samples}
+    finally:
+        metrics.stop()
+    assert samples["kafka_server_fetchsessioncache_numincrementalfetchsessions"] == 1
+    assert samples["kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"] == 2
+    assert samples["kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total"] == 0

@@ -367,3 +367,43 @@ def test_ended_transactions_are_forgotten_once_below_the_hw_on_a_follower_too():
         table.record(read_header(txn_batch(10, number, b"x")), 2 * number)
         table.complete_txn(10, 0, 0, 2 * number + 1, commit=True, high_watermark=2 * number)
     assert len(table._unreplicated) <= 2
+
+
+def test_the_replica_manager_snapshots_open_transactions_and_everything_at_shutdown(tmp_path):
+    from simplekafka.storage import LogManager
+
+    manager = ReplicaManager(ME, LogManager([tmp_path]), MetadataCache())
+    for name in ("open", "idempotent", "idle"):
+        p = Partition(name, 0, ME, manager.log_manager.get_or_create(name, 0))
+        p.make_leader(0, [ME], [ME], 0, 1)
+        manager.partitions[(name, 0)] = p
+    append(manager.partitions[("open", 0)], txn_batch(10, 0, b"x"))
+    append(manager.partitions[("idempotent", 0)], build_batch(
+        [Record(timestamp=T, value=b"v")], producer_id=11, producer_epoch=0, base_sequence=0))
+    assert manager.snapshot_producers() == 1            # the periodic one: open transactions
+    manager.shutdown()                                  # and at shutdown every producer state
+    snapshots = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.snapshot"))
+    assert snapshots == ["idempotent-0/00000000000000000001.snapshot",
+                         "open-0/00000000000000000001.snapshot"]
+
+
+def test_retention_removes_a_segments_txnindex_with_it(tmp_path):
+    p = open_partition(tmp_path / "t-0")
+    append(p, txn_batch(10, 0, b"x"))                  # 0
+    append(p, marker(10, commit=False), internal=True)  # 1: indexed in segment 0
+    p.log.roll()
+    append(p, plain_batch(b"a"))                       # 2
+    p.log.update_config(LogConfig(retention_ms=1))
+    assert p.log.enforce_retention(now_ms=T * 10, high_watermark=p.high_watermark) == 1
+    assert not list((tmp_path / "t-0").glob("*.txnindex"))
+    assert p.log.collect_aborted_txns(2, 3) == []
+
+
+def test_a_follower_starting_over_at_the_leaders_log_start_forgets_its_producers(tmp_path):
+    p = open_partition(tmp_path / "t-0")
+    append(p, txn_batch(10, 0, b"x"))
+    assert p.maybe_snapshot_producers()
+    p.make_follower(OTHER, 1, [ME, OTHER], [ME, OTHER], 1, 2)
+    p.start_over_at(50)
+    assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (50, 50, 50)
+    assert p.producers.ongoing == {} and not list((tmp_path / "t-0").glob("*.snapshot"))

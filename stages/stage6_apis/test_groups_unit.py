@@ -143,6 +143,35 @@ def test_sticky_moves_only_the_partitions_of_a_member_that_left(members, partiti
         assert len(kept) >= min(len(before[member]), len(tps))
 
 
+@settings(max_examples=200, deadline=None)
+@given(members=st.lists(st.text("abcdef", min_size=1, max_size=3), min_size=1, max_size=6,
+                        unique=True),
+       partitions=st.integers(1, 12), newcomers=st.integers(0, 2), leaving=st.integers(0, 2))
+def test_cooperative_sticky_hands_partitions_over_in_two_rounds(members, partitions,
+                                                               newcomers, leaving):
+    """Round one never gives a partition to anyone while another member still owns it;
+    after the owners revoke, round two completes a balanced assignment."""
+    assignor = assignor_for("cooperative-sticky")
+    counts = {"t": partitions}
+    first = assignor.assign({m: Subscription(["t"], b"", ()) for m in members}, counts)
+    group = list(members[leaving:]) + [f"new{i}" for i in range(newcomers)] or ["x"]
+    owned = {m: first.get(m, []) for m in group}
+    subs = {m: decode_subscription(encode_subscription(assignor.subscription(["t"], owned[m])))
+            for m in group}
+    second = assignor.assign(subs, counts)
+    for member, tps in second.items():
+        for tp in tps:
+            holders = [m for m in group if tp in owned[m]]
+            assert holders in ([], [member]), f"{tp} given to {member} while {holders} own it"
+    # The owners revoked what round two did not give them; each now owns its round-two share.
+    subs = {m: assignor.subscription(["t"], second[m]) for m in group}
+    third = assignor.assign(subs, counts)
+    sizes = sorted(len(tps) for tps in third.values())
+    assert sizes[-1] - sizes[0] <= 1
+    assert sorted(tp for tps in third.values() for tp in tps) == [
+        TopicPartition("t", p) for p in range(partitions)]
+
+
 def test_consumer_protocol_bytes_round_trip_and_reject_truncation():
     sub = Subscription(["b", "a"], b"\x01\x02")
     assert decode_subscription(encode_subscription(sub)) == Subscription(["a", "b"], b"\x01\x02")
@@ -183,7 +212,7 @@ def broker(tmp_path):
         part.make_leader(0, [1], [1], 0, 0)
         partitions[(OFFSETS_TOPIC, index)] = part
     cache = SimpleNamespace(
-        listeners=[],
+        listeners=[], deletion_listeners=[],
         topics={OFFSETS_TOPIC: {i: CachedPartitionState(OFFSETS_TOPIC, i, 1, 0, (1,), (1,))
                                 for i in range(3)},
                 "t": {0: CachedPartitionState("t", 0, 1, 0, (1,), (1,))}},
@@ -351,6 +380,41 @@ def test_offsets_of_an_empty_group_expire(broker):
     group.state_timestamp = 0
     broker.coordinator.expire_offsets()
     assert fetch(broker) == -1 and "g" not in broker.coordinator.groups
+
+
+def test_a_deleted_topic_takes_the_groups_offsets_with_it(broker):
+    """Kafka's handleDeletedPartitions: a topic re-created under the same name must not
+    inherit old offsets (its consumers would skip its first records)."""
+    member = stable_member(broker)
+    assert commit(broker, member, 1, offset=42) == ErrorCode.NONE
+    for listener in broker.metadata_cache.deletion_listeners:
+        listener([("t", 0), ("other", 3)])
+    assert fetch(broker) == -1
+    coordinator = broker.new_coordinator()  # the tombstone is in the log
+    coordinator.check_owner("g")
+    broker.reactor.advance(0)
+    assert ("t", 0) not in coordinator.groups["g"].offsets
+    assert coordinator.groups["g"].members  # the group itself stays
+
+
+def test_cooperative_and_eager_members_meet_on_a_protocol_all_support(broker):
+    """KIP-429's upgrade path: a member offering cooperative-sticky and range next to one
+    offering only range makes the group use range (eager); once every member offers
+    cooperative-sticky first, the group uses it. The broker never looks inside."""
+    load(broker)
+    coordinator = broker.coordinator
+    both = result(join(coordinator, protocols=(("cooperative-sticky", b"c"), ("range", b"r"))))
+    first = join(coordinator, both["member_id"],
+                 protocols=(("cooperative-sticky", b"c"), ("range", b"r")))
+    eager = result(join(coordinator, protocols=(("range", b"r2"),)))
+    second = join(coordinator, eager["member_id"], protocols=(("range", b"r2"),))
+    broker.reactor.pump([0.1] * 3)
+    first, second = result(first), result(second)
+    assert first["protocol_name"] == second["protocol_name"] == "range"
+    leader = first if first["members"] else second
+    assert {m["metadata"] for m in leader["members"]} == {b"r", b"r2"}
+    assert result(join(coordinator, protocols=(("sticky", b""),)))["error_code"] \
+        == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 # -- static membership (KIP-345) ------------------------------------------------------------

@@ -27,10 +27,12 @@ FAST_FAILOVER = {
 
 
 @contextlib.contextmanager
-def running_cluster(base_dir: Path, brokers: int = 3,
-                    config: dict | None = None) -> Iterator[tuple[LocalCluster, Faults]]:
-    """A started LocalCluster and its Faults; paused brokers are resumed and all stopped after."""
-    cluster = LocalCluster(brokers=brokers, base_dir=base_dir,
+def running_cluster(base_dir: Path, brokers: int = 3, config: dict | None = None,
+                    listeners: tuple[str, ...] = ()) -> Iterator[tuple[LocalCluster, Faults]]:
+    """A started LocalCluster and its Faults; paused brokers are resumed and all stopped after.
+
+    ``listeners`` adds listeners besides PLAINTEXT (their settings go in ``config``)."""
+    cluster = LocalCluster(brokers=brokers, base_dir=base_dir, listeners=listeners,
                            broker_config={**FAST_FAILOVER, **(config or {})})
     cluster.start()
     faults = Faults(cluster)

@@ -1,6 +1,6 @@
 """ACLs on a real broker with real clients (confluent-kafka, kafka-python) and the CLI.
 
-One broker with ``authorizer.class.name`` set and
+Two brokers with ``authorizer.class.name`` set and
 ``allow.everyone.if.no.acl.found=true``; the clients connect as
 ``User:ANONYMOUS`` (PLAINTEXT). The module's fixture gives ACLs that name
 other principals to some resources, so ANONYMOUS, with none of its own there,
@@ -8,7 +8,8 @@ is refused on them and served elsewhere; one ACL denies it over an allow; the
 cluster ACLs grant it ClusterAction (the controller's own requests),
 Describe and Alter but not Create. ACLs are made through confluent-kafka's
 AdminClient (CreateAcls) and through ``simplekafka acls --zookeeper`` (which
-reaches the broker only by the change notification it follows).
+reaches the brokers only by the change notification they follow: each
+broker's DescribeAcls, answered from its own authorizer, shows it).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def secured(tmp_path_factory):
     from confluent_kafka.admin import AclBinding, AdminClient
 
-    cluster = LocalCluster(brokers=1, base_dir=tmp_path_factory.mktemp("acls"),
+    cluster = LocalCluster(brokers=2, base_dir=tmp_path_factory.mktemp("acls"),
                            broker_config=CONFIG)
     cluster.start()
     try:
@@ -58,14 +59,26 @@ def secured(tmp_path_factory):
         added = cli("add", "--allow-principal", "User:alice", "--operation", "Read",
                     "--group", "locked-group", "--zookeeper", cluster.zookeeper_connect)
         assert added.returncode == 0, added.stderr
-        # The broker learns of the CLI's ACL from /kafka-acl-changes only.
+        # Every broker learns of the CLI's ACL from /kafka-acl-changes only.
         with Admin(cluster.bootstrap_servers) as ours:
-            wait_until(lambda: any(b.pattern.name == "locked-group"
-                                   for b in ours.describe_acls()),
-                       "the broker to apply the ACL change notification", 60)
+            for broker_id in cluster.brokers:
+                wait_until(lambda b=broker_id: "locked-group" in _acl_names(ours, b),
+                           f"broker {broker_id} to apply the ACL change notification", 60)
         yield cluster
     finally:
         cluster.stop()
+
+
+def _acl_names(admin: Admin, broker_id: int) -> set[str]:
+    """The resource names of the ACLs one broker's authorizer holds (its DescribeAcls)."""
+    from simplekafka.protocol.api import ApiKey
+
+    admin.client.controller_id(10_000)  # the brokers' addresses
+    answer = admin.client.request(broker_id, ApiKey.DESCRIBE_ACLS, {
+        "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+        "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1},
+        10_000)
+    return {r.resource_name for r in answer.resources}
 
 
 def _deliver(bootstrap: str, topic: str) -> int:
@@ -213,6 +226,27 @@ def test_describe_and_delete_acls_with_confluent_and_the_cli(secured):
     assert admin.delete_acls([by_bob])[by_bob].result(timeout=60) == [temporary]
     assert temporary not in admin.describe_acls(everything).result(timeout=60)
     assert not secured.zk.exists("/kafka-acl-extended/prefixed/Topic/tmp-")
+
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    kafka_python = KafkaAdminClient(bootstrap_servers=secured.bootstrap_servers)
+    try:
+        acls, _error = kafka_python.describe_acls(ACLFilter(
+            principal="User:alice", host="*", operation=ACLOperation.ANY,
+            permission_type=ACLPermissionType.ANY, resource_pattern=ResourcePatternFilter(
+                ResourceType.ANY, None, ACLResourcePatternType.ANY)))
+        assert {(a.resource_pattern.resource_name, a.operation) for a in acls} == {
+            ("locked", ACLOperation.WRITE), ("locked-group", ACLOperation.READ)}
+    finally:
+        kafka_python.close()
 
     listed = cli("list", "--topic", "locked", "--bootstrap-server", secured.bootstrap_servers)
     assert listed.returncode == 0, listed.stderr

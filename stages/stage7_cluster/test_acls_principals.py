@@ -186,3 +186,33 @@ def test_kafka_python_gets_the_same_refusal(cluster):
             producer.send("bob-topic", b"v").get(timeout=30)
     finally:
         producer.close(timeout=5)
+
+
+def test_the_cli_logs_in_with_a_command_config(cluster, tmp_path):
+    import subprocess
+    import sys
+
+    def properties(user: str, password: str) -> str:
+        path = tmp_path / f"{user}.properties"
+        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                        "sasl.jaas.config=org.apache.kafka.common.security.plain."
+                        f'PlainLoginModule required username="{user}" password="{password}";\n')
+        return str(path)
+
+    def acls(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "simplekafka", "acls", *args,
+                               "--bootstrap-server", cluster.bootstrap("SASL_PLAINTEXT")],
+                              capture_output=True, text=True, timeout=120)
+
+    admin = properties("admin", "admin-secret")
+    added = acls("add", "--allow-principal", "User:carol", "--operation", "Read", "--topic",
+                 "carol-topic", "--command-config", admin)
+    assert added.returncode == 0, added.stderr
+    listed = acls("list", "--topic", "carol-topic", "--command-config", admin)
+    assert "(principal=User:carol, host=*, operation=READ, permissionType=ALLOW)" \
+        in listed.stdout
+    refused = acls("add", "--allow-principal", "User:alice", "--operation", "All", "--cluster",
+                   "--command-config", properties("alice", "alice-secret"))
+    assert refused.returncode == 1
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("simplekafka")]
+    assert len(errors) == 1 and "CLUSTER_AUTHORIZATION_FAILED" in errors[0]

@@ -155,3 +155,49 @@ def test_the_controller_retries_a_registered_broker_until_it_answers_or_goes():
     del registered[2]  # its session ended: now the request is dropped
     reactor.tcpClients.pop()[2].clientConnectionFailed(None, Failure(ConnectionRefusedError()))
     assert len(outcome) == 1 and isinstance(outcome[0], Failure)
+
+
+def test_followers_fetch_in_a_session_naming_only_what_moved(tmp_path):
+    """KIP-227 on the follower side: a full fetch opens the session; then only partitions
+    whose log end moved are named; a lost session starts over with a full fetch."""
+    partitions = []
+    for index in range(3):
+        partition = Partition("t", index, FOLLOWER, Log.open(tmp_path / f"t-{index}",
+                                                             LogConfig()))
+        assert partition.make_follower(LEADER, 0, [LEADER, FOLLOWER], [LEADER, FOLLOWER], 0, 1)
+        partitions.append(partition)
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    for partition in partitions:
+        manager.follow(partition)  # empty logs: nothing to truncate
+    leader = PlayedLeader(reactor)
+
+    def named(fetch) -> dict[int, int]:
+        return {p.partition: p.fetch_offset for t in fetch.topics for p in t.partitions}
+
+    header, fetch = leader.request()  # built when the first partition was followed
+    assert (fetch.session_id, fetch.session_epoch) == (0, 0)  # full: open a session
+    assert named(fetch) == {0: 0}
+    answer = fetch_answer(batch(b"one"), high_watermark=0)  # partition 0 gets a record
+    answer["session_id"] = 77
+    leader.answer(header, answer)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch) == (77, 1)
+    assert named(fetch) == {0: 1, 1: 0, 2: 0}  # 0 moved, 1 and 2 are new to the session
+    nothing_new = {"throttle_time_ms": 0, "error_code": 0, "session_id": 77, "responses": []}
+    leader.answer(header, nothing_new)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch, named(fetch)) == (77, 2, {})
+    manager.unfollow(("t", 2))
+    leader.answer(header, nothing_new)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch, named(fetch)) == (77, 3, {})
+    assert [(f.topic, f.partitions) for f in fetch.forgotten_topics_data] == [("t", [2])]
+    leader.answer(header, {"throttle_time_ms": 0, "error_code":
+                           ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
+                           "responses": []})
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch) == (0, 0)
+    assert named(fetch) == {0: 1, 1: 0}
+    manager.shutdown()

@@ -6,6 +6,8 @@ import datetime
 
 import pytest
 from cryptography import x509
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simplekafka.broker.config import BrokerConfig, ConfigError
 from simplekafka.broker.security.certs import make_certificates, make_client_certificate
@@ -75,3 +77,85 @@ def test_listeners_endpoints_and_the_inter_broker_listener():
                                            "INTERNAL": ("broker1.example", 19094)}
     assert config.inter_broker_listener == "INTERNAL"
     assert config.listener_setting("INTERNAL", "plain.sasl.jaas.config").startswith("x ")
+
+
+# -- TLS without sockets: the principal, client-certificate modes, garbage on the wire --------
+
+
+class _PeerWith:
+    def __init__(self, certificate):
+        self.certificate = certificate
+
+    def getPeerCertificate(self):  # Twisted's name
+        return self.certificate
+
+
+def test_the_principal_is_the_client_certificates_subject(tmp_path):
+    from simplekafka.broker.security.tls import principal_of
+
+    files = make_certificates(tmp_path, clients=["alice"])
+    certificate = load_keystore(str(files.clients["alice"]))[1][0]
+    assert principal_of(_PeerWith(certificate)) == "User:O=SimpleKafka demo,CN=alice"
+    assert principal_of(_PeerWith(None)) == "User:ANONYMOUS"
+
+
+@pytest.mark.parametrize("mode, verify, fail_without", [
+    ("required", True, True), ("requested", True, False), ("none", False, False)])
+def test_ssl_client_auth_modes(tmp_path, mode, verify, fail_without):
+    from OpenSSL import SSL
+
+    from simplekafka.broker.security.tls import server_options
+
+    files = make_certificates(tmp_path, clients=[])
+    config = BrokerConfig.from_properties({
+        **BASE, "listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093",
+        "ssl.keystore.location": str(files.broker), "ssl.truststore.location": str(files.ca),
+        "ssl.client.auth": mode})
+    context = server_options(config, "SSL").getContext()
+    assert bool(context.get_verify_mode() & SSL.VERIFY_PEER) == verify
+    assert bool(context.get_verify_mode() & SSL.VERIFY_FAIL_IF_NO_PEER_CERT) == fail_without
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    return make_certificates(tmp_path_factory.mktemp("tls"), clients=[])
+
+
+def tls_listener(files):
+    """A TLS listener's protocol on a StringTransport, with a dispatcher that records calls."""
+    from twisted.internet.testing import StringTransport
+    from twisted.protocols.tls import TLSMemoryBIOFactory
+
+    from simplekafka.broker.security.tls import principal_of, server_options
+    from simplekafka.broker.server import KafkaServerFactory
+
+    config = BrokerConfig.from_properties({
+        **BASE, "listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093",
+        "ssl.keystore.location": str(files.broker), "ssl.truststore.location": str(files.ca),
+        "ssl.client.auth": "required"})
+    reached: list[bytes] = []
+    factory = KafkaServerFactory(lambda frame, connection: reached.append(frame), 1 << 20, "SSL",
+                                 tls_principal=principal_of)
+    tls = TLSMemoryBIOFactory(server_options(config, "SSL"), False, factory)
+    protocol = tls.buildProtocol(("127.0.0.1", 5555))
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    return protocol, transport, reached
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(chunks=st.lists(st.binary(min_size=1, max_size=300), max_size=5))  # a read is never b""
+def test_garbage_on_a_tls_listener_never_reaches_a_handler(tls_files, chunks):
+    protocol, transport, reached = tls_listener(tls_files)
+    for chunk in chunks:
+        if transport.disconnecting:  # a bad handshake drops the connection: no more reads
+            break
+        protocol.dataReceived(chunk)
+    assert reached == []
+
+
+def test_a_tls_client_hello_cut_short_reaches_nothing(tls_files):
+    protocol, transport, reached = tls_listener(tls_files)
+    # The start of a real TLS 1.2 ClientHello record, then silence.
+    protocol.dataReceived(bytes.fromhex("16030100c8010000c40303") + b"\0" * 20)
+    assert reached == [] and transport.value()[:1] in (b"", b"\x15", b"\x16")

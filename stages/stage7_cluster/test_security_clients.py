@@ -92,6 +92,28 @@ def confluent_settings(secured, listener, mechanism, user, password) -> dict:
 # -- the clients ---------------------------------------------------------------------------
 
 
+def test_registration_carries_every_endpoint_as_kafka_writes_it(secured):
+    import json
+
+    registered = json.loads(secured.cluster.zk.get("/brokers/ids/1")[0])
+    broker = secured.cluster.brokers[1]
+    assert registered["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}"] + [
+        f"{name}://127.0.0.1:{broker.listener_ports[name]}" for name in LISTENERS]
+    assert registered["listener_security_protocol_map"] == {
+        name: name for name in ["PLAINTEXT", *LISTENERS]}
+    assert (registered["host"], registered["port"]) == ("127.0.0.1", broker.port)
+
+
+def test_metadata_answers_the_endpoints_of_the_listener_asked_on(secured):
+    from confluent_kafka.admin import AdminClient
+
+    for listener, mechanism, user, password in WAYS_IN[::2]:
+        admin = AdminClient(confluent_settings(secured, listener, mechanism, user, password))
+        brokers = admin.list_topics(timeout=20).brokers
+        assert [(b.host, b.port) for b in brokers.values()] == [
+            ("127.0.0.1", secured.port(listener))], listener
+
+
 def test_confluent_kafka_produces_and_consumes_every_way_in(secured):
     from confluent_kafka import Consumer, Producer
 
@@ -113,6 +135,8 @@ def test_confluent_kafka_produces_and_consumes_every_way_in(secured):
         consumer.close()
         assert got == [f"{listener}-{i}" for i in range(3)], (listener, mechanism)
     log = secured.log()
+    assert ("authenticated as User:O=SimpleKafka demo,CN=client by its certificate on "
+            "listener SSL") in log
     assert "authenticated as User:bob with SCRAM-SHA-256 on listener SASL_PLAINTEXT" in log
     assert "authenticated as User:carol with SCRAM-SHA-512 on listener SASL_SSL" in log
 
@@ -371,3 +395,50 @@ def test_admin_client_alters_and_describes_scram_credentials(secured):
         "erin", ScramMechanism.SCRAM_SHA_256)])["erin"].result(30)
     with pytest.raises(Exception, match=r"(?i)not exist|RESOURCE_NOT_FOUND"):
         admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
+
+
+# -- hostile bytes on the secured listeners ---------------------------------------------------
+
+
+def test_random_and_truncated_bytes_and_silent_connections_never_break_the_broker(secured):
+    """A bounded real-socket fuzz: garbage, truncated SASL frames, half TLS handshakes and
+    connections that never speak, on the SASL and TLS listeners; the broker keeps serving."""
+    import random
+
+    rng = random.Random(14)
+    handshake = encode_request(ApiKey.SASL_HANDSHAKE, 1, 1, "fuzz", {"mechanism": "PLAIN"})
+    authenticate = encode_request(ApiKey.SASL_AUTHENTICATE, 1, 2, "fuzz",
+                                  {"auth_bytes": b"\0alice\0alice-secret"})
+    silent = [socket.create_connection(("127.0.0.1", secured.port(listener)), timeout=5)
+              for listener in ("SASL_PLAINTEXT", "SSL", "SASL_SSL") for _ in range(10)]
+    try:
+        for attempt in range(60):
+            listener = ["SASL_PLAINTEXT", "SSL", "SASL_SSL"][attempt % 3]
+            kind = attempt % 4
+            if kind == 0:  # random bytes
+                data = rng.randbytes(rng.randrange(1, 300))
+            elif kind == 1:  # a SASL exchange cut at a random byte
+                frames = b"".join(struct.pack(">i", len(p)) + p for p in (handshake,
+                                                                           authenticate))
+                data = frames[:rng.randrange(1, len(frames))]
+            elif kind == 2:  # a frame whose body is random
+                body = rng.randbytes(rng.randrange(0, 64))
+                data = struct.pack(">i", len(body)) + body
+            else:  # a huge announced length
+                data = struct.pack(">i", rng.choice([2**31 - 1, -1, 10**8]))
+            with socket.create_connection(("127.0.0.1", secured.port(listener)),
+                                          timeout=5) as sock:
+                try:
+                    sock.sendall(data)
+                    sock.settimeout(0.3)
+                    answer = sock.recv(4096)
+                except (TimeoutError, ConnectionResetError, BrokenPipeError):
+                    answer = b""
+                if kind != 1 and listener == "SASL_PLAINTEXT":
+                    assert answer == b"", (kind, answer[:40])  # nothing answered to garbage
+    finally:
+        for sock in silent:
+            sock.close()
+    assert secured.cluster.brokers[1].is_running
+    assert can_log_in(secured, "SCRAM-SHA-256", "bob", "bob-secret")
+    assert "Traceback" not in secured.log()

@@ -322,3 +322,64 @@ def test_garbage_before_authentication_never_reaches_a_handler(chunks, cut):
     setup.clock.advance(10)
     assert setup.seen == []
     assert connection.principal == "User:ANONYMOUS"
+
+
+# -- a broker's own login to another broker ---------------------------------------------------
+
+
+class _LoopbackReader:
+    """Stands in for the controller channel's ResponseReader: each request goes straight
+    into a broker-side connection, and its answer comes back as the response frame."""
+
+    def __init__(self, connection, transport):
+        self.connection, self.transport = connection, transport
+        self.waiting = None
+
+    def send(self, correlation_id, payload):
+        from twisted.internet import defer
+
+        self.waiting = defer.Deferred()
+        self.connection.dataReceived(struct.pack(">i", len(payload)) + payload)
+        waiting = self.waiting
+        self.deliver()
+        return waiting
+
+    def deliver(self):
+        """Hand over the broker's answer, if written (a failed login's comes later)."""
+        answer = self.transport.value()
+        if self.waiting is not None and (answer or self.transport.disconnecting):
+            self.transport.clear()
+            waiting, self.waiting = self.waiting, None
+            if answer:
+                waiting.callback(answer[4:])
+            else:
+                waiting.errback(ConnectionError("closed"))
+
+
+@pytest.mark.parametrize("mechanism, password, works", [
+    (SCRAM_SHA_256, "bob-pw", True), ("PLAIN", "alice-pw", True),
+    (SCRAM_SHA_256, "wrong", False)])
+def test_inter_broker_login(mechanism, password, works):
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.security.inter_broker import InterBrokerLogin
+
+    user = "alice" if mechanism == "PLAIN" else "bob"
+    config = BrokerConfig.from_properties({
+        "broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/tmp/x",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.mechanism.inter.broker.protocol": mechanism,
+        "sasl.jaas.config": f'x required username="{user}" password="{password}";'})
+    login = InterBrokerLogin(config)
+    setup = Setup()
+    connection, transport = setup.connect()
+    outcome = []
+    reader = _LoopbackReader(connection, transport)
+    login._authenticate(reader, setup.clock).addCallbacks(outcome.append, outcome.append)
+    setup.clock.advance(1)  # a failed login is answered after the delay
+    reader.deliver()
+    if works:
+        assert outcome == [None] and connection.principal == f"User:{user}"
+    else:
+        assert len(outcome) == 1 and "failed" in str(outcome[0].value)
+        assert connection.principal == "User:ANONYMOUS"

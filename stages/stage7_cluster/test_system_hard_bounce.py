@@ -6,7 +6,11 @@ time. The leader of partition 0 is SIGKILLed and restarted five times (each
 time only after its ``/brokers/ids`` znode has vanished), then the controller
 five times. At the end every acknowledged record must be consumed
 (duplicates are allowed: the producer is not idempotent). Run once with
-confluent-kafka's producer and once with ours.
+confluent-kafka's producer and once with ours, and once more with
+confluent-kafka while the brokers replicate (and the controller sends its
+requests) over a SASL_SSL inter-broker listener: TLS with host-name checks and
+a SASL/PLAIN login on every broker-to-broker connection, re-made after each
+bounce (two bounces of each kind there, to keep the suite's time).
 """
 
 from __future__ import annotations
@@ -29,11 +33,27 @@ pytestmark = pytest.mark.integration  # starts real processes
 TOPIC = "bounced"
 PARTITIONS = 3
 BOUNCES = 5
+# Over SASL_SSL the point is that every broker-to-broker connection is re-made, with TLS and
+# a login, after each bounce; two of each kind show that within the suite's time budget.
+SECURE_BOUNCES = 2
 
 
-@pytest.mark.parametrize("client", ["confluent", "ours"])
-def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client):
-    with running_cluster(tmp_path) as (cluster, faults):
+def secure_inter_broker(tmp_path) -> tuple[dict, tuple[str, ...]]:
+    """Broker settings for replication over SASL_SSL (clients stay on PLAINTEXT)."""
+    from simplekafka.broker.security.certs import make_certificates
+    from simplekafka.cluster.security import secure_broker_config
+
+    certs = make_certificates(tmp_path / "certs", clients=[])
+    return secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL"), \
+        ("SASL_SSL",)
+
+
+@pytest.mark.parametrize("client, inter_broker", [
+    ("confluent", "PLAINTEXT"), ("ours", "PLAINTEXT"), ("confluent", "SASL_SSL")])
+def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client, inter_broker):
+    config, listeners = secure_inter_broker(tmp_path) if inter_broker == "SASL_SSL" else ({}, ())
+    with running_cluster(tmp_path / "cluster", config=config, listeners=listeners) as (
+            cluster, faults):
         create_topic(cluster, TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
         log = DeliveryLog()
         producer = BackgroundProducer(cluster, TOPIC, log, client=client)
@@ -42,8 +62,9 @@ def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client):
         consumer.start()
         try:
             producer.wait_for_acks(100)
-            targets = [("leader of partition 0", lambda: faults.leader(TOPIC, 0))] * BOUNCES
-            targets += [("controller", faults.controller)] * BOUNCES
+            bounces = BOUNCES if inter_broker == "PLAINTEXT" else SECURE_BOUNCES
+            targets = [("leader of partition 0", lambda: faults.leader(TOPIC, 0))] * bounces
+            targets += [("controller", faults.controller)] * bounces
             for what, find in targets:
                 victim = find()
                 print(f"hard bounce of broker {victim}, the {what}", flush=True)
@@ -60,8 +81,12 @@ def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client):
         print(report.summary())
         print(f"sent {producer.sent}, acknowledged {report.acknowledged}, "
               f"failed {log.failed_sends}")
-        assert report.acknowledged >= 100 * 1 + 50 * 2 * BOUNCES
+        assert report.acknowledged >= 100 * 1 + 50 * 2 * bounces
         assert report.lost == [], explain_lost(cluster, report)
         assert report.reordered == [], report.summary()
         for partition in range(PARTITIONS):
             wait_for_identical_logs(cluster, TOPIC, partition)
+        if inter_broker == "SASL_SSL":  # replication really went over the secured listener
+            logs = [cluster.brokers[b].log_file.read_text() for b in cluster.brokers]
+            assert all("authenticated as User:admin with PLAIN on listener SASL_SSL" in text
+                       for text in logs)

@@ -86,6 +86,10 @@ DYNAMIC_BROKER_KEYS: dict[str, str] = {
     "log.cleanup.policy": "cleanup.policy",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
 }
 
 # Broker keys changed at run time that are no log default (replication_quota.py).

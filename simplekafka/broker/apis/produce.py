@@ -101,6 +101,8 @@ def _response_body(results: dict[tuple[str, int], PartitionResponse], request: A
                 "index": data.index, "error_code": outcome.error_code,
                 "base_offset": outcome.base_offset, "log_append_time_ms": outcome.log_append_time,
                 "log_start_offset": outcome.log_start_offset,
+                "record_errors": [{"batch_index": index, "batch_index_error_message": message}
+                                  for index, message in outcome.record_errors],
                 "error_message": outcome.error_message})
         responses.append({"name": name, "partition_responses": partition_responses})
     return {"responses": responses, "throttle_time_ms": 0}

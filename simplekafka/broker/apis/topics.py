@@ -266,6 +266,7 @@ TOPIC_CONFIG_KEYS = frozenset({
     "segment.bytes", "segment.index.bytes", "segment.ms", "unclean.leader.election.enable",
     "message.format.version", "min.cleanable.dirty.ratio", "preallocate",
     "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+    "min.compaction.lag.ms", "message.timestamp.difference.max.ms",
 })
 
 

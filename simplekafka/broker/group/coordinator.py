@@ -141,6 +141,7 @@ class GroupCoordinator:
         # producer id -> group -> offsets written in its open transaction (TxnOffsetCommit)
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
         cache.listeners.append(self.sync_ownership)
+        cache.deletion_listeners.append(self.on_partitions_deleted)
 
     # -- configuration --------------------------------------------------------------------
 
@@ -863,6 +864,25 @@ class GroupCoordinator:
 
         return self.metadata.delete(group.group_id, keys, whole_group=offsets is None
                                     ).addCallback(stored)
+
+    # -- deleted topics -------------------------------------------------------------------
+
+    def on_partitions_deleted(self, partitions: list[tuple[str, int]]) -> None:
+        """A topic was deleted: every group forgets its offsets there (tombstoned), as
+        Kafka's ``handleDeletedPartitions`` does. A topic re-created under the same name
+        then starts without them: its consumers begin at ``auto.offset.reset`` instead
+        of at old offsets that would skip the new topic's first records."""
+        gone = set(partitions)
+        for group in list(self.groups.values()):
+            if self.check_owner(group.group_id) is not None:
+                continue
+            stale = [key for key in group.offsets if key in gone]
+            if stale:
+                log.info("group %r: %d offsets of deleted partitions removed", group.group_id,
+                         len(stale))
+                for key in stale:  # at once, so no OffsetFetch answers them meanwhile
+                    del group.offsets[key]
+                self.metadata.delete(group.group_id, stale, whole_group=False)
 
     # -- offset expiry --------------------------------------------------------------------
 

@@ -229,7 +229,10 @@ class GroupMetadataManager:
         partitions = config["offsets.topic.num.partitions"]
         work = in_worker_thread(
             self.reactor, create_topic, zk,
-            OFFSETS_TOPIC, partitions, replication, {"retention.ms": "-1"})
+            OFFSETS_TOPIC, partitions, replication,
+            # Kafka's settings: compacted, so a group's offsets take one record per key
+            {"cleanup.policy": "compact",
+             "segment.bytes": str(config["offsets.topic.segment.bytes"])})
 
         def created(_: Any) -> None:
             log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,

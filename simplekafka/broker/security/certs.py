@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -42,14 +44,14 @@ def _pem(key: ec.EllipticCurvePrivateKey, *certificates: x509.Certificate) -> by
         c.public_bytes(serialization.Encoding.PEM) for c in certificates)
 
 
-def _issue(subject: str, issuer_key, issuer: x509.Name, *, ca: bool = False,
-           hosts: list[str] = (), days: int = 30, not_before_days: int = -1,
+def _issue(subject: str, issuer_key: Any, issuer: x509.Name | None, *, ca: bool = False,
+           hosts: Sequence[str] = (), days: int = 30, not_before_days: int = -1,
            usage=None) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (x509.CertificateBuilder()
                .subject_name(_name(subject))
-               .issuer_name(issuer if issuer_key is not None else _name(subject))
+               .issuer_name(issuer if issuer is not None else _name(subject))
                .public_key(key.public_key())
                .serial_number(x509.random_serial_number())
                .not_valid_before(now + datetime.timedelta(days=not_before_days))
@@ -85,8 +87,8 @@ def _issue(subject: str, issuer_key, issuer: x509.Name, *, ca: bool = False,
     return key, certificate
 
 
-def make_certificates(out: Path, clients: list[str] = ("client",),
-                      hosts: list[str] = ("localhost", "127.0.0.1"),
+def make_certificates(out: Path, clients: Sequence[str] = ("client",),
+                      hosts: Sequence[str] = ("localhost", "127.0.0.1"),
                       days: int = 30) -> CertificateFiles:
     """A fresh CA, one broker certificate for ``hosts`` and one per client name, under ``out``."""
     out = Path(out)

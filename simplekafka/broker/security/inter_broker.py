@@ -72,6 +72,7 @@ class InterBrokerLogin:
 
     @defer.inlineCallbacks
     def _authenticate(self, reader: Any, reactor: Any) -> Any:
+        assert self.login is not None  # checked at start-up (check_security_config)
         username, password = self.login
         correlation = iter(range(1, 10))
 

@@ -91,7 +91,7 @@ def parse_protocol_map(text: str | None) -> dict[str, str]:
 
 def parse_listeners(values: list[str], protocol_map: dict[str, str]) -> list[Listener]:
     """Every listener of ``listeners`` (or ``advertised.listeners``), checked."""
-    listeners = []
+    listeners: list[Listener] = []
     for text in values:
         name, host, port = parse_endpoint(text)
         if name not in protocol_map:

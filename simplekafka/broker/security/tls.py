@@ -48,7 +48,7 @@ def load_keystore(path: str | None, password: str | None = None,
     except (ValueError, TypeError) as exc:
         raise TlsConfigError(f"{key}: {path} needs a PEM private key and certificate: "
                              f"{exc}") from None
-    return (crypto.PKey.from_cryptography_key(private_key),
+    return (crypto.PKey.from_cryptography_key(private_key),  # type: ignore[arg-type]
             [crypto.X509.from_cryptography(c) for c in certificates])
 
 
@@ -84,9 +84,9 @@ def client_options(config: Any, listener: str, host: str) -> Any:
     keystore = setting("ssl.keystore.location")
     private_key, chain = load_keystore(keystore, setting("ssl.key.password"))
     if str(setting("ssl.endpoint.identification.algorithm", "https")).lower() == "https":
-        client_certificate = ssl.PrivateCertificate.load(
+        client_certificate = ssl.PrivateCertificate.loadPEM(
             crypto.dump_certificate(crypto.FILETYPE_PEM, chain[0])
-            + crypto.dump_privatekey(crypto.FILETYPE_PEM, private_key), format=crypto.FILETYPE_PEM)
+            + crypto.dump_privatekey(crypto.FILETYPE_PEM, private_key))
         return ssl.optionsForClientTLS(
             host, trustRoot=ssl.trustRootFromCertificates(
                 [ssl.Certificate(c) for c in trusted]),
