@@ -3,7 +3,8 @@
 Three brokers in three racks with Kafka's RackAwareReplicaSelector; a
 confluent-kafka consumer with ``client.rack`` set to a follower's rack is sent
 there by the leader (``preferred_read_replica``), reads every record from that
-follower (its fetch counters say so), every record once and in order. That a
+follower (its fetch counters say so), every record once and in order; our
+Consumer with ``client_rack`` too. That a
 follower serves only up to its high watermark is checked in
 stages/stage7_cluster/test_replica_selector.py.
 """
@@ -68,3 +69,19 @@ def test_a_consumer_with_client_rack_reads_everything_from_the_follower_in_its_r
         third = next(b for b in (1, 2, 3) if b not in (leader, follower))
         assert value(scrape(urls[third]), "kafka_server_consumerfetch_bytes_total",
                      role="follower") == 0
+
+        # Our Consumer does the same with client_rack: the third broker's rack this time.
+        from simplekafka.consumer import Consumer as OurConsumer
+
+        ours: list[bytes] = []
+        with OurConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                         auto_offset_reset="earliest", client_rack=RACKS[third - 1]) as consumer:
+            consumer.assign([(topic, 0)])
+            deadline = time.monotonic() + 90
+            while len(ours) < count and time.monotonic() < deadline:
+                ours.extend(record.value for record in consumer.poll(500))
+        assert ours == [f"r{i}".encode() for i in range(count)]
+        assert value(scrape(urls[third]), "kafka_server_consumerfetch_bytes_total",
+                     role="follower") > 0
+        assert value(scrape(urls[leader]), "kafka_server_consumerfetch_bytes_total",
+                     role="leader") == 0

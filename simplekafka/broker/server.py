@@ -186,7 +186,8 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             work(*args)  # already gathering: the outer call sends
             return
-        self._outgoing = outgoing = []
+        outgoing: list[bytes] = []
+        self._outgoing = outgoing
         try:
             work(*args)
         finally:

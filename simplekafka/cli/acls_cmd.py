@@ -77,20 +77,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pattern(args: argparse.Namespace, for_filter: bool) -> ResourcePattern | None:
-    kind_name = (ResourceType.TOPIC, args.topic) if args.topic is not None else \
-        (ResourceType.GROUP, args.group) if args.group is not None else \
-        (ResourceType.TRANSACTIONAL_ID, args.transactional_id) \
-        if args.transactional_id is not None else \
-        (ResourceType.CLUSTER, CLUSTER_NAME) if args.cluster else None
-    if kind_name is None:
+    """The resource the arguments name (None if none), with its pattern type."""
+    if args.topic is not None:
+        kind, name = ResourceType.TOPIC, args.topic
+    elif args.group is not None:
+        kind, name = ResourceType.GROUP, args.group
+    elif args.transactional_id is not None:
+        kind, name = ResourceType.TRANSACTIONAL_ID, args.transactional_id
+    elif args.cluster:
+        kind, name = ResourceType.CLUSTER, CLUSTER_NAME
+    else:
         return None
-    if not kind_name[1]:
+    if not name:
         raise CliError("the resource name is empty")
     text = args.resource_pattern_type or "literal"
     pattern_type = PatternType.parse(text)
     if not for_filter and pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
         raise CliError(f"--resource-pattern-type {text} is for list and remove only")
-    return ResourcePattern(kind_name[0], kind_name[1], pattern_type)  # type: ignore[arg-type]
+    return ResourcePattern(kind, name, pattern_type)  # type: ignore[arg-type]
 
 
 def _operations(args: argparse.Namespace) -> list[AclOperation]:

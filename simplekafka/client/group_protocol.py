@@ -6,6 +6,7 @@ SyncGroup's assignments (``ConsumerProtocolSubscription`` and
 clients::
 
     subscription: int16 version, [string topic], bytes user_data
+                  (v1+: [string topic, [int32 partition]] owned_partitions, KIP-429)
     assignment:   int16 version, [string topic, [int32 partition]], bytes user_data
 
 The consumer (to join) and the admin client (to describe groups) both need
@@ -27,10 +28,15 @@ PROTOCOL_TYPE = "consumer"
 
 
 class Subscription(NamedTuple):
-    """What one member asked for: its topics, and assignor-specific user data."""
+    """What one member asked for: its topics, and assignor-specific user data.
+
+    ``owned_partitions`` (version 1, KIP-429) is what the member holds now, which a
+    cooperative assignor needs; None writes version 0.
+    """
 
     topics: list[str]
     user_data: bytes = b""
+    owned_partitions: tuple[TopicPartition, ...] | None = None
 
 
 def _string(text: str) -> bytes:
@@ -65,17 +71,24 @@ class _Reader:
 
 def encode_subscription(subscription: Subscription) -> bytes:
     topics = sorted(subscription.topics)
-    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics)
-            + struct.pack(">i", len(subscription.user_data)) + subscription.user_data)
+    owned = subscription.owned_partitions
+    encoded = (struct.pack(">hi", 0 if owned is None else 1, len(topics))
+               + b"".join(_string(t) for t in topics)
+               + struct.pack(">i", len(subscription.user_data)) + subscription.user_data)
+    return encoded if owned is None else encoded + encode_partitions(owned)
 
 
 def decode_subscription(data: bytes) -> Subscription:
-    """A member's subscription (any version: fields after user_data are ignored)."""
+    """A member's subscription (v1's owned partitions read; later fields ignored)."""
     try:
         reader = _Reader(data)
-        _version, count = reader.take(">hi")
+        version, count = reader.take(">hi")
         topics = [reader.string() for _ in range(max(count, 0))]
-        return Subscription(topics, reader.bytes_())
+        user_data = reader.bytes_()
+        owned = None
+        if version >= 1 and reader.pos + 4 <= len(reader.data):
+            owned = tuple(decode_partitions_from(reader))
+        return Subscription(topics, user_data, owned)
     except struct.error:
         raise ValueError("subscription metadata is truncated") from None
 

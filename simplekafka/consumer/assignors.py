@@ -15,6 +15,12 @@ member id -> sorted list of TopicPartition:
 * ``sticky``: balanced like roundrobin, but members keep what they had (their
   subscription's user_data carries their current partitions), so a rebalance
   moves as few partitions as possible.
+* ``cooperative-sticky`` (KIP-429): the sticky plan, from the owned partitions
+  every member lists in its subscription (version 1), minus any partition that
+  would move from one member to another: its owner first gives it up (revokes
+  only that, keeps consuming the rest) and rejoins, and the follow-up rebalance
+  hands it over. Its ``rebalance_protocol`` is ``"cooperative"``; the others are
+  ``"eager"`` (every member gives up everything before each rebalance).
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ from simplekafka.client.group_protocol import (
 )
 from simplekafka.protocol.structs import TopicPartition
 
-__all__ = ["ASSIGNORS", "PROTOCOL_TYPE", "RangeAssignor", "RoundRobinAssignor",
-           "StickyAssignor", "Subscription", "assignor_for", "decode_assignment",
-           "decode_subscription", "encode_assignment", "encode_subscription"]
+__all__ = ["ASSIGNORS", "PROTOCOL_TYPE", "CooperativeStickyAssignor", "RangeAssignor",
+           "RoundRobinAssignor", "StickyAssignor", "Subscription", "assignor_for",
+           "decode_assignment", "decode_subscription", "encode_assignment",
+           "encode_subscription"]
 
 
 # -- assignors ----------------------------------------------------------------------------
@@ -51,6 +58,7 @@ def _all_partitions(topics: Iterable[str], counts: Mapping[str, int]) -> list[To
 
 class RangeAssignor:
     name = "range"
+    rebalance_protocol = "eager"
 
     def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
         return Subscription(topics)
@@ -74,6 +82,7 @@ class RangeAssignor:
 
 class RoundRobinAssignor:
     name = "roundrobin"
+    rebalance_protocol = "eager"
 
     def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
         return Subscription(topics)
@@ -101,6 +110,7 @@ class StickyAssignor:
     """Balanced, and moving as little as possible: members keep what they owned."""
 
     name = "sticky"
+    rebalance_protocol = "eager"
 
     def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
         return Subscription(topics, encode_partitions(owned))
@@ -143,7 +153,33 @@ class StickyAssignor:
             return []  # another client's user data: treat as owning nothing
 
 
-ASSIGNORS = {a.name: a for a in (RangeAssignor, RoundRobinAssignor, StickyAssignor)}
+class CooperativeStickyAssignor(StickyAssignor):
+    """Sticky, handing a partition over in two rebalances so no member stops (KIP-429)."""
+
+    name = "cooperative-sticky"
+    rebalance_protocol = "cooperative"
+
+    def subscription(self, topics: list[str], owned: list[TopicPartition]) -> Subscription:
+        return Subscription(topics, b"", tuple(owned))
+
+    def assign(self, subscriptions: Mapping[str, Subscription],
+               counts: Mapping[str, int]) -> Assignment:
+        plan = super().assign(subscriptions, counts)
+        owner: dict[TopicPartition, str] = {}
+        for member in sorted(subscriptions):
+            for tp in self._owned(subscriptions[member]):
+                owner.setdefault(tp, member)
+        # A partition still owned by someone else is held back this round: its owner
+        # revokes it and rejoins, and the next rebalance gives it to its new member.
+        return {m: [tp for tp in tps if owner.get(tp, m) == m] for m, tps in plan.items()}
+
+    @staticmethod
+    def _owned(subscription: Subscription) -> list[TopicPartition]:
+        return list(subscription.owned_partitions or ())
+
+
+ASSIGNORS = {a.name: a for a in (RangeAssignor, RoundRobinAssignor, StickyAssignor,
+                                 CooperativeStickyAssignor)}
 """Assignor classes by protocol name."""
 
 

@@ -80,11 +80,14 @@ class Consumer:
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 3_000,
         max_poll_interval_ms: int = 300_000,
-        partition_assignment_strategy: Iterable[str] = ("range", "roundrobin"),
+        partition_assignment_strategy: Iterable[str] | str = ("range", "roundrobin"),
         metadata_max_age_ms: int = 300_000,
         group_instance_id: str | None = None,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        client_rack: str = "",
     ) -> None:
+        if isinstance(partition_assignment_strategy, str):
+            partition_assignment_strategy = [partition_assignment_strategy]
         if auto_offset_reset not in _RESET_POLICIES:
             raise ValueError(
                 f"auto_offset_reset must be one of {sorted(_RESET_POLICIES)}, "
@@ -129,6 +132,8 @@ class Consumer:
             isolation_level=0 if isolation_level == "read_uncommitted" else 1,
             check_crcs=check_crcs,
             max_decompressed_bytes=max_decompressed_bytes,
+            client_rack=client_rack,  # read from an in-rack replica the leader names (KIP-392)
+            read_replica_max_age_ms=metadata_max_age_ms,
         )
         self._closed = False
         self.enable_auto_commit = enable_auto_commit
@@ -470,29 +475,51 @@ class Consumer:
         if not group.needs_rejoin:
             return
         owned = sorted(self._fetcher.states)
-        self._revoke()
+        if not group.cooperative:
+            self._revoke()  # eager: give everything up before the rebalance
         deadline = Deadline((group.rebalance_timeout_ms + group.session_timeout_ms) / 1000)
         assigned = group.join(topics, owned, self._partition_counts, deadline)
         self._joined_topics = topics
         self._joined_counts = self._known_counts(topics)
+        if group.cooperative:
+            self._apply_incremental(owned, assigned)
+            return
         self._fetcher.states = {tp: PartitionState() for tp in assigned}
         self._last_committed = {}
         if self._on_assign is not None:
             self._on_assign(list(assigned))
 
-    def _revoke(self) -> None:
-        """Before giving partitions back: commit (if automatic) and tell on_revoke."""
-        owned = sorted(self._fetcher.states)
+    def _apply_incremental(self, owned: list[TopicPartition],
+                           assigned: list[TopicPartition]) -> None:
+        """KIP-429: keep consuming what stays, revoke only what goes (then rejoin, so the
+        follow-up rebalance can hand it over), and add what is new."""
+        kept, new = set(owned) & set(assigned), set(assigned) - set(owned)
+        revoked = sorted(set(owned) - set(assigned))
+        if revoked:
+            self._revoke(revoked)
+            self._group.needs_rejoin = True  # type: ignore[union-attr]
+        states = self._fetcher.states
+        self._fetcher.states = {tp: states.get(tp) or PartitionState()
+                                for tp in sorted(kept | new)}
+        if self._on_assign is not None:
+            self._on_assign(sorted(new))
+
+    def _revoke(self, partitions: list[TopicPartition] | None = None) -> None:
+        """Before giving partitions back (all, or those listed): commit them (if
+        automatic), tell on_revoke, stop fetching them."""
+        owned = sorted(self._fetcher.states) if partitions is None else partitions
         if self._joined_topics is None:
             return
         if self.enable_auto_commit and self._group is not None and self._group.generation >= 0:
+            positions = {tp: o for tp, o in self._positions().items() if tp in owned}
             try:
-                self._group.commit(self._positions(), True, self.request_timeout_ms)
+                self._group.commit(positions, True, self.request_timeout_ms)
             except KafkaError as exc:
                 log.info("commit before the rebalance failed: %s", exc)
         if self._on_revoke is not None:
             self._on_revoke(owned)
-        self._fetcher.states = {}
+        self._fetcher.states = {tp: s for tp, s in self._fetcher.states.items()
+                                if tp not in owned}
 
     def _known_counts(self, topics: Iterable[str]) -> dict[str, int]:
         known = self.client.metadata.snapshot.topics

@@ -20,6 +20,7 @@ aborted, up to P's abort marker.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -65,6 +66,9 @@ class PartitionState:
     records: deque = field(default_factory=deque)  # decoded batches, see decode_next
     error: KafkaError | None = None  # to raise from the next poll
     reset_pending: bool = False
+    # Fetch from the closest replica (KIP-392): the follower the leader named, until when.
+    read_replica: int | None = None
+    read_replica_until: float = 0.0
 
 
 class Fetcher:
@@ -81,8 +85,12 @@ class Fetcher:
         check_crcs: bool = True,
         max_buffered_batches: int = 4,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        client_rack: str = "",
+        read_replica_max_age_ms: int = 300_000,
     ) -> None:
         self.client = client
+        self.client_rack = client_rack  # sent as Fetch's rack_id (KIP-392)
+        self.read_replica_max_age_ms = read_replica_max_age_ms
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_max_bytes = fetch_max_bytes
@@ -111,14 +119,26 @@ class Fetcher:
             if leader is None:
                 missing_leader = True
                 continue
-            if leader in self._in_flight_nodes:
+            node = self._read_replica(state) if self.client_rack else None
+            node = leader if node is None else node
+            if node in self._in_flight_nodes:
                 continue
-            per_node.setdefault(leader, []).append(tp)
+            per_node.setdefault(node, []).append(tp)
         if missing_leader:
             self.client.metadata.request_update()
         for node_id, tps in per_node.items():
             self._send(node_id, tps)
         return len(per_node)
+
+    def _read_replica(self, state: PartitionState) -> int | None:
+        """The replica the leader named for this partition, while it holds (as Kafka's
+        consumer, it asks the leader again after ``read_replica_max_age_ms``)."""
+        if state.read_replica is None:
+            return None
+        if (time.monotonic() > state.read_replica_until
+                or self.client.metadata.broker(state.read_replica) is None):
+            state.read_replica = None
+        return state.read_replica
 
     def _send(self, node_id: int, tps: list[TopicPartition]) -> None:
         topics: dict[str, list[dict[str, int]]] = {}
@@ -146,7 +166,7 @@ class Fetcher:
             "session_epoch": -1,
             "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
             "forgotten_topics_data": [],
-            "rack_id": "",
+            "rack_id": self.client_rack,
         }
         self._in_flight_nodes.add(node_id)
         timeout = self.client.request_timeout_ms + self.fetch_max_wait_ms
@@ -204,6 +224,18 @@ class Fetcher:
                 if state is None or epochs.get(tp) != state.epoch:
                     continue  # unassigned or sought since: stale
                 code = part.error_code
+                preferred = getattr(part, "preferred_read_replica", -1)
+                if code == ErrorCode.NONE and preferred is not None and preferred >= 0:
+                    # The leader sends us to a replica in our rack (KIP-392).
+                    state.read_replica = preferred
+                    state.read_replica_until = (time.monotonic()
+                                                + self.read_replica_max_age_ms / 1000.0)
+                    continue
+                if code != ErrorCode.NONE and state.read_replica is not None:
+                    # Any trouble at the follower: back to the leader, which decides again.
+                    state.read_replica = None
+                    if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        continue
                 if code == ErrorCode.NONE:
                     state.high_watermark = part.high_watermark
                     records = part.records or b""

@@ -93,6 +93,12 @@ class GroupMember:
         self._in_rebalance = False
         self.last_poll = time.monotonic()  # the consumer updates it on every poll
 
+    @property
+    def cooperative(self) -> bool:
+        """KIP-429: incremental rebalances if every assignor offered is cooperative
+        (as Java's consumer decides: the protocol all of them support)."""
+        return all(a.rebalance_protocol == "cooperative" for a in self.assignors)
+
     # -- the coordinator --------------------------------------------------------------------
 
     def coordinator(self, deadline: Deadline) -> int:

@@ -253,3 +253,30 @@ def test_authorized_operations_are_reported_when_asked(broker):
         AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
         AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
         AclOperation.DESCRIBE))
+
+
+def test_offset_commit_stores_only_the_topics_the_principal_may_read(broker):
+    broker.lead("__consumer_offsets", partitions=10)
+    ask(broker, "User:ANONYMOUS", ApiKey.LIST_GROUPS, 2, {})  # the coordinator loads them
+    broker.clock.advance(0)
+    broker.broker.authorizer.update(ResourcePattern(ResourceType.TOPIC, "payments"),
+                                    [allow("User:alice", AclOperation.READ)])
+
+    def partitions(*topics: str) -> list[dict]:
+        return [{"name": t, "partitions": [
+            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+             "committed_metadata": ""}]} for t in topics]
+
+    committed = ask(broker, "User:alice", ApiKey.OFFSET_COMMIT, 7, {
+        "group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None, "topics": partitions("orders", "payments")})
+    codes = {t.name: t.partitions[0].error_code for t in committed.topics}
+    assert codes == {"orders": FAILED_TOPIC, "payments": ErrorCode.NONE}
+    fetched = ask(broker, "User:alice", ApiKey.OFFSET_FETCH, 5, {
+        "group_id": "g", "topics": None, "require_stable": False})
+    assert [(t.name, t.partitions[0].committed_offset) for t in fetched.topics] == [
+        ("payments", 1)]
+    listed = ask(broker, "User:bob", ApiKey.LIST_GROUPS, 2, {})
+    assert listed.groups == []  # bob may describe neither the cluster nor the group
+    listed = ask(broker, "User:alice", ApiKey.LIST_GROUPS, 2, {})
+    assert [g.group_id for g in listed.groups] == ["g"]

@@ -246,3 +246,56 @@ def test_restarted_static_members_get_their_partitions_back_without_a_rebalance(
     values = Counter(value for m in incarnations for *_, value in m.received)
     assert len(values) == traffic.sent and set(values.values()) == {1}, \
         [v for v, n in values.items() if n > 1][:5]
+
+
+def kept_partitions_never_stopped(member: Member, before: set[int], joined_at: float,
+                                  newcomer: Member) -> set[int]:
+    """Check the timeline of a member that was consuming ``before`` when ``newcomer``
+    joined at ``joined_at``: the partitions it keeps were never revoked, and it received
+    records from each of them while the rebalance was on (from the join until the
+    newcomer's first record). Returns the partitions kept."""
+    kept = before & member.owned
+    assert kept, f"{member.name} kept nothing: {before} -> {member.owned}"
+    revoked = {p for t, kind, parts in member.events if t >= joined_at and kind == "revoke"
+               for p in parts}
+    assert not revoked & kept, f"{member.name} had kept partitions revoked: {member.events}"
+    first_of_newcomer = min(t for t, *_ in newcomer.received)
+    during = {p for t, p, *_ in member.received if joined_at <= t <= first_of_newcomer}
+    assert kept <= during, (f"{member.name} stopped consuming {kept - during} during the "
+                            f"rebalance ({joined_at:.2f}-{first_of_newcomer:.2f})")
+    return kept
+
+
+@pytest.mark.parametrize("kinds", [(CkMember, CkMember, CkMember),
+                                   (OurMember, CkMember, OurMember)],
+                         ids=["confluent-kafka", "ours-with-confluent-kafka"])
+def test_cooperative_members_keep_consuming_what_they_keep_while_a_member_joins(cluster,
+                                                                               kinds):
+    """cooperative-sticky: two members, then a third joins (confluent-kafka only; ours
+    and confluent-kafka in one group, where either may lead and assign)."""
+    bootstrap = cluster.bootstrap_servers
+    topic, group = new_topic(bootstrap), unique("cooperative")
+    traffic = Traffic(bootstrap, topic)
+    traffic.start()
+    first, second = (kind(f"member-{i}", bootstrap, topic, group,
+                          strategy="cooperative-sticky") for i, kind in enumerate(kinds[:2]))
+    members = [first, second]
+    try:
+        for member in members:
+            member.start()
+        wait_until(lambda: covers_all(first, second), 60, "two members sharing the topic")
+        before = {m.name: set(m.owned) for m in members}
+        time.sleep(0.5)
+        third = kinds[2]("member-2", bootstrap, topic, group, strategy="cooperative-sticky")
+        joined_at = time.monotonic()
+        third.start()
+        members.append(third)
+        wait_until(lambda: covers_all(first, second, third) and third.received, 60,
+                   "three members sharing the topic")
+        for member in (first, second):
+            kept_partitions_never_stopped(member, before[member.name], joined_at, third)
+    finally:
+        traffic.stop.set()
+        traffic.join(30)
+        for member in members:
+            member.close()

@@ -143,6 +143,35 @@ def test_sticky_moves_only_the_partitions_of_a_member_that_left(members, partiti
         assert len(kept) >= min(len(before[member]), len(tps))
 
 
+@settings(max_examples=200, deadline=None)
+@given(members=st.lists(st.text("abcdef", min_size=1, max_size=3), min_size=1, max_size=6,
+                        unique=True),
+       partitions=st.integers(1, 12), newcomers=st.integers(0, 2), leaving=st.integers(0, 2))
+def test_cooperative_sticky_hands_partitions_over_in_two_rounds(members, partitions,
+                                                               newcomers, leaving):
+    """Round one never gives a partition to anyone while another member still owns it;
+    after the owners revoke, round two completes a balanced assignment."""
+    assignor = assignor_for("cooperative-sticky")
+    counts = {"t": partitions}
+    first = assignor.assign({m: Subscription(["t"], b"", ()) for m in members}, counts)
+    group = list(members[leaving:]) + [f"new{i}" for i in range(newcomers)] or ["x"]
+    owned = {m: first.get(m, []) for m in group}
+    subs = {m: decode_subscription(encode_subscription(assignor.subscription(["t"], owned[m])))
+            for m in group}
+    second = assignor.assign(subs, counts)
+    for member, tps in second.items():
+        for tp in tps:
+            holders = [m for m in group if tp in owned[m]]
+            assert holders in ([], [member]), f"{tp} given to {member} while {holders} own it"
+    # The owners revoked what round two did not give them; each now owns its round-two share.
+    subs = {m: assignor.subscription(["t"], second[m]) for m in group}
+    third = assignor.assign(subs, counts)
+    sizes = sorted(len(tps) for tps in third.values())
+    assert sizes[-1] - sizes[0] <= 1
+    assert sorted(tp for tps in third.values() for tp in tps) == [
+        TopicPartition("t", p) for p in range(partitions)]
+
+
 def test_consumer_protocol_bytes_round_trip_and_reject_truncation():
     sub = Subscription(["b", "a"], b"\x01\x02")
     assert decode_subscription(encode_subscription(sub)) == Subscription(["a", "b"], b"\x01\x02")
@@ -368,6 +397,26 @@ def test_a_deleted_topic_takes_the_groups_offsets_with_it(broker):
     assert coordinator.groups["g"].members  # the group itself stays
 
 
+def test_cooperative_and_eager_members_meet_on_a_protocol_all_support(broker):
+    """KIP-429's upgrade path: a member offering cooperative-sticky and range next to one
+    offering only range makes the group use range (eager); once every member offers
+    cooperative-sticky first, the group uses it. The broker never looks inside."""
+    load(broker)
+    coordinator = broker.coordinator
+    both = result(join(coordinator, protocols=(("cooperative-sticky", b"c"), ("range", b"r"))))
+    first = join(coordinator, both["member_id"],
+                 protocols=(("cooperative-sticky", b"c"), ("range", b"r")))
+    eager = result(join(coordinator, protocols=(("range", b"r2"),)))
+    second = join(coordinator, eager["member_id"], protocols=(("range", b"r2"),))
+    broker.reactor.pump([0.1] * 3)
+    first, second = result(first), result(second)
+    assert first["protocol_name"] == second["protocol_name"] == "range"
+    leader = first if first["members"] else second
+    assert {m["metadata"] for m in leader["members"]} == {b"r", b"r2"}
+    assert result(join(coordinator, protocols=(("sticky", b""),)))["error_code"] \
+        == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
 # -- static membership (KIP-345) ------------------------------------------------------------
 
 
@@ -497,6 +546,7 @@ int32s = st.integers(-(2**31), 2**31 - 1)
 
 
 def _group_requests():
+    instances = st.sampled_from([None, None, "i-1", "i-2", ""])  # static members too
     protocols = st.lists(st.fixed_dictionaries(
         {"name": st.sampled_from(["range", "roundrobin", "", "x"]),
          "metadata": st.binary(max_size=20)}), max_size=3)
@@ -510,24 +560,24 @@ def _group_requests():
             {"key": names, "key_type": st.integers(-1, 2)})),
         st.tuples(st.just(ApiKey.JOIN_GROUP), st.integers(0, 5), st.fixed_dictionaries(
             {"group_id": names, "session_timeout_ms": int32s, "rebalance_timeout_ms": int32s,
-             "member_id": members, "group_instance_id": st.none(),
+             "member_id": members, "group_instance_id": instances,
              "protocol_type": st.sampled_from(["consumer", "", "connect"]),
              "protocols": protocols})),
         st.tuples(st.just(ApiKey.SYNC_GROUP), st.integers(0, 3), st.fixed_dictionaries(
             {"group_id": names, "generation_id": int32s, "member_id": members,
-             "group_instance_id": st.none(),
+             "group_instance_id": instances,
              "assignments": st.lists(st.fixed_dictionaries(
                  {"member_id": members, "assignment": st.binary(max_size=10)}), max_size=3)})),
         st.tuples(st.just(ApiKey.HEARTBEAT), st.integers(0, 3), st.fixed_dictionaries(
             {"group_id": names, "generation_id": int32s, "member_id": members,
-             "group_instance_id": st.none()})),
+             "group_instance_id": instances})),
         st.tuples(st.just(ApiKey.LEAVE_GROUP), st.integers(0, 3), st.fixed_dictionaries(
             {"group_id": names, "member_id": members, "members": st.lists(
-                st.fixed_dictionaries({"member_id": members, "group_instance_id": st.none()}),
+                st.fixed_dictionaries({"member_id": members, "group_instance_id": instances}),
                 max_size=3)})),
         st.tuples(st.just(ApiKey.OFFSET_COMMIT), st.integers(2, 7), st.fixed_dictionaries(
             {"group_id": names, "generation_id_or_member_epoch": int32s, "member_id": members,
-             "group_instance_id": st.none(), "retention_time_ms": st.integers(-1, 10**9),
+             "group_instance_id": instances, "retention_time_ms": st.integers(-1, 10**9),
              "topics": st.lists(st.fixed_dictionaries(
                  {"name": st.sampled_from(["t", "nope", ""]), "partitions": partitions}),
                  max_size=2)})),
