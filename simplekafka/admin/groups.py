@@ -39,6 +39,7 @@ class MemberDescription:
     client_id: str
     client_host: str
     assignment: list[TopicPartition]
+    group_instance_id: str | None = None  # a static member's name (KIP-345)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ def describe_group(client: KafkaClient, group_id: str, timeout_ms: int) -> Group
             assignment = decode_assignment(m.member_assignment)
         except ValueError:
             assignment = []
-        members.append(MemberDescription(m.member_id, m.client_id, m.client_host, assignment))
+        members.append(MemberDescription(m.member_id, m.client_id, m.client_host, assignment,
+                                         getattr(m, "group_instance_id", None)))
     committed = fetch_offsets(client, coordinator[0], group_id, None, timeout_ms)
     partitions = set(committed) | {tp for m in members for tp in m.assignment}
     ends = list_offsets(client, {tp: LATEST for tp in partitions}, timeout_ms)

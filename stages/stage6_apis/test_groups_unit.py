@@ -546,6 +546,7 @@ int32s = st.integers(-(2**31), 2**31 - 1)
 
 
 def _group_requests():
+    instances = st.sampled_from([None, None, "i-1", "i-2", ""])  # static members too
     protocols = st.lists(st.fixed_dictionaries(
         {"name": st.sampled_from(["range", "roundrobin", "", "x"]),
          "metadata": st.binary(max_size=20)}), max_size=3)
@@ -559,24 +560,24 @@ def _group_requests():
             {"key": names, "key_type": st.integers(-1, 2)})),
         st.tuples(st.just(ApiKey.JOIN_GROUP), st.integers(0, 5), st.fixed_dictionaries(
             {"group_id": names, "session_timeout_ms": int32s, "rebalance_timeout_ms": int32s,
-             "member_id": members, "group_instance_id": st.none(),
+             "member_id": members, "group_instance_id": instances,
              "protocol_type": st.sampled_from(["consumer", "", "connect"]),
              "protocols": protocols})),
         st.tuples(st.just(ApiKey.SYNC_GROUP), st.integers(0, 3), st.fixed_dictionaries(
             {"group_id": names, "generation_id": int32s, "member_id": members,
-             "group_instance_id": st.none(),
+             "group_instance_id": instances,
              "assignments": st.lists(st.fixed_dictionaries(
                  {"member_id": members, "assignment": st.binary(max_size=10)}), max_size=3)})),
         st.tuples(st.just(ApiKey.HEARTBEAT), st.integers(0, 3), st.fixed_dictionaries(
             {"group_id": names, "generation_id": int32s, "member_id": members,
-             "group_instance_id": st.none()})),
+             "group_instance_id": instances})),
         st.tuples(st.just(ApiKey.LEAVE_GROUP), st.integers(0, 3), st.fixed_dictionaries(
             {"group_id": names, "member_id": members, "members": st.lists(
-                st.fixed_dictionaries({"member_id": members, "group_instance_id": st.none()}),
+                st.fixed_dictionaries({"member_id": members, "group_instance_id": instances}),
                 max_size=3)})),
         st.tuples(st.just(ApiKey.OFFSET_COMMIT), st.integers(2, 7), st.fixed_dictionaries(
             {"group_id": names, "generation_id_or_member_epoch": int32s, "member_id": members,
-             "group_instance_id": st.none(), "retention_time_ms": st.integers(-1, 10**9),
+             "group_instance_id": instances, "retention_time_ms": st.integers(-1, 10**9),
              "topics": st.lists(st.fixed_dictionaries(
                  {"name": st.sampled_from(["t", "nope", ""]), "partitions": partitions}),
                  max_size=2)})),
