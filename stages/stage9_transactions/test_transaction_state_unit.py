@@ -396,3 +396,63 @@ def test_producer_transaction_states_refuse_out_of_order_calls():
 
 class KafkaTimeoutLike(Exception):
     """A send that failed for a reason that is not fatal."""
+
+
+# -- the Spark sink's exactly-once commit, with a fake producer ---------------------------
+
+
+class FakeTransactionalProducer:
+    def __init__(self):
+        self.calls: list = []
+
+    def begin_transaction(self):
+        self.calls.append("begin")
+
+    def send(self, topic, value=None, key=None, headers=None, partition=None):
+        self.calls.append(("send", topic, value))
+
+    def flush(self, timeout=None):
+        pass
+
+    def send_offsets_to_transaction(self, offsets, group):
+        self.calls.append(("offsets", dict(offsets), group))
+
+    def commit_transaction(self, timeout=None):
+        self.calls.append("commit")
+
+    def abort_transaction(self, timeout=None):
+        self.calls.append("abort")
+
+
+@pytest.mark.parametrize("already_committed, expected", [
+    (3, ["begin", ("send", "out", b"a"), ("send", "out", b"b"),
+         ("offsets", {("out", 0): 4}, "simplekafka-spark-sink-q1"), "commit"]),
+    (4, []),  # batch 3 committed before the crash: its replay writes nothing
+])
+def test_spark_sink_commits_a_batch_once(monkeypatch, already_committed, expected):
+    from simplekafka.spark import sink
+    from simplekafka.spark.options import parse_sink_options
+
+    producer = FakeTransactionalProducer()
+    monkeypatch.setattr(sink, "transactional_producer", lambda options, query: producer)
+    monkeypatch.setattr(sink, "committed_batches", lambda p, group, tp: already_committed)
+    options = parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:9", "topic": "out",
+                                  "exactlyOnce": "true"})
+    records = [("out", None, b"a", None, ()), ("out", None, b"b", None, ())]
+    message = sink.SinkCommitMessage(0, 0, records=records, query_id="q1")
+    sink.commit_exactly_once(options, [message, None], 3)
+    assert [c if not isinstance(c, tuple) or c[0] != "offsets"
+            else ("offsets", {tuple(k): v for k, v in c[1].items()}, c[2])
+            for c in producer.calls] == expected
+
+
+def test_spark_sink_exactly_once_options():
+    from simplekafka.spark.options import SparkOptionError, parse_sink_options
+
+    servers = {"kafka.bootstrap.servers": "127.0.0.1:9"}
+    assert not parse_sink_options(servers).exactly_once
+    named = parse_sink_options({**servers, "kafka.transactional.id": "orders"})
+    assert named.exactly_once and named.transactional_id == "orders"
+    assert "transactional.id" not in named.client  # not a producer setting
+    with pytest.raises(SparkOptionError, match="must not be empty"):
+        parse_sink_options({**servers, "kafka.transactional.id": " "})
