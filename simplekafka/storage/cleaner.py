@@ -222,6 +222,10 @@ class CleanerManager:
             if not log.config.compact or log.closed:
                 continue
             first_dirty = self.first_dirty.get(key, log.log_start_offset)
+            if log.lowest_truncation is not None:  # what was cut may have come back anew
+                first_dirty = min(first_dirty, log.lowest_truncation)
+                self.first_dirty[key] = first_dirty
+                log.lowest_truncation = None
             if first_dirty < log.log_start_offset or first_dirty > log.log_end_offset:
                 first_dirty = log.log_start_offset  # deleted records, or a truncated log
             first_uncleanable, clean, dirty = self.cleanable(log, first_dirty, now_ms,
