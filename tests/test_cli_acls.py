@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from simplekafka.cli import main
-from simplekafka.cli.acls_cmd import librdkafka_settings
+from simplekafka.cli.acls_cmd import client_security_of
 
 Z = ["--zookeeper", "127.0.0.1:1"]
 
@@ -49,12 +49,22 @@ def test_an_unknown_security_protocol_in_the_command_config(capsys, tmp_path):
     assert "security.protocol KERBEROS_ONLY is not one of" in capsys.readouterr().err
 
 
-def test_java_client_properties_become_librdkafka_settings():
-    settings = librdkafka_settings({
-        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+def test_java_client_properties_become_our_clients_security():
+    security = client_security_of({
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
-                            'required username="admin" password="s3cret";',
-        "ssl.truststore.location": "/certs/ca.pem"})
-    assert settings == {"security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
-                        "sasl.username": "admin", "sasl.password": "s3cret",
-                        "ssl.ca.location": "/certs/ca.pem"}
+                            'required username="admin" password="s3cret";'})
+    assert security.ssl_context is None
+    assert (security.sasl.mechanism, security.sasl.username, security.sasl.password) == (
+        "SCRAM-SHA-512", "admin", "s3cret")
+    with pytest.raises(ValueError, match="needs sasl_plain_username"):
+        client_security_of({"security.protocol": "SASL_SSL"})
+
+
+def test_a_command_config_without_a_login_is_one_line(capsys, tmp_path):
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n")
+    assert main(["acls", "list", "--bootstrap-server", "b:1",
+                 "--command-config", str(config)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs sasl_plain_username" in err[0]

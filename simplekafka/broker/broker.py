@@ -149,7 +149,9 @@ class KafkaBroker:
         self.log_config = self.static_log_config  # plus dynamic broker configs
         self.log_manager = LogManager(config.log_dirs, self.log_config)
         # A rolled segment's fsync runs on a worker thread, not in the produce that rolled.
-        self.log_manager.use_background(self.reactor.callInThread)
+        call_in_thread = getattr(reactor, "callInThread", None)
+        if call_in_thread is not None:  # a test's fake reactor has no threads: fsync inline
+            self.log_manager.use_background(call_in_thread)
         if self.log_manager.recovered_unclean and self.log_manager.all_logs():
             log.warning("log directories were not shut down cleanly: logs recovered")
         self.metadata_cache = MetadataCache()

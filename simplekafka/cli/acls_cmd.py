@@ -9,9 +9,7 @@ cluster. Output lines are kafka-acls's.
 
 The command config is a Java client's properties file: ``security.protocol``,
 ``sasl.mechanism``, ``sasl.jaas.config`` (its ``username``/``password``),
-``ssl.truststore.location`` (PEM). Over PLAINTEXT our own client asks; over
-SSL or SASL, which it does not speak, confluent-kafka's AdminClient does (the
-properties translated to librdkafka's).
+``ssl.truststore.location`` and ``ssl.keystore.location`` (PEM files).
 """
 
 from __future__ import annotations
@@ -188,93 +186,25 @@ def _client_properties(path: Path | None) -> dict[str, str]:
     return properties
 
 
-def librdkafka_settings(properties: dict[str, str]) -> dict[str, str]:
-    """A Java client's security properties as librdkafka (confluent-kafka) takes them."""
+def client_security_of(properties: dict[str, str]) -> Any:
+    """A Java client's security properties as our client's ``ClientSecurity`` (ValueError
+    for what it cannot use): the SASL login from ``sasl.jaas.config``, PEM stores only."""
     import re
 
-    settings = {"security.protocol": properties.get("security.protocol", "PLAINTEXT").lower()}
-    for key in ("sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
-                "ssl.certificate.location", "ssl.key.location", "ssl.key.password"):
-        if key in properties:
-            settings[key] = properties[key]
+    from simplekafka.client.security import client_security
+
     jaas = properties.get("sasl.jaas.config", "")
-    for field in ("username", "password"):
-        found = re.search(_JAAS_FIELD.format(field), jaas)
-        if found:
-            settings[f"sasl.{field}"] = found.group(1)
-    if "ssl.truststore.location" in properties:  # PEM truststores only, as the broker's
-        settings["ssl.ca.location"] = properties["ssl.truststore.location"]
-    if "ssl.keystore.location" in properties:
-        settings["ssl.certificate.location"] = properties["ssl.keystore.location"]
-        settings["ssl.key.location"] = properties["ssl.keystore.location"]
-    return settings
-
-
-class ConfluentAcls:
-    """The three ACL calls through confluent-kafka's AdminClient (for secured listeners)."""
-
-    def __init__(self, bootstrap: str, settings: dict[str, str], timeout_ms: int):
-        try:
-            from confluent_kafka import admin
-        except ImportError:
-            raise CliError("a secured --command-config needs confluent-kafka "
-                           "(pip install confluent-kafka)") from None
-        self.admin_module = admin
-        self.client = admin.AdminClient({"bootstrap.servers": bootstrap, **settings})
-        self.timeout = timeout_ms / 1000
-
-    def _binding(self, b: AclBinding) -> Any:
-        a = self.admin_module
-        return a.AclBinding(a.ResourceType(int(b.pattern.resource_type)), b.pattern.name,
-                            a.ResourcePatternType(int(b.pattern.pattern_type)),
-                            b.entry.principal, b.entry.host,
-                            a.AclOperation(int(b.entry.operation)),
-                            a.AclPermissionType(int(b.entry.permission)))
-
-    def _filter(self, f: AclBindingFilter) -> Any:
-        a = self.admin_module
-        return a.AclBindingFilter(a.ResourceType(int(f.resource_type)), f.name,
-                                  a.ResourcePatternType(int(f.pattern_type)), f.principal,
-                                  f.host, a.AclOperation(int(f.operation)),
-                                  a.AclPermissionType(int(f.permission)))
-
-    @staticmethod
-    def _ours(b: Any) -> AclBinding:
-        return AclBinding(
-            ResourcePattern(ResourceType(b.restype.value), b.name,
-                            PatternType(b.resource_pattern_type.value)),
-            AccessControlEntry(b.principal, b.host, AclOperation(b.operation.value),
-                               AclPermissionType(b.permission_type.value)))
-
-    def _wait(self, future: Any) -> Any:
-        from confluent_kafka import KafkaException
-
-        try:
-            return future.result(timeout=self.timeout + 5)
-        except KafkaException as exc:
-            error = exc.args[0]
-            raise AclCallFailed(f"{error.name()}: {error.str()}") from None
-
-    def create_acls(self, bindings: list[AclBinding]) -> None:
-        futures = self.client.create_acls([self._binding(b) for b in bindings],
-                                          request_timeout=self.timeout)
-        for future in futures.values():
-            self._wait(future)
-
-    def describe_acls(self, wanted: AclBindingFilter) -> list[AclBinding]:
-        found = self._wait(self.client.describe_acls(self._filter(wanted),
-                                                     request_timeout=self.timeout))
-        return sorted(self._ours(b) for b in found)
-
-    def delete_acls(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
-        futures = self.client.delete_acls([self._filter(f) for f in filters],
-                                          request_timeout=self.timeout)
-        return sorted(self._ours(b) for future in futures.values()
-                      for b in self._wait(future))
-
-
-class AclCallFailed(Exception):
-    """The brokers refused (confluent-kafka's error, as one line)."""
+    login = {field: found.group(1) for field in ("username", "password")
+             if (found := re.search(_JAAS_FIELD.format(field), jaas))}
+    keystore = properties.get("ssl.keystore.location")
+    return client_security(
+        properties.get("security.protocol", "PLAINTEXT"), properties.get("sasl.mechanism"),
+        login.get("username"), login.get("password"),
+        ssl_cafile=properties.get("ssl.truststore.location"),
+        ssl_certfile=keystore, ssl_keyfile=keystore,
+        # Java's way to turn host-name checks off is an empty algorithm.
+        ssl_check_hostname=properties.get("ssl.endpoint.identification.algorithm",
+                                          "https") != "")
 
 
 @kafka_errors_are_one_line("acls")
@@ -300,15 +230,7 @@ def acls_main(args: argparse.Namespace) -> int:
         work["filters"] = _filters(args)
     if args.zookeeper:
         return _with_zookeeper(args, work)
-    if properties.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
-        try:
-            return _act(ConfluentAcls(args.bootstrap_server.strip(),
-                                      librdkafka_settings(properties),
-                                      args.request_timeout_ms), args, work)
-        except AclCallFailed as exc:
-            print(f"simplekafka acls: error: {exc}", file=sys.stderr)
-            return 1
-    return _with_brokers(args, work)
+    return _with_brokers(args, work, properties)
 
 
 def _with_zookeeper(args: argparse.Namespace, work: dict) -> int:
@@ -353,17 +275,27 @@ def _zookeeper_action(zk: Any, args: argparse.Namespace, work: dict) -> int:
     return 0
 
 
-def _with_brokers(args: argparse.Namespace, work: dict) -> int:
+def _with_brokers(args: argparse.Namespace, work: dict, properties: dict[str, str]) -> int:
     from simplekafka.admin import Admin
     from simplekafka.cli.client_common import bootstrap
+    from simplekafka.client.client import KafkaClient
 
     args.bootstrap_server = args.bootstrap_server.strip()
-    with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
-        return _act(admin, args, work)
+    try:
+        security = client_security_of(properties)
+    except (ValueError, OSError) as exc:
+        raise CliError(f"--command-config: {exc}") from None
+    client = KafkaClient(bootstrap(args), client_id="simplekafka-acls",
+                         request_timeout_ms=args.request_timeout_ms, security=security)
+    with Admin(client=client, request_timeout_ms=args.request_timeout_ms) as admin:
+        try:
+            return _act(admin, args, work)
+        finally:
+            client.close()
 
 
 def _act(admin: Any, args: argparse.Namespace, work: dict) -> int:
-    """add, remove or list through an admin client (ours, or ConfluentAcls)."""
+    """add, remove or list through the Admin."""
     if args.action == "add":
         admin.create_acls(work["bindings"])
         return 0

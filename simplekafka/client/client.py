@@ -30,6 +30,7 @@ from simplekafka.client.errors import (
     needs_metadata_refresh,
 )
 from simplekafka.client.metadata import ClusterMetadata, ClusterSnapshot
+from simplekafka.client.security import ClientSecurity
 from simplekafka.client.transport import NetworkThread
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -130,6 +131,7 @@ class KafkaClient:
         metadata_max_age_ms: int = 300_000,
         max_in_flight: int = 5,
         allow_auto_topic_creation: bool = False,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
         self.client_id = client_id
@@ -143,6 +145,8 @@ class KafkaClient:
             max_in_flight=max_in_flight,
             connect_timeout=connect_timeout_ms / 1000,
             on_disconnect=self._on_disconnect,
+            ssl_context=security.ssl_context if security is not None else None,
+            sasl=security.sasl if security is not None else None,
         )
         self._refresh_lock = threading.Lock()
         self._bootstrap_cycle = itertools.cycle(range(len(self.bootstrap_addresses)))

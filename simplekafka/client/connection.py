@@ -11,7 +11,10 @@ writes whatever ``data_to_send()`` returns and feeds whatever arrives to
   (our codec does not do flexible versions); a broker that does not know v2
   answers error 35 in v0 format with its own range, and we retry with that.
   Once the broker's ranges are known each API is sent at
-  ``min(client max, broker max)``.
+  ``min(client max, broker max)``;
+- a SASL login, when ``sasl`` is given: after ApiVersions, SaslHandshake v1
+  and SaslAuthenticate until the mechanism (PLAIN or SCRAM, from
+  ``simplekafka.protocol.sasl``) is satisfied; only then do queued requests go.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ from simplekafka.protocol.api import ADVERTISED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import FrameDecoder, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
+from simplekafka.protocol.sasl import (
+    PLAIN,
+    SCRAM_MECHANISMS,
+    SaslAuthenticationError,
+    ScramClient,
+    plain_token,
+)
 
 # The versions this client speaks: what our broker advertises (the codec's
 # client-facing APIs), narrowed where old versions are of no use to a client:
@@ -39,6 +49,15 @@ MAX_CORRELATION_ID = 2**31 - 1
 
 Body = dict[str, Any] | Any
 BodyFactory = Callable[[int], Body]
+
+
+@dataclass(frozen=True)
+class SaslCredentials:
+    """A SASL login: mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), user, password."""
+
+    mechanism: str
+    username: str
+    password: str
 
 
 @dataclass
@@ -77,6 +96,7 @@ class ConnectionCore:
         default_factory=lambda: dict(CLIENT_VERSIONS)
     )
     broker_versions: dict[int, tuple[int, int]] | None = None
+    sasl: SaslCredentials | None = None
 
     def __post_init__(self) -> None:
         self._decoder = FrameDecoder(self.max_frame_bytes)
@@ -88,13 +108,16 @@ class ConnectionCore:
         self._handshake_sent = False
         self._completed_without_response: list[InFlightRequest] = []
         self._failed: list[tuple[InFlightRequest, Exception]] = []
+        self._logged_in = self.sasl is None
+        self._scram: ScramClient | None = None
+        self._scram_final_sent = False
 
     # ----- state -----------------------------------------------------------------
 
     @property
     def ready(self) -> bool:
-        """True once the broker's API versions are known."""
-        return self._handshake_done
+        """True once the broker's API versions are known (and the SASL login, if any, done)."""
+        return self._handshake_done and self._logged_in
 
     @property
     def in_flight_count(self) -> int:
@@ -167,6 +190,8 @@ class ConnectionCore:
             if not self._handshake_sent:
                 self._send_handshake(HANDSHAKE_VERSION)
             return
+        if not self._logged_in:
+            return
         while self._waiting and len(self._in_flight) < self.max_in_flight:
             request = self._waiting.popleft()
             try:
@@ -238,7 +263,10 @@ class ConnectionCore:
                 f"correlation id mismatch: expected {request.correlation_id}, got {correlation_id}"
             )
         if request.internal:
-            self._handle_handshake(request, body)
+            if request.api_key == ApiKey.API_VERSIONS:
+                self._handle_handshake(request, body)
+            else:
+                self._handle_sasl(request, body)
             return None
         return Response(request, body)
 
@@ -255,6 +283,44 @@ class ConnectionCore:
             raise KafkaConnectionError(f"ApiVersions failed: {error_for(body.error_code)}")
         self.broker_versions = versions
         self._handshake_done = True
+        if self.sasl is not None:
+            self._send_internal(ApiKey.SASL_HANDSHAKE, {"mechanism": self.sasl.mechanism})
+            return
+        self._pump()
+
+    # ----- the SASL login ----------------------------------------------------------
+
+    def _send_internal(self, api_key: ApiKey, body: dict) -> None:
+        self._write(InFlightRequest(api_key, body, internal=True), self.version_for(api_key))
+
+    def _authenticate(self, token: bytes) -> None:
+        self._send_internal(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+
+    def _handle_sasl(self, request: InFlightRequest, body: Any) -> None:
+        sasl = self.sasl
+        assert sasl is not None
+        if body.error_code:
+            detail = getattr(body, "error_message", None) or error_for(body.error_code)
+            raise KafkaConnectionError(f"SASL {sasl.mechanism} login as {sasl.username} "
+                                       f"refused: {detail}")
+        try:
+            if request.api_key == ApiKey.SASL_HANDSHAKE:
+                if sasl.mechanism == PLAIN:
+                    self._authenticate(plain_token(sasl.username, sasl.password))
+                    return
+                self._scram = ScramClient(SCRAM_MECHANISMS[sasl.mechanism], sasl.username,
+                                          sasl.password)
+                self._authenticate(self._scram.first())
+                return
+            if self._scram is not None and not self._scram_final_sent:
+                self._scram_final_sent = True
+                self._authenticate(self._scram.final(body.auth_bytes))
+                return
+            if self._scram is not None:
+                self._scram.verify(body.auth_bytes)
+        except (SaslAuthenticationError, KeyError) as exc:
+            raise KafkaConnectionError(f"SASL {sasl.mechanism} login failed: {exc}") from None
+        self._logged_in = True
         self._pump()
 
     def fail_all(self) -> list[InFlightRequest]:

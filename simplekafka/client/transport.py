@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from simplekafka.client.connection import ConnectionCore, InFlightRequest
+from simplekafka.client.connection import ConnectionCore, InFlightRequest, SaslCredentials
 from simplekafka.client.errors import (
     ClientClosedError,
     KafkaConnectionError,
@@ -67,6 +68,8 @@ class _BrokerSocket:
     connected: bool = False
     outbuf: bytearray = field(default_factory=bytearray)
     interest: int = 0
+    # TLS: the handshake runs after the TCP connect; until it is done it says what it waits for.
+    tls_wants: int = 0
 
 
 class NetworkThread:
@@ -79,12 +82,16 @@ class NetworkThread:
         connect_timeout: float = 10.0,
         on_disconnect: Callable[[int, BaseException], None] | None = None,
         socket_buffer_bytes: int = 1024 * 1024,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.client_id = client_id
         self.max_in_flight = max_in_flight
         self.connect_timeout = connect_timeout
         self.on_disconnect = on_disconnect
         self.socket_buffer_bytes = socket_buffer_bytes
+        self.ssl_context = ssl_context  # SSL / SASL_SSL listeners
+        self.sasl = sasl  # SASL_PLAINTEXT / SASL_SSL listeners
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -229,7 +236,8 @@ class NetworkThread:
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
             sock.close()
             raise OSError(code, errno.errorcode.get(code, str(code)))
-        core = ConnectionCore(client_id=self.client_id, max_in_flight=self.max_in_flight)
+        core = ConnectionCore(client_id=self.client_id, max_in_flight=self.max_in_flight,
+                              sasl=self.sasl)
         conn = _BrokerSocket(
             node_id, address, core, sock, time.monotonic() + self.connect_timeout
         )
@@ -252,6 +260,8 @@ class NetworkThread:
                 wanted |= selectors.EVENT_WRITE
             if not conn.connected:
                 wanted = selectors.EVENT_WRITE
+            if conn.tls_wants:
+                wanted = conn.tls_wants
             if wanted != conn.interest:
                 conn.interest = wanted
                 self._selector.modify(conn.sock, wanted, conn)
@@ -268,6 +278,13 @@ class NetworkThread:
                         f"{errno.errorcode.get(code, code)}"
                     )
                 conn.connected = True
+                if self.ssl_context is not None:
+                    self._start_tls(conn)
+                else:
+                    self._collect_outgoing(conn)
+            if conn.tls_wants:
+                if not self._continue_tls(conn):
+                    return
                 self._collect_outgoing(conn)
             if mask & selectors.EVENT_READ:
                 self._read(conn)
@@ -280,11 +297,37 @@ class NetworkThread:
                 conn, KafkaConnectionError(f"connection to {_fmt(conn.address)} failed: {exc}")
             )
 
+    def _start_tls(self, conn: _BrokerSocket) -> None:
+        assert self.ssl_context is not None
+        self._selector.unregister(conn.sock)
+        conn.sock = self.ssl_context.wrap_socket(conn.sock, server_hostname=conn.address[0],
+                                                 do_handshake_on_connect=False)
+        conn.interest = selectors.EVENT_WRITE
+        self._selector.register(conn.sock, conn.interest, conn)
+        conn.tls_wants = selectors.EVENT_WRITE
+
+    def _continue_tls(self, conn: _BrokerSocket) -> bool:
+        """One step of the TLS handshake; True once it is done."""
+        try:
+            conn.sock.do_handshake()  # type: ignore[attr-defined]
+        except ssl.SSLWantReadError:
+            conn.tls_wants = selectors.EVENT_READ
+            return False
+        except ssl.SSLWantWriteError:
+            conn.tls_wants = selectors.EVENT_WRITE
+            return False
+        except ssl.SSLError as exc:
+            raise KafkaConnectionError(
+                f"TLS with broker {conn.node_id} at {_fmt(conn.address)} failed: {exc}") from None
+        conn.tls_wants = 0
+        return True
+
     def _read(self, conn: _BrokerSocket) -> None:
         while True:
             try:
                 data = conn.sock.recv(_READ_CHUNK)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 return
             if not data:
                 raise KafkaConnectionError(
@@ -293,14 +336,17 @@ class NetworkThread:
             for response in conn.core.receive_data(data):
                 self._finish(conn.node_id, response.context, result=response.body)
             self._collect_outgoing(conn)
-            if len(data) < _READ_CHUNK:
+            # A TLS socket hands out one record per recv and may hold more already read.
+            if len(data) < _READ_CHUNK and not (isinstance(conn.sock, ssl.SSLSocket)
+                                                and conn.sock.pending()):
                 return
 
     def _write(self, conn: _BrokerSocket) -> None:
         while conn.outbuf:
             try:
                 sent = conn.sock.send(conn.outbuf)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 return
             del conn.outbuf[:sent]
 

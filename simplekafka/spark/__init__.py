@@ -203,6 +203,9 @@ class SimpleKafkaDataSource(DataSource):
         from simplekafka.spark.sink import KafkaBatchWriter, check_sink_schema
 
         options = parse_sink_options(self.options)
+        if options.exactly_once:
+            raise SparkOptionError("option exactlyOnce is for streaming writes (writeStream); "
+                                   "a batch write has no batch id to make a transaction of")
         check_sink_schema(schema, options)
         return KafkaBatchWriter(options)
 

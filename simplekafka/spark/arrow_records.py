@@ -31,7 +31,7 @@ from simplekafka.protocol.batch_header import (
     iter_batch_positions,
     validate_batch,
 )
-from simplekafka.protocol.compression import decompress
+from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, decompress
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 from simplekafka.protocol.records import parse_batch
 
@@ -249,7 +249,7 @@ def decode_columns(
             continue
         raw = memoryview(records)[pos + HEADER_SIZE:pos + size]
         codec = header.attributes & 0x07
-        section = decompress(codec, raw) if codec else bytes(raw)
+        section = decompress(codec, raw, DEFAULT_MAX_DECOMPRESSED_BYTES) if codec else bytes(raw)
         sections.append(section)
         counts.append(header.records_count)
         bases.append(header.base_offset)

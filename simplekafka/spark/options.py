@@ -88,6 +88,8 @@ class SinkOptions:
     dedup: bool = True
     dedup_scan_records: int = 10_000
     client: dict[str, str] = field(default_factory=dict)
+    exactly_once: bool = False
+    transactional_id: str = "simplekafka-spark"  # the prefix; the query id completes it
 
 
 _SOURCE_KNOWN = {
@@ -106,7 +108,7 @@ _SOURCE_IGNORED = {
 _SOURCE_CLIENT_INTS = ("fetch.max.bytes", "max.partition.fetch.bytes", "fetch.max.wait.ms",
                        "request.timeout.ms", "read.timeout.ms")
 _SINK_KNOWN = {"kafka.bootstrap.servers", "topic", "dedup", "dedup.scanrecords", "path",
-               "checkpointlocation", "includeheaders"}
+               "checkpointlocation", "includeheaders", "exactlyonce"}
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool, shown: str) -> bool:
@@ -302,14 +304,24 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     if unknown:
         raise SparkOptionError(
             f"unknown option {unknown[0]!r} for the simplekafka sink (options: topic, dedup, "
-            "dedup.scanRecords, kafka.*)"
+            "dedup.scanRecords, exactlyOnce, kafka.*)"
         )
     topic = (options.get("topic") or "").strip() or None
     scan = _positive_int(options, "dedup.scanrecords", "dedup.scanRecords")
+    transactional_id = client.pop("transactional.id", None)
+    exactly_once = _bool(options, "exactlyonce", transactional_id is not None, "exactlyOnce")
+    if transactional_id is not None:
+        transactional_id = transactional_id.strip()
+        if not transactional_id:
+            raise SparkOptionError("option kafka.transactional.id must not be empty")
+        if not exactly_once:
+            raise SparkOptionError("option kafka.transactional.id needs exactlyOnce=true")
     return SinkOptions(
         bootstrap_servers=servers,
         topic=topic,
         dedup=_bool(options, "dedup", True, "dedup"),
         dedup_scan_records=scan if scan is not None else 10_000,
         client=client,
+        exactly_once=exactly_once,
+        transactional_id=transactional_id or "simplekafka-spark",
     )

@@ -15,13 +15,28 @@ and skips the records that an earlier attempt of the same task already wrote
 (matched by content, counted with multiplicity). The scan walks back until it
 meets an earlier batch of the same query, or ``dedup.scanRecords`` records of
 others (default 10,000). docs/design-notes.md has the why.
+
+Exactly once (``exactlyOnce=true``, or ``kafka.transactional.id`` given):
+each micro-batch is one Kafka transaction, written by the driver when Spark
+commits the batch. The tasks only collect their rows (so a batch must fit the
+driver's memory); ``commit`` opens a transaction with the transactional id
+``<kafka.transactional.id, default simplekafka-spark>-<query id>`` (stable
+across restarts from the checkpoint), writes every record, and in the same
+transaction commits ``batch id + 1`` as the offset of the sink topic's
+partition 0 in the group ``simplekafka-spark-sink-<query id>``. After a crash,
+the restarted driver's ``init_transactions()`` fences the old one and aborts
+a transaction it left open (its records are never visible to read_committed
+readers); a replayed batch whose transaction did commit finds its batch id in
+that group and writes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -135,10 +150,13 @@ def _as_bytes(data) -> bytes | None:
 
 @dataclass
 class SinkCommitMessage(WriterCommitMessage):
-    """What one task wrote: records sent, and records skipped as already written."""
+    """What one task wrote: records sent, and records skipped as already written; in
+    exactly-once mode the task's records themselves (the driver writes them) and its query."""
 
     written: int
     skipped: int
+    records: list | None = None
+    query_id: str | None = None
 
 
 Outgoing = tuple[str, bytes | None, bytes | None, int | None, tuple]
@@ -208,6 +226,9 @@ def write_rows(options: SinkOptions, rows: Iterator, streaming: bool) -> SinkCom
 
     records = _rows_to_records(rows, options.topic)
     context = TaskContext.get()
+    if options.exactly_once:  # the driver writes them, in the batch's transaction
+        query = context.getLocalProperty("sql.streaming.queryId") if context else None
+        return SinkCommitMessage(written=0, skipped=0, records=records, query_id=query)
     batch_id = context.getLocalProperty("streaming.sql.batchId") if context else None
     query_id = context.getLocalProperty("sql.streaming.queryId") if context else None
     marker = None
@@ -240,6 +261,84 @@ def write_rows(options: SinkOptions, rows: Iterator, streaming: bool) -> SinkCom
     return SinkCommitMessage(written=len(futures), skipped=skipped)
 
 
+_transactional: dict[str, Producer] = {}
+
+
+def transactional_producer(options: SinkOptions, query_id: str) -> Producer:
+    """The driver's producer for this query, initialized once per driver process: its
+    ``init_transactions()`` fences an earlier driver and aborts what that one left open."""
+    transactional_id = f"{options.transactional_id}-{query_id}"
+    with _producers_lock:
+        producer = _transactional.get(transactional_id)
+        if producer is None:
+            settings = {k: v for k, v in producer_settings(options).items() if k != "acks"}
+            producer = Producer(options.bootstrap_servers, transactional_id=transactional_id,
+                                **settings)
+            producer.init_transactions()
+            _transactional[transactional_id] = producer
+        return producer
+
+
+def batch_group(query_id: str) -> str:
+    """The group whose committed offset says which batch of the query committed last."""
+    return f"simplekafka-spark-sink-{query_id}"
+
+
+def committed_batches(producer: Producer, group_id: str, tp: TopicPartition) -> int:
+    """How many batches of the query committed (the offset its transactions commit), 0 if
+    none."""
+    from simplekafka.admin.groups import fetch_offsets
+    from simplekafka.client.group_protocol import find_coordinator
+
+    client = producer.client
+    coordinator = find_coordinator(client, group_id, client.request_timeout_ms)
+    offsets = fetch_offsets(client, coordinator, group_id, [tp], client.request_timeout_ms)
+    return max(offsets.get(tp, 0), 0)
+
+
+def commit_exactly_once(options: SinkOptions, messages: list, batch_id: int) -> None:
+    """Write the batch's records and its batch id in one transaction (see the docstring)."""
+    records = [r for m in messages if m is not None for r in (m.records or ())]
+    query_id = next((m.query_id for m in messages if m is not None and m.query_id), None)
+    if not records or query_id is None:
+        return
+    producer = transactional_producer(options, query_id)
+    group_id = batch_group(query_id)
+    marker = TopicPartition(options.topic or min(r[0] for r in records), 0)
+    if committed_batches(producer, group_id, marker) > batch_id:
+        log.warning("simplekafka sink: batch %d of query %s was committed before a crash; "
+                    "not written again", batch_id, query_id)
+        return
+    producer.begin_transaction()
+    try:
+        for topic, key, value, partition, headers in records:
+            producer.send(topic, value=value, key=key, headers=list(headers),
+                          partition=partition)
+        producer.flush()
+        _fault_injection_pause(batch_id)
+        producer.send_offsets_to_transaction({marker: batch_id + 1}, group_id)
+        producer.commit_transaction()
+    except Exception:
+        with contextlib.suppress(Exception):
+            producer.abort_transaction()
+        raise
+    log.info("simplekafka sink: batch %d: %d records committed in one transaction",
+             batch_id, len(records))
+
+
+def _fault_injection_pause(batch_id: int) -> None:
+    """Tests only: with SIMPLEKAFKA_SPARK_SINK_STALL=<batch id>:<file>, touch the file and
+    wait (to be SIGKILLed) with that batch's transaction open."""
+    setting = os.environ.get("SIMPLEKAFKA_SPARK_SINK_STALL")
+    if not setting:
+        return
+    wanted, _, path = setting.partition(":")
+    if wanted == str(batch_id) and not os.path.exists(path):
+        with open(path, "w"):
+            pass
+        time.sleep(600)
+
+
 class KafkaStreamWriter(DataSourceStreamWriter):
     """``writeStream``: at least once, and a replayed batch is not written twice."""
 
@@ -250,6 +349,9 @@ class KafkaStreamWriter(DataSourceStreamWriter):
         return write_rows(self.options, iterator, streaming=True)
 
     def commit(self, messages: list, batchId: int) -> None:
+        if self.options.exactly_once:
+            commit_exactly_once(self.options, messages, batchId)
+            return
         written = sum(m.written for m in messages if m is not None)
         skipped = sum(m.skipped for m in messages if m is not None)
         log.info("simplekafka sink: batch %d: %d records written, %d already there",

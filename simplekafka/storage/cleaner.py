@@ -71,6 +71,7 @@ DEFAULT_DEDUPE_BUFFER_BYTES = 128 * 1024 * 1024
 _LOAD_FACTOR = 0.9
 _INT32_MAX = (1 << 31) - 1
 _WRITE_CHUNK = 1 << 20  # bytes gathered before one pwritev into the cleaned segment
+_WRITE_BATCHES = 512  # ...or batches (one iovec each; pwritev takes at most IOV_MAX, 1024)
 
 
 class CleanerAborted(StorageError):
@@ -222,6 +223,10 @@ class CleanerManager:
             if not log.config.compact or log.closed:
                 continue
             first_dirty = self.first_dirty.get(key, log.log_start_offset)
+            if log.lowest_truncation is not None:  # what was cut may have come back anew
+                first_dirty = min(first_dirty, log.lowest_truncation)
+                self.first_dirty[key] = first_dirty
+                log.lowest_truncation = None
             if first_dirty < log.log_start_offset or first_dirty > log.log_end_offset:
                 first_dirty = log.log_start_offset  # deleted records, or a truncated log
             first_uncleanable, clean, dirty = self.cleanable(log, first_dirty, now_ms,
@@ -392,7 +397,7 @@ class Cleaner:
                     pending_batches.append((len(kept), kept_header.last_offset,
                                             kept_header.max_timestamp))
                     pending_bytes += len(kept)
-                    if pending_bytes >= _WRITE_CHUNK:
+                    if pending_bytes >= _WRITE_CHUNK or len(pending) >= _WRITE_BATCHES:
                         cleaned.append(pending, pending_bytes, pending_batches)
                         stats.bytes_written += pending_bytes
                         pending, pending_batches, pending_bytes = [], [], 0

@@ -108,6 +108,7 @@ class Log:
         self._clock_ms = clock_ms
         self._closed = False
         self.generation = 0  # bumped by truncations: a cleaning planned before is void
+        self.lowest_truncation: int | None = None  # the cleaner's clean part ends below it
         self.recovery_point = self.log_end_offset
         self._unflushed_records = 0
         self._last_flush_ms = clock_ms()
@@ -621,6 +622,7 @@ class Log:
         if offset >= self.log_end_offset:
             return
         self.generation += 1
+        self._note_truncation(offset)
         if offset <= self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -642,6 +644,7 @@ class Log:
         """Delete every segment and start an empty log at ``offset``."""
         self._check_open()
         self.generation += 1
+        self._note_truncation(offset)
         for segment in self._segments:
             segment.delete()
         self._segments = [LogSegment(self.directory, offset, self._config, active=True,
@@ -757,6 +760,10 @@ class Log:
             self._bases[first : first + len(group.old)] = [base]
             swapped += 1
         return swapped
+
+    def _note_truncation(self, offset: int) -> None:
+        if self.lowest_truncation is None or offset < self.lowest_truncation:
+            self.lowest_truncation = offset
 
     def _still_holds(self, old: list[LogSegment], generation: int) -> bool:
         if self._closed or generation != self.generation or not old:

@@ -254,3 +254,11 @@ def test_parse_batch_applies_the_cap():
     assert parse_batch(batch, max_decompressed_bytes=300_000).records[0].value == b"\x00" * 200_000
     with pytest.raises(DecompressedTooLargeError):
         parse_batch(batch, max_decompressed_bytes=100_000)
+
+
+def test_the_spark_source_decoder_applies_the_cap_too():
+    from simplekafka.spark.arrow_records import decode_columns
+
+    bomb = build_batch([(b"k", b"\x00" * (70 << 20))], compression="zstd")  # 70 MB > 64 MB
+    with pytest.raises(DecompressedTooLargeError):
+        decode_columns(bomb, 0, 1)

@@ -248,3 +248,33 @@ def test_a_crash_after_the_swap_commit_point_finishes_the_swap_on_load(tmp_path,
     assert latest_by_key(records) == expected and len(records) == 10
     assert len(recovered.segments) == 2  # the cleaned group and the (empty) active one
     assert not [p for p in directory.iterdir() if p.name.endswith((".swap", ".cleaned"))]
+
+
+def test_a_truncation_below_the_clean_part_makes_that_part_dirty_again(tmp_path):
+    """A follower that truncates and fetches anew holds new records where the cleaner
+    had cleaned (Kafka's maybeTruncateCheckpoint): the next round maps them."""
+    logs, log = manager(tmp_path)
+    produce(log, [(b"k%d" % (n % 10), b"old-%d" % n) for n in range(1000)], per_batch=1)
+    log.roll()
+    logs.clean_once(now_ms=T0)
+    assert logs.cleaner_manager.first_dirty[("t", 0)] == 1000
+    log.truncate_to(995)  # offsets 995-999 go: k5..k9 lose their latest values
+    produce(log, [(b"k%d" % n, b"new-%d" % n) for n in range(10)])
+    log.roll()
+    plan = logs.cleaner_manager.grab_filthiest(logs.logs, T0)
+    assert plan is not None and plan.first_dirty == 995
+    logs.cleaner_manager.done(None, plan)
+    logs.clean_once(now_ms=T0)
+    assert latest_by_key(read_all(log)) == {b"k%d" % n: b"new-%d" % n for n in range(10)}
+
+
+def test_a_log_of_many_small_batches_all_kept_is_rewritten_whole(tmp_path):
+    """Thousands of one-record batches, every key distinct: nothing to drop, and the
+    rewrite writes them in bounded pwritev calls (IOV_MAX)."""
+    logs, log = manager(tmp_path, COMPACT.replace(segment_bytes=1 << 20))
+    produce(log, [(b"unique-%d" % n, b"v") for n in range(5000)], per_batch=1)
+    log.roll()
+    before = read_all(log)
+    result = logs.clean_once(now_ms=T0)
+    assert result is not None and result.stats.records_kept == 5000
+    assert read_all(log) == before

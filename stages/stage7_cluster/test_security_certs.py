@@ -51,7 +51,8 @@ BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/t
      "not in listeners"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
       "inter.broker.listener.name": "SASL_PLAINTEXT"}, "username="),
-    ({"sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI is not supported"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+      "sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI is not supported"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093",
       "ssl.keystore.location": "KEYSTORE", "ssl.client.auth": "maybe"}, "ssl.client.auth"),
 ])
@@ -61,6 +62,11 @@ def test_bad_security_settings_are_one_clear_line(tmp_path, settings, expected):
     with pytest.raises(ConfigError, match=expected) as failure:
         BrokerConfig.from_properties({**BASE, **settings})
     assert "\n" not in str(failure.value)
+
+
+def test_a_kafka_default_mechanism_list_is_fine_without_sasl_listeners():
+    config = BrokerConfig.from_properties({**BASE, "sasl.enabled.mechanisms": "GSSAPI"})
+    assert [li.name for li in config.listeners] == ["PLAINTEXT"]
 
 
 def test_listeners_endpoints_and_the_inter_broker_listener():

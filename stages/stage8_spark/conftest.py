@@ -33,7 +33,9 @@ def spark_cluster(tmp_path_factory):
     """A running three-broker LocalCluster, one per test module."""
     from simplekafka.cluster import LocalCluster
 
-    local = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("spark-cluster"))
+    # A small __transaction_state (Kafka's 50 partitions are slow to create on a busy machine).
+    local = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("spark-cluster"),
+                         broker_config={"transaction.state.log.num.partitions": 3})
     local.start()
     try:
         yield local

@@ -55,3 +55,24 @@ def wait_until(condition, what: str, timeout: float = 120.0, every: float = 0.5)
     """The project's one polling loop, failing as a test assertion."""
     return processes.wait_until(condition, what, timeout=timeout, interval=every,
                                 error=AssertionError)
+
+
+def start_restart_job(cluster, topic: str, checkpoint, out, stall: int = -1,
+                      exactly_once: str | None = None):
+    """``restart_job.py`` as its own driver process (a session leader: killpg kills its JVM
+    and Python workers too); its output on ``stdout``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "SPARK_LOCAL_IP": "127.0.0.1"}
+    command = [sys.executable, "-m", "stages.stage8_spark.restart_job",
+               cluster.bootstrap_servers, topic, str(checkpoint), str(out)]
+    if stall >= 0:
+        command += ["--stall-batch", str(stall)]
+    if exactly_once:
+        command += ["--exactly-once", exactly_once]
+    return subprocess.Popen(command, cwd=root, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

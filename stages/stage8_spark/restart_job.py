@@ -6,11 +6,17 @@ records per micro-batch, trigger availableNow) and writes each micro-batch's
 values to ``OUT/batch-<id>.txt``, replacing the file when a batch is replayed
 (an idempotent sink keyed by batch id). With ``--stall-batch N`` it stops in
 the middle of batch N (after touching ``OUT/stalled``) until it is killed.
+
+With ``--exactly-once SINK`` the values go to the topic SINK through the
+simplekafka sink in exactly-once mode instead (each micro-batch one
+transaction); ``--stall-batch N`` then stops with batch N's transaction open
+(the sink's SIMPLEKAFKA_SPARK_SINK_STALL hook).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -22,7 +28,10 @@ def main() -> None:
     parser.add_argument("checkpoint")
     parser.add_argument("out", type=Path)
     parser.add_argument("--stall-batch", type=int, default=-1)
+    parser.add_argument("--exactly-once", metavar="SINK")
     args = parser.parse_args()
+    if args.exactly_once and args.stall_batch >= 0:
+        os.environ["SIMPLEKAFKA_SPARK_SINK_STALL"] = f"{args.stall_batch}:{args.out / 'stalled'}"
     from simplekafka.spark.session import local_spark
 
     spark = local_spark("simplekafka-restart-job")
@@ -37,14 +46,19 @@ def main() -> None:
         tmp.write_text("".join(v + "\n" for v in values))
         tmp.replace(args.out / f"batch-{batch_id}.txt")
 
-    query = (spark.readStream.format("simplekafka")
-             .option("kafka.bootstrap.servers", args.servers)
-             .option("subscribe", args.topic)
-             .option("startingOffsets", "earliest")
-             .option("maxOffsetsPerTrigger", "100")
-             .load()
-             .writeStream.foreachBatch(write_batch)
-             .option("checkpointLocation", args.checkpoint)
+    stream = (spark.readStream.format("simplekafka")
+              .option("kafka.bootstrap.servers", args.servers)
+              .option("subscribe", args.topic)
+              .option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", "100")
+              .load())
+    if args.exactly_once:
+        writer = (stream.select("value").writeStream.format("simplekafka")
+                  .option("kafka.bootstrap.servers", args.servers)
+                  .option("topic", args.exactly_once).option("exactlyOnce", "true"))
+    else:
+        writer = stream.writeStream.foreachBatch(write_batch)
+    query = (writer.option("checkpointLocation", args.checkpoint)
              .trigger(availableNow=True)
              .start())
     query.awaitTermination()

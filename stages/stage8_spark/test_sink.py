@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
-from stages.stage8_spark.helpers import new_topic, wait_until
+from stages.stage8_spark.helpers import new_topic, produce, start_restart_job, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -120,6 +123,12 @@ def test_replayed_sink_batch(spark, spark_cluster, tmp_path, dedup):
     ("value string, partition string", {"topic": "t"}, "column 'partition' must be an int"),
     ("value string", {"topic": "t", "dedup": "maybe"}, "option dedup must be true or false"),
     ("value string", {"topic": "t", "topics": "t"}, "unknown option 'topics' for the simplekafka"),
+    ("value string", {"topic": "t", "exactlyOnce": "yes"},
+     "option exactlyOnce must be true or false"),
+    ("value string", {"topic": "t", "kafka.transactional.id": "x", "exactlyOnce": "false"},
+     "option kafka.transactional.id needs exactlyOnce=true"),
+    ("value string", {"topic": "t", "exactlyOnce": "true"},
+     "option exactlyOnce is for streaming writes (writeStream)"),
 ])
 def test_bad_sink_columns_and_options_fail_with_one_line(spark, columns, options, message):
     df = spark.createDataFrame([], columns)
@@ -130,3 +139,54 @@ def test_bad_sink_columns_and_options_fail_with_one_line(spark, columns, options
         writer.mode("append").save()
     assert "SparkOptionError: " + message in str(caught.value).splitlines()[0]
     assert "Traceback" not in str(caught.value)
+
+
+def read_committed(cluster, topic: str, partitions: int = 3) -> list[tuple[bytes, list]]:
+    """Every committed value of ``topic`` (read_committed), with its headers, until quiet."""
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got, quiet_since = [], time.monotonic()
+    try:
+        while time.monotonic() - quiet_since < 3:
+            message = consumer.poll(0.3)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+                quiet_since = time.monotonic()
+    finally:
+        consumer.close()
+    return got
+
+
+@pytest.mark.timeout(900)  # two Spark drivers, one after the other, on a loaded machine
+def test_exactly_once_sink_driver_sigkilled_inside_a_transaction(spark_cluster, tmp_path):
+    """Each micro-batch is one transaction: the driver is SIGKILLed with batch 1's records
+    written but not committed; restarted from the checkpoint, it replays batch 1, whose
+    open transaction the new driver aborted, and read_committed readers see every record
+    once."""
+    source, sink = new_topic(spark_cluster), new_topic(spark_cluster)
+    produced = produce(spark_cluster, source, 300)
+    out, checkpoint = tmp_path / "out", tmp_path / "cp"
+    job = start_restart_job(spark_cluster, source, checkpoint, out, stall=1, exactly_once=sink)
+    try:
+        wait_until(lambda: (out / "stalled").exists() or job.poll() is not None,
+                   "the job to stall in batch 1's transaction", timeout=240)
+        assert job.poll() is None, job.stdout.read()
+        os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
+        job.wait(30)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert (checkpoint / "offsets" / "1").exists() and not (checkpoint / "commits" / "1").exists()
+    job = start_restart_job(spark_cluster, source, checkpoint, out, exactly_once=sink)
+    try:
+        output, _ = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert job.returncode == 0, output[-3000:]
+    assert sorted(read_committed(spark_cluster, sink)) == sorted(produced)

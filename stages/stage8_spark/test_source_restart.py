@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -13,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from simplekafka.producer import Producer
-from stages.stage8_spark.helpers import new_topic, produce, run_stream, wait_until
+from stages.stage8_spark.helpers import (
+    new_topic,
+    produce,
+    run_stream,
+    start_restart_job,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,13 +49,7 @@ def test_restart_from_the_checkpoint_reads_exactly_the_new_records(spark, spark_
 
 
 def _job(cluster, topic, checkpoint, out, stall=-1) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
-    command = [sys.executable, "-m", "stages.stage8_spark.restart_job",
-               cluster.bootstrap_servers, topic, str(checkpoint), str(out)]
-    if stall >= 0:
-        command += ["--stall-batch", str(stall)]
-    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return start_restart_job(cluster, topic, checkpoint, out, stall)
 
 
 def _read_batches(out: Path) -> list[str]:

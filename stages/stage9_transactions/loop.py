@@ -18,7 +18,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer
 
 BATCH = 20
-IDLE_EXIT_S = 5.0
+IDLE_EXIT_S = 3.0
 TIMEOUT_S = 30.0
 
 

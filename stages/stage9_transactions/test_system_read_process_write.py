@@ -26,7 +26,7 @@ from stages.stage7_cluster.system import create_topic, running_cluster
 
 pytestmark = pytest.mark.integration
 
-INPUTS = 300
+INPUTS = 200
 SOURCE, SINK, GROUP, TXN_ID = "rpw-in", "rpw-out", "rpw-group", "rpw-loop"
 CONFIG = {
     "transaction.state.log.num.partitions": 3, "transaction.state.log.replication.factor": 3,
@@ -51,7 +51,7 @@ def seed(bootstrap: str, done: threading.Event) -> None:
         producer.produce(SOURCE, b"%04d" % i, partition=i % 2)
         if i % 10 == 9:
             producer.flush(30)
-            time.sleep(0.3)
+            time.sleep(0.2)
     assert producer.flush(60) == 0
     done.set()
 
@@ -77,7 +77,7 @@ def committed_output(bootstrap: str, isolation: str = "read_committed") -> colle
     seen: collections.Counter = collections.Counter()
     quiet_since = time.monotonic()
     try:
-        while time.monotonic() - quiet_since < 3:
+        while time.monotonic() - quiet_since < 2:
             message = consumer.poll(0.3)
             if message is not None and not message.error():
                 seen[message.value()] += 1

@@ -303,3 +303,156 @@ def test_a_new_coordinator_finishes_what_the_old_one_decided(world):
 
 def test_the_state_topic_is_kafkas():
     assert TRANSACTION_STATE_TOPIC == "__transaction_state"
+
+
+# -- transactional offset commits in __consumer_offsets, replayed -------------------------
+
+
+def test_replay_keeps_committed_offsets_drops_aborted_and_holds_open_ones():
+    """A broker that becomes the group's coordinator reads __consumer_offsets back:
+    offsets of a committed transaction count, an aborted one's never, an open one's wait."""
+    from simplekafka.broker.group.metadata_manager import GroupMetadataManager
+    from simplekafka.broker.group.records import OffsetKey, encode_offset_key, encode_offset_value
+    from simplekafka.broker.group.records import OffsetValue as Value
+    from simplekafka.protocol.records import build_batch, build_end_txn_marker
+
+    def offsets(offset):
+        return [(encode_offset_key(OffsetKey("g", "in", 0)),
+                 encode_offset_value(Value(offset, -1, "", 1)))]
+
+    chunks, position = [], 0
+
+    def add(batch_bytes_of):
+        nonlocal position
+        data = batch_bytes_of(position)
+        chunks.append(data)
+        position += 1
+
+    add(lambda at: build_batch(offsets(10), base_offset=at))  # a plain commit
+    add(lambda at: build_batch(offsets(20), base_offset=at, producer_id=5, producer_epoch=0,
+                               base_sequence=0, is_transactional=True))
+    add(lambda at: build_batch(offsets(30), base_offset=at, producer_id=6, producer_epoch=0,
+                               base_sequence=0, is_transactional=True))
+    add(lambda at: build_end_txn_marker(5, 0, True, 0, base_offset=at))
+    add(lambda at: build_end_txn_marker(6, 0, False, 0, base_offset=at))
+    add(lambda at: build_batch(offsets(40), base_offset=at, producer_id=7, producer_epoch=0,
+                               base_sequence=0, is_transactional=True))
+    data = b"".join(chunks)
+    log = SimpleNamespace(log_start_offset=0, log_end_offset=position,
+                          read=lambda at, size: data if at == 0 else b"")
+    contents = GroupMetadataManager.read_partition(SimpleNamespace(log=log))
+    assert contents.offsets["g"][("in", 0)].offset == 20  # 10, then the committed 20
+    assert contents.pending == {7: {"g": {("in", 0): Value(40, -1, "", 1)}}}
+
+
+def test_txn_apis_tell_old_clients_invalid_producer_epoch():
+    """KIP-588: PRODUCER_FENCED only to versions that know it."""
+    from simplekafka.broker.apis.transactions import TransactionApis
+
+    fenced = SimpleNamespace(end_transaction=lambda *a: ErrorCode.PRODUCER_FENCED)
+    apis = TransactionApis(fenced, groups=None)
+    request = SimpleNamespace(transactional_id="t", producer_id=1, producer_epoch=0,
+                              committed=True)
+    for version, code in [(1, ErrorCode.INVALID_PRODUCER_EPOCH), (2, ErrorCode.PRODUCER_FENCED)]:
+        context = SimpleNamespace(api_version=version, principal=None)
+        assert apis.end_txn(context, request)["error_code"] == code
+
+
+# -- our Producer's transaction states ---------------------------------------------------
+
+
+def test_producer_transaction_states_refuse_out_of_order_calls():
+    from simplekafka.client.errors import ProducerFencedError
+    from simplekafka.producer.transactions import (
+        TransactionManager,
+        TransactionStateError,
+    )
+    from simplekafka.producer.transactions import (
+        TransactionState as ClientState,
+    )
+
+    manager = TransactionManager(client=None, transactional_id="t", timeout_ms=1000,
+                                 request_timeout_ms=1000)
+    with pytest.raises(TransactionStateError, match="Uninitialized"):
+        manager.begin()
+    manager.state = ClientState.READY
+    with pytest.raises(TransactionStateError, match="needs InTransaction"):
+        manager.check_can_send()
+    manager.begin()
+    manager.fail(KafkaTimeoutLike())
+    assert manager.state == ClientState.ABORTABLE_ERROR
+    with pytest.raises(TransactionStateError):
+        manager.check_can_send()  # commit is refused; abort is allowed
+    manager.check_can_abort()
+    from simplekafka.protocol.errors import error_for
+
+    manager.fail(error_for(ErrorCode.PRODUCER_FENCED, "fenced"))
+    with pytest.raises(ProducerFencedError):
+        manager.check_can_abort()  # fatal: everything raises it
+    with pytest.raises(ValueError):
+        TransactionManager(client=None, transactional_id="", timeout_ms=1000,
+                           request_timeout_ms=1000)
+
+
+class KafkaTimeoutLike(Exception):
+    """A send that failed for a reason that is not fatal."""
+
+
+# -- the Spark sink's exactly-once commit, with a fake producer ---------------------------
+
+
+class FakeTransactionalProducer:
+    def __init__(self):
+        self.calls: list = []
+
+    def begin_transaction(self):
+        self.calls.append("begin")
+
+    def send(self, topic, value=None, key=None, headers=None, partition=None):
+        self.calls.append(("send", topic, value))
+
+    def flush(self, timeout=None):
+        pass
+
+    def send_offsets_to_transaction(self, offsets, group):
+        self.calls.append(("offsets", dict(offsets), group))
+
+    def commit_transaction(self, timeout=None):
+        self.calls.append("commit")
+
+    def abort_transaction(self, timeout=None):
+        self.calls.append("abort")
+
+
+@pytest.mark.parametrize("already_committed, expected", [
+    (3, ["begin", ("send", "out", b"a"), ("send", "out", b"b"),
+         ("offsets", {("out", 0): 4}, "simplekafka-spark-sink-q1"), "commit"]),
+    (4, []),  # batch 3 committed before the crash: its replay writes nothing
+])
+def test_spark_sink_commits_a_batch_once(monkeypatch, already_committed, expected):
+    from simplekafka.spark import sink
+    from simplekafka.spark.options import parse_sink_options
+
+    producer = FakeTransactionalProducer()
+    monkeypatch.setattr(sink, "transactional_producer", lambda options, query: producer)
+    monkeypatch.setattr(sink, "committed_batches", lambda p, group, tp: already_committed)
+    options = parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:9", "topic": "out",
+                                  "exactlyOnce": "true"})
+    records = [("out", None, b"a", None, ()), ("out", None, b"b", None, ())]
+    message = sink.SinkCommitMessage(0, 0, records=records, query_id="q1")
+    sink.commit_exactly_once(options, [message, None], 3)
+    assert [c if not isinstance(c, tuple) or c[0] != "offsets"
+            else ("offsets", {tuple(k): v for k, v in c[1].items()}, c[2])
+            for c in producer.calls] == expected
+
+
+def test_spark_sink_exactly_once_options():
+    from simplekafka.spark.options import SparkOptionError, parse_sink_options
+
+    servers = {"kafka.bootstrap.servers": "127.0.0.1:9"}
+    assert not parse_sink_options(servers).exactly_once
+    named = parse_sink_options({**servers, "kafka.transactional.id": "orders"})
+    assert named.exactly_once and named.transactional_id == "orders"
+    assert "transactional.id" not in named.client  # not a producer setting
+    with pytest.raises(SparkOptionError, match="must not be empty"):
+        parse_sink_options({**servers, "kafka.transactional.id": " "})

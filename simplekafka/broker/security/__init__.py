@@ -32,7 +32,8 @@ def check_security_config(config: Any) -> None:
     from simplekafka.broker.security.tls import server_options
 
     enabled = config["sasl.enabled.mechanisms"]
-    for mechanism in enabled:
+    uses_sasl = any(listener.uses_sasl for listener in config.listeners)
+    for mechanism in enabled if uses_sasl else ():  # only a SASL listener offers them
         if mechanism not in MECHANISMS:
             raise ValueError(f"sasl.enabled.mechanisms: {mechanism} is not supported "
                              f"(supported: {', '.join(MECHANISMS)})")
