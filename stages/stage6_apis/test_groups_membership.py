@@ -358,3 +358,34 @@ def test_our_cooperative_member_fetches_while_its_rejoin_waits(cluster):
         traffic.stop.set()
         traffic.join(30)
         ours.close()
+
+
+def test_a_second_consumer_with_the_same_instance_id_fences_the_first(cluster):
+    """Two of ours claiming one group.instance.id: the newer takes the place (and the
+    partitions); the older hears FENCED_INSTANCE_ID and its poll raises."""
+    from simplekafka.client.errors import KafkaError
+    from simplekafka.protocol.errors import ErrorCode
+
+    bootstrap = cluster.bootstrap_servers
+    topic, group = new_topic(bootstrap), unique("fenced")
+
+    def static() -> Consumer:
+        consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
+                            group_instance_id="only-one", session_timeout_ms=SESSION_MS,
+                            heartbeat_interval_ms=HEARTBEAT_MS)
+        consumer.subscribe([topic])
+        return consumer
+
+    older, newer = static(), static()
+    try:
+        wait_until(lambda: bool(older.poll(100) or older.assignment()), 30, "older assigned")
+        wait_until(lambda: bool(newer.poll(100) or newer.assignment()), 30, "newer assigned")
+        assert len(newer.assignment()) == PARTITIONS
+        with pytest.raises(KafkaError) as fenced:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                older.poll(100)
+        assert fenced.value.error_code == ErrorCode.FENCED_INSTANCE_ID
+    finally:
+        newer.close()
+        older.close()
