@@ -12,7 +12,11 @@ here, pure functions, no ZooKeeper):
    one replica of a doubled rack to a rack it lacks;
 4. balance: while one broker holds two replicas more than another, move one
    replica from the fullest to the emptiest, never losing a rack;
-5. order each partition's replicas so preferred leaders (first replica) are
+5. undo detours: the greedy steps can move a replica where handing a replica
+   along a chain of partitions would have kept one more in place, so cancel
+   such chains while one exists (a negative cycle of moves, as in min-cost flow;
+   with none left the movement is the least that balance allows);
+6. order each partition's replicas so preferred leaders (first replica) are
    spread within one of each other where the replica sets allow it, by
    shifting leadership along chains of partitions. Reordering moves no data.
 
@@ -70,6 +74,7 @@ def plan_reassignment(current: Mapping[PartitionKey, Iterable[int]],
     _fill(plan, wanted, targets, rack_of, load)
     _repair_racks(plan, targets, rack_of, load)
     _balance(plan, targets, rack_of, load)
+    _cancel_detours(plan, current, targets, rack_of, load)
     _balance_leaders(plan, targets)
     return plan
 
@@ -152,6 +157,119 @@ def _best_move(plan: Assignment, brokers: list[int], rack_of: Mapping[int, str],
                 if len({rack_of[b] for b in after}) >= racks_before:
                     return key, leaving, joining
     return None
+
+
+_SLACK = -1  # the node standing for "whichever brokers hold the one extra replica"
+
+
+def _cancel_detours(plan: Assignment, current: Mapping[PartitionKey, Iterable[int]],
+                    brokers: list[int], rack_of: Mapping[int, str], load: Counter) -> None:
+    """Apply chains of single-replica moves that keep every load (or swap which
+    brokers hold the one extra) and create fewer replicas than they remove."""
+    original = {key: set(current[key]) for key in plan}
+    for _ in range(replicas_moved(current, plan) + 1):  # each cycle saves a move
+        cycle = _negative_cycle(plan, original, brokers, rack_of, load)
+        if cycle is None:
+            return
+        moves = [(leaving, joining, key) for leaving, joining, key in cycle if key is not None]
+        after = {key: [joining if b == leaving else b for b in plan[key]]
+                 for leaving, joining, key in moves}
+        if any(len({rack_of[b] for b in after[key]}) < len({rack_of[b] for b in plan[key]})
+               for key in after):
+            return  # a split chain would lose a rack: keep the plan as it is
+        plan.update(after)
+        for leaving, joining, _ in moves:  # the slack node's edges move nothing
+            load[leaving] -= 1
+            load[joining] += 1
+
+
+def _move_cost(original: set[int], leaving: int, joining: int) -> int:
+    """Change in replicas created when a partition's replica goes from one broker to another."""
+    return (joining not in original) - (leaving not in original)
+
+
+def _negative_cycle(plan: Assignment, original: Mapping[PartitionKey, set[int]],
+                    brokers: list[int], rack_of: Mapping[int, str],
+                    load: Counter) -> list[tuple[int, int, PartitionKey | None]] | None:
+    """Bellman-Ford over brokers: an edge a->b is the cheapest partition on a, not on b,
+    whose replica may go to b without losing a rack; the slack node links brokers at
+    the floor to those holding the extra replica."""
+    best: dict[tuple[int, int], tuple[int, PartitionKey]] = {}
+    for key in sorted(plan):
+        replicas = plan[key]
+        racks_before = len({rack_of[b] for b in replicas})
+        for leaving in replicas:
+            for joining in brokers:
+                if joining in replicas:
+                    continue
+                after = {rack_of[b] for b in replicas if b != leaving} | {rack_of[joining]}
+                if len(after) < racks_before:
+                    continue
+                cost = _move_cost(original[key], leaving, joining)
+                if (leaving, joining) not in best or cost < best[(leaving, joining)][0]:
+                    best[(leaving, joining)] = (cost, key)
+    edges: list[tuple[int, int, int, PartitionKey | None]] = [
+        (a, b, cost, key) for (a, b), (cost, key) in best.items()]
+    low, high = min(load[b] for b in brokers), max(load[b] for b in brokers)
+    if high == low + 1:
+        edges += [(b, _SLACK, 0, None) for b in brokers if load[b] == low]
+        edges += [(_SLACK, b, 0, None) for b in brokers if load[b] == high]
+    nodes = [*brokers, _SLACK]
+    distance = dict.fromkeys(nodes, 0)
+    parent: dict[int, tuple[int, PartitionKey | None]] = {}
+    changed = None
+    for _ in range(len(nodes)):
+        changed = None
+        for a, b, cost, key in edges:
+            if distance[a] + cost < distance[b]:
+                distance[b] = distance[a] + cost
+                parent[b] = (a, key)
+                changed = b
+        if changed is None:
+            return None
+    node = changed
+    for _ in range(len(nodes)):  # step back onto the cycle itself
+        node = parent[node][0]
+    cycle: list[tuple[int, int, PartitionKey | None]] = []
+    at = node
+    while True:
+        previous, key = parent[at]
+        cycle.append((previous, at, key))
+        at = previous
+        if at == node:
+            break
+    cycle.reverse()
+    return _distinct_partitions(cycle, plan, original)
+
+
+def _distinct_partitions(cycle: list[tuple[int, int, PartitionKey | None]],
+                         plan: Assignment, original: Mapping[PartitionKey, set[int]]
+                         ) -> list[tuple[int, int, PartitionKey | None]]:
+    """A negative cycle using one partition twice splits into two cycles (the partition
+    shortcut each way) of the same total cost; keep the cheaper until all differ."""
+    while True:
+        first = {}
+        for i, (_, _, key) in enumerate(cycle):
+            if key is None:
+                continue
+            if key in first:
+                i0 = first[key]
+                a0, _, _ = cycle[i0]
+                a1, _, _ = cycle[i]
+                b0 = cycle[i0][1]
+                b1 = cycle[i][1]
+                inner = [(a0, b1, key), *cycle[i + 1:], *cycle[:i0]]
+                outer = [(a1, b0, key), *cycle[i0 + 1:i]]
+                cycle = min(inner, outer, key=lambda c: _cycle_cost(c, original))
+                break
+            first[key] = i
+        else:
+            return cycle
+
+
+def _cycle_cost(cycle: list[tuple[int, int, PartitionKey | None]],
+                original: Mapping[PartitionKey, set[int]]) -> int:
+    return sum(_move_cost(original[key], a, b) for a, b, key in cycle if key is not None)
 
 
 def _balance_leaders(plan: Assignment, brokers: list[int]) -> None:
