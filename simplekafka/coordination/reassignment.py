@@ -160,14 +160,16 @@ def _best_move(plan: Assignment, brokers: list[int], rack_of: Mapping[int, str],
 
 
 _SLACK = -1  # the node standing for "whichever brokers hold the one extra replica"
+Step = tuple[int, int, "PartitionKey | None"]  # (from, to, partition; None through _SLACK)
 
 
 def _cancel_detours(plan: Assignment, current: Mapping[PartitionKey, Iterable[int]],
                     brokers: list[int], rack_of: Mapping[int, str], load: Counter) -> None:
     """Apply chains of single-replica moves that keep every load (or swap which
-    brokers hold the one extra) and create fewer replicas than they remove."""
+    brokers hold the one extra) and leave fewer replicas to copy."""
     original = {key: set(current[key]) for key in plan}
-    for _ in range(replicas_moved(current, plan) + 1):  # each cycle saves a move
+    created = sum(len(set(plan[key]) - original[key]) for key in plan)
+    for _ in range(created + 1):  # each cycle saves a replica
         cycle = _negative_cycle(plan, original, brokers, rack_of, load)
         if cycle is None:
             return
@@ -190,7 +192,7 @@ def _move_cost(original: set[int], leaving: int, joining: int) -> int:
 
 def _negative_cycle(plan: Assignment, original: Mapping[PartitionKey, set[int]],
                     brokers: list[int], rack_of: Mapping[int, str],
-                    load: Counter) -> list[tuple[int, int, PartitionKey | None]] | None:
+                    load: Counter) -> list[Step] | None:
     """Bellman-Ford over brokers: an edge a->b is the cheapest partition on a, not on b,
     whose replica may go to b without losing a rack; the slack node links brokers at
     the floor to those holding the extra replica."""
@@ -209,7 +211,7 @@ def _negative_cycle(plan: Assignment, original: Mapping[PartitionKey, set[int]],
                 if (leaving, joining) not in best or cost < best[(leaving, joining)][0]:
                     best[(leaving, joining)] = (cost, key)
     edges: list[tuple[int, int, int, PartitionKey | None]] = [
-        (a, b, cost, key) for (a, b), (cost, key) in best.items()]
+        (a, b, cost, via) for (a, b), (cost, via) in best.items()]
     low, high = min(load[b] for b in brokers), max(load[b] for b in brokers)
     if high == low + 1:
         edges += [(b, _SLACK, 0, None) for b in brokers if load[b] == low]
@@ -217,49 +219,46 @@ def _negative_cycle(plan: Assignment, original: Mapping[PartitionKey, set[int]],
     nodes = [*brokers, _SLACK]
     distance = dict.fromkeys(nodes, 0)
     parent: dict[int, tuple[int, PartitionKey | None]] = {}
-    changed = None
+    changed: int | None = None
     for _ in range(len(nodes)):
         changed = None
-        for a, b, cost, key in edges:
+        for a, b, cost, via in edges:
             if distance[a] + cost < distance[b]:
                 distance[b] = distance[a] + cost
-                parent[b] = (a, key)
+                parent[b] = (a, via)
                 changed = b
         if changed is None:
             return None
+    assert changed is not None  # still relaxing after |nodes| rounds: a negative cycle
     node = changed
     for _ in range(len(nodes)):  # step back onto the cycle itself
         node = parent[node][0]
-    cycle: list[tuple[int, int, PartitionKey | None]] = []
+    cycle: list[Step] = []
     at = node
     while True:
-        previous, key = parent[at]
-        cycle.append((previous, at, key))
+        previous, via = parent[at]
+        cycle.append((previous, at, via))
         at = previous
         if at == node:
             break
     cycle.reverse()
-    return _distinct_partitions(cycle, plan, original)
+    return _distinct_partitions(cycle, original)
 
 
-def _distinct_partitions(cycle: list[tuple[int, int, PartitionKey | None]],
-                         plan: Assignment, original: Mapping[PartitionKey, set[int]]
-                         ) -> list[tuple[int, int, PartitionKey | None]]:
+def _distinct_partitions(cycle: list[Step],
+                         original: Mapping[PartitionKey, set[int]]) -> list[Step]:
     """A negative cycle using one partition twice splits into two cycles (the partition
     shortcut each way) of the same total cost; keep the cheaper until all differ."""
     while True:
-        first = {}
-        for i, (_, _, key) in enumerate(cycle):
+        first: dict[PartitionKey, int] = {}
+        for i, (leaving, joining, key) in enumerate(cycle):
             if key is None:
                 continue
             if key in first:
-                i0 = first[key]
-                a0, _, _ = cycle[i0]
-                a1, _, _ = cycle[i]
-                b0 = cycle[i0][1]
-                b1 = cycle[i][1]
-                inner = [(a0, b1, key), *cycle[i + 1:], *cycle[:i0]]
-                outer = [(a1, b0, key), *cycle[i0 + 1:i]]
+                j = first[key]
+                leaving_before, joining_before, _ = cycle[j]
+                inner: list[Step] = [(leaving_before, joining, key), *cycle[i + 1:], *cycle[:j]]
+                outer: list[Step] = [(leaving, joining_before, key), *cycle[j + 1:i]]
                 cycle = min(inner, outer, key=lambda c: _cycle_cost(c, original))
                 break
             first[key] = i
@@ -267,7 +266,7 @@ def _distinct_partitions(cycle: list[tuple[int, int, PartitionKey | None]],
             return cycle
 
 
-def _cycle_cost(cycle: list[tuple[int, int, PartitionKey | None]],
+def _cycle_cost(cycle: list[Step],
                 original: Mapping[PartitionKey, set[int]]) -> int:
     return sum(_move_cost(original[key], a, b) for a, b, key in cycle if key is not None)
 
