@@ -114,11 +114,14 @@ class FetchSession:
 
 
 class _ResolvedRequest:
-    """The request with the session's whole partition list in place of what it named."""
+    """The request with the session's whole partition list in place of what it named;
+    ``incremental``: the answer names only what changed, so what cannot have changed
+    need not be read (the Fetch handler's ``_quiet``)."""
 
-    def __init__(self, request: Any, topics: list[_Topic]):
+    def __init__(self, request: Any, topics: list[_Topic], incremental: bool):
         self._request = request
         self.topics = topics
+        self.incremental = incremental
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._request, name)
@@ -132,7 +135,7 @@ class FetchContext:
         self.session = session
         self.incremental = incremental
         self.error = error
-        self.request = (_ResolvedRequest(request, session.topics())
+        self.request = (_ResolvedRequest(request, session.topics(), incremental)
                         if session is not None else request)
 
     def error_body(self) -> dict:

@@ -449,6 +449,19 @@ class Partition:
         upper = read_header(records, spans[-1][0]).next_offset
         return self.log.collect_aborted_txns(fetch_offset, upper)
 
+    def record_caught_up_fetch(self, replica_id: int, fetch_offset: int, log_start: int,
+                               now: float) -> bool:
+        """``record_follower_fetch`` for a follower asking again from our log end, as its
+        last fetch did: it is caught up now, nothing else moves. False (nothing done)
+        unless that is so; the caller then records the fetch in full."""
+        if (self.follower_end_offsets.get(replica_id) != fetch_offset
+                or fetch_offset != self.log.log_end_offset
+                or (log_start >= 0 and self.follower_log_starts.get(replica_id) != log_start)):
+            return False
+        self.follower_caught_up_ms[replica_id] = now
+        self._follower_last_fetch[replica_id] = (now, fetch_offset)
+        return True
+
     def record_follower_fetch(self, replica_id: int, fetch_offset: int,
                               now: float | None = None, log_start: int = -1) -> None:
         """A follower fetched from ``fetch_offset``: that is its LEO; maybe it caught up.

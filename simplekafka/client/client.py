@@ -105,6 +105,18 @@ def metadata_request(topics: list[str] | None, allow_auto_create: bool = False):
     return body
 
 
+COORDINATOR_CONNECTIONS = 2**31 - 1
+"""Node ids above half of this name a second connection to broker ``this - id``."""
+
+
+def coordinator_connection(node_id: int) -> int:
+    """The node id of a connection of its own to broker ``node_id``, for a group
+    coordinator (as Kafka's consumer uses ``Integer.MAX_VALUE - id``): a JoinGroup that
+    waits for a rebalance then holds up no Fetch to the same broker, since a broker
+    answers one connection's requests in order."""
+    return COORDINATOR_CONNECTIONS - node_id
+
+
 class KafkaClient:
     """Connections to a cluster, its metadata, and request routing (thread-safe)."""
 
@@ -146,6 +158,8 @@ class KafkaClient:
         """Where broker ``node_id`` listens (negative ids are bootstrap servers)."""
         if node_id < 0:
             return self.bootstrap_addresses[(-node_id - 1) % len(self.bootstrap_addresses)]
+        if node_id > COORDINATOR_CONNECTIONS // 2:
+            node_id = COORDINATOR_CONNECTIONS - node_id
         broker = self.metadata.broker(node_id)
         if broker is None:
             raise LeaderNotAvailableError(f"broker {node_id} is not in the cluster metadata")

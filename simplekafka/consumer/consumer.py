@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
@@ -155,6 +156,8 @@ class Consumer:
         self._on_revoke: RebalanceCallback | None = None
         self._next_auto_commit = time.monotonic() + auto_commit_interval_ms / 1000
         self._last_committed: dict[TopicPartition, int] = {}
+        # A cooperative rebalance running in the background: (owned, topics, its result)
+        self._rejoining: tuple[list[TopicPartition], list[str], Future] | None = None
         if topics:
             self.subscribe(list(topics))
 
@@ -205,6 +208,7 @@ class Consumer:
             self._group.leave()
             self._group = self._fresh_group(self._group)
         self._topics = self._pattern = self._joined_topics = None
+        self._rejoining = None
         self._fetcher.states = {}
 
     @staticmethod
@@ -472,12 +476,18 @@ class Consumer:
             group.needs_rejoin = True
         elif self._partition_count_changed():
             group.needs_rejoin = True  # partitions were added: share them out (as Java does)
+        if self._rejoining is not None:
+            self._finish_background_rejoin()
+            return
         if not group.needs_rejoin:
             return
         owned = sorted(self._fetcher.states)
+        deadline = Deadline((group.rebalance_timeout_ms + group.session_timeout_ms) / 1000)
+        if group.cooperative and owned and self._joined_topics is not None:
+            self._start_background_rejoin(owned, topics, deadline)
+            return
         if not group.cooperative:
             self._revoke()  # eager: give everything up before the rebalance
-        deadline = Deadline((group.rebalance_timeout_ms + group.session_timeout_ms) / 1000)
         assigned = group.join(topics, owned, self._partition_counts, deadline)
         self._joined_topics = topics
         self._joined_counts = self._known_counts(topics)
@@ -488,6 +498,35 @@ class Consumer:
         self._last_committed = {}
         if self._on_assign is not None:
             self._on_assign(list(assigned))
+
+    def _start_background_rejoin(self, owned: list[TopicPartition], topics: list[str],
+                                 deadline: Deadline) -> None:
+        """KIP-429: a member that owns partitions keeps fetching them while it rejoins, so
+        the JoinGroup/SyncGroup round runs on a thread and ``poll`` goes on meanwhile."""
+        group = self._group
+        assert group is not None
+        result: Future = Future()
+
+        def rejoin() -> None:
+            try:
+                result.set_result(group.join(topics, owned, self._partition_counts, deadline))
+            except BaseException as exc:  # handed to poll, which raises it
+                result.set_exception(exc)
+
+        self._rejoining = (owned, topics, result)
+        threading.Thread(target=rejoin, name=f"rejoin-{group.group_id}", daemon=True).start()
+
+    def _finish_background_rejoin(self) -> None:
+        """Once the background rebalance is done: apply its assignment (or raise its error)."""
+        assert self._rejoining is not None
+        owned, topics, result = self._rejoining
+        if not result.done():
+            return
+        self._rejoining = None
+        assigned = result.result()
+        self._joined_topics = topics
+        self._joined_counts = self._known_counts(topics)
+        self._apply_incremental(owned, assigned)
 
     def _apply_incremental(self, owned: list[TopicPartition],
                            assigned: list[TopicPartition]) -> None:
@@ -545,6 +584,8 @@ class Consumer:
     def _maybe_auto_commit(self) -> None:
         if not self.enable_auto_commit or time.monotonic() < self._next_auto_commit:
             return
+        if self._rejoining is not None:
+            return  # the generation is changing: commit once the rebalance is done
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval_ms / 1000
         changed = {tp: o for tp, o in self._positions().items()
                    if self._last_committed.get(tp) != o}

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from simplekafka.client.client import Deadline, KafkaClient
+from simplekafka.client.client import Deadline, KafkaClient, coordinator_connection
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from simplekafka.client.group_protocol import (
     PROTOCOL_TYPE,
@@ -104,8 +104,8 @@ class GroupMember:
     def coordinator(self, deadline: Deadline) -> int:
         """The node id of the group's coordinator (FindCoordinator, retried until the deadline)."""
         if self.coordinator_id is None:
-            self.coordinator_id = find_coordinator(
-                self.client, self.group_id, max(1, int(deadline.remaining() * 1000)))
+            self.coordinator_id = coordinator_connection(find_coordinator(
+                self.client, self.group_id, max(1, int(deadline.remaining() * 1000))))
         return self.coordinator_id
 
     def coordinator_dead(self) -> None:
@@ -312,7 +312,7 @@ class GroupMember:
 
         def attempt(deadline: Deadline) -> None:
             answer = self.send_to_coordinator(ApiKey.OFFSET_COMMIT, body, deadline)
-            self.check_commit_answer(answer)
+            self.check_commit_answer(answer, body["generation_id_or_member_epoch"])
 
         self.client.call_with_retries(attempt, timeout_ms)
 
@@ -333,7 +333,8 @@ class GroupMember:
 
         def done(answer_future: Future) -> None:
             try:
-                self.check_commit_answer(answer_future.result())
+                self.check_commit_answer(answer_future.result(),
+                                         body["generation_id_or_member_epoch"])
             except BaseException as exc:
                 if isinstance(exc, KafkaError) and not isinstance(exc, CommitFailedError):
                     self.coordinator_dead()
@@ -344,7 +345,8 @@ class GroupMember:
         sent.add_done_callback(done)
         return result
 
-    def check_commit_answer(self, answer: Any) -> None:
+    def check_commit_answer(self, answer: Any, generation: int = -1) -> None:
+        """Raise the commit's error; ``generation`` is the one the commit was sent with."""
         for topic in answer.topics:
             for part in topic.partitions:
                 code = ErrorCode.of(part.error_code)
@@ -358,7 +360,11 @@ class GroupMember:
                     self.needs_rejoin = True
                     if code != ErrorCode.REBALANCE_IN_PROGRESS:
                         with self._lock:
-                            self.member_id, self.generation = "", -1
+                            # Only if the commit spoke for the generation we are in: one
+                            # sent before a (cooperative, background) rejoin moved on
+                            # must not wipe the new membership.
+                            if generation == self.generation:
+                                self.member_id, self.generation = "", -1
                     raise CommitFailedError(
                         f"{where}: {code.name}: the group rebalanced; this member no longer "
                         f"owns the partition (poll again to rejoin)")

@@ -153,3 +153,41 @@ def test_sessions_are_counted_in_the_metrics(world):
     assert samples["kafka_server_fetchsessioncache_numincrementalfetchsessions"] == 1
     assert samples["kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"] == 2
     assert samples["kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total"] == 0
+
+
+def test_an_idle_follower_session_reads_nothing_but_stays_caught_up(tmp_path):
+    """At 10,000 partitions an idle follower's fetch, twice per replica.fetch.wait.max.ms,
+    was mostly building answers nobody needed: a caught-up in-sync follower's unchanged
+    partitions are only recorded as fetched (it stays in the ISR), never read."""
+    import time
+
+    clock = task.Clock()
+    partitions = []
+    for index in range(3):
+        partition = Partition("t", index, 1, Log.open(tmp_path / f"t-{index}", LogConfig()))
+        partition.make_leader(0, [1, 2], [1, 2], 0, 1)
+        partitions.append(partition)
+    handler = FetchHandler(Leaders(partitions), clock, lambda: False,
+                           sessions=FetchSessionCache(clock=clock.seconds))
+
+    def follower_fetch(offsets, session_id=0, epoch=0):
+        request = SimpleNamespace(
+            replica_id=2, max_wait_ms=0, min_bytes=1, max_bytes=BIG, isolation_level=0,
+            session_id=session_id, session_epoch=epoch, forgotten_topics_data=[],
+            topics=[SimpleNamespace(topic="t", partitions=[
+                SimpleNamespace(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                                current_leader_epoch=0, log_start_offset=0)
+                for p, o in offsets.items()])] if offsets else [])
+        return handler(None, request)
+
+    produce(partitions[0])
+    session = follower_fetch({0: 0, 1: 0, 2: 0})["session_id"]
+    assert named(follower_fetch({0: 1}, session, 1))[0]["high_watermark"] == 1
+    seen = {p.index: p.follower_caught_up_ms[2] for p in partitions}
+    time.sleep(0.01)
+    for partition in partitions:
+        partition.read = None  # reading would fail: nothing may be read now
+    answer = follower_fetch({}, session, 2)
+    assert answer["error_code"] == ErrorCode.NONE and named(answer) == {}
+    assert all(p.follower_caught_up_ms[2] > seen[p.index] for p in partitions)
+    assert all(p.high_watermark == p.log_end_offset for p in partitions)

@@ -121,6 +121,8 @@ class CkMember(Member):
 
 class OurMember(Member):
     consumer: Consumer | None = None
+    max_poll_interval_ms = 300_000
+    commit_synchronously = True  # else async: a sync commit waits behind a JoinGroup
 
     def consume(self) -> None:
         from simplekafka.client.errors import KafkaError
@@ -129,7 +131,8 @@ class OurMember(Member):
             bootstrap_servers=self.bootstrap, group_id=self.group,
             group_instance_id=self.instance, auto_offset_reset="earliest",
             enable_auto_commit=False, session_timeout_ms=SESSION_MS,
-            heartbeat_interval_ms=HEARTBEAT_MS, partition_assignment_strategy=[self.strategy])
+            heartbeat_interval_ms=HEARTBEAT_MS, partition_assignment_strategy=[self.strategy],
+            max_poll_interval_ms=self.max_poll_interval_ms)
         consumer.subscribe(
             [self.topic], on_assign=lambda tps: self.on_assign([tp.partition for tp in tps]),
             on_revoke=lambda tps: self.on_revoke([tp.partition for tp in tps]))
@@ -142,7 +145,7 @@ class OurMember(Member):
                     continue
                 self.received += [(now, r.partition, r.offset, r.value) for r in records]
                 try:
-                    consumer.commit()
+                    consumer.commit(asynchronous=not self.commit_synchronously)
                 except KafkaError:
                     pass
         finally:
@@ -299,3 +302,90 @@ def test_cooperative_members_keep_consuming_what_they_keep_while_a_member_joins(
         traffic.join(30)
         for member in members:
             member.close()
+
+
+def test_our_cooperative_member_fetches_while_its_rejoin_waits(cluster):
+    """Our Consumer rejoins on a thread: while the follow-up rebalance waits for a member
+    that never comes back (until the rebalance timeout), it goes on receiving records
+    from the partitions it keeps. Joining inside poll, it would receive nothing then."""
+    from simplekafka.client import KafkaClient
+    from simplekafka.client.group_protocol import (
+        Subscription,
+        encode_subscription,
+        find_coordinator,
+    )
+    from simplekafka.protocol.api import ApiKey
+
+    bootstrap = cluster.bootstrap_servers
+    topic, group = new_topic(bootstrap), unique("cooperative-wait")
+    traffic = Traffic(bootstrap, topic)
+    traffic.start()
+    ours = OurMember("ours", bootstrap, topic, group, strategy="cooperative-sticky")
+    ours.max_poll_interval_ms = 6000  # the group's rebalance timeout
+    ours.commit_synchronously = False
+    ours.start()
+    client = KafkaClient(bootstrap)
+    try:
+        wait_until(lambda: len(ours.owned) == PARTITIONS, 60, "ours owning every partition")
+        coordinator = find_coordinator(client, group, 30_000)
+        join = {"group_id": group, "session_timeout_ms": 10_000, "rebalance_timeout_ms": 3000,
+                "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                "protocols": [{"name": "cooperative-sticky", "metadata": encode_subscription(
+                    Subscription([topic], b"", ()))}]}
+        answer = client.request(coordinator, ApiKey.JOIN_GROUP, join, timeout_ms=30_000)
+        join["member_id"] = answer.member_id  # MEMBER_ID_REQUIRED, then the real join
+        answer = client.request(coordinator, ApiKey.JOIN_GROUP, join, timeout_ms=30_000)
+        assert answer.error_code == 0
+        client.request(coordinator, ApiKey.SYNC_GROUP, {
+            "group_id": group, "generation_id": answer.generation_id,
+            "member_id": answer.member_id, "group_instance_id": None, "assignments": []},
+            timeout_ms=30_000)
+        # This lazy member now never heartbeats nor rejoins. Ours gave up half its
+        # partitions and rejoined: the follow-up rebalance waits ~6 s for the lazy one.
+        wait_until(lambda: any(kind == "revoke" for _, kind, _ in ours.events), 30,
+                   "ours revoking what the newcomer is to get")
+        revoked_at = max(t for t, kind, _ in ours.events if kind == "revoke")
+        kept = set(ours.owned)
+        assert 0 < len(kept) < PARTITIONS
+        time.sleep(4)
+        during = {p for t, p, *_ in ours.received if revoked_at + 1 <= t <= revoked_at + 4}
+        assert kept <= during, (f"ours stopped consuming {kept - during} while rejoining",
+                                [(round(t - revoked_at, 2), k, p) for t, k, p in ours.events])
+        wait_until(lambda: len(ours.owned) == PARTITIONS, 30,
+                   "ours taking everything back once the lazy member is dropped")
+    finally:
+        client.close()
+        traffic.stop.set()
+        traffic.join(30)
+        ours.close()
+
+
+def test_a_second_consumer_with_the_same_instance_id_fences_the_first(cluster):
+    """Two of ours claiming one group.instance.id: the newer takes the place (and the
+    partitions); the older hears FENCED_INSTANCE_ID and its poll raises."""
+    from simplekafka.client.errors import KafkaError
+    from simplekafka.protocol.errors import ErrorCode
+
+    bootstrap = cluster.bootstrap_servers
+    topic, group = new_topic(bootstrap), unique("fenced")
+
+    def static() -> Consumer:
+        consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
+                            group_instance_id="only-one", session_timeout_ms=SESSION_MS,
+                            heartbeat_interval_ms=HEARTBEAT_MS)
+        consumer.subscribe([topic])
+        return consumer
+
+    older, newer = static(), static()
+    try:
+        wait_until(lambda: bool(older.poll(100) or older.assignment()), 30, "older assigned")
+        wait_until(lambda: bool(newer.poll(100) or newer.assignment()), 30, "newer assigned")
+        assert len(newer.assignment()) == PARTITIONS
+        with pytest.raises(KafkaError) as fenced:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                older.poll(100)
+        assert fenced.value.error_code == ErrorCode.FENCED_INSTANCE_ID
+    finally:
+        newer.close()
+        older.close()
