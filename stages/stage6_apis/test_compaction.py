@@ -11,7 +11,6 @@ a decompression bomb is refused by the broker and by our consumer.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from simplekafka.admin import Admin, NewTopic
+from simplekafka.broker.log_cleaner import HOLD_ENV
 from simplekafka.client import KafkaClient
 from simplekafka.client.errors import CorruptMessageError
 from simplekafka.client.errors import InvalidRecordError as InvalidRecordFailure
@@ -42,29 +42,14 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-KILLED_TOPIC = unique("killed")  # the one topic whose swap the cleaner holds at (below)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    base = tmp_path_factory.mktemp("compaction")
-    # The brokers start with the cleaner's test hook armed for one partition: while
-    # base/hold exists, its swap waits at the commit point (test_a_sigkill_...).
-    hook = {"SIMPLEKAFKA_CLEANER_HOLD": f"swap:{KILLED_TOPIC}-0:{base / 'hold'}"}
-    local = LocalCluster(brokers=1, base_dir=base, metrics=False,
+    local = LocalCluster(brokers=1, base_dir=tmp_path_factory.mktemp("compaction"),
+                         metrics=False,
                          broker_config={"log.cleaner.backoff.ms": "300",
                                         "offsets.topic.num.partitions": "1",
                                         "offsets.topic.segment.bytes": SEGMENT})
-    saved = {key: os.environ.get(key) for key in hook}
-    os.environ.update(hook)
-    try:
-        local.start()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    local.start()
     try:
         yield local
     finally:
@@ -203,29 +188,58 @@ def test_a_consumer_reading_through_a_cleaning_sees_a_consistent_view(cluster):
     assert seen == {b"k%d" % k: 9_950 + k for k in range(50)}
 
 
-def test_a_sigkill_at_the_swap_recovers_on_restart(cluster):
+def test_a_sigkill_at_the_swap_recovers_on_restart(cluster, tmp_path):
     """The cleaner holds at its commit point (``.swap`` files written, old segments
     still there); the broker is SIGKILLed there and restarted: the swap is finished on
-    load and a consumer reads the last value of every key."""
-    topic = KILLED_TOPIC
-    hold = cluster.base_dir / "hold"
+    load and a consumer reads the last value of every key.
+
+    Safe to rerun: a fresh topic and hold file per attempt, and whatever way an attempt
+    ends, the broker is left running without the hook and the hold file is gone."""
+    topic = unique("killed")
+    hold = tmp_path / "hold"
     hold.touch()
-    create(cluster, topic, cleanup_policy="compact", segment_bytes=SEGMENT,
-           min_cleanable_dirty_ratio="0.01")
+    # The topic is filled before it turns compacted: the hold blocks the broker's reactor
+    # (it is the swap's window), so a round held during the produce would stall it.
+    create(cluster, topic, segment_bytes=SEGMENT, min_cleanable_dirty_ratio="0.01")
     directory = cluster.partition_dir(1, topic, 0)
     pairs = [(b"k%d" % (n % 30), b"v%d" % n) for n in range(5_000)]
     produce_all(cluster, topic, pairs)
-    cluster.wait_for(lambda: Path(f"{hold}.reached").exists(), "the cleaner at the swap",
-                     timeout=60)
-    assert list(directory.glob("*.log.swap")), sorted(p.name for p in directory.iterdir())
-    cluster.kill(1)
-    hold.unlink()
-    cluster.restart(1)  # without the hook: the fixture armed it for the first start only
+    hooked = True  # from the restart below until the broker runs without the hook again
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # armed for this one start only
+            patch.setenv(HOLD_ENV, f"swap:{topic}-0:{hold}")
+            cluster.restart(1)
+        with Admin(cluster.bootstrap_servers, request_timeout_ms=30_000) as admin:
+            admin.alter_configs("topic", topic, {"cleanup.policy": "compact"})
+        cluster.wait_for(lambda: Path(f"{hold}.reached").exists(), "the cleaner at the swap",
+                         timeout=120)
+        assert list(directory.glob("*.log.swap")), sorted(p.name for p in directory.iterdir())
+        cluster.kill(1)
+        hold.unlink()
+        cluster.restart(1)
+        hooked = False
+    finally:
+        hold.unlink(missing_ok=True)  # a broker held at the swap goes on (and can stop)
+        if hooked:
+            cluster.restart(1)  # the module's other tests get a broker without the hook
+    finished = "finished the interrupted swap of a cleaned segment"
+    assert any(str(directory) in line and finished in line
+               for line in broker_log(cluster).splitlines())
     records = read_all(cluster, topic)
     assert latest(records) == latest([(0, k, v) for k, v in pairs])
     offsets = [offset for offset, _, _ in records]
     assert offsets == sorted(offsets) and offsets[-1] == len(pairs) - 1
-    assert not [p for p in directory.iterdir() if p.name.endswith((".swap", ".cleaned"))]
+    # With no checkpoint from the killed round, the restarted cleaner cleans the log once
+    # more; once that round is done no .swap or .cleaned file is left.
+    cluster.wait_for(lambda: checkpoint_of(cluster, topic) is not None,
+                     "the cleaning after the restart", timeout=120)
+    cluster.wait_for(lambda: not [p for p in directory.iterdir()
+                                  if p.name.endswith((".swap", ".cleaned"))],
+                     "no .swap or .cleaned files left", timeout=60)
+
+
+def broker_log(cluster) -> str:
+    return (cluster.base_dir / "logs" / "broker-1.log").read_text(errors="replace")
 
 
 def test_consumer_offsets_stay_bounded_under_a_stream_of_commits(cluster):
@@ -361,5 +375,4 @@ def test_a_decompression_bomb_is_refused_by_the_broker_and_by_our_consumer(clust
     assert produce_raw(cluster, plain, payload).error_code == ErrorCode.NONE
     with pytest.raises(CorruptMessageError, match="max_decompressed_bytes"):
         read_all(cluster, plain)
-    log = (cluster.base_dir / "logs" / "broker-1.log").read_text(errors="replace")
-    assert "decompresses to more than" in log
+    assert "decompresses to more than" in broker_log(cluster)
