@@ -78,7 +78,7 @@ def main(base_dir: Path) -> int:
         first.wait()
         print("loop SIGKILLed inside a transaction (its records written, not committed); "
               "starting it again")
-        if loop(bootstrap).wait(timeout=120) != 0:
+        if loop(bootstrap).wait(timeout=300) != 0:
             raise SystemExit("the restarted loop failed")
         committed = read(bootstrap, "read_committed")
         everything = read(bootstrap, "read_uncommitted")
