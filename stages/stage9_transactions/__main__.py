@@ -7,7 +7,9 @@ read-process-write loop of ``loop.py`` (confluent-kafka: read_committed
 consumer, transactional producer, input offsets committed inside each
 transaction) as a separate process. The loop is SIGKILLed after its first
 transactions and started again: the new instance fences the old transactional
-id and aborts its open transaction, and resumes from the committed offsets.
+id and aborts its open transaction, waits for the group to give it the
+partitions (the killed member must time out first), and resumes from the
+committed offsets.
 At the end the output, read with read_committed, holds each input's result
 exactly once, while read_uncommitted also shows what the aborted transaction
 had written. Files go to $SIMPLEKAFKA_DEMO_DIR if set, else a temporary
@@ -78,7 +80,7 @@ def main(base_dir: Path) -> int:
         first.wait()
         print("loop SIGKILLed inside a transaction (its records written, not committed); "
               "starting it again")
-        if loop(bootstrap).wait(timeout=120) != 0:
+        if loop(bootstrap).wait(timeout=300) != 0:
             raise SystemExit("the restarted loop failed")
         committed = read(bootstrap, "read_committed")
         everything = read(bootstrap, "read_uncommitted")
