@@ -91,3 +91,20 @@ def test_the_latency_pacer_sleeps_instead_of_spinning(monkeypatch):
     assert sent == list(range(1000))
     assert 0.09 <= now[0] <= 0.12  # paced at the rate
     assert reads[0] <= 3 * len(slept) + 3  # every clock reading is followed by a sleep
+
+
+def test_a_run_is_judged_by_the_load_it_started_in():
+    """The load at the end counts the run's own brokers and clients, so only the load
+    at the start (other work on the machine) decides whether figures are representative."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.suite.core import Run
+
+    idle_start = Run(mode="small", scenarios=["all"], started=0.0,
+                     load_before=(0.4, 0.5, 0.6), load_after=(2.6, 1.9, 1.2))
+    busy_start = Run(mode="small", scenarios=["all"], started=0.0,
+                     load_before=(1.7, 1.5, 1.2), load_after=(2.6, 1.9, 1.2))
+    tiny = Run(mode="tiny", scenarios=["all"], started=0.0,
+               load_before=(0.1, 0.1, 0.1), load_after=(0.1, 0.1, 0.1))
+    assert idle_start.representative
+    assert not busy_start.representative
+    assert not tiny.representative

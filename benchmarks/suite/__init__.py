@@ -88,7 +88,7 @@ def print_table(record: Run) -> None:
         console.print("tiny mode: these figures only show that the scenarios run")
     elif not record.representative:
         console.print(f"NOT representative: the load average was above {QUIET_LOAD:g} "
-                      "(the machine was busy with other work)")
+                      "at the start (the machine was busy with other work)")
     for note in record.notes:
         console.print(f"note: {note.strip()}")
     for failure in record.failures:

@@ -21,8 +21,8 @@ def draw(run: Run, out_dir: Path) -> list[Path]:
     by_plot: dict[str, list[Curve]] = defaultdict(list)
     for curve in run.curves:
         by_plot[curve.plot].append(curve)
-    load = max(run.load_before[0], run.load_after[0])
-    condition = f"load average {load:.2f}" + ("" if run.representative else
+    load = run.load_before[0]
+    condition = f"load average {load:.2f} at the start" + ("" if run.representative else
                                               " (not representative)")
     written = []
     out_dir.mkdir(parents=True, exist_ok=True)
