@@ -64,6 +64,8 @@ def _in_every_isr(bootstrap: str, topics: list[str], broker_id: int) -> bool:
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     metadata = admin.list_topics(timeout=60)
+    if any(name not in metadata.topics for name in topics):
+        return False  # the broker asked has not heard of every new topic yet
     return all(broker_id in p.isrs for name in topics
                for p in metadata.topics[name].partitions.values())
 
