@@ -83,6 +83,7 @@ def worker_group(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: fine without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadScopeScheduling
 
