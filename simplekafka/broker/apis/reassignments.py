@@ -47,8 +47,8 @@ def _no_zookeeper() -> dict:
             "error_message": "not connected to ZooKeeper yet", "responses": [], "topics": []}
 
 
-class AlterPartitionReassignmentsHandler:
-    """ApiKey.ALTER_PARTITION_REASSIGNMENTS: see the module docstring."""
+class _ClusterRequestHandler:
+    """What both reassignment handlers do first: check the cluster ACL, find ZooKeeper."""
 
     def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle,
                  authorizer: Authorizer = ALLOW_EVERYONE) -> None:
@@ -56,13 +56,23 @@ class AlterPartitionReassignmentsHandler:
         self.zookeeper = zookeeper
         self.authorizer = authorizer
 
-    def __call__(self, context: Any, request: Any) -> Any:
-        if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER,
-                                         CLUSTER_NAME):
-            return _refused()
+    def _zookeeper_for(self, context: Any, operation: AclOperation) -> tuple[Any, dict | None]:
+        """(the ZooKeeper client, None), or (None, the error answer) when refused or absent."""
+        if not self.authorizer.authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+            return None, _refused()
         zk = self.zookeeper()
         if zk is None:
-            return _no_zookeeper()
+            return None, _no_zookeeper()
+        return zk, None
+
+
+class AlterPartitionReassignmentsHandler(_ClusterRequestHandler):
+    """ApiKey.ALTER_PARTITION_REASSIGNMENTS: see the module docstring."""
+
+    def __call__(self, context: Any, request: Any) -> Any:
+        zk, refusal = self._zookeeper_for(context, AclOperation.ALTER)
+        if refusal is not None:
+            return refusal
         wanted = {(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas))
                   for t in request.topics for p in t.partitions}
         return in_worker_thread(self.reactor, alter_reassignments, zk, wanted).addCallback(
@@ -144,22 +154,13 @@ def _alter_response(results: dict[Key, tuple[ErrorCode, str | None]]) -> dict:
             "responses": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
 
 
-class ListPartitionReassignmentsHandler:
+class ListPartitionReassignmentsHandler(_ClusterRequestHandler):
     """ApiKey.LIST_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __init__(self, reactor: Reactor, zookeeper: ZooKeeperHandle,
-                 authorizer: Authorizer = ALLOW_EVERYONE) -> None:
-        self.reactor = reactor
-        self.zookeeper = zookeeper
-        self.authorizer = authorizer
-
     def __call__(self, context: Any, request: Any) -> Any:
-        if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
-                                         CLUSTER_NAME):
-            return _refused()
-        zk = self.zookeeper()
-        if zk is None:
-            return _no_zookeeper()
+        zk, refusal = self._zookeeper_for(context, AclOperation.DESCRIBE)
+        if refusal is not None:
+            return refusal
         wanted = (None if request.topics is None else
                   {(t.name, p) for t in request.topics for p in t.partition_indexes})
         return in_worker_thread(self.reactor, list_reassignments, zk, wanted)
