@@ -459,13 +459,14 @@ def _wait_for_acks(results: dict, waits: list[tuple[PartitionResponse, defer.Def
     No timer of its own: each partition's queue times its waiters out, one timer per
     partition rather than one per request."""
 
-    def note(code: ErrorCode, response: PartitionResponse) -> None:
+    def note(code: ErrorCode, response: PartitionResponse) -> dict:
         if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
             response.error_code = code
+        return results
 
     if len(waits) == 1:  # the common case: one partition, no joining Deferred
         response, wait = waits[0]
-        return wait.addCallback(lambda code: (note(code, response), results)[1])
+        return wait.addCallback(note, response)
     finished: defer.Deferred = defer.Deferred()
     remaining = [len(waits)]
 

@@ -269,6 +269,7 @@ def test_an_acks_all_wait_costs_the_same_however_many_are_waiting(tmp_path):
     """Registering an acks=all waiter, and a HW advance that completes one, used to walk
     every waiter (a list rebuilt per produce): a leader that fell behind got slower the
     further it fell. Now both cost the same with 10 or 3,000 waiting (lines executed)."""
+    import functools
     from pathlib import Path
 
     import simplekafka.broker
@@ -283,10 +284,11 @@ def test_an_acks_all_wait_costs_the_same_however_many_are_waiting(tmp_path):
             partition.wait_for_high_watermark(partition.log_end_offset, 2)
         offset = partition.log_end_offset + 1
         produce(partition, acks=-1)
-        register = _lines_run_in(broker_code, lambda: partition.wait_for_high_watermark(
-            offset, 2))
+        register = _lines_run_in(broker_code, functools.partial(
+            partition.wait_for_high_watermark, offset, 2))
         # F1 reaches offset 1: the HW moves to 1, completing exactly one waiter.
-        advance = _lines_run_in(broker_code, lambda: partition.record_follower_fetch(F1, 1))
+        advance = _lines_run_in(broker_code, functools.partial(
+            partition.record_follower_fetch, F1, 1))
         assert partition.high_watermark == 1
         costs.append((register, advance))
     assert costs[0] == costs[1]
