@@ -283,11 +283,11 @@ class ReplicaFetcher:
         if looked_at is sent:
             self._swept = now
         for key in looked_at:
-            state = sent.get(key)
-            if state is not None:
-                partition = state.partition
+            followed = sent.get(key)
+            if followed is not None:
+                partition = followed.partition
                 positions[key] = (partition.log_end_offset, partition.log_start_offset,
-                                  state.epoch)
+                                  followed.epoch)
         if not sent:  # every partition is held back: wait for the quota to refill
             wait = throttle.quota.seconds_until_available() if throttle is not None else BACKOFF
             yield task.deferLater(self.reactor, min(max(wait, 0.01), 1.0), lambda: None)
