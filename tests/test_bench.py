@@ -108,3 +108,31 @@ def test_a_run_is_judged_by_the_load_it_started_in():
     assert idle_start.representative
     assert not busy_start.representative
     assert not tiny.representative
+
+
+def test_the_failover_phases_come_from_zookeepers_timestamps():
+    """The scale scenario splits a failover by the znodes' own times: the new /controller's
+    creation, and the last new leader written among the victim's partitions."""
+    from types import SimpleNamespace
+
+    from benchmarks.suite.scale import failover_phases
+
+    class Answer:
+        def __init__(self, mtime: int) -> None:
+            self.stat = SimpleNamespace(mtime=mtime)
+
+        def get(self):
+            return b"{}", self.stat
+
+    class ZooKeeper:
+        def get(self, path):
+            assert path == "/controller"
+            return b"{}", SimpleNamespace(ctime=106_500)
+
+        def get_async(self, path):
+            return Answer({"/brokers/topics/t/partitions/0/state": 107_000,
+                           "/brokers/topics/t/partitions/3/state": 108_250}[path])
+
+    phases = failover_phases(ZooKeeper(), [("t", 0), ("t", 3)], killed_at=100.0)
+    assert phases == {"failover: new controller elected (s)": 6.5,
+                      "failover: last new leader in ZooKeeper (s)": 8.25}

@@ -27,6 +27,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -35,6 +36,7 @@ from benchmarks.suite import peers
 from benchmarks.suite.core import Context, Curve, Figure, new_topic, percentile
 from simplekafka.cluster import LocalCluster
 from simplekafka.cluster.local import LOOPBACK
+from simplekafka.coordination.znodes import ZkPaths
 
 MB = 1_000_000
 SCALE_BROKERS = {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "30000"}
@@ -150,8 +152,9 @@ def partitions(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     figures = [Figure("scale", f"{name} at {int(x):,} partitions RF 3", y, "",
                       f"session timeout {session_s:g} s" if "failover" in name else "")
                for name, ys in points.items() for x, y in zip(hosted, ys)]
-    curves = [Curve(f"scale_{_stem(name)}", name, hosted, ys, "partitions (RF 3, 3 brokers)",
-                    name, log_x=len(hosted) > 2) for name, ys in points.items()]
+    curves = [Curve(_plot_of(name), name, hosted, ys, "partitions (RF 3, 3 brokers)",
+                    "seconds after the SIGKILL" if "failover" in name else name,
+                    log_x=len(hosted) > 2) for name, ys in points.items()]
     return figures, curves
 
 
@@ -160,17 +163,38 @@ def _failover(cluster: LocalCluster, topics: list[str]) -> dict[str, float]:
     bootstrap = cluster.bootstrap_servers
     victim = cluster.controller_id() or 1
     led = [key for key, leader in _leaders(bootstrap, topics).items() if leader == victim]
+    killed_at = time.time()
     cluster.kill(victim)
     others = ",".join(cluster.brokers[b].address for b in cluster.running_brokers())
     times = {"controller failover (s)": _wait(
         lambda: all(_leaders(others, topics).get(key, victim) not in (victim, -1)
                     for key in led), "new leaders", 600)}
+    times.update(failover_phases(cluster.zk, led, killed_at))
     started = time.perf_counter()
     cluster.restart(victim)
     times["broker restart until serving (s)"] = time.perf_counter() - started
     _wait(lambda: _in_every_isr(bootstrap, topics, victim), "ISR rejoin", 600)
     times["restart until back in every ISR (s)"] = time.perf_counter() - started
     return times
+
+
+def failover_phases(zk: Any, led: list[tuple[str, int]], killed_at: float
+                    ) -> dict[str, float]:
+    """Where a failover's time went, from ZooKeeper's own timestamps (seconds after the
+    kill): the new ``/controller`` znode's creation (the dead session expired and a
+    survivor won the election) and the last write of a new leader to the state znode
+    of a partition the victim led. The rest, up to the failover figure, is the
+    brokers applying LeaderAndIsr and UpdateMetadata (and the polling)."""
+    _data, controller = zk.get(ZkPaths.CONTROLLER)
+    sent = [zk.get_async(ZkPaths.partition_state(topic, index)) for topic, index in led]
+    written = max((answer.get()[1].mtime for answer in sent), default=controller.ctime)
+    return {"failover: new controller elected (s)": controller.ctime / 1000 - killed_at,
+            "failover: last new leader in ZooKeeper (s)": written / 1000 - killed_at}
+
+
+def _plot_of(name: str) -> str:
+    """The failover's phases share its plot."""
+    return "scale_controller_failover" if "failover" in name else f"scale_{_stem(name)}"
 
 
 def _stem(name: str) -> str:

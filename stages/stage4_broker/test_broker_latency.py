@@ -347,3 +347,82 @@ def test_a_tls_transport_keeps_twisted_buffered_path():
     assert send_now(transport, b"answer") == 0  # not a TCP transport: Twisted's path
     tls = SimpleNamespace(TLS=True)
     assert send_now(tls, b"answer") == 0
+# -- the acks=all wait (delayed_produce.py) --------------------------------------------------
+
+
+def _lines_run_in(directory: str, action) -> int:
+    """How many lines of the modules under ``directory`` ``action()`` executes: a count of
+    work that does not depend on the machine's speed or load."""
+    import sys
+
+    count = 0
+
+    def tracer(frame, event, _arg):
+        nonlocal count
+        if not frame.f_code.co_filename.startswith(directory):
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        action()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_an_acks_all_wait_costs_the_same_however_many_are_waiting(tmp_path):
+    """Registering an acks=all waiter, and a HW advance that completes one, used to walk
+    every waiter (a list rebuilt per produce): a leader that fell behind got slower the
+    further it fell. Now both cost the same with 10 or 3,000 waiting (lines executed)."""
+    import functools
+    from pathlib import Path
+
+    import simplekafka.broker
+
+    broker_code = str(Path(simplekafka.broker.__file__).parent)
+    costs = []
+    for waiting in (10, 3000):
+        partition = leader(tmp_path / str(waiting), isr=[LEADER, F1])
+        partition.record_follower_fetch(F1, 0)
+        for _ in range(waiting):
+            produce(partition, acks=-1)
+            partition.wait_for_high_watermark(partition.log_end_offset, 2)
+        offset = partition.log_end_offset + 1
+        produce(partition, acks=-1)
+        register = _lines_run_in(broker_code, functools.partial(
+            partition.wait_for_high_watermark, offset, 2))
+        # F1 reaches offset 1: the HW moves to 1, completing exactly one waiter.
+        advance = _lines_run_in(broker_code, functools.partial(
+            partition.record_follower_fetch, F1, 1))
+        assert partition.high_watermark == 1
+        costs.append((register, advance))
+    assert costs[0] == costs[1]
+
+
+def test_acks_all_waiters_share_one_timer_per_partition(tmp_path):
+    """One reactor timer per partition for the request timeouts, not one per produce (a
+    heap insertion and a cancel each); every waiter still times out at its own deadline,
+    an earlier deadline behind a later one included."""
+    clock = task.Clock()
+    partition = Partition("t", 0, LEADER, Log.open(tmp_path / "t-0", LogConfig()), clock=clock)
+    assert partition.make_leader(0, [LEADER, F1], [LEADER, F1, F2], 0, 1)
+    waits = []
+    for _ in range(100):
+        produce(partition, acks=-1)
+        waits.append(partition.wait_for_high_watermark(partition.log_end_offset, 1, 30.0))
+    assert len(clock.getDelayedCalls()) == 1
+    produce(partition, acks=-1)
+    hurried = partition.wait_for_high_watermark(partition.log_end_offset, 1, 5.0)
+    assert len(clock.getDelayedCalls()) == 1  # moved earlier, not added
+    partition.record_follower_fetch(F1, 50)  # the first 50 are committed
+    assert all(w.result == ErrorCode.NONE for w in waits[:50])
+    clock.advance(5.0)
+    assert hurried.result == ErrorCode.REQUEST_TIMED_OUT
+    assert not any(w.called for w in waits[50:])
+    assert len(clock.getDelayedCalls()) == 1  # now for the next deadline
+    clock.advance(25.0)
+    assert all(w.result == ErrorCode.REQUEST_TIMED_OUT for w in waits[50:])
+    assert not clock.getDelayedCalls() and not partition._hw_waiters
