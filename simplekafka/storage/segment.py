@@ -61,7 +61,7 @@ class LogSegment:
     """
 
     def __init__(self, directory: Path, base_offset: int, config: LogConfig, active: bool,
-                 created_ms: int, file_suffix: str = ""):
+                 created_ms: int, file_suffix: str = "", recovering: bool = False):
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
@@ -73,8 +73,12 @@ class LogSegment:
         self.indexes_were_missing = not (index_path.exists() and time_index_path.exists())
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
-        self.offset_index = OffsetIndex(index_path, base_offset, config.max_index_size, active)
-        self.time_index = TimeIndex(time_index_path, base_offset, config.max_index_size, active)
+        # ``recovering``: recover() follows and rebuilds the indexes, so an active segment's
+        # old entries are not read here (after a crash its index files are preallocated,
+        # and reading them cost two 10 MB reads per replica at start).
+        writable = active and not recovering
+        self.offset_index = OffsetIndex(index_path, base_offset, config.max_index_size, writable)
+        self.time_index = TimeIndex(time_index_path, base_offset, config.max_index_size, writable)
         self.txn_index = TransactionIndex(
             segment_file(directory, base_offset, TXN_INDEX_SUFFIX + file_suffix))
         self.active = active
@@ -128,8 +132,8 @@ class LogSegment:
         fine: the log cleaner leaves them where it removed whole batches.
         """
         was_active = self.active
-        self.offset_index.make_writable()
-        self.time_index.make_writable()
+        self.offset_index.make_writable(keep_entries=False)
+        self.time_index.make_writable(keep_entries=False)
         self.offset_index.reset()
         self.time_index.reset()
         self.next_offset = self.base_offset
