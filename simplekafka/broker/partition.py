@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
+from simplekafka.broker.delayed_produce import DelayedProduceQueue
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
@@ -73,7 +74,8 @@ class AppendResult(NamedTuple):
 class Partition:
     """Leader or follower state of one partition, around its storage Log."""
 
-    def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log):
+    def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log,
+                 clock: Any = None):
         self.topic = topic
         self.index = index
         self.local_broker_id = local_broker_id
@@ -100,7 +102,8 @@ class Partition:
         self._follower_last_fetch: dict[int, tuple[float, int]] = {}
         self.isr_change_pending = False  # an ISR write to ZooKeeper is in flight
         self._append_listeners: list[Callable[[Partition], None]] = []
-        self._hw_waiters: list[tuple[int, int, defer.Deferred]] = []
+        # acks=all produces waiting for the HW, in offset order (``clock`` times them out)
+        self._hw_waiters = DelayedProduceQueue(clock)
         self._snapshot_offset = -1  # where the last producer snapshot was taken
         self._rebuild_producer_state()
 
@@ -267,7 +270,9 @@ class Partition:
         if target < 0 or target > self.high_watermark:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
                             f"offset {offset} is outside 0..high watermark {self.high_watermark}")
-        return self.log.delete_records_before(target)
+        start = self.log.delete_records_before(target)
+        self._notify_append()  # a follower's settled session partition has news: the start
+        return start
 
     def low_watermark(self) -> int:
         """The lowest log start offset among the leader and its ISR (-1: a follower not heard)."""
@@ -325,7 +330,8 @@ class Partition:
         if new_hw <= self.high_watermark:
             return False
         self.high_watermark = new_hw
-        self._complete_hw_waiters()
+        if self._hw_waiters:
+            self._complete_hw_waiters()
         self._notify_append()  # consumers read below the HW: a new HW is new data for them
         return True
 
@@ -367,21 +373,19 @@ class Partition:
         """Take a checkpointed HW back after a restart (bounded by what the log holds)."""
         self.high_watermark = max(self.log_start_offset, min(checkpointed, self.log_end_offset))
 
-    def wait_for_high_watermark(self, offset: int, min_insync: int = 1) -> defer.Deferred:
+    def wait_for_high_watermark(self, offset: int, min_insync: int = 1,
+                                timeout: float | None = None) -> defer.Deferred:
         """A Deferred firing with an ErrorCode once HW >= ``offset`` (acks=all).
 
         Like Kafka's delayed produce: when the HW passes the batch the answer is
         NONE if the ISR still has ``min_insync`` members, and
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if it shrank below that meanwhile (the
-        batch was written, but fewer replicas than asked for hold it).
+        batch was written, but fewer replicas than asked for hold it);
+        REQUEST_TIMED_OUT after ``timeout`` seconds (None: never).
         """
         if self.high_watermark >= offset:
             return defer.succeed(self._acks_code(min_insync))
-        waiter: defer.Deferred = defer.Deferred()
-        # Waiters answered elsewhere (a timed-out produce) are dropped here.
-        self._hw_waiters = [w for w in self._hw_waiters if not w[-1].called]
-        self._hw_waiters.append((offset, min_insync, waiter))
-        return waiter
+        return self._hw_waiters.add(offset, min_insync, timeout)
 
     def _acks_code(self, min_insync: int) -> ErrorCode:
         if len(self.isr) < min_insync:
@@ -389,24 +393,14 @@ class Partition:
         return ErrorCode.NONE
 
     def _complete_hw_waiters(self) -> None:
-        hw = self.high_watermark
-        ready = [w for w in self._hw_waiters if w[0] <= hw]
-        if not ready:
-            return
-        self._hw_waiters = [w for w in self._hw_waiters if w[0] > hw]
-        for _, min_insync, waiter in ready:
-            if not waiter.called:
-                waiter.callback(self._acks_code(min_insync))
+        self._hw_waiters.complete(self.high_watermark, self._acks_code)
 
     def _check_hw_waiters(self) -> None:
         if self._hw_waiters:
             self._complete_hw_waiters()
 
     def _fail_hw_waiters(self, code: ErrorCode) -> None:
-        waiters, self._hw_waiters = self._hw_waiters, []
-        for _, _, waiter in waiters:
-            if not waiter.called:
-                waiter.callback(code)
+        self._hw_waiters.fail_all(code)
 
     # -- fetch --------------------------------------------------------------------------
 
@@ -485,6 +479,13 @@ class Partition:
         if log_start >= 0:
             self.follower_log_starts[replica_id] = log_start
             self._fire_low_watermark_waiters()
+
+    def follower_caught_up_until(self, replica_id: int, at_ms: float) -> None:
+        """A follower whose fetches of this partition were not recorded one by one (a
+        settled partition of its fetch session, see fetch_session.py) was caught up at
+        ``at_ms``, its last fetch: what an ISR check after an idle spell must know."""
+        if self.follower_caught_up_ms.get(replica_id, at_ms) < at_ms:
+            self.follower_caught_up_ms[replica_id] = at_ms
 
     def high_watermark_for(self, replica_id: int) -> int:
         """The HW a fetch answer carries; a follower's is remembered (see follower_behind_hw)."""

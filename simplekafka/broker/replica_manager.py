@@ -214,16 +214,17 @@ class ReplicaManager:
             return defer.succeed(results)
         waits: list[tuple[PartitionResponse, defer.Deferred]] = []
         for key, records in entries.items():
-            response, wait = self._append_to_leader(key, records, acks, internal, api_version)
+            response, wait = self._append_to_leader(key, records, acks, internal, api_version,
+                                                    timeout_ms)
             results[key] = response
             if wait is not None:
                 waits.append((response, wait))
         if not waits:
             return defer.succeed(results)
-        return self._wait_for_acks(results, waits, timeout_ms)
+        return _wait_for_acks(results, waits)
 
     def _append_to_leader(self, key: TopicPartitionKey, records: bytes | None, acks: int,
-                          internal: bool, api_version: int | None
+                          internal: bool, api_version: int | None, timeout_ms: int
                           ) -> tuple[PartitionResponse, defer.Deferred | None]:
         topic, index = key
         response = PartitionResponse()
@@ -256,37 +257,9 @@ class ReplicaManager:
             self.on_append(topic, result.last_offset - result.base_offset + 1,
                            len(records or b""))
         if acks == -1 and partition.high_watermark <= result.last_offset:
-            return response, partition.wait_for_high_watermark(result.last_offset + 1,
-                                                               min_insync)
+            return response, partition.wait_for_high_watermark(
+                result.last_offset + 1, min_insync, max(timeout_ms, 0) / 1000.0)
         return response, None
-
-    def _wait_for_acks(self, results: dict, waits: list[tuple[PartitionResponse, defer.Deferred]],
-                       timeout_ms: int) -> defer.Deferred:
-        """Fire with ``results`` when every acks=all batch is committed, or at the timeout."""
-        finished: defer.Deferred = defer.Deferred()
-        remaining = [len(waits)]
-
-        def one_done(code: ErrorCode, response: PartitionResponse) -> None:
-            if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
-                response.error_code = code
-            remaining[0] -= 1
-            if remaining[0] == 0 and not finished.called:
-                if timer.active():
-                    timer.cancel()
-                finished.callback(results)
-
-        def time_out() -> None:
-            for response, wait in waits:
-                if not wait.called:
-                    response.error_code = ErrorCode.REQUEST_TIMED_OUT
-                    wait.callback(ErrorCode.REQUEST_TIMED_OUT)  # the partition forgets it
-            if not finished.called:
-                finished.callback(results)
-
-        timer = self.reactor.callLater(max(timeout_ms, 0) / 1000.0, time_out)
-        for response, wait in waits:
-            wait.addCallback(one_done, response)
-        return finished
 
     # -- controller requests ------------------------------------------------------------
 
@@ -312,7 +285,8 @@ class ReplicaManager:
             if partition is None:
                 config = self.log_config_for(topic) if self.log_config_for else None
                 log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
-                partition = Partition(topic, state.partition_index, self.broker_id, log_)
+                partition = Partition(topic, state.partition_index, self.broker_id, log_,
+                                      clock=self.reactor)
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
@@ -475,6 +449,36 @@ def _partition_states(request: Any) -> list[tuple[str, Any]]:
     for p in getattr(request, "ungrouped_partition_states", None) or []:
         states.append((p.topic_name, p))
     return states
+
+
+def _wait_for_acks(results: dict, waits: list[tuple[PartitionResponse, defer.Deferred]]
+                   ) -> defer.Deferred:
+    """Fire with ``results`` once every acks=all wait has fired (committed, or timed out by
+    its partition's queue: ``delayed_produce``); a failed wait's code goes into its response.
+
+    No timer of its own: each partition's queue times its waiters out, one timer per
+    partition rather than one per request."""
+
+    def note(code: ErrorCode, response: PartitionResponse) -> dict:
+        if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
+            response.error_code = code
+        return results
+
+    if len(waits) == 1:  # the common case: one partition, no joining Deferred
+        response, wait = waits[0]
+        return wait.addCallback(note, response)
+    finished: defer.Deferred = defer.Deferred()
+    remaining = [len(waits)]
+
+    def one_done(code: ErrorCode, response: PartitionResponse) -> None:
+        note(code, response)
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            finished.callback(results)
+
+    for response, wait in waits:
+        wait.addCallback(one_done, response)
+    return finished
 
 
 def _cancel_timer(result: Any, timer: Any) -> Any:

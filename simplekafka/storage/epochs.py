@@ -117,7 +117,11 @@ class LeaderEpochCache:
         kept = [entry for entry in self._entries if entry.start_offset < end_offset]
         if len(kept) != len(self._entries):
             self._entries = kept
-            self._flush()
+            # Not fsynced (Kafka 3.7's truncateFromEndAsyncFlush, KAFKA-15046): a lost
+            # truncation only brings back entries past the log end, which the next load
+            # truncates again. Every log opened after a crash may truncate here, and two
+            # fsyncs per replica made a restart at thousands of replicas slow.
+            self._flush(durable=False)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at ``start_offset``: drop older epochs, clamp the one covering it."""
@@ -126,7 +130,7 @@ class LeaderEpochCache:
             return
         after = self._entries[len(before) :]
         self._entries = [EpochEntry(before[-1].epoch, start_offset), *after]
-        self._flush()
+        self._flush(durable=False)  # as truncate_from_end: a lost one is redone at load
 
     def clear(self) -> None:
         self._entries = []

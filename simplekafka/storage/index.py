@@ -85,14 +85,18 @@ class _MappedIndex:
     def is_full(self) -> bool:
         return self._count >= self._max_entries
 
-    def make_writable(self) -> None:
-        """Preallocate the file to its maximum size; appends go to memory (the active segment)."""
-        with self._file() as fd:
-            self._map_writable(fd)
+    def make_writable(self, keep_entries: bool = True) -> None:
+        """Preallocate the file to its maximum size; appends go to memory (the active segment).
 
-    def _map_writable(self, fd: int) -> None:
+        ``keep_entries=False`` starts empty without reading the file: recovery rebuilds the
+        entries anyway, and after a crash the file is preallocated (10 MB of mostly zeros).
+        """
+        with self._file() as fd:
+            self._map_writable(fd, keep_entries)
+
+    def _map_writable(self, fd: int, keep_entries: bool = True) -> None:
         self._unmap()
-        self._count = min(self._count, self.max_entries)
+        self._count = min(self._count, self.max_entries) if keep_entries else 0
         entries = os.pread(fd, self._count * self._entry_size, 0) if self._count else b""
         os.ftruncate(fd, self._max_bytes)
         self._mm = bytearray(entries)  # grows with appends: memory for entries in use only

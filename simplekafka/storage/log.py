@@ -174,7 +174,9 @@ class Log:
         truncated = 0
         for number, base in enumerate(bases):
             last = number == len(bases) - 1
-            segment = LogSegment(directory, base, config, active=last, created_ms=now)
+            recovering = recover_from is not None and base >= recover_from
+            segment = LogSegment(directory, base, config, active=last, created_ms=now,
+                                 recovering=recovering)
             if segments and base < segments[-1].next_offset:
                 # An overlap: the files after it do not belong to this log. (A gap is
                 # fine: the log cleaner leaves one where it removed whole batches.)
@@ -182,7 +184,7 @@ class Log:
                 _delete_segments_from(directory, bases[number + 1 :])
                 break
             segments.append(segment)
-            if recover_from is not None and base >= recover_from:
+            if recovering:
                 cut = segment.recover()
                 truncated += cut
                 if cut:

@@ -208,3 +208,55 @@ def test_after_a_crash_the_preallocated_index_tail_does_not_count(tmp_path):
     assert recovered.segments[0].offset_index.entries() == entries
     recovered.close()
     assert (directory / f"{0:020d}.index").stat().st_size == 8 * len(entries)  # trimmed
+
+
+def _count_io(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count fsyncs, and bytes read from index files, through the os module storage uses."""
+    counts = {"fsync": 0, "index bytes read": 0}
+    real_pread, real_fsync = os.pread, os.fsync
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        data = real_pread(fd, length, offset)
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(("index", "timeindex")):
+            counts["index bytes read"] += len(data)
+        return data
+
+    def fsync(fd: int) -> None:
+        counts["fsync"] += 1
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "pread", pread)
+    monkeypatch.setattr(os, "fsync", fsync)
+    return counts
+
+
+def test_recovery_after_a_crash_does_not_read_the_preallocated_indexes(tmp_path, monkeypatch):
+    # A crash leaves the active segment's indexes preallocated (10 MB each by default);
+    # recovery rebuilds them from the log, so reading them first was wasted (two 10 MB
+    # reads per replica made a restart at 1,000 replicas take minutes).
+    config = LogConfig(index_interval_bytes=100, max_index_size=1 << 20)
+    directory = tmp_path / "t-0"
+    log, stored = fill(directory, 30, config)
+    entries = log.segments[-1].offset_index.entries()
+    log.abandon()
+    counts = _count_io(monkeypatch)
+    recovered = Log.open(directory, config)
+    assert counts["index bytes read"] == 0
+    assert recovered.segments[-1].offset_index.entries() == entries
+    assert all_batches(recovered) == b"".join(stored)
+
+
+def test_recovery_truncating_the_epoch_cache_does_not_fsync(tmp_path, monkeypatch):
+    # A leader that wrote nothing in its epoch leaves an entry at the log end; loading
+    # after a crash drops it (as Kafka does) but need not fsync it (KAFKA-15046): a lost
+    # truncation is redone at the next load. It cost two fsyncs per replica at restart.
+    directory = tmp_path / "t-0"
+    log, _ = fill(directory, 3)
+    log.leader_epochs.assign(4, log.log_end_offset)
+    log.abandon()
+    counts = _count_io(monkeypatch)
+    recovered = Log.open(directory, CONFIG)
+    assert recovered.leader_epochs.latest_epoch == 3
+    assert counts["fsync"] == 0
+    recovered.flush()  # the next flush makes the truncation durable
+    assert Log.open(directory, CONFIG, clean_shutdown=True).leader_epochs.latest_epoch == 3

@@ -1,0 +1,133 @@
+"""The acks=all produces waiting on one partition's high watermark (Kafka's DelayedProduce).
+
+Kafka parks such a produce in a purgatory, watched by its partitions, with a
+timer wheel for the request timeout. Ours is one queue per partition, because
+what each waiter wants is an offset the high watermark must pass, and appends
+come in offset order: the queue is sorted by construction. So
+
+* registering a waiter appends to the right (a retried duplicate batch, whose
+  offset is lower, is inserted in its place);
+* a high-watermark advance completes waiters from the left and stops at the
+  first one still above it: the cost is the number of waiters it completes,
+  not the number waiting (scanning every waiter per produce made a leader that
+  fell behind slower the further it fell);
+* the request timeout is one reactor timer per queue, set for the earliest
+  deadline it holds, not one timer per produce request. When it fires it
+  answers REQUEST_TIMED_OUT to every waiter past its deadline and sets itself
+  for the next one; waiters completed meanwhile are simply gone.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+
+from simplekafka.protocol.errors import ErrorCode
+
+
+class _Waiter:
+    __slots__ = ("deadline", "deferred", "min_insync", "offset")
+
+    def __init__(self, offset: int, min_insync: int, deadline: float | None,
+                 deferred: defer.Deferred):
+        self.offset = offset  # the high watermark this produce needs (its last offset + 1)
+        self.min_insync = min_insync
+        self.deadline = deadline  # clock seconds, None: no timeout
+        self.deferred = deferred
+
+
+class DelayedProduceQueue:
+    """One partition's acks=all waiters in offset order, with one timer for their timeouts."""
+
+    def __init__(self, clock: Any = None):
+        self.clock = clock  # an IReactorTime; None: the global reactor, when a timeout is asked
+        self._waiters: deque[_Waiter] = deque()
+        self._timer: Any = None  # the one DelayedCall, for the earliest deadline
+        self._timer_at = 0.0
+
+    def __len__(self) -> int:
+        return len(self._waiters)
+
+    def add(self, offset: int, min_insync: int, timeout: float | None = None
+            ) -> defer.Deferred:
+        """A Deferred firing with an ErrorCode once the high watermark reaches ``offset``
+        (see ``complete``), or with REQUEST_TIMED_OUT after ``timeout`` seconds."""
+        deferred: defer.Deferred = defer.Deferred()
+        deadline = None
+        if timeout is not None:
+            clock = self._clock()
+            deadline = clock.seconds() + max(timeout, 0.0)
+        waiter = _Waiter(offset, min_insync, deadline, deferred)
+        waiters = self._waiters
+        if not waiters or waiters[-1].offset <= offset:
+            waiters.append(waiter)
+        else:  # a duplicate batch's retry: rare, and only it pays for the walk
+            index = len(waiters)
+            while index > 0 and waiters[index - 1].offset > offset:
+                index -= 1
+            waiters.insert(index, waiter)
+        if deadline is not None:
+            self._schedule(deadline)
+        return deferred
+
+    def complete(self, high_watermark: int, code_for: Callable[[int], ErrorCode]) -> None:
+        """Answer every waiter the high watermark has passed, ``code_for(min_insync)`` each."""
+        waiters = self._waiters
+        while waiters and waiters[0].offset <= high_watermark:
+            waiter = waiters.popleft()
+            if not waiter.deferred.called:
+                waiter.deferred.callback(code_for(waiter.min_insync))
+
+    def fail_all(self, code: ErrorCode) -> None:
+        """Answer every waiter with ``code`` (the partition is no longer led here)."""
+        waiters, self._waiters = self._waiters, deque()
+        self._cancel_timer()
+        for waiter in waiters:
+            if not waiter.deferred.called:
+                waiter.deferred.callback(code)
+
+    # -- timeouts ---------------------------------------------------------------------------
+
+    def _clock(self) -> Any:
+        if self.clock is None:
+            from twisted.internet import reactor
+            self.clock = reactor
+        return self.clock
+
+    def _schedule(self, deadline: float) -> None:
+        timer = self._timer
+        if timer is not None and timer.active():
+            if deadline >= self._timer_at:
+                return  # the timer fires earlier and will look again
+            timer.cancel()
+        clock = self._clock()
+        self._timer_at = deadline
+        self._timer = clock.callLater(max(deadline - clock.seconds(), 0.0), self._expire)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+    def _expire(self) -> None:
+        """Time out the waiters past their deadline; set the timer for the next deadline."""
+        self._timer = None
+        now = self._clock().seconds()
+        kept: deque[_Waiter] = deque()
+        expired = []
+        for waiter in self._waiters:
+            if waiter.deferred.called:
+                continue
+            if waiter.deadline is not None and waiter.deadline <= now:
+                expired.append(waiter)
+            else:
+                kept.append(waiter)
+        self._waiters = kept
+        deadlines = [w.deadline for w in kept if w.deadline is not None]
+        if deadlines:
+            self._schedule(min(deadlines))
+        for waiter in expired:
+            waiter.deferred.callback(ErrorCode.REQUEST_TIMED_OUT)
