@@ -238,7 +238,7 @@ def test_a_killed_controllers_partitions_get_leaders_and_each_survivor_hears_onc
     three.restart(victim)
     for broker in survivors:
         host, port = three.brokers[broker].address.rsplit(":", 1)
-        three.wait_for(lambda: victim in probe_broker(host, int(port)).broker_ids,
+        three.wait_for(lambda h=host, p=int(port): victim in probe_broker(h, p).broker_ids,
                        f"broker {broker} told of broker {victim}'s return", 60)
     logs = {b: three.brokers[b].log_file.read_text(errors="replace")[offsets[b]:]
             for b in survivors}
