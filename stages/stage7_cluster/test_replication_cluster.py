@@ -229,7 +229,16 @@ def test_a_killed_controllers_partitions_get_leaders_and_each_survivor_hears_onc
                      for p in three.zk.get_children(f"/brokers/topics/{t}/partitions")
                      if three.leader_of(t, int(p)) == victim)  # earlier tests' topics too
     survivors = [b for b in three.brokers if b != victim]
-    offsets = {b: three.brokers[b].log_file.stat().st_size for b in survivors}
+
+    def applied_since(broker: int, offset: int = 0) -> list[int]:
+        text = three.brokers[broker].log_file.read_text(errors="replace")[offset:]
+        return sorted(int(line.split(f"{topic}-", 1)[1].split(":", 1)[0])
+                      for line in text.splitlines()
+                      if f"replica_manager: {topic}-" in line and " at leader epoch " in line)
+
+    for broker in survivors:  # the creation's LeaderAndIsr applied (its ISRs were written)
+        three.wait_for(lambda b=broker: len(set(applied_since(b))) == count, "creation", 30)
+    offsets = {b: len(three.brokers[b].log_file.read_text(errors="replace")) for b in survivors}
     three.kill(victim)
     three.wait_for(lambda: all(three.leader_of(topic, p) in survivors for p in led),
                    "new leaders", 60)
@@ -240,13 +249,10 @@ def test_a_killed_controllers_partitions_get_leaders_and_each_survivor_hears_onc
         host, port = three.brokers[broker].address.rsplit(":", 1)
         three.wait_for(lambda h=host, p=int(port): victim in probe_broker(h, p).broker_ids,
                        f"broker {broker} told of broker {victim}'s return", 60)
+    for broker in survivors:
+        assert applied_since(broker, offsets[broker]) == list(range(count)), broker
     logs = {b: three.brokers[b].log_file.read_text(errors="replace")[offsets[b]:]
             for b in survivors}
-    for broker in survivors:
-        applied = [line.split(f"{topic}-", 1)[1].split(":", 1)[0]
-                   for line in logs[broker].splitlines()
-                   if f"replica_manager: {topic}-" in line and " at leader epoch " in line]
-        assert sorted(map(int, applied)) == list(range(count)), (broker, applied)
     announced = [line for b in survivors for line in logs[b].splitlines()
                  if "leaders elected and announced" in line]
     assert len(announced) == 1 and f" {led_in_all} leaders elected" in announced[0], announced
