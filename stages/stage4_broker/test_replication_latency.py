@@ -71,7 +71,7 @@ def test_a_high_watermark_advance_answers_a_producers_pipelined_requests_in_one_
     one write to the producer (one send, one wake-up of its client), in order, not 20."""
     harness.lead("t", isr=(BROKER_ID, FOLLOWER))
     producer, to_producer = connect(harness)
-    follower, to_follower = connect(harness)
+    follower, _ = connect(harness)
     producer.dataReceived(b"".join(produce_frame(i) for i in range(20)))
     assert producer.writes == 0  # all 20 wait for the follower
     follower.dataReceived(follower_fetch_frame(0))  # it copies them ...
