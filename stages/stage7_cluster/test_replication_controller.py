@@ -304,7 +304,7 @@ def test_a_conflict_in_a_shared_multi_costs_the_others_nothing(world):
     """Leaders changed the ISRs of two partitions since the controller read them: the
     multi holding them fails whole; the others are written in the next round, the two
     are reread and decided again, and every leader's write stands."""
-    zk, election, controller = world
+    zk, _election, controller = world
     start(zk, controller, {i: [1, 2, 3] for i in range(8)})
     for index in (2, 5):  # leader 1 shrinks the ISR itself, as isr.write_isr does
         zk.set(ZkPaths.partition_state("t", index), PartitionState(1, 0, (1, 2), 1).to_json(),
