@@ -8,9 +8,11 @@ fetch commits them.
 
 from __future__ import annotations
 
+import socket
 import struct
 
 import pytest
+from twisted.internet import tcp
 from twisted.internet.testing import StringTransport
 
 from simplekafka.broker.server import KafkaConnection
@@ -18,6 +20,7 @@ from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.protocol.records import build_batch
 from stages.stage4_broker.test_broker_handlers import BROKER_ID, Harness
+from stages.stage4_broker.test_broker_latency import RecordingReactor, received
 
 FOLLOWER = BROKER_ID + 1
 
@@ -80,3 +83,34 @@ def test_a_high_watermark_advance_answers_a_producers_pipelined_requests_in_one_
     assert producer.writes == 1
     assert answers(to_producer.value()) == [(i, 0) for i in range(20)]
     assert harness.clock.seconds() == 0
+
+
+def test_a_replica_fetchers_request_is_on_the_socket_when_send_returns():
+    """A follower's next fetch (and any inter-broker request) leaves at once: it used to
+    wait for the rest of the reactor turn that applied the last answer, and cost the
+    follower two epoll_ctl calls and a poll per round trip (two round trips per acks=all
+    produce). The reactor is never asked to write."""
+    from simplekafka.broker.controller.channel import ResponseReader
+    from simplekafka.protocol.framing import encode_frame
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    leader = socket.create_connection(listener.getsockname())
+    accepted, address = listener.accept()
+    listener.close()
+    reactor = RecordingReactor()
+    reader = ResponseReader()
+    transport = tcp.Server(accepted, reader, address, None, 1, reactor)
+    reader.makeConnection(transport)
+    leader.settimeout(10)
+    try:
+        waiter = reader.send(7, b"fetch request")
+        assert reactor.writers == []
+        assert received(leader, len(encode_frame(b"fetch request"))) == encode_frame(
+            b"fetch request")
+        reader.dataReceived(encode_frame(struct.pack(">i", 7) + b"answer"))
+        assert waiter.called
+    finally:
+        leader.close()
+        accepted.close()
