@@ -7,6 +7,8 @@ ControllerChannel encodes and delivers them, in order, per broker.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
 from simplekafka.broker.metadata_cache import LEADER_DURING_DELETE
 from simplekafka.protocol.api import ApiKey
@@ -72,9 +74,15 @@ class ControllerRequests:
 
     def update_metadata_to_all(self, keys: list[TopicPartitionKey]) -> list[Send]:
         """UpdateMetadata with the states of ``keys`` to every live broker."""
+        return self.update_metadata(keys, self.context.brokers)
+
+    def update_metadata(self, keys: list[TopicPartitionKey], brokers: Iterable[int]
+                        ) -> list[Send]:
+        """UpdateMetadata with the states of ``keys`` (and the live brokers) to ``brokers``."""
         topic_states = self._grouped(keys, with_offline=True)
         return [(b, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION,
-                 self.update_metadata_body(b, topic_states)) for b in sorted(self.context.brokers)]
+                 self.update_metadata_body(b, topic_states))
+                for b in sorted(brokers) if b in self.context.brokers]
 
     def leader_and_isr(self, keys: list[TopicPartitionKey],
                        only: set[int] | None = None) -> list[Send]:
