@@ -40,3 +40,13 @@ def send_now(transport: Any, data: bytes) -> int:
         return transport.socket.send(data)
     except OSError:  # full (EAGAIN), interrupted, or broken: Twisted's write deals with it
         return 0
+
+
+def write(transport: Any, data: bytes) -> bool:
+    """``send_now``, and what the socket did not take to Twisted's buffer, in order;
+    True if it all left at once."""
+    sent = send_now(transport, data)
+    if sent == len(data):
+        return True
+    transport.write(data[sent:] if sent else data)
+    return False

@@ -24,7 +24,9 @@ answer a queue drain releases leaves in one write, so the reactor makes one
 send for them rather than one per response. That write goes straight to the
 socket when Twisted has nothing buffered for it (``direct_send``): a fetch
 answer woken by an append leaves before the produce request's handler
-returns, not at the reactor's next poll.
+returns, not at the reactor's next poll. Answers released together on another
+connection's turn (a high-watermark advance answering a producer's pipelined
+acks=all requests) are gathered the same way (``answers_together``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
+from simplekafka.broker.answers_together import hold
 from simplekafka.broker.direct_send import send_now
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 
@@ -217,7 +220,13 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             self._outgoing += frames
             return
+        if hold(self, self._write_held, frames):  # released with others: one write for all
+            return
         self._write_now(frames)
+
+    def _write_held(self, frames: list[bytes]) -> None:
+        if self.connected and not self._refusing:
+            self._write_now(frames)
 
     def _write_now(self, frames: list[bytes]) -> None:
         self.writes += 1

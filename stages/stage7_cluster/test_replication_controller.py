@@ -278,24 +278,45 @@ class CountingZooKeeper:
 
 
 def test_partition_states_are_written_as_pipelined_multis(world):
-    """A topic's 60 state znodes, then the new leaders of a dead broker's 40 (Kafka's
-    controller pipelines these): a handful of waits, not one or three per partition."""
+    """A topic's 250 state znodes, then the new leaders of a dead broker's partitions and
+    its ISR removals (Kafka's controller pipelines these, one multi per partition): a
+    handful of waits, not one or three per partition, and a fenced multi per 100
+    partitions (each write in it conditional on its own znode), not one per partition."""
     zk, election, controller = world
     counting = CountingZooKeeper(zk)
     controller.zk = election.zk = counting
-    assignment = {i: [1 + i % 3, 1 + (i + 1) % 3, 1 + (i + 2) % 3] for i in range(60)}
-    create_topic(zk, "t", 60, 3, replica_assignment=assignment)
+    assignment = {i: [1 + i % 3, 1 + (i + 1) % 3, 1 + (i + 2) % 3] for i in range(250)}
+    create_topic(zk, "t", 250, 3, replica_assignment=assignment)
     controller._startup_event()
-    assert all(state(zk, "t", i).leader == 1 + i % 3 for i in range(60))
-    assert controller.zk_multis == 60
+    assert all(state(zk, "t", i).leader == 1 + i % 3 for i in range(250))
+    assert controller.zk_multis == 3
     assert counting.waits < 20, counting.calls
     counting.waits = 0
     zk.delete(ZkPaths.broker(1))
     controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
-    assert all(1 not in state(zk, "t", i).isr for i in range(60))
-    assert all(state(zk, "t", i).leader == 2 for i in range(0, 60, 3))
-    assert controller.zk_multis == 120
+    assert all(1 not in state(zk, "t", i).isr for i in range(250))
+    assert all(state(zk, "t", i).leader == 2 for i in range(0, 250, 3))
+    assert controller.zk_multis == 3 + 1 + 2  # 84 leaders first, then 166 ISRs
     assert counting.waits < 10, counting.waits
+
+
+def test_a_conflict_in_a_shared_multi_costs_the_others_nothing(world):
+    """Leaders changed the ISRs of two partitions since the controller read them: the
+    multi holding them fails whole; the others are written in the next round, the two
+    are reread and decided again, and every leader's write stands."""
+    zk, _election, controller = world
+    start(zk, controller, {i: [1, 2, 3] for i in range(8)})
+    for index in (2, 5):  # leader 1 shrinks the ISR itself, as isr.write_isr does
+        zk.set(ZkPaths.partition_state("t", index), PartitionState(1, 0, (1, 2), 1).to_json(),
+               version=0)
+    multis = controller.zk_multis
+    zk.delete(ZkPaths.broker(1))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    for index in range(8):
+        expected = (2,) if index in (2, 5) else (2, 3)
+        assert state(zk, "t", index) == PartitionState(2, 1, expected, 1), index
+        assert controller.context.states[("t", index)][0].isr == expected
+    assert controller.zk_multis - multis == 3  # failed on 2; failed on 5; the other 6
 
 
 def partition_states_sent(sends, api=ApiKey.LEADER_AND_ISR) -> dict[int, list[tuple[str, int]]]:
