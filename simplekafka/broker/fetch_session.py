@@ -27,7 +27,7 @@ fetch of the session is woken. The follower's fetches of a settled partition
 are not recorded one by one: when it fires, the follower was caught up until
 its session's last fetch, which is what the leader records then (so an ISR
 check after a long idle spell does not count it as lagging). Every
-``SWEEP_SECONDS`` the session examines all its partitions again, a safety net
+``SWEEP_SECONDS`` (a minute) the session examines all its partitions again, a safety net
 for a change no listener reports (a partition object replaced, a leader change).
 
 The cache holds ``max.incremental.fetch.session.cache.slots`` sessions; when it
@@ -52,7 +52,7 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 EVICTION_SECONDS = 120.0  # Kafka's min.incremental.fetch.session.eviction.ms
-SWEEP_SECONDS = 10.0  # a follower session re-examines every partition this often
+SWEEP_SECONDS = 60.0  # a follower session re-examines every partition this often
 
 PartitionKey = tuple[str, int]
 

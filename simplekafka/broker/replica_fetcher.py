@@ -50,7 +50,7 @@ LIST_OFFSETS_VERSION = 5
 CLIENT_ID = "simplekafka-replica-fetcher"
 BACKOFF = 0.2  # seconds after an error before trying again
 REQUEST_TIMEOUT = 10.0  # seconds beyond the long poll before a silent leader is dropped
-SWEEP_SECONDS = 10.0  # an incremental fetch looks at every partition's position this often
+SWEEP_SECONDS = 60.0  # an incremental fetch looks at every partition's position this often
 
 _RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
               ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
