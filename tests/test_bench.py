@@ -45,6 +45,9 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
     assert "C client, 1 broker, acks=1 p99" in names
     assert "broker GC pauses over 1 ms" in names  # the collector's share of the tail
+    # ... and the machine's: who had the CPUs, and how long the broker waited for one.
+    assert "broker reactor thread wait for a CPU per time slice" in names
+    assert "C producer pacing loop (main thread) CPU" in names
     assert "C client, 3 brokers RF 3, acks=all p99" in names
     for plot in ("produce", "consume", "latency_histogram", "latency_python", "replication",
                  "message_sizes_mb", "scale_creation", "scale_controller_failover"):

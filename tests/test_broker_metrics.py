@@ -3,7 +3,8 @@
 Exact messages-in after producing N records; the active controller count sums
 to 1 over the cluster and moves when the controller is SIGKILLed;
 under-replicated partitions rise when a follower dies and return to 0 when it
-is back; /health answers 200 while serving and 503 with a reason otherwise;
+is back; answers leave straight on the socket; /health answers 200 while
+serving and 503 with a reason otherwise;
 every metric name in the Grafana dashboard's queries exists in a live scrape.
 """
 
@@ -118,6 +119,22 @@ def test_messages_in_is_exact(cluster):
     assert cluster_sum(cluster, "kafka_server_brokertopicmetrics_bytesout_total",
                        topic="counted") >= cluster_sum(
         cluster, "kafka_server_brokertopicmetrics_bytesin_total", topic="counted")
+
+
+def test_answers_leave_straight_on_the_socket(cluster):
+    """A client that waits for each answer finds Twisted's buffer empty every time, so
+    each answer is sent inside its request's handling, not at the reactor's next poll
+    (direct_send.py; the socket-level behaviour is in test_broker_latency.py)."""
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.create_topic("sent-at-once", num_partitions=1, replication_factor=1)
+    before = cluster_sum(cluster, "kafka_network_socket_sends_total", path="direct")
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks=1,
+                  linger_ms=0) as producer:
+        for i in range(20):
+            producer.send("sent-at-once", b"%d" % i, partition=0)
+            producer.flush(60)  # one produce request and its answer at a time
+    assert cluster_sum(cluster, "kafka_network_socket_sends_total",
+                       path="direct") - before >= 20
 
 
 def test_partition_leader_and_log_gauges(cluster):

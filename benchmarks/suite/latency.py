@@ -14,6 +14,7 @@ the tail the collector could be.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import shutil
 import signal
@@ -23,7 +24,7 @@ import subprocess
 import time
 
 from benchmarks import bench_broker
-from benchmarks.suite import peers
+from benchmarks.suite import cpu_share, peers
 from benchmarks.suite.core import (
     Context,
     Curve,
@@ -61,7 +62,8 @@ def histogram(plot: str, label: str, runs: list[list[float]]) -> Curve:
 
 
 def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
-           settings: dict[str, str] | None = None) -> list[list[float]]:
+           settings: dict[str, str] | None = None,
+           share: cpu_share.CpuShare | None = None) -> list[list[float]]:
     tool = peers.rdkafka_performance()
     if tool is None:
         ctx.note(peers.missing_rdkafka_note())
@@ -71,9 +73,10 @@ def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
         ctx.step(f"latency: rdkafka_performance -l, RF {replication}, run {run + 1}")
         topic = new_topic(bootstrap, f"latency-rf{replication}", 1, replication,
                           {"min.insync.replicas": "2"} if replication > 1 else {})
-        runs.append(peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
-                                    ctx.sizes.latency_seconds, SIZE, ctx.scratch(), acks=acks,
-                                    settings=settings))
+        with share if share is not None else contextlib.nullcontext():
+            runs.append(peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
+                                        ctx.sizes.latency_seconds, SIZE, ctx.scratch(),
+                                        acks=acks, settings=settings))
     return runs
 
 
@@ -205,9 +208,14 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     metrics_url = (ctx.cluster(1).metrics_urls.get(1) if ctx.bootstrap_server is None
                    else None)
     before = gc_pauses(metrics_url) if metrics_url else None
-    runs = c_runs(ctx, bootstrap, 1, "1")
+    broker_pid = ctx.cluster(1).broker_pids[1] if ctx.bootstrap_server is None else None
+    share = cpu_share.CpuShare(broker_pid) if broker_pid is not None else None
+    runs = c_runs(ctx, bootstrap, 1, "1", share=share)
     if before is not None and metrics_url and runs:
         figures += gc_figures(before, gc_pauses(metrics_url), sum(len(r) for r in runs))
+    if share is not None and runs:
+        figures += cpu_share.figures(share, sum(len(r) for r in runs),
+                                     "C client, 1 broker, acks=1")
     if runs:
         figures += summarize("latency", "C client, 1 broker, acks=1", runs)
         curves.append(histogram("latency_histogram", "C client, 1 broker, acks=1", runs))

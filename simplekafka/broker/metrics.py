@@ -138,6 +138,7 @@ class BrokerMetrics:
         yield from self._topic_counters()
         yield from self._consumer_fetches()
         yield from self._request_metrics()
+        yield from self._socket_sends()
         yield from self._replica_manager()
         yield from self._replication_throttles()
         yield from self._fetch_sessions()
@@ -210,6 +211,19 @@ class BrokerMetrics:
             latency.add_sample(latency.name + "_sum", labels, self.latency_sum_ms[api_key])
         yield requests
         yield latency
+
+    def _socket_sends(self) -> Any:
+        """How answers left (server.py, direct_send.py): whole in one send at once, or
+        (partly) through Twisted's buffer at the reactor's next poll."""
+        metric = Metric("kafka_network_socket_sends",
+                        "Response writes on client listeners: sent whole at once (direct) "
+                        "or left, at least partly, to the reactor's next poll (buffered)",
+                        "counter")
+        factories = getattr(self.broker, "factories", {}).values()
+        for path in ("direct", "buffered"):
+            metric.add_sample(metric.name + "_total", {"path": path},
+                              sum(getattr(f.sends, path) for f in factories))
+        yield metric
 
     def _replica_manager(self) -> Any:
         partitions = self.broker.replica_manager.partitions.values()

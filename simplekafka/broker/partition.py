@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
+from simplekafka.broker.answers_together import answers_together
 from simplekafka.broker.delayed_produce import DelayedProduceQueue
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
@@ -270,7 +271,9 @@ class Partition:
         if target < 0 or target > self.high_watermark:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
                             f"offset {offset} is outside 0..high watermark {self.high_watermark}")
-        return self.log.delete_records_before(target)
+        start = self.log.delete_records_before(target)
+        self._notify_append()  # a follower's settled session partition has news: the start
+        return start
 
     def low_watermark(self) -> int:
         """The lowest log start offset among the leader and its ISR (-1: a follower not heard)."""
@@ -391,7 +394,10 @@ class Partition:
         return ErrorCode.NONE
 
     def _complete_hw_waiters(self) -> None:
-        self._hw_waiters.complete(self.high_watermark, self._acks_code)
+        # The produces it commits are mostly one producer's pipelined requests: their
+        # answers leave in one write per connection (answers_together.py).
+        with answers_together():
+            self._hw_waiters.complete(self.high_watermark, self._acks_code)
 
     def _check_hw_waiters(self) -> None:
         if self._hw_waiters:
@@ -477,6 +483,13 @@ class Partition:
         if log_start >= 0:
             self.follower_log_starts[replica_id] = log_start
             self._fire_low_watermark_waiters()
+
+    def follower_caught_up_until(self, replica_id: int, at_ms: float) -> None:
+        """A follower whose fetches of this partition were not recorded one by one (a
+        settled partition of its fetch session, see fetch_session.py) was caught up at
+        ``at_ms``, its last fetch: what an ISR check after an idle spell must know."""
+        if self.follower_caught_up_ms.get(replica_id, at_ms) < at_ms:
+            self.follower_caught_up_ms[replica_id] = at_ms
 
     def high_watermark_for(self, replica_id: int) -> int:
         """The HW a fetch answer carries; a follower's is remembered (see follower_behind_hw)."""

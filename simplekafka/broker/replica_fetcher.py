@@ -13,6 +13,12 @@ leader's answer is appended exactly at the log end (``append_as_follower``) and
 the follower's high watermark becomes min(leader HW, own LEO). Each fetch is
 also how the leader learns the follower's log end offset.
 
+An idle fetcher's work does not grow with its partitions: only partitions that
+may have moved (answered, added, truncated) are looked at when an incremental
+fetch is built, with a look at all of them every ``SWEEP_SECONDS`` (a change the
+fetcher did not make, such as retention moving a log start), and only
+partitions waiting for truncation are looked for before each fetch.
+
 A leader that fences the follower (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER)
 or does not know its epoch yet (UNKNOWN_LEADER_EPOCH) is asked again after a
 short back-off; the controller's next LeaderAndIsr settles who leads.
@@ -44,6 +50,7 @@ LIST_OFFSETS_VERSION = 5
 CLIENT_ID = "simplekafka-replica-fetcher"
 BACKOFF = 0.2  # seconds after an error before trying again
 REQUEST_TIMEOUT = 10.0  # seconds beyond the long poll before a silent leader is dropped
+SWEEP_SECONDS = 60.0  # an incremental fetch looks at every partition's position this often
 
 _RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
               ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -92,6 +99,12 @@ class ReplicaFetcher:
         self.session_id = 0
         self.session_epoch = 0
         self._session_knows: dict[tuple[str, int], tuple[int, int, int]] = {}
+        # What an incremental fetch looks at: partitions whose position may have moved, and
+        # removed ones the session must forget; and those waiting for truncation by epoch.
+        self._moved: set[tuple[str, int]] = set()
+        self._removed: set[tuple[str, int]] = set()
+        self._swept = 0.0
+        self._to_truncate: set[tuple[str, int]] = set()
 
     # -- partitions ---------------------------------------------------------------------
 
@@ -100,12 +113,21 @@ class ReplicaFetcher:
         key = (partition.topic, partition.index)
         self.states[key] = _FollowerState(partition, truncated=False,
                                           epoch=partition.leader_epoch)
+        self._to_truncate.add(key)
+        self._moved.add(key)
+        self._removed.discard(key)
         self.start()
 
     def remove(self, key: tuple[str, int]) -> None:
-        self.states.pop(key, None)
+        if self.states.pop(key, None) is not None:
+            self._removed.add(key)
         if not self.states:
             self.stop()
+
+    def _truncate_again(self, key: tuple[str, int], state: _FollowerState) -> None:
+        state.truncated = False
+        self._to_truncate.add(key)
+        self._moved.add(key)
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -124,6 +146,7 @@ class ReplicaFetcher:
         self.session_id = 0
         self.session_epoch = 0
         self._session_knows = {}
+        self._removed = set()
 
     def _drop_connection(self) -> None:
         self._reset_session()
@@ -136,7 +159,7 @@ class ReplicaFetcher:
         failures = 0
         while self.running and self.states and generation == self._generation:
             try:
-                pending = [s for s in self.states.values() if not s.truncated]
+                pending = self._pending_truncation()
                 if pending:
                     yield self._truncate(pending)
                 else:
@@ -153,6 +176,16 @@ class ReplicaFetcher:
                 self._drop_connection()
                 if self.running:
                     yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+
+    def _pending_truncation(self) -> list[_FollowerState]:
+        pending = []
+        for key in list(self._to_truncate):
+            state = self.states.get(key)
+            if state is None or state.truncated:
+                self._to_truncate.discard(key)
+            else:
+                pending.append(state)
+        return pending
 
     # -- requests -----------------------------------------------------------------------
 
@@ -210,6 +243,7 @@ class ReplicaFetcher:
                     continue
                 truncate_by_epoch(state.partition, latest, answer.leader_epoch,
                                   answer.end_offset)
+                self._moved.add((topic.topic, answer.partition))
                 now_latest = state.partition.log.leader_epochs.latest_epoch
                 # Done when the leader's epoch is our latest; else ask again about the
                 # earlier epoch we now end with (unless nothing changed: no progress).
@@ -229,22 +263,36 @@ class ReplicaFetcher:
         holds partitions back is a full fetch without a session (a session would go on
         fetching what the request leaves out)."""
         topics: dict[str, list[dict]] = {}
-        sent: dict[tuple[str, int], _FollowerState] = {}
         positions: dict[tuple[str, int], tuple[int, int, int]] = {}
         throttle = self.throttle
         held_back = False
-        for key, state in self.states.items():
-            partition = state.partition
-            if throttle is not None and throttle.holds_back(*key, state.caught_up):
-                held_back = True
-                continue  # a moving replica over the follower rate: not this round
-            positions[key] = (partition.log_end_offset, partition.log_start_offset,
-                              state.epoch)
-            sent[key] = state
+        now = self.reactor.seconds()
+        if throttle is not None and throttle.quota.limited:
+            sent: dict[tuple[str, int], _FollowerState] = {}
+            for key, state in self.states.items():
+                if throttle.holds_back(*key, state.caught_up):
+                    held_back = True
+                    continue  # a moving replica over the follower rate: not this round
+                sent[key] = state
+            looked_at: Any = sent
+        else:
+            sent = dict(self.states)
+            looked_at = sent
+            if self.session_epoch > 0 and now - self._swept < SWEEP_SECONDS:
+                looked_at = self._moved  # the session knows where the others are
+        if looked_at is sent:
+            self._swept = now
+        for key in looked_at:
+            followed = sent.get(key)
+            if followed is not None:
+                partition = followed.partition
+                positions[key] = (partition.log_end_offset, partition.log_start_offset,
+                                  followed.epoch)
         if not sent:  # every partition is held back: wait for the quota to refill
             wait = throttle.quota.seconds_until_available() if throttle is not None else BACKOFF
             yield task.deferLater(self.reactor, min(max(wait, 0.01), 1.0), lambda: None)
             return
+        self._moved = set()  # a failed fetch resets the session: the next one is full
         if held_back and self.session_id:
             self._reset_session()  # the leader evicts the idle session in time
         session_id, epoch = (0, -1) if held_back else (self.session_id, self.session_epoch)
@@ -257,9 +305,13 @@ class ReplicaFetcher:
                 "fetch_offset": position[0], "log_start_offset": position[1],
                 "partition_max_bytes": self.settings.max_bytes})
         forgotten: dict[str, list[int]] = {}
+        removed, self._removed = self._removed, set()
         if incremental:
-            for topic, index in self._session_knows.keys() - positions.keys():
-                forgotten.setdefault(topic, []).append(index)
+            if held_back:
+                removed = self._session_knows.keys() - positions.keys()
+            for topic, index in removed:
+                if (topic, index) not in sent:
+                    forgotten.setdefault(topic, []).append(index)
         body = {"replica_id": self.settings.broker_id, "max_wait_ms": self.settings.max_wait_ms,
                 "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes,
                 "isolation_level": 0, "session_id": session_id, "session_epoch": epoch,
@@ -281,7 +333,12 @@ class ReplicaFetcher:
         else:
             self.session_id = response.session_id
             self.session_epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
-            self._session_knows = positions
+            if incremental:
+                for key in removed:
+                    self._session_knows.pop(key, None)
+                self._session_knows.update(positions)
+            else:
+                self._session_knows = positions
         back_off = False
         out_of_range = []
         for topic in response.responses:
@@ -291,6 +348,7 @@ class ReplicaFetcher:
                 if found is None or self.states.get(key) is not found:
                     continue  # removed or re-added while the fetch was out
                 state = found
+                self._moved.add(key)  # its log end or start may move now
                 code = answer.error_code
                 if code == ErrorCode.NONE:
                     records = bytes(answer.records or b"")
@@ -304,7 +362,7 @@ class ReplicaFetcher:
                         # Our log and the leader's disagree on where batches start:
                         # truncate by epoch again rather than retry the same append.
                         log.warning("%s: %s; truncating by epoch again", state.partition, exc)
-                        state.truncated = False
+                        self._truncate_again(key, state)
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     out_of_range.append(state)
                 else:
@@ -338,12 +396,14 @@ class ReplicaFetcher:
                     continue
                 state = found
                 partition = state.partition
+                key = (topic.name, answer.partition_index)
                 if partition.log_end_offset < answer.offset:
                     log.info("%s: behind the leader's log start %d: starting over there",
                              partition, answer.offset)
                     partition.start_over_at(answer.offset)
+                    self._moved.add(key)
                 else:
-                    state.truncated = False
+                    self._truncate_again(key, state)
 
 
 def truncate_by_epoch(partition: Partition, asked_epoch: int, leader_epoch: int,

@@ -20,8 +20,13 @@ answered at once with nothing waiting ahead is written straight away.
 
 Responses are coalesced: every answer produced while one read is handled
 (a client that pipelines requests sends many in one segment) and every
-answer a queue drain releases leaves in one ``writeSequence``, so the
-reactor makes one send for them rather than one per response.
+answer a queue drain releases leaves in one write, so the reactor makes one
+send for them rather than one per response. That write goes straight to the
+socket when Twisted has nothing buffered for it (``direct_send``): a fetch
+answer woken by an append leaves before the produce request's handler
+returns, not at the reactor's next poll. Answers released together on another
+connection's turn (a high-watermark advance answering a producer's pipelined
+acks=all requests) are gathered the same way (``answers_together``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
+from simplekafka.broker.answers_together import hold
+from simplekafka.broker.direct_send import send_now
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 
 log = logging.getLogger(__name__)
@@ -58,6 +65,16 @@ class CloseAfter:
 
     def __init__(self, response: bytes | None):
         self.response = response
+
+
+class SendCounts:
+    """How a listener's writes left: whole at once, or (partly) through Twisted's buffer."""
+
+    __slots__ = ("buffered", "direct")
+
+    def __init__(self) -> None:
+        self.direct = 0
+        self.buffered = 0
 
 
 class _Slot:
@@ -106,6 +123,9 @@ class KafkaConnection(Int32StringReceiver):
         self._reading_paused = False
         self._outgoing: list[bytes] | None = None  # set while responses are being gathered
         self.writes = 0  # transport writes made (for tests: coalescing)
+        # Writes sent whole at once / left (partly) to Twisted's buffer; shared by a
+        # listener's connections (the broker's metrics read it).
+        self.sends = SendCounts()
         self.peer = "?"
 
     # -- connection life cycle -------------------------------------------------------------
@@ -200,14 +220,23 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             self._outgoing += frames
             return
+        if hold(self, self._write_held, frames):  # released with others: one write for all
+            return
         self._write_now(frames)
+
+    def _write_held(self, frames: list[bytes]) -> None:
+        if self.connected and not self._refusing:
+            self._write_now(frames)
 
     def _write_now(self, frames: list[bytes]) -> None:
         self.writes += 1
-        if len(frames) == 1:
-            self.transport.write(frames[0])
-        else:
-            self.transport.writeSequence(frames)
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        sent = send_now(self.transport, data)
+        if sent == len(data):
+            self.sends.direct += 1
+            return
+        self.sends.buffered += 1
+        self.transport.write(data[sent:] if sent else data)
 
     def _refuse(self) -> None:
         self._refusing = True
@@ -318,6 +347,7 @@ class KafkaServerFactory(protocol.ServerFactory):
         self.authenticator_factory = authenticator_factory
         self.tls_principal = tls_principal
         self.connections: set[KafkaConnection] = set()
+        self.sends = SendCounts()
 
     def buildProtocol(self, addr) -> KafkaConnection:
         authenticator = (self.authenticator_factory(self.handler)
@@ -325,6 +355,7 @@ class KafkaServerFactory(protocol.ServerFactory):
         connection = KafkaConnection(self.handler, self.max_length, self.listener,
                                      authenticator, self.tls_principal)
         connection.factory = self
+        connection.sends = self.sends
         return connection
 
     def close_all(self) -> None:

@@ -14,7 +14,7 @@ each update conditional on the znode's version.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from kazoo.client import KazooClient
@@ -41,7 +41,10 @@ __all__ = [
     "list_topics",
     "live_brokers",
     "read_partition_state",
+    "read_partition_states",
+    "read_partition_states_of",
     "read_topic_assignment",
+    "read_topic_assignments",
     "validate_topic_name",
 ]
 
@@ -139,17 +142,41 @@ def read_partition_state(zk: KazooClient, topic: str,
 
 def read_partition_states(zk: KazooClient, topic: str, partitions: Iterable[int]
                           ) -> dict[int, tuple[PartitionState, int]]:
-    """``read_partition_state`` for many partitions, the reads pipelined (sent together,
-    then awaited): a new controller loads 10,000 states in a few round trips."""
-    sent = [(index, zk.get_async(ZkPaths.partition_state(topic, index)))
-            for index in partitions]
+    """``read_partition_state`` for many partitions of one topic, pipelined."""
+    found = read_partition_states_of(zk, [(topic, index) for index in partitions])
+    return {index: state for (_topic, index), state in found.items()}
+
+
+def read_partition_states_of(zk: KazooClient, keys: Iterable[tuple[str, int]]
+                             ) -> dict[tuple[str, int], tuple[PartitionState, int]]:
+    """``read_partition_state`` for many (topic, partition)s, the reads pipelined (sent
+    together, then awaited): a new controller loads 10,000 states in a few round trips.
+    Partitions without a state znode are left out."""
+    sent = [(key, zk.get_async(ZkPaths.partition_state(*key))) for key in keys]
     found = {}
-    for index, answer in sent:
+    for key, answer in sent:
         try:
             data, stat = answer.get()
         except NoNodeError:
             continue
-        found[index] = (PartitionState.from_json(data, topic, index), stat.version)
+        found[key] = (PartitionState.from_json(data, *key), stat.version)
+    return found
+
+
+def read_topic_assignments(zk: KazooClient, topics: Iterable[str],
+                           watch: Callable[[Any], None] | None = None
+                           ) -> dict[str, TopicAssignment]:
+    """``read_topic_assignment`` for many topics, pipelined; topics gone meanwhile are left
+    out. With ``watch``, each read also leaves a data watch on the topic's znode (set by the
+    read itself, so no change after it goes unseen), as Kafka's controller reads them."""
+    sent = [(topic, zk.get_async(ZkPaths.topic(topic), watch=watch)) for topic in topics]
+    found = {}
+    for topic, answer in sent:
+        try:
+            data, _stat = answer.get()
+        except NoNodeError:
+            continue
+        found[topic] = TopicAssignment.from_json(data, topic)
     return found
 
 

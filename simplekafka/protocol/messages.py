@@ -172,10 +172,21 @@ def encode_request(
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """A response payload (header + body, without the 4-byte length prefix)."""
+    """A response payload (header + body, without the 4-byte length prefix); ``body`` may
+    be already encoded (bytes from ``encode_response_body``, e.g. a cached answer)."""
     out = bytearray(p.INT32.pack(correlation_id))
     if response_header_version(api_key, api_version) >= 1:
         out.append(0)
+    if isinstance(body, bytes | bytearray):
+        out += body
+    else:
+        response_schema(api_key, api_version).write(out, body)
+    return bytes(out)
+
+
+def encode_response_body(api_key: int, api_version: int, body: Any) -> bytes:
+    """A response body alone, to keep and answer many requests with (no header)."""
+    out = bytearray()
     response_schema(api_key, api_version).write(out, body)
     return bytes(out)
 

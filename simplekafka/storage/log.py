@@ -151,7 +151,8 @@ class Log:
         they were rolled.
         """
         config = config or LogConfig()
-        directory = Path(directory)
+        if not isinstance(directory, Path):  # a Path made anew costs ~200 bytes per log
+            directory = Path(directory)
         try:
             return cls._load(directory, config, clean_shutdown, recovery_point,
                              log_start_offset, clock_ms)

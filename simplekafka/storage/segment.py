@@ -15,6 +15,7 @@ never looks inside a batch beyond its 61-byte header.
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -36,6 +37,11 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 _SCAN_CHUNK = 64 * 1024
+# baseOffset, batchLength (bytes 0-11) and lastOffsetDelta (bytes 23-26) of a batch header:
+# all that stepping over a batch needs.
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
 _RECOVERY_CHUNK = 4 * 1024 * 1024
 _INT32_MAX = (1 << 31) - 1
 
@@ -264,14 +270,33 @@ class LogSegment:
         """Position and header of the first batch whose last offset is >= ``offset``, or None.
 
         Binary search in the index gives a nearby earlier batch; a short scan
-        of headers (about index.interval.bytes) finds the one.
+        of headers (about index.interval.bytes) finds the one. Every fetch
+        makes this scan (a consumer's twice: its offset and the high
+        watermark), so it steps over batches reading three fields each and
+        builds the header of the found batch only.
         """
         _, position = self.offset_index.lookup(offset)
         # The batch is usually within index.interval.bytes of the entry: read about that much.
-        chunk = min(_SCAN_CHUNK, 2 * self.config.index_interval_bytes + 2 * HEADER_SIZE)
-        for found in self.iter_headers(position, chunk=max(chunk, 1024)):
-            if found[1].last_offset >= offset:
-                return found
+        chunk = max(min(_SCAN_CHUNK, 2 * self.config.index_interval_bytes + 2 * HEADER_SIZE),
+                    1024)
+        end = self.size
+        step = _OFFSET_AND_LENGTH.unpack_from
+        delta_of = _LAST_OFFSET_DELTA.unpack_from
+        buffer = b""
+        rel = 0
+        while position + HEADER_SIZE <= end:
+            if rel + HEADER_SIZE > len(buffer):
+                buffer = os.pread(self._fd, min(chunk, end - position), position)
+                rel = 0
+                if len(buffer) < HEADER_SIZE:
+                    return None
+            base_offset, batch_length = step(buffer, rel)
+            if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                return None
+            if base_offset + delta_of(buffer, rel + _LAST_OFFSET_DELTA_AT)[0] >= offset:
+                return position, read_header(buffer, rel)
+            rel += batch_length + LOG_OVERHEAD
+            position += batch_length + LOG_OVERHEAD
         return None
 
     def read(self, position: int, length: int) -> bytes:

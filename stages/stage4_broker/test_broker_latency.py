@@ -3,15 +3,19 @@
 No sockets and no wall time: a ``task.Clock`` that is never advanced proves
 that an answer left in the same reactor turn as the event that allowed it
 (an append, a high-watermark move), with no timer in between; a
-``StringTransport`` that counts writes proves that answers are coalesced.
+``StringTransport`` that counts writes proves that answers are coalesced; Twisted's
+real TCP transport on a 127.0.0.1 socket pair, with a reactor that only records
+what it is asked, proves that an answer is sent before its handler returns.
 """
 
 from __future__ import annotations
 
+import socket
 import struct
 from types import SimpleNamespace
 
-from twisted.internet import task
+import pytest
+from twisted.internet import task, tcp
 from twisted.internet.testing import StringTransport
 
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -239,6 +243,110 @@ def test_a_rolled_segment_is_synced_off_the_append_path(tmp_path, monkeypatch):
     manager.close()
 
 
+class RecordingReactor:
+    """The reactor a real Twisted TCP transport talks to, recording what it asks for.
+
+    ``writers`` are the transports that asked to be told when their socket is
+    writable: each is a write left for the reactor's next poll.
+    """
+
+    def __init__(self) -> None:
+        self.readers: list = []
+        self.writers: list = []
+
+    def addReader(self, reader) -> None:
+        if reader not in self.readers:  # a set, as in a real reactor, but ordered
+            self.readers.append(reader)
+
+    def removeReader(self, reader) -> None:
+        if reader in self.readers:
+            self.readers.remove(reader)
+
+    def addWriter(self, writer) -> None:
+        if writer not in self.writers:
+            self.writers.append(writer)
+
+    def removeWriter(self, writer) -> None:
+        if writer in self.writers:
+            self.writers.remove(writer)
+
+
+@pytest.fixture
+def served():
+    """A KafkaConnection on Twisted's real TCP transport over a 127.0.0.1 socket pair,
+    with a recording reactor (no reactor runs); yields (connection, reactor, client)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    client = socket.create_connection(listener.getsockname())
+    accepted, address = listener.accept()
+    listener.close()
+    reactor = RecordingReactor()
+    connection = KafkaConnection(lambda payload, _c: b"re:" + payload, 1 << 20)
+    transport = tcp.Server(accepted, connection, address, None, 1, reactor)
+    connection.makeConnection(transport)
+    client.settimeout(10)
+    yield connection, reactor, client
+    client.close()
+    accepted.close()
+
+
+def received(client: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        data += client.recv(size - len(data))
+    return data
+
+
+def test_an_answer_is_on_the_socket_before_the_request_handler_returns(served):
+    """No reactor turn between the answer and its send: the reactor is never asked."""
+    connection, reactor, client = served
+    connection.dataReceived(frame(b"r1"))
+    assert reactor.writers == []  # not left for the next poll (nor 2 epoll_ctl calls)
+    assert received(client, len(frame(b"re:r1"))) == frame(b"re:r1")
+    connection.dataReceived(frame(b"r2") + frame(b"r3"))  # pipelined: still one send
+    assert reactor.writers == [] and connection.writes == 2
+    assert connection.sends.direct == 2 and connection.sends.buffered == 0
+    assert received(client, 2 * len(frame(b"re:r2"))) == frame(b"re:r2") + frame(b"re:r3")
+
+
+def test_an_answer_queues_behind_what_twisted_still_holds(served):
+    """Order is kept: with bytes in Twisted's buffer, the answer goes behind them."""
+    connection, reactor, client = served
+    connection.transport.write(b"held")  # as if an earlier send had not gone through
+    connection.dataReceived(frame(b"r1"))
+    assert reactor.writers == [connection.transport]  # the reactor sends, in order
+    assert connection.sends.buffered == 1 and connection.sends.direct == 0
+    connection.transport.doWrite()  # the reactor's next poll found the socket writable
+    assert received(client, 4 + len(frame(b"re:r1"))) == b"held" + frame(b"re:r1")
+
+
+def test_what_a_full_socket_does_not_take_is_left_to_twisted_in_order(served):
+    connection, reactor, client = served
+    connection.transport.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    big = b"x" * (512 << 10)  # more than the socket buffers hold
+    connection.dataReceived(frame(big[:100]))  # fits: sent at once
+    connection.handler = lambda payload, _c: big
+    connection.dataReceived(frame(b"big"))
+    assert connection.sends.direct == 1 and connection.sends.buffered == 1
+    assert reactor.writers == [connection.transport]
+    expected = frame(b"re:" + big[:100]) + frame(big)
+    data = b""
+    while len(data) < len(expected):  # the client reads; the "reactor" sends the rest
+        data += client.recv(1 << 20)
+        if reactor.writers:
+            connection.transport.doWrite()
+    assert data == expected and reactor.writers == []
+
+
+def test_a_tls_transport_keeps_twisted_buffered_path():
+    """Bytes on a TLS connection must be encrypted: never sent raw to the socket."""
+    from simplekafka.broker.direct_send import send_now
+
+    transport = StringTransport()
+    assert send_now(transport, b"answer") == 0  # not a TCP transport: Twisted's path
+    tls = SimpleNamespace(TLS=True)
+    assert send_now(tls, b"answer") == 0
 # -- the acks=all wait (delayed_produce.py) --------------------------------------------------
 
 

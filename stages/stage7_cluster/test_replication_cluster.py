@@ -211,3 +211,48 @@ def test_leader_election_bad_input_is_one_line_and_exit_2(arguments, message):
     assert finished.returncode == 2
     assert message in finished.stderr and "Traceback" not in finished.stderr
     assert len(finished.stderr.strip().splitlines()) == 1
+
+
+def test_a_killed_controllers_partitions_get_leaders_and_each_survivor_hears_once(three):
+    """SIGKILL the controller (real brokers, real ZooKeeper): the new one says in its log
+    how many leaders it elected and announced first (the victim's partitions), and each
+    survivor applies each partition's state once, as its log shows (the new controller
+    used to send every LeaderAndIsr twice: its start-up, then the election's first
+    report of every live broker as new)."""
+    from simplekafka.cluster.local import probe_broker
+
+    topic, count = "failover", 30
+    make_topic(three, topic, {i: [1 + (i + j) % 3 for j in range(3)] for i in range(count)})
+    victim = three.controller_id()
+    led = [p for p in range(count) if three.leader_of(topic, p) == victim]
+    led_in_all = sum(1 for t in three.zk.get_children("/brokers/topics")
+                     for p in three.zk.get_children(f"/brokers/topics/{t}/partitions")
+                     if three.leader_of(t, int(p)) == victim)  # earlier tests' topics too
+    survivors = [b for b in three.brokers if b != victim]
+
+    def applied_since(broker: int, offset: int = 0) -> list[int]:
+        text = three.brokers[broker].log_file.read_text(errors="replace")[offset:]
+        return sorted(int(line.split(f"{topic}-", 1)[1].split(":", 1)[0])
+                      for line in text.splitlines()
+                      if f"replica_manager: {topic}-" in line and " at leader epoch " in line)
+
+    for broker in survivors:  # the creation's LeaderAndIsr applied (its ISRs were written)
+        three.wait_for(lambda b=broker: len(set(applied_since(b))) == count, "creation", 30)
+    offsets = {b: len(three.brokers[b].log_file.read_text(errors="replace")) for b in survivors}
+    three.kill(victim)
+    three.wait_for(lambda: all(three.leader_of(topic, p) in survivors for p in led),
+                   "new leaders", 60)
+    # Once a survivor's metadata shows the victim back, every earlier controller request
+    # to it was applied (they travel in order): then count what it applied.
+    three.restart(victim)
+    for broker in survivors:
+        host, port = three.brokers[broker].address.rsplit(":", 1)
+        three.wait_for(lambda h=host, p=int(port): victim in probe_broker(h, p).broker_ids,
+                       f"broker {broker} told of broker {victim}'s return", 60)
+    for broker in survivors:
+        assert applied_since(broker, offsets[broker]) == list(range(count)), broker
+    logs = {b: three.brokers[b].log_file.read_text(errors="replace")[offsets[b]:]
+            for b in survivors}
+    announced = [line for b in survivors for line in logs[b].splitlines()
+                 if "leaders elected and announced" in line]
+    assert len(announced) == 1 and f" {led_in_all} leaders elected" in announced[0], announced

@@ -20,6 +20,7 @@ from simplekafka.coordination.election import (
     BrokerChanges,
     FencedTransaction,
     NotControllerError,
+    diff_brokers,
 )
 from simplekafka.coordination.topics import create_topic, read_partition_state
 from simplekafka.coordination.znodes import (
@@ -43,6 +44,7 @@ class StandInElection:
         _data, stat = zk.get(ZkPaths.CONTROLLER_EPOCH)
         self.epoch_version = stat.version
         self.live_brokers: dict[int, int] = {}
+        self.outbox: list = []  # what the controller sent during an event (not returned)
 
     def fenced_transaction(self) -> FencedTransaction:
         return FencedTransaction(self.zk, self.epoch_version)
@@ -59,7 +61,7 @@ def world(zk):
     election = StandInElection(zk)
     for broker_id in (1, 2, 3):
         register(zk, broker_id)
-    controller = Controller(1, election, send=lambda sends: None)
+    controller = Controller(1, election, send=election.outbox.extend)
     controller.epoch = 1
     controller.active = True
     return zk, election, controller
@@ -87,6 +89,15 @@ def start(zk, controller, assignment, config=None) -> None:
     controller._startup_event()
 
 
+def run(event, *args) -> list:
+    """Every request of a controller event: those it sent at once (the leaders of
+    partitions that had none) and those it returned."""
+    outbox = event.__self__.election.outbox
+    outbox.clear()
+    returned = event(*args)
+    return outbox + returned
+
+
 def leader_and_isr_targets(sends) -> set[int]:
     return {target for target, api, _v, _b in sends if api == ApiKey.LEADER_AND_ISR}
 
@@ -96,7 +107,7 @@ def test_failures_elect_from_the_isr_in_assignment_order_and_never_empty_it(worl
     start(zk, controller, {0: [1, 2, 3]})
     assert state(zk) == PartitionState(1, 0, (1, 2, 3), 1)
     zk.delete(ZkPaths.broker(1))
-    sends = controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    sends = run(controller._brokers_changed_event, BrokerChanges(live=live(zk), dead=(1,)))
     assert state(zk) == PartitionState(2, 1, (2, 3), 1)  # first of ISR ∩ live, epoch + 1
     assert {2, 3} <= leader_and_isr_targets(sends)
     zk.delete(ZkPaths.broker(2))
@@ -131,7 +142,7 @@ def test_a_bounced_leader_loses_leadership_like_a_failed_one(world):
     start(zk, controller, {0: [1, 2, 3]})
     zk.delete(ZkPaths.broker(1))
     register(zk, 1)  # back at once, with a new czxid: seen as a bounce
-    sends = controller._brokers_changed_event(BrokerChanges(live=live(zk), bounced=(1,)))
+    sends = run(controller._brokers_changed_event, BrokerChanges(live=live(zk), bounced=(1,)))
     assert state(zk) == PartitionState(2, 1, (2, 3), 1)
     assert 1 in leader_and_isr_targets(sends)  # told to follow (and truncate by epoch)
 
@@ -267,21 +278,134 @@ class CountingZooKeeper:
 
 
 def test_partition_states_are_written_as_pipelined_multis(world):
-    """A topic's 60 state znodes, then the new leaders of a dead broker's 40 (Kafka's
-    controller pipelines these): a handful of waits, not one or three per partition."""
+    """A topic's 250 state znodes, then the new leaders of a dead broker's partitions and
+    its ISR removals (Kafka's controller pipelines these, one multi per partition): a
+    handful of waits, not one or three per partition, and a fenced multi per 100
+    partitions (each write in it conditional on its own znode), not one per partition."""
     zk, election, controller = world
     counting = CountingZooKeeper(zk)
     controller.zk = election.zk = counting
-    assignment = {i: [1 + i % 3, 1 + (i + 1) % 3, 1 + (i + 2) % 3] for i in range(60)}
-    create_topic(zk, "t", 60, 3, replica_assignment=assignment)
+    assignment = {i: [1 + i % 3, 1 + (i + 1) % 3, 1 + (i + 2) % 3] for i in range(250)}
+    create_topic(zk, "t", 250, 3, replica_assignment=assignment)
     controller._startup_event()
-    assert all(state(zk, "t", i).leader == 1 + i % 3 for i in range(60))
-    assert controller.zk_multis == 60
+    assert all(state(zk, "t", i).leader == 1 + i % 3 for i in range(250))
+    assert controller.zk_multis == 3
     assert counting.waits < 20, counting.calls
     counting.waits = 0
     zk.delete(ZkPaths.broker(1))
     controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
-    assert all(1 not in state(zk, "t", i).isr for i in range(60))
-    assert all(state(zk, "t", i).leader == 2 for i in range(0, 60, 3))
-    assert controller.zk_multis == 120
+    assert all(1 not in state(zk, "t", i).isr for i in range(250))
+    assert all(state(zk, "t", i).leader == 2 for i in range(0, 250, 3))
+    assert controller.zk_multis == 3 + 1 + 2  # 84 leaders first, then 166 ISRs
     assert counting.waits < 10, counting.waits
+
+
+def test_a_conflict_in_a_shared_multi_costs_the_others_nothing(world):
+    """Leaders changed the ISRs of two partitions since the controller read them: the
+    multi holding them fails whole; the others are written in the next round, the two
+    are reread and decided again, and every leader's write stands."""
+    zk, _election, controller = world
+    start(zk, controller, {i: [1, 2, 3] for i in range(8)})
+    for index in (2, 5):  # leader 1 shrinks the ISR itself, as isr.write_isr does
+        zk.set(ZkPaths.partition_state("t", index), PartitionState(1, 0, (1, 2), 1).to_json(),
+               version=0)
+    multis = controller.zk_multis
+    zk.delete(ZkPaths.broker(1))
+    controller._brokers_changed_event(BrokerChanges(live=live(zk), dead=(1,)))
+    for index in range(8):
+        expected = (2,) if index in (2, 5) else (2, 3)
+        assert state(zk, "t", index) == PartitionState(2, 1, expected, 1), index
+        assert controller.context.states[("t", index)][0].isr == expected
+    assert controller.zk_multis - multis == 3  # failed on 2; failed on 5; the other 6
+
+
+def partition_states_sent(sends, api=ApiKey.LEADER_AND_ISR) -> dict[int, list[tuple[str, int]]]:
+    """Per target broker, the (topic, partition) states its requests of kind ``api`` carry."""
+    carried: dict[int, list[tuple[str, int]]] = {}
+    for target, kind, _version, body in sends:
+        if kind == api:
+            carried.setdefault(target, []).extend(
+                (t["topic_name"], p["partition_index"])
+                for t in body["topic_states"] for p in t["partition_states"])
+    return carried
+
+
+def test_a_new_controller_elects_the_dead_controllers_partitions_first_and_tells_once(world):
+    """Broker 1, the controller, dies; broker 2 takes over. The 4 partitions 1 led get
+    leaders first, and LeaderAndIsr for them leaves before any ISR write of the other 8
+    (Kafka's order: clients wait for those). Each survivor then hears of each partition
+    once: the election's first report, every live broker 'new', is no news after the
+    start-up told them everything (it used to send every LeaderAndIsr a second time)."""
+    zk, election, controller = world
+    assignment = {i: [1 + i % 3, 1 + (i + 1) % 3, 1 + (i + 2) % 3] for i in range(12)}
+    start(zk, controller, assignment)
+    zk.delete(ZkPaths.broker(1))
+    election.live_brokers = live(zk)  # as the real election reads them before electing
+    successor = Controller(2, election, send=election.outbox.extend)
+    successor.epoch, successor.active = 2, True
+    writes: list[tuple[str, int]] = []
+    written = successor._write_pipelined
+
+    def recording(keys, decide, create):
+        done = written(keys, decide, create)
+        writes.extend(done)
+        election.outbox.append(("written", done))
+        return done
+
+    successor._write_pipelined = recording
+    sends = run(successor._startup_event)
+    led_by_1 = [("t", i) for i in range(0, 12, 3)]
+    assert writes[:4] == led_by_1 and len(writes) == 12  # the other 8: 1 leaves their ISRs
+    first_write = sends.index(("written", led_by_1))
+    first_leader_and_isr = next(i for i, s in enumerate(sends)
+                                if s[0] != "written" and s[1] == ApiKey.LEADER_AND_ISR)
+    assert first_write < first_leader_and_isr < sends.index(("written", writes[4:]))
+    assert partition_states_sent(sends[first_leader_and_isr:first_leader_and_isr + 1]) \
+        in ({2: led_by_1}, {3: led_by_1})
+    sends += run(successor._brokers_changed_event, diff_brokers({}, live(zk)))
+    assert writes[12:] == []
+    sends = [s for s in sends if s[0] != "written"]
+    every = sorted(("t", i) for i in range(12))
+    assert {b: sorted(keys) for b, keys in partition_states_sent(sends).items()} == {
+        2: every, 3: every}
+    assert all(1 not in state(zk, "t", i).isr for i in range(12))
+
+
+def test_a_new_controller_loads_every_topic_in_a_few_waits(world):
+    """Assignments, configs and states of every topic are read pipelined (as Kafka's
+    controller reads them): the waits for ZooKeeper do not grow with the topics (they
+    were three per topic, one after another)."""
+    zk, election, controller = world
+    for n in range(30):
+        create_topic(zk, f"t{n}", 2, 3, config={"retention.ms": "1000"} if n == 7 else None)
+    controller._startup_event()
+    counting = CountingZooKeeper(zk)
+    election.zk = counting
+    successor = Controller(2, election, send=election.outbox.extend)
+    successor.epoch, successor.active = 1, True
+    successor._startup_event()
+    assert counting.waits < 20, counting.calls
+    assert len(successor.context.states) == 60
+    assert successor.context.topic_configs["t7"] == {"retention.ms": "1000"}
+    assert successor.context.topic_configs["t8"] == {}
+
+
+def test_leader_and_isr_goes_in_slices_of_a_thousand_partitions():
+    """A broker applies LeaderAndIsr on its reactor: 2,500 partitions go as three requests
+    (1,000, 1,000, 500), each partition once, so the broker serves between them."""
+    from simplekafka.broker.controller.context import ControllerContext
+    from simplekafka.broker.controller.requests import ControllerRequests
+
+    context = ControllerContext()
+    context.brokers = {b: BrokerInfo(broker_id=b, host="127.0.0.1", port=9000 + b, rack=None)
+                       for b in (1, 2)}
+    context.assignments = {"t": {i: (1 + i % 2, 2 - i % 2) for i in range(2500)}}
+    context.states = {("t", i): (PartitionState(r[0], 0, r, 1), 0)
+                      for i, r in context.assignments["t"].items()}
+    sends = ControllerRequests(context, 1, 1).leader_and_isr(context.all_partitions())
+    assert [target for target, *_ in sends] == [1, 1, 1, 2, 2, 2]
+    carried = partition_states_sent(sends)
+    assert sorted(carried[1]) == sorted(carried[2]) == sorted(context.all_partitions())
+    sizes = [len(body["topic_states"][0]["partition_states"]) for *_, body in sends]
+    assert sizes == [1000, 1000, 500] * 2
+    assert {leader["broker_id"] for leader in sends[0][3]["live_leaders"]} == {1, 2}

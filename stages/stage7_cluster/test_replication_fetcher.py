@@ -201,3 +201,50 @@ def test_followers_fetch_in_a_session_naming_only_what_moved(tmp_path):
     assert (fetch.session_id, fetch.session_epoch) == (0, 0)
     assert named(fetch) == {0: 1, 1: 0}
     manager.shutdown()
+
+
+class CountedPartition(Partition):
+    """Counts every look at its log end: the work of building a fetch."""
+
+    looks = 0
+
+    @property
+    def log_end_offset(self) -> int:
+        CountedPartition.looks += 1
+        return self.log.log_end_offset
+
+
+def test_an_idle_follower_builds_its_fetch_without_looking_at_every_partition(tmp_path):
+    """At 10,000 partitions each idle fetch looked at every followed partition's position
+    (and for any waiting for truncation) twice per replica.fetch.wait.max.ms; now only at
+    those that may have moved, with a look at all every SWEEP_SECONDS."""
+    from simplekafka.broker.replica_fetcher import SWEEP_SECONDS
+
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    partitions = []
+    for index in range(40):
+        partition = CountedPartition("t", index, FOLLOWER,
+                                     Log.open(tmp_path / f"t-{index}", LogConfig()))
+        assert partition.make_follower(LEADER, 0, [LEADER, FOLLOWER], [LEADER, FOLLOWER], 0, 1)
+        partitions.append(partition)
+        manager.follow(partition)
+    leader = PlayedLeader(reactor)
+    nothing_new = {"throttle_time_ms": 0, "error_code": 0, "session_id": 77, "responses": []}
+    header, _fetch = leader.request()  # full, opens the session
+    leader.answer(header, nothing_new)
+    header, _fetch = leader.request()  # names the partitions added after the first
+    CountedPartition.looks = 0
+    for epoch in (2, 3, 4):
+        leader.answer(header, nothing_new)
+        header, fetch = leader.request()
+        assert fetch.session_epoch == epoch and not fetch.topics
+    assert CountedPartition.looks == 0
+    for _ in range(int(SWEEP_SECONDS // 5)):  # a minute of idle fetches, 5 s apart
+        reactor.advance(5)
+        leader.answer(header, nothing_new)
+        header, fetch = leader.request()
+        assert not fetch.topics
+    assert CountedPartition.looks == len(partitions)  # one sweep
+    manager.shutdown()

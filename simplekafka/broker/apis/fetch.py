@@ -79,8 +79,10 @@ class FetchHandler:
         request = session.request  # every partition of the session, not just those named
         refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
         body, total_bytes, has_error = self.read(request, refused)
+        # A follower's session fetch may examine nothing (all settled) and still park.
+        asks_nothing = not getattr(request, "names_partitions", request.topics)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
-                or not request.topics):
+                or asks_nothing):
             return session.finish(body)
         return _DelayedFetch(self, request).start().addCallback(session.finish)
 
@@ -116,6 +118,7 @@ class FetchHandler:
         selector = self.selector if client_rack else None
         # An incremental session fetch from a follower leaves out what has nothing new.
         follower = request.replica_id if getattr(request, "incremental", False) else -1
+        settle = getattr(request, "settle", None)  # a session leaves quiet ones out next time
         get_partition = replicas.get_partition
         now = now_ms()
         for topic in request.topics:
@@ -126,9 +129,12 @@ class FetchHandler:
                     _refused_partition(wanted.partition) for wanted in topic.partitions]})
                 continue
             for wanted in topic.partitions:
-                if follower >= 0 and _quiet(get_partition(topic.topic, wanted.partition),
-                                            wanted, follower, now):
-                    continue  # see _quiet
+                if follower >= 0:
+                    quiet = get_partition(topic.topic, wanted.partition)
+                    if _quiet(quiet, wanted, follower, now):
+                        if settle is not None:
+                            settle(topic.topic, wanted.partition, quiet)
+                        continue  # see _quiet
                 answer = {"partition_index": wanted.partition, "error_code": ErrorCode.NONE,
                           "high_watermark": -1, "last_stable_offset": -1,
                           "log_start_offset": -1, "aborted_transactions": [],
@@ -256,6 +262,11 @@ class _DelayedFetch:
     def start(self) -> defer.Deferred:
         for partition in self.partitions:
             partition.add_append_listener(self.on_append)
+        # A follower's session fetch: the session wakes it when a settled partition changes
+        # (fetch_session.py), so it need not listen on each of thousands of partitions.
+        wait_on_session = getattr(self.request, "wait_on_session", None)
+        if wait_on_session is not None:
+            wait_on_session(self.on_append)
         self.handler.waiting += 1
         self.timer = self.handler.reactor.callLater(
             self.request.max_wait_ms / 1000.0, self.complete)
@@ -280,7 +291,11 @@ class _DelayedFetch:
             visible_end = partition.log_end_offset if self.is_follower \
                 else partition.last_stable_offset if self.read_committed \
                 else partition.high_watermark
-            if visible_end > self.offsets.get((partition.topic, partition.index), visible_end):
+            key = (partition.topic, partition.index)
+            offset = self.offsets.get(key)
+            if offset is None and hasattr(self.request, "fetch_offset"):
+                offset = self.request.fetch_offset(key)  # a settled session partition
+            if offset is not None and visible_end > offset:
                 self.complete()
             return
         body, total, has_error = self.handler.read(self.request)
@@ -292,6 +307,9 @@ class _DelayedFetch:
             return
         for partition in self.partitions:
             partition.remove_append_listener(self.on_append)
+        stop_waiting = getattr(self.request, "stop_waiting", None)
+        if stop_waiting is not None:
+            stop_waiting(self.on_append)
         if self.timer is not None and self.timer.active():
             self.timer.cancel()
         self.handler.waiting -= 1

@@ -21,6 +21,7 @@ from typing import Any
 from twisted.internet import defer, protocol
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
+from simplekafka.broker.direct_send import write
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
@@ -66,7 +67,9 @@ class ResponseReader(protocol.Protocol):
         """Write one encoded request; the Deferred fires with its response frame."""
         waiter: defer.Deferred = defer.Deferred()
         self.waiting[correlation_id] = waiter
-        self.transport.write(encode_frame(payload))
+        # Straight to the socket (direct_send): a replica fetcher's next fetch leaves now,
+        # not after the rest of the reactor turn that applied the last answer.
+        write(self.transport, encode_frame(payload))
         return waiter
 
     def connectionLost(self, reason: Any = None) -> None:
