@@ -60,7 +60,7 @@ from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
-from simplekafka.broker.isr import write_isr
+from simplekafka.broker.isr import IsrChangeNotifier, write_isr, write_isr_change_notification
 from simplekafka.broker.log_cleaner import LogCleaner
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.metrics import install as install_metrics
@@ -168,6 +168,7 @@ class KafkaBroker:
                                    config["replica.fetch.min.bytes"],
                                    config["replica.fetch.max.bytes"]),
             self._endpoint_of, self.follower_throttle)
+        self.isr_notifier = IsrChangeNotifier(self._write_isr_notification)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
@@ -533,13 +534,26 @@ class KafkaBroker:
                   self.log_manager.flush_if_due)
 
     def _write_isr(self, partition: Any, isr: list[int]) -> defer.Deferred:
-        """Write a leader's ISR change to ZooKeeper on a worker thread (see isr.py)."""
+        """Write a leader's ISR change to ZooKeeper on a worker thread, then have it
+        announced to the controller (batched with others, see isr.py)."""
         if self.zk is None or self._stopping:
             return defer.fail(ConnectionError("not connected to ZooKeeper"))
-        return threads.deferToThreadPool(
+        written = threads.deferToThreadPool(
             self.reactor, self.reactor.getThreadPool(), write_isr, self.zk, partition.topic,
             partition.index, self.broker_id, partition.leader_epoch, isr,
             partition.controller_epoch, partition.partition_epoch)
+
+        def announce(version: int) -> int:
+            self.isr_notifier.changed(partition.topic, partition.index)
+            return version
+
+        return written.addCallback(announce)
+
+    def _write_isr_notification(self, partitions: list[tuple[str, int]]) -> defer.Deferred:
+        if self.zk is None or self._stopping:
+            return defer.fail(ConnectionError("not connected to ZooKeeper"))
+        return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
+                                         write_isr_change_notification, self.zk, partitions)
 
     def _checkpoint_high_watermarks(self) -> defer.Deferred:
         """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor.

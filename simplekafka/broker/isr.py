@@ -14,7 +14,9 @@ A leader keeps the ISR honest on its own, as ZooKeeper-mode Kafka did from
   ZooKeeper accepted it (replication rule 2). A refused write means the controller changed
   the partition meanwhile: the leader keeps its old ISR and waits for the
   controller's LeaderAndIsr. A notification under ``/isr_change_notification``
-  tells the controller to send UpdateMetadata.
+  tells the controller to send UpdateMetadata; one notification names every
+  partition changed while the previous one was being written
+  (``IsrChangeNotifier``), as Kafka's ``maybePropagateIsrChanges`` batches them.
 
 The rules are plain functions so that tests can check them without a cluster.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
@@ -89,9 +91,51 @@ def write_isr(zk: Any, topic: str, partition: int, leader: int, leader_epoch: in
         stat = zk.set(path, state.to_json(), version=partition_epoch)
     except (BadVersionError, NoNodeError) as exc:
         raise IsrWriteRefused(f"{path} is no longer at version {partition_epoch}") from exc
-    try:
-        notice = PartitionRefs((PartitionRef(topic, partition),))
-        zk.create(ZkPaths.ISR_CHANGE_PREFIX, notice.to_json(), sequence=True, makepath=True)
-    except Exception as exc:  # the ISR is written; the controller will learn it later
-        log.warning("%s-%d: ISR change notification not written: %s", topic, partition, exc)
     return stat.version
+
+
+def write_isr_change_notification(zk: Any, partitions: list[tuple[str, int]]) -> None:
+    """One ``/isr_change_notification/isr_change_<seq>`` naming ``partitions`` (worker thread)."""
+    notice = PartitionRefs(tuple(PartitionRef(topic, index) for topic, index in partitions))
+    zk.create(ZkPaths.ISR_CHANGE_PREFIX, notice.to_json(), sequence=True, makepath=True)
+
+
+class IsrChangeNotifier:
+    """Tells the controller which ISRs changed, in as few notifications as the load allows.
+
+    At most one notification is being written at a time; partitions whose ISR
+    changes meanwhile go into the next one. A lone change is announced at once,
+    and a restarted broker rejoining thousands of ISRs costs the leader a few
+    notifications and the controller a few reads, not one each per partition
+    (each took the controller two ZooKeeper round trips, one after the other).
+    ``write`` runs the blocking write off the reactor and returns a Deferred.
+    """
+
+    def __init__(self, write: Callable[[list[tuple[str, int]]], Any]) -> None:
+        self._write = write
+        self._pending: dict[tuple[str, int], None] = {}  # in order of change, no repeats
+        self._writing = False
+        self.notifications = 0  # written or attempted (for tests and logs)
+
+    def changed(self, topic: str, partition: int) -> None:
+        """Called on the reactor once the partition's new ISR is in ZooKeeper."""
+        self._pending[(topic, partition)] = None
+        if not self._writing:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        batch, self._pending = list(self._pending), {}
+        self._writing = True
+        self.notifications += 1
+        written = self._write(batch)
+
+        def failed(failure: Any) -> None:  # the ISRs are written; the controller learns later
+            log.warning("ISR change notification for %d partition(s) not written: %s",
+                        len(batch), failure.getErrorMessage())
+
+        def next_batch(_: Any) -> None:
+            self._writing = False
+            if self._pending:
+                self._write_pending()
+
+        written.addErrback(failed).addCallback(next_batch)

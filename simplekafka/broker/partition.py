@@ -628,8 +628,10 @@ class Partition:
         end = self.log.log_end_offset
         offset = max(self.log.log_start_offset, end - PRODUCER_STATE_REPLAY_OFFSETS)
         try:
-            delete_snapshots_above(self.log.directory, end)
-            found = latest_snapshot(self.log.directory, end, self.log.log_start_offset)
+            # One listing of the directory for both (at thousands of replicas a restart
+            # spent seconds listing each partition's directory again).
+            kept = delete_snapshots_above(self.log.directory, end)
+            found = latest_snapshot(self.log.directory, end, self.log.log_start_offset, kept)
             if found is not None:
                 offset, entries = found
                 self.producers = ProducerStateTable.from_snapshot(entries)

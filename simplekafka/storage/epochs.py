@@ -40,7 +40,7 @@ class LeaderEpochCache:
         self._path = path
         self._log_end_offset = log_end_offset
         self._entries: list[EpochEntry] = []
-        self._unsynced = False  # the file holds an assign that was not fsynced
+        self._unsynced = False  # the file is behind the entries, or not fsynced
         if path is not None:
             try:
                 self._entries = [EpochEntry(*entry) for entry in read_epoch_checkpoint(path)]
@@ -117,11 +117,12 @@ class LeaderEpochCache:
         kept = [entry for entry in self._entries if entry.start_offset < end_offset]
         if len(kept) != len(self._entries):
             self._entries = kept
-            # Not fsynced (Kafka 3.7's truncateFromEndAsyncFlush, KAFKA-15046): a lost
-            # truncation only brings back entries past the log end, which the next load
-            # truncates again. Every log opened after a crash may truncate here, and two
-            # fsyncs per replica made a restart at thousands of replicas slow.
-            self._flush(durable=False)
+            # Written by the log's next flush, not now (Kafka 3.7's
+            # truncateFromEndAsyncFlush, KAFKA-15046): a lost truncation only brings back
+            # entries past the log end, which the next load truncates again. Every log
+            # opened after a crash may truncate here, and a write, a rename and two fsyncs
+            # per replica made a restart at thousands of replicas slow.
+            self._unsynced = True
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at ``start_offset``: drop older epochs, clamp the one covering it."""
@@ -130,7 +131,7 @@ class LeaderEpochCache:
             return
         after = self._entries[len(before) :]
         self._entries = [EpochEntry(before[-1].epoch, start_offset), *after]
-        self._flush(durable=False)  # as truncate_from_end: a lost one is redone at load
+        self._unsynced = True  # as truncate_from_end: written at the next flush
 
     def clear(self) -> None:
         self._entries = []
@@ -142,6 +143,6 @@ class LeaderEpochCache:
             self._unsynced = not durable
 
     def sync(self) -> None:
-        """Make an assign written without fsync durable (called by the log's flush)."""
+        """Write and fsync what changed since (called by the log's flush and close)."""
         if self._unsynced:
             self._flush()

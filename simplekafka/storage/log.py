@@ -880,23 +880,31 @@ def _complete_swaps(directory: Path) -> None:
 
 
 def _clean_directory(directory: Path) -> list[int]:
-    """Remove leftovers of interrupted writes; return the segments' base offsets, sorted."""
-    if any(path.name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for path in directory.iterdir()):
+    """Remove leftovers of interrupted writes; return the segments' base offsets, sorted.
+
+    The directory is listed once (again only after finishing an interrupted swap): a
+    restart opens thousands of these, and each listing costs a system call or more.
+    """
+    names = os.listdir(directory)
+    if any(name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for name in names):
         _complete_swaps(directory)
+        names = os.listdir(directory)
     bases = []
-    for path in directory.iterdir():
-        if path.name.endswith((".tmp", ".deleted")):
-            path.unlink(missing_ok=True)
+    indexes = []
+    for name in names:
+        if name.endswith((".tmp", ".deleted")):
+            (directory / name).unlink(missing_ok=True)
             continue
-        match = _SEGMENT_NAME.match(path.name)
+        match = _SEGMENT_NAME.match(name)
         if match:
             bases.append(int(match[1]))
+        elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
+            indexes.append(name)
     logs = set(bases)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-        for path in directory.glob(f"*{suffix}"):
-            stem = path.name[: -len(suffix)]
-            if not (stem.isdigit() and int(stem) in logs):
-                path.unlink(missing_ok=True)  # an index whose log is gone
+    for name in indexes:
+        stem = name.split(".", 1)[0]
+        if not (stem.isdigit() and int(stem) in logs):
+            (directory / name).unlink(missing_ok=True)  # an index whose log is gone
     return sorted(bases)
 
 

@@ -59,12 +59,11 @@ def snapshot_path(directory: Path, offset: int) -> Path:
 
 def snapshot_offsets(directory: Path) -> list[int]:
     """The offsets of the snapshot files in ``directory``, ascending."""
-    offsets = []
-    for path in directory.iterdir() if directory.exists() else ():
-        match = _NAME.match(path.name)
-        if match:
-            offsets.append(int(match[1]))
-    return sorted(offsets)
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(int(match[1]) for match in map(_NAME.match, names) if match)
 
 
 def encode_snapshot(entries: list[SnapshotEntry]) -> bytes:
@@ -99,10 +98,14 @@ def write_snapshot(directory: Path, offset: int, entries: list[SnapshotEntry]) -
         snapshot_path(directory, old).unlink(missing_ok=True)
 
 
-def latest_snapshot(directory: Path, at_most: int,
-                    at_least: int = 0) -> tuple[int, list[SnapshotEntry]] | None:
-    """The newest readable snapshot with ``at_least <= offset <= at_most``, or None."""
-    for offset in reversed(snapshot_offsets(directory)):
+def latest_snapshot(directory: Path, at_most: int, at_least: int = 0,
+                    offsets: list[int] | None = None
+                    ) -> tuple[int, list[SnapshotEntry]] | None:
+    """The newest readable snapshot with ``at_least <= offset <= at_most``, or None.
+
+    ``offsets``: the directory's snapshot offsets if the caller has listed them already.
+    """
+    for offset in reversed(snapshot_offsets(directory) if offsets is None else offsets):
         if not at_least <= offset <= at_most:
             continue
         try:
@@ -112,8 +115,14 @@ def latest_snapshot(directory: Path, at_most: int,
     return None
 
 
-def delete_snapshots_above(directory: Path, offset: int) -> None:
-    """Drop snapshots of offsets the log no longer reaches (a truncated tail)."""
-    for found in snapshot_offsets(directory):
+def delete_snapshots_above(directory: Path, offset: int,
+                           offsets: list[int] | None = None) -> list[int]:
+    """Drop snapshots of offsets the log no longer reaches (a truncated tail); returns the
+    offsets kept. ``offsets``: the directory's snapshot offsets if already listed."""
+    kept = []
+    for found in snapshot_offsets(directory) if offsets is None else offsets:
         if found > offset:
             snapshot_path(directory, found).unlink(missing_ok=True)
+        else:
+            kept.append(found)
+    return kept

@@ -339,6 +339,28 @@ def test_a_transaction_older_than_the_replay_window_survives_a_restart(tmp_path,
     assert blind.producers.ongoing == {}
 
 
+def test_a_restarted_replica_lists_its_directory_twice_at_most(tmp_path, monkeypatch):
+    # Once to open the log, once for the producer snapshots: at thousands of replicas a
+    # restart spent seconds in seven listings per replica (a glob per index suffix, one
+    # listing to delete snapshots past the end and another to find the newest).
+    import os
+
+    directory = tmp_path / "t-0"
+    p = open_partition(directory)
+    append(p, txn_batch(10, 0, b"x"))
+    assert p.maybe_snapshot_producers()
+    p.log.abandon()
+    listings = []
+    real_listdir, real_scandir = os.listdir, os.scandir
+    monkeypatch.setattr(os, "listdir", lambda path=".": listings.append(path)
+                        or real_listdir(path))
+    monkeypatch.setattr(os, "scandir", lambda path=".": listings.append(path)
+                        or real_scandir(path))
+    again = Partition("t", 0, ME, Log.open(directory, LogConfig(), clean_shutdown=False))
+    assert again.producers.ongoing == {10: 0}
+    assert len(listings) <= 2, listings
+
+
 def test_snapshots_past_a_truncation_are_dropped(tmp_path):
     directory = tmp_path / "t-0"
     p = open_partition(directory)

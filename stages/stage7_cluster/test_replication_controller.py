@@ -388,3 +388,24 @@ def test_a_new_controller_loads_every_topic_in_a_few_waits(world):
     assert len(successor.context.states) == 60
     assert successor.context.topic_configs["t7"] == {"retention.ms": "1000"}
     assert successor.context.topic_configs["t8"] == {}
+
+
+def test_leader_and_isr_goes_in_slices_of_a_thousand_partitions():
+    """A broker applies LeaderAndIsr on its reactor: 2,500 partitions go as three requests
+    (1,000, 1,000, 500), each partition once, so the broker serves between them."""
+    from simplekafka.broker.controller.context import ControllerContext
+    from simplekafka.broker.controller.requests import ControllerRequests
+
+    context = ControllerContext()
+    context.brokers = {b: BrokerInfo(broker_id=b, host="127.0.0.1", port=9000 + b, rack=None)
+                       for b in (1, 2)}
+    context.assignments = {"t": {i: (1 + i % 2, 2 - i % 2) for i in range(2500)}}
+    context.states = {("t", i): (PartitionState(r[0], 0, r, 1), 0)
+                      for i, r in context.assignments["t"].items()}
+    sends = ControllerRequests(context, 1, 1).leader_and_isr(context.all_partitions())
+    assert [target for target, *_ in sends] == [1, 1, 1, 2, 2, 2]
+    carried = partition_states_sent(sends)
+    assert sorted(carried[1]) == sorted(carried[2]) == sorted(context.all_partitions())
+    sizes = [len(body["topic_states"][0]["partition_states"]) for *_, body in sends]
+    assert sizes == [1000, 1000, 500] * 2
+    assert {leader["broker_id"] for leader in sends[0][3]["live_leaders"]} == {1, 2}
