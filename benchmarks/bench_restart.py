@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 
 from benchmarks.suite.core import new_topic
-from benchmarks.suite.scale import SCALE_BROKERS, _in_every_isr, _leaders
+from benchmarks.suite.scale import SCALE_BROKERS, _all_led_elsewhere, _in_every_isr, _leaders
 from simplekafka.cluster import LocalCluster
 
 POLL_S = 0.5  # a Metadata of every partition is not free: ask twice a second
@@ -64,8 +64,7 @@ def restart(cluster: LocalCluster, topics: list[str], victim: int, how: str,
         cluster.kill(victim)
         cluster.wait_for_znode_gone(victim, timeout)
         others = ",".join(cluster.brokers[b].address for b in cluster.running_brokers())
-        _wait(lambda: all(_leaders(others, topics).get(key, victim) not in (victim, -1)
-                          for key in led), "new leaders", timeout)
+        _wait(lambda: _all_led_elsewhere(others, topics, led, victim), "new leaders", timeout)
     else:
         started = time.perf_counter()
         cluster.terminate(victim, timeout)
