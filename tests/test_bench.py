@@ -48,8 +48,10 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     # ... and the machine's: who had the CPUs, and how long the broker waited for one.
     assert "broker reactor thread wait for a CPU per time slice" in names
     assert "C producer pacing loop (main thread) CPU" in names
+    assert "C client, pacing thread at SCHED_IDLE p99" in names
     assert "C client, 3 brokers RF 3, acks=all p99" in names
-    for plot in ("produce", "consume", "latency_histogram", "latency_python", "replication",
+    for plot in ("produce", "consume", "latency_histogram", "latency_pacer", "latency_python",
+                 "replication",
                  "message_sizes_mb", "scale_creation", "scale_controller_failover"):
         assert (out / f"{plot}.png").stat().st_size > 1000, plot
 

@@ -63,7 +63,8 @@ def histogram(plot: str, label: str, runs: list[list[float]]) -> Curve:
 
 def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
            settings: dict[str, str] | None = None,
-           share: cpu_share.CpuShare | None = None) -> list[list[float]]:
+           share: cpu_share.CpuShare | None = None,
+           idle_pacer: bool = False) -> list[list[float]]:
     tool = peers.rdkafka_performance()
     if tool is None:
         ctx.note(peers.missing_rdkafka_note())
@@ -76,7 +77,8 @@ def c_runs(ctx: Context, bootstrap: str, replication: int, acks: str,
         with share if share is not None else contextlib.nullcontext():
             runs.append(peers.c_latency(tool, bootstrap, topic, ctx.sizes.latency_rate,
                                         ctx.sizes.latency_seconds, SIZE, ctx.scratch(),
-                                        acks=acks, settings=settings))
+                                        acks=acks, settings=settings,
+                                        idle_pacer=idle_pacer))
     return runs
 
 
@@ -225,6 +227,14 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
         figures += summarize("latency", label, nodelay)
         curves.append(histogram("latency_nagle", label, nodelay))
         curves.append(histogram("latency_nagle", "C client, librdkafka default (Nagle on)",
+                                runs))
+        # The tool's pacing loop spins a core (peers.idle_priority): the same load with that
+        # thread at SCHED_IDLE says how much of the tail is waiting behind it for a CPU.
+        idle = c_runs(ctx, bootstrap, 1, "1", idle_pacer=True)
+        label = "C client, pacing thread at SCHED_IDLE"
+        figures += summarize("latency", label, idle)
+        curves.append(histogram("latency_pacer", label, idle))
+        curves.append(histogram("latency_pacer", "C client, pacing thread at normal priority",
                                 runs))
     if ctx.bootstrap_server is None:
         pid = ctx.cluster(1).broker_pids[1]

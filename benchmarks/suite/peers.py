@@ -89,11 +89,14 @@ def c_consume(tool: Path, bootstrap: str, topic: str, count: int) -> float:
 
 def c_latency(tool: Path, bootstrap: str, topic: str, rate: int, seconds: float, size: int,
               directory: Path, acks: str = "1", linger_ms: int = 0,
-              settings: dict[str, str] | None = None) -> list[float]:
+              settings: dict[str, str] | None = None,
+              idle_pacer: bool = False) -> list[float]:
     """End-to-end delays in ms, one per record: a -l producer paced at ``rate`` and a -l consumer.
 
     Both stamp and read the wall clock of this machine; the consumer writes every
     delay to a file (``-A``), which is what the histogram is drawn from.
+    ``idle_pacer``: the producer's main thread, whose pacing loop spins (see
+    ``idle_priority``), runs at SCHED_IDLE once librdkafka's threads exist.
     """
     count = max(1, int(rate * seconds))
     samples = directory / f"latency-{topic}.txt"
@@ -119,10 +122,13 @@ def c_latency(tool: Path, bootstrap: str, topic: str, rate: int, seconds: float,
     try:
         if not ready.wait(60) or consumer.poll() is not None:
             raise RuntimeError("rdkafka_performance's consumer did not reach the partition end")
-        _run([str(tool), "-P", "-t", topic, "-p", "0", "-b", bootstrap, "-s", str(size),
-              "-r", str(rate), "-c", str(count), "-a", acks, "-l", "-q",
-              *_settings({"linger.ms": str(linger_ms), **(settings or {})})],
-             timeout=seconds * 10 + 120)
+        producer = [str(tool), "-P", "-t", topic, "-p", "0", "-b", bootstrap, "-s", str(size),
+                    "-r", str(rate), "-c", str(count), "-a", acks, "-l", "-q",
+                    *_settings({"linger.ms": str(linger_ms), **(settings or {})})]
+        if idle_pacer:
+            _run_with_idle_pacer(producer, timeout=seconds * 10 + 120)
+        else:
+            _run(producer, timeout=seconds * 10 + 120)
         try:
             consumer.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -135,6 +141,54 @@ def c_latency(tool: Path, bootstrap: str, topic: str, rate: int, seconds: float,
     if not samples.exists():
         return []
     return [int(line) / 1000 for line in samples.read_text().split() if line.strip()]
+
+
+def idle_priority(pid: int, timeout: float = 30.0) -> bool:
+    """Put rdkafka_performance's main thread (thread id = ``pid``) at SCHED_IDLE.
+
+    At 10,000 records/s ``-r`` leaves under a millisecond between records, and
+    the tool polls with a zero timeout until the next is due: the main thread
+    spins a whole core. At SCHED_IDLE it runs only on a CPU nothing else wants,
+    so the broker and the clients' I/O threads never wait behind it. Done once a
+    broker thread learned from metadata exists (rd_kafka_new has returned):
+    threads created by the main thread before then would inherit the policy,
+    and later ones are created by librdkafka's own threads. False if the
+    process ended or the policy could not be set.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            names = [(task / "comm").read_text().strip()
+                     for task in Path(f"/proc/{pid}/task").iterdir()]
+        except OSError:
+            return False
+        if any(name.startswith("rdk:broker") and name[len("rdk:broker"):].isdigit()
+               for name in names):
+            try:
+                os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+            except (OSError, AttributeError):
+                return False
+            return True
+        time.sleep(0.001)
+    return False
+
+
+def _run_with_idle_pacer(command: list[str], timeout: float) -> str:
+    """``_run`` for a -P command whose pacing thread is put at SCHED_IDLE."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        if not idle_priority(process.pid) and process.poll() is None:
+            raise RuntimeError("could not put rdkafka_performance's pacing thread at SCHED_IDLE")
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    if process.returncode not in (0, 130):
+        raise RuntimeError(f"{Path(command[0]).name} exited {process.returncode}: "
+                           f"{(err or out).strip()[-300:]}")
+    return out
 
 
 # -- Redis Streams ---------------------------------------------------------------------------

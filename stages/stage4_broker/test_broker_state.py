@@ -198,10 +198,27 @@ def test_channel_to_itself_goes_through_request_bytes_in_order():
     waiting, answer = broker.pending.pop(0)
     waiting.callback(answer)
     assert isinstance(first.result, Struct) and first.result.error_code == 0
+    assert broker.seen == [1]  # the next one waits for the reactor's next turn
+    clock.advance(0)
     assert broker.seen == [1, 2]
     waiting, answer = broker.pending.pop(0)
     waiting.callback(answer)
     assert second.called
+
+
+def test_requests_to_itself_wait_for_the_reactor_between_them():
+    """The controller's own broker answers at once: each next request queued for it (say,
+    LeaderAndIsr slices) waits for a delayed call, which a real reactor runs only after
+    its next poll, so fetches and other brokers' answers are served between them (they
+    used to run back to back within one turn: seconds at 10,000 partitions)."""
+    clock = task.Clock()
+    broker = FakeBroker()
+    channel = ControllerChannel(clock, 1, broker, lambda b: ("127.0.0.1", 9092))
+    sent = [send_update(channel, epoch) for epoch in (1, 2, 3)]
+    assert broker.seen == [1] and sent[0].called and not sent[1].called
+    assert len(clock.getDelayedCalls()) == 1
+    clock.advance(0)
+    assert broker.seen == [1, 2, 3] and all(d.called for d in sent)
 
 
 def test_channel_retries_until_the_broker_answers():

@@ -136,12 +136,25 @@ class ControllerChannel:
 
     def _delivered(self, response: Any, broker_id: int, done: defer.Deferred) -> None:
         self._queues[broker_id].popleft()
-        self._busy.discard(broker_id)
+        local = broker_id == self.local_broker_id
+        if not local:
+            self._busy.discard(broker_id)
         self.sent += 1
         code = getattr(response, "error_code", 0)
         if code:
             log.warning("broker %d answered controller request with error %d", broker_id, code)
         done.callback(response)
+        if local:
+            # Our own broker answers within this reactor turn: the next request waits for
+            # the next turn, or a queue of big LeaderAndIsr slices would run back to back
+            # and hold the reactor (fetches, and the other brokers' answers, which the
+            # channel needs to send them their next request).
+            self.reactor.callLater(0, self._next_turn, broker_id)
+        else:
+            self._pump(broker_id)
+
+    def _next_turn(self, broker_id: int) -> None:
+        self._busy.discard(broker_id)
         self._pump(broker_id)
 
     def _failed(self, failure: Any, broker_id: int, attempt: int) -> None:
