@@ -300,6 +300,26 @@ def test_partition_states_are_written_as_pipelined_multis(world):
     assert counting.waits < 10, counting.waits
 
 
+def test_isr_changes_of_many_partitions_are_read_pipelined(world):
+    """A restarted broker rejoins every ISR: its leaders announce 250 changes in one
+    notification (isr.IsrChangeNotifier), and the controller rereads the 250 states
+    pipelined, a handful of waits, not one per partition."""
+    from simplekafka.broker.isr import write_isr, write_isr_change_notification
+
+    zk, election, controller = world
+    start(zk, controller, {i: [1, 2, 3] for i in range(250)})
+    for index in range(250):
+        write_isr(zk, "t", index, 1, 0, [1, 2], 1, 0)
+    write_isr_change_notification(zk, [("t", index) for index in range(250)])
+    counting = CountingZooKeeper(zk)
+    controller.zk = election.zk = counting
+    sends = run(controller._isr_changes_event)
+    assert all(controller.context.states[("t", i)][0].isr == (1, 2) for i in range(250))
+    assert counting.waits < 10, counting.calls
+    assert zk.get_children(ZkPaths.ISR_CHANGE_NOTIFICATION) == []
+    assert sends  # UpdateMetadata to every broker
+
+
 def test_a_conflict_in_a_shared_multi_costs_the_others_nothing(world):
     """Leaders changed the ISRs of two partitions since the controller read them: the
     multi holding them fails whole; the others are written in the next round, the two

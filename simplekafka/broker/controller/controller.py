@@ -683,13 +683,14 @@ class Controller:
             except NoNodeError:
                 pass
         known = sorted(k for k in keys if k[1] in self.context.assignments.get(k[0], {}))
-        for key in known:
-            found = read_partition_state(self.zk, *key)
-            if found is not None:
-                self.context.states[key] = found
+        # Pipelined: a restarted broker rejoins thousands of ISRs at once, and reading
+        # their states one round trip after another took the controller tens of seconds.
+        self.context.states.update(read_partition_states_of(self.zk, known))
         if not known:
             return []
-        log.info("controller: ISR changed for %s", ", ".join(f"{t}-{p}" for t, p in known))
+        named = ", ".join(f"{t}-{p}" for t, p in known[:20])
+        log.info("controller: ISR changed for %d partition(s): %s%s", len(known), named,
+                 ", ..." if len(known) > 20 else "")
         return self._update_metadata_to_all(known) + self._finish_reassignments(known)
 
     # -- preferred leaders --------------------------------------------------------------
