@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from simplekafka.cli import CliError
+from simplekafka.cli.broker_cmd import raise_open_files_limit
 
 SCENARIOS = ("produce", "consume", "latency", "replication", "scale")
 QUIET_LOAD = 1.0  # the suite's threshold too (benchmarks.suite.core.QUIET_LOAD)
@@ -74,6 +75,8 @@ def bench(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise CliError(f"--out {args.out} exists and is not a directory")
     suite = _suite()
+    # 1,000 idle connections (--full) and the clients' own: more than a soft 1024.
+    raise_open_files_limit()
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     record = suite.run(names, args.mode, args.out, bootstrap_server=args.bootstrap_server,
                        noisy=args.noisy, plots=not args.no_plots,

@@ -57,6 +57,9 @@ class LogManager:
         self.descriptors = DescriptorBudget()  # new logs stop short of the open-files limit
         self.background: Callable[[Callable[[], None]], None] | None = None
         self.recovered_unclean = False
+        # What each offset checkpoint file last got: an unchanged one is not written again
+        # (three files of 10,000 lines with two fsyncs each, every 5 s, on an idle broker).
+        self._checkpointed: dict[Path, dict[TopicPartition, int]] = {}
         for directory in self.log_dirs:
             try:
                 directory.mkdir(parents=True, exist_ok=True)
@@ -195,8 +198,14 @@ class LogManager:
         keeps all three current and a crash recovers as little as possible.
         """
         for directory, entries in self._per_dir(lambda key, _: high_watermarks.get(key)).items():
-            write_offset_checkpoint(directory / HIGH_WATERMARK_CHECKPOINT, entries)
+            self._write_checkpoint(directory / HIGH_WATERMARK_CHECKPOINT, entries)
         self.checkpoint_recovery_points_and_log_starts()
+
+    def _write_checkpoint(self, path: Path, entries: dict[TopicPartition, int]) -> None:
+        if self._checkpointed.get(path) == entries:
+            return  # the file already says so
+        write_offset_checkpoint(path, entries)
+        self._checkpointed[path] = entries
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         """High watermarks from every log dir's replication-offset-checkpoint."""
@@ -208,9 +217,9 @@ class LogManager:
     def checkpoint_recovery_points_and_log_starts(self) -> None:
         """Write recovery-point-offset-checkpoint and log-start-offset-checkpoint of each dir."""
         for directory, entries in self._per_dir(lambda _, log: log.recovery_point).items():
-            write_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, entries)
+            self._write_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, entries)
         for directory, entries in self._per_dir(lambda _, log: log.log_start_offset).items():
-            write_offset_checkpoint(directory / LOG_START_CHECKPOINT, entries)
+            self._write_checkpoint(directory / LOG_START_CHECKPOINT, entries)
 
     # -- shutdown ------------------------------------------------------------------
     def close(self) -> None:
