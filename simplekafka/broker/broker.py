@@ -439,7 +439,8 @@ class KafkaBroker:
                 self.config["auto.reassign.on.membership.change"],
                 self.config["auto.reassign.grace.ms"],
                 self.config["auto.reassign.new.broker.delay.ms"],
-                self.config["auto.reassign.throttle.bytes"]))
+                self.config["auto.reassign.throttle.bytes"]),
+            last_known=self._last_known_leaders)
         self.election.start()
         self.config_changes = ConfigChangeListener(zk, self.broker_id,
                                                    self.reactor.callFromThread,
@@ -482,6 +483,17 @@ class KafkaBroker:
         if self.inter_broker_login is None:
             return address
         return (*address, self.inter_broker_login)
+
+    def _last_known_leaders(self) -> tuple[dict[tuple[str, int], int], set[int]]:
+        """The leaders and live brokers this broker's metadata cache names (read on the
+        controller's event thread: each copy is one step under the GIL, and a cache
+        changing meanwhile only makes the hint older, never a decision wrong)."""
+        cache = self.metadata_cache
+        leaders = {}
+        for topic, partitions in list(cache.topics.items()):
+            for index, partition in list(partitions.items()):
+                leaders[(topic, index)] = partition.leader
+        return leaders, set(cache.brokers)
 
     def _elected(self, epoch: int) -> None:
         log.info("broker %d is now the controller (epoch %d)", self.broker_id, epoch)

@@ -201,12 +201,13 @@ class _MappedIndex:
             with self._file() as fd:
                 self._write_entries(fd)
 
-    def close(self, trim: bool = True) -> None:
-        """Close the map and file; ``trim=False`` leaves a preallocated file as a crash would."""
+    def close(self, trim: bool = True, sync: bool = True) -> None:
+        """Close the map and file; ``trim=False`` leaves a preallocated file as a crash would
+        (``sync=False``: the trimmed file is not fsynced)."""
         if self._closed:
             return
         if trim:
-            self.trim()
+            self.trim(sync)
         elif self._writable:
             self.flush()  # written, the file left preallocated
         self._unmap()

@@ -784,9 +784,16 @@ class Log:
         if self._closed:
             return
         self.generation += 1
+        # A log with nothing appended since its last flush needs no fsync at all (Kafka's
+        # flush stops at the recovery point too): its data is on disk, and only the index
+        # trims are new, which the load's sanity check catches should a power cut lose
+        # them. Three fsyncs per idle replica made a clean shutdown at 10,000 replicas
+        # outlast the 30 s a supervisor waits.
+        unflushed = self.recovery_point < self.log_end_offset
         for segment in self._segments:
-            segment.close(clean=True)
-        self.fsync_count += 1
+            segment.close(clean=True, sync=unflushed)
+        if unflushed:
+            self.fsync_count += 1
         self.leader_epochs.sync()
         if self.directory_sync_needed:
             fsync_directory(self.directory)  # the log directory's parent: LogManager.close

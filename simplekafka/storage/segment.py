@@ -371,8 +371,12 @@ class LogSegment:
         self.time_index.flush()
         self.txn_index.flush()
 
-    def close(self, clean: bool = True) -> None:
-        """Close the files; a clean close of the active segment finishes and trims its indexes."""
+    def close(self, clean: bool = True, sync: bool = True) -> None:
+        """Close the files; a clean close of the active segment finishes and trims its indexes.
+
+        ``sync=False``: the log file was fsynced since its last change (the log is flushed),
+        so the active segment's close writes and trims its indexes without any fsync.
+        """
         if self._fd < 0:
             return
         trim = clean and self.active
@@ -381,9 +385,10 @@ class LogSegment:
         if trim:
             if self.size:
                 self.time_index.maybe_append(self.max_timestamp, self.next_offset - 1, final=True)
-            self.flush()
-        self.offset_index.close(trim=trim)
-        self.time_index.close(trim=trim)
+            if sync:
+                self.flush()
+        self.offset_index.close(trim=trim, sync=sync)
+        self.time_index.close(trim=trim, sync=sync)
         os.close(self._fd)
         self._fd = -1
 

@@ -262,3 +262,29 @@ def test_recovery_truncating_the_epoch_cache_writes_it_at_the_next_flush(tmp_pat
     assert (directory / "leader-epoch-checkpoint").read_bytes() == checkpoint  # not even written
     recovered.flush()  # the next flush makes the truncation durable
     assert Log.open(directory, CONFIG, clean_shutdown=True).leader_epochs.latest_epoch == 3
+
+
+def test_a_clean_close_of_a_flushed_log_fsyncs_nothing(tmp_path, monkeypatch):
+    # An idle replica's data is on disk since its last flush; its close only writes and
+    # trims the indexes. Three fsyncs per replica made a clean shutdown at 10,000
+    # replicas outlast the 30 s LocalCluster (and a supervisor) waits before SIGKILL.
+    directory = tmp_path / "t-0"
+    log, stored = fill(directory, 30)
+    log.flush()
+    entries = log.segments[-1].offset_index.entries()
+    counts = _count_io(monkeypatch)
+    log.close()
+    assert counts["fsync"] == 0
+    assert (directory / f"{0:020d}.index").stat().st_size == 8 * len(entries)  # trimmed
+    reopened = Log.open(directory, CONFIG, clean_shutdown=True)
+    assert reopened.segments[-1].offset_index.entries() == entries
+    assert all_batches(reopened) == b"".join(stored)
+
+
+def test_a_clean_close_fsyncs_what_came_since_the_last_flush(tmp_path, monkeypatch):
+    directory = tmp_path / "t-0"
+    log, stored = fill(directory, 30)
+    counts = _count_io(monkeypatch)
+    log.close()
+    assert counts["fsync"] >= 1
+    assert all_batches(Log.open(directory, CONFIG, clean_shutdown=True)) == b"".join(stored)

@@ -29,6 +29,11 @@ class ControllerContext:
     # Moving partitions' (adding, removing) replicas, as in the topic znode (version 2).
     moving: dict[TopicPartitionKey, tuple[tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=dict)
+    read: set[TopicPartitionKey] = field(default_factory=set)  # states read from ZooKeeper
+
+    def states_unread(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
+        """Those of ``keys`` whose state znode was not read yet (absent ones count as read)."""
+        return [key for key in keys if key not in self.read]
 
     @property
     def live(self) -> set[int]:

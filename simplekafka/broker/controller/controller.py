@@ -130,6 +130,9 @@ MULTI_PARTITIONS = 100  # partition state writes per fenced ZooKeeper multi
 # znode) instead of sending Kafka's ControlledShutdown request (see docs).
 CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown"
 
+# What a broker's metadata cache last said: (leader of each partition, live brokers).
+LastKnown = tuple[dict[TopicPartitionKey, int], set[int]]
+
 # A decision for one partition: (partition, its current state or None, its replicas) ->
 # the state to write, or None for "nothing to change".
 Decide = Callable[[TopicPartitionKey, PartitionState | None, tuple[int, ...]],
@@ -145,8 +148,12 @@ class Controller:
                  auto_rebalance: bool = False, imbalance_check_seconds: float = 300.0,
                  imbalance_percentage: int = 10,
                  auto_reassign: AutoReassignSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 last_known: Callable[[], LastKnown] | None = None):
         self.broker_id = broker_id
+        # What this broker's metadata cache says (leaders, live brokers): where a new
+        # controller looks first. A hint for order only; every decision reads ZooKeeper.
+        self._last_known = last_known
         self.auto_reassign = auto_reassign or AutoReassignSettings()
         self.clock = clock
         self.membership = Membership()
@@ -265,28 +272,45 @@ class Controller:
         self._reset()
         self.context.broker_epochs = dict(self.election.live_brokers)
         self.context.brokers = live_brokers(self.zk)
-        self._load_topics(self._watch_topics())
-        loaded = time.perf_counter()
-        # Every broker learns the new controller and the whole picture first, as from
-        # Kafka's; then the partitions without a live leader (new ones, or the dead
-        # controller's) get one, announced as soon as written, since clients wait for
-        # them; then dead brokers still listed in an ISR (they died while no controller
-        # was watching) leave it, as on a broker failure; then LeaderAndIsr for the rest.
-        self._send(self._update_metadata_to_all(self._all_partitions()))
-        elected = self._elect_and_announce(self.states_keys_needing_leaders())
-        announced = time.perf_counter()
         live = set(self.context.brokers)
+        self._load_topics(self._watch_topics(), with_states=False)
+        # Clients wait for the partitions without a live leader (the dead controller's):
+        # they come first. This broker's metadata cache says which those probably are:
+        # their states are read, their leaders elected and announced before the other
+        # states are even read (Kafka reads everything first). Brokers the cache knows
+        # as live are serving already; any other hears of it all at the end.
+        leaders, known_brokers = self._last_known() if self._last_known else ({}, set())
+        urgent = [key for key in self._all_partitions() if leaders.get(key, -1) not in live]
+        if not leaders:
+            urgent = []  # nothing known (a fresh cluster): the usual order below
+        self._read_states(urgent)
+        elected = self._elect_and_announce(
+            [key for key in urgent if key in self.context.states
+             and self.context.states[key][0].leader not in live], to=known_brokers & live)
+        first, first_at = list(elected), time.perf_counter()
+        self._read_states(self.context.states_unread(self._all_partitions()))
+        loaded = time.perf_counter()
+        # Then every broker learns the new controller and the whole picture, as from
+        # Kafka's; partitions still without a live leader (the cache was wrong, or new
+        # ones) get one; dead brokers still listed in an ISR (they died while no
+        # controller was watching) leave it, as on a broker failure; then LeaderAndIsr
+        # for the rest.
+        self._send(self._update_metadata_to_all(self._all_partitions()))
+        elected += self._elect_and_announce(self.states_keys_needing_leaders())
+        announced = time.perf_counter()
         stale_isr = [key for key, (state, _v) in self.context.states.items()
                      if state.leader in live and set(state.isr) - live]
         shrunk = self._elect_leaders(stale_isr)
         told = set(elected)
         sends = self._leader_and_isr([k for k in self._all_partitions() if k not in told])
         sends += self._update_metadata_to_all(shrunk)
-        log.info("controller %d (epoch %d): loaded %d topics (%d partitions) in %.2f s; "
-                 "%d leaders elected and announced in %.2f s; %d ISRs left by dead brokers "
-                 "in %.2f s", self.broker_id, self.epoch, len(self.context.assignments),
-                 len(self.context.states), loaded - started, len(elected), announced - loaded,
-                 len(shrunk), time.perf_counter() - announced)
+        log.info("controller %d (epoch %d): %d leaders elected and announced first in "
+                 "%.2f s; loaded %d topics (%d partitions) in %.2f s; %d more leaders "
+                 "elected and announced in %.2f s; %d ISRs left by dead brokers in %.2f s",
+                 self.broker_id, self.epoch, len(first), first_at - started,
+                 len(self.context.assignments), len(self.context.states), loaded - started,
+                 len(elected) - len(first), announced - loaded, len(shrunk),
+                 time.perf_counter() - announced)
         sends += self._deletions_event()
         sends += self._controlled_shutdown_event()
         sends += self._isr_changes_event()
@@ -296,14 +320,17 @@ class Controller:
         return sends
 
     def _elect_and_announce(self, keys: list[TopicPartitionKey],
-                            exclude: set[int] | frozenset[int] = frozenset()
-                            ) -> list[TopicPartitionKey]:
-        """Elect leaders for ``keys`` and send LeaderAndIsr, then UpdateMetadata, for what
-        changed at once, before the event goes on: a failover's critical path is these
-        partitions alone, not the ISR writes that follow it."""
+                            exclude: set[int] | frozenset[int] = frozenset(),
+                            to: set[int] | None = None) -> list[TopicPartitionKey]:
+        """Elect leaders for ``keys`` and send LeaderAndIsr, then UpdateMetadata (to every
+        live broker, or those in ``to``), for what changed at once, before the event goes
+        on: a failover's critical path is these partitions alone, not the ISR writes
+        that follow it."""
         changed = self._elect_leaders(keys, exclude=exclude)
         if changed:
-            self._send(self._leader_and_isr(changed) + self._update_metadata_to_all(changed))
+            brokers = self.context.brokers if to is None else to
+            self._send(self._leader_and_isr(changed)
+                       + self._requests().update_metadata(changed, brokers))
         return changed
 
     def states_keys_needing_leaders(self) -> list[tuple[str, int]]:
@@ -443,7 +470,11 @@ class Controller:
     def _load_topic(self, topic: str) -> None:
         self._load_topics([topic])
 
-    def _load_topics(self, topics: list[str]) -> None:
+    def _read_states(self, keys: list[TopicPartitionKey]) -> None:
+        self.context.states.update(read_partition_states_of(self.zk, keys))
+        self.context.read.update(keys)
+
+    def _load_topics(self, topics: list[str], with_states: bool = True) -> None:
         """Assignments, configs and partition states of ``topics``, each kind read pipelined
         (as Kafka's controller reads them): three waits for ZooKeeper, however many topics.
         Each assignment read leaves the watch for the topic's growth."""
@@ -457,7 +488,8 @@ class Controller:
                                                        assignment.removing.get(index, ()))
             self.context.topic_configs[topic] = configs[topic]
             keys += [(topic, index) for index in assignment.partitions]
-        self.context.states.update(read_partition_states_of(self.zk, keys))
+        if with_states:
+            self._read_states(keys)
 
     def _elect_leaders(self, keys: list[tuple[str, int]],
                        exclude: set[int] | frozenset[int] = frozenset()
@@ -683,13 +715,14 @@ class Controller:
             except NoNodeError:
                 pass
         known = sorted(k for k in keys if k[1] in self.context.assignments.get(k[0], {}))
-        for key in known:
-            found = read_partition_state(self.zk, *key)
-            if found is not None:
-                self.context.states[key] = found
+        # Pipelined: a restarted broker rejoins thousands of ISRs at once, and reading
+        # their states one round trip after another took the controller tens of seconds.
+        self.context.states.update(read_partition_states_of(self.zk, known))
         if not known:
             return []
-        log.info("controller: ISR changed for %s", ", ".join(f"{t}-{p}" for t, p in known))
+        named = ", ".join(f"{t}-{p}" for t, p in known[:20])
+        log.info("controller: ISR changed for %d partition(s): %s%s", len(known), named,
+                 ", ..." if len(known) > 20 else "")
         return self._update_metadata_to_all(known) + self._finish_reassignments(known)
 
     # -- preferred leaders --------------------------------------------------------------
