@@ -288,3 +288,23 @@ def test_a_clean_close_fsyncs_what_came_since_the_last_flush(tmp_path, monkeypat
     log.close()
     assert counts["fsync"] >= 1
     assert all_batches(Log.open(directory, CONFIG, clean_shutdown=True)) == b"".join(stored)
+
+
+def test_a_checkpoint_taken_while_logs_are_created_does_not_fail(tmp_path):
+    # The broker checkpoints on a worker thread while its reactor may be creating logs
+    # (a LeaderAndIsr for thousands of partitions at restart): a log created while the
+    # checkpoint walks the logs made it fail with "dictionary changed size".
+    from simplekafka.storage import LogManager
+
+    manager = LogManager([tmp_path], CONFIG)
+    for index in range(3):
+        manager.get_or_create("t", index)
+    created = []
+
+    def recovery_point_while_a_log_is_created(key, log):
+        if not created:
+            created.append(manager.get_or_create("t", 99))  # what the reactor does meanwhile
+        return log.recovery_point
+
+    assert len(manager._per_dir(recovery_point_while_a_log_is_created)[tmp_path]) == 3
+    manager.close()
