@@ -183,6 +183,13 @@ class LogManager:
 
     # -- checkpoints ---------------------------------------------------------------
     def _per_dir(self, value: Callable[[TopicPartition, Log], int | None]) -> dict[Path, dict]:
+        if len(self.log_dirs) == 1:  # the usual case: no Path per log (every 5 s, 3 times)
+            entries = {}
+            for key, log in self._logs.items():
+                found = value(key, log)
+                if found is not None:
+                    entries[key] = found
+            return {self.log_dirs[0]: entries}
         grouped: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
         for key, log in self._logs.items():
             found = value(key, log)

@@ -96,9 +96,19 @@ def test_an_unchanged_checkpoint_is_not_written_again(tmp_path, monkeypatch):
     manager.checkpoint_high_watermarks(marks)
     assert len(written) == 3  # high watermarks, recovery points, log starts
     written.clear()
+    import pathlib
+
+    parents = []
+    real_parent = pathlib.PurePath.parent
+    monkeypatch.setattr(pathlib.PurePath, "parent",
+                        property(lambda path: (parents.append(path), real_parent.fget(path))[1]))
     for _ in range(3):
         manager.checkpoint_high_watermarks(dict(marks))
     assert written == []
+    assert parents == []  # with one log dir, no Path is made per log (100 ms at 10,000)
+    monkeypatch.undo()
+    monkeypatch.setattr(log_manager_module, "write_offset_checkpoint",
+                        lambda path, entries: (written.append(path.name), real(path, entries)))
     manager.checkpoint_high_watermarks({**marks, ("t", 1): 5})
     assert written == ["replication-offset-checkpoint"]
     assert manager.read_high_watermarks()[("t", 1)] == 5
