@@ -163,8 +163,12 @@ class Log:
     def _load(cls, directory: Path, config: LogConfig, clean_shutdown: bool,
               recovery_point: int | None, log_start_offset: int | None,
               clock_ms: Callable[[], int]) -> Log:
-        directory.mkdir(parents=True, exist_ok=True)
-        bases = _clean_directory(directory)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:  # a new log (listed first: no mkdir per replica at load)
+            directory.mkdir(parents=True)
+            names = []
+        bases = _clean_directory(directory, names)
         now = clock_ms()
         recover_from: int | None = None
         if not clean_shutdown and bases:
@@ -886,13 +890,12 @@ def _complete_swaps(directory: Path) -> None:
     fsync_directory(directory)
 
 
-def _clean_directory(directory: Path) -> list[int]:
+def _clean_directory(directory: Path, names: list[str]) -> list[int]:
     """Remove leftovers of interrupted writes; return the segments' base offsets, sorted.
 
-    The directory is listed once (again only after finishing an interrupted swap): a
-    restart opens thousands of these, and each listing costs a system call or more.
+    ``names``: the directory's listing. It is listed once (again only after finishing
+    an interrupted swap): a restart opens thousands of these, each listing a system call.
     """
-    names = os.listdir(directory)
     if any(name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for name in names):
         _complete_swaps(directory)
         names = os.listdir(directory)
