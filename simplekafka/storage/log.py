@@ -43,6 +43,7 @@ from simplekafka.storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from simplekafka.storage.producer_snapshot import snapshot_offsets_in
 from simplekafka.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -120,6 +121,10 @@ class Log:
         # thread); None: at once, in the append that rolls.
         self.background: Callable[[Callable[[], None]], None] | None = None
         self.truncated_on_recovery = 0  # bytes recovery cut off when this log was opened
+        # The producer snapshots found when the directory was listed at open, handed once
+        # to whoever rebuilds the producer state (``take_snapshot_listing``): a restart of
+        # thousands of replicas then lists each directory once, not twice.
+        self._snapshot_listing: list[int] | None = None
         self.leader_epochs = LeaderEpochCache(
             directory / CHECKPOINT_NAME, lambda: self.log_end_offset
         )
@@ -208,7 +213,14 @@ class Log:
         segments[-1].make_active()
         log = cls(directory, config, segments, start, clock_ms)
         log.truncated_on_recovery = truncated
+        log._snapshot_listing = snapshot_offsets_in(names)
         return log
+
+    def take_snapshot_listing(self) -> list[int] | None:
+        """The producer snapshot offsets seen when the log was opened, the first time it is
+        asked; None afterwards (list the directory then: snapshots have been written)."""
+        listing, self._snapshot_listing = self._snapshot_listing, None
+        return listing
 
     # -- state ---------------------------------------------------------------------
     @property
