@@ -630,7 +630,8 @@ class Partition:
         try:
             # One listing of the directory for both (at thousands of replicas a restart
             # spent seconds listing each partition's directory again).
-            kept = delete_snapshots_above(self.log.directory, end)
+            kept = delete_snapshots_above(self.log.directory, end,
+                                          self.log.take_snapshot_listing())
             found = latest_snapshot(self.log.directory, end, self.log.log_start_offset, kept)
             if found is not None:
                 offset, entries = found

@@ -43,6 +43,7 @@ from simplekafka.storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from simplekafka.storage.producer_snapshot import snapshot_offsets_in
 from simplekafka.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -120,6 +121,10 @@ class Log:
         # thread); None: at once, in the append that rolls.
         self.background: Callable[[Callable[[], None]], None] | None = None
         self.truncated_on_recovery = 0  # bytes recovery cut off when this log was opened
+        # The producer snapshots found when the directory was listed at open, handed once
+        # to whoever rebuilds the producer state (``take_snapshot_listing``): a restart of
+        # thousands of replicas then lists each directory once, not twice.
+        self._snapshot_listing: list[int] | None = None
         self.leader_epochs = LeaderEpochCache(
             directory / CHECKPOINT_NAME, lambda: self.log_end_offset
         )
@@ -163,8 +168,12 @@ class Log:
     def _load(cls, directory: Path, config: LogConfig, clean_shutdown: bool,
               recovery_point: int | None, log_start_offset: int | None,
               clock_ms: Callable[[], int]) -> Log:
-        directory.mkdir(parents=True, exist_ok=True)
-        bases = _clean_directory(directory)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:  # a new log (listed first: no mkdir per replica at load)
+            directory.mkdir(parents=True)
+            names = []
+        bases = _clean_directory(directory, names)
         now = clock_ms()
         recover_from: int | None = None
         if not clean_shutdown and bases:
@@ -204,7 +213,14 @@ class Log:
         segments[-1].make_active()
         log = cls(directory, config, segments, start, clock_ms)
         log.truncated_on_recovery = truncated
+        log._snapshot_listing = snapshot_offsets_in(names)
         return log
+
+    def take_snapshot_listing(self) -> list[int] | None:
+        """The producer snapshot offsets seen when the log was opened, the first time it is
+        asked; None afterwards (list the directory then: snapshots have been written)."""
+        listing, self._snapshot_listing = self._snapshot_listing, None
+        return listing
 
     # -- state ---------------------------------------------------------------------
     @property
@@ -886,13 +902,12 @@ def _complete_swaps(directory: Path) -> None:
     fsync_directory(directory)
 
 
-def _clean_directory(directory: Path) -> list[int]:
+def _clean_directory(directory: Path, names: list[str]) -> list[int]:
     """Remove leftovers of interrupted writes; return the segments' base offsets, sorted.
 
-    The directory is listed once (again only after finishing an interrupted swap): a
-    restart opens thousands of these, and each listing costs a system call or more.
+    ``names``: the directory's listing. It is listed once (again only after finishing
+    an interrupted swap): a restart opens thousands of these, each listing a system call.
     """
-    names = os.listdir(directory)
     if any(name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for name in names):
         _complete_swaps(directory)
         names = os.listdir(directory)

@@ -183,15 +183,19 @@ class LogManager:
 
     # -- checkpoints ---------------------------------------------------------------
     def _per_dir(self, value: Callable[[TopicPartition, Log], int | None]) -> dict[Path, dict]:
+        # A copy of the logs first: this runs on a worker thread (the periodic checkpoint)
+        # while the reactor may be creating logs (a LeaderAndIsr at restart), and iterating
+        # the dict itself then failed ("dictionary changed size during iteration").
+        logs = list(self._logs.items())
         if len(self.log_dirs) == 1:  # the usual case: no Path per log (every 5 s, 3 times)
             entries = {}
-            for key, log in self._logs.items():
+            for key, log in logs:
                 found = value(key, log)
                 if found is not None:
                     entries[key] = found
             return {self.log_dirs[0]: entries}
         grouped: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
-        for key, log in self._logs.items():
+        for key, log in logs:
             found = value(key, log)
             if found is not None:
                 grouped.setdefault(log.directory.parent, {})[key] = found

@@ -63,6 +63,11 @@ def snapshot_offsets(directory: Path) -> list[int]:
         names = os.listdir(directory)
     except FileNotFoundError:
         return []
+    return snapshot_offsets_in(names)
+
+
+def snapshot_offsets_in(names: list[str]) -> list[int]:
+    """The offsets of the snapshot files among ``names`` (a directory's listing), ascending."""
     return sorted(int(match[1]) for match in map(_NAME.match, names) if match)
 
 

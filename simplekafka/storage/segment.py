@@ -86,6 +86,10 @@ class LogSegment:
         self.max_timestamp = -1
         self._bytes_since_index_entry = 0
         self.needs_sync = False  # rolled, its fsync left to a worker that has not run yet
+        # The last batch of the file: (first offset it answers for, i.e. the previous
+        # batch's last offset + 1; its last offset; its position; its header once read).
+        # A consumer's fetch at the log end asks for exactly this batch when it is woken.
+        self._last_batch: tuple[int, int, int, BatchHeader | None] | None = None
 
     # -- loading -----------------------------------------------------------------
     def load(self) -> None:
@@ -118,7 +122,12 @@ class LogSegment:
         last_time = self.time_index.last_entry
         self.max_timestamp = last_time[0] if last_time else -1
         self.next_offset = self.base_offset
-        for _, header in self.iter_headers(start):
+        self._last_batch = None
+        known = start == 0  # from an index entry, the first batch's predecessor is unknown
+        for position, header in self.iter_headers(start):
+            if known:
+                self._last_batch = (self.next_offset, header.last_offset, position, header)
+            known = True
             self.next_offset = header.next_offset
             self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
         self._bytes_since_index_entry = self.size - start
@@ -139,6 +148,7 @@ class LogSegment:
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self._bytes_since_index_entry = 0
+        self._last_batch = None
         position = 0
         buffer = b""
         buffer_start = 0
@@ -238,6 +248,7 @@ class LogSegment:
                 self.time_index.maybe_append(self.max_timestamp, last_offset)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
+        self._last_batch = (self.next_offset, last_offset, position, None)
         self.next_offset = last_offset + 1
 
     # -- reading -----------------------------------------------------------------
@@ -269,12 +280,22 @@ class LogSegment:
     def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset``, or None.
 
-        Binary search in the index gives a nearby earlier batch; a short scan
-        of headers (about index.interval.bytes) finds the one. Every fetch
-        makes this scan (a consumer's twice: its offset and the high
-        watermark), so it steps over batches reading three fields each and
-        builds the header of the found batch only.
+        A consumer at the log end, woken by an append, asks for the batch just
+        appended: that one is answered from memory (``_last_batch``), with no
+        index search and no scan. Otherwise a binary search in the index gives
+        a nearby earlier batch and a short scan of headers (about
+        index.interval.bytes) finds the one; the scan steps over batches
+        reading three fields each and builds the header of the found batch only.
         """
+        last = self._last_batch
+        if last is not None and last[0] <= offset <= last[1]:
+            header = last[3]
+            if header is None:
+                header = self._header_at(last[2])
+                if header is None:
+                    return None
+                self._last_batch = (last[0], last[1], last[2], header)
+            return last[2], header
         _, position = self.offset_index.lookup(offset)
         # The batch is usually within index.interval.bytes of the entry: read about that much.
         chunk = max(min(_SCAN_CHUNK, 2 * self.config.index_interval_bytes + 2 * HEADER_SIZE),

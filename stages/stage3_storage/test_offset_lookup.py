@@ -26,3 +26,69 @@ def test_finding_an_offset_builds_one_header_not_one_per_batch_scanned(tmp_path,
     assert len(built) == 200  # one header per lookup, however far from its index entry
     assert segment.translate_offset(200) is None  # past the end
     assert len(log.read(150, 1 << 20, 160)) == 10 * len(batch)  # a consumer's read, cut at its HW
+
+
+def _log_of(tmp_path, batches: int, config: LogConfig | None = None) -> tuple[Log, bytes]:
+    log = Log.open(tmp_path / "t-0", config or LogConfig())
+    batch = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"x" * 100)])
+    for _ in range(batches):
+        log.append(batch, 0)
+    return log, batch
+
+
+def _scans(segment, monkeypatch) -> list:
+    """Counts the index searches translate_offset starts (each is followed by a scan)."""
+    searches: list = []
+    real = segment.offset_index.lookup
+    monkeypatch.setattr(segment.offset_index, "lookup",
+                        lambda offset: searches.append(offset) or real(offset))
+    return searches
+
+
+def test_the_batch_just_appended_is_found_without_index_search_or_scan(tmp_path, monkeypatch):
+    """A consumer parked at the log end is woken by each append and asks for the batch just
+    appended (at 10,000 records/s, about 8,000 times a second). That batch is answered from
+    what the append remembered: no index search, no scan of about 24 headers."""
+    log, batch = _log_of(tmp_path, 200)
+    segment = log.segments[-1]
+    searches = _scans(segment, monkeypatch)
+    for offset in range(200, 230):
+        log.append(batch, 0)
+        read = log.read(offset, 1 << 20, offset + 1)  # the woken fetch's read
+        assert len(read) == len(batch) and int.from_bytes(read[:8], "big") == offset
+    assert searches == []
+    assert segment.translate_offset(150)[0] == 150 * len(batch)  # elsewhere: searched as before
+    assert searches == [150]
+
+
+def test_the_remembered_last_batch_follows_truncation_recovery_and_reopening(tmp_path):
+    """Whatever changes the segment's end (truncation, recovery, a reopen) changes what
+    translate_offset answers for the last batch: always what the scan would find."""
+    log, batch = _log_of(tmp_path, 100)
+    segment = log.segments[-1]
+    log.truncate_to(60)
+    assert segment.translate_offset(59)[1].base_offset == 59
+    assert segment.translate_offset(60) is None and segment.translate_offset(99) is None
+    log.append(batch, 0)
+    assert segment.translate_offset(60)[1].base_offset == 60
+    segment.recover()
+    assert segment.translate_offset(60)[1].base_offset == 60
+    log.close()
+    reopened = Log.open(tmp_path / "t-0", LogConfig())
+    assert [reopened.segments[-1].translate_offset(o)[1].base_offset for o in (0, 59, 60)] \
+        == [0, 59, 60]
+    assert reopened.segments[-1].translate_offset(61) is None
+
+
+def test_an_offset_in_a_gap_before_the_last_batch_finds_that_batch(tmp_path):
+    """The cleaner leaves gaps: an offset between the previous batch and the last one
+    belongs to the last one (the first batch whose last offset is at or after it)."""
+    from simplekafka.storage.segment import LogSegment
+    segment = LogSegment(tmp_path, 0, LogConfig(), active=True, created_ms=0)
+    for base in (0, 10):
+        data = build_batch([Record(timestamp=1, key=None, value=b"v")], base_offset=base)
+        segment.append([data], len(data), [(len(data), base, 1)])
+    assert segment.translate_offset(5)[1].base_offset == 10
+    assert segment.translate_offset(0)[1].base_offset == 0
+    assert segment.translate_offset(11) is None
+    segment.close()

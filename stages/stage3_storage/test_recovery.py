@@ -288,3 +288,42 @@ def test_a_clean_close_fsyncs_what_came_since_the_last_flush(tmp_path, monkeypat
     log.close()
     assert counts["fsync"] >= 1
     assert all_batches(Log.open(directory, CONFIG, clean_shutdown=True)) == b"".join(stored)
+
+
+def test_a_checkpoint_taken_while_logs_are_created_does_not_fail(tmp_path):
+    # The broker checkpoints on a worker thread while its reactor may be creating logs
+    # (a LeaderAndIsr for thousands of partitions at restart): a log created while the
+    # checkpoint walks the logs made it fail with "dictionary changed size".
+    from simplekafka.storage import LogManager
+
+    manager = LogManager([tmp_path], CONFIG)
+    for index in range(3):
+        manager.get_or_create("t", index)
+    created = []
+
+    def recovery_point_while_a_log_is_created(key, log):
+        if not created:
+            created.append(manager.get_or_create("t", 99))  # what the reactor does meanwhile
+        return log.recovery_point
+
+    assert len(manager._per_dir(recovery_point_while_a_log_is_created)[tmp_path]) == 3
+    manager.close()
+
+
+def test_recovering_a_log_opens_each_file_once_and_creates_nothing(tmp_path, monkeypatch):
+    # Loading 10,000 replicas: each index was opened (and closed) once to learn its size
+    # and again to be rebuilt, and each existing directory was "created" again.
+    directory = tmp_path / "t-0"
+    log, stored = fill(directory, 30)
+    log.abandon()
+    calls: list[str] = []
+    real_open, real_mkdir = os.open, os.mkdir
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: calls.append(str(path))
+                        or real_open(path, *a, **k))
+    monkeypatch.setattr(os, "mkdir", lambda path, *a, **k: calls.append(f"mkdir {path}")
+                        or real_mkdir(path, *a, **k))
+    recovered = Log.open(directory, CONFIG)
+    base = f"{0:020d}"
+    assert sorted(name.rsplit("/", 1)[-1] for name in calls) == [
+        f"{base}.index", f"{base}.log", f"{base}.timeindex"]
+    assert all_batches(recovered) == b"".join(stored)
