@@ -296,6 +296,7 @@ class FetchSessionCache:
         session_id = getattr(request, "session_id", INVALID_SESSION_ID) or INVALID_SESSION_ID
         epoch = getattr(request, "session_epoch", FINAL_EPOCH)
         now = self.clock()
+        self._drop_abandoned_follower_session(now)
         if epoch == FINAL_EPOCH:
             self._drop(session_id)
             return FetchContext(request)
@@ -321,6 +322,15 @@ class FetchSessionCache:
         session.apply(request)
         return FetchContext(request, session, incremental=True)
 
+    def _drop_abandoned_follower_session(self, now: float) -> None:
+        """A follower's session listens on its settled partitions: one its follower stopped
+        using (a dead broker) is dropped after EVICTION_SECONDS, not left listening."""
+        if self.sessions:
+            oldest_id, oldest = next(iter(self.sessions.items()))
+            if oldest.replica_id >= 0 and now - oldest.last_used >= EVICTION_SECONDS:
+                self._drop(oldest_id)
+                self.evictions += 1
+
     def _drop(self, session_id: int) -> None:
         session = self.sessions.pop(session_id, None)
         if session is not None:
@@ -329,6 +339,11 @@ class FetchSessionCache:
     def _new_session(self, now: float, replica_id: int = -1) -> FetchSession | None:
         if self.max_sessions <= 0:
             return None
+        if replica_id >= 0:
+            # One fetcher per leader on each follower: a new session of the same follower
+            # (it restarted, or lost its session) replaces the old one and its listeners.
+            for stale in [i for i, s in self.sessions.items() if s.replica_id == replica_id]:
+                self._drop(stale)
         if len(self.sessions) >= self.max_sessions:
             oldest_id, oldest = next(iter(self.sessions.items()))
             if now - oldest.last_used < EVICTION_SECONDS:

@@ -255,3 +255,19 @@ def test_a_follower_session_examines_everything_again_after_a_sweep(followed):
     followed.leaders.looked_up = 0
     followed.fetch({}, followed.session, 4)
     assert followed.leaders.looked_up == 0
+
+
+def test_a_follower_s_new_session_replaces_its_old_one_and_its_listeners(followed):
+    """A restarted follower opens a new session: the old one, listening on every settled
+    partition, goes at once (and an abandoned one after EVICTION_SECONDS)."""
+    followed.fetch({}, followed.session, 2)
+    assert all(len(p._append_listeners) == 1 for p in followed.partitions)
+    fresh = followed.fetch({p.index: 1 if p.index == 0 else 0 for p in followed.partitions})
+    assert fresh["session_id"] not in (0, followed.session)
+    assert list(followed.handler.sessions.sessions) == [fresh["session_id"]]
+    followed.fetch({}, fresh["session_id"], 1)  # settles them for the new session
+    assert all(len(p._append_listeners) == 1 for p in followed.partitions)
+    followed.clock.advance(EVICTION_SECONDS)  # the follower is gone; a consumer fetches
+    fetch(followed.handler, {0: 0}, max_wait_ms=0)
+    assert not followed.handler.sessions.sessions
+    assert not any(p._append_listeners for p in followed.partitions)
