@@ -280,10 +280,10 @@ def loopback_mb_s(total: int) -> float:
 
     def send() -> None:
         with socket.create_connection(server.getsockname()) as out:
-            sent = 0
-            while sent < total:
-                out.sendall(chunk)
-                sent += len(chunk)
+            left = total
+            while left > 0:  # exactly ``total``: a byte more would meet a closed socket
+                out.sendall(chunk[:left] if left < len(chunk) else chunk)
+                left -= len(chunk)
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
