@@ -13,12 +13,13 @@ export SPARK_LOCAL_IP=127.0.0.1
 set +e
 # One rerun for a failed test: the real-process tests share two cores with
 # ZooKeeper, brokers and clients, and a rare timing loss should not sink a run.
-# Reruns stay visible: pytest marks them R and counts them in its summary line.
+# Reruns stay visible: pytest marks them R, counts them in its summary line and
+# names them in the rerun summary (-rR).
 # Most of the wall time is spent waiting on real processes, so the suite runs on
 # several pytest workers (SIMPLEKAFKA_TEST_WORKERS, 0 for one process); a test
 # module, and all of Spark, stays on one worker (conftest.py's worker_group).
 "$VENV/bin/python" -m pytest --reruns 1 --reruns-delay 2 \
-  -n "${SIMPLEKAFKA_TEST_WORKERS:-3}" --dist loadscope --durations 40 "$@"
+  -rR -n "${SIMPLEKAFKA_TEST_WORKERS:-3}" --dist loadscope --durations 40 "$@"
 status=$?
 set -e
 if [ "$status" = 5 ]; then
