@@ -271,24 +271,30 @@ class RecordingReactor:
             self.writers.remove(writer)
 
 
-@pytest.fixture
-def served():
-    """A KafkaConnection on Twisted's real TCP transport over a 127.0.0.1 socket pair,
-    with a recording reactor (no reactor runs); yields (connection, reactor, client)."""
+def over_loopback(protocol) -> tuple[tcp.Server, RecordingReactor, socket.socket]:
+    """``protocol`` on Twisted's real TCP transport over a 127.0.0.1 socket pair, with a
+    recording reactor (no reactor runs); returns (transport, reactor, the other end)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
-    client = socket.create_connection(listener.getsockname())
+    peer = socket.create_connection(listener.getsockname())
     accepted, address = listener.accept()
     listener.close()
     reactor = RecordingReactor()
+    transport = tcp.Server(accepted, protocol, address, None, 1, reactor)
+    protocol.makeConnection(transport)
+    peer.settimeout(10)
+    return transport, reactor, peer
+
+
+@pytest.fixture
+def served():
+    """A KafkaConnection over a loopback pair; yields (connection, reactor, client)."""
     connection = KafkaConnection(lambda payload, _c: b"re:" + payload, 1 << 20)
-    transport = tcp.Server(accepted, connection, address, None, 1, reactor)
-    connection.makeConnection(transport)
-    client.settimeout(10)
+    transport, reactor, client = over_loopback(connection)
     yield connection, reactor, client
     client.close()
-    accepted.close()
+    transport.socket.close()
 
 
 def received(client: socket.socket, size: int) -> bytes:

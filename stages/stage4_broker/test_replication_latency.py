@@ -8,11 +8,9 @@ fetch commits them.
 
 from __future__ import annotations
 
-import socket
 import struct
 
 import pytest
-from twisted.internet import tcp
 from twisted.internet.testing import StringTransport
 
 from simplekafka.broker.server import KafkaConnection
@@ -20,7 +18,7 @@ from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.protocol.records import build_batch
 from stages.stage4_broker.test_broker_handlers import BROKER_ID, Harness
-from stages.stage4_broker.test_broker_latency import RecordingReactor, received
+from stages.stage4_broker.test_broker_latency import over_loopback, received
 
 FOLLOWER = BROKER_ID + 1
 
@@ -93,17 +91,8 @@ def test_a_replica_fetchers_request_is_on_the_socket_when_send_returns():
     from simplekafka.broker.controller.channel import ResponseReader
     from simplekafka.protocol.framing import encode_frame
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    leader = socket.create_connection(listener.getsockname())
-    accepted, address = listener.accept()
-    listener.close()
-    reactor = RecordingReactor()
     reader = ResponseReader()
-    transport = tcp.Server(accepted, reader, address, None, 1, reactor)
-    reader.makeConnection(transport)
-    leader.settimeout(10)
+    transport, reactor, leader = over_loopback(reader)
     try:
         waiter = reader.send(7, b"fetch request")
         assert reactor.writers == []
@@ -113,7 +102,7 @@ def test_a_replica_fetchers_request_is_on_the_socket_when_send_returns():
         assert waiter.called
     finally:
         leader.close()
-        accepted.close()
+        transport.socket.close()
 
 
 def test_a_producer_is_read_until_1000_requests_or_16_mb_await_their_answers(harness):
