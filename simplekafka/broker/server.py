@@ -40,8 +40,8 @@ from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
+from simplekafka.broker import direct_send
 from simplekafka.broker.answers_together import hold
-from simplekafka.broker.direct_send import send_now
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 
 log = logging.getLogger(__name__)
@@ -237,13 +237,10 @@ class KafkaConnection(Int32StringReceiver):
 
     def _write_now(self, frames: list[bytes]) -> None:
         self.writes += 1
-        data = frames[0] if len(frames) == 1 else b"".join(frames)
-        sent = send_now(self.transport, data)
-        if sent == len(data):
+        if direct_send.write(self.transport, frames[0] if len(frames) == 1 else b"".join(frames)):
             self.sends.direct += 1
-            return
-        self.sends.buffered += 1
-        self.transport.write(data[sent:] if sent else data)
+        else:
+            self.sends.buffered += 1
 
     def _refuse(self) -> None:
         self._refusing = True
