@@ -22,7 +22,7 @@ if _DIR and "broker" in sys.argv:
 
     from twisted.internet import epollreactor, tcp
 
-    from simplekafka.broker import server
+    from simplekafka.broker import direct_send, server
 
     _STAMP = re.compile(rb"LATENCY:(\d+)(?=\D)")  # whole: its digits end in this piece
     _now = time.time
@@ -84,16 +84,17 @@ if _DIR and "broker" in sys.argv:
 
     server.KafkaConnection._write_now = _on_write
 
-    _send_now = getattr(server, "send_now", None)
-    if _send_now is not None:
-        def _on_send_now(transport, data):
-            now = _now()
-            sent = _send_now(transport, data)
-            for stamp in _stamps(data[:sent], ("out", id(transport))) if sent else ():
-                _sent.setdefault(stamp, now)
-            return sent
+    # Every direct send (direct_send.write looks send_now up at call time).
+    _send_now = direct_send.send_now
 
-        server.send_now = _on_send_now
+    def _on_send_now(transport, data):
+        now = _now()
+        sent = _send_now(transport, data)
+        for stamp in _stamps(data[:sent], ("out", id(transport))) if sent else ():
+            _sent.setdefault(stamp, now)
+        return sent
+
+    direct_send.send_now = _on_send_now
 
     _write_some = tcp.Connection.writeSomeData
 
