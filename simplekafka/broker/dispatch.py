@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.server import CloseConnection
+from simplekafka.broker.server import ANONYMOUS, CloseConnection
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.messages import (
@@ -51,7 +51,7 @@ class RequestContext(NamedTuple):
     peer: str = "?"
     # Who the connection authenticated as (Kafka's KafkaPrincipal as "type:name"), and
     # the listener it arrived on; the authorizer decides on these two.
-    principal: str = "User:ANONYMOUS"
+    principal: str = ANONYMOUS
     listener: str = "PLAINTEXT"
 
 
@@ -83,7 +83,8 @@ class RequestDispatcher:
         if api_key == ApiKey.API_VERSIONS and (
                 low_high is None or not low_high[0] <= api_version <= low_high[1]):
             return api_versions_probe_response(correlation_id)
-        if low_high is None or api_key not in self._handlers:
+        handler = self._handlers.get(api_key)
+        if low_high is None or handler is None:
             log.warning("closing %s: unknown or unsupported api key %d (correlation id %d)",
                         peer, api_key, correlation_id)
             raise CloseConnection()
@@ -97,12 +98,12 @@ class RequestDispatcher:
             log.warning("closing %s: cannot decode %s v%d request (correlation id %d): %s",
                         peer, ApiKey(api_key).name, api_version, correlation_id, exc)
             raise CloseConnection() from None
-        context = RequestContext(_KEYS[api_key], api_version, correlation_id,
-                                 getattr(header, "client_id", None), peer,
-                                 getattr(connection, "principal", "User:ANONYMOUS"),
-                                 getattr(connection, "listener", "PLAINTEXT"))
+        context = _new_context(RequestContext, (
+            _KEYS[api_key], api_version, correlation_id, header.client_id, peer,
+            getattr(connection, "principal", ANONYMOUS), getattr(connection, "listener",
+                                                                 "PLAINTEXT")))
         self.requests_handled += 1
-        result = self._handlers[api_key](context, body)
+        result = handler(context, body)
         if isinstance(result, defer.Deferred):
             return result.addCallback(self._encode, context)
         return self._encode(result, context)
@@ -114,6 +115,9 @@ class RequestDispatcher:
         return encode_response(context.api_key, context.api_version, context.correlation_id, body)
 
 
+# Built once per request with every field given: tuple.__new__ skips the NamedTuple's
+# generated __new__ (a Python-level call that only passes its arguments on).
+_new_context = tuple.__new__
 # Looked up on every request: plain dicts keyed by the wire number.
 _RANGES: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
 _KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import struct
 import time
 from collections import defaultdict
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
+from twisted.internet import defer
 from twisted.web import resource, server
 
 from simplekafka.broker.gc_pauses import BUCKETS as GC_BUCKETS
@@ -38,6 +40,21 @@ log = logging.getLogger(__name__)
 #: Request latency buckets, in milliseconds (Kafka reports request times in ms).
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 _REQUEST_NAMES = {int(k): "".join(w.capitalize() for w in k.name.split("_")) for k in ApiKey}
+_API_KEY = struct.Struct(">h")
+_perf_counter = time.perf_counter
+_bucket_of = bisect.bisect_left
+
+
+class RequestTimes:
+    """One request type's count and latency histogram: what each request adds to, found
+    with one dict probe (was three dicts, each looked up per request)."""
+
+    __slots__ = ("buckets", "count", "sum_ms")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum_ms = 0.0
+        self.buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)  # the last: over the largest
 
 
 def parse_listener(text: str) -> tuple[str, int]:
@@ -56,9 +73,7 @@ class BrokerMetrics:
         self.messages_in: dict[str, int] = defaultdict(int)
         self.bytes_in: dict[str, int] = defaultdict(int)
         self.bytes_out: dict[str, int] = defaultdict(int)
-        self.requests: dict[int, int] = defaultdict(int)
-        self.latency_buckets: dict[int, list[int]] = {}
-        self.latency_sum_ms: dict[int, float] = defaultdict(float)
+        self.request_times: dict[int, RequestTimes] = {}  # by api key
         # Consumer fetches by the role this broker had for the partition (KIP-392: a
         # follower serves consumers in its rack), and the leader's redirects to one.
         self.consumer_fetch_bytes = {"leader": 0, "follower": 0}
@@ -104,13 +119,18 @@ class BrokerMetrics:
         return body
 
     def on_request(self, api_key: int, started: float) -> None:
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        self.requests[api_key] += 1
-        buckets = self.latency_buckets.get(api_key)
-        if buckets is None:
-            buckets = self.latency_buckets[api_key] = [0] * (len(LATENCY_BUCKETS_MS) + 1)
-        buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
-        self.latency_sum_ms[api_key] += elapsed_ms
+        elapsed_ms = (_perf_counter() - started) * 1000
+        times = self.request_times.get(api_key)
+        if times is None:
+            times = self.request_times[api_key] = RequestTimes()
+        times.count += 1
+        times.sum_ms += elapsed_ms
+        times.buckets[_bucket_of(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
+
+    def on_answered(self, answer: Any, api_key: int, started: float) -> Any:
+        """``on_request`` as a Deferred's callback: the request was answered (or failed)."""
+        self.on_request(api_key, started)
+        return answer
 
     def metered(self, dispatcher: Any) -> Any:
         """Wrap the request dispatcher: count and time every request that gets handled."""
@@ -197,18 +217,18 @@ class BrokerMetrics:
                           "Requests handled, by request type", "counter")
         latency = Metric("kafka_network_requestmetrics_totaltimems",
                          "Time from a request's arrival to its answer, in ms", "histogram")
-        for api_key, count in sorted(self.requests.items()):
+        for api_key, times in sorted(self.request_times.items()):
             labels = {"request": _REQUEST_NAMES.get(api_key, str(api_key))}
+            count = times.count
             requests.add_sample(requests.name + "_total", labels, count)
             cumulative = 0
-            buckets = self.latency_buckets[api_key]
-            for bound, in_bucket in zip(LATENCY_BUCKETS_MS, buckets, strict=False):
+            for bound, in_bucket in zip(LATENCY_BUCKETS_MS, times.buckets, strict=False):
                 cumulative += in_bucket
                 latency.add_sample(latency.name + "_bucket", {**labels, "le": str(bound)},
                                    cumulative)
             latency.add_sample(latency.name + "_bucket", {**labels, "le": "+Inf"}, count)
             latency.add_sample(latency.name + "_count", labels, count)
-            latency.add_sample(latency.name + "_sum", labels, self.latency_sum_ms[api_key])
+            latency.add_sample(latency.name + "_sum", labels, times.sum_ms)
         yield requests
         yield latency
 
@@ -367,15 +387,11 @@ class _MeteredDispatcher:
         return getattr(self.dispatcher, name)
 
     def __call__(self, frame: bytes, connection: Any = None) -> Any:
-        started = time.perf_counter()
+        started = _perf_counter()
         result = self.dispatcher(frame, connection)  # raises for frames it will not handle
-        api_key = int.from_bytes(frame[:2], "big", signed=True)
-        if hasattr(result, "addBoth"):
-            def done(value: Any) -> Any:
-                self.metrics.on_request(api_key, started)
-                return value
-
-            return result.addBoth(done)
+        api_key = _API_KEY.unpack_from(frame)[0]
+        if isinstance(result, defer.Deferred):
+            return result.addBoth(self.metrics.on_answered, api_key, started)
         self.metrics.on_request(api_key, started)
         return result
 
