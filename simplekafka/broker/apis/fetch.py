@@ -84,7 +84,10 @@ class FetchHandler:
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or asks_nothing):
             return session.finish(body)
-        return _DelayedFetch(self, request).start().addCallback(session.finish)
+        parked = _DelayedFetch(self, request).start()
+        if session.session is None:  # no session: finish would return the answer as it is
+            return parked
+        return parked.addCallback(session.finish)
 
     def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
         """The requested topics this principal may not fetch from."""
@@ -120,7 +123,7 @@ class FetchHandler:
         follower = request.replica_id if getattr(request, "incremental", False) else -1
         settle = getattr(request, "settle", None)  # a session leaves quiet ones out next time
         get_partition = replicas.get_partition
-        now = now_ms()
+        now = now_ms() if follower >= 0 else 0.0  # only _quiet needs the clock
         for topic in request.topics:
             partitions = []
             if topic.topic in refused:
@@ -150,7 +153,7 @@ class FetchHandler:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
-                    in_sync = request.replica_id in partition.isr
+                    in_sync = throttle is not None and request.replica_id in partition.isr
                     if throttle is not None and throttle.holds_back(topic.topic,
                                                                     wanted.partition, in_sync):
                         # A moving replica over its rate: nothing this time, but its
