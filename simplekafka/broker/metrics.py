@@ -136,18 +136,6 @@ class BrokerMetrics:
         """Wrap the request dispatcher: count and time every request that gets handled."""
         return _MeteredDispatcher(dispatcher, self)
 
-    def counted_fetch(self, fetch: Any) -> Any:
-        """Wrap the Fetch handler so consumer answers are counted as bytes out."""
-        def handle(context: Any, request: Any) -> Any:
-            answer = fetch(context, request)
-            if request.replica_id >= 0:  # a follower: replication, not bytes out
-                return answer
-            if isinstance(answer, dict):
-                return self.on_fetch_answer(answer)
-            return answer.addCallback(self.on_fetch_answer)
-
-        return handle
-
     # -- the scrape -----------------------------------------------------------------------
 
     def describe(self) -> list:
@@ -424,6 +412,6 @@ def install(broker: Any) -> BrokerMetrics | None:
     metrics = BrokerMetrics(broker)
     broker.replica_manager.on_append = metrics.on_append
     broker.replica_manager.on_isr_change = metrics.on_isr_change
-    broker.dispatcher.register(ApiKey.FETCH, metrics.counted_fetch(broker.apis.fetch))
+    broker.apis.fetch.on_consumer_answer = metrics.on_fetch_answer
     broker.dispatcher = metrics.metered(broker.dispatcher)
     return metrics

@@ -34,6 +34,7 @@ incremental fetch), and whose answer names only the partitions that changed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
@@ -46,7 +47,7 @@ from simplekafka.broker.apis.collaborators import (
     Reactor,
 )
 from simplekafka.broker.dispatch import RequestContext
-from simplekafka.broker.fetch_session import FetchSessionCache
+from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
 from simplekafka.broker.isr import now_ms
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -71,6 +72,8 @@ class FetchHandler:
         self.is_stopping = is_stopping  # true once the broker shuts down
         self.selector = selector  # replica.selector.class (KIP-392); None: leaders serve
         self.waiting = 0  # fetches parked right now (for tests and metrics)
+        # Told of each consumer answer as it leaves (the metrics count bytes out); None: off.
+        self.on_consumer_answer: Callable[[dict], Any] | None = None
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         session = self.sessions.context_for(request)  # KIP-227 (see fetch_session)
@@ -83,11 +86,17 @@ class FetchHandler:
         asks_nothing = not getattr(request, "names_partitions", request.topics)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or asks_nothing):
-            return session.finish(body)
-        parked = _DelayedFetch(self, request).start()
-        if session.session is None:  # no session: finish would return the answer as it is
-            return parked
-        return parked.addCallback(session.finish)
+            return self._leaving(body, session)
+        # One callback shapes and counts a parked fetch's answer, the one step between the
+        # append that wakes it and the dispatcher's encoding.
+        return _DelayedFetch(self, request).start().addCallback(self._leaving, session)
+
+    def _leaving(self, body: dict, session: FetchContext) -> dict:
+        """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
+        body = session.finish(body)
+        if self.on_consumer_answer is not None and session.request.replica_id < 0:
+            self.on_consumer_answer(body)
+        return body
 
     def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
         """The requested topics this principal may not fetch from."""
