@@ -49,6 +49,9 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert "broker reactor thread wait for a CPU per time slice" in names
     assert "C producer pacing loop (main thread) CPU" in names
     assert "C client, pacing thread at SCHED_IDLE p99" in names
+    # ... and the floor: how late any sleeping thread wakes, idle and under the runs.
+    assert "wake-up lateness of a 1 ms sleep, idle machine p99.9" in names
+    assert "wake-up lateness of a 1 ms sleep, during the C client's runs p99.9" in names
     assert "C client, 3 brokers RF 3, acks=all p99" in names
     for plot in ("produce", "consume", "latency_histogram", "latency_pacer", "latency_python",
                  "replication",

@@ -9,7 +9,9 @@ pacing loop share one GIL) and in two processes. The difference between
 those two is the benchmark's own share of the tail, not the broker's. The
 broker's garbage collections during the C client's runs (its
 ``python_gc_pause_seconds`` metric, scraped before and after) say how much of
-the tail the collector could be.
+the tail the collector could be. A probe that sleeps 1 ms again and again
+(``wakeup``), on the idle machine and during the C client's runs, gives the
+floor: how late any thread here wakes, whatever the broker does.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import subprocess
 import time
 
 from benchmarks import bench_broker
-from benchmarks.suite import cpu_share, peers
+from benchmarks.suite import cpu_share, peers, wakeup
 from benchmarks.suite.core import (
     Context,
     Curve,
@@ -212,7 +214,11 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     before = gc_pauses(metrics_url) if metrics_url else None
     broker_pid = ctx.cluster(1).broker_pids[1] if ctx.bootstrap_server is None else None
     share = cpu_share.CpuShare(broker_pid) if broker_pid is not None else None
-    runs = c_runs(ctx, bootstrap, 1, "1", share=share)
+    ctx.step("latency: wake-up lateness on the idle machine")
+    figures += wakeup.figures("idle machine", wakeup.idle_floor(sizes.latency_seconds))
+    with wakeup.wakeups() as late:
+        runs = c_runs(ctx, bootstrap, 1, "1", share=share)
+    figures += wakeup.figures("during the C client's runs", late)
     if before is not None and metrics_url and runs:
         figures += gc_figures(before, gc_pauses(metrics_url), sum(len(r) for r in runs))
     if share is not None and runs:
