@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import json
 import logging
-import struct
 import time
 from collections import defaultdict
 from typing import Any
@@ -28,7 +27,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
-from twisted.internet import defer
 from twisted.web import resource, server
 
 from simplekafka.broker.gc_pauses import BUCKETS as GC_BUCKETS
@@ -40,7 +38,6 @@ log = logging.getLogger(__name__)
 #: Request latency buckets, in milliseconds (Kafka reports request times in ms).
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 _REQUEST_NAMES = {int(k): "".join(w.capitalize() for w in k.name.split("_")) for k in ApiKey}
-_API_KEY = struct.Struct(">h")
 _perf_counter = time.perf_counter
 _bucket_of = bisect.bisect_left
 
@@ -127,14 +124,11 @@ class BrokerMetrics:
         times.sum_ms += elapsed_ms
         times.buckets[_bucket_of(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
 
-    def on_answered(self, answer: Any, api_key: int, started: float) -> Any:
-        """``on_request`` as a Deferred's callback: the request was answered (or failed)."""
-        self.on_request(api_key, started)
-        return answer
 
-    def metered(self, dispatcher: Any) -> Any:
-        """Wrap the request dispatcher: count and time every request that gets handled."""
-        return _MeteredDispatcher(dispatcher, self)
+    def time_requests(self, dispatcher: Any) -> None:
+        """Count and time every request the dispatcher handles: it tells ``on_request``
+        as it answers (a hook, not a wrapper: no layer and no callback of its own)."""
+        dispatcher.on_answered = self.on_request
 
     # -- the scrape -----------------------------------------------------------------------
 
@@ -364,26 +358,6 @@ class BrokerMetrics:
         return None
 
 
-class _MeteredDispatcher:
-    """The dispatcher, timed: what a connection calls for each frame."""
-
-    def __init__(self, dispatcher: Any, metrics: BrokerMetrics) -> None:
-        self.dispatcher = dispatcher
-        self.metrics = metrics
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.dispatcher, name)
-
-    def __call__(self, frame: bytes, connection: Any = None) -> Any:
-        started = _perf_counter()
-        result = self.dispatcher(frame, connection)  # raises for frames it will not handle
-        api_key = _API_KEY.unpack_from(frame)[0]
-        if isinstance(result, defer.Deferred):
-            return result.addBoth(self.metrics.on_answered, api_key, started)
-        self.metrics.on_request(api_key, started)
-        return result
-
-
 class _MetricsResource(resource.Resource):
     isLeaf = True
 
@@ -413,5 +387,5 @@ def install(broker: Any) -> BrokerMetrics | None:
     broker.replica_manager.on_append = metrics.on_append
     broker.replica_manager.on_isr_change = metrics.on_isr_change
     broker.apis.fetch.on_consumer_answer = metrics.on_fetch_answer
-    broker.dispatcher = metrics.metered(broker.dispatcher)
+    metrics.time_requests(broker.dispatcher)
     return metrics

@@ -16,6 +16,7 @@ import pytest
 from twisted.internet import defer, task
 
 from simplekafka.broker.apis.fetch import FetchHandler
+from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.metrics import BrokerMetrics
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol import messages
@@ -59,18 +60,25 @@ def test_a_message_layout_is_looked_up_once_per_api_key_and_version(monkeypatch)
     assert messages.response_layout(1, 11).tagged_header is False  # Fetch v11: not flexible
 
 
-def test_each_request_type_counts_into_one_object():
-    """A request's count, latency bucket and sum are found with one dict probe."""
+def test_each_request_type_is_timed_into_one_object_by_a_dispatcher_hook():
+    """A request's count, latency bucket and sum are found with one dict probe, and the
+    dispatcher reports the request as it answers: no timing wrapper around it, and a
+    Deferred answer gets one callback (encode and time), not one for each."""
     metrics = BrokerMetrics(SimpleNamespace())
     try:
-        metered = metrics.metered(lambda frame, connection=None: b"answer")
-        frame = messages.encode_request(ApiKey.METADATA, 1, 7, "cpu", {"topics": None})
-        metered(frame)
-        times = metrics.request_times[ApiKey.METADATA]
+        dispatcher = RequestDispatcher()
         waiting: defer.Deferred = defer.Deferred()
-        metrics.metered(lambda frame, connection=None: waiting)(frame)
-        assert times.count == 1  # a Deferred answer is counted when it fires
-        waiting.callback(b"answer")
+        answers = iter([{"brokers": [], "topics": []}, waiting])
+        dispatcher.register(ApiKey.METADATA, lambda context, request: next(answers))
+        metrics.time_requests(dispatcher)
+        frame = messages.encode_request(ApiKey.METADATA, 1, 7, "cpu", {"topics": None})
+        assert isinstance(dispatcher(frame), bytes)
+        times = metrics.request_times[ApiKey.METADATA]
+        assert times.count == 1
+        answered = dispatcher(frame)
+        assert times.count == 1  # a Deferred answer is timed when it fires
+        waiting.callback({"brokers": [], "topics": []})
+        assert isinstance(answered.result, bytes)
         assert metrics.request_times[ApiKey.METADATA] is times
         assert times.count == 2 and sum(times.buckets) == 2 and times.sum_ms >= 0
         samples = {(s.name, s.labels.get("le")): s.value
