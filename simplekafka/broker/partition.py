@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
+from simplekafka.broker.action_queue import defer_wakeup
 from simplekafka.broker.answers_together import answers_together
 from simplekafka.broker.delayed_produce import DelayedProduceQueue
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
@@ -603,8 +604,13 @@ class Partition:
             pass
 
     def _notify_append(self) -> None:
-        if not self._append_listeners:
-            return
+        if not self._append_listeners or defer_wakeup(self):
+            return  # nobody listens, or a bulk append wakes them at its end (action_queue)
+        for listener in list(self._append_listeners):
+            listener(self)
+
+    def wake_listeners(self) -> None:
+        """Run the append listeners now (the end of a bulk append, see action_queue)."""
         for listener in list(self._append_listeners):
             listener(self)
 

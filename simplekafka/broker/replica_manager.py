@@ -20,12 +20,14 @@ waits until the high watermark has passed each batch (or the timeout).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from twisted.internet import defer
 
+from simplekafka.broker.action_queue import wakeups_after
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replication_quota import ReplicationThrottle
@@ -46,6 +48,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
+_NO_BLOCK = contextlib.nullcontext()
 
 
 class PartitionErrors(NamedTuple):
@@ -213,12 +216,15 @@ class ReplicaManager:
                 results[key] = PartitionResponse(ErrorCode.INVALID_REQUIRED_ACKS)
             return defer.succeed(results)
         waits: list[tuple[PartitionResponse, defer.Deferred]] = []
-        for key, records in entries.items():
-            response, wait = self._append_to_leader(key, records, acks, internal, api_version,
-                                                    timeout_ms)
-            results[key] = response
-            if wait is not None:
-                waits.append((response, wait))
+        # Several partitions: parked fetches are woken once all are appended (Kafka's
+        # tryCompleteActions after the request), so a follower fetching them all gets all.
+        with wakeups_after() if len(entries) > 1 else _NO_BLOCK:
+            for key, records in entries.items():
+                response, wait = self._append_to_leader(key, records, acks, internal,
+                                                        api_version, timeout_ms)
+                results[key] = response
+                if wait is not None:
+                    waits.append((response, wait))
         if not waits:
             return defer.succeed(results)
         return _wait_for_acks(results, waits)

@@ -41,6 +41,7 @@ from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
 from simplekafka.broker import direct_send
+from simplekafka.broker.action_queue import wakeups_after
 from simplekafka.broker.answers_together import hold
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 
@@ -185,10 +186,13 @@ class KafkaConnection(Int32StringReceiver):
             self._gathered(self._handle_frames, frames)
 
     def _handle_frames(self, frames: list[bytes]) -> None:
-        for frame in frames:
-            self.stringReceived(frame)
-            if self._refusing:
-                return
+        # Parked fetches are woken once this read's requests are handled, before their
+        # answers are sent (action_queue): a follower gets all its appends in one answer.
+        with wakeups_after():
+            for frame in frames:
+                self.stringReceived(frame)
+                if self._refusing:
+                    return
 
     @property
     def _pending_size(self) -> int:

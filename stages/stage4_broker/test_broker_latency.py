@@ -21,6 +21,7 @@ from twisted.internet.testing import StringTransport
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.server import KafkaConnection
+from simplekafka.protocol.batch_header import iter_batch_positions
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import Record, build_batch
 from simplekafka.storage import Log, LogConfig
@@ -149,6 +150,54 @@ def test_answers_released_together_from_the_queue_leave_in_one_write():
     waiting.callback(b"first")
     assert connection.writes == 1
     assert transport.value() == frame(b"first") + frame(b"second") + frame(b"third")
+
+
+def test_a_parked_follower_fetch_copies_every_append_of_one_read(tmp_path):
+    """Pipelined produce requests that arrive in one read are appended, and only then is
+    the parked follower fetch woken (action_queue): it copies all five in one answer.
+    Woken at the first append, it answered with one record, and the other four waited for
+    the follower's next fetch: a replication round trip more, and twice the fetches."""
+    clock = task.Clock()
+    partition = leader(tmp_path, isr=[LEADER, F1, F2])
+    fetches = FetchHandler(Leaders(partition), clock, lambda: False)
+    parked = fetches(None, fetch_request(0, replica_id=F1))
+    assert not parked.called
+
+    def produce_request(_payload, _connection):
+        produce(partition, acks=-1)
+        return b"appended"
+
+    connection = KafkaConnection(produce_request, 1000)
+    connection.makeConnection(StringTransport())
+    connection.dataReceived(b"".join(frame(b"produce %d" % i) for i in range(5)))
+    assert clock.seconds() == 0 and parked.called  # in the read's own turn, no timer
+    assert len(iter_batch_positions(answer_of(parked)["records"])) == 5
+    assert connection.writes == 1  # the read's answers still leave together
+
+
+def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appended(tmp_path):
+    """As Kafka's appendRecords (its ActionQueue): a follower fetching both partitions is
+    answered with both appends, not with the first partition's alone."""
+    from simplekafka.broker.replica_manager import ReplicaManager
+
+    clock = task.Clock()
+    first = leader(tmp_path, isr=[LEADER, F1])
+    second = Partition("t", 1, LEADER, Log.open(tmp_path / "t-1", LogConfig()))
+    assert second.make_leader(0, [LEADER, F1], [LEADER, F1, F2], 0, 1)
+    manager = ReplicaManager(LEADER, log_manager=SimpleNamespace(read_high_watermarks=dict),
+                             metadata_cache=None, reactor=clock)
+    manager.partitions = {("t", 0): first, ("t", 1): second}
+    fetches = FetchHandler(Leaders(first, second), clock, lambda: False)
+    request = fetch_request(0, replica_id=F1)
+    request.topics[0].partitions.append(SimpleNamespace(
+        partition=1, fetch_offset=0, partition_max_bytes=BIG, current_leader_epoch=-1,
+        log_start_offset=-1))
+    parked = fetches(None, request)
+    assert not parked.called
+    batch = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"v")])
+    manager.append_records({("t", 0): batch, ("t", 1): batch}, acks=1, timeout_ms=1000)
+    answers = parked.result["responses"][0]["partitions"]
+    assert [bool(a["records"]) for a in answers] == [True, True]
 
 
 def test_every_broker_socket_turns_nagle_off():
