@@ -109,7 +109,7 @@ def produce_rate(bootstrap: str, messages: int) -> float:
 
 
 def hook_cost_us(calls: int) -> float:
-    """CPU the metrics add to one produce request: the timed dispatcher and on_append."""
+    """CPU the metrics add to one produce request: the dispatcher's timing hook and on_append."""
     import struct
     import types
 
@@ -123,8 +123,9 @@ def hook_cost_us(calls: int) -> float:
     def plain(frame: bytes, connection: object = None) -> bytes:
         return answer
 
-    metered = metrics.metered(plain)
+    on_request = metrics.on_request  # what the dispatcher calls as it answers
     on_append = metrics.on_append
+    clock = time.perf_counter
 
     def bare() -> None:
         for _ in range(calls):
@@ -132,7 +133,9 @@ def hook_cost_us(calls: int) -> float:
 
     def hooked() -> None:
         for _ in range(calls):
-            metered(frame, None)
+            started = clock()
+            plain(frame, None)
+            on_request(0, started)
             on_append("load", 500, 55_000)
 
     best = {}

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
-from simplekafka.broker.server import CloseConnection
+from simplekafka.broker.server import ANONYMOUS, CloseConnection
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.messages import (
@@ -39,6 +41,7 @@ from simplekafka.protocol.messages import (
 log = logging.getLogger(__name__)
 
 _HEADER_START = struct.Struct(">hhi")
+_perf_counter = time.perf_counter
 
 
 class RequestContext(NamedTuple):
@@ -51,7 +54,7 @@ class RequestContext(NamedTuple):
     peer: str = "?"
     # Who the connection authenticated as (Kafka's KafkaPrincipal as "type:name"), and
     # the listener it arrived on; the authorizer decides on these two.
-    principal: str = "User:ANONYMOUS"
+    principal: str = ANONYMOUS
     listener: str = "PLAINTEXT"
 
 
@@ -64,6 +67,9 @@ class RequestDispatcher:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
         self.requests_handled = 0
+        # Told (api key, perf_counter() at arrival) as each request is answered, or fails:
+        # the metrics' request counts and latency histogram (metrics.py); None: untimed.
+        self.on_answered: Callable[[int, float], None] | None = None
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         self._handlers[int(api_key)] = handler
@@ -73,6 +79,7 @@ class RequestDispatcher:
 
     def __call__(self, frame: bytes, connection: Any = None) -> bytes | defer.Deferred | None:
         """Handle one frame; raises CloseConnection when the connection must close."""
+        started = _perf_counter()
         peer = getattr(connection, "peer", "?")
         if len(frame) < _HEADER_START.size:
             log.warning("closing %s: %d-byte frame is too short for a request header",
@@ -82,8 +89,11 @@ class RequestDispatcher:
         low_high = _RANGES.get(api_key)
         if api_key == ApiKey.API_VERSIONS and (
                 low_high is None or not low_high[0] <= api_version <= low_high[1]):
+            if self.on_answered is not None:
+                self.on_answered(api_key, started)
             return api_versions_probe_response(correlation_id)
-        if low_high is None or api_key not in self._handlers:
+        handler = self._handlers.get(api_key)
+        if low_high is None or handler is None:
             log.warning("closing %s: unknown or unsupported api key %d (correlation id %d)",
                         peer, api_key, correlation_id)
             raise CloseConnection()
@@ -97,23 +107,30 @@ class RequestDispatcher:
             log.warning("closing %s: cannot decode %s v%d request (correlation id %d): %s",
                         peer, ApiKey(api_key).name, api_version, correlation_id, exc)
             raise CloseConnection() from None
-        context = RequestContext(_KEYS[api_key], api_version, correlation_id,
-                                 getattr(header, "client_id", None), peer,
-                                 getattr(connection, "principal", "User:ANONYMOUS"),
-                                 getattr(connection, "listener", "PLAINTEXT"))
+        context = _new_context(RequestContext, (
+            _KEYS[api_key], api_version, correlation_id, header.client_id, peer,
+            getattr(connection, "principal", ANONYMOUS), getattr(connection, "listener",
+                                                                 "PLAINTEXT")))
         self.requests_handled += 1
-        result = self._handlers[api_key](context, body)
+        result = handler(context, body)
         if isinstance(result, defer.Deferred):
-            return result.addCallback(self._encode, context)
-        return self._encode(result, context)
+            # One callback encodes and times the answer (a failure passes on, timed).
+            return result.addBoth(self._answered, context, started)
+        return self._answered(result, context, started)
 
-    @staticmethod
-    def _encode(body: Any, context: RequestContext) -> bytes | None:
-        if body is None:
-            return None
-        return encode_response(context.api_key, context.api_version, context.correlation_id, body)
+    def _answered(self, body: Any, context: RequestContext, started: float) -> Any:
+        """The handler's answer encoded (None stays None: no response), and timed."""
+        if body is not None and not isinstance(body, Failure):
+            body = encode_response(context.api_key, context.api_version,
+                                   context.correlation_id, body)
+        if self.on_answered is not None:
+            self.on_answered(context.api_key, started)
+        return body
 
 
+# Built once per request with every field given: tuple.__new__ skips the NamedTuple's
+# generated __new__ (a Python-level call that only passes its arguments on).
+_new_context = tuple.__new__
 # Looked up on every request: plain dicts keyed by the wire number.
 _RANGES: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
 _KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}

@@ -38,6 +38,20 @@ log = logging.getLogger(__name__)
 #: Request latency buckets, in milliseconds (Kafka reports request times in ms).
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 _REQUEST_NAMES = {int(k): "".join(w.capitalize() for w in k.name.split("_")) for k in ApiKey}
+_perf_counter = time.perf_counter
+_bucket_of = bisect.bisect_left
+
+
+class RequestTimes:
+    """One request type's count and latency histogram: what each request adds to, found
+    with one dict probe (was three dicts, each looked up per request)."""
+
+    __slots__ = ("buckets", "count", "sum_ms")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum_ms = 0.0
+        self.buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)  # the last: over the largest
 
 
 def parse_listener(text: str) -> tuple[str, int]:
@@ -56,9 +70,7 @@ class BrokerMetrics:
         self.messages_in: dict[str, int] = defaultdict(int)
         self.bytes_in: dict[str, int] = defaultdict(int)
         self.bytes_out: dict[str, int] = defaultdict(int)
-        self.requests: dict[int, int] = defaultdict(int)
-        self.latency_buckets: dict[int, list[int]] = {}
-        self.latency_sum_ms: dict[int, float] = defaultdict(float)
+        self.request_times: dict[int, RequestTimes] = {}  # by api key
         # Consumer fetches by the role this broker had for the partition (KIP-392: a
         # follower serves consumers in its rack), and the leader's redirects to one.
         self.consumer_fetch_bytes = {"leader": 0, "follower": 0}
@@ -104,29 +116,19 @@ class BrokerMetrics:
         return body
 
     def on_request(self, api_key: int, started: float) -> None:
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        self.requests[api_key] += 1
-        buckets = self.latency_buckets.get(api_key)
-        if buckets is None:
-            buckets = self.latency_buckets[api_key] = [0] * (len(LATENCY_BUCKETS_MS) + 1)
-        buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
-        self.latency_sum_ms[api_key] += elapsed_ms
+        elapsed_ms = (_perf_counter() - started) * 1000
+        times = self.request_times.get(api_key)
+        if times is None:
+            times = self.request_times[api_key] = RequestTimes()
+        times.count += 1
+        times.sum_ms += elapsed_ms
+        times.buckets[_bucket_of(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
 
-    def metered(self, dispatcher: Any) -> Any:
-        """Wrap the request dispatcher: count and time every request that gets handled."""
-        return _MeteredDispatcher(dispatcher, self)
 
-    def counted_fetch(self, fetch: Any) -> Any:
-        """Wrap the Fetch handler so consumer answers are counted as bytes out."""
-        def handle(context: Any, request: Any) -> Any:
-            answer = fetch(context, request)
-            if request.replica_id >= 0:  # a follower: replication, not bytes out
-                return answer
-            if isinstance(answer, dict):
-                return self.on_fetch_answer(answer)
-            return answer.addCallback(self.on_fetch_answer)
-
-        return handle
+    def time_requests(self, dispatcher: Any) -> None:
+        """Count and time every request the dispatcher handles: it tells ``on_request``
+        as it answers (a hook, not a wrapper: no layer and no callback of its own)."""
+        dispatcher.on_answered = self.on_request
 
     # -- the scrape -----------------------------------------------------------------------
 
@@ -197,18 +199,18 @@ class BrokerMetrics:
                           "Requests handled, by request type", "counter")
         latency = Metric("kafka_network_requestmetrics_totaltimems",
                          "Time from a request's arrival to its answer, in ms", "histogram")
-        for api_key, count in sorted(self.requests.items()):
+        for api_key, times in sorted(self.request_times.items()):
             labels = {"request": _REQUEST_NAMES.get(api_key, str(api_key))}
+            count = times.count
             requests.add_sample(requests.name + "_total", labels, count)
             cumulative = 0
-            buckets = self.latency_buckets[api_key]
-            for bound, in_bucket in zip(LATENCY_BUCKETS_MS, buckets, strict=False):
+            for bound, in_bucket in zip(LATENCY_BUCKETS_MS, times.buckets, strict=False):
                 cumulative += in_bucket
                 latency.add_sample(latency.name + "_bucket", {**labels, "le": str(bound)},
                                    cumulative)
             latency.add_sample(latency.name + "_bucket", {**labels, "le": "+Inf"}, count)
             latency.add_sample(latency.name + "_count", labels, count)
-            latency.add_sample(latency.name + "_sum", labels, self.latency_sum_ms[api_key])
+            latency.add_sample(latency.name + "_sum", labels, times.sum_ms)
         yield requests
         yield latency
 
@@ -356,30 +358,6 @@ class BrokerMetrics:
         return None
 
 
-class _MeteredDispatcher:
-    """The dispatcher, timed: what a connection calls for each frame."""
-
-    def __init__(self, dispatcher: Any, metrics: BrokerMetrics) -> None:
-        self.dispatcher = dispatcher
-        self.metrics = metrics
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.dispatcher, name)
-
-    def __call__(self, frame: bytes, connection: Any = None) -> Any:
-        started = time.perf_counter()
-        result = self.dispatcher(frame, connection)  # raises for frames it will not handle
-        api_key = int.from_bytes(frame[:2], "big", signed=True)
-        if hasattr(result, "addBoth"):
-            def done(value: Any) -> Any:
-                self.metrics.on_request(api_key, started)
-                return value
-
-            return result.addBoth(done)
-        self.metrics.on_request(api_key, started)
-        return result
-
-
 class _MetricsResource(resource.Resource):
     isLeaf = True
 
@@ -408,6 +386,6 @@ def install(broker: Any) -> BrokerMetrics | None:
     metrics = BrokerMetrics(broker)
     broker.replica_manager.on_append = metrics.on_append
     broker.replica_manager.on_isr_change = metrics.on_isr_change
-    broker.dispatcher.register(ApiKey.FETCH, metrics.counted_fetch(broker.apis.fetch))
-    broker.dispatcher = metrics.metered(broker.dispatcher)
+    broker.apis.fetch.on_consumer_answer = metrics.on_fetch_answer
+    metrics.time_requests(broker.dispatcher)
     return metrics

@@ -33,7 +33,7 @@ from simplekafka.protocol.api import (
     response_schema,
 )
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
-from simplekafka.protocol.schema import Struct
+from simplekafka.protocol.schema import Schema, Struct
 
 Buffer = bytes | bytearray | memoryview
 _FIRST_THREE = struct.Struct(">hhi")
@@ -115,25 +115,67 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
     """
     if len(payload) < 8:
         decode_request_header(payload)  # raises the "too short" error
-    api_key, api_version, _ = _FIRST_THREE.unpack_from(payload, 0)
-    if api_key == ApiKey.API_VERSIONS:
-        low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
-        if not low <= api_version <= high:
-            return _decode_probe(payload)
-    try:
-        schema = request_schema(api_key, api_version)
-    except ProtocolError as exc:
-        raise UnsupportedRequestError(str(exc), _best_effort_header(payload), offset=0) from None
-    header, pos = decode_request_header(payload)
+    api_key, api_version, correlation_id = _FIRST_THREE.unpack_from(payload, 0)
+    layout = _REQUEST_LAYOUTS.get((api_key, api_version))
+    if layout is None:
+        if api_key == ApiKey.API_VERSIONS:
+            low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+            if not low <= api_version <= high:
+                return _decode_probe(payload)
+        try:
+            layout = request_layout(api_key, api_version)
+        except ProtocolError as exc:
+            raise UnsupportedRequestError(str(exc), _best_effort_header(payload),
+                                          offset=0) from None
+    schema, tagged_header = layout
+    client_id, pos = p.read_string(payload, 8, nullable=True)
+    if tagged_header:
+        _, pos = p.read_tagged_fields(payload, pos)
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
     body, end = schema.read(payload, pos)
     if end != len(payload) and api_key not in TRAILING_BYTES_TOLERATED:
         raise ProtocolError(
-            f"{schema.name} v{header.api_version} ends at offset {end} but the request has "
+            f"{schema.name} v{api_version} ends at offset {end} but the request has "
             f"{len(payload) - end} more bytes",
             offset=end,
             expected="end of request",
         )
     return header, body
+
+
+class MessageLayout(NamedTuple):
+    """What coding one message of an API key and version needs besides the bytes: its
+    body schema, and whether its header ends with a tagged-field block (flexible)."""
+
+    schema: Schema
+    tagged_header: bool
+
+
+# Every request and response on the broker's path needs its layout: looked up once per
+# (api key, version), then one dict probe (was a schema lookup, a flexibility check and a
+# header-version check per message).
+_REQUEST_LAYOUTS: dict[tuple[int, int], MessageLayout] = {}
+_RESPONSE_LAYOUTS: dict[tuple[int, int], MessageLayout] = {}
+
+
+def request_layout(api_key: int, api_version: int) -> MessageLayout:
+    """The request schema and header shape of a version (ProtocolError if unknown)."""
+    layout = _REQUEST_LAYOUTS.get((api_key, api_version))
+    if layout is None:
+        layout = MessageLayout(request_schema(api_key, api_version),
+                               request_header_version(api_key, api_version) >= 2)
+        _REQUEST_LAYOUTS[(api_key, api_version)] = layout
+    return layout
+
+
+def response_layout(api_key: int, api_version: int) -> MessageLayout:
+    """The response schema and header shape of a version (ProtocolError if unknown)."""
+    layout = _RESPONSE_LAYOUTS.get((api_key, api_version))
+    if layout is None:
+        layout = MessageLayout(response_schema(api_key, api_version),
+                               response_header_version(api_key, api_version) >= 1)
+        _RESPONSE_LAYOUTS[(api_key, api_version)] = layout
+    return layout
 
 
 def _best_effort_header(payload: Buffer) -> RequestHeader:
@@ -175,12 +217,16 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     """A response payload (header + body, without the 4-byte length prefix); ``body`` may
     be already encoded (bytes from ``encode_response_body``, e.g. a cached answer)."""
     out = bytearray(p.INT32.pack(correlation_id))
-    if response_header_version(api_key, api_version) >= 1:
-        out.append(0)
     if isinstance(body, bytes | bytearray):
+        if response_header_version(api_key, api_version) >= 1:
+            out.append(0)
         out += body
-    else:
-        response_schema(api_key, api_version).write(out, body)
+        return bytes(out)
+    layout = _RESPONSE_LAYOUTS.get((api_key, api_version)) or response_layout(api_key,
+                                                                              api_version)
+    if layout.tagged_header:
+        out.append(0)
+    layout.schema.write(out, body)
     return bytes(out)
 
 
@@ -235,6 +281,7 @@ def api_versions_probe_response(correlation_id: int) -> bytes:
 
 
 __all__ = [
+    "MessageLayout",
     "RequestHeader",
     "UnsupportedRequestError",
     "api_versions_body",
@@ -246,5 +293,7 @@ __all__ = [
     "encode_response",
     "known_versions",
     "request_header_version",
+    "request_layout",
     "response_header_version",
+    "response_layout",
 ]

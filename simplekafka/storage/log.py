@@ -454,7 +454,8 @@ class Log:
         offset below the log start or above the log end raises
         OffsetOutOfRangeError; the log end itself gives ``b""``.
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()
         end = self.log_end_offset
         if offset < self._log_start_offset or offset > end:
             raise OffsetOutOfRangeError(offset, self._log_start_offset, end)

@@ -90,6 +90,9 @@ class LogSegment:
         # batch's last offset + 1; its last offset; its position; its header once read).
         # A consumer's fetch at the log end asks for exactly this batch when it is woken.
         self._last_batch: tuple[int, int, int, BatchHeader | None] | None = None
+        # Its first HEADER_SIZE bytes as written, when the append had them in hand: the
+        # woken fetch's header is then parsed from memory, not read back with a pread.
+        self._last_head: bytes | None = None
 
     # -- loading -----------------------------------------------------------------
     def load(self) -> None:
@@ -123,6 +126,7 @@ class LogSegment:
         self.max_timestamp = last_time[0] if last_time else -1
         self.next_offset = self.base_offset
         self._last_batch = None
+        self._last_head = None
         known = start == 0  # from an index entry, the first batch's predecessor is unknown
         for position, header in self.iter_headers(start):
             if known:
@@ -215,6 +219,8 @@ class LogSegment:
             os.ftruncate(self._fd, position)
             raise StorageError(f"short write to {self.log_path}: {written} of {size} bytes")
         self._index_batch(position, size, last_offset, max_timestamp)
+        self._last_head = head + rest[:HEADER_SIZE - len(head)] if len(head) < HEADER_SIZE \
+            else head[:HEADER_SIZE]
         self.size = position + size
 
     def append(self, parts: Sequence[Buffer], total: int,
@@ -249,6 +255,7 @@ class LogSegment:
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
         self._last_batch = (self.next_offset, last_offset, position, None)
+        self._last_head = None
         self.next_offset = last_offset + 1
 
     # -- reading -----------------------------------------------------------------
@@ -282,7 +289,8 @@ class LogSegment:
 
         A consumer at the log end, woken by an append, asks for the batch just
         appended: that one is answered from memory (``_last_batch``), with no
-        index search and no scan. Otherwise a binary search in the index gives
+        index search, no scan, and no read of its header from the file when this
+        segment appended it. Otherwise a binary search in the index gives
         a nearby earlier batch and a short scan of headers (about
         index.interval.bytes) finds the one; the scan steps over batches
         reading three fields each and builds the header of the found batch only.
@@ -291,7 +299,8 @@ class LogSegment:
         if last is not None and last[0] <= offset <= last[1]:
             header = last[3]
             if header is None:
-                header = self._header_at(last[2])
+                head = self._last_head
+                header = read_header(head) if head is not None else self._header_at(last[2])
                 if header is None:
                     return None
                 self._last_batch = (last[0], last[1], last[2], header)

@@ -37,6 +37,7 @@ incremental fetch), and whose answer names only the partitions that changed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
@@ -49,7 +50,7 @@ from simplekafka.broker.apis.collaborators import (
     Reactor,
 )
 from simplekafka.broker.dispatch import RequestContext
-from simplekafka.broker.fetch_session import FetchSessionCache
+from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
 from simplekafka.broker.isr import now_ms
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -78,6 +79,8 @@ class FetchHandler:
         self.is_stopping = is_stopping  # true once the broker shuts down
         self.selector = selector  # replica.selector.class (KIP-392); None: leaders serve
         self.waiting = 0  # fetches parked right now (for tests and metrics)
+        # Told of each consumer answer as it leaves (the metrics count bytes out); None: off.
+        self.on_consumer_answer: Callable[[dict], Any] | None = None
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         session = self.sessions.context_for(request)  # KIP-227 (see fetch_session)
@@ -90,8 +93,17 @@ class FetchHandler:
         asks_nothing = not getattr(request, "names_partitions", request.topics)
         if (request.max_wait_ms <= 0 or total_bytes >= max(request.min_bytes, 1) or has_error
                 or asks_nothing):
-            return session.finish(body)
-        return _DelayedFetch(self, request).start().addCallback(session.finish)
+            return self._leaving(body, session)
+        # One callback shapes and counts a parked fetch's answer, the one step between the
+        # append that wakes it and the dispatcher's encoding.
+        return _DelayedFetch(self, request).start().addCallback(self._leaving, session)
+
+    def _leaving(self, body: dict, session: FetchContext) -> dict:
+        """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
+        body = session.finish(body)
+        if self.on_consumer_answer is not None and session.request.replica_id < 0:
+            self.on_consumer_answer(body)
+        return body
 
     def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
         """The requested topics this principal may not fetch from."""
@@ -127,7 +139,7 @@ class FetchHandler:
         follower = request.replica_id if getattr(request, "incremental", False) else -1
         settle = getattr(request, "settle", None)  # a session leaves quiet ones out next time
         get_partition = replicas.get_partition
-        now = now_ms()
+        now = now_ms() if follower >= 0 else 0.0  # only _quiet needs the clock
         for topic in request.topics:
             partitions = []
             if topic.topic in refused:
@@ -157,7 +169,7 @@ class FetchHandler:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
-                    in_sync = request.replica_id in partition.isr
+                    in_sync = throttle is not None and request.replica_id in partition.isr
                     if throttle is not None and throttle.holds_back(topic.topic,
                                                                     wanted.partition, in_sync):
                         # A moving replica over its rate: nothing this time, but its
