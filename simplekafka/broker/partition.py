@@ -342,6 +342,8 @@ class Partition:
         """Where read_committed consumers stop: the HW, or the first offset of the oldest
         transaction not yet ended (with its marker below the HW); never below the log start
         (DeleteRecords or retention may pass an open transaction's start, as in Kafka)."""
+        if not self.producers.may_hold_back_lso:  # every fetch answer carries the LSO
+            return self.high_watermark
         return max(self.producers.last_stable_offset(self.high_watermark),
                    min(self.log_start_offset, self.high_watermark))
 
