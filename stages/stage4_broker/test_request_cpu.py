@@ -192,7 +192,7 @@ def test_strings_and_array_counts_are_decoded_inline_and_errors_still_named():
     schema = request_schema(ApiKey.PRODUCE, 8)
     source = schema.source["read"]
     assert "_int16(buf, pos)" in source and "_int32(buf, pos)" in source
-    header, body = messages.decode_request(produce_request(3))
+    _header, body = messages.decode_request(produce_request(3))
     assert body.transactional_id is None and body.topic_data[0].name == "t"
     assert body.topic_data[0].partition_data[0].index == 0
     good = messages.encode_request(ApiKey.PRODUCE, 8, 3, "cpu", {
