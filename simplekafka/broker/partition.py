@@ -346,6 +346,8 @@ class Partition:
         """Where read_committed consumers stop: the HW, or the first offset of the oldest
         transaction not yet ended (with its marker below the HW); never below the log start
         (DeleteRecords or retention may pass an open transaction's start, as in Kafka)."""
+        if not self.producers.may_hold_back_lso:  # every fetch answer carries the LSO
+            return self.high_watermark
         return max(self.producers.last_stable_offset(self.high_watermark),
                    min(self.log_start_offset, self.high_watermark))
 
@@ -425,17 +427,16 @@ class Partition:
 
         if not self.is_leader and (leader_only or replica_id >= 0 or self.leader_id < 0):
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if not self.log_start_offset <= fetch_offset <= self.log_end_offset:
-            raise error_for(
-                ErrorCode.OFFSET_OUT_OF_RANGE,
-                f"offset {fetch_offset} outside {self.log_start_offset}..{self.log_end_offset}",
-            )
+        log_start, log_end = self.log.log_start_offset, self.log.log_end_offset
+        if not log_start <= fetch_offset <= log_end:
+            raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
+                            f"offset {fetch_offset} outside {log_start}..{log_end}")
         if replica_id >= 0:
             self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
             upper = None
         else:
             upper = self.last_stable_offset if read_committed else self.high_watermark
-            if fetch_offset >= upper and fetch_offset <= self.log_end_offset:
+            if fetch_offset >= upper:  # nothing a consumer may see yet
                 return b""
         try:
             data = self.log.read(fetch_offset, max_bytes, upper)

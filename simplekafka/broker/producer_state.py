@@ -217,6 +217,12 @@ class ProducerStateTable:
         others = [first for pid, first in self.ongoing.items() if pid != completed.producer_id]
         return min(others) if others else completed.last_offset + 1
 
+    @property
+    def may_hold_back_lso(self) -> bool:
+        """Whether a transaction (open, or ended with its marker not yet below the HW) may
+        put the LSO below the HW; without one the LSO is the HW, nothing to compute."""
+        return bool(self.ongoing or self._unreplicated)
+
     def last_stable_offset(self, high_watermark: int) -> int:
         """min(HW, first offsets of open transactions and of ended ones whose marker is not
         yet below the HW)."""

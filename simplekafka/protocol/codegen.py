@@ -26,6 +26,7 @@ from simplekafka.protocol.schema import (
     EncodeError,
     Field,
     Schema,
+    String,
     Struct,
     StructType,
     is_fixed,
@@ -40,6 +41,8 @@ def compile_read(schema: Schema) -> Callable[[Buffer, int], tuple[Struct, int]]:
         "_range": range,
         "_read_tags": p.read_tagged_fields,
         "_int32": p.INT32.unpack_from,
+        "_int16": p.INT16.unpack_from,
+        "_str": str,
         "_list": list,
     }
     lines = ["def read(buf, pos):"]
@@ -145,8 +148,17 @@ def _emit_read(
         if isinstance(t, Array) and isinstance(t.element, StructType):
             ns[f"_count{i}"] = t.read_count
             items, element = f"items{i}", f"element{i}"
+            if t.compact:
+                lines.append(f"{ind}n, pos = _count{i}(buf, pos)")
+            else:  # the count read inline; null or an impossible count: the generic reader
+                lines += [
+                    f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= _len(buf) else -2",
+                    f"{ind}if 0 <= n and pos + 4 + n * {t.element.min_size} <= _len(buf):",
+                    f"{ind}    pos += 4",
+                    f"{ind}else:",
+                    f"{ind}    n, pos = _count{i}(buf, pos)",
+                ]
             lines += [
-                f"{ind}n, pos = _count{i}(buf, pos)",
                 f"{ind}if n < 0:",
                 f"{ind}    {target}.{f.name} = None",
                 f"{ind}else:",
@@ -169,6 +181,21 @@ def _emit_read(
                 f"{ind}if 0 <= n < {SMALL_ARRAY} and pos + 4 + n * {size} <= _len(buf):",
                 f"{ind}    {target}.{f.name} = _list(_unpackers{i}[n](buf, pos + 4))",
                 f"{ind}    pos += 4 + n * {size}",
+                f"{ind}else:",
+                f"{ind}    {target}.{f.name}, pos = _read{i}(buf, pos)",
+            ]
+        elif isinstance(t, String) and not t.compact:
+            # Inline the common case (a whole, valid string); null, a short buffer or bad
+            # UTF-8 go through the generic reader, which returns null or names the error.
+            ns[f"_read{i}"] = t.read
+            lines += [
+                f"{ind}n = _int16(buf, pos)[0] if pos + 2 <= _len(buf) else -2",
+                f"{ind}if 0 <= n and pos + 2 + n <= _len(buf):",
+                f"{ind}    try:",
+                f"{ind}        {target}.{f.name} = _str(buf[pos + 2:pos + 2 + n], 'utf-8')",
+                f"{ind}    except UnicodeDecodeError:",
+                f"{ind}        _read{i}(buf, pos)",
+                f"{ind}    pos += 2 + n",
                 f"{ind}else:",
                 f"{ind}    {target}.{f.name}, pos = _read{i}(buf, pos)",
             ]

@@ -484,7 +484,10 @@ class Log:
             if want < HEADER_SIZE:
                 break
             data = segment.read(start, want)
-            whole = whole_batches_length(data)
+            # Up to ``stop`` (a batch boundary) the bytes are whole batches; a read cut
+            # short by max_bytes may end inside one.
+            whole = want if want == available and len(data) == want \
+                else whole_batches_length(data)
             if whole == 0:
                 break
             chunks.append(data if whole == len(data) else data[:whole])

@@ -140,3 +140,67 @@ def test_a_parked_fetch_answer_takes_one_callback_to_leave(tmp_path):
     answered = handler(None, request)  # data there: answered at once, counted once
     assert isinstance(answered, dict) and counted[-1] is answered and len(counted) == 2
     assert clock.getDelayedCalls() == []
+
+
+def test_without_a_transaction_the_lso_is_the_hw_at_once(tmp_path, monkeypatch):
+    """Every fetch answer carries the last stable offset; with no transaction that could
+    hold it back it is the high watermark, with nothing to compute."""
+    partition = Partition("t", 0, 1, Log.open(tmp_path / "t-0", LogConfig()))
+    partition.make_leader(0, [1], [1], 0, 1)
+    partition.append_as_leader(build_batch([(None, b"v")]), 1, 1, BIG, 8)
+    computed: list[int] = []
+    real = type(partition.producers).last_stable_offset
+    monkeypatch.setattr(type(partition.producers), "last_stable_offset",
+                        lambda self, hw: (computed.append(hw), real(self, hw))[1])
+    assert partition.last_stable_offset == partition.high_watermark == 1
+    assert computed == []
+    open_txn = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"t")],
+                           producer_id=7, producer_epoch=0, base_sequence=0,
+                           is_transactional=True)
+    partition.append_as_leader(open_txn, 1, 1, BIG, 8)
+    assert partition.high_watermark == 2
+    assert partition.last_stable_offset == 1  # the open transaction starts at 1
+    assert computed == [2]
+
+
+def test_a_read_to_a_batch_boundary_is_not_walked_again(tmp_path, monkeypatch):
+    """A log read that ends where a batch ends (the log end, the high watermark) is whole
+    batches as it is; only a read cut by max_bytes is walked to drop a partial batch."""
+    from simplekafka.storage import log as log_module
+
+    log = Log.open(tmp_path / "t-0", LogConfig())
+    batch = build_batch([Record(timestamp=1_700_000_000_000, key=None, value=b"v" * 50)])
+    for _ in range(3):
+        log.append(batch, 0)
+    walked: list[int] = []
+    real = log_module.whole_batches_length
+    monkeypatch.setattr(log_module, "whole_batches_length",
+                        lambda data: (walked.append(len(data)), real(data))[1])
+    assert log.read(0, BIG) == log.read(0, BIG, 3) and len(log.read(0, BIG)) == 3 * len(batch)
+    assert len(log.read(1, BIG, 2)) == len(batch)  # up to the high watermark at 2
+    assert walked == []
+    assert len(log.read(0, 2 * len(batch) + 10)) == 2 * len(batch)  # cut inside the third
+    assert walked == [2 * len(batch) + 10]
+
+
+def test_strings_and_array_counts_are_decoded_inline_and_errors_still_named():
+    """The generated decoder reads a string and an array count in place (no call each);
+    null, a short buffer and bad UTF-8 still go to the generic reader, as before."""
+    from simplekafka.protocol.api import request_schema
+    from simplekafka.protocol.errors import ProtocolError
+
+    schema = request_schema(ApiKey.PRODUCE, 8)
+    source = schema.source["read"]
+    assert "_int16(buf, pos)" in source and "_int32(buf, pos)" in source
+    _header, body = messages.decode_request(produce_request(3))
+    assert body.transactional_id is None and body.topic_data[0].name == "t"
+    assert body.topic_data[0].partition_data[0].index == 0
+    good = messages.encode_request(ApiKey.PRODUCE, 8, 3, "cpu", {
+        "transactional_id": None, "acks": 1, "timeout_ms": 5000,
+        "topic_data": [{"name": "tt", "partition_data": []}]})
+    bad_utf8 = good.replace(b"\x00\x02tt", b"\x00\x02\xff\xfe")
+    with pytest.raises(ProtocolError, match="not valid UTF-8"):
+        messages.decode_request(bad_utf8)
+    huge_count = good.replace(b"\x00\x00\x00\x01\x00\x02tt", b"\x7f\x00\x00\x01\x00\x02tt")
+    with pytest.raises(ProtocolError, match="array of"):
+        messages.decode_request(huge_count)

@@ -126,7 +126,8 @@ class FetchHandler:
         has_error = False
         responses = []
         replicas = self.replicas
-        read_committed = request.isolation_level == READ_COMMITTED and request.replica_id < 0
+        replica_id = request.replica_id
+        read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
         # Replication throttle (replication_quota.py): only for followers' fetches.
         throttle = getattr(replicas, "leader_throttle", None) if request.replica_id >= 0 \
             else None
@@ -169,7 +170,7 @@ class FetchHandler:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
                     limit = min(wanted.partition_max_bytes, remaining)
-                    in_sync = throttle is not None and request.replica_id in partition.isr
+                    in_sync = throttle is not None and replica_id in partition.isr
                     if throttle is not None and throttle.holds_back(topic.topic,
                                                                     wanted.partition, in_sync):
                         # A moving replica over its rate: nothing this time, but its
@@ -185,19 +186,19 @@ class FetchHandler:
                         has_error = True  # answer now rather than park the fetch
                     elif limit > 0 or total == 0:
                         records = partition.read(wanted.fetch_offset, max(limit, 1),
-                                                 request.replica_id,
+                                                 replica_id,
                                                  getattr(wanted, "log_start_offset", -1),
                                                  leader_only=not any_replica,
                                                  read_committed=read_committed)
-                        if request.replica_id >= 0:
-                            replicas.maybe_expand_isr(partition, request.replica_id)
+                        if replica_id >= 0:
+                            replicas.maybe_expand_isr(partition, replica_id)
                             if throttle is not None:
                                 throttle.record(topic.topic, wanted.partition, in_sync,
                                                 len(records))
                     else:
                         records = b""
                     answer["records"] = records
-                    answer["high_watermark"] = partition.high_watermark_for(request.replica_id)
+                    answer["high_watermark"] = partition.high_watermark_for(replica_id)
                     answer["last_stable_offset"] = partition.last_stable_offset
                     if read_committed:
                         answer["aborted_transactions"] = [
