@@ -102,6 +102,24 @@ def test_a_consumer_fetch_is_answered_when_the_follower_fetch_commits_the_batch(
     assert answer_of(consumer)["high_watermark"] == 1 and answer_of(consumer)["records"]
 
 
+def test_a_high_watermark_advance_answers_the_consumer_before_the_acks_all_produces(tmp_path):
+    """As Kafka's checkAndCompleteAll (fetches, then produces): the consumer's answer does
+    not wait while a read's worth of produce answers is built and sent (0.4 ms p50 at
+    three brokers, 10,000 records/s, in benchmarks/replication_stages.py)."""
+    clock = task.Clock()
+    partition = leader(tmp_path, isr=[LEADER, F1])
+    handler = FetchHandler(Leaders(partition), clock, lambda: False)
+    answered = []
+    consumer = handler(None, fetch_request(0))
+    consumer.addCallback(lambda body: answered.append("consumer") or body)
+    result = produce(partition, acks=-1)
+    acked = partition.wait_for_high_watermark(result.last_offset + 1)
+    acked.addCallback(lambda code: answered.append("produce") or code)
+    handler(None, fetch_request(0, replica_id=F1))
+    handler(None, fetch_request(1, replica_id=F1))  # the HW moves to 1
+    assert answered == ["consumer", "produce"] and clock.seconds() == 0
+
+
 def test_a_parked_follower_fetch_learns_the_new_high_watermark_within_10_ms(tmp_path):
     """Without the notice, F1 would learn HW 1 only at max_wait (500 ms) later."""
     clock = task.Clock()

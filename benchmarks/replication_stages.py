@@ -1,0 +1,217 @@
+"""Where a record's latency goes at three brokers, replication factor 3, acks=all, stage by stage.
+
+Runs ``rdkafka_performance -l`` (10,000 records/s of 100 bytes, linger.ms=0,
+acks=all, min.insync.replicas 2) against three brokers that
+``benchmarks/replication_trace/sitecustomize.py`` instruments, and joins, record
+by record, the producer's stamp, the three brokers' timestamps and the
+consumer's delay (all on this machine's wall clock):
+
+  producer -> leader read      stamp to the leader reading the produce: the
+                               producer's threads, and the leader busy elsewhere
+  read -> append               the other requests of the same read before it
+  append -> followers have it  until the later of the two followers read it
+                               (a fetch parked, or the next one to arrive)
+  -> high watermark            until the later follower's next fetch reached the
+                               leader and moved the HW past it
+  HW -> consumer answer        the consumer's parked fetch answered
+  answer -> consumed           loopback, the consumer's threads
+
+Then the round trip of each follower's fetches (its answer read to its next
+fetch sent, the gaps between its fetches), the fetches the leader answered per
+record, and the leader's reactor: the share of the wall time it spent in turns
+and the CPU it used in them (the difference is time it waited for a CPU). The
+stages are p50s and p99s over records; for the records at or above the
+end-to-end p99, the mean of each stage. Prints the load average; writes
+``replication_stages.json`` to ``--out``. Figures, never asserts.
+
+    .venv/bin/python benchmarks/replication_stages.py [--seconds 5] [--out DIR]
+        [--idle-pacer] [-X librdkafka.key=value ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.suite import peers  # noqa: E402
+from benchmarks.suite.core import new_topic, percentile  # noqa: E402
+from simplekafka.cluster import LocalCluster  # noqa: E402
+
+HOOK = Path(__file__).resolve().parent / "replication_trace"
+STAGES = ("producer -> leader read", "read -> append", "append -> followers have it",
+          "-> high watermark", "HW -> consumer answer", "answer -> consumed", "end to end")
+
+
+def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
+               idle_pacer: bool = False) -> list[float]:
+    """One run against three fresh traced brokers: the consumer's delays (ms), in order."""
+    tool = peers.rdkafka_performance()
+    if tool is None:
+        sys.exit(peers.missing_rdkafka_note())
+    os.environ["SIMPLEKAFKA_REPLICATION_TRACE"] = str(trace)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(HOOK), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    try:
+        with LocalCluster(brokers=3) as cluster:
+            topic = new_topic(cluster.bootstrap_servers, "rf3stages", 1, 3,
+                              {"min.insync.replicas": "2"})
+            delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate, seconds,
+                                     100, trace, acks="all", settings=settings,
+                                     idle_pacer=idle_pacer)
+    finally:
+        del os.environ["SIMPLEKAFKA_REPLICATION_TRACE"]
+    return delays
+
+
+def _first_times(rows, stamp_field: int = 1) -> dict[int, float]:
+    found: dict[int, float] = {}
+    for row in rows:
+        for stamp in row[stamp_field]:
+            found.setdefault(stamp, row[0])
+    return found
+
+
+def _ms(values: list[float]) -> list[float]:
+    return [v * 1000 for v in values]
+
+
+def analyse(trace: Path, delays: list[float]) -> dict:
+    """Each record's stages (ms), the followers' fetch cycles and the leader's turns."""
+    brokers = [json.loads(p.read_text()) for p in sorted(trace.glob("broker-*.json"))]
+    if len(brokers) != 3:
+        sys.exit(f"{len(brokers)} traced brokers, 3 expected")
+    leader = max(brokers, key=lambda b: len(b["append"]))
+    followers = [b for b in brokers if b is not leader]
+    read = _first_times(leader["read"])
+    appended = {stamp: (t, offset) for t, offset, stamps in leader["append"]
+                for stamp in stamps}
+    to_client = _first_times([(t, stamps) for t, kind, stamps in leader["sent"]
+                              if kind == "client"])
+    follower_reads = [_first_times(f["follower_read"]) for f in followers]
+    hw_times = [t for t, _ in leader["high_watermark"]]
+    hw_values = [hw for _, hw in leader["high_watermark"]]
+    stamps = sorted(appended, key=lambda stamp: appended[stamp][1])  # offset order
+    if len(stamps) != len(delays):  # the consumer's file is in offset order: pair by index
+        print(f"note: {len(stamps)} records traced, {len(delays)} delays: pairing the first "
+              f"{min(len(stamps), len(delays))}")
+    found: dict[str, list[float]] = {name: [] for name in STAGES}
+    for stamp, delay in zip(stamps, delays, strict=False):
+        appended_at, offset = appended[stamp]
+        copied = [reads.get(stamp) for reads in follower_reads]
+        index = bisect.bisect_left(hw_values, offset + 1)
+        if stamp not in read or None in copied or stamp not in to_client \
+                or index == len(hw_times):
+            continue
+        produced = stamp / 1e6
+        consumed = produced + delay / 1000
+        have_it = max(copied)  # type: ignore[type-var]
+        committed = max(hw_times[index], have_it)
+        answered = max(to_client[stamp], committed)
+        for name, seconds in zip(STAGES, (
+                read[stamp] - produced, appended_at - read[stamp], have_it - appended_at,
+                committed - have_it, answered - committed, consumed - answered,
+                consumed - produced), strict=True):
+            found[name].append(seconds * 1000)
+    cycles = []
+    for follower in followers:
+        sends = sorted(follower["follower_fetch_sent"])
+        answers = sorted(t for t, _ in follower["follower_read"])
+        to_next = []
+        for answered_at in answers:
+            after = bisect.bisect_left(sends, answered_at)
+            if after < len(sends):
+                to_next.append(sends[after] - answered_at)
+        cycles.append({"fetches": len(sends),
+                       "gap_ms": _ms([b - a for a, b in itertools.pairwise(sends)]),
+                       "answer_to_next_fetch_ms": _ms(to_next)})
+    start, end = (min(t for t, _ in leader["read"]), max(t for t, _ in leader["read"])) \
+        if leader["read"] else (0.0, 0.0)
+    turns = [(t, wall, cpu) for t, wall, _events, cpu in leader["turn"] if start <= t <= end]
+    span = max(end - start, 1e-9)
+    arrivals = [kind for t, kind in leader["fetch_arrived"] if start <= t <= end]
+    return {"stages": found, "cycles": cycles, "leader": {
+        "busy_share": sum(w for _, w, _ in turns) / span,
+        "cpu_share": sum(c for _, _, c in turns) / span,
+        "turn_ms": _ms([w for _, w, _ in turns]),
+        "follower_fetches_per_record": arrivals.count("follower") / max(len(stamps), 1),
+        "consumer_fetches_per_record": arrivals.count("client") / max(len(stamps), 1)}}
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    return {q: percentile(values, f) for q, f in (("p50", 0.5), ("p99", 0.99), ("max", 1.0))}
+
+
+def report(analysis: dict) -> dict:
+    found = analysis["stages"]
+    total = found["end to end"]
+    if not total:
+        sys.exit("no record was traced end to end")
+    print(f"{'stage':30} {'p50':>8} {'p99':>8} {'max':>8}   ms")
+    table = {}
+    for name, values in found.items():
+        table[name] = row = _quantiles(values)
+        print(f"{name:30} " + " ".join(f"{row[q]:8.3f}" for q in row))
+    threshold = percentile(total, 0.99)
+    tail = [i for i, value in enumerate(total) if value >= threshold]
+    share = {name: sum(found[name][i] for i in tail) / len(tail) for name in STAGES}
+    print(f"the {len(tail)} records at or above p99 ({threshold:.2f} ms), mean ms per stage:")
+    for name, mean in share.items():
+        print(f"  {name:30} {mean:8.3f}")
+    cycles = []
+    for number, cycle in enumerate(analysis["cycles"], 1):
+        gap, turn = _quantiles(cycle["gap_ms"]), _quantiles(cycle["answer_to_next_fetch_ms"])
+        cycles.append({"fetches": cycle["fetches"], "gap": gap, "answer_to_next_fetch": turn})
+        print(f"follower {number}: {cycle['fetches']} fetches, p50/p99 ms between them "
+              f"{gap['p50']:.3f}/{gap['p99']:.3f}, from an answer to its next fetch "
+              f"{turn['p50']:.3f}/{turn['p99']:.3f}")
+    leader = analysis["leader"]
+    turns = _quantiles(leader["turn_ms"])
+    print(f"leader: {leader['follower_fetches_per_record']:.3f} follower and "
+          f"{leader['consumer_fetches_per_record']:.3f} consumer fetches per record; its "
+          f"reactor in turns {100 * leader['busy_share']:.0f} % of the wall time, on a CPU "
+          f"{100 * leader['cpu_share']:.0f} %; turns p50/p99 {turns['p50']:.3f}/"
+          f"{turns['p99']:.3f} ms")
+    return {"percentiles": table, "tail_mean_ms": share, "tail_records": len(tail),
+            "records": len(total), "followers": cycles,
+            "leader": {**{k: v for k, v in leader.items() if k != "turn_ms"}, "turn": turns}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rate", type=int, default=10_000)
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--idle-pacer", action="store_true",
+                        help="the producer's spinning pacing thread at SCHED_IDLE")
+    parser.add_argument("-X", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE", help="a librdkafka setting for both clients")
+    args = parser.parse_args()
+    settings = dict(s.split("=", 1) for s in args.settings)
+    load = os.getloadavg()
+    print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"{args.rate:,} records/s for {args.seconds:g} s, 3 brokers, acks=all, "
+          f"linger.ms=0 {settings}")
+    with tempfile.TemporaryDirectory(prefix="simplekafka-rf3-stages-") as scratch:
+        delays = traced_run(args.seconds, args.rate, settings, Path(scratch),
+                            args.idle_pacer)
+        result = report(analyse(Path(scratch), delays))
+    end = os.getloadavg()
+    print(f"load average at the end {end[0]:.2f}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    result.update(load_before=load, load_after=end, settings=settings, seconds=args.seconds,
+                  rate=args.rate, idle_pacer=args.idle_pacer)
+    (args.out / "replication_stages.json").write_text(json.dumps(result, indent=1))
+    print(f"wrote {args.out / 'replication_stages.json'}")
+
+
+if __name__ == "__main__":
+    main()
