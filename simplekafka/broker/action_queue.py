@@ -23,7 +23,10 @@ same reactor turn, with no timer in between.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 # id(partition) -> partition, while a block is open (dicts keep first-fired order).
 _pending: dict[int, Any] | None = None
@@ -47,7 +50,10 @@ class _WakeupsAfter:
         pending, _pending = _pending, None
         if pending:
             for partition in pending.values():
-                partition.wake_listeners()
+                try:
+                    partition.wake_listeners()
+                except Exception:  # as Kafka's tryCompleteActions: the others still wake
+                    log.exception("waking the listeners of %s failed", partition)
 
 
 def wakeups_after() -> _WakeupsAfter:

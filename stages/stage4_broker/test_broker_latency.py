@@ -240,6 +240,30 @@ def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appen
     assert [bool(a["records"]) for a in answers] == [True, True]
 
 
+def test_a_failing_listener_does_not_keep_other_partitions_asleep(tmp_path, caplog):
+    """The wake-ups a bulk append gathered run one partition at a time: one listener that
+    raises is logged, and the next partition's parked fetch is still answered."""
+    from simplekafka.broker.action_queue import wakeups_after
+
+    clock = task.Clock()
+    first = leader(tmp_path, isr=[LEADER])
+    second = Partition("t", 1, LEADER, Log.open(tmp_path / "t-1", LogConfig()))
+    assert second.make_leader(0, [LEADER], [LEADER], 0, 1)
+
+    def broken(_partition):
+        raise RuntimeError("a listener bug")
+
+    first.add_append_listener(broken)
+    woken = []
+    second.add_append_listener(woken.append)
+    with wakeups_after():
+        produce(first)
+        produce(second)
+        assert woken == []  # not before the block closes
+    assert woken == [second] and "a listener bug" in caplog.text
+    assert clock.seconds() == 0
+
+
 def test_every_broker_socket_turns_nagle_off():
     """Client connections and the broker's own (controller channel, replica fetchers)."""
     from simplekafka.broker.controller.channel import ResponseReader
