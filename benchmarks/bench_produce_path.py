@@ -40,11 +40,14 @@ CASES = [  # (label, records per batch, requests, bytes per read or 0 for whole 
 ]
 
 
-def leading_broker(data_dir: str) -> KafkaBroker:
-    """A broker that leads topic ``t`` (this script plays the controller)."""
-    broker = KafkaBroker(BrokerConfig.from_properties({
-        "broker.id": "1", "log.dirs": data_dir, "zookeeper.connect": "127.0.0.1:1",
-        "listeners": "PLAINTEXT://127.0.0.1:9092"}), MemoryReactorClock())
+def leading_broker(data_dir: str, metrics: bool = False) -> KafkaBroker:
+    """A broker that leads topic ``t`` (this script plays the controller); ``metrics``:
+    with its metrics hooks in, as a LocalCluster broker runs (nothing listens)."""
+    properties = {"broker.id": "1", "log.dirs": data_dir, "zookeeper.connect": "127.0.0.1:1",
+                  "listeners": "PLAINTEXT://127.0.0.1:9092"}
+    if metrics:
+        properties["metrics.listener"] = "127.0.0.1:0"
+    broker = KafkaBroker(BrokerConfig.from_properties(properties), MemoryReactorClock())
     state = {"partition_index": 0, "controller_epoch": 1, "leader": 1, "leader_epoch": 0,
              "isr": [1], "zk_version": 0, "replicas": [1], "offline_replicas": []}
     endpoint = {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT",

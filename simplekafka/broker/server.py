@@ -284,16 +284,14 @@ class KafkaConnection(Int32StringReceiver):
             slot = self._take_slot()
             slot.size = len(frame)
             self._waiting_bytes += slot.size
-            result.addCallbacks(
-                lambda response: self._fill_answer(slot, response),
-                lambda failure: self._failed(slot, failure),
-            )
+            result.addCallbacks(self._fill_answer, self._failed,
+                                callbackArgs=(slot,), errbackArgs=(slot,))
             if not self._reading_paused and (len(self._queue) >= self.MAX_IN_FLIGHT or
                                              self._waiting_bytes >= self.MAX_IN_FLIGHT_BYTES):
                 self._reading_paused = True
                 self.transport.pauseProducing()
         elif self._queue or isinstance(result, CloseAfter):
-            self._fill_answer(self._take_slot(), result)  # behind answers still awaited
+            self._fill_answer(result, self._take_slot())  # behind answers still awaited
         elif result is not None and not self._refusing:
             self._send([encode_frame(result)])
 
@@ -302,13 +300,13 @@ class KafkaConnection(Int32StringReceiver):
         self._queue.append(slot)
         return slot
 
-    def _fill_answer(self, slot: _Slot, answer: Any) -> None:
+    def _fill_answer(self, answer: Any, slot: _Slot) -> None:
         if isinstance(answer, CloseAfter):
             self._fill(slot, answer.response, close=True)
         else:
             self._fill(slot, answer)
 
-    def _failed(self, slot: _Slot, failure: Failure) -> None:
+    def _failed(self, failure: Failure, slot: _Slot) -> None:
         if not failure.check(CloseConnection):
             log.error("request from %s failed: %s", self.peer, failure.getTraceback())
         self._fill(slot, None, close=True)
