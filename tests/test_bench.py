@@ -53,6 +53,7 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert "wake-up lateness of a 1 ms sleep, idle machine p99.9" in names
     assert "wake-up lateness of a 1 ms sleep, during the C client's runs p99.9" in names
     assert "C client, 3 brokers RF 3, acks=all p99" in names
+    assert "C client, 3 brokers RF 3, acks=all, pacing thread at SCHED_IDLE p99" in names
     for plot in ("produce", "consume", "latency_histogram", "latency_pacer", "latency_python",
                  "replication",
                  "message_sizes_mb", "scale_creation", "scale_controller_failover"):

@@ -5,7 +5,7 @@ broker with acks=1 against three brokers, RF 3, acks=all, min.insync 2, in
 the same run. Latency: ``rdkafka_performance -l`` at the latency scenario's
 rate against the three brokers with acks=all, drawn as a histogram beside the
 one-broker one (the follower fetch and high-watermark round trips are the
-difference).
+difference), and again with the tool's pacing thread at SCHED_IDLE.
 """
 
 from __future__ import annotations
@@ -42,4 +42,10 @@ def replication(ctx: Context) -> tuple[list[Figure], list[Curve]]:
         label = "C client, 3 brokers RF 3, acks=all"
         figures += latency_scenario.summarize("replication", label, runs)
         curves.append(latency_scenario.histogram("latency_histogram", label, runs))
+        # As in the latency scenario: the tool's spinning pacing loop at SCHED_IDLE says how
+        # much of the tail waits behind it for a CPU (three brokers need more of the two).
+        idle = latency_scenario.c_runs(ctx, three.bootstrap_servers, 3, "-1", idle_pacer=True)
+        label = "C client, 3 brokers RF 3, acks=all, pacing thread at SCHED_IDLE"
+        figures += latency_scenario.summarize("replication", label, idle)
+        curves.append(latency_scenario.histogram("latency_histogram", label, idle))
     return figures, curves
