@@ -43,6 +43,8 @@ from simplekafka.protocol.batch_header import (
     read_header,
     validate_batch,
     validate_batches,
+    validated_spans,
+    whole_batches_length,
 )
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
@@ -557,15 +559,13 @@ class Partition:
         so idempotence holds if this replica becomes leader. The leader's log
         start offset (moved by DeleteRecords) moves ours too, as in Kafka.
         """
-        appended = 0
-        spans = iter_batch_positions(records) if records else []
-        if spans:  # whole batches only: a fetch may end in the middle of one
-            whole = spans[-1][0] + spans[-1][1]
-            data = records[:whole] if whole != len(records) else records
-            self.log.append_as_follower(data)
-            for pos, _size in spans:
-                self._learn_batch(data, pos, read_header(data, pos))
-            appended = whole
+        appended = whole_batches_length(records) if records else 0
+        if appended:  # whole batches only: a fetch may end in the middle of one
+            data = records[:appended] if appended != len(records) else records
+            headers = validated_spans(data)  # read once: for the log and for producer state
+            self.log.append_as_follower(data, headers)
+            for pos, header in headers:
+                self._learn_batch(data, pos, header)
         new_hw = min(leader_high_watermark, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw

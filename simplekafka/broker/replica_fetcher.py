@@ -93,6 +93,8 @@ class ReplicaFetcher:
         self._connection: ResponseReader | None = None
         self._correlation = itertools.count(1)
         self._loop_done: defer.Deferred | None = None
+        self._timer: Any = None  # the request timer (an IDelayedCall), see _watch
+        self._waiting: defer.Deferred | None = None
         self._generation = 0
         # The fetch session with this leader (KIP-227): its id and next epoch (0: the next
         # fetch is full and opens one), and what the session holds per partition.
@@ -140,6 +142,9 @@ class ReplicaFetcher:
     def stop(self) -> None:
         self.running = False
         self._drop_connection()
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = self._waiting = None
 
     def _reset_session(self) -> None:
         """The next fetch is full and opens a new session."""
@@ -204,9 +209,33 @@ class ReplicaFetcher:
         correlation_id = next(self._correlation)
         payload = encode_request(api_key, version, correlation_id, CLIENT_ID, body)
         waiter = connection.send(correlation_id, payload)
-        waiter.addTimeout(timeout, self.reactor)
-        frame = yield waiter
+        self._watch(waiter, timeout)
+        try:
+            frame = yield waiter
+        except defer.CancelledError:
+            raise TimeoutError(f"no answer from leader {self.leader_id} "
+                               f"within {timeout:g} s") from None
         return decode_response(api_key, version, frame)[1]
+
+    def _watch(self, waiter: defer.Deferred, timeout: float) -> None:
+        """Cancel ``waiter`` if it is still unanswered after ``timeout`` seconds.
+
+        One timer per fetcher, pushed later with each request (a reset that only moves
+        its time), not a new timer per request: a follower sends hundreds of fetches a
+        second under load, and scheduling and cancelling a timer for each was part of
+        its CPU per fetch cycle.
+        """
+        self._waiting = waiter
+        timer = self._timer
+        if timer is not None and timer.active():
+            timer.reset(timeout)
+        else:
+            self._timer = self.reactor.callLater(timeout, self._timed_out)
+
+    def _timed_out(self) -> None:
+        waiter, self._waiting = self._waiting, None
+        if waiter is not None and not waiter.called:
+            waiter.cancel()  # the fetch loop drops the connection and starts over
 
     # -- truncation by leader epoch (KIP-101) -------------------------------------------
 

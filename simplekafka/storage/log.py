@@ -341,20 +341,25 @@ class Log:
             self.leader_epochs.assign(leader_epoch, final[0][1].base_offset)
         return self._after_append(final)._replace(log_append_time=append_time)
 
-    def append_as_follower(self, batch_bytes: Buffer) -> AppendInfo:
+    def append_as_follower(self, batch_bytes: Buffer,
+                           headers: list[tuple[int, BatchHeader]] | None = None) -> AppendInfo:
         """Append batches copied from the leader, keeping their offsets and epochs.
 
         They must start at or after our log end offset and follow each other
         in increasing order (UnexpectedAppendOffsetError otherwise; gaps are
         fine, a compacted leader log has them); empty input is a no-op. The
-        leader epoch cache learns every epoch change it sees.
+        leader epoch cache learns every epoch change it sees. ``headers`` is
+        ``validated_spans(batch_bytes)`` when the caller has already made it
+        (a follower partition reads producer state from the same headers), so
+        that each header is read once.
         """
         self._check_open()
         view = memoryview(batch_bytes)
         if len(view) == 0:
             end = self.log_end_offset
             return AppendInfo(end, end - 1, -1, 0, 0, 0)
-        headers = self._validate(view, follower=True)
+        if headers is None:
+            headers = self._validate(view, follower=True)
         expected = self.log_end_offset
         for _, header in headers:
             if header.base_offset < expected:
@@ -369,9 +374,12 @@ class Log:
             return [view[start:end]]
 
         self._write(final, slices)
+        previous = None
         for _, header in headers:
-            if header.partition_leader_epoch >= 0:
-                self.leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
+            epoch = header.partition_leader_epoch
+            if epoch >= 0 and epoch != previous:  # a batch after one of its epoch changes nothing
+                self.leader_epochs.assign(epoch, header.base_offset)
+            previous = epoch
         return self._after_append(final)
 
     def _check_size(self, size: int, follower: bool = False) -> None:
@@ -406,7 +414,13 @@ class Log:
             if self._roll_is_due(segment):
                 segment = self._roll(self._clock_ms())
             last, used = first, 0
-            while last < len(final) and last - first < _MAX_IOVECS // 2:
+            group_end = min(len(final), first + _MAX_IOVECS // 2)
+            group_bytes = sum(size for size, _ in final[first:group_end])
+            # All fit: one check, not one per batch (an empty segment takes its first batch
+            # whatever its size, so there the batches are looked at one by one).
+            if segment.size and segment.can_hold(group_bytes, final[group_end - 1][1].last_offset):
+                last, used = group_end, group_bytes
+            while last < group_end:
                 size, header = final[last]
                 if not segment.can_hold(size, header.last_offset, pending=used):
                     break

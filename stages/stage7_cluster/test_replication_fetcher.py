@@ -15,7 +15,12 @@ import struct
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 
 from simplekafka.broker.partition import Partition
-from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
+from simplekafka.broker.replica_fetcher import (
+    BACKOFF,
+    REQUEST_TIMEOUT,
+    FetchSettings,
+    ReplicaFetcherManager,
+)
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_request, encode_response
@@ -248,3 +253,38 @@ def test_an_idle_follower_builds_its_fetch_without_looking_at_every_partition(tm
         assert not fetch.topics
     assert CountedPartition.looks == len(partitions)  # one sweep
     manager.shutdown()
+
+
+def test_one_request_timer_per_fetcher_pushed_later_with_each_fetch(tmp_path):
+    """A fetch that gets no answer within max_wait + REQUEST_TIMEOUT drops the connection;
+    the fetcher keeps one timer for that and moves it with each request instead of
+    scheduling (and cancelling) a timer per fetch."""
+    partition = follower_partition(tmp_path, leader_epoch=0)
+    reactor = MemoryReactorClock()
+    scheduled = []
+    real_call_later = reactor.callLater
+    reactor.callLater = lambda delay, f, *a, **kw: (  # type: ignore[method-assign]
+        scheduled.append(delay) or real_call_later(delay, f, *a, **kw))
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER, max_wait_ms=500),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)  # an empty log: nothing to truncate, it fetches at once
+    leader = PlayedLeader(reactor)
+    limit = 0.5 + REQUEST_TIMEOUT
+    for offset in range(10):
+        header, fetch = leader.request()
+        assert fetch.topics[0].partitions[0].fetch_offset == offset
+        reactor.advance(limit * 0.6)  # answered in time, though ten of them take longer
+        records = bytearray(batch(b"r"))
+        struct.pack_into(">q", records, 0, offset)
+        leader.answer(header, fetch_answer(bytes(records), high_watermark=offset))
+    assert scheduled == [limit]  # one timer for ten fetches
+    assert not leader.transport.disconnecting
+    leader.request()  # the eleventh fetch is never answered
+    reactor.advance(limit - 0.01)
+    assert not leader.transport.disconnecting
+    reactor.advance(0.02)
+    assert leader.transport.disconnecting  # dropped; the fetcher backs off and reconnects
+    reactor.advance(BACKOFF)
+    assert len(reactor.tcpClients) == 2
+    manager.shutdown()
+    assert not [call for call in reactor.getDelayedCalls() if call.func.__name__ == "_timed_out"]
