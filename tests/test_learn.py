@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
@@ -26,7 +25,7 @@ from simplekafka.learn.catalog import STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "simplekafka" / "learn" / "solutions"
-REAL_PROCESS_STAGES = {4}  # its checks serve the learner's broker to kcat and confluent-kafka
+REAL_PROCESS_STAGES = {n for n, stage in STAGES.items() if stage.real_processes}
 
 
 def learn(*args: str, cwd: Path, as_process: bool = False) -> subprocess.CompletedProcess:
@@ -133,7 +132,7 @@ def test_check_one_exercise_and_progress_in_list(tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("args, message", [
-    (["start", "2"], "stage 2 has no exercises"),
+    (["start", "10"], "stage 10 has no exercises"),
     (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, not 9"),
     (["start", "one"], "invalid int value"),
 ])
@@ -152,96 +151,36 @@ def test_a_module_that_does_not_import_is_reported_not_raised(tmp_path):
     assert headline(3, 1) in result.stdout and "does not import: SyntaxError" in result.stdout
 
 
-class Mutation(NamedTuple):
-    """A broken variant of a reference solution, and the exercise that must catch it."""
-
-    stage: int
-    exercise: int
-    old: str
-    new: str
-
-
-MUTATIONS = {
-    "varint-off-by-one-continuation": Mutation(
-        1, 1, "    while zigzag >= 0x80:", "    while zigzag > 0x80:"),
-    "varint-decode-8-bit-groups": Mutation(1, 1, "        shift += 7", "        shift += 8"),
-    "client-id-length-in-characters": Mutation(
-        1, 2, 'tail = struct.pack(">h", len(raw)) + raw',
-        'tail = struct.pack(">h", len(client_id)) + raw'),
-    "api-versions-unsorted": Mutation(1, 2, "    for key in sorted(versions):",
-                                      "    for key in versions:"),
-    "crc-over-the-wrong-range": Mutation(1, 3, "crc = crc32c(after_crc)",
-                                         "crc = crc32c(after_crc[2:])"),
-    "batch-length-counts-the-log-overhead": Mutation(
-        1, 3, "batch_length = 4 + 1 + 4 + len(after_crc)",
-        "batch_length = 4 + 1 + 4 + len(after_crc) + 12"),
-    "last-offset-delta-is-the-count": Mutation(1, 3, "0, len(records) - 1, timestamp_ms",
-                                               "0, len(records), timestamp_ms"),
-    "index-every-batch": Mutation(
-        3, 1, "        if self.bytes_since_index_entry > self.index_interval_bytes:",
-        "        if True:"),
-    "index-the-first-offset": Mutation(
-        3, 1, "entry = (header.base_offset + header.last_offset_delta - self.base_offset, "
-              "position)", "entry = (header.base_offset - self.base_offset, position)"),
-    "lookup-ignores-the-index": Mutation(
-        3, 1, "position = self.entries[at][1] if at >= 0 else 0", "position = 0"),
-    "recovery-without-crc": Mutation(
-        3, 2, "            if (end < position + HEADER_SIZE or end > len(data)\n"
-              "                    or crc32c(data[position + CRC_START : end]) != header.crc):",
-        "            if end < position + HEADER_SIZE or end > len(data):"),
-    "api-versions-min-version-zero": Mutation(
-        4, 1, '"min_version": low, "max_version": high}', '"min_version": 0, "max_version": high}'),
-    "metadata-advertises-the-wrong-port": Mutation(
-        4, 2, '"port": self.port,', '"port": 9092,'),
-    "produce-answers-no-base-offset": Mutation(
-        4, 3, 'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset',
-        "log.append(data.records, leader_epoch=0)"),
-    "produce-answers-acks-0": Mutation(
-        4, 3, "        if request.acks == 0:\n            return None\n", ""),
-    "fetch-high-watermark-one-short": Mutation(
-        4, 4, 'answer["high_watermark"] = log.log_end_offset',
-        'answer["high_watermark"] = log.log_end_offset - 1'),
-    "hw-from-the-leaders-leo-alone": Mutation(
-        7, 1, "    return min(ends)\n", "    return leader_end_offset\n"),
-    "isr-lag-boundary": Mutation(7, 2, "if now - caught_up_ms.get(replica, 0.0) > lag_max_ms:",
-                                 "if now - caught_up_ms.get(replica, 0.0) >= lag_max_ms:"),
-    "join-ignores-the-epoch-start": Mutation(
-        7, 2, "    return (follower_end_offset >= high_watermark\n"
-              "            and follower_end_offset >= leader_epoch_start_offset)",
-        "    return follower_end_offset >= high_watermark"),
-    "epoch-end-is-always-the-log-end": Mutation(
-        7, 3, "    if epoch == epochs[-1][0]:", "    if epoch <= epochs[-1][0]:"),
-    "follower-never-truncates": Mutation(
-        7, 3, "    return min(cut, log_end_offset)", "    return log_end_offset"),
-}
+MUTATIONS = {mutant.name: (stage.number, mutant)
+             for stage in STAGES.values() for mutant in stage.mutants}
 
 
 def mutation_param(name: str):
-    mutation = MUTATIONS[name]
-    marks = [pytest.mark.integration] if mutation.stage in REAL_PROCESS_STAGES else []
+    stage, _mutant = MUTATIONS[name]
+    marks = [pytest.mark.integration] if stage in REAL_PROCESS_STAGES else []
     return pytest.param(name, marks=marks, id=name)
 
 
 @pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])
 def test_each_mutation_fails_naming_its_exercise(name, tmp_path):
-    mutation = MUTATIONS[name]
-    directory = fill_with_reference(tmp_path, mutation.stage, mutation.old, mutation.new)
+    stage, mutant = MUTATIONS[name]
+    directory = fill_with_reference(tmp_path, stage, mutant.old, mutant.new)
     only = []
-    if mutation.stage in REAL_PROCESS_STAGES:  # each earlier exercise starts a broker: skip them
-        only = ["--exercise", str(mutation.exercise)]
-    result = learn("check", str(mutation.stage), str(directory), *only, cwd=tmp_path)
+    if stage in REAL_PROCESS_STAGES:  # each earlier exercise starts real processes: skip them
+        only = ["--exercise", str(mutant.exercise)]
+    result = learn("check", str(stage), str(directory), *only, cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert headline(mutation.stage, mutation.exercise) in result.stdout, result.stdout
+    assert headline(stage, mutant.exercise) in result.stdout, result.stdout
 
 
 def test_every_stage_has_mutations_for_each_exercise():
-    caught = {(m.stage, m.exercise) for m in MUTATIONS.values()}
+    caught = {(stage, m.exercise) for stage, m in MUTATIONS.values()}
     wanted = {(s.number, e.number) for s in STAGES.values() for e in s.exercises}
     assert wanted <= caught, sorted(wanted - caught)
 
 
 def test_the_byte_diff_puts_a_caret_under_the_first_wrong_byte_and_names_the_field(tmp_path):
-    mutation = MUTATIONS["crc-over-the-wrong-range"]
+    _stage, mutation = MUTATIONS["crc-over-the-wrong-range"]
     directory = fill_with_reference(tmp_path, 1, mutation.old, mutation.new)
     out = learn("check", "1", str(directory), cwd=tmp_path).stdout
     assert "first difference at byte 17, in field batch 0.crc" in out
@@ -257,3 +196,47 @@ def test_the_byte_diff_puts_a_caret_under_the_first_wrong_byte_and_names_the_fie
     assert any("records_count : int32" in line for line in lines)  # the field tree is there
 
 
+
+
+def test_every_stage_from_1_to_9_has_at_least_two_exercises_with_hints():
+    assert sorted(STAGES) == list(range(1, 10))
+    for stage in STAGES.values():
+        assert len(stage.exercises) >= 2, stage.number
+        for exercise in stage.exercises:
+            assert len(exercise.hints) >= 2, (stage.number, exercise.number)
+            assert stage.chapter.split("/")[1] in exercise.hints[0] or "chapter" in \
+                exercise.hints[0], (stage.number, exercise.number)
+
+
+def test_hints_come_one_level_at_a_time_and_never_past_the_last(tmp_path):
+    first = learn("hint", "7", "3", cwd=tmp_path)
+    assert first.returncode == 0 and "hint 1 of 2" in first.stdout, first.stdout
+    assert "chapter" in first.stdout
+    second = learn("hint", "7", "3", cwd=tmp_path)
+    assert "hint 2 of 2" in second.stdout and "own HW" in second.stdout
+    again = learn("hint", "7", "3", cwd=tmp_path)
+    assert "hint 2 of 2" in again.stdout
+    assert "hint 1 of 2" in learn("hint", "7", "3", "--level", "1", cwd=tmp_path).stdout
+
+
+def test_a_learner_function_that_never_returns_fails_within_its_limit_naming_it(
+        tmp_path, monkeypatch):
+    import dataclasses
+    import time
+
+    from simplekafka.learn.checks import stage7
+
+    limited = dataclasses.replace(STAGES[7].exercise(1), time_limit=1.5)
+    monkeypatch.setitem(STAGES, 7, dataclasses.replace(
+        STAGES[7], exercises=(limited, *STAGES[7].exercises[1:])))
+    assert stage7  # the stage module stays as it is; only the limit is shortened here
+    directory = fill_with_reference(
+        tmp_path, 7, "    ends = [leader_end_offset]\n",
+        "    import time\n    while True:\n        time.sleep(1)\n")
+    began = time.monotonic()
+    result = learn("check", "7", str(directory), cwd=tmp_path)
+    assert time.monotonic() - began < 10
+    assert result.returncode == 1
+    assert headline(7, 1) in result.stdout
+    assert "your high_watermark did not return within 1.5 s" in result.stdout, result.stdout
+    assert "stage7_replication.py" in result.stdout

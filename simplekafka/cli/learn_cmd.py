@@ -1,4 +1,4 @@
-"""``simplekafka learn``: build a stage yourself, checked by its exercises (list, start, check)."""
+"""``simplekafka learn``: build a stage yourself, checked by its exercises (list, start, check, hint)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
     check.add_argument("--exercise", type=int, metavar="N", help="only exercise N")
     check.set_defaults(func=_check)
+    hint = commands.add_parser("hint", help="a graded hint: the chapter section, then the idea")
+    hint.add_argument("stage", type=int)
+    hint.add_argument("exercise", type=int)
+    hint.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    hint.add_argument("--level", type=int, metavar="N", help="hint N (default: the next one)")
+    hint.set_defaults(func=_hint)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -58,4 +64,14 @@ def _check(args: argparse.Namespace) -> int:
         print("\n".join(result.report))
         return 1
     print(f"stage {result.stage.number}: every exercise checked passes")
+    return 0
+
+
+def _hint(args: argparse.Namespace) -> int:
+    from simplekafka.learn.runner import LearnError, hint
+
+    try:
+        print("\n".join(hint(args.stage, args.exercise, args.dir, args.level)))
+    except LearnError as exc:
+        raise CliError(str(exc)) from None
     return 0

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simplekafka.learn.catalog import STAGES, Exercise, Stage
+from simplekafka.learn.limits import CheckTimedOut, time_limit
 from simplekafka.learn.loader import LearnerModuleError, load_learner_module
+from simplekafka.learn.progress import hints_seen, load_progress, record_check, record_hint
 from simplekafka.learn.report import ExerciseFailed
 from simplekafka.learn.skeleton import make_starter
 
 DEFAULT_DIR = Path("my-simplekafka")
-PROGRESS_FILE = ".learn-progress.json"
 WORK_DIR = ".learn-work"
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 
@@ -94,7 +94,12 @@ def check(number: int, directory: Path, only: int | None = None) -> CheckResult:
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         try:
-            exercise.check(module, workdir)
+            with time_limit(exercise.time_limit):
+                exercise.check(module, workdir)
+        except CheckTimedOut as exc:
+            result.failed = exercise
+            result.report = [_headline(stage, exercise), *_timed_out(exc, exercise, directory)]
+            break
         except ExerciseFailed as exc:
             result.failed = exercise
             result.report = [_headline(stage, exercise), f"  {exc.summary}",
@@ -121,6 +126,23 @@ def _headline(stage: Stage, exercise: Exercise) -> str:
             f"{exercise.goal}")
 
 
+def _timed_out(exc: CheckTimedOut, exercise: Exercise, directory: Path) -> list[str]:
+    """Which function did not return, and the stack it was stuck in."""
+    culprit = exc.culprit(directory)
+    if culprit is not None:
+        where = f"{Path(culprit.filename).name}:{culprit.lineno}"
+        lines = [f"  your {culprit.name} did not return within {exc.seconds:g} s "
+                 f"(stuck at {where}); the stack:"]
+        frames = [f for f in exc.stack
+                  if Path(f.filename).resolve().is_relative_to(directory.resolve())]
+    else:
+        lines = [f"  the check did not finish within {exc.seconds:g} s, waiting on the "
+                 f"system your {', '.join(exercise.functions)} runs in; the stack:"]
+        frames = list(exc.stack)[-4:]
+    lines += ["  " + line for line in "".join(traceback.format_list(frames)).splitlines()]
+    return lines
+
+
 def _learner_frames(exc: BaseException, directory: Path) -> list[str]:
     """The traceback, cut to the frames in the learner's own files when there are any."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -128,28 +150,9 @@ def _learner_frames(exc: BaseException, directory: Path) -> list[str]:
     return traceback.format_list(own or frames[-3:])
 
 
-def _progress_path(directory: Path) -> Path:
-    return directory / PROGRESS_FILE
-
-
-def load_progress(directory: Path) -> dict[str, list[int]]:
-    """Stage number (as text) -> the exercises that passed in the last check of that stage."""
-    try:
-        return json.loads(_progress_path(directory).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _save_progress(directory: Path, result: CheckResult) -> None:
-    if not directory.is_dir():
-        return
-    progress = load_progress(directory)
-    done = set(progress.get(str(result.stage.number), []))
-    done |= set(result.passed)
-    if result.failed is not None:
-        done.discard(result.failed.number)
-    progress[str(result.stage.number)] = sorted(done)
-    _progress_path(directory).write_text(json.dumps(progress, indent=1) + "\n")
+    failed = result.failed.number if result.failed is not None else None
+    record_check(directory, result.stage.number, result.passed, failed)
 
 
 def listing(directory: Path) -> list[str]:
@@ -164,4 +167,28 @@ def listing(directory: Path) -> list[str]:
         for exercise in stage.exercises:
             mark = "x" if exercise.number in done else " "
             lines.append(f"  [{mark}] {exercise.number}. {exercise.title}: {exercise.goal}")
+    return lines
+
+
+def hint(number: int, exercise_number: int, directory: Path, level: int | None = None) -> list[str]:
+    """The next hint (or hint ``level``) for an exercise: the chapter first, then the idea."""
+    stage = stage_of(number)
+    try:
+        exercise = stage.exercise(exercise_number)
+    except KeyError:
+        raise LearnError(f"stage {number} has exercises "
+                         f"{', '.join(str(e.number) for e in stage.exercises)}, "
+                         f"not {exercise_number}") from None
+    if not exercise.hints:
+        return [f"stage {number} exercise {exercise_number} has no hints: read {stage.chapter}"]
+    if level is None:
+        level = min(hints_seen(directory, number, exercise_number) + 1, len(exercise.hints))
+    if not 1 <= level <= len(exercise.hints):
+        raise LearnError(f"exercise {exercise_number} has hints 1 to {len(exercise.hints)}, "
+                         f"not {level}")
+    record_hint(directory, number, exercise_number, level)
+    lines = [f"stage {number} exercise {exercise_number} ({exercise.title}), "
+             f"hint {level} of {len(exercise.hints)}:", f"  {exercise.hints[level - 1]}"]
+    if level < len(exercise.hints):
+        lines.append(f"(again for the next: simplekafka learn hint {number} {exercise_number})")
     return lines

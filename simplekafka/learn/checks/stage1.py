@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed, byte_diff
 from simplekafka.protocol import ApiKey, encode_request, encode_response
 from simplekafka.protocol.api import ADVERTISED_VERSIONS
@@ -85,3 +86,41 @@ def check_record_batch(learner: ModuleType, _workdir: Path) -> None:
             expected, got, dissect_records)
         if failure:
             raise failure
+
+
+STAGE = Stage(1, "The wire protocol", "stage1_protocol", "stages/stage1_protocol/README.md", (
+    Exercise(1, "varints",
+             "encode and decode the zigzag varints of Kafka's records",
+             ("encode_varint", "decode_varint"), check_varints,
+             hints=("Read the chapter's section on records: a record's fields are varints.",
+                    "Zigzag maps signed to unsigned ((n << 1) ^ (n >> 63)); then 7 bits a "
+                    "byte, low bits first, the high bit set on every byte but the last.")),
+    Exercise(2, "request header and ApiVersions",
+             "write a request header v1 and the ApiVersions v0 answer, byte for byte",
+             ("encode_request_header", "encode_api_versions_response"),
+             check_header_and_api_versions,
+             hints=("Read the chapter's sections on the request header and ApiVersions.",
+                    "Every integer is big-endian; a string is an int16 length in bytes "
+                    "(not characters) then UTF-8; an array is an int32 count then its items.")),
+    Exercise(3, "RecordBatch v2",
+             "encode records and a RecordBatch v2 with its CRC-32C",
+             ("encode_record", "encode_record_batch"), check_record_batch,
+             hints=("Read the chapter's RecordBatch layout, field by field.",
+                    "batchLength counts from partitionLeaderEpoch to the end; the CRC-32C "
+                    "covers from attributes (byte 21) to the end; lastOffsetDelta is count-1.")),
+), mutants=(
+    Mutant("varint-off-by-one-continuation", 1, "    while zigzag >= 0x80:",
+           "    while zigzag > 0x80:"),
+    Mutant("varint-decode-8-bit-groups", 1, "        shift += 7", "        shift += 8"),
+    Mutant("client-id-length-in-characters", 2, 'tail = struct.pack(">h", len(raw)) + raw',
+           'tail = struct.pack(">h", len(client_id)) + raw'),
+    Mutant("api-versions-unsorted", 2, "    for key in sorted(versions):",
+           "    for key in versions:"),
+    Mutant("crc-over-the-wrong-range", 3, "crc = crc32c(after_crc)",
+           "crc = crc32c(after_crc[2:])"),
+    Mutant("batch-length-counts-the-log-overhead", 3,
+           "batch_length = 4 + 1 + 4 + len(after_crc)",
+           "batch_length = 4 + 1 + 4 + len(after_crc) + 12"),
+    Mutant("last-offset-delta-is-the-count", 3, "0, len(records) - 1, timestamp_ms",
+           "0, len(records), timestamp_ms"),
+))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import Steps
 from simplekafka.protocol.batch_header import read_header
 from simplekafka.protocol.records import build_batch
@@ -153,3 +154,35 @@ def check_recovery(learner: ModuleType, workdir: Path) -> None:
     steps.expect("the .log after recovery", valid[:last], log_path.read_bytes())
     lookup = segment.lookup(_positions(batches)[-2][0])
     steps.expect("lookup of the last good batch", _positions(batches)[-2][2], lookup)
+
+
+STAGE = Stage(3, "The log on disk", "stage3_storage", "stages/stage3_storage/README.md", (
+    Exercise(1, "append and lookup",
+             "append batches to a segment, keep a sparse index, look offsets up through it",
+             ("Segment.append", "Segment.lookup", "Segment.read"), check_append_and_lookup,
+             hints=("Read the chapter's sections on segments and the sparse offset index.",
+                    "An index entry is (last offset of the batch - base offset, position), "
+                    "added once more than index_interval_bytes were written since the last; "
+                    "lookup is a binary search for the last entry below the offset, then a "
+                    "walk of batch headers from its position.")),
+    Exercise(2, "recovery",
+             "after a crash, cut a torn or corrupt tail off and rebuild the index",
+             ("Segment.recover",), check_recovery,
+             hints=("Read the chapter's section on recovery after a crash.",
+                    "Walk the batches from position 0; stop at the first one that is cut "
+                    "short or whose CRC-32C is wrong; truncate the file there and rebuild "
+                    "the index from what stays.")),
+), mutants=(
+    Mutant("index-every-batch", 1,
+           "        if self.bytes_since_index_entry > self.index_interval_bytes:",
+           "        if True:"),
+    Mutant("index-the-first-offset", 1,
+           "entry = (header.base_offset + header.last_offset_delta - self.base_offset, "
+           "position)", "entry = (header.base_offset - self.base_offset, position)"),
+    Mutant("lookup-ignores-the-index", 1,
+           "position = self.entries[at][1] if at >= 0 else 0", "position = 0"),
+    Mutant("recovery-without-crc", 2,
+           "            if (end < position + HEADER_SIZE or end > len(data)\n"
+           "                    or crc32c(data[position + CRC_START : end]) != header.crc):",
+           "            if end < position + HEADER_SIZE or end > len(data):"),
+))

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from simplekafka.cluster.local import free_port
+from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed, Steps, byte_diff
 from simplekafka.learn.solutions import stage4_broker as reference
 from simplekafka.protocol import (
@@ -305,3 +306,43 @@ def _confluent_round_trip(steps: Steps, bootstrap: str) -> None:
         consumer.close()
     steps.step(f"confluent-kafka Consumer (assigned round-trip-0 from offset 0) reads {len(got)}")
     steps.expect("what confluent-kafka read back", sent, got)
+
+
+STAGE = Stage(4, "Your own broker", "stage4_broker", "stages/stage4_broker/README.md", (
+    Exercise(1, "ApiVersions",
+             "say which APIs and versions your broker speaks",
+             ("Broker.api_versions",), check_api_versions,
+             hints=("Read the chapter's section on ApiVersions.",
+                    "One entry per key of VERSIONS, in ascending key order, with its "
+                    "(min, max).")),
+    Exercise(2, "Metadata",
+             "describe your broker and its topics: kcat -L works",
+             ("Broker.metadata",), check_metadata,
+             hints=("Read the chapter's section on Metadata.",
+                    "Clients connect to the host and port you advertise: advertise your own; "
+                    "a topic asked for by name is created.")),
+    Exercise(3, "Produce",
+             "append producers' batches to the log: kcat -P works",
+             ("Broker.produce",), check_produce,
+             hints=("Read the chapter's section on Produce.",
+                    "Log.append returns the base offset the batch got; acks=0 wants no "
+                    "answer at all.")),
+    Exercise(4, "Fetch",
+             "serve batches to consumers: kcat -C and confluent-kafka round trips work",
+             ("Broker.fetch",), check_fetch,
+             hints=("Read the chapter's section on Fetch.",
+                    "Alone, the high watermark is the log end offset; an empty read is "
+                    "b'' and never None.")),
+), mutants=(
+    Mutant("api-versions-min-version-zero", 1, '"min_version": low, "max_version": high}',
+           '"min_version": 0, "max_version": high}'),
+    Mutant("metadata-advertises-the-wrong-port", 2, '"port": self.port,', '"port": 9092,'),
+    Mutant("produce-answers-no-base-offset", 3,
+           'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset',
+           "log.append(data.records, leader_epoch=0)"),
+    Mutant("produce-answers-acks-0", 3, "        if request.acks == 0:\n            return None\n",
+           ""),
+    Mutant("fetch-high-watermark-one-short", 4,
+           'answer["high_watermark"] = log.log_end_offset',
+           'answer["high_watermark"] = log.log_end_offset - 1'),
+), real_processes=True)

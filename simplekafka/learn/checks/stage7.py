@@ -7,6 +7,7 @@ from types import ModuleType
 
 from simplekafka.broker import isr as broker_rules
 from simplekafka.learn import kip101
+from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed
 from simplekafka.storage.epochs import LeaderEpochCache
 
@@ -82,3 +83,38 @@ def check_truncation_by_epoch(learner: ModuleType, workdir: Path) -> None:
                                 f"epoch={asked})", expected, got)
     kip101.lost_acknowledged_write(learner)
     kip101.diverged_logs(learner)
+
+
+STAGE = Stage(7, "Replication rules", "stage7_replication", "stages/stage7_cluster/README.md", (
+    Exercise(1, "high watermark",
+             "the HW as the lowest log end offset over the ISR",
+             ("high_watermark",), check_high_watermark,
+             hints=("Read the chapter's section on the high watermark (replication rule 1).",
+                    "Every ISR member's LEO counts, the leader's included; a follower the "
+                    "leader has not heard from holds the HW at 0.")),
+    Exercise(2, "ISR shrink and join",
+             "which followers leave the ISR and when one may join",
+             ("out_of_sync_replicas", "may_join_isr"), check_isr_rules,
+             hints=("Read the chapter's section on the ISR (replication rules 2 and 5).",
+                    "Lag is time since the follower was last at the leader's LEO, not a "
+                    "count of records; joining needs the HW and the current epoch's start.")),
+    Exercise(3, "truncation by leader epoch",
+             "answer OffsetsForLeaderEpoch and truncate by it: KIP-101's scenarios hold",
+             ("end_offset_for_epoch", "truncation_offset"), check_truncation_by_epoch,
+             hints=("Read the chapter's section on leader epochs (replication rule 4).",
+                    "Never cut at your own HW; when the leader answers an older epoch, your "
+                    "own end of that epoch may be lower than the leader's.")),
+), mutants=(
+    Mutant("hw-from-the-leaders-leo-alone", 1, "    return min(ends)\n",
+           "    return leader_end_offset\n"),
+    Mutant("isr-lag-boundary", 2, "if now - caught_up_ms.get(replica, 0.0) > lag_max_ms:",
+           "if now - caught_up_ms.get(replica, 0.0) >= lag_max_ms:"),
+    Mutant("join-ignores-the-epoch-start", 2,
+           "    return (follower_end_offset >= high_watermark\n"
+           "            and follower_end_offset >= leader_epoch_start_offset)",
+           "    return follower_end_offset >= high_watermark"),
+    Mutant("epoch-end-is-always-the-log-end", 3, "    if epoch == epochs[-1][0]:",
+           "    if epoch <= epochs[-1][0]:"),
+    Mutant("follower-never-truncates", 3, "    return min(cut, log_end_offset)",
+           "    return log_end_offset"),
+))
