@@ -1,4 +1,4 @@
-"""``simplekafka learn``: build a stage yourself, checked by its exercises (list, start, check, hint)."""
+"""``simplekafka learn``: build a stage yourself, checked by its exercises."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ def hints_seen(directory: Path, stage: int, exercise: int) -> int:
 
 
 def record_hint(directory: Path, stage: int, exercise: int, level: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)  # a hint may come before the first start
     data = _read(directory)
     seen = data.setdefault("hints", {})
     key = f"{stage}.{exercise}"
