@@ -542,12 +542,15 @@ def _fake_deadline(clock: FakeClock) -> type:
 @contextlib.contextmanager
 def _on_the_clock(module: ModuleType, clock: FakeClock) -> Iterator[None]:
     """The module's ``time`` and ``Deadline`` are the fake clock's while the scenario runs."""
-    saved = module.time, module.Deadline
-    module.time, module.Deadline = clock, _fake_deadline(clock)
+    names = {"time": clock, "Deadline": _fake_deadline(clock)}
+    saved = {name: module.__dict__[name] for name in names if name in module.__dict__}
+    module.__dict__.update(names)
     try:
         yield
     finally:
-        module.time, module.Deadline = saved
+        for name in names:
+            module.__dict__.pop(name, None)
+        module.__dict__.update(saved)
 
 
 def metadata_body(leaders: dict[tuple[str, int], int], brokers: tuple[int, ...] = (1, 2, 3)
@@ -629,7 +632,7 @@ def _replay(module: ModuleType, scenario: Scenario,
         except NotImplementedError:
             raise
         except KafkaError as exc:
-            events.append(f"raised {_error_text(exc)}")
+            events.append(f"raised {_error_text(exc)}: {exc}")
         except ValueError as exc:
             events.append(f"raised ValueError: {exc}")
         else:

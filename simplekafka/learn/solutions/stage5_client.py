@@ -19,8 +19,10 @@ everything around them is SimpleKafka's own:
 position, then over a real socket to a real SimpleKafka broker, and replays
 scripted clusters (leaders that move, brokers that answer errors) against
 your client on a fake clock, printing the timeline up to the first step
-that differs from SimpleKafka's. Once an exercise passes, ``learn cluster``
-and later stages run with your methods in place of SimpleKafka's.
+that differs from SimpleKafka's (the fake clock stands in for this
+module's ``time`` and ``Deadline``: sleep with ``time.sleep``). Once an
+exercise passes, ``learn cluster`` and later stages run with your methods in
+place of SimpleKafka's.
 """
 
 from __future__ import annotations
@@ -220,10 +222,14 @@ class KafkaClient(_client.KafkaClient):
         refresh is raised on the first pass and ignored after. Return the
         cached leader once there is one (``self.metadata.leader_for``: None
         while leaderless) that ``self.metadata.broker`` knows. Otherwise, when
-        the deadline has expired, raise UnknownTopicOrPartitionError if the
-        topic is unknown (``partitions_for`` is None) or lacks the partition,
-        else LeaderNotAvailableError; when it has not, sleep
-        ``deadline.remaining(self.retry_backoff_ms / 1000)`` and go round.
+        the deadline has expired, raise (with these messages)
+        UnknownTopicOrPartitionError(f"topic {topic!r} does not exist") when
+        ``self.metadata.partitions_for(topic)`` is None,
+        UnknownTopicOrPartitionError(f"topic {topic!r} has no partition
+        {partition}") when the partition is not among them, else
+        LeaderNotAvailableError(f"{topic}-{partition} has no leader"); when
+        it has not, sleep ``deadline.remaining(self.retry_backoff_ms / 1000)``
+        and go round.
         """
         deadline = Deadline((self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000)
         asked = False
