@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from simplekafka.protocol.api import EARLIEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.storage import UnexpectedAppendOffsetError
+from simplekafka.storage.epochs import end_offset_for_epoch
 
 log = logging.getLogger(__name__)
 
@@ -435,28 +436,47 @@ class ReplicaFetcher:
                     self._truncate_again(key, state)
 
 
+def truncation_offset(epochs: Sequence[tuple[int, int]], log_end_offset: int,
+                      asked_epoch: int, leader_epoch: int, leader_end_offset: int) -> int:
+    """Where a follower cuts its log after one OffsetForLeaderEpoch answer (replication rule 4).
+
+    The follower asked about ``asked_epoch`` (its latest; ``epochs`` are its
+    (epoch, start offset) entries) and the leader answered (``leader_epoch``,
+    ``leader_end_offset``). Never the follower's own high watermark (KIP-101):
+
+    * the leader knows our epoch: its end of that epoch;
+    * it answers an earlier epoch: the smaller of its end and our own end of
+      that epoch (our entries after it are another leader's), and the caller
+      asks again with our (now earlier) latest epoch;
+    * it knows no epoch at or before ours (-1): our log holds nothing it has,
+      cut to its end offset if one is given, else keep everything.
+
+    Never beyond ``log_end_offset``. A plain function of numbers, so that it
+    can be checked, and replaced by a learner's (``simplekafka learn``), alone.
+    """
+    if leader_epoch < 0 or leader_end_offset < 0:
+        cut = leader_end_offset if leader_end_offset >= 0 else log_end_offset
+    elif leader_epoch == asked_epoch:
+        cut = leader_end_offset
+    else:
+        own_epoch, own_end = end_offset_for_epoch(epochs, log_end_offset, leader_epoch)
+        if own_epoch < 0 or own_end < 0:
+            own_end = leader_end_offset
+        cut = min(leader_end_offset, own_end)
+    return min(cut, log_end_offset)
+
+
 def truncate_by_epoch(partition: Partition, asked_epoch: int, leader_epoch: int,
                       leader_end_offset: int) -> None:
-    """Apply one OffsetForLeaderEpoch answer to a follower (replication rule 4).
+    """Apply one OffsetForLeaderEpoch answer to a follower: cut at :func:`truncation_offset`.
 
-    * the leader knows our epoch: keep min(its end of that epoch, our LEO);
-    * it answers an earlier epoch: cut to min(its end, our own end of that epoch),
-      and the caller asks again with our (now earlier) latest epoch;
-    * it knows no epoch at or before ours (-1): our log holds nothing it has,
-      cut to its end offset if one is given, else keep (nothing to compare).
+    (-1, -1) leaves the partition untouched: the leader knows nothing to compare.
     """
-    epochs = partition.log.leader_epochs
-    if leader_epoch < 0 or leader_end_offset < 0:
-        if leader_end_offset >= 0:
-            partition.truncate_to(leader_end_offset)
+    if leader_epoch < 0 and leader_end_offset < 0:
         return
-    if leader_epoch == asked_epoch:
-        partition.truncate_to(min(leader_end_offset, partition.log_end_offset))
-        return
-    own_epoch, own_end = epochs.end_offset_for(leader_epoch)
-    if own_epoch < 0 or own_end < 0:
-        own_end = leader_end_offset
-    partition.truncate_to(min(leader_end_offset, own_end))
+    partition.truncate_to(truncation_offset(
+        partition.log.leader_epochs.entries, partition.log_end_offset, asked_epoch,
+        leader_epoch, leader_end_offset))
 
 
 class ReplicaFetcherManager:

@@ -1,4 +1,5 @@
-"""``simplekafka learn``: build a stage yourself, checked by its exercises."""
+"""``simplekafka learn``: build a stage yourself, checked by its exercises (list, start, check,
+hint), then run a cluster on your code (cluster)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     hint.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
     hint.add_argument("--level", type=int, metavar="N", help="hint N (default: the next one)")
     hint.set_defaults(func=_hint)
+    cluster = commands.add_parser(
+        "cluster", help="three brokers on your passed exercises: the failover demo, checked")
+    cluster.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    cluster.add_argument("--base-dir", type=Path, default=None,
+                         help="where the brokers keep data and logs (default: a temp dir)")
+    cluster.set_defaults(func=_cluster)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -75,3 +82,17 @@ def _hint(args: argparse.Namespace) -> int:
     except LearnError as exc:
         raise CliError(str(exc)) from None
     return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from simplekafka.learn.cluster import run
+
+    if not args.dir.is_dir():
+        raise CliError(f"{args.dir} is not a directory (simplekafka learn start 7 {args.dir})")
+    try:
+        return run(args.dir, args.base_dir)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # one clear sentence, as the demo ends
+        print(f"learn cluster failed: {type(exc).__name__}: {exc}")
+        return 1

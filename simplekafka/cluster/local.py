@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -161,6 +161,10 @@ class LocalCluster:
     (``listener.security.protocol.map`` for other names, ``ssl.*``, the JAAS
     text, ``inter.broker.listener.name``) go into ``broker_config`` with
     Kafka's keys; ``simplekafka.cluster.security`` builds a typical set.
+
+    ``launcher`` replaces ``python -m simplekafka`` in front of each broker's
+    ``broker ...`` arguments (``simplekafka learn cluster`` starts brokers
+    through a module that first puts a learner's functions in place).
     """
 
     def __init__(
@@ -173,6 +177,7 @@ class LocalCluster:
         start_timeout: float = DEFAULT_START_TIMEOUT,
         metrics: bool = True,
         listeners: Iterable[str] = (),
+        launcher: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
@@ -185,6 +190,7 @@ class LocalCluster:
         self.broker_config = {str(k): str(v) for k, v in (broker_config or {}).items()}
         self.start_timeout = start_timeout
         self.listeners = [name.upper() for name in listeners if name.upper() != "PLAINTEXT"]
+        self.launcher = list(launcher) if launcher else [sys.executable, "-m", "simplekafka"]
         self._zookeeper = None
         self._zk_client = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -487,7 +493,7 @@ class LocalCluster:
     def broker_command(self, broker: BrokerProcess) -> list[str]:
         """The command line that starts one broker (public so demos can print it)."""
         command = [
-            sys.executable, "-m", "simplekafka", "broker",
+            *self.launcher, "broker",
             "--broker-id", str(broker.broker_id),
             "--host", LOOPBACK,
             "--port", str(broker.port),

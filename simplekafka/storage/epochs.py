@@ -10,7 +10,7 @@ diverging data (KIP-101). The cache is persisted to ``leader-epoch-checkpoint``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,6 +27,29 @@ CHECKPOINT_NAME = "leader-epoch-checkpoint"
 class EpochEntry(NamedTuple):
     epoch: int
     start_offset: int
+
+
+def end_offset_for_epoch(epochs: Sequence[tuple[int, int]], log_end_offset: int,
+                         epoch: int) -> tuple[int, int]:
+    """``(epoch, end offset)`` as OffsetForLeaderEpoch answers for ``epoch``.
+
+    ``epochs`` are (epoch, start offset) entries, oldest first. For the latest
+    epoch the end is ``log_end_offset``. For an older epoch it is the start
+    offset of the first newer epoch, paired with the largest epoch we know that
+    is <= the one asked for (the asked epoch itself when none is). An epoch
+    newer than all we know, or -1, or an empty cache gives (-1, -1). A plain
+    function of the entries (the cache calls it) so that it can be checked, and
+    replaced by a learner's (``simplekafka learn``), on its own.
+    """
+    if epoch == UNDEFINED_EPOCH or not epochs:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    if epoch == epochs[-1][0]:
+        return epoch, log_end_offset
+    higher = next((entry for entry in epochs if entry[0] > epoch), None)
+    if higher is None:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    floor = [entry for entry in epochs if entry[0] <= epoch]
+    return (floor[-1][0] if floor else epoch), higher[1]
 
 
 class LeaderEpochCache:
@@ -86,22 +109,9 @@ class LeaderEpochCache:
         return True
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
-        """``(epoch, end offset)`` as OffsetForLeaderEpoch answers for ``epoch``.
-
-        For the latest epoch the end is the log end offset. For an older epoch
-        it is the start offset of the first newer epoch, paired with the
-        largest epoch we know that is <= the one asked for. An epoch newer than
-        all we know, or -1, gives (-1, -1).
-        """
-        if epoch == UNDEFINED_EPOCH or not self._entries:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if epoch == self._entries[-1].epoch:
-            return epoch, self._log_end_offset()
-        higher = next((entry for entry in self._entries if entry.epoch > epoch), None)
-        if higher is None:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        floor = [entry for entry in self._entries if entry.epoch <= epoch]
-        return (floor[-1].epoch if floor else epoch), higher.start_offset
+        """``(epoch, end offset)`` as OffsetForLeaderEpoch answers for ``epoch``
+        (:func:`end_offset_for_epoch` over this cache's entries and log end)."""
+        return end_offset_for_epoch(list(self._entries), self._log_end_offset(), epoch)
 
     def epoch_for_offset(self, offset: int) -> int:
         """The epoch the record at ``offset`` was written in (-1 if before every entry)."""

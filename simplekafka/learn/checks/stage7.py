@@ -1,16 +1,28 @@
-"""Stage 7 checks: the learner's replication rules against the broker's, then KIP-101 replayed."""
+"""Stage 7 checks: the learner's replication rules against the broker's, KIP-101 replayed,
+and the learner's follower against a real leader broker."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
-from simplekafka.broker import isr as broker_rules
-from simplekafka.learn import kip101
+from simplekafka.broker import isr as broker_isr
+from simplekafka.broker import replica_fetcher
+from simplekafka.learn import follower_check, kip101
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed
-from simplekafka.storage.epochs import LeaderEpochCache
+from simplekafka.storage import epochs as storage_epochs
 
+# SimpleKafka's own rules, taken at import, before plug.install can put a learner's there.
+BROKER_HIGH_WATERMARK = broker_isr.high_watermark
+BROKER_OUT_OF_SYNC_REPLICAS = broker_isr.out_of_sync_replicas
+BROKER_MAY_JOIN_ISR = broker_isr.may_join_isr
+BROKER_END_OFFSET_FOR_EPOCH = storage_epochs.end_offset_for_epoch
+BROKER_TRUNCATION_OFFSET = replica_fetcher.truncation_offset
+
+# Hand-picked cases first (their failures read best), then grids over the boundaries.
 HW_CASES = [
     ([1, 2, 3], 1, 10, {2: 7, 3: 9}),
     ([1, 3], 1, 10, {2: 2, 3: 9}),
@@ -18,6 +30,7 @@ HW_CASES = [
     ([1], 1, 10, {2: 2}),
     ([2, 1, 3], 1, 5, {2: 5, 3: 5}),
     ([3, 1], 1, 4, {3: 6}),
+    ([2, 3], 1, 8, {2: 9, 3: 9}),
 ]
 
 OUT_OF_SYNC_CASES = [  # isr, leader, leader LEO, follower LEOs, caught up at, now, lag max
@@ -30,59 +43,135 @@ OUT_OF_SYNC_CASES = [  # isr, leader, leader LEO, follower LEOs, caught up at, n
 
 JOIN_CASES = [(10, 10, 0), (9, 10, 0), (10, 8, 12), (12, 8, 12), (0, 0, 0), (5, 3, 4)]
 
-EPOCH_TABLES = [
+EPOCH_TABLES = [  # a replica's (epoch, start offset) entries and its log end offset
     ([(0, 0), (2, 5), (3, 9)], 12),
     ([(1, 4)], 6),
     ([], 0),
+    ([], 3),
+    ([(0, 0)], 5),
+    ([(0, 0), (2, 5)], 8),
+    ([(2, 3), (5, 7)], 7),
+    ([(0, 0), (1, 3), (4, 6)], 10),
 ]
+
+# The follower that ignores its own end of the epoch the leader answered keeps 8 here.
+TRUNCATION_CASES = [  # follower's epochs, its LEO, epoch asked, the leader's answer
+    ([(0, 0), (2, 5)], 8, 2, 1, 10),
+    ([(0, 0), (2, 5)], 8, 2, 2, 6),
+    ([(0, 0), (2, 5)], 8, 2, 2, 12),
+    ([(0, 0), (2, 5)], 8, 2, -1, -1),
+    ([(0, 0), (2, 5)], 8, 2, -1, 3),
+    ([(0, 0), (2, 5)], 8, 2, 0, 4),
+]
+LEADER_ENDS = (-1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15)
 
 
 def _describe(call: str, expected: object, got: object) -> ExerciseFailed:
-    return ExerciseFailed(call, [f"expected: {expected!r}", f"got:      {got!r}"])
+    return ExerciseFailed(call, [f"expected (SimpleKafka's broker): {expected!r}",
+                                 f"got (yours):                     {got!r}"])
+
+
+def _isrs(replicas: Iterable[int]) -> list[list[int]]:
+    """Every subset of ``replicas``, in order and reversed (order must not matter, or must)."""
+    found: list[list[int]] = []
+    replicas = list(replicas)
+    for size in range(len(replicas) + 1):
+        for chosen in itertools.combinations(replicas, size):
+            found.append(list(chosen))
+            if size > 1:
+                found.append(list(reversed(chosen)))
+    return found
+
+
+def _maps(keys: list[int], values: Iterable[object]) -> list[dict]:
+    """Every map of ``keys`` to one of ``values`` (None: the key is missing)."""
+    values = list(values)
+    return [{k: v for k, v in zip(keys, chosen) if v is not None}
+            for chosen in itertools.product(values, repeat=len(keys))]
+
+
+def hw_cases() -> list[tuple]:
+    cases = list(HW_CASES)
+    for leo in (0, 5):
+        for isr in _isrs([1, 2, 3]):
+            for ends in _maps([2, 3], [None, 0, 4, 5, 6]):
+                cases.append((isr, 1, leo, ends))
+    return cases
+
+
+def out_of_sync_cases() -> list[tuple]:
+    cases = list(OUT_OF_SYNC_CASES)
+    now, lag = 10_000.0, 2_000.0
+    for leo in (0, 10):
+        ends_choices = _maps([2, 3], [None, max(leo - 1, 0), leo, leo + 1])
+        caught_choices = _maps([2, 3], [None, now - lag - 1, now - lag, now - lag + 1])
+        for isr in _isrs([1, 2, 3]):
+            for ends in ends_choices:
+                for caught in caught_choices:
+                    cases.append((isr, 1, leo, ends, caught, now, lag))
+    return cases
+
+
+def join_cases() -> list[tuple]:
+    return JOIN_CASES + list(itertools.product(range(4), repeat=3))
+
+
+def end_offset_cases() -> list[tuple]:
+    return [(entries, leo, asked) for entries, leo in EPOCH_TABLES for asked in range(-1, 8)]
+
+
+def truncation_cases() -> list[tuple]:
+    cases = list(TRUNCATION_CASES)
+    for entries, leo in EPOCH_TABLES:
+        latest = entries[-1][0] if entries else -1
+        for asked in sorted({latest, latest + 1, *(e for e, _ in entries)}):
+            for leader_epoch in range(-1, 7):
+                for end in LEADER_ENDS:
+                    cases.append((entries, leo, asked, leader_epoch, end))
+    return cases
+
+
+def _compare(name: str, cases: Iterable[tuple], broker: Callable, learner: Callable,
+             shape: Callable = lambda x: x, fields: tuple[str, ...] = ()) -> None:
+    for case in cases:
+        expected = shape(broker(*case))
+        copies = [dict(a) if isinstance(a, dict) else list(a) if isinstance(a, list) else a
+                  for a in case]
+        got = shape(learner(*copies))
+        if got != expected:
+            arguments = ", ".join(f"{f}={a!r}" for f, a in zip(fields, case))
+            raise _describe(f"{name}({arguments})", expected, got)
 
 
 def check_high_watermark(learner: ModuleType, _workdir: Path) -> None:
-    for isr, leader, leo, followers in HW_CASES:
-        expected = broker_rules.high_watermark(isr, leader, leo, followers)
-        got = learner.high_watermark(list(isr), leader, leo, dict(followers))
-        if got != expected:
-            raise _describe(f"high_watermark(isr={isr}, leader_id={leader}, "
-                            f"leader_end_offset={leo}, follower_end_offsets={followers})",
-                            expected, got)
+    _compare("high_watermark", hw_cases(), BROKER_HIGH_WATERMARK, learner.high_watermark,
+             fields=("isr", "leader_id", "leader_end_offset", "follower_end_offsets"))
 
 
 def check_isr_rules(learner: ModuleType, _workdir: Path) -> None:
-    for isr, leader, leo, ends, caught, now, lag in OUT_OF_SYNC_CASES:
-        expected = broker_rules.out_of_sync_replicas(isr, leader, leo, ends, caught, now, lag)
-        got = learner.out_of_sync_replicas(list(isr), leader, leo, dict(ends), dict(caught),
-                                           now, lag)
-        if list(got) != expected:
-            raise _describe(f"out_of_sync_replicas(isr={isr}, leader_id={leader}, "
-                            f"leader_end_offset={leo}, follower_end_offsets={ends}, "
-                            f"caught_up_ms={caught}, now={now}, lag_max_ms={lag})",
-                            expected, list(got))
-    for follower_leo, hw, epoch_start in JOIN_CASES:
-        expected = broker_rules.may_join_isr(follower_leo, hw, epoch_start)
-        got = learner.may_join_isr(follower_leo, hw, epoch_start)
-        if bool(got) != expected:
-            raise _describe(f"may_join_isr(follower_end_offset={follower_leo}, "
-                            f"high_watermark={hw}, leader_epoch_start_offset={epoch_start})",
-                            expected, got)
+    _compare("out_of_sync_replicas", out_of_sync_cases(), BROKER_OUT_OF_SYNC_REPLICAS,
+             learner.out_of_sync_replicas, shape=list,
+             fields=("isr", "leader_id", "leader_end_offset", "follower_end_offsets",
+                     "caught_up_ms", "now", "lag_max_ms"))
+    _compare("may_join_isr", join_cases(), BROKER_MAY_JOIN_ISR, learner.may_join_isr,
+             shape=bool, fields=("follower_end_offset", "high_watermark",
+                                 "leader_epoch_start_offset"))
 
 
-def check_truncation_by_epoch(learner: ModuleType, workdir: Path) -> None:
-    for entries, leo in EPOCH_TABLES:
-        cache = LeaderEpochCache(None, lambda leo=leo: leo)
-        for epoch, start in entries:
-            cache.assign(epoch, start)
-        for asked in range(-1, 6):
-            expected = tuple(cache.end_offset_for(asked))
-            got = tuple(learner.end_offset_for_epoch(list(entries), leo, asked))
-            if got != expected:
-                raise _describe(f"end_offset_for_epoch(epochs={entries}, log_end_offset={leo}, "
-                                f"epoch={asked})", expected, got)
+def check_truncation_by_epoch(learner: ModuleType, _workdir: Path) -> None:
+    _compare("end_offset_for_epoch", end_offset_cases(), BROKER_END_OFFSET_FOR_EPOCH,
+             learner.end_offset_for_epoch, shape=tuple,
+             fields=("epochs", "log_end_offset", "epoch"))
+    _compare("truncation_offset", truncation_cases(), BROKER_TRUNCATION_OFFSET,
+             learner.truncation_offset,
+             fields=("epochs", "log_end_offset", "asked_epoch", "leader_epoch",
+                     "leader_end_offset"))
     kip101.lost_acknowledged_write(learner)
     kip101.diverged_logs(learner)
+
+
+def check_follower(learner: ModuleType, workdir: Path) -> None:
+    follower_check.run(learner, workdir)
 
 
 STAGE = Stage(7, "Replication rules", "stage7_replication", "stages/stage7_cluster/README.md", (
@@ -91,30 +180,91 @@ STAGE = Stage(7, "Replication rules", "stage7_replication", "stages/stage7_clust
              ("high_watermark",), check_high_watermark,
              hints=("Read the chapter's section on the high watermark (replication rule 1).",
                     "Every ISR member's LEO counts, the leader's included; a follower the "
-                    "leader has not heard from holds the HW at 0.")),
+                    "leader has not heard from holds the HW at 0."),
+             plugs=(("high_watermark", ("simplekafka.broker.partition:high_watermark",)),)),
     Exercise(2, "ISR shrink and join",
              "which followers leave the ISR and when one may join",
              ("out_of_sync_replicas", "may_join_isr"), check_isr_rules,
              hints=("Read the chapter's section on the ISR (replication rules 2 and 5).",
                     "Lag is time since the follower was last at the leader's LEO, not a "
-                    "count of records; joining needs the HW and the current epoch's start.")),
+                    "count of records; joining needs the HW and the current epoch's start."),
+             plugs=(("out_of_sync_replicas",
+                     ("simplekafka.broker.partition:out_of_sync_replicas",)),
+                    ("may_join_isr", ("simplekafka.broker.partition:may_join_isr",)))),
     Exercise(3, "truncation by leader epoch",
              "answer OffsetsForLeaderEpoch and truncate by it: KIP-101's scenarios hold",
              ("end_offset_for_epoch", "truncation_offset"), check_truncation_by_epoch,
              hints=("Read the chapter's section on leader epochs (replication rule 4).",
                     "Never cut at your own HW; when the leader answers an older epoch, your "
-                    "own end of that epoch may be lower than the leader's.")),
+                    "own end of that epoch may be lower than the leader's."),
+             plugs=(("end_offset_for_epoch", ("simplekafka.storage.epochs:end_offset_for_epoch",
+                                              "simplekafka.broker.replica_fetcher:"
+                                              "end_offset_for_epoch")),
+                    ("truncation_offset", ("simplekafka.broker.replica_fetcher:"
+                                           "truncation_offset",)))),
+    # No plugs: SimpleKafka's replica fetcher is one Twisted loop per leader broker with
+    # fetch sessions; a blocking one-partition Follower has no place in it.
+    Exercise(4, "the follower's fetch loop",
+             "fetch, append and truncate by leader epoch against a real leader broker",
+             ("Follower.truncate_once", "Follower.fetch_once"), check_follower,
+             hints=("Read the chapter's sections on leader epochs and on coming back "
+                    "(replication rule 4), and simplekafka/broker/replica_fetcher.py.",
+                    "Ask about the latest epoch in your own log, not the leader's; fetch "
+                    "from your log end, never your HW; a follower's HW is never above its "
+                    "own log end."),
+             time_limit=240.0),
 ), mutants=(
     Mutant("hw-from-the-leaders-leo-alone", 1, "    return min(ends)\n",
            "    return leader_end_offset\n"),
+    Mutant("hw-counts-a-silent-follower-as-the-leaders-leo", 1,
+           "            ends.append(follower_end_offsets.get(replica, 0))",
+           "            ends.append(follower_end_offsets.get(replica, leader_end_offset))"),
+    Mutant("hw-counts-replicas-outside-the-isr", 1, "    for replica in isr:\n"
+           "        if replica != leader_id:\n            ends.append(",
+           "    for replica in set(isr) | set(follower_end_offsets):\n"
+           "        if replica != leader_id:\n            ends.append("),
     Mutant("isr-lag-boundary", 2, "if now - caught_up_ms.get(replica, 0.0) > lag_max_ms:",
            "if now - caught_up_ms.get(replica, 0.0) >= lag_max_ms:"),
+    Mutant("isr-missing-follower-counts-as-0-like-the-hw", 2,
+           "if follower_end_offsets.get(replica, -1) >= leader_end_offset:",
+           "if follower_end_offsets.get(replica, 0) >= leader_end_offset:"),
+    Mutant("isr-drops-by-lag-alone", 2,
+           "        if follower_end_offsets.get(replica, -1) >= leader_end_offset:\n"
+           "            continue\n", ""),
     Mutant("join-ignores-the-epoch-start", 2,
            "    return (follower_end_offset >= high_watermark\n"
            "            and follower_end_offset >= leader_epoch_start_offset)",
            "    return follower_end_offset >= high_watermark"),
     Mutant("epoch-end-is-always-the-log-end", 3, "    if epoch == epochs[-1][0]:",
            "    if epoch <= epochs[-1][0]:"),
+    Mutant("epoch-floor-is-the-asked-epoch", 3,
+           "    return (floor[-1][0] if floor else epoch), higher[1]",
+           "    return epoch, higher[1]"),
     Mutant("follower-never-truncates", 3, "    return min(cut, log_end_offset)",
            "    return log_end_offset"),
-))
+    Mutant("truncation-ignores-own-epoch-end", 3,
+           "        cut = min(leader_end_offset, own_end)\n",
+           "        cut = leader_end_offset\n"),
+    Mutant("truncation-to-the-leaders-end-may-pass-the-log-end", 3,
+           "    return min(cut, log_end_offset)", "    return cut"),
+    Mutant("follower-fetches-from-its-hw", 4,
+           "        answer = self.leader.fetch(self.log.log_end_offset)",
+           "        answer = self.leader.fetch(self.high_watermark)"),
+    Mutant("follower-hw-is-the-leaders", 4,
+           "        self.high_watermark = min(answer.high_watermark, self.log.log_end_offset)",
+           "        self.high_watermark = answer.high_watermark"),
+    Mutant("follower-skips-truncation", 4,
+           "        latest = self.log.leader_epochs.latest_epoch\n        if latest < 0:",
+           "        latest = self.log.leader_epochs.latest_epoch\n        if True:"),
+    Mutant("follower-truncates-to-its-hw", 4,
+           "        self.log.truncate_to(truncation_offset(\n"
+           "            self.log.leader_epochs.entries, self.log.log_end_offset, latest, "
+           "leader_epoch,\n            end_offset))",
+           "        self.log.truncate_to(self.high_watermark)"),
+    Mutant("follower-asks-about-the-leaders-epoch", 4,
+           "self.leader.offsets_for_leader_epoch(latest)",
+           "self.leader.offsets_for_leader_epoch(self.leader.leader_epoch)"),
+    Mutant("follower-ignores-out-of-range", 4,
+           "        if answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:\n"
+           "            self.truncated = False\n            return\n", ""),
+), real_processes=True)
