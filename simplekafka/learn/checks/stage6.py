@@ -369,6 +369,7 @@ class Tracked:
         self.heartbeat_generation: int | None = None  # set when the check makes it stale
         self.logged_heartbeat = False
         self.member: Any = None
+        self.first_id = ""  # the member id it starts with ("": a new member)
 
     # -- the send function the learner's Member gets --------------------------------------
 
@@ -436,9 +437,9 @@ class Tracked:
         if api is ApiKey.LEAVE_GROUP:
             return
         if self.last is None:
-            if api is not ApiKey.JOIN_GROUP or body.get("member_id"):
-                raise self._broken("the first request of a new member", "JOIN_GROUP member_id=''",
-                                   sent)
+            if api is not ApiKey.JOIN_GROUP or body.get("member_id") != self.first_id:
+                raise self._broken("the first request: join with the member id it starts with",
+                                   f"JOIN_GROUP member_id={self.first_id!r}", sent)
             return
         last_api, last_body, answer = self.last
         code = _code(answer)
@@ -534,12 +535,14 @@ class Tracked:
                 self.error_at = len(self.group.steps.done)  # the other members go on meanwhile
                 self.error = exc
 
-    def start(self, learner: ModuleType) -> None:
+    def start(self, learner: ModuleType, member_id: str = "") -> None:
         self.member = learner.Member(self.send, self.group.group_id, [self.group.topic],
                                      lambda topics: {t: PARTITIONS for t in topics},
                                      session_timeout_ms=SESSION_TIMEOUT_MS,
                                      rebalance_timeout_ms=REBALANCE_TIMEOUT_MS)
-        self.group.steps.step(f"check: {self.name} starts (Member(...), then join())")
+        self.first_id = self.member.member_id = member_id
+        remembered = f" with member_id={short(member_id)}" if member_id else ""
+        self.group.steps.step(f"check: {self.name} starts{remembered} (Member(...), then join())")
         self.thread = threading.Thread(target=self.run, name=f"learn-member-{self.name}",
                                        daemon=True)
         self.thread.start()
@@ -570,10 +573,21 @@ class GroupUnderTest:
         self.generation = 0  # the last settled generation
         self.hooks: dict[tuple[str, ApiKey], Callable[[], None]] = {}
 
-    def start(self, name: str) -> Tracked:
+    def start(self, name: str, member_id: str = "") -> Tracked:
         tracked = self.members[name] = Tracked(name, self)
-        tracked.start(self.learner)
+        tracked.start(self.learner, member_id)
         return tracked
+
+    def remove(self, tracked: Tracked) -> None:
+        """LeaveGroup for a member, sent by the check: as if its session had timed out."""
+        member_id = tracked.member.member_id
+        self.steps.step(f"check: {tracked.name} ({short(member_id)}) is removed from the group "
+                        "behind its back (LeaveGroup sent by the check, as a session timeout "
+                        "would)")
+        self.client.request(self.coordinator, ApiKey.LEAVE_GROUP, {
+            "group_id": self.group_id, "member_id": member_id,
+            "members": [{"member_id": member_id, "group_instance_id": None}]},
+            timeout_ms=10_000)
 
     def live(self) -> list[Tracked]:
         return [t for t in self.members.values() if not t.stop.is_set()]
@@ -704,19 +718,19 @@ def _group_scenario(group: GroupUnderTest) -> None:
     group.settle("carol and dave joined")
 
     bob = group.members["bob"]
+    bobs_id = bob.member.member_id
     steps.step("check: bob stops and leaves (LeaveGroup)")
     bob.halt()
     bob.member.leave()
     group.settle("bob left")
 
     carol = group.members["carol"]
+    group.hooks[("carol", ApiKey.SYNC_GROUP)] = lambda: group.remove(carol)
+    group.start("erin", bobs_id)  # a consumer that kept the member id of an earlier life
+    group.settle("erin joined; carol was removed before her SyncGroup")
+
     with _paused(group, carol):
-        steps.step(f"check: carol ({short(carol.member.member_id)}) is removed from the group "
-                   "behind her back (LeaveGroup sent by the check, as a session timeout would)")
-        group.client.request(group.coordinator, ApiKey.LEAVE_GROUP, {
-            "group_id": group.group_id, "member_id": carol.member.member_id,
-            "members": [{"member_id": carol.member.member_id, "group_instance_id": None}]},
-            timeout_ms=10_000)
+        group.remove(carol)
     group.settle("carol rejoined as a new member")
 
     dave = group.members["dave"]
@@ -813,9 +827,21 @@ STAGE = Stage(6, "Producer, consumer and groups", "stage6_apis", "stages/stage6_
     Mutant("unknown-member-keeps-its-id", 3,
            "            self.member_id, self.generation = \"\", -1\n            return False\n",
            "            return False\n"),
-    Mutant("every-member-sends-the-plan", 3,
+    Mutant("join-unknown-member-keeps-its-id", 3,
+           "                self.member_id = answer.member_id\n                continue\n"
+           "            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):\n"
+           "                self.member_id, self.generation = \"\", -1\n",
+           "                self.member_id = answer.member_id\n                continue\n"
+           "            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):\n"),
+    Mutant("sync-unknown-member-keeps-its-id", 3,
+           "            code = ErrorCode.of(synced.error_code)\n"
+           "            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):\n"
+           "                self.member_id, self.generation = \"\", -1\n",
+           "            code = ErrorCode.of(synced.error_code)\n"
+           "            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):\n"),
+    Mutant("leader-test-inverted", 3,
            "assignments = self.plan(answer) if answer.leader == self.member_id else []",
-           "assignments = self.plan(answer)"),
+           "assignments = self.plan(answer) if answer.leader != self.member_id else []"),
     Mutant("sync-rebalance-is-an-error", 3,
            "            if code == ErrorCode.REBALANCE_IN_PROGRESS:\n                continue\n"
            "            if code != ErrorCode.NONE:\n"
