@@ -74,7 +74,9 @@ def check_partitioner(learner: ModuleType, _workdir: Path) -> None:
     for key, expected in JAVA_VECTORS:
         got = learner.murmur2(key)
         if got != expected:
-            raise ExerciseFailed(f"murmur2({key!r}), a test vector of Kafka's UtilsTest.java", [
+            raise ExerciseFailed(f"murmur2({key!r}), a test vector of Kafka's UtilsTest.java: "
+                                 f"{len(key)} bytes, {len(key) // 4} whole words and a tail "
+                                 f"of {len(key) % 4}", [
                 f"expected: {expected}  (0x{expected & 0xFFFFFFFF:08x})",
                 f"got:      {got!r}" + (f"  (0x{got & 0xFFFFFFFF:08x})"
                                         if isinstance(got, int) else "")])
