@@ -101,11 +101,14 @@ def test_the_starter_keeps_signatures_docstrings_and_the_given_parts():
 
     starter = starter_source(STAGES[4])
     assert "def fetch(self, version: int, request: Any) -> dict:" in starter
-    assert "from simplekafka.storage import Log, OffsetOutOfRangeError" in starter
-    assert "def create_topic(self, name: str) -> Log:" in starter  # given, body kept
-    assert "self.logs[name] = Log.open(self.data_dir" in starter
-    assert "raise NotImplementedError('exercise 4 (Fetch): write Broker.fetch')" in starter
+    assert "from simplekafka.learn.segment_log import OffsetOutOfRangeError, SegmentLog" in starter
+    assert "def create_topic(self, name: str) -> SegmentLog:" in starter  # given, body kept
+    assert "self.logs[name] = SegmentLog.open(self.data_dir" in starter
+    assert "raise NotImplementedError('exercise 6 (Fetch): write Broker.fetch')" in starter
     assert "log.read(wanted.fetch_offset" not in starter
+    assert "raise NotImplementedError('exercise 1 (framing): write FrameDecoder.feed')" in starter
+    assert "self.frames = FrameDecoder(max_frame_bytes)" in starter  # Connection.__init__, given
+    assert "del self.buffer[: 4 + length]" not in starter
 
 
 @pytest.mark.integration
@@ -133,7 +136,7 @@ def test_check_one_exercise_and_progress_in_list(tmp_path):
 @pytest.mark.integration
 @pytest.mark.parametrize("args, message", [
     (["start", "10"], "stage 10 has no exercises"),
-    (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, not 9"),
+    (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, 4, 5, not 9"),
     (["start", "one"], "invalid int value"),
 ])
 def test_bad_arguments_get_one_line(args, message, tmp_path):
