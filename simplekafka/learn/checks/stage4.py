@@ -354,6 +354,8 @@ def _answered_stream() -> list[Req]:
         _req("ApiVersions v4 (a version we do not speak)", ApiKey.API_VERSIONS, 4, 9,
              probe, "probe"),
         _req("Produce v7, acks=-1", ApiKey.PRODUCE, 7, -5, _produce_body(-1)),
+        Req("ApiVersions v5, its 8 header bytes alone", struct.pack(">hhi", 18, 5, 10),
+            int(ApiKey.API_VERSIONS), 5, 10, "probe"),
     ]
 
 
@@ -446,7 +448,7 @@ class Scenario:
             steps.step(how)
             raise steps.fail("responses nobody should get (acks=0 wants none; nothing is "
                              "answered after a request that closes the connection)",
-                             f"{len(wanted)} responses", f"{len(got)}: one more starts "
+                             f"{len(wanted)} response(s)", f"{len(got)}: one more starts "
                              f"{got[len(wanted)][:8].hex(' ')}")
         steps.expect(f"{how}: the Broker methods called, in order", self.calls, broker.calls)
         steps.expect(f"{how}: close the connection at the end?", self.close, closed)
@@ -455,7 +457,7 @@ class Scenario:
 def _scenarios() -> list[Scenario]:
     first = _req("Metadata v1, orders", ApiKey.METADATA, 1, 20, {"topics": [{"name": "orders"}]})
     after = _req("ApiVersions v0", ApiKey.API_VERSIONS, 0, 22, {})
-    found = [Scenario("11 requests", _answered_stream())]
+    found = [Scenario("12 requests", _answered_stream())]
     found += [Scenario(f"{first.what}, then {bad.what}, then {after.what}", [first, bad, after])
               for bad in _closing_requests()]
     found.append(Scenario(f"{first.what}, then a frame announcing 5000 bytes (limit 1000)",
@@ -723,9 +725,8 @@ STAGE = Stage(4, "Your own broker", "stage4_broker", "stages/stage4_broker/READM
            "return SIZE.pack(len(payload) + 4) + payload"),
     Mutant("one-frame-per-read", 1, "        while len(self.buffer) >= 4:",
            "        if len(self.buffer) >= 4:"),
-    Mutant("partial-tail-dropped", 1, "            if len(self.buffer) < 4 + length:\n"
-           "                break\n", "            if len(self.buffer) < 4 + length:\n"
-           "                self.buffer.clear()\n                break\n"),
+    Mutant("partial-tail-dropped", 1, "                return frames  # the rest of this",
+           "                self.buffer.clear()\n                return frames  # the rest"),
     Mutant("waits-for-a-byte-more", 1, "if len(self.buffer) < 4 + length:",
            "if len(self.buffer) <= 4 + length:"),
     Mutant("limit-off-by-one", 1, "if length < 0 or length > self.max_length:",
@@ -737,8 +738,10 @@ STAGE = Stage(4, "Your own broker", "stage4_broker", "stages/stage4_broker/READM
            "                raise FrameTooLargeError(f\"a frame announces {length} bytes; the "
            "limit is \"\n"
            "                                         f\"{self.max_length}\", length, frames)\n"
-           "            if len(self.buffer) < 4 + length:\n                break\n",
-           "            if len(self.buffer) < 4 + length:\n                break\n"
+           "            if len(self.buffer) < 4 + length:\n"
+           "                return frames  # the rest of this frame comes in a later read\n",
+           "            if len(self.buffer) < 4 + length:\n"
+           "                return frames  # the rest of this frame comes in a later read\n"
            "            if length < 0 or length > self.max_length:\n"
            "                raise FrameTooLargeError(f\"a frame announces {length} bytes; the "
            "limit is \"\n"
@@ -766,6 +769,11 @@ STAGE = Stage(4, "Your own broker", "stage4_broker", "stages/stage4_broker/READM
            "if not low <= api_version < high:"),
     Mutant("unknown-api-key-skipped", 2, 'raise CloseConnection(f"unknown api key {api_key}")',
            "return None"),
+    Mutant("unsupported-version-answer-unsorted", 2,
+           "for key, (first, last) in sorted(VERSIONS.items())]",
+           "for key, (first, last) in VERSIONS.items()]"),
+    Mutant("header-needs-more-than-8-bytes", 2, "if len(payload) < HEADER_START.size:",
+           "if len(payload) <= HEADER_START.size:"),
     Mutant("answers-after-a-close", 2, "            except CloseConnection:\n"
            "                return bytes(out), True\n", "            except CloseConnection:\n"
            "                close = True\n                continue\n"),
@@ -778,6 +786,8 @@ STAGE = Stage(4, "Your own broker", "stage4_broker", "stages/stage4_broker/READM
            "payloads, close = exc.frames, False"),
     Mutant("api-versions-min-version-zero", 3, '"min_version": low, "max_version": high}',
            '"min_version": 0, "max_version": high}'),
+    Mutant("api-versions-answer-unsorted", 3, "for key, (low, high) in sorted(VERSIONS.items())]",
+           "for key, (low, high) in VERSIONS.items()]"),
     Mutant("metadata-advertises-the-wrong-port", 4, '"port": self.port,', '"port": 9092,'),
     Mutant("produce-answers-no-base-offset", 5,
            'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset',

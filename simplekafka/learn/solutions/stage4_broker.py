@@ -38,12 +38,13 @@ from simplekafka.protocol import (
     encode_response,
 )
 
-# The versions this broker speaks: RecordBatch v2 needs Produce 3+ and Fetch 4+.
+# The versions this broker speaks, in the order a client uses them (answers list them
+# in ascending key order): RecordBatch v2 needs Produce 3+ and Fetch 4+.
 VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.METADATA: (1, 8),
     ApiKey.PRODUCE: (3, 8),
     ApiKey.FETCH: (4, 11),
-    ApiKey.METADATA: (1, 8),
-    ApiKey.API_VERSIONS: (0, 2),
 }
 # Which Broker method answers which API key.
 HANDLERS: dict[int, str] = {
@@ -96,7 +97,7 @@ class FrameDecoder:
                 raise FrameTooLargeError(f"a frame announces {length} bytes; the limit is "
                                          f"{self.max_length}", length, frames)
             if len(self.buffer) < 4 + length:
-                break
+                return frames  # the rest of this frame comes in a later read
             frames.append(bytes(self.buffer[4 : 4 + length]))
             del self.buffer[: 4 + length]
         return frames
