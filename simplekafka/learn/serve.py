@@ -119,8 +119,8 @@ def main(argv: list[str]) -> int:
     for each in plugged:
         print(f"in use: {each}", flush=True)
     if not plugged:
-        print("in use: SimpleKafka's own codec and Segment (no stage 1 or 3 exercise of yours "
-              "has passed yet)", flush=True)
+        print("in use: SimpleKafka's own Segment and varint reader (your stage 3 exercises "
+              "and stage 1 exercise 1 have not passed yet)", flush=True)
     module = load_learner_module(learner_dir, "stage4_broker")
     data_dir.mkdir(parents=True, exist_ok=True)
     broker = SharedBroker(module.Broker(data_dir, HOST, port))

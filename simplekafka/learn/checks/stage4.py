@@ -88,6 +88,8 @@ def served(learner_dir: Path, workdir: Path, steps: Steps) -> Iterator[int]:
             if time.monotonic() > deadline:
                 raise steps.fail("your broker did not listen", f"{HOST}:{port} open", "timeout")
             time.sleep(0.1)
+        in_use = [line for line in log_path.read_text().splitlines() if line.startswith("in use")]
+        steps.step("your broker runs with:\n" + "\n".join(f"     {line}" for line in in_use))
         yield port
     finally:
         if process.poll() is None:
