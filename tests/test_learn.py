@@ -101,11 +101,14 @@ def test_the_starter_keeps_signatures_docstrings_and_the_given_parts():
 
     starter = starter_source(STAGES[4])
     assert "def fetch(self, version: int, request: Any) -> dict:" in starter
-    assert "from simplekafka.storage import Log, OffsetOutOfRangeError" in starter
-    assert "def create_topic(self, name: str) -> Log:" in starter  # given, body kept
-    assert "self.logs[name] = Log.open(self.data_dir" in starter
-    assert "raise NotImplementedError('exercise 4 (Fetch): write Broker.fetch')" in starter
+    assert "from simplekafka.learn.segment_log import OffsetOutOfRangeError, SegmentLog" in starter
+    assert "def create_topic(self, name: str) -> SegmentLog:" in starter  # given, body kept
+    assert "self.logs[name] = SegmentLog.open(self.data_dir" in starter
+    assert "raise NotImplementedError('exercise 6 (Fetch): write Broker.fetch')" in starter
     assert "log.read(wanted.fetch_offset" not in starter
+    assert "raise NotImplementedError('exercise 1 (framing): write FrameDecoder.feed')" in starter
+    assert "self.frames = FrameDecoder(max_frame_bytes)" in starter  # Connection.__init__, given
+    assert "del self.buffer[: 4 + length]" not in starter
 
 
 @pytest.mark.integration
@@ -133,7 +136,7 @@ def test_check_one_exercise_and_progress_in_list(tmp_path):
 @pytest.mark.integration
 @pytest.mark.parametrize("args, message", [
     (["start", "10"], "stage 10 has no exercises"),
-    (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, not 9"),
+    (["check", "1", "--exercise", "9"], "stage 1 has exercises 1, 2, 3, 4, 5, not 9"),
     (["start", "one"], "invalid int value"),
 ])
 def test_bad_arguments_get_one_line(args, message, tmp_path):
@@ -240,3 +243,92 @@ def test_a_learner_function_that_never_returns_fails_within_its_limit_naming_it(
     assert headline(7, 1) in result.stdout
     assert "your high_watermark did not return within 1.5 s" in result.stdout, result.stdout
     assert "stage7_replication.py" in result.stdout
+
+
+CALLS = '''
+
+def _called(name):  # added by the test: each call of a learner function leaves a line
+    from pathlib import Path
+    with open(Path(__file__).with_name("calls.log"), "a") as calls:
+        calls.write(name + "\\n")
+'''
+
+
+def _with_call_marks(module: str, marks: dict[str, str]) -> str:
+    """The reference solution, each text in ``marks`` preceded by a call of _called(name)."""
+    source = (SOLUTIONS / f"{module}.py").read_text()
+    for text, name in marks.items():
+        assert source.count(text) == 1, text
+        indent = text[: len(text) - len(text.lstrip())]
+        source = source.replace(text, f"{indent}_called({name!r})\n{text}")
+    return source + CALLS
+
+
+def _exchange(sock, api_key, version: int, correlation_id: int, body: dict):
+    from simplekafka.protocol import decode_response, encode_request
+    from simplekafka.protocol.framing import encode_frame
+
+    sock.sendall(encode_frame(encode_request(api_key, version, correlation_id, "test", body)))
+    data = b""
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+        chunk = sock.recv(65536)
+        assert chunk, "the served broker closed the connection"
+        data += chunk
+    got_id, answer = decode_response(api_key, version, data[4:])
+    assert got_id == correlation_id
+    return answer
+
+
+@pytest.mark.integration
+def test_a_served_broker_runs_the_learners_passed_stage_1_and_3_code(tmp_path):
+    """Stage 4 served with stages 1 and 3 passed: the learner's Segment and varints do the work."""
+    import socket
+
+    from simplekafka.learn.checks.stage4 import served
+    from simplekafka.learn.report import Steps
+    from simplekafka.protocol import ApiKey
+    from simplekafka.protocol.records import build_batch, parse_batches
+
+    directory = tmp_path / "mine"
+    for stage in (1, 3, 4):
+        assert learn("start", str(stage), str(directory), cwd=tmp_path).returncode == 0
+    (directory / "stage1_protocol.py").write_text(_with_call_marks(
+        "stage1_protocol", {"    zigzag = 0\n    shift = 0\n": "decode_varint"}))
+    (directory / "stage3_storage.py").write_text(_with_call_marks("stage3_storage", {
+        "        position = self.log_path.stat().st_size\n": "Segment.append",
+        "        position = self.lookup(offset)\n": "Segment.read",
+        "        data = self.log_path.read_bytes()\n        position = 0\n": "Segment.recover"}))
+    (directory / "stage4_broker.py").write_text((SOLUTIONS / "stage4_broker.py").read_text())
+    for stage in (1, 3):
+        result = learn("check", str(stage), str(directory), cwd=tmp_path)
+        assert result.returncode == 0, result.stdout
+    calls = directory / "calls.log"
+    calls.unlink()  # the checks called them too: only the served broker's calls count now
+
+    steps = Steps()
+    values = [b"one", b"two", b"three"]
+    with served(directory, tmp_path / "work", steps) as port:
+        with socket.create_connection(("127.0.0.1", port), 10) as sock:
+            sock.settimeout(30)
+            _exchange(sock, ApiKey.METADATA, 8, 1, {"topics": [{"name": "events"}]})
+            produced = _exchange(sock, ApiKey.PRODUCE, 7, 2, {
+                "acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "events",
+                    "partition_data": [{"index": 0, "records": build_batch(
+                        [(None, v) for v in values])}]}]})
+            assert produced.responses[0].partition_responses[0].error_code == 0
+            fetched = _exchange(sock, ApiKey.FETCH, 11, 3, {
+                "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+                "topics": [{"topic": "events", "partitions": [
+                    {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+    records = fetched.responses[0].partitions[0].records
+    assert [r.value for b in parse_batches(records) for r in b] == values
+    served_log = (tmp_path / "work" / "served.log").read_text()
+    for function in ("Segment.append", "Segment.lookup", "Segment.read", "Segment.recover"):
+        assert (f"your {function} runs as simplekafka.learn.segment_log:{function}"
+                in served_log), served_log
+    assert "stage 1 exercise 1: your decode_varint runs as " \
+           "simplekafka.learn.segment_log:decode_varint" in served_log, served_log
+    seen = calls.read_text().split()
+    assert "Segment.recover" in seen  # the topic's log opened
+    assert "Segment.append" in seen and "Segment.read" in seen
+    assert seen.count("decode_varint") == len(values)  # one record length each, walked

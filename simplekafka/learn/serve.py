@@ -1,12 +1,23 @@
-"""Serve a learner's stage 4 ``Broker`` on 127.0.0.1: the socket, framing and codec are given.
+"""Serve a learner's stage 4 broker on 127.0.0.1: their framing, request loop and handlers.
 
 ``python -m simplekafka.learn.serve LEARNER_DIR DATA_DIR PORT`` loads
-``stage4_broker.py`` from LEARNER_DIR and answers each connection's requests in
-order, one thread per connection, with the learner's methods. A Fetch that
-finds nothing waits (up to its max_wait_ms, in short sleeps) and asks again,
-as a broker parks it, so clients do not spin. A request the learner's code
-fails on is logged with its traceback on stderr and the connection closed,
-which is what a client of a real broker would see.
+``stage4_broker.py`` from LEARNER_DIR and, for each TCP connection (one thread
+each), makes one of the learner's ``Connection`` objects and only moves bytes:
+what ``recv`` returns goes to ``Connection.data_received``, what that returns
+goes to ``sendall``, and the connection is closed when it says so. Framing,
+headers, dispatch and answers are the learner's code.
+
+Before serving, ``plug.install`` puts the learner's passed stage 1 and stage 3
+exercises into the served path (stage 3's ``Segment`` keeps the partitions on
+disk, stage 1's ``decode_varint`` walks the records of each produced batch);
+the functions in use are printed first.
+
+The one thing added around the learner's ``Broker``: a Fetch that finds
+nothing waits (up to its max_wait_ms, in short sleeps) and asks again, as a
+broker parks it, so clients do not spin; and one lock, since the learner's
+``Broker`` need not be thread-safe. A request the learner's code fails on is
+logged with its traceback on stderr and the connection closed, which is what
+a client of a real broker would see.
 """
 
 from __future__ import annotations
@@ -20,76 +31,82 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from simplekafka.learn import plug
 from simplekafka.learn.loader import load_learner_module
-from simplekafka.protocol import ApiKey, decode_request, encode_response
-from simplekafka.protocol.framing import FrameDecoder, encode_frame
-from simplekafka.protocol.messages import UnsupportedRequestError, api_versions_probe_response
 
 HOST = "127.0.0.1"
 FETCH_RETRY_S = 0.05
-HANDLERS = {
-    ApiKey.API_VERSIONS: "api_versions",
-    ApiKey.METADATA: "metadata",
-    ApiKey.PRODUCE: "produce",
-    ApiKey.FETCH: "fetch",
-}
+RECV_BYTES = 65536
+STAGES_USED = (1, 3)
 
 
-def _fetched_bytes(body: dict) -> int:
+def _fetched_bytes(body: dict | None) -> int:
+    if not body:
+        return 0
     return sum(len(p.get("records") or b"") for t in body.get("responses", [])
                for p in t.get("partitions", []))
+
+
+class SharedBroker:
+    """The learner's Broker behind one lock; its fetch waits for data up to max_wait_ms."""
+
+    def __init__(self, broker: Any):
+        self._broker = broker
+        self._lock = threading.Lock()
+
+    def _call(self, name: str, version: int, request: Any) -> Any:
+        with self._lock:
+            return getattr(self._broker, name)(version, request)
+
+    def api_versions(self, version: int, request: Any) -> Any:
+        return self._call("api_versions", version, request)
+
+    def metadata(self, version: int, request: Any) -> Any:
+        return self._call("metadata", version, request)
+
+    def produce(self, version: int, request: Any) -> Any:
+        return self._call("produce", version, request)
+
+    def fetch(self, version: int, request: Any) -> Any:
+        deadline = time.monotonic() + getattr(request, "max_wait_ms", 0) / 1000.0
+        while True:
+            body = self._call("fetch", version, request)
+            if _fetched_bytes(body) or time.monotonic() >= deadline:
+                return body
+            time.sleep(FETCH_RETRY_S)
+
+    def close(self) -> None:
+        with self._lock:
+            self._broker.close()
 
 
 class LearnerServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, broker: Any, port: int):
-        super().__init__((HOST, port), _Connection)
+    def __init__(self, module: Any, broker: SharedBroker, port: int):
+        super().__init__((HOST, port), _Socket)
+        self.module = module
         self.broker = broker
-        self.lock = threading.Lock()  # the learner's Broker is not thread-safe, nor need it be
-
-    def answer(self, payload: bytes) -> bytes | None:
-        """The framed response to one request payload (None: no response, as for acks=0)."""
-        try:
-            header, request = decode_request(payload)
-        except UnsupportedRequestError as exc:
-            if exc.header.api_key == ApiKey.API_VERSIONS:  # a newer client probing: answer v0
-                return encode_frame(api_versions_probe_response(exc.header.correlation_id))
-            raise
-        name = HANDLERS.get(header.api_key)
-        if name is None:
-            raise ValueError(f"API key {header.api_key} is not part of the exercise")
-        deadline = time.monotonic() + getattr(request, "max_wait_ms", 0) / 1000.0
-        while True:
-            with self.lock:
-                body = getattr(self.broker, name)(header.api_version, request)
-            if name != "fetch" or _fetched_bytes(body) or time.monotonic() >= deadline:
-                break
-            time.sleep(FETCH_RETRY_S)
-        if body is None:
-            return None
-        return encode_frame(encode_response(header.api_key, header.api_version,
-                                            header.correlation_id, body))
 
 
-class _Connection(socketserver.BaseRequestHandler):
+class _Socket(socketserver.BaseRequestHandler):
     def handle(self) -> None:
-        decoder = FrameDecoder()
         server: LearnerServer = self.server  # type: ignore[assignment]
-        while True:
-            data = self.request.recv(65536)
-            if not data:
-                return
-            for payload in decoder.feed(data):
-                try:
-                    response = server.answer(payload)
-                except Exception:
-                    print(f"request failed, closing the connection:\n{traceback.format_exc()}",
-                          file=sys.stderr, flush=True)
+        try:
+            connection = server.module.Connection(server.broker)
+            while True:
+                data = self.request.recv(RECV_BYTES)
+                if not data:
                     return
-                if response is not None:
-                    self.request.sendall(response)
+                out, close = connection.data_received(data)
+                if out:
+                    self.request.sendall(out)
+                if close:
+                    return
+        except Exception:
+            print(f"request failed, closing the connection:\n{traceback.format_exc()}",
+                  file=sys.stderr, flush=True)
 
 
 def _stop(_signum: int, _frame: Any) -> None:
@@ -98,19 +115,24 @@ def _stop(_signum: int, _frame: Any) -> None:
 
 def main(argv: list[str]) -> int:
     learner_dir, data_dir, port = Path(argv[0]), Path(argv[1]), int(argv[2])
+    plugged = plug.install(learner_dir, stages=STAGES_USED)
+    for each in plugged:
+        print(f"in use: {each}", flush=True)
+    if not plugged:
+        print("in use: SimpleKafka's own Segment and varint reader (your stage 3 exercises "
+              "and stage 1 exercise 1 have not passed yet)", flush=True)
     module = load_learner_module(learner_dir, "stage4_broker")
     data_dir.mkdir(parents=True, exist_ok=True)
-    broker = module.Broker(data_dir, HOST, port)
+    broker = SharedBroker(module.Broker(data_dir, HOST, port))
     signal.signal(signal.SIGTERM, _stop)
-    with LearnerServer(broker, port) as server:
+    with LearnerServer(module, broker, port) as server:
         print(f"serving {learner_dir / 'stage4_broker.py'} on {HOST}:{port}", flush=True)
         try:
             server.serve_forever(poll_interval=0.2)
         except KeyboardInterrupt:
             pass
         finally:
-            with server.lock:
-                broker.close()
+            broker.close()
     return 0
 
 

@@ -160,6 +160,9 @@ STAGE = Stage(3, "The log on disk", "stage3_storage", "stages/stage3_storage/REA
     Exercise(1, "append and lookup",
              "append batches to a segment, keep a sparse index, look offsets up through it",
              ("Segment.append", "Segment.lookup", "Segment.read"), check_append_and_lookup,
+             # The served stage 4 broker keeps each partition in one Segment.
+             plugs=tuple((name, (f"simplekafka.learn.segment_log:{name}",))
+                         for name in ("Segment.append", "Segment.lookup", "Segment.read")),
              hints=("Read the chapter's sections on segments and the sparse offset index.",
                     "An index entry is (last offset of the batch - base offset, position), "
                     "added once more than index_interval_bytes were written since the last; "
@@ -168,6 +171,7 @@ STAGE = Stage(3, "The log on disk", "stage3_storage", "stages/stage3_storage/REA
     Exercise(2, "recovery",
              "after a crash, cut a torn or corrupt tail off and rebuild the index",
              ("Segment.recover",), check_recovery,
+             plugs=(("Segment.recover", ("simplekafka.learn.segment_log:Segment.recover",)),),
              hints=("Read the chapter's section on recovery after a crash.",
                     "Walk the batches from position 0; stop at the first one that is cut "
                     "short or whose CRC-32C is wrong; truncate the file there and rebuild "

@@ -120,3 +120,86 @@ def encode_record_batch(records: Sequence[tuple[bytes | None, bytes | None]],
     crc = crc32c(after_crc)
     batch_length = 4 + 1 + 4 + len(after_crc)  # leader epoch, magic, crc, the rest
     return struct.pack(">qiibI", base_offset, batch_length, -1, 2, crc) + after_crc
+
+
+# --- exercise 4: flexible versions: unsigned varints, compact strings, tagged fields ------
+
+
+def encode_unsigned_varint(value: int) -> bytes:
+    """An unsigned varint, as flexible versions write every length and count.
+
+    No zigzag (a length is never negative): 7 bits a byte, lowest bits first,
+    the high bit of a byte set when another byte follows. 127 is ``7f``; 128
+    is ``80 01``; 300 is ``ac 02``.
+    """
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_compact_string(value: str | None) -> bytes:
+    """A compact (nullable) string: unsigned varint of its UTF-8 byte length + 1, then the bytes.
+
+    None is the single byte ``00`` (length 0 means null; "" is ``01``).
+    """
+    if value is None:
+        return encode_unsigned_varint(0)
+    raw = value.encode("utf-8")
+    return encode_unsigned_varint(len(raw) + 1) + raw
+
+
+def encode_tagged_fields(fields: Mapping[int, bytes]) -> bytes:
+    """The tagged-field block that ends every structure of a flexible version.
+
+    Unsigned varint count (the count itself, no + 1), then per field in
+    ascending tag order: unsigned varint tag, unsigned varint size in bytes,
+    the bytes. No fields is the single byte ``00``.
+    """
+    out = bytearray(encode_unsigned_varint(len(fields)))
+    for tag in sorted(fields):
+        out += encode_unsigned_varint(tag)
+        out += encode_unsigned_varint(len(fields[tag]))
+        out += fields[tag]
+    return bytes(out)
+
+
+# --- exercise 5: ApiVersions v3, the flexible version clients open with -------------------
+
+
+def encode_api_versions_v3_request(correlation_id: int, client_id: str | None,
+                                   software_name: str, software_version: str) -> bytes:
+    """An ApiVersions v3 request payload (no length prefix): request header v2, then the body.
+
+    Header v2 is header v1 (exercise 2: client_id stays a classic int16-length
+    nullable string, so any broker can read who is asking) followed by a
+    tagged-field block (none). Body: compact string client_software_name,
+    compact string client_software_version, tagged fields (none).
+    """
+    header = encode_request_header(18, 3, correlation_id, client_id) + encode_tagged_fields({})
+    body = (encode_compact_string(software_name) + encode_compact_string(software_version)
+            + encode_tagged_fields({}))
+    return header + body
+
+
+def encode_api_versions_v3_response(correlation_id: int,
+                                    versions: Mapping[int, tuple[int, int]]) -> bytes:
+    """The ApiVersions v3 answer (no length prefix), error_code 0.
+
+    The response header of ApiVersions is always v0: int32 correlation_id
+    alone, no tagged fields (a client must read it before it knows what the
+    broker speaks). Body: int16 error_code, compact array api_keys (unsigned
+    varint count + 1, then per key in ascending order: int16 api_key, int16
+    min_version, int16 max_version, tagged fields), int32 throttle_time_ms
+    (0), tagged fields (none).
+    """
+    out = bytearray(struct.pack(">ih", correlation_id, 0))
+    out += encode_unsigned_varint(len(versions) + 1)
+    for key in sorted(versions):
+        low, high = versions[key]
+        out += struct.pack(">hhh", key, low, high) + encode_tagged_fields({})
+    out += struct.pack(">i", 0)  # throttle_time_ms
+    out += encode_tagged_fields({})  # the body's tagged fields
+    return bytes(out)
