@@ -66,7 +66,33 @@ MEMORY_LIMIT = 2 << 30  # address space of a pure stage's worker: a mutant may a
 # the mutant's stable id: stage/exercise/function/operator/occurrence, where the
 # occurrence counts that operator's places within that function only, so edits
 # elsewhere in the solution do not shift it.
+_NO_EMPTY_BATCH = ("equivalent: a SimpleKafka batch holds at least one record (build_batch "
+                   "refuses none), so it is longer than its 61-byte header and exactly 61 bytes "
+                   "never remain at a batch's start in a segment of whole batches")
 SURVIVOR_REASONS: dict[str, str] = {
+    # stage 1
+    "1/1/encode_varint/NumberReplacer/2": (
+        "equivalent: for every value in int64's range (the contract's), v >> 63 and v >> 64 "
+        "are both 0 or -1"),
+    "1/1/encode_varint/ReplaceBinaryOperator_BitOr_Add/0": (
+        "equivalent: zigzag & 0x7F is below 0x80, so adding 0x80 sets the same bit as or"),
+    "1/1/encode_varint/ReplaceBinaryOperator_BitOr_BitXor/0": (
+        "equivalent: zigzag & 0x7F has bit 7 clear, so xor with 0x80 sets it as or does"),
+    # stage 3
+    "3/1/Segment.lookup/ReplaceComparisonOperator_LtE_Lt/0": _NO_EMPTY_BATCH,
+    "3/1/Segment.read/ReplaceComparisonOperator_LtE_Lt/0": _NO_EMPTY_BATCH,
+    "3/1/Segment.read/ReplaceComparisonOperator_Gt_NotEq/1": (
+        "equivalent: end starts at position and only grows, so end != position is end > position"),
+    "3/1/Segment.read/ReplaceComparisonOperator_Gt_IsNot/1": (
+        "equivalent: end is bound to position's own int object until it first grows, then "
+        "it is larger, so `is not` answers as > does"),
+    "3/2/Segment.recover/ReplaceComparisonOperator_LtE_Lt/0": (
+        "equivalent: with exactly 61 bytes left the reference reads a header whose batch runs "
+        "past the end (a batch has records) and stops there; the mutant stops one step earlier, "
+        "at the same position"),
+    "3/2/Segment.recover/ReplaceComparisonOperator_Lt_LtE/0": (
+        "equivalent: end == position + 61 is a batch of nothing but its header, which SimpleKafka "
+        "never writes (build_batch needs a record); such a tail is cut either way"),
 }
 
 
@@ -374,7 +400,7 @@ def score_exercise(stage, exercise, source: str, args: argparse.Namespace,
     grace = 60.0 if stage.real_processes else 10.0
     log(f"stage {stage.number} exercise {exercise.number} ({exercise.title}): "
         f"{len(chosen)} of {len(mutants)} mutants, reference {reference['seconds']:.2f} s, "
-        f"limit {limit:g} s")
+        f"limit {limit:.1f} s")
     jobs = [({"stage": stage.number, "exercise": exercise.number, "source": m.source,
               "time_limit": limit}, limit + grace) for m in chosen]
     answers = run_jobs(workers, jobs)
@@ -404,7 +430,7 @@ def table(results: list[ExerciseResult]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
         size = f"{r.ran}" if r.ran == r.total else f"{r.ran} of {r.total}"
-        taken = (f"{r.started}, {r.seconds:.0f} s, limit {r.time_limit:g} s, "
+        taken = (f"{r.started}, {r.seconds:.0f} s, limit {r.time_limit:.1f} s, "
                  f"load {_load(r.load_before)}→{_load(r.load_after)}")
         lines.append(f"| {r.stage} | {r.exercise} {r.title} | {size} | {r.killed} "
                      f"({r.timeouts} by time-out) | {len(r.survivors)} ({r.explained}) "
