@@ -188,52 +188,84 @@ def _operators() -> list[tuple[str, object]]:
     return chosen
 
 
-def enumerate_mutants(stage_number: int, exercise_number: int, functions: Sequence[str],
-                      source: str, module_name: str) -> tuple[list[MutantSpec], int]:
-    """Every mutant of the functions' bodies; and how many did not compile (left out)."""
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where one operator can mutate an exercise body: a mutant before it is made."""
+
+    id: str
+    stage: int
+    exercise: int
+    function: str
+    operator: str
+    occurrence: int  # cosmic-ray's occurrence index over the whole module
+    line: int
+
+
+def find_places(stage_number: int, exercise_number: int, functions: Sequence[str],
+                source: str) -> list[Place]:
+    """Every place in the functions' bodies where a cosmic-ray operator applies."""
     from cosmic_ray.ast import Visitor, get_ast
-    from cosmic_ray.mutating import mutate_code
 
     spans = function_bodies(source, functions)
     operators = _operators()
-    places: list[tuple[str, object, int, int]] = []  # operator, op, occurrence, line
     counts = {name: 0 for name, _ in operators}
+    found: list[tuple[str, int, int]] = []  # operator, occurrence, line
 
     class Count(Visitor):
         def visit(self, node):  # the order cosmic-ray's MutationVisitor counts in
             for name, operator in operators:
                 for (start, _end) in operator.mutation_positions(node):
-                    places.append((name, operator, counts[name], start[0]))
+                    found.append((name, counts[name], start[0]))
                     counts[name] += 1
             return node
 
     Count().walk(get_ast(source))
-    mutants, broken = [], 0
+    places = []
     within: dict[tuple[str, str], int] = {}
-    for name, operator, occurrence, line in places:
+    for name, occurrence, line in found:
         function = next((f for f, (first, last) in spans.items() if first <= line <= last), None)
         if function is None:
             continue
         short = name.split("/", 1)[1]
         k = within.get((function, short), 0)
         within[(function, short)] = k + 1
-        mutated = mutate_code(source, operator, occurrence)
-        if mutated is None or mutated == source:
-            continue
-        try:
-            compile(mutated, f"{module_name}.py", "exec")
-        except SyntaxError:
-            broken += 1
-            continue
-        diff = "".join(difflib.unified_diff(
-            source.splitlines(keepends=True), mutated.splitlines(keepends=True),
-            f"a/{module_name}.py", f"b/{module_name}.py", n=2))
-        if EXCEPTION_NAME in mutated:  # defined at the end: every line keeps its number
-            mutated += f"\nfrom cosmic_ray.exceptions import {EXCEPTION_NAME}  # noqa: E402\n"
-        mutants.append(MutantSpec(f"{stage_number}/{exercise_number}/{function}/{short}/{k}",
-                                  stage_number, exercise_number, function, name, occurrence,
-                                  line, mutated, diff))
-    return mutants, broken
+        places.append(Place(f"{stage_number}/{exercise_number}/{function}/{short}/{k}",
+                            stage_number, exercise_number, function, name, occurrence, line))
+    return places
+
+
+def materialize(place: Place, source: str, module_name: str) -> MutantSpec | None:
+    """The mutated module for one place; None when it changes nothing or does not compile."""
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+
+    mutated = mutate_code(source, get_operator(place.operator)(), place.occurrence)
+    if mutated is None or mutated == source:
+        return None
+    try:
+        compile(mutated, f"{module_name}.py", "exec")
+    except SyntaxError:
+        return None
+    diff = "".join(difflib.unified_diff(
+        source.splitlines(keepends=True), mutated.splitlines(keepends=True),
+        f"a/{module_name}.py", f"b/{module_name}.py", n=2))
+    if EXCEPTION_NAME in mutated:  # defined at the end: every line keeps its number
+        mutated += f"\nfrom cosmic_ray.exceptions import {EXCEPTION_NAME}  # noqa: E402\n"
+    return MutantSpec(place.id, place.stage, place.exercise, place.function, place.operator,
+                      place.occurrence, place.line, mutated, diff)
+
+
+def enumerate_mutants(stage_number: int, exercise_number: int, functions: Sequence[str],
+                      source: str, module_name: str) -> tuple[list[MutantSpec], int]:
+    """Every mutant of the functions' bodies; and how many were left out (no compile, no change)."""
+    mutants, left_out = [], 0
+    for place in find_places(stage_number, exercise_number, functions, source):
+        mutant = materialize(place, source, module_name)
+        if mutant is None:
+            left_out += 1
+        else:
+            mutants.append(mutant)
+    return mutants, left_out
 
 
 # --- the worker: runs one exercise's check against one module source ----------------------
@@ -401,16 +433,26 @@ def run_jobs(workers: list[Worker], jobs: list[tuple[dict, float]]) -> list[dict
 
 def score_exercise(stage, exercise, source: str, args: argparse.Namespace,
                    workers: list[Worker], log) -> ExerciseResult:
-    mutants, broken = enumerate_mutants(stage.number, exercise.number, exercise.functions,
-                                        source, stage.module)
+    places = find_places(stage.number, exercise.number, exercise.functions, source)
     sample = args.sample_real if stage.real_processes and args.sample_real else args.sample
-    chosen = mutants
-    if sample and sample < len(mutants):
-        rng = random.Random(f"{args.seed}/{stage.number}/{exercise.number}")
-        picked = set(rng.sample(range(len(mutants)), sample))
-        chosen = [m for i, m in enumerate(mutants) if i in picked]
-    result = ExerciseResult(stage.number, exercise.number, exercise.title, len(mutants),
-                            len(chosen), broken=broken)
+    order = list(range(len(places)))
+    if sample and sample < len(places):  # a seeded shuffle, made into mutants until K are
+        random.Random(f"{args.seed}/{stage.number}/{exercise.number}").shuffle(order)
+    chosen: list[tuple[int, MutantSpec]] = []
+    broken = 0
+    for index in order:
+        if sample and len(chosen) == sample:
+            break
+        mutant = materialize(places[index], source, stage.module)
+        if mutant is None:
+            broken += 1
+        else:
+            chosen.append((index, mutant))
+    chosen_mutants = [mutant for _index, mutant in sorted(chosen, key=lambda pair: pair[0])]
+    # In a sample, places not made into mutants count as mutants (a few may not compile).
+    total = len(places) - broken
+    result = ExerciseResult(stage.number, exercise.number, exercise.title, total,
+                            len(chosen_mutants), broken=broken)
     result.started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     result.load_before = os.getloadavg()
     began = time.monotonic()
@@ -431,12 +473,12 @@ def score_exercise(stage, exercise, source: str, args: argparse.Namespace,
     result.time_limit = limit
     grace = 60.0 if stage.real_processes else 10.0
     log(f"stage {stage.number} exercise {exercise.number} ({exercise.title}): "
-        f"{len(chosen)} of {len(mutants)} mutants, reference {reference['seconds']:.2f} s, "
+        f"{len(chosen_mutants)} of {total} mutants, reference {reference['seconds']:.2f} s, "
         f"limit {limit:.1f} s")
     jobs = [({"stage": stage.number, "exercise": exercise.number, "source": m.source,
-              "time_limit": limit}, limit + grace) for m in chosen]
+              "time_limit": limit}, limit + grace) for m in chosen_mutants]
     answers = run_jobs(workers, jobs)
-    for mutant, answer in zip(chosen, answers):
+    for mutant, answer in zip(chosen_mutants, answers):
         if answer["killed"]:
             result.killed += 1
             if "time-out" in answer["why"] or "did not return within" in answer["why"] \
