@@ -69,6 +69,8 @@ MEMORY_LIMIT = 2 << 30  # address space of a pure stage's worker: a mutant may a
 _NO_EMPTY_BATCH = ("equivalent: a SimpleKafka batch holds at least one record (build_batch "
                    "refuses none), so it is longer than its 61-byte header and exactly 61 bytes "
                    "never remain at a batch's start in a segment of whole batches")
+_FIRST_BATCH_WHOLE = ("equivalent: Log.read gives the first batch whole whatever max_bytes "
+                      "(KIP-74), so max(partition_max_bytes, 0, 1 or 2) reads the same bytes")
 _EPOCH_MINUS_ONE = ("equivalent: an answer with epoch -1 reaches the later branches as (-1, end), "
                     "where the follower's own end of epoch -1 is unknown and falls back to the "
                     "leader's end: every branch cuts at the leader's end")
@@ -104,6 +106,9 @@ SURVIVOR_REASONS: dict[str, str] = {
     "3/2/Segment.recover/ReplaceComparisonOperator_Lt_LtE/0": (
         "equivalent: end == position + 61 is a batch of nothing but its header, which SimpleKafka "
         "never writes (build_batch needs a record); such a tail is cut either way"),
+    # stage 4
+    "4/4/Broker.fetch/NumberReplacer/10": _FIRST_BATCH_WHOLE,
+    "4/4/Broker.fetch/NumberReplacer/11": _FIRST_BATCH_WHOLE,
     # stage 7
     "7/2/out_of_sync_replicas/ReplaceUnaryOperator_USub_Invert/0": (
         "equivalent: a follower that has not fetched is below the leader's LEO (never "
