@@ -49,8 +49,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -360,16 +361,10 @@ class Worker:
         """End this worker and whatever it started (its own process group)."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        else:
-            try:  # the worker is gone; brokers it started may not be
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        try:  # the group too: a worker that is gone may have left brokers behind
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
@@ -436,8 +431,9 @@ def run_jobs(workers: list[Worker], jobs: list[tuple[dict, float]]) -> list[dict
     return answers
 
 
-def score_exercise(stage, exercise, source: str, args: argparse.Namespace,
-                   workers: list[Worker], log) -> ExerciseResult:
+def score_exercise(stage: Any, exercise: Any, source: str, args: argparse.Namespace,
+                   workers: list[Worker], log: Callable[[str], None]) -> ExerciseResult:
+    """Run the exercise's mutants (or a seeded sample) against its check, the reference first."""
     places = find_places(stage.number, exercise.number, exercise.functions, source)
     sample = args.sample_real if stage.real_processes and args.sample_real else args.sample
     order = list(range(len(places)))
@@ -544,7 +540,7 @@ def survivors_markdown(results: list[ExerciseResult], head: list[str]) -> str:
         "where the contract leaves the answer free); \"unexplained\" is a gap in the check.",
         "The scores are in [Learner mode](learn.md#how-the-checks-are-proven).",
         "",
-        *(f"{line}  " for line in head),
+        *(f"- {line}" for line in head),
         "",
     ]
     for r in results:
@@ -620,13 +616,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             for worker in pure + real:
                 worker.stop()
-    print("\n".join(f"{line}  " for line in head))
+    print("\n".join(f"- {line}" for line in head))
     print()
     print(table(results))
     print()
     print("score % = killed / mutants run; w/o explained % leaves out the survivors that "
           "SURVIVOR_REASONS explains as equivalent or harmless. Each row's time is the "
-          "wall time of its mutants' checks; load is the 1-minute load average before → after.")
+          "wall time of its checks (the reference's first); load is the 1-minute load average "
+          "before → after.")
     unexplained = [m.id for r in results for m in r.survivors if m.id not in SURVIVOR_REASONS]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(survivors_markdown(results, head))
