@@ -146,3 +146,23 @@ def test_a_real_process_stage_runs_one_sampled_mutant(tmp_path):
     rows = ROW.findall(result.stdout)
     assert [(int(s), int(e)) for s, e, *_ in rows] == [(stage.number, first)], result.stdout
     check_survivors_file(out, stage.number, [first])
+
+
+def test_a_reference_that_fails_its_check_is_reported_not_scored():
+    """A stage whose reference does not pass (a broken environment, say) runs no mutant."""
+    import argparse
+
+    tool = _tool()
+
+    class FailingWorker:
+        def run(self, job, deadline):
+            return {"killed": True, "why": "boom", "seconds": 0.0}
+
+    stage = STAGES[1]
+    args = argparse.Namespace(sample=3, sample_real=0, seed="s", time_limit=0.0, verbose=False)
+    source = (tool.SOLUTIONS / f"{stage.module}.py").read_text()
+    result = tool.score_exercise(stage, stage.exercises[0], source, args, [FailingWorker()],
+                                 lambda _message: None)
+    assert result.error.endswith("boom") and result.ran == 0 and not result.survivors
+    assert "the reference fails its own check: boom" in tool.table([result])
+    assert "Not scored: the reference fails" in tool.survivors_markdown([result], [])

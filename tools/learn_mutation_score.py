@@ -392,6 +392,7 @@ class ExerciseResult:
     load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
     reference_seconds: float = 0.0
+    error: str = ""  # the reference failed its own check: no mutant was run
 
     @property
     def explained(self) -> int:
@@ -462,8 +463,12 @@ def score_exercise(stage: Any, exercise: Any, source: str, args: argparse.Namesp
     reference = workers[0].run({"stage": stage.number, "exercise": exercise.number,
                                 "source": source, "time_limit": generous}, generous + 60)
     if reference["killed"]:
-        raise SystemExit(f"stage {stage.number} exercise {exercise.number}: the reference "
-                         f"solution fails its own check: {reference['why']}")
+        result.error = f"the reference fails its own check: {reference['why']}"
+        result.ran = 0
+        log(f"stage {stage.number} exercise {exercise.number}: {result.error}")
+        result.seconds = time.monotonic() - began
+        result.load_after = os.getloadavg()
+        return result
     result.reference_seconds = reference["seconds"]
     if args.time_limit:
         limit = args.time_limit
@@ -504,6 +509,10 @@ def table(results: list[ExerciseResult]) -> str:
              "| w/o explained % | taken |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
+        if r.error:
+            lines.append(f"| {r.stage} | {r.exercise} {r.title} | {r.total} | - | - | - | - "
+                         f"| {r.started}: {r.error[:200].replace('|', '/')} |")
+            continue
         size = f"{r.ran}" if r.ran == r.total else f"{r.ran} of {r.total}"
         taken = (f"{r.started}, {r.seconds:.0f} s, limit {r.time_limit:.1f} s, "
                  f"load {_load(r.load_before)}→{_load(r.load_after)}")
@@ -546,6 +555,9 @@ def survivors_markdown(results: list[ExerciseResult], head: list[str]) -> str:
     for r in results:
         out += [f"## Stage {r.stage}, exercise {r.exercise}: {r.title}", ""]
         size = f"{r.ran}" if r.ran == r.total else f"a sample of {r.ran} of {r.total}"
+        if r.error:
+            out += [f"Not scored: {r.error}", ""]
+            continue
         if not r.survivors:
             out += [f"No survivors ({size} mutants run).", ""]
             continue
@@ -629,6 +641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(survivors_markdown(results, head))
     print(f"\nsurvivors: {sum(len(r.survivors) for r in results)} "
           f"({len(unexplained)} unexplained), written to {args.out}")
+    failed = [f"{r.stage}/{r.exercise}" for r in results if r.error]
+    if failed:
+        print(f"not scored (the reference fails its check): {', '.join(failed)}")
+        return 1
     return 0
 
 
