@@ -49,6 +49,85 @@ def _positions(batches: list[bytes]) -> list[tuple[int, int, int]]:
     return found
 
 
+UNIFORM_BASE = 7  # small, so offsets run past twice the base offset
+
+
+def uniform_batches(count: int = 20, base_offset: int = UNIFORM_BASE) -> list[bytes]:
+    """One-record batches all of one size (79 bytes): interval boundaries fall exactly on them."""
+    return [build_batch([{"key": b"u", "value": b"same size!", "timestamp": TIMESTAMP}],
+                        base_offset=base_offset + n) for n in range(count)]
+
+
+def _fresh_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.iterdir():
+        stale.unlink()
+    return path
+
+
+def _boundary_intervals(batches: list[bytes]) -> tuple[int, ...]:
+    """index_interval_bytes that the byte counts hit exactly: one batch, two less a byte."""
+    size = len(batches[0])
+    return size, 2 * size - 1
+
+
+def check_index_boundaries(learner: ModuleType, workdir: Path) -> None:
+    """Appends where the byte count lands exactly on the interval; lookups from every entry."""
+    batches = uniform_batches()
+    layout = _positions(batches)
+    for interval in _boundary_intervals(batches):
+        steps = Steps()
+        directory = _fresh_dir(workdir / f"segment-interval-{interval}")
+        segment = learner.Segment(directory, UNIFORM_BASE, index_interval_bytes=interval)
+        steps.step(f"Segment(base_offset={UNIFORM_BASE}, index_interval_bytes={interval}); "
+                   f"{len(batches)} one-record batches of {len(batches[0])} bytes each")
+        for batch, (first, _last, position) in zip(batches, layout):
+            got = segment.append(batch)
+            steps.step(f"append(batch of offset {first}) -> {got}")
+            steps.expect("append returns the position the batch starts at", position, got)
+            steps.expect(f"lookup({first + 1}) past the end (the log is "
+                         f"{position + len(batch)} bytes)", None, segment.lookup(first + 1))
+            steps.expect(f"read({first}, {1 << 20}): the last batch", batch,
+                         segment.read(first, 1 << 20))
+        wanted = expected_index(batches, UNIFORM_BASE, interval)
+        steps.step("index_entries()")
+        steps.expect(f"the index: an entry once MORE than {interval} bytes went by since the "
+                     "last (exactly that many is not enough)",
+                     wanted, [tuple(entry) for entry in segment.index_entries()])
+        for first, _last, position in layout:
+            got = segment.lookup(first)
+            steps.step(f"lookup({first}) -> {got}")
+            steps.expect(f"lookup({first})", position, got)
+        # Spoil every batch before an entry's position: only a lookup that starts at that
+        # entry (the last one at or below the offset) still finds it.
+        log_path = directory / f"{UNIFORM_BASE:020d}.log"
+        original = log_path.read_bytes()
+        for relative, entry_position in wanted:
+            spoiled = bytearray(original)
+            for _first, _last, position in layout:
+                if position < entry_position:
+                    spoiled[position + 8 : position + 12] = b"\xff\xff\xff\xf0"
+            log_path.write_bytes(bytes(spoiled))
+            try:
+                target = UNIFORM_BASE + relative
+                steps.step(f"(every batch before byte {entry_position} has a broken "
+                           f"batchLength) lookup({target})")
+                steps.expect(f"lookup({target}) starts from its index entry "
+                             f"({relative}, {entry_position})", entry_position,
+                             segment.lookup(target))
+            finally:
+                log_path.write_bytes(original)
+        first = layout[3][0]
+        max_bytes = 2 * len(batches[0])
+        got = segment.read(first, max_bytes)
+        steps.step(f"read({first}, max_bytes={max_bytes}) -> {len(got)} bytes")
+        steps.expect("read: two whole batches fit max_bytes exactly", batches[3] + batches[4],
+                     got)
+        got = segment.read(first, 1 << 20)
+        steps.step(f"read({first}, max_bytes={1 << 20}) -> {len(got)} bytes")
+        steps.expect("read to the end of the log", b"".join(batches[3:]), got)
+
+
 def check_append_and_lookup(learner: ModuleType, workdir: Path) -> None:
     steps = Steps()
     directory = workdir / "segment-append"
@@ -108,6 +187,7 @@ def check_append_and_lookup(learner: ModuleType, workdir: Path) -> None:
     got = segment.read(first + 0, 1)
     steps.step(f"read({first}, max_bytes=1) -> {len(got)} bytes")
     steps.expect("read returns at least one whole batch", batches[3], got)
+    check_index_boundaries(learner, workdir)
 
 
 def check_recovery(learner: ModuleType, workdir: Path) -> None:
@@ -154,6 +234,72 @@ def check_recovery(learner: ModuleType, workdir: Path) -> None:
     steps.expect("the .log after recovery", valid[:last], log_path.read_bytes())
     lookup = segment.lookup(_positions(batches)[-2][0])
     steps.expect("lookup of the last good batch", _positions(batches)[-2][2], lookup)
+    check_recovery_boundaries(learner, workdir)
+
+
+def _recover(learner: ModuleType, directory: Path, interval: int, contents: bytes,
+             steps: Steps, what: str) -> tuple[object, int]:
+    """Write ``contents`` as the .log, reopen the segment, recover(); (segment, its answer)."""
+    for stale in directory.iterdir():
+        stale.unlink()
+    (directory / f"{UNIFORM_BASE:020d}.log").write_bytes(contents)
+    segment = learner.Segment(directory, UNIFORM_BASE, index_interval_bytes=interval)
+    got = segment.recover()
+    steps.step(f"{what}; reopen, recover() -> {got}")
+    return segment, got
+
+
+def check_recovery_boundaries(learner: ModuleType, workdir: Path) -> None:
+    """Recovery of intact logs, zero-filled and torn tails, and corruption early in the log."""
+    batches = uniform_batches()
+    valid = b"".join(batches)
+    log_path = workdir / "segment-recovery-cases" / f"{UNIFORM_BASE:020d}.log"
+    directory = _fresh_dir(log_path.parent)
+    steps = Steps()
+    _segment, got = _recover(learner, directory, INTERVAL, b"".join(batches[:3]), steps,
+                             "3 intact batches")
+    steps.expect("recover() of an intact log cuts nothing", 0, got)
+    for interval in _boundary_intervals(batches):
+        steps = Steps()
+        segment, got = _recover(learner, directory, interval, valid, steps,
+                                f"{len(batches)} intact batches of {len(batches[0])} bytes, "
+                                f"index_interval_bytes={interval}")
+        steps.expect("recover() of an intact log cuts nothing", 0, got)
+        steps.expect("the .log after recovery", valid, log_path.read_bytes())
+        steps.expect("the index rebuilt by append's rule", expected_index(
+            batches, UNIFORM_BASE, interval), [tuple(e) for e in segment.index_entries()])
+        more = uniform_batches(3, UNIFORM_BASE + len(batches))
+        for batch in more:
+            segment.append(batch)
+        steps.step("append 3 more batches")
+        steps.expect("the index after appending (recover() left the byte count right)",
+                     expected_index(batches + more, UNIFORM_BASE, interval),
+                     [tuple(e) for e in segment.index_entries()])
+    steps = Steps()
+    for tail, what in [(b"\x00" * 200, "200 zero bytes (a crash left zero-filled blocks)"),
+                       (batches[0][:1], "1 byte of a torn batch"),
+                       (batches[0][:60], "60 bytes of a torn batch"),
+                       (batches[0][:61], "61 bytes of a torn batch (its whole header)"),
+                       (batches[0][:62], "62 bytes of a torn batch")]:
+        _segment, got = _recover(learner, directory, INTERVAL, valid + tail, steps,
+                                 f"the intact batches, then {what}")
+        steps.expect(f"recover() cuts the {len(tail)} bytes", len(tail), got)
+        steps.expect("the .log after recovery", valid, log_path.read_bytes())
+    shorter = b"".join(batches[:17])
+    _segment, got = _recover(learner, directory, INTERVAL, shorter + b"\x00" * 100, steps,
+                             f"17 intact batches ({len(shorter)} bytes), then 100 zero bytes")
+    steps.expect("recover() cuts the 100 zero bytes", 100, got)
+    size = len(batches[0])
+    for index, at in [(0, 30), (5, 40), (5, size - 1), (12, 25)]:
+        corrupt = bytearray(valid)
+        corrupt[index * size + at] ^= 0x10
+        segment, got = _recover(learner, directory, INTERVAL, bytes(corrupt), steps,
+                                f"the intact batches with a bit flipped in batch {index} "
+                                f"(byte {at} of it)")
+        steps.expect(f"recover() cuts from batch {index} on", len(valid) - index * size, got)
+        steps.expect("the .log after recovery", valid[: index * size], log_path.read_bytes())
+        steps.expect("the index after recovery", expected_index(
+            batches[:index], UNIFORM_BASE, INTERVAL), [tuple(e) for e in segment.index_entries()])
 
 
 STAGE = Stage(3, "The log on disk", "stage3_storage", "stages/stage3_storage/README.md", (
@@ -185,6 +331,15 @@ STAGE = Stage(3, "The log on disk", "stage3_storage", "stages/stage3_storage/REA
            "position)", "entry = (header.base_offset - self.base_offset, position)"),
     Mutant("lookup-ignores-the-index", 1,
            "position = self.entries[at][1] if at >= 0 else 0", "position = 0"),
+    Mutant("index-interval-reached-is-enough", 1,
+           "        if self.bytes_since_index_entry > self.index_interval_bytes:",
+           "        if self.bytes_since_index_entry >= self.index_interval_bytes:"),
+    Mutant("read-max-bytes-exclusive", 1,
+           "            if end + size - position > max_bytes and end > position:",
+           "            if end + size - position >= max_bytes and end > position:"),
+    Mutant("recovery-trusts-a-zero-filled-tail", 2,
+           "            if (end < position + HEADER_SIZE or end > len(data)\n",
+           "            if (end > len(data)\n"),
     Mutant("recovery-without-crc", 2,
            "            if (end < position + HEADER_SIZE or end > len(data)\n"
            "                    or crc32c(data[position + CRC_START : end]) != header.crc):",

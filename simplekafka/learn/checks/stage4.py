@@ -31,7 +31,7 @@ from simplekafka.protocol import (
     encode_request,
     encode_response,
 )
-from simplekafka.protocol.dissect import dissect_frame
+from simplekafka.protocol.dissect import dissect_frame, dissect_records
 from simplekafka.protocol.framing import FrameTooLargeError, encode_frame
 from simplekafka.protocol.records import build_batch, parse_batches
 
@@ -554,6 +554,15 @@ def check_metadata(learner: ModuleType, workdir: Path) -> None:
         steps.expect("all topics", ["orders"], [t.name for t in got.topics])
     finally:
         broker.close()
+    both = _Both(learner, workdir, steps)
+    try:
+        for version, topics in ((8, [{"name": "orders"}, {"name": "events"}]), (1, None),
+                                (8, None)):
+            both.call(f"metadata({version}, topics={topics})", "metadata", ApiKey.METADATA,
+                      version, _request(ApiKey.METADATA, version, {
+                          "topics": topics, "allow_auto_topic_creation": True}))
+    finally:
+        both.close()
     with served(Path(learner.__file__).parent, workdir, steps) as port:
         out = _run(steps, ["kcat", "-L", "-b", f"{HOST}:{port}", "-t", "orders", "-m", "30"],
                    "kcat -L")
@@ -562,6 +571,56 @@ def check_metadata(learner: ModuleType, workdir: Path) -> None:
                        "partition 0, leader 0, replicas: 0, isrs: 0"):
             if wanted not in out:
                 raise steps.fail("kcat -L does not show your broker and topic", wanted, out)
+
+
+def _same_answer(what: str, api_key: ApiKey, version: int, expected: dict | None,
+                 got: dict | None) -> None:
+    """The learner's answer, encoded, byte for byte against the reference Broker's answer.
+
+    Every field counts (is_internal, leader_epoch, log_append_time_ms, log_start_offset,
+    last_stable_offset, ...), not only the ones a client happens to look at.
+    """
+    if expected is None or got is None:
+        if expected is not got:
+            raise ExerciseFailed(what, [f"expected: {expected!r}", f"got:      {got!r}"])
+        return
+    failure = byte_diff(what, encode_response(api_key, version, 5, expected),
+                        encode_response(api_key, version, 5, got),
+                        lambda data: dissect_frame(data, prefix=False, response=True,
+                                                   api_key=int(api_key), api_version=version))
+    if failure:
+        raise failure
+
+
+class _Both:
+    """The learner's Broker and the reference Broker, each on its own data directory."""
+
+    def __init__(self, learner: ModuleType, workdir: Path, steps: Steps):
+        self.steps = steps
+        self.data_dir = _fresh(workdir / "direct")
+        self.reference_dir = _fresh(workdir / "reference")
+        self.mine = learner.Broker(self.data_dir, HOST, 9092)
+        self.theirs = reference.Broker(self.reference_dir, HOST, 9092)
+
+    def call(self, what: str, method: str, api_key: ApiKey, version: int,
+             request: Any) -> Any:
+        """Ask both; the learner's answer must be the reference's, byte for byte."""
+        got = _call(self.steps, what, getattr(self.mine, method), version, request)
+        expected = getattr(self.theirs, method)(version, request)
+        _same_answer(f"{what}: the whole answer", api_key, version, expected, got)
+        return got
+
+    def close(self) -> None:
+        self.mine.close()
+        self.theirs.close()
+
+
+def _raw_log(data_dir: Path) -> bytes:
+    log = SegmentLog.open(data_dir)
+    try:
+        return log.read(log.log_start_offset, 1 << 30)
+    finally:
+        log.close()
 
 
 def _as_a_client_reads(api_key: ApiKey, version: int, body: dict) -> Any:
@@ -605,6 +664,27 @@ def check_produce(learner: ModuleType, workdir: Path) -> None:
         broker.close()
     steps.expect("orders-0 on disk", [(None, v) for v in (b"a", b"b", b"c", b"d", b"e")],
                  _records_on_disk(data_dir / "orders-0"))
+    both = _Both(learner, workdir, steps)
+    try:
+        both.call("metadata(8, topics=['orders'])", "metadata", ApiKey.METADATA, 8,
+                  _request(ApiKey.METADATA, 8, {"topics": [{"name": "orders"}]}))
+        batches = [build_batch([(b"k", b"v%d" % n) for n in range(count)]) for count in (2, 1, 3)]
+        for acks, batch in zip((-1, 1, 0), batches):
+            both.call(f"produce(7, acks={acks}, orders-0, 1 and -1, nosuch-0)", "produce",
+                      ApiKey.PRODUCE, 7, _request(ApiKey.PRODUCE, 7, {
+                          "acks": acks, "timeout_ms": 1000, "topic_data": [
+                              {"name": "orders", "partition_data": [
+                                  {"index": 0, "records": batch}, {"index": 1, "records": batch},
+                                  {"index": -1, "records": batch}]},
+                              {"name": "nosuch", "partition_data": [
+                                  {"index": 0, "records": batch}]}]}))
+    finally:
+        both.close()
+    failure = byte_diff("orders-0's log, byte for byte (offsets, leader epoch 0)",
+                        _raw_log(both.reference_dir / "orders-0"),
+                        _raw_log(both.data_dir / "orders-0"), dissect_records)
+    if failure:
+        raise failure
     with served(Path(learner.__file__).parent, workdir, steps) as port:
         _run(steps, ["kcat", "-P", "-b", f"{HOST}:{port}", "-t", "events", "-p", "0",
                      "-m", "30"], "kcat produces three messages", stdin="one\ntwo\nthree\n")
@@ -638,6 +718,30 @@ def check_fetch(learner: ModuleType, workdir: Path) -> None:
                          (answer.error_code, answer.high_watermark, len(records)))
     finally:
         broker.close()
+    both = _Both(learner, workdir, steps)
+    try:
+        for broker in (both.mine, both.theirs):
+            log = broker.create_topic("orders")
+            log.append(first, leader_epoch=0)
+            log.append(second, leader_epoch=0)
+        for offset, max_bytes in ((0, 1 << 20), (1, 1), (3, 1 << 20), (9, 1 << 20)):
+            both.call(f"fetch(11, orders-0 from {offset}, max {max_bytes}; orders-1, -1; "
+                      "nosuch-0)",
+                      "fetch", ApiKey.FETCH, 11, _request(ApiKey.FETCH, 11, {
+                          "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1,
+                          "max_bytes": 1 << 20, "topics": [
+                              {"topic": "orders", "partitions": [
+                                  {"partition": 0, "fetch_offset": offset,
+                                   "partition_max_bytes": max_bytes},
+                                  {"partition": 1, "fetch_offset": 0,
+                                   "partition_max_bytes": max_bytes},
+                                  {"partition": -1, "fetch_offset": 0,
+                                   "partition_max_bytes": max_bytes}]},
+                              {"topic": "nosuch", "partitions": [
+                                  {"partition": 0, "fetch_offset": 0,
+                                   "partition_max_bytes": max_bytes}]}]}))
+    finally:
+        both.close()
     with served(Path(learner.__file__).parent, workdir, steps) as port:
         bootstrap = f"{HOST}:{port}"
         _run(steps, ["kcat", "-P", "-b", bootstrap, "-t", "events", "-p", "0", "-m", "30"],
@@ -791,6 +895,14 @@ STAGE = Stage(4, "Your own broker", "stage4_broker", "stages/stage4_broker/READM
     Mutant("api-versions-answer-unsorted", 3, "for key, (low, high) in sorted(VERSIONS.items())]",
            "for key, (low, high) in VERSIONS.items()]"),
     Mutant("metadata-advertises-the-wrong-port", 4, '"port": self.port,', '"port": 9092,'),
+    Mutant("metadata-leader-epoch-unknown", 4, '"leader_id": self.node_id, "leader_epoch": 0,',
+           '"leader_id": self.node_id, "leader_epoch": -1,'),
+    Mutant("produce-forgets-the-log-start-offset", 5,
+           'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset\n'
+           '                    answer["log_start_offset"] = log.log_start_offset\n',
+           'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset\n'),
+    Mutant("fetch-forgets-the-last-stable-offset", 6,
+           '                    answer["last_stable_offset"] = log.log_end_offset\n', ""),
     Mutant("produce-answers-no-base-offset", 5,
            'answer["base_offset"] = log.append(data.records, leader_epoch=0).base_offset',
            "log.append(data.records, leader_epoch=0)"),

@@ -66,6 +66,67 @@ TRUNCATION_CASES = [  # follower's epochs, its LEO, epoch asked, the leader's an
 LEADER_ENDS = (-1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15)
 
 
+# Broker ids as Kafka generates them (1001 on) and the leader not the smallest: ids are
+# compared by value (``is`` holds only for CPython's cached small ints), and "the leader"
+# is not "the first" or "the smallest".
+HW_MORE_CASES = [
+    ([1001, 1002, 1003], 1002, 10, {1001: 4, 1003: 9}),
+    ([3, 1, 2], 2, 7, {1: 7, 3: 7}),
+]
+
+OUT_OF_SYNC_MORE_CASES = [
+    ([1001, 1002, 1003], 1003, 10, {1001: 5, 1002: 10}, {1001: 1_000.0, 1002: 9_000.0},
+     10_000.0, 2_000.0),
+    ([1, 2], 1, 10, {2: 12}, {2: 0.0}, 10_000.0, 2_000.0),  # ahead of a new leader: stays
+    ([1, 3, 2], 1, 10, {3: 10, 2: 5}, {3: 10_000.0, 2: 1_000.0}, 10_000.0, 2_000.0),
+    ([1, 2], 1, 10, {2: 5}, {}, 2_000.0, 2_000.0),  # never caught up: lag counts from 0
+    ([1, 2], 1, 10, {2: 5}, {}, 2_000.5, 2_000.0),
+]
+
+EPOCH_MORE_TABLES = [([(0, 0), (300, 4), (301, 9)], 12)]  # epochs past CPython's small ints
+
+# Follower epoch tables for truncation_offset, each asked about its latest epoch.
+FOLLOWER_TABLES = [
+    ([(0, 0), (2, 5), (3, 9)], 12),
+    ([(1, 4)], 6),
+    ([(0, 0), (1, 3)], 3),
+    ([(2, 0), (3, 5)], 8),  # the leader may know only an epoch older than all of these
+    ([], 4),
+]
+
+
+def _fresh(value: int) -> int:
+    """The same int as a new object, as a learner's caller would pass it."""
+    return int(str(value))
+
+
+def _copy(value: object) -> object:
+    """An argument as a learner's caller would pass it: new containers and new int objects,
+    so that comparing broker ids or epochs with ``is`` fails past CPython's small ints."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return _fresh(value)
+    if isinstance(value, dict):
+        return {_copy(k): _copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def _leader_answers(entries: list[tuple[int, int]], leo: int,
+                    asked: int) -> list[tuple[int, int]]:
+    """Answers a leader may give about ``asked``: it knows it, an older one, or none."""
+    ends = sorted({0, 2, 3, max(leo - 1, 0), leo, leo + 3})
+    answers = [(-1, -1)] + [(-1, end) for end in ends]
+    if asked >= 0:
+        answers += [(asked, end) for end in ends]
+        older = {epoch for epoch, _ in entries if epoch < asked} | {asked - 1, entries[0][0] - 1}
+        answers += [(epoch, end) for epoch in sorted(older) if 0 <= epoch < asked
+                    for end in ends]
+    return answers
+
+
 def _describe(call: str, expected: object, got: object) -> ExerciseFailed:
     return ExerciseFailed(call, [f"expected (SimpleKafka's broker): {expected!r}",
                                  f"got (yours):                     {got!r}"])
@@ -91,7 +152,7 @@ def _maps(keys: list[int], values: Iterable[object]) -> list[dict]:
 
 
 def hw_cases() -> list[tuple]:
-    cases = list(HW_CASES)
+    cases = list(HW_CASES + HW_MORE_CASES)
     for leo in (0, 5):
         for isr in _isrs([1, 2, 3]):
             for ends in _maps([2, 3], [None, 0, 4, 5, 6]):
@@ -100,7 +161,7 @@ def hw_cases() -> list[tuple]:
 
 
 def out_of_sync_cases() -> list[tuple]:
-    cases = list(OUT_OF_SYNC_CASES)
+    cases = list(OUT_OF_SYNC_CASES + OUT_OF_SYNC_MORE_CASES)
     now, lag = 10_000.0, 2_000.0
     for leo in (0, 10):
         ends_choices = _maps([2, 3], [None, max(leo - 1, 0), leo, leo + 1])
@@ -117,7 +178,11 @@ def join_cases() -> list[tuple]:
 
 
 def end_offset_cases() -> list[tuple]:
-    return [(entries, leo, asked) for entries, leo in EPOCH_TABLES for asked in range(-1, 8)]
+    cases = [(entries, leo, asked) for entries, leo in EPOCH_TABLES for asked in range(-1, 8)]
+    for entries, leo in EPOCH_MORE_TABLES:  # epochs past CPython's cached small ints
+        cases += [(entries, leo, asked)
+                  for asked in range(entries[1][0] - 1, entries[-1][0] + 2)]
+    return cases
 
 
 def truncation_cases() -> list[tuple]:
@@ -128,6 +193,10 @@ def truncation_cases() -> list[tuple]:
             for leader_epoch in range(-1, 7):
                 for end in LEADER_ENDS:
                     cases.append((entries, leo, asked, leader_epoch, end))
+    for entries, leo in FOLLOWER_TABLES:
+        asked = entries[-1][0] if entries else -1
+        for leader_epoch, end in _leader_answers(entries, leo, asked):
+            cases.append((entries, leo, asked, leader_epoch, end))
     return cases
 
 
@@ -135,8 +204,7 @@ def _compare(name: str, cases: Iterable[tuple], broker: Callable, learner: Calla
              shape: Callable = lambda x: x, fields: tuple[str, ...] = ()) -> None:
     for case in cases:
         expected = shape(broker(*case))
-        copies = [dict(a) if isinstance(a, dict) else list(a) if isinstance(a, list) else a
-                  for a in case]
+        copies = [_copy(a) for a in case]
         got = shape(learner(*copies))
         if got != expected:
             arguments = ", ".join(f"{f}={a!r}" for f, a in zip(fields, case))
@@ -240,6 +308,14 @@ STAGE = Stage(7, "Replication rules", "stage7_replication", "stages/stage7_clust
     Mutant("epoch-floor-is-the-asked-epoch", 3,
            "    return (floor[-1][0] if floor else epoch), higher[1]",
            "    return epoch, higher[1]"),
+    Mutant("hw-compares-broker-ids-with-is", 1, "        if replica != leader_id:\n",
+           "        if replica is not leader_id:\n"),
+    Mutant("isr-drops-a-follower-ahead-of-the-leader", 2,
+           "if follower_end_offsets.get(replica, -1) >= leader_end_offset:",
+           "if follower_end_offsets.get(replica, -1) == leader_end_offset:"),
+    Mutant("truncation-keeps-everything-when-the-leader-knows-no-epoch", 3,
+           "cut = leader_end_offset if leader_end_offset >= 0 else log_end_offset",
+           "cut = log_end_offset"),
     Mutant("follower-never-truncates", 3, "    return min(cut, log_end_offset)",
            "    return log_end_offset"),
     Mutant("truncation-ignores-own-epoch-end", 3,
