@@ -242,7 +242,8 @@ def _json_fields(steps: Steps, what: str, expected: bytes, got: Any) -> dict[str
     if not isinstance(theirs, dict):
         raise steps.fail(f"{what} must be a JSON object", Text(expected.decode()), got)
     ours = json.loads(expected)
-    lines = [f"SimpleKafka writes: {expected.decode()}", f"yours:              {got.decode()}"]
+    lines = [f"SimpleKafka writes: {expected.decode()}",
+             f"yours:              {bytes(got).decode(errors='replace')}"]
     for key in [*ours, *(k for k in theirs if k not in ours)]:
         if key not in theirs:
             failure = steps.fail(f"{what}: field {key!r} is missing", {key: ours[key]},
