@@ -182,7 +182,9 @@ FATAL_CODES = frozenset({
     ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ErrorCode.INVALID_TRANSACTION_TIMEOUT, ErrorCode.TRANSACTION_COORDINATOR_FENCED,
 })
-RETRIES = 50  # of a retriable answer (CONCURRENT_TRANSACTIONS while markers are written...)
+# How long a retriable answer (CONCURRENT_TRANSACTIONS while markers are written...) is
+# asked again, and how often.
+RETRY_FOR_S = 20.0
 RETRY_BACKOFF_S = 0.05
 
 
@@ -251,13 +253,13 @@ class TransactionalProducer:
 
     def call(self, api_key: ApiKey, body: dict) -> tuple[ErrorCode, Any]:
         """Send one request; (its error code, the answer), after retrying retriable codes."""
-        for _attempt in range(RETRIES):
+        deadline = time.monotonic() + RETRY_FOR_S
+        while True:
             answer = self.request(api_key, body)
             code = error_code_of(api_key, answer)
-            if not code.retriable:
-                break
+            if not code.retriable or time.monotonic() > deadline:
+                return code, answer
             time.sleep(RETRY_BACKOFF_S)
-        return code, answer
 
     def require(self, *states: TxnState) -> None:
         """Raise unless in one of ``states``: the fatal error itself when in FatalError."""
