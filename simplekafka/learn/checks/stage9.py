@@ -43,8 +43,8 @@ REAL_COLLECT = txn_index.TransactionIndex.collect
 REAL_FILTER = fetcher._AbortedFilter
 
 SCENARIOS = 40
-PRODUCERS = (1001, 1002, 1003)
-IDEMPOTENT_ONLY = 1004  # an idempotent producer that never opens a transaction
+PRODUCERS = (0, 1, 2)  # producer ids start at 0, as the broker gives them out
+IDEMPOTENT_ONLY = 3  # an idempotent producer that never opens a transaction
 
 # --- partition logs, written batch by batch -------------------------------------------------
 
@@ -381,6 +381,7 @@ class Wire:
         self.coordinator = coordinator
         self.sent: list[Sent] = []
         self.broken: ExerciseFailed | None = None
+        self.acting: Any = None  # the producer whose method is running
 
     def __call__(self, api_key: ApiKey, body: dict) -> Any:
         try:
@@ -402,6 +403,8 @@ class Wire:
         _header, request = decode_request(encode_request(api_key, version, 0, "check", body))
         code = error_code_of(api_key, answer)
         fields = _summary(api_key, request)
+        state = getattr(self.acting, "state", None)
+        fields["state while sent"] = getattr(state, "name", repr(state))
         self.sent.append(Sent(_api_name(api_key), fields, code, answer))
         retried = " (retriable: call() asks again)" if code.retriable else ""
         self.steps.step(f"   -> {_api_name(api_key)} v{version} {_show(fields)}  <- "
@@ -446,6 +449,7 @@ class Scenario:
         before = len(self.wire.sent)
         outcome: Any = None
         raised: BaseException | None = None
+        self.wire.acting = producer
         try:
             outcome = action()
         except NotImplementedError:
@@ -499,8 +503,14 @@ def _ids(producer: Any) -> dict:
             "producer_epoch": producer.producer_epoch}
 
 
+def _init(transactional_id: str = TXN_ID, **more: Any) -> tuple[str, dict]:
+    return ("InitProducerId", {"transactional_id": transactional_id, **more,
+                               "state while sent": "INITIALIZING"})
+
+
 def _add(producer: Any, partition: int) -> tuple[str, dict]:
-    return ("AddPartitionsToTxn", {**_ids(producer), "partitions": [(TOPIC, partition)]})
+    return ("AddPartitionsToTxn", {**_ids(producer), "partitions": [(TOPIC, partition)],
+                                   "state while sent": "IN_TRANSACTION"})
 
 
 def _produce(producer: Any, partition: int, sequence: int, values: list[bytes]
@@ -509,11 +519,13 @@ def _produce(producer: Any, partition: int, sequence: int, values: list[bytes]
                         "partitions": [(TOPIC, partition)],
                         "producer_id": producer.producer_id,
                         "producer_epoch": producer.producer_epoch, "base_sequence": sequence,
-                        "transactional": True, "values": values})
+                        "transactional": True, "values": values,
+                        "state while sent": "IN_TRANSACTION"})
 
 
 def _end(producer: Any, commit: bool) -> tuple[str, dict]:
-    return ("EndTxn", {**_ids(producer), "committed": commit})
+    return ("EndTxn", {**_ids(producer), "committed": commit, "state while sent":
+                       "COMMITTING_TRANSACTION" if commit else "ABORTING_TRANSACTION"})
 
 
 def _records(*values: bytes) -> list[tuple[bytes, bytes]]:
@@ -571,15 +583,14 @@ def _run_scenario(s: Scenario) -> None:
     empty = s.producer("")
     s.do("empty", empty, "init_transactions()  [an empty transactional id]",
          empty.init_transactions,
-         Expect([("InitProducerId", {"transactional_id": ""})], "FATAL_ERROR", "fatal",
+         Expect([_init("")], "FATAL_ERROR", "fatal",
                 (ErrorCode.INVALID_REQUEST,)))
 
     a = s.producer()
     s.do("a", a, "begin_transaction()  [before init_transactions]", a.begin_transaction,
          Expect(state="UNINITIALIZED", raises="IllegalStateError"))
     s.do("a", a, "init_transactions()", a.init_transactions,
-         Expect([("InitProducerId", {"transactional_id": TXN_ID,
-                                     "transaction_timeout_ms": 60_000})]))
+         Expect([_init(transaction_timeout_ms=60_000)]))
     answer = s.wire.sent[-1].answer
     s.steps.expect("a's (producer_id, producer_epoch) after init_transactions (InitProducerId's "
                    "answer)", (answer.producer_id, answer.producer_epoch),
@@ -625,7 +636,7 @@ def _run_scenario(s: Scenario) -> None:
          Expect([_add(a, 1), _produce(a, 1, 1, [b"zombie-1"])], "IN_TRANSACTION"))
     b = s.producer()
     s.do("b", b, "init_transactions()  [same transactional id: fences a]", b.init_transactions,
-         Expect([("InitProducerId", {"transactional_id": TXN_ID})]))
+         Expect([_init()]))
     s.steps.expect("b's producer id is a's, its epoch newer", (a.producer_id, True),
                    (b.producer_id, b.producer_epoch > a.producer_epoch))
     fenced = Expect(state="FATAL_ERROR", raises="fatal", codes=FENCED)
@@ -644,7 +655,7 @@ def _run_scenario(s: Scenario) -> None:
          Expect([_add(b, 0), _produce(b, 0, 0, [b"zombie-2"])], "IN_TRANSACTION"))
     c = s.producer()
     s.do("c", c, "init_transactions()  [fences b]", c.init_transactions,
-         Expect([("InitProducerId", {"transactional_id": TXN_ID})]))
+         Expect([_init()]))
     s.do("b", b, "send(p0, zombie-3)  [b was fenced]",
          lambda: b.send(TOPIC, 0, _records(b"zombie-3")),
          Expect([_produce(b, 0, 1, [b"zombie-3"])], "FATAL_ERROR", "fatal", FENCED))
@@ -808,4 +819,16 @@ STAGE = Stage(9, "Transactions", "stage9_transactions", "stages/stage9_transacti
            "        self.producer_id = answer.producer_id\n"),
     Mutant("init-refusal-not-fatal", 3,
            " or self.state == TxnState.INITIALIZING", ""),
+    Mutant("end-txn-sent-before-committing", 3,
+           "        self.transition_to(TxnState.COMMITTING_TRANSACTION if commit\n"
+           "                           else TxnState.ABORTING_TRANSACTION)\n"
+           "        if self.partitions:\n",
+           "        if self.partitions:\n"
+           "            self.call(ApiKey.END_TXN, {\n"
+           "                \"transactional_id\": self.transactional_id,\n"
+           "                \"producer_id\": self.producer_id,\n"
+           "                \"producer_epoch\": self.producer_epoch, \"committed\": commit})\n"
+           "        self.transition_to(TxnState.COMMITTING_TRANSACTION if commit\n"
+           "                           else TxnState.ABORTING_TRANSACTION)\n"
+           "        if False:\n"),
 ), real_processes=True)
