@@ -536,13 +536,18 @@ def check_transactional_producer(learner: ModuleType, workdir: Path) -> None:
     from simplekafka.admin import Admin
     from simplekafka.client.client import KafkaClient
     from simplekafka.cluster import LocalCluster
+    from simplekafka.cluster.local import ClusterError
 
     steps = Steps()
     cluster = LocalCluster(brokers=1, base_dir=workdir / "cluster", broker_config={
         "transaction.state.log.num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
         "transaction.max.timeout.ms": 120_000})
     steps.step(f"start ZooKeeper and one broker (logs under {workdir / 'cluster'})")
-    cluster.start()
+    try:
+        cluster.start()  # (stops what it started if it fails)
+    except ClusterError as exc:
+        raise steps.fail("the cluster did not start (nothing of yours runs in it yet)",
+                         "ZooKeeper and a broker serving", str(exc)) from None
     client = None
     try:
         with Admin(cluster.bootstrap_servers) as admin:
