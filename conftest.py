@@ -6,6 +6,7 @@ Keep each fixture small and add new ones below the others; several stages share 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -74,12 +75,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # not reach its scheduler under pytest 9, so the grouping is a scheduler of our own.)
 
 SPARK_TESTS = "stages/stage8_spark/"
+# Learner mode's tests are parametrized by stage ("[stage4]", "[stage4-<mutant>]"): each
+# stage is a unit of its own (its checks start that stage's processes), stage 8's joins Spark.
+LEARN_TESTS = "tests/test_learn.py::"
+LEARN_STAGE = re.compile(r"\[stage(\d+)[\]-]")
 
 
 def worker_group(nodeid: str) -> str:
     """The unit a worker takes whole: "spark" for Spark tests, else the test's module."""
     if nodeid.startswith(SPARK_TESTS):
         return "spark"
+    if nodeid.startswith(LEARN_TESTS):
+        stage = LEARN_STAGE.search(nodeid)
+        if stage:
+            return "spark" if stage.group(1) == "8" else f"{LEARN_TESTS}stage{stage.group(1)}"
     return nodeid.split("::", 1)[0]
 
 

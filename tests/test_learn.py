@@ -161,7 +161,7 @@ MUTATIONS = {mutant.name: (stage.number, mutant)
 def mutation_param(name: str):
     stage, _mutant = MUTATIONS[name]
     marks = [pytest.mark.integration] if stage in REAL_PROCESS_STAGES else []
-    return pytest.param(name, marks=marks, id=name)
+    return pytest.param(name, marks=marks, id=f"stage{stage}-{name}")
 
 
 @pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])
