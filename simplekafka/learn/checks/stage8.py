@@ -581,13 +581,28 @@ def _run_query(steps: Steps, spark: Any, source: str, servers: str, topic: str,
             steps.step(f"Spark's Python worker did not start in time (a busy machine): "
                        f"the query again from its checkpoint, attempt {attempt + 1}")
             continue
-        raise steps.fail("the query failed (your code raised in Spark; its report, cut)",
-                         "a finished query", text[-2000:])
+        raise _spark_failure(steps, text)
     if not finished:
         raise steps.fail(f"the query did not finish within {QUERY_TIMEOUT:.0f} s",
                          "every available record read", f"batches so far: {sorted(batches)}")
     with lock:
         return [rows for _batch, rows in sorted(batches.items()) if rows]
+
+
+WORKER_ERROR = "An exception was thrown from the Python worker:"
+
+
+def _spark_failure(steps: Steps, text: str) -> ExerciseFailed:
+    """The query's error: what a Python worker raised when that is it, else Spark's words."""
+    if WORKER_ERROR in text:
+        text = text.rsplit(WORKER_ERROR, 1)[1].replace(" SQLSTATE: 39000", "")
+        text = text.replace(" SQLSTATE: XXKST", "").strip()
+        summary = "the query failed: your code raised in a Spark Python worker"
+    else:
+        summary = "the query failed"
+    lines = ["steps:"] + [f"  {n}. {step}" for n, step in enumerate(steps.done, 1)]
+    lines += ["Spark reported:"] + ["  " + line for line in text[-2000:].splitlines()]
+    return ExerciseFailed(summary, lines)
 
 
 def _compare_batches(steps: Steps, run: str, expected: list, got: list[list[tuple]]) -> None:
