@@ -48,9 +48,17 @@ def learn(*args: str, cwd: Path, as_process: bool = False) -> subprocess.Complet
     return subprocess.CompletedProcess(["learn", *args], status, out.getvalue(), err.getvalue())
 
 
+def within_limits(stage: int, exercise: int | None = None) -> list:
+    """pytest-timeout's limit for a stage's (or an exercise's) check: its time limits + 60 s."""
+    exercises = STAGES[stage].exercises
+    if exercise is not None:
+        exercises = tuple(e for e in exercises if e.number == exercise)
+    return [pytest.mark.timeout(max(300, 60 + sum(e.time_limit for e in exercises)))]
+
+
 def stage_param(number: int):
     marks = [pytest.mark.integration] if number in REAL_PROCESS_STAGES else []
-    return pytest.param(number, marks=marks, id=f"stage{number}")
+    return pytest.param(number, marks=marks + within_limits(number), id=f"stage{number}")
 
 
 def fill_with_reference(tmp_path: Path, stage: int, old: str = "", new: str = "") -> Path:
@@ -159,9 +167,10 @@ MUTATIONS = {mutant.name: (stage.number, mutant)
 
 
 def mutation_param(name: str):
-    stage, _mutant = MUTATIONS[name]
+    stage, mutant = MUTATIONS[name]
     marks = [pytest.mark.integration] if stage in REAL_PROCESS_STAGES else []
-    return pytest.param(name, marks=marks, id=f"stage{stage}-{name}")
+    return pytest.param(name, marks=marks + within_limits(stage, mutant.exercise),
+                        id=f"stage{stage}-{name}")
 
 
 @pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])

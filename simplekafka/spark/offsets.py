@@ -67,6 +67,29 @@ def rate_limit(start: PartitionOffsets, end: PartitionOffsets, limit: int) -> Pa
     return capped
 
 
+def next_batch_end(start: PartitionOffsets, latest: PartitionOffsets,
+                   earliest: PartitionOffsets, max_rows: int | None) -> PartitionOffsets:
+    """Where the next micro-batch ends: ``latestOffset``'s arithmetic, once the lookups are done.
+
+    ``start`` is where the batch begins (the last batch's end), ``latest`` each
+    partition's high watermark now, ``earliest`` the log start of (at least)
+    every partition ``start`` does not know yet: those are new, and are read
+    from their start. No partition ends before it begins; ``max_rows``
+    (``maxOffsetsPerTrigger``) caps the batch by :func:`rate_limit`; a
+    partition gone from ``latest`` keeps its offset.
+    """
+    begin = dict(start)
+    for tp in latest:
+        if tp not in begin:
+            begin[tp] = earliest[tp]
+    end = {tp: max(o, begin[tp]) for tp, o in latest.items()}
+    if max_rows is not None:
+        end = rate_limit(begin, end, max_rows)
+    for tp, offset in begin.items():
+        end.setdefault(tp, offset)
+    return end
+
+
 def plan_ranges(
     start: PartitionOffsets, end: PartitionOffsets, min_partitions: int | None
 ) -> list[OffsetRange]:

@@ -45,8 +45,8 @@ from simplekafka.spark.fetching import (
 from simplekafka.spark.offsets import (
     PartitionOffsets,
     from_json_dict,
+    next_batch_end,
     plan_ranges,
-    rate_limit,
     to_json_dict,
 )
 from simplekafka.spark.options import (
@@ -267,16 +267,12 @@ class KafkaStreamReader(_ViewHolder, DataSourceStreamReader, SupportsTriggerAvai
         self._report_progress(begin)
         latest = self._latest()
         new = [TopicPartition(t, p) for (t, p) in latest if (t, p) not in begin]
+        earliest = {}
         if new:  # partitions or topics that appeared: read them from their start
             log.info("simplekafka source: new partitions %s", ", ".join(map(str, new)))
-            begin.update(self.view.offsets(new, EARLIEST_TIMESTAMP))
-        end = {tp: max(o, begin.get(tp, o)) for tp, o in latest.items()}
-        if isinstance(limit, ReadMaxRows):
-            end = rate_limit(begin, end, limit.max_rows)
-        # Partitions no longer in the metadata keep their last offset.
-        for tp, offset in begin.items():
-            end.setdefault(tp, offset)
-        return to_json_dict(end)
+            earliest = self.view.offsets(new, EARLIEST_TIMESTAMP)
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return to_json_dict(next_batch_end(begin, latest, earliest, max_rows))
 
     def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
         self._check()
