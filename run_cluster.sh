@@ -12,12 +12,13 @@
 #   ./run_cluster.sh --secure        brokers, replication and clients over SASL_SSL
 #                                    (TLS + SCRAM; docs/security.md)
 #
-# On a fresh machine it first sets itself up (tools/bootstrap.sh: virtualenv,
-# dependencies, Java for ZooKeeper). Everything it starts, it stops.
+# On a fresh machine it first sets itself up with only what the demo needs
+# (tools/bootstrap.sh --demo: Java for ZooKeeper, a virtualenv with
+# simplekafka[demo]); ./run_tests.sh installs the rest. Everything it starts, it stops.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
-"$ROOT/tools/bootstrap.sh"
+"$ROOT/tools/bootstrap.sh" --demo
 VENV="${SIMPLEKAFKA_VENV:-$ROOT/.venv}"
 export PATH="$VENV/bin:$PATH"
 export SPARK_LOCAL_IP=127.0.0.1

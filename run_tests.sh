@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command: prepares the machine (tools/bootstrap.sh), then runs the
+# The one test command: prepares the machine (tools/bootstrap.sh: the full set, where
+# run_cluster.sh takes only the demo's), then runs the
 # whole suite: unit, component, interop and system tests, lint, the import
 # contract, the docs build, stage demos and notebooks. Extra arguments go to pytest.
 set -euo pipefail

@@ -336,7 +336,10 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
 
         if keep:
             say(f"\nthe cluster keeps running: bootstrap servers {cluster.bootstrap_servers}")
-            say(f"  try: kcat -b {cluster.brokers[1].address} -L")
+            say(f"  try: simplekafka topics describe --bootstrap-server "
+                f"{cluster.brokers[1].address}")
+            if shutil.which("kcat"):  # installed by ./run_tests.sh's set-up, not the demo's
+                say(f"   or: kcat -b {cluster.brokers[1].address} -L")
             say("press Ctrl-C to stop it")
             _wait_for_interrupt()
         return 0 if report.ok and extra_ok else 1
