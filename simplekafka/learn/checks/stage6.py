@@ -63,7 +63,13 @@ def murmur2_keys() -> list[bytes]:
         "customer-1", "order-42", "ключ", "키", "鍵-7", "clé", "🙂", "naïve café", " ")]
     keys += [f"key-{n}".encode() for n in range(60)]
     keys += [bytes(rng.randrange(256) for _ in range(rng.randrange(21, 200))) for _ in range(20)]
-    return keys
+    return keys + list(BOUNDARY_KEYS)
+
+
+# 4-byte keys whose murmur2 is -2**31, 2**31 - 1, 2**31 - 2, -2**31 + 1, 0 and -1 (found by
+# running the hash's steps backwards: each is invertible): the signed result's boundaries.
+BOUNDARY_KEYS = (b"\xa7\xd6Pl", b"\x02}SC", b"\x14{Z\x0f", b"34\xf6\xa5", b"\xe3\x87\x18D",
+                 b"\xa5\xd40\\")
 
 
 def _show(key: bytes) -> str:
@@ -780,6 +786,9 @@ STAGE = Stage(6, "Producer, consumer and groups", "stage6_apis", "stages/stage6_
 ), mutants=(
     Mutant("murmur2-unsigned", 1, "    return h - (1 << 32) if h >= 0x80000000 else h\n",
            "    return h\n"),
+    Mutant("murmur2-sign-boundary-off-by-one", 1,
+           "    return h - (1 << 32) if h >= 0x80000000 else h\n",
+           "    return h - (1 << 32) if h > 0x80000000 else h\n"),
     Mutant("murmur2-big-endian-words", 1, 'k = int.from_bytes(data[i : i + 4], "little")',
            'k = int.from_bytes(data[i : i + 4], "big")'),
     Mutant("murmur2-tail-does-not-fall-through", 1, "    if left >= 2:\n",
