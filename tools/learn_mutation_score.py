@@ -84,6 +84,11 @@ _ASKED_EPOCH = ("equivalent: the leader never answers an epoch newer than the on
                 "end of it is the follower's log end: min(leader's end, log end) either way")
 _OWN_PAIR = ("equivalent: the follower's end_offset_for gives -1 for the epoch exactly when it "
              "gives -1 for the end, so either half of the test decides alone")
+_WORD_ALIGNED = ("equivalent: whole is a multiple of 4, so its two low bits are clear and "
+                 "whole | 1, whole ^ 1 (or 2) are whole + 1 (or 2)")
+_ERROR_CODE_MEMBER = ("equivalent: code is ErrorCode.of(...), always an ErrorCode member (an "
+                      "unknown number maps to UNKNOWN_SERVER_ERROR), and an enum's members are "
+                      "singletons, so `is` answers as == does")
 SURVIVOR_REASONS: dict[str, str] = {
     # stage 1
     "1/1/encode_varint/NumberReplacer/2": (
@@ -93,6 +98,10 @@ SURVIVOR_REASONS: dict[str, str] = {
         "equivalent: zigzag & 0x7F is below 0x80, so adding 0x80 sets the same bit as or"),
     "1/1/encode_varint/ReplaceBinaryOperator_BitOr_BitXor/0": (
         "equivalent: zigzag & 0x7F has bit 7 clear, so xor with 0x80 sets it as or does"),
+    "1/4/encode_unsigned_varint/ReplaceBinaryOperator_BitOr_Add/0": (
+        "equivalent: value & 0x7F is below 0x80, so adding 0x80 sets the same bit as or"),
+    "1/4/encode_unsigned_varint/ReplaceBinaryOperator_BitOr_BitXor/0": (
+        "equivalent: value & 0x7F has bit 7 clear, so xor with 0x80 sets it as or does"),
     # stage 3
     "3/1/Segment.lookup/ReplaceComparisonOperator_LtE_Lt/0": _NO_EMPTY_BATCH,
     "3/1/Segment.read/ReplaceComparisonOperator_LtE_Lt/0": _NO_EMPTY_BATCH,
@@ -111,6 +120,34 @@ SURVIVOR_REASONS: dict[str, str] = {
     # stage 4
     "4/6/Broker.fetch/NumberReplacer/10": _FIRST_BATCH_WHOLE,
     "4/6/Broker.fetch/NumberReplacer/11": _FIRST_BATCH_WHOLE,
+    # stage 5
+    "5/2/ConnectionCore._decode/ReplaceComparisonOperator_Eq_Is/0": (
+        "equivalent: request.api_key is always an ApiKey member (send_request stores "
+        "ApiKey(api_key), the core's own requests ApiKey.API_VERSIONS or a SASL key), and an "
+        "enum's members are singletons, so `is` answers as == does"),
+    # stage 6
+    "6/1/murmur2/ReplaceBinaryOperator_BitAnd_Mod/0": (
+        "equivalent: SEED ^ length is below MASK32 (so % MASK32 leaves it as & does) for every "
+        "length but 0x68b84d73 (1.75 GB), far beyond any key a record can hold"),
+    "6/1/murmur2/ReplaceBinaryOperator_Sub_BitXor/0": (
+        "equivalent: length % 4 is length's two low bits, so xor clears them as - does"),
+    "6/1/murmur2/ReplaceBinaryOperator_Sub_BitXor/1": (
+        "equivalent: whole is length with its two low bits cleared, so length ^ whole is "
+        "those two bits, length - whole"),
+    "6/1/murmur2/NumberReplacer/6": (
+        "equivalent: a fifth byte adds b * 2**32 to k, and (k * M) & MASK32 drops it"),
+    "6/1/murmur2/ReplaceComparisonOperator_Eq_GtE/0": (
+        "equivalent: left is length % 4, never above 3"),
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitOr/1": _WORD_ALIGNED,
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitXor/1": _WORD_ALIGNED,
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitOr/2": _WORD_ALIGNED,
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitXor/2": _WORD_ALIGNED,
+    "6/2/Accumulator.ready/NumberReplacer/3": (
+        "equivalent: with more than one batch queued the first test decides (the head is not "
+        "read), and with one, queue[-1] is queue[0]"),
+    "6/2/Accumulator.ready/ReplaceComparisonOperator_Gt_NotEq/0": (
+        "equivalent: empty queues are skipped just before, so len(queue) != 1 is len(queue) > 1"),
+    "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
     # stage 7
     "7/2/out_of_sync_replicas/ReplaceUnaryOperator_USub_Invert/0": (
         "equivalent: a follower that has not fetched is below the leader's LEO (never "
