@@ -89,6 +89,13 @@ _WORD_ALIGNED = ("equivalent: whole is a multiple of 4, so its two low bits are 
 _ERROR_CODE_MEMBER = ("equivalent: code is ErrorCode.of(...), always an ErrorCode member (an "
                       "unknown number maps to UNKNOWN_SERVER_ERROR), and an enum's members are "
                       "singletons, so `is` answers as == does")
+_MIN_TIE = ("equivalent: on a tie (the offset equals lso) `<=` sets lso to the value it "
+            "already has")
+_NEGATIVE = ("unobservable here: code > NONE differs from != only for a negative code, and "
+             "the one negative code, UNKNOWN_SERVER_ERROR (-1), the real coordinator and "
+             "partition leader the check runs against send only on an internal failure the "
+             "check cannot provoke (the refusals it provokes, INVALID_REQUEST, "
+             "OUT_OF_ORDER_SEQUENCE_NUMBER, PRODUCER_FENCED, are positive)")
 SURVIVOR_REASONS: dict[str, str] = {
     # stage 1
     "1/1/encode_varint/NumberReplacer/2": (
@@ -148,6 +155,26 @@ SURVIVOR_REASONS: dict[str, str] = {
     "6/2/Accumulator.ready/ReplaceComparisonOperator_Gt_NotEq/0": (
         "equivalent: empty queues are skipped just before, so len(queue) != 1 is len(queue) > 1"),
     "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
+    # stage 9
+    "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/0": _MIN_TIE,
+    "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/1": _MIN_TIE,
+    "9/2/AbortedFilter.drops/NumberReplacer/1": (
+        "equivalent: a batch without a producer has producer id -1 (no other negative id is "
+        "written); such a batch is neither control nor transactional, so it is kept either "
+        "way, and the aborted transactions its offset moves into aborting the next batch "
+        "would move anyway (offsets only grow)"),
+    "9/2/AbortedFilter.drops/NumberReplacer/11": (
+        "equivalent: a control batch holds exactly one record (its marker), so records[-1] "
+        "is records[0]"),
+    "9/2/AbortedFilter.drops/ReplaceAndWithOr/1": (
+        "equivalent: a control batch has its marker record, so marker is never None; and at "
+        "a COMMIT marker its producer is not aborting (one transaction at a time: an aborted "
+        "one of the same producer begins after this marker), so discarding it is a no-op"),
+    "9/3/TransactionalProducer.init_transactions/ReplaceComparisonOperator_NotEq_Gt/0": _NEGATIVE,
+    "9/3/TransactionalProducer.send/ReplaceComparisonOperator_NotEq_Gt/0": _NEGATIVE,
+    "9/3/TransactionalProducer.send/NumberReplacer/7": (
+        "equivalent: the Produce carries one topic, so its answer has one response and "
+        "responses[-1] is responses[0]"),
     # stage 7
     "7/2/out_of_sync_replicas/ReplaceUnaryOperator_USub_Invert/0": (
         "equivalent: a follower that has not fetched is below the leader's LEO (never "
