@@ -157,7 +157,13 @@ SURVIVOR_REASONS: dict[str, str] = {
         "read), and with one, queue[-1] is queue[0]"),
     "6/2/Accumulator.ready/ReplaceComparisonOperator_Gt_NotEq/0": (
         "equivalent: empty queues are skipped just before, so len(queue) != 1 is len(queue) > 1"),
+    "6/3/Member.join/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_Eq_Is/1": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_NotEq_IsNot/0": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_Eq_Is/3": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_NotEq_IsNot/1": _ERROR_CODE_MEMBER,
     "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
+    "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/1": _ERROR_CODE_MEMBER,
     # stage 9
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/0": _MIN_TIE,
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/1": _MIN_TIE,
