@@ -166,3 +166,26 @@ def test_a_reference_that_fails_its_check_is_reported_not_scored():
     assert result.error.endswith("boom") and result.ran == 0 and not result.survivors
     assert "the reference fails its own check: boom" in tool.table([result])
     assert "Not scored: the reference fails" in tool.survivors_markdown([result], [])
+
+
+def test_full_runs_every_mutant_of_one_exercise_under_a_sample():
+    """--full S/E: a pure exercise of a sampled stage is scored whole, the others sampled."""
+    import argparse
+
+    tool = _tool()
+
+    class KillingWorker:
+        def run(self, job, deadline):  # the reference passes, each mutant fails, at once
+            return {"killed": job["source"] != source, "why": "", "seconds": 0.0}
+
+    stage = STAGES[1]
+    source = (tool.SOLUTIONS / f"{stage.module}.py").read_text()
+    exercise = stage.exercises[1]
+    args = argparse.Namespace(sample=3, sample_real=0, seed="s", time_limit=0.0, verbose=False,
+                              full=[f"1/{exercise.number}"])
+    whole = tool.score_exercise(stage, exercise, source, args, [KillingWorker()],
+                                lambda _message: None)
+    assert whole.ran == whole.total > 3 and whole.killed == whole.ran
+    sampled = tool.score_exercise(stage, stage.exercises[0], source, args, [KillingWorker()],
+                                  lambda _message: None)
+    assert sampled.ran == 3 < sampled.total

@@ -21,6 +21,7 @@ docs/learn-mutants.md (``--out``).
     python tools/learn_mutation_score.py --stage 1 --stage 7   # some stages
     python tools/learn_mutation_score.py --stage 1 --sample 5  # CI's reduced size
     python tools/learn_mutation_score.py --skip-real           # no process-starting stages
+    python tools/learn_mutation_score.py --stage 6 --sample-real 20 --full 6/1  # 6/1 whole
 
 Checks run in worker processes (``--jobs``), each mutant under the check's own
 SIGALRM limit and, behind it, a hard deadline after which the worker and its
@@ -83,6 +84,18 @@ _ASKED_EPOCH = ("equivalent: the leader never answers an epoch newer than the on
                 "end of it is the follower's log end: min(leader's end, log end) either way")
 _OWN_PAIR = ("equivalent: the follower's end_offset_for gives -1 for the epoch exactly when it "
              "gives -1 for the end, so either half of the test decides alone")
+_WORD_ALIGNED = ("equivalent: whole is a multiple of 4, so its two low bits are clear and "
+                 "whole | 1, whole ^ 1 (or 2) are whole + 1 (or 2)")
+_ERROR_CODE_MEMBER = ("equivalent: code is ErrorCode.of(...), always an ErrorCode member (an "
+                      "unknown number maps to UNKNOWN_SERVER_ERROR), and an enum's members are "
+                      "singletons, so `is` answers as == does")
+_MIN_TIE = ("equivalent: on a tie (the offset equals lso) `<=` sets lso to the value it "
+            "already has")
+_NEGATIVE = ("unobservable here: code > NONE differs from != only for a negative code, and "
+             "the one negative code, UNKNOWN_SERVER_ERROR (-1), the real coordinator and "
+             "partition leader the check runs against send only on an internal failure the "
+             "check cannot provoke (the refusals it provokes, INVALID_REQUEST, "
+             "OUT_OF_ORDER_SEQUENCE_NUMBER, PRODUCER_FENCED, are positive)")
 SURVIVOR_REASONS: dict[str, str] = {
     # stage 1
     "1/1/encode_varint/NumberReplacer/2": (
@@ -92,6 +105,10 @@ SURVIVOR_REASONS: dict[str, str] = {
         "equivalent: zigzag & 0x7F is below 0x80, so adding 0x80 sets the same bit as or"),
     "1/1/encode_varint/ReplaceBinaryOperator_BitOr_BitXor/0": (
         "equivalent: zigzag & 0x7F has bit 7 clear, so xor with 0x80 sets it as or does"),
+    "1/4/encode_unsigned_varint/ReplaceBinaryOperator_BitOr_Add/0": (
+        "equivalent: value & 0x7F is below 0x80, so adding 0x80 sets the same bit as or"),
+    "1/4/encode_unsigned_varint/ReplaceBinaryOperator_BitOr_BitXor/0": (
+        "equivalent: value & 0x7F has bit 7 clear, so xor with 0x80 sets it as or does"),
     # stage 3
     "3/1/Segment.lookup/ReplaceComparisonOperator_LtE_Lt/0": _NO_EMPTY_BATCH,
     "3/1/Segment.read/ReplaceComparisonOperator_LtE_Lt/0": _NO_EMPTY_BATCH,
@@ -108,8 +125,65 @@ SURVIVOR_REASONS: dict[str, str] = {
         "equivalent: end == position + 61 is a batch of nothing but its header, which SimpleKafka "
         "never writes (build_batch needs a record); such a tail is cut either way"),
     # stage 4
-    "4/4/Broker.fetch/NumberReplacer/10": _FIRST_BATCH_WHOLE,
-    "4/4/Broker.fetch/NumberReplacer/11": _FIRST_BATCH_WHOLE,
+    "4/2/Connection.answer/ReplaceComparisonOperator_Eq_GtE/0": (
+        "equivalent: ApiVersions (18) is the largest key in VERSIONS and a key not in VERSIONS "
+        "was refused just before, so api_key >= 18 is api_key == 18"),
+    "4/6/Broker.fetch/NumberReplacer/10": _FIRST_BATCH_WHOLE,
+    "4/6/Broker.fetch/NumberReplacer/11": _FIRST_BATCH_WHOLE,
+    # stage 5
+    "5/2/ConnectionCore._decode/ReplaceComparisonOperator_Eq_Is/0": (
+        "equivalent: request.api_key is always an ApiKey member (send_request stores "
+        "ApiKey(api_key), the core's own requests ApiKey.API_VERSIONS or a SASL key), and an "
+        "enum's members are singletons, so `is` answers as == does"),
+    # stage 6
+    "6/1/murmur2/ReplaceBinaryOperator_BitAnd_Mod/0": (
+        "equivalent: SEED ^ length is below MASK32 (so % MASK32 leaves it as & does) for every "
+        "length but 0x68b84d73 (1.75 GB), far beyond any key a record can hold"),
+    "6/1/murmur2/ReplaceBinaryOperator_Sub_BitXor/0": (
+        "equivalent: length % 4 is length's two low bits, so xor clears them as - does"),
+    "6/1/murmur2/ReplaceBinaryOperator_Sub_BitXor/1": (
+        "equivalent: whole is length with its two low bits cleared, so length ^ whole is "
+        "those two bits, length - whole"),
+    "6/1/murmur2/NumberReplacer/6": (
+        "equivalent: a fifth byte adds b * 2**32 to k, and (k * M) & MASK32 drops it"),
+    "6/1/murmur2/ReplaceComparisonOperator_Eq_GtE/0": (
+        "equivalent: left is length % 4, never above 3"),
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitOr/1": _WORD_ALIGNED,
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitXor/1": _WORD_ALIGNED,
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitOr/2": _WORD_ALIGNED,
+    "6/1/murmur2/ReplaceBinaryOperator_Add_BitXor/2": _WORD_ALIGNED,
+    "6/2/Accumulator.ready/NumberReplacer/3": (
+        "equivalent: with more than one batch queued the first test decides (the head is not "
+        "read), and with one, queue[-1] is queue[0]"),
+    "6/2/Accumulator.ready/ReplaceComparisonOperator_Gt_NotEq/0": (
+        "equivalent: empty queues are skipped just before, so len(queue) != 1 is len(queue) > 1"),
+    "6/3/Member.join/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_Eq_Is/1": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_NotEq_IsNot/0": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_Eq_Is/3": _ERROR_CODE_MEMBER,
+    "6/3/Member.join/ReplaceComparisonOperator_NotEq_IsNot/1": _ERROR_CODE_MEMBER,
+    "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
+    "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/1": _ERROR_CODE_MEMBER,
+    # stage 9
+    "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/0": _MIN_TIE,
+    "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/1": _MIN_TIE,
+    "9/2/AbortedFilter.drops/NumberReplacer/1": (
+        "equivalent: a batch without a producer has producer id -1 (no other negative id is "
+        "written); such a batch is neither control nor transactional, so it is kept either "
+        "way, and the aborted transactions its offset moves into aborting the next batch "
+        "would move anyway (offsets only grow)"),
+    "9/2/AbortedFilter.drops/NumberReplacer/11": (
+        "equivalent: a control batch holds exactly one record (its marker), so records[-1] "
+        "is records[0]"),
+    "9/2/AbortedFilter.drops/ReplaceAndWithOr/1": (
+        "equivalent: a control batch has its marker record, so marker is never None; and at "
+        "a COMMIT marker its producer is not aborting (one transaction at a time: an aborted "
+        "one of the same producer begins after this marker), so discarding it is a no-op"),
+    "9/3/TransactionalProducer.init_transactions/ReplaceComparisonOperator_NotEq_Gt/0": _NEGATIVE,
+    "9/3/TransactionalProducer.send/ReplaceComparisonOperator_NotEq_Gt/0": _NEGATIVE,
+    "9/3/TransactionalProducer.send/NumberReplacer/7": (
+        "equivalent: the Produce carries one topic, so its answer has one response and "
+        "responses[-1] is responses[0]"),
     # stage 7
     "7/2/out_of_sync_replicas/ReplaceUnaryOperator_USub_Invert/0": (
         "equivalent: a follower that has not fetched is below the leader's LEO (never "
@@ -437,6 +511,8 @@ def score_exercise(stage: Any, exercise: Any, source: str, args: argparse.Namesp
     """Run the exercise's mutants (or a seeded sample) against its check, the reference first."""
     places = find_places(stage.number, exercise.number, exercise.functions, source)
     sample = args.sample_real if stage.real_processes and args.sample_real else args.sample
+    if f"{stage.number}/{exercise.number}" in (getattr(args, "full", None) or ()):
+        sample = 0  # a pure or fast exercise in a stage whose other checks start processes
     order = list(range(len(places)))
     if sample and sample < len(places):  # a seeded shuffle, made into mutants until K are
         random.Random(f"{args.seed}/{stage.number}/{exercise.number}").shuffle(order)
@@ -472,8 +548,10 @@ def score_exercise(stage: Any, exercise: Any, source: str, args: argparse.Namesp
     result.reference_seconds = reference["seconds"]
     if args.time_limit:
         limit = args.time_limit
-    elif stage.real_processes:
+    elif stage.real_processes and reference["seconds"] >= 1.0:
         limit = min(generous, max(30.0, 3 * reference["seconds"]))
+    # A check done within a second starts no processes (a pure exercise of a stage whose
+    # other checks do): a pure check's limit, so a mutant looping forever costs 5 s, not 30.
     else:
         limit = max(5.0, 20 * reference["seconds"])
     result.time_limit = limit
@@ -580,6 +658,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run a seeded random subset of K mutants per exercise")
     parser.add_argument("--sample-real", type=int, default=0,
                         help="K for stages whose checks start processes (default --sample)")
+    parser.add_argument("--full", action="append", metavar="STAGE/EXERCISE",
+                        help="run every mutant of this exercise even under --sample or "
+                             "--sample-real (repeat for more), say a pure exercise of a "
+                             "stage whose other checks start processes")
     parser.add_argument("--skip-real", action="store_true",
                         help="leave out stages whose checks start processes")
     parser.add_argument("--seed", default="learn-mutants", help="the sample's seed")
@@ -628,6 +710,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             for worker in pure + real:
                 worker.stop()
+    results.sort(key=lambda r: (r.stage, r.exercise))  # --stage's order is the run's only
     print("\n".join(f"- {line}" for line in head))
     print()
     print(table(results))

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from simplekafka.learn.report import Steps
@@ -251,6 +251,52 @@ def _leader(cluster: Any, broker: int) -> Iterator[Any]:
         client.close()
 
 
+class _ScriptedLeader:
+    """A leader that answers from a script: the errors a healthy real leader seldom gives."""
+
+    leader_epoch = 0
+
+    def __init__(self, fetches: list[Any], epochs: list[tuple[int, int, int]]) -> None:
+        self.fetches, self.epochs = list(fetches), list(epochs)
+
+    def offsets_for_leader_epoch(self, epoch: int) -> tuple[int, int, int]:
+        return self.epochs.pop(0) if self.epochs else (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
+
+    def fetch(self, fetch_offset: int) -> Any:
+        if self.fetches:
+            return self.fetches.pop(0)
+        return SimpleNamespace(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, records=b"",
+                               high_watermark=-1)
+
+
+def _fetch_answer(error: int, high_watermark: int, records: bytes = b"") -> Any:
+    return SimpleNamespace(error_code=int(error), records=records, high_watermark=high_watermark)
+
+
+def _scripted(learner: ModuleType, workdir: Path, steps: Steps) -> None:
+    """Errors from Fetch and OffsetForLeaderEpoch change nothing; OFFSET_OUT_OF_RANGE alone
+    sends the follower back to truncation."""
+    steps.step("a scripted leader first (no broker): Fetch answers 3 records (2 batches) "
+               "and HW 1, then NOT_LEADER_OR_FOLLOWER, UNKNOWN_SERVER_ERROR (-1) and "
+               "OFFSET_OUT_OF_RANGE, each with HW 3; OffsetForLeaderEpoch answers "
+               "UNKNOWN_SERVER_ERROR (-1), NOT_LEADER_OR_FOLLOWER, then (epoch 0, end 2)")
+    pair = Pair(learner, workdir / "scripted", steps)
+    try:
+        pair.follow(_ScriptedLeader([
+            _fetch_answer(ErrorCode.NONE, 1, build_batch(
+                [(None, b"s0"), (None, b"s1")], partition_leader_epoch=0) + build_batch(
+                [(None, b"s2")], base_offset=2, partition_leader_epoch=0)),
+            _fetch_answer(ErrorCode.NOT_LEADER_OR_FOLLOWER, 3),
+            _fetch_answer(ErrorCode.UNKNOWN_SERVER_ERROR, 3),
+            _fetch_answer(ErrorCode.OFFSET_OUT_OF_RANGE, 3)],
+            [(ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1), (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1),
+             (ErrorCode.NONE, 0, 2)]))
+        for _ in range(8):  # truncate (empty log), 4 fetches, 3 epoch questions
+            pair.step()
+    finally:
+        pair.close()
+
+
 def run(learner: ModuleType, workdir: Path) -> None:
     """The whole scenario; raises ExerciseFailed (via Steps) at the first wrong step."""
     from simplekafka.cluster.faults import Faults
@@ -258,6 +304,7 @@ def run(learner: ModuleType, workdir: Path) -> None:
     from simplekafka.coordination.topics import create_topic_znodes
 
     steps = Steps()
+    _scripted(learner, workdir, steps)
     cluster = LocalCluster(brokers=2, base_dir=workdir / "cluster", broker_config=CONFIG,
                            metrics=False)
     steps.step("start ZooKeeper and brokers 1 and 2 (real processes); "

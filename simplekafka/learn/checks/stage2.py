@@ -358,6 +358,16 @@ def check_register_broker(learner: ModuleType, workdir: Path) -> None:
                                    "10.0.0.2", 9092, None)
         steps.expect("broker 2's epoch is larger than broker 1's (czxids only grow)", True,
                      second > epoch)
+        path_2 = ZkPaths.broker(2)
+        _data_2, stat_2 = _znode(steps, admin, path_2)
+        outcome = _run(steps, "register_broker(session A, 2, '127.0.0.1', 9998): id 2 is taken "
+                       "by session B, a newer session (its id is the larger)",
+                       learner.register_broker, a, 2, "127.0.0.1", 9998, None)
+        _raised(steps, "another live broker holds id 2", outcome, BrokerIdInUseError)
+        steps.expect(f"{path_2} is still broker 2's (czxid, owner)",
+                     (stat_2.czxid, stat_2.ephemeralOwner),
+                     tuple(getattr(_znode(steps, admin, path_2)[1], f)
+                           for f in ("czxid", "ephemeralOwner")))
 
         sessions.close(a)
         steps.step("session A ends (broker 1 shuts down)")
@@ -663,6 +673,9 @@ STAGE = Stage(2, "ZooKeeper coordination", "stage2_zookeeper",
                     "The first result tells a moved controller from a stale state."),
              time_limit=TIME_LIMIT),
 ), mutants=(
+    Mutant("broker-id-in-use-only-when-the-owner-is-older", 1,
+           "        if stat.ephemeralOwner != zk.client_id[0]:",
+           "        if stat.ephemeralOwner < zk.client_id[0]:"),
     Mutant("broker-znode-persistent", 1,
            "zk.create(path, data, ephemeral=True, include_data=True)",
            "zk.create(path, data, include_data=True)"),

@@ -379,6 +379,11 @@ def _check_broken_answers(learner: ModuleType, steps: Steps) -> None:
     wire = b"".join(_request_frame(r) for r in pair.ref.in_flight())
     _same_outcome(steps, "an answer whose correlation id is 7 too high", pair,
                   Broker.answers(wire, correlation_shift=7))
+    pair = _ready_pair(learner, steps)
+    wire = b"".join(_request_frame(r) for r in pair.ref.in_flight())
+    _same_outcome(steps, "an answer whose correlation id is 1 too low", pair,
+                  Broker.answers(wire, correlation_shift=-1))
+    _check_large_correlation_ids(learner, steps)
     pair = _ready_pair(learner, steps, max_in_flight=5)
     for core in (pair.ref, pair.mine):
         core.send_request(ApiKey.FETCH, _fetch_body(), "f")
@@ -404,6 +409,19 @@ def _check_broken_answers(learner: ModuleType, steps: Steps) -> None:
     probe = encode_frame(api_versions_probe_response(pair.ref.in_flight()[0].correlation_id))
     _same_outcome(steps, "an old broker answers ApiVersions with error 35 in v0 format", pair,
                   probe)
+
+
+def _check_large_correlation_ids(learner: ModuleType, steps: Steps) -> None:
+    """Ids past 256 are new int objects each time they are decoded: equal, not identical."""
+    pair = Pair(learner, steps, client_id="learn-check")
+    for core in (pair.ref, pair.mine):
+        core._next_correlation_id = 100_000
+        core.send_request(ApiKey.METADATA, metadata_request(None), "m")
+    wire = pair.written()
+    _same_outcome(steps, "ids counting from 100000: the handshake's answer (id 100000)", pair,
+                  Broker.answers(wire))
+    wire = b"".join(_request_frame(r) for r in pair.ref.in_flight())
+    _same_outcome(steps, "then the Metadata's answer (id 100001)", pair, Broker.answers(wire))
 
 
 # -- exercise 2 over a real socket -------------------------------------------------------
@@ -915,6 +933,12 @@ STAGE = Stage(5, "The client library", "stage5_client", "stages/stage5_client/RE
            "        request = self._in_flight.pop()"),
     Mutant("correlation-ids-not-checked", 2, "        if correlation_id != request.correlation_id:",
            "        if False:"),
+    Mutant("only-a-higher-correlation-id-is-a-mismatch", 2,
+           "        if correlation_id != request.correlation_id:",
+           "        if correlation_id > request.correlation_id:"),
+    Mutant("correlation-ids-compared-by-identity", 2,
+           "        if correlation_id != request.correlation_id:",
+           "        if correlation_id is not request.correlation_id:"),
     Mutant("internal-answers-handed-to-the-caller", 2,
            "                self._handle_sasl(request, body)\n            return None",
            "                self._handle_sasl(request, body)"),

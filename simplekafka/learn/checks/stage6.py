@@ -11,7 +11,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from simplekafka.client.client import KafkaClient, coordinator_connection
@@ -19,11 +19,14 @@ from simplekafka.client.group_protocol import (
     Subscription,
     decode_assignment,
     decode_subscription,
+    encode_assignment,
+    encode_subscription,
     find_coordinator,
 )
 from simplekafka.consumer.assignors import RangeAssignor
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed, Steps
+from simplekafka.learn.solutions import stage6_apis as reference
 from simplekafka.producer import accumulator as real_accumulator
 from simplekafka.producer import partitioner as real_partitioner
 from simplekafka.protocol.api import ApiKey
@@ -63,7 +66,13 @@ def murmur2_keys() -> list[bytes]:
         "customer-1", "order-42", "ключ", "키", "鍵-7", "clé", "🙂", "naïve café", " ")]
     keys += [f"key-{n}".encode() for n in range(60)]
     keys += [bytes(rng.randrange(256) for _ in range(rng.randrange(21, 200))) for _ in range(20)]
-    return keys
+    return keys + list(BOUNDARY_KEYS)
+
+
+# 4-byte keys whose murmur2 is -2**31, 2**31 - 1, 2**31 - 2, -2**31 + 1, 0 and -1 (found by
+# running the hash's steps backwards: each is invertible): the signed result's boundaries.
+BOUNDARY_KEYS = (b"\xa7\xd6Pl", b"\x02}SC", b"\x14{Z\x0f", b"34\xf6\xa5", b"\xe3\x87\x18D",
+                 b"\xa5\xd40\\")
 
 
 def _show(key: bytes) -> str:
@@ -681,11 +690,135 @@ def _paused(group: GroupUnderTest, tracked: Tracked) -> Iterator[None]:
         tracked.pause.release()
 
 
+# -- exercise 3, scripted first: the answers a healthy coordinator seldom gives ---------
+
+SCRIPT_TOPIC = "scripted"
+
+
+class ScriptEnded(Exception):
+    """The member asked again after the scripted coordinator's last answer."""
+
+
+def _join_answer(code: int, member_id: str = "m-2", generation: int = 5,
+                 leader: str = "a-leader") -> Any:
+    members = [SimpleNamespace(member_id=m, metadata=encode_subscription(
+        Subscription([SCRIPT_TOPIC]))) for m in sorted({member_id, leader})]
+    return SimpleNamespace(error_code=code, member_id=member_id, generation_id=generation,
+                           leader=leader, members=members)
+
+
+def _sync_answer(code: int, partitions: tuple[int, ...] = ()) -> Any:
+    return SimpleNamespace(error_code=code, assignment=encode_assignment(
+        [TopicPartition(SCRIPT_TOPIC, p) for p in partitions]))
+
+
+def _code_text(code: int) -> str:
+    return f"{ErrorCode.of(code).name} ({code})"
+
+
+# (what, the member's member_id and generation before, the call, the coordinator's answers)
+MEMBER_SCRIPTS: list[tuple[str, str, int, str, list[tuple[ApiKey, Any]]]] = [
+    ("JoinGroup answers UNKNOWN_MEMBER_ID, then GROUP_MAX_SIZE_REACHED", "m-old", 4, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.UNKNOWN_MEMBER_ID)),
+      (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.GROUP_MAX_SIZE_REACHED))]),
+    ("JoinGroup answers UNKNOWN_SERVER_ERROR (-1)", "", -1, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.UNKNOWN_SERVER_ERROR))]),
+    ("JoinGroup answers FENCED_INSTANCE_ID", "m-2", 3, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.FENCED_INSTANCE_ID))]),
+    ("JoinGroup NONE (leader a-leader, not us), SyncGroup ILLEGAL_GENERATION, then JoinGroup "
+     "GROUP_MAX_SIZE_REACHED", "", -1, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.NONE)),
+      (ApiKey.SYNC_GROUP, _sync_answer(ErrorCode.ILLEGAL_GENERATION)),
+      (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.GROUP_MAX_SIZE_REACHED))]),
+    ("JoinGroup NONE (we lead), SyncGroup UNKNOWN_MEMBER_ID, then JoinGroup UNKNOWN_SERVER_ERROR",
+     "", -1, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.NONE, "m-2", 6, "m-2")),
+      (ApiKey.SYNC_GROUP, _sync_answer(ErrorCode.UNKNOWN_MEMBER_ID)),
+      (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.UNKNOWN_SERVER_ERROR))]),
+    ("JoinGroup NONE, SyncGroup GROUP_MAX_SIZE_REACHED", "", -1, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.NONE)),
+      (ApiKey.SYNC_GROUP, _sync_answer(ErrorCode.GROUP_MAX_SIZE_REACHED, (1,)))]),
+    ("JoinGroup NONE, SyncGroup UNKNOWN_SERVER_ERROR (-1)", "", -1, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.NONE)),
+      (ApiKey.SYNC_GROUP, _sync_answer(ErrorCode.UNKNOWN_SERVER_ERROR, (1,)))]),
+    ("JoinGroup MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, NONE (leader z-leader, not us); "
+     "SyncGroup REBALANCE_IN_PROGRESS; again NONE; SyncGroup NONE", "", -1, "join",
+     [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.MEMBER_ID_REQUIRED, "m-2", -1, "")),
+      (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.REBALANCE_IN_PROGRESS)),
+      (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.NONE, "m-2", 7, "z-leader")),
+      (ApiKey.SYNC_GROUP, _sync_answer(ErrorCode.REBALANCE_IN_PROGRESS)),
+      (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.NONE, "m-2", 8, "z-leader")),
+      (ApiKey.SYNC_GROUP, _sync_answer(ErrorCode.NONE, (0, 2)))]),
+    *[(f"Heartbeat answers {_code_text(code)}", "m-2", 5, "heartbeat",
+       [(ApiKey.HEARTBEAT, SimpleNamespace(error_code=code))])
+      for code in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID,
+                   ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_SERVER_ERROR,
+                   ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.COORDINATOR_NOT_AVAILABLE)],
+]
+
+
+def _describe_request(api_key: ApiKey, body: dict) -> str:
+    if api_key is ApiKey.SYNC_GROUP:
+        plan = {a["member_id"]: [tp.partition for tp in decode_assignment(a["assignment"])]
+                for a in body["assignments"]}
+        return (f"SyncGroup(member_id={body['member_id']!r}, generation_id="
+                f"{body['generation_id']}, assignments={plan})")
+    if api_key is ApiKey.JOIN_GROUP:
+        return f"JoinGroup(member_id={body['member_id']!r})"
+    return (f"{ApiKey(api_key).name.title()}(member_id={body.get('member_id')!r}, "
+            f"generation_id={body.get('generation_id')})")
+
+
+def _run_member_script(module: ModuleType, member_id: str, generation: int, call: str,
+                       answers: list[tuple[ApiKey, Any]]) -> list[str]:
+    """What a member asks and ends with, answered by a scripted coordinator."""
+    said: list[str] = []
+    script = list(answers)
+
+    def send(api_key: ApiKey, body: dict) -> Any:
+        said.append(_describe_request(api_key, body))
+        if not script:
+            raise ScriptEnded
+        wanted, answer = script.pop(0)
+        if api_key != wanted:
+            raise ScriptEnded
+        said.append(f"  answer: {_code_text(answer.error_code)}")
+        return answer
+
+    member = module.Member(send, "scripted-group", [SCRIPT_TOPIC],
+                           lambda topics: {t: 3 for t in topics})
+    member.member_id, member.generation = member_id, generation
+    try:
+        outcome = getattr(member, call)()
+        if call == "join":
+            outcome = [(tp.topic, tp.partition) for tp in outcome]
+        said.append(f"{call}() returned {outcome!r}")
+    except ScriptEnded:
+        said.append("(asked again after the coordinator's last scripted answer)")
+    except Exception as exc:  # the learner's error is the outcome shown
+        code = getattr(exc, "error_code", None)
+        said.append(f"{call}() raised {type(exc).__name__}"
+                    + (f" ({_code_text(code)})" if code is not None else f": {exc}"))
+    said.append(f"then member_id={member.member_id!r}, generation={member.generation}, "
+                f"leader_id={member.leader_id!r}")
+    return said
+
+
+def _check_scripted_member(learner: ModuleType, steps: Steps) -> None:
+    for what, member_id, generation, call, answers in MEMBER_SCRIPTS:
+        steps.step(f"scripted coordinator (no broker): a member (member_id={member_id!r}, "
+                   f"generation={generation}) calls {call}(); {what}")
+        steps.expect(f"{call}(): {what}: the requests, answers and outcome",
+                     _run_member_script(reference, member_id, generation, call, answers),
+                     _run_member_script(learner, member_id, generation, call, answers))
+
+
 def check_group_member(learner: ModuleType, workdir: Path) -> None:
     from simplekafka.admin import Admin
     from simplekafka.cluster import LocalCluster
 
     steps = Steps()
+    _check_scripted_member(learner, steps)
     steps.step(f"start a SimpleKafka broker (LocalCluster, logs under {workdir / 'cluster'})")
     with LocalCluster(brokers=1, base_dir=workdir / "cluster", broker_config=BROKER_CONFIG,
                       metrics=False) as cluster:
@@ -778,8 +911,27 @@ STAGE = Stage(6, "Producer, consumer and groups", "stage6_apis", "stages/stage6_
                     "computes the assignment."),
              time_limit=180.0),
 ), mutants=(
+    Mutant("member-plans-when-not-the-leader", 3,
+           "assignments = self.plan(answer) if answer.leader == self.member_id else []",
+           "assignments = self.plan(answer)"),
+    Mutant("member-forgets-its-id-but-not-its-generation", 3,
+           '                self.member_id, self.generation = "", -1\n'
+           "                continue\n            if code == ErrorCode.REBALANCE_IN_PROGRESS:\n"
+           "                continue\n            if code != ErrorCode.NONE:\n"
+           "                raise error_for(code, f\"joining",
+           '                self.member_id = ""\n'
+           "                continue\n            if code == ErrorCode.REBALANCE_IN_PROGRESS:\n"
+           "                continue\n            if code != ErrorCode.NONE:\n"
+           "                raise error_for(code, f\"joining"),
+    Mutant("member-takes-a-sync-error-for-success", 3,
+           '            if code != ErrorCode.NONE:\n'
+           '                raise error_for(code, f"syncing',
+           '            if False:\n                raise error_for(code, f"syncing'),
     Mutant("murmur2-unsigned", 1, "    return h - (1 << 32) if h >= 0x80000000 else h\n",
            "    return h\n"),
+    Mutant("murmur2-sign-boundary-off-by-one", 1,
+           "    return h - (1 << 32) if h >= 0x80000000 else h\n",
+           "    return h - (1 << 32) if h > 0x80000000 else h\n"),
     Mutant("murmur2-big-endian-words", 1, 'k = int.from_bytes(data[i : i + 4], "little")',
            'k = int.from_bytes(data[i : i + 4], "big")'),
     Mutant("murmur2-tail-does-not-fall-through", 1, "    if left >= 2:\n",
