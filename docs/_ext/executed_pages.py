@@ -15,7 +15,9 @@ that file's text when Sphinx reads it.
 
 Whatever the page holds after the include (a diagram, say) goes in before the
 chapter's first ``##`` section. The chapters stay plain markdown that reads well
-on GitHub; only the site adds their outputs.
+on GitHub; only the site adds their outputs. A chapter's images are relative to
+the chapter (``![...](record_batch.svg)``, beside its README, as GitHub resolves
+them); the page lives elsewhere, so their paths are rewritten relative to it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 INCLUDE = re.compile(r"\A\s*```\{include\}\s+(\S+)\s*\n```\s*\n?", re.S)
 LISTING = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARK = "\x1esimplekafka-listing-{}\x1e"
+IMAGE = re.compile(r"^(!\[[^\]]*\]\()([^)\s]+)(\)[ \t]*)$", re.M)  # a line holding one image
 CHAPTER_TIMEOUT = 900  # seconds for all listings of a chapter; some start clusters
 
 
@@ -80,6 +83,17 @@ def chapter_with_outputs(text: str, outputs: list[str], extra: str = "") -> str:
     return text
 
 
+def with_images_from(text: str, chapter_dir: Path, page_dir: Path) -> str:
+    """The chapter with its relative image paths made relative to the page's directory."""
+    def moved(match: re.Match) -> str:
+        target = match.group(2)
+        if re.match(r"[a-z][a-z0-9+.-]*:|/|#", target):
+            return match.group(0)  # a URL, a site-absolute path or an anchor: unchanged
+        return match.group(1) + os.path.relpath(chapter_dir / target, page_dir) + match.group(3)
+
+    return IMAGE.sub(moved, text)
+
+
 def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     match = INCLUDE.match(source[0])
     if match is None:
@@ -100,7 +114,8 @@ def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
             failed = max((n for n, out in enumerate(outputs) if out), default=0)
             raise ExtensionError(f"{path}: listing {failed + 1} failed (exit status {status}):\n"
                                  f"{outputs[failed][-4000:]}")
-        source[0] = chapter_with_outputs(text, outputs, extra)
+        source[0] = with_images_from(chapter_with_outputs(text, outputs, extra), path.parent,
+                                     Path(app.env.doc2path(docname)).parent)
     elif path.parent.name == "notebooks" and path.suffix == ".md":
         source[0] = path.read_text() + ("\n" + extra if extra.strip() else "")
     else:
