@@ -8,7 +8,7 @@ one-line definition. This module reads it and checks every chapter
 The rules the check applies (the glossary page states them too):
 
 * A term matches as whole words, case-insensitively, with a space in the term
-  matching any run of spaces, newlines or hyphens, and an optional plural
+  matching any run of spaces, newlines, hyphens or ``*`` (emphasis), and an optional plural
   ``s``/``es``. A term written in capitals (``ISR``, ``LSO``) is an acronym and
   matches only in capitals. ``_`` counts as a letter, so identifiers such as
   ``leader_epoch`` or ``checkpoint_high_watermarks`` are not the words
@@ -69,7 +69,7 @@ class Violation:
 
 
 def read_glossary(path: Path = GLOSSARY) -> list[Term]:
-    """The glossary's terms, from the table under the ``| term | aliases | stage | definition |`` header."""
+    """The glossary's terms: the rows under its ``| term | aliases | stage | definition |``."""
     lines = path.read_text().splitlines()
     start = next(n for n, line in enumerate(lines) if HEADER.match(line))
     terms = []
@@ -87,7 +87,7 @@ def read_glossary(path: Path = GLOSSARY) -> list[Term]:
 
 def term_pattern(word: str) -> re.Pattern:
     acronym = word.isupper()
-    body = r"[\s-]+".join(re.escape(part) for part in re.split(r"[\s-]+", word))
+    body = r"[\s*-]+".join(re.escape(part) for part in re.split(r"[\s-]+", word))
     return re.compile(rf"(?<!\w){body}(?:e?s)?(?!\w)", 0 if acronym else re.I)
 
 
@@ -279,3 +279,4 @@ def test_identifiers_and_lowercase_acronyms_are_not_terms():
     assert term_pattern("ISR").search("shrinks the ISRs")
     assert term_pattern("high watermark").search("the high\n  watermarks")
     assert term_pattern("micro-batch").search("each micro batch")
+    assert term_pattern("unclean election").search("an *unclean* election")
