@@ -8,6 +8,7 @@ learn cluster`` gives this to LocalCluster as its launcher.
 
 from __future__ import annotations
 
+import runpy
 import sys
 from pathlib import Path
 
@@ -17,12 +18,15 @@ def main(argv: list[str]) -> int:
         print("usage: python -m simplekafka.learn.plugged_broker LEARNER_DIR broker [ARGS...]",
               file=sys.stderr)
         return 2
-    from simplekafka.cli import main as simplekafka_main
     from simplekafka.learn.plug import install
 
     for plugged in install(Path(argv[0])):
         print(f"learner code in use: {plugged}", flush=True)
-    return simplekafka_main(argv[1:])
+    # Exactly ``python -m simplekafka ARGS`` from here, in this process (the CLI is the
+    # layer above learn, so it is run as the main module, not imported).
+    sys.argv = ["simplekafka", *argv[1:]]
+    runpy.run_module("simplekafka", run_name="__main__", alter_sys=True)
+    return 0
 
 
 if __name__ == "__main__":
