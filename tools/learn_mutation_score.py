@@ -201,6 +201,22 @@ SURVIVOR_REASONS: dict[str, str] = {
         "at start + 1, its end, either way"),
     "8/2/rate_limit/ReplaceComparisonOperator_Lt_LtE/0": (
         "equivalent: at a share of exactly 1, ceil and floor both give 1"),
+    "8/3/read_range/ReplaceComparisonOperator_Lt_IsNot/0": (
+        "unobservable: a position at or past end returns inside the loop, so the loop's test "
+        "decides only before the first fetch; there start < end (start is not end) in every "
+        "range Spark asks for (plan_ranges leaves empty ones out), and the check's start == end "
+        "ranges are below 257, where CPython caches ints, so start is end"),
+    "8/3/read_range/NumberReplacer/3": (
+        "equivalent: the Fetch asks for one partition, so its answer has one and "
+        "partitions[-1] is partitions[0]"),
+    "8/3/read_range/ReplaceComparisonOperator_NotEq_Gt/0": (
+        "unobservable here: error_code > NONE differs from != only for a negative code, and "
+        "the one negative code, UNKNOWN_SERVER_ERROR (-1), the broker sends only on an internal "
+        "failure the check cannot provoke"),
+    "8/3/read_range/ReplaceContinueWithBreak/0": (
+        "equivalent: a Fetch at position answers whole batches beginning with the one that "
+        "holds position (Log.read), so no batch of the answer ends at or before position and "
+        "the skip (continue or break) never runs"),
     # stage 9
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/0": _MIN_TIE,
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/1": _MIN_TIE,
