@@ -109,6 +109,12 @@ _NO_BACKLOG_SHARE = ("equivalent: a partition with a start and a backlog <= 0 th
                      "decides alone")
 _ZERO_BACKLOGS = ("equivalent: the backlogs it adds to the total are 0 (a partition without a "
                   "start, or caught up), which change no sum")
+_PAST_POSITION = ("equivalent: a Fetch at position answers whole batches beginning with the one "
+                  "that holds position (Log.read), so no batch of the answer ends at or before "
+                  "position and the skip never runs")
+_AT_END = ("equivalent: when a batch takes position past end without returning, the answer's "
+           "later batches hold only offsets past end (the inner loop breaks at its first record, "
+           "a control batch yields nothing), and the while test stops before another fetch")
 SURVIVOR_REASONS: dict[str, str] = {
     # stage 1
     "1/1/encode_varint/NumberReplacer/2": (
@@ -213,10 +219,13 @@ SURVIVOR_REASONS: dict[str, str] = {
         "unobservable here: error_code > NONE differs from != only for a negative code, and "
         "the one negative code, UNKNOWN_SERVER_ERROR (-1), the broker sends only on an internal "
         "failure the check cannot provoke"),
-    "8/3/read_range/ReplaceContinueWithBreak/0": (
-        "equivalent: a Fetch at position answers whole batches beginning with the one that "
-        "holds position (Log.read), so no batch of the answer ends at or before position and "
-        "the skip (continue or break) never runs"),
+    "8/3/read_range/ReplaceContinueWithBreak/0": _PAST_POSITION,
+    "8/3/read_range/ReplaceComparisonOperator_LtE_Is/0": _PAST_POSITION,
+    "8/3/read_range/ReplaceBreakWithContinue/0": (
+        "equivalent: a batch's records come in offset order, so once one is at or past end "
+        "every later one is too: skipping each of them (continue) yields what stopping does"),
+    "8/3/read_range/ReplaceComparisonOperator_GtE_Eq/1": _AT_END,
+    "8/3/read_range/ReplaceComparisonOperator_GtE_Is/1": _AT_END,
     # stage 9
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/0": _MIN_TIE,
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/1": _MIN_TIE,
