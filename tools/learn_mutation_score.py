@@ -96,6 +96,25 @@ _NEGATIVE = ("unobservable here: code > NONE differs from != only for a negative
              "partition leader the check runs against send only on an internal failure the "
              "check cannot provoke (the refusals it provokes, INVALID_REQUEST, "
              "OUT_OF_ORDER_SEQUENCE_NUMBER, PRODUCER_FENCED, are positive)")
+_SMALL_INT = ("equivalent: -2 and -1 are in CPython's small-int cache (-5 to 256), so every "
+              "-2 (or -1) is the same object and `is` answers as == does")
+_BELOW_MINUS_TWO = ("unobservable: differs only for an offset below -2, which "
+                    "parse_source_options refuses (startingOffsets' offsets must be integers "
+                    ">= -2), so resolve never sees one")
+_NO_BACKLOG_SHARE = ("equivalent: a partition with a start and a backlog <= 0 that reaches the "
+                     "share rule ends at min(end, start + ceil(limit * backlog / total)); with "
+                     "total > limit that share lies between the backlog and 0, so the min is "
+                     "end (start itself at a backlog of 0), as keeping end gives; a partition "
+                     "without a start has backlog end - end = 0, so `begin is None` never "
+                     "decides alone")
+_ZERO_BACKLOGS = ("equivalent: the backlogs it adds to the total are 0 (a partition without a "
+                  "start, or caught up), which change no sum")
+_PAST_POSITION = ("equivalent: a Fetch at position answers whole batches beginning with the one "
+                  "that holds position (Log.read), so no batch of the answer ends at or before "
+                  "position and the skip never runs")
+_AT_END = ("equivalent: when a batch takes position past end without returning, the answer's "
+           "later batches hold only offsets past end (the inner loop breaks at its first record, "
+           "a control batch yields nothing), and the while test stops before another fetch")
 SURVIVOR_REASONS: dict[str, str] = {
     # stage 1
     "1/1/encode_varint/NumberReplacer/2": (
@@ -164,6 +183,49 @@ SURVIVOR_REASONS: dict[str, str] = {
     "6/3/Member.join/ReplaceComparisonOperator_NotEq_IsNot/1": _ERROR_CODE_MEMBER,
     "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/0": _ERROR_CODE_MEMBER,
     "6/3/Member.heartbeat/ReplaceComparisonOperator_Eq_Is/1": _ERROR_CODE_MEMBER,
+    # stage 8
+    "8/1/ClusterView.resolve/ReplaceComparisonOperator_Eq_LtE/0": (
+        "equivalent: in this branch kind is \"earliest\" or \"latest\", and \"latest\" > "
+        "\"earliest\", so <= picks out \"earliest\" as == does"),
+    "8/1/ClusterView.resolve/ReplaceComparisonOperator_Eq_LtE/1": _BELOW_MINUS_TWO,
+    "8/1/ClusterView.resolve/ReplaceComparisonOperator_Eq_LtE/2": _BELOW_MINUS_TWO,
+    "8/1/ClusterView.resolve/ReplaceComparisonOperator_Eq_Is/1": _SMALL_INT,
+    "8/1/ClusterView.resolve/ReplaceComparisonOperator_Eq_Is/2": _SMALL_INT,
+    "8/2/rate_limit/ReplaceComparisonOperator_Gt_GtE/0": _ZERO_BACKLOGS,
+    "8/2/rate_limit/NumberReplacer/1": _ZERO_BACKLOGS,
+    "8/2/rate_limit/ReplaceComparisonOperator_LtE_Eq/0": (
+        "equivalent: when total < limit every share limit * (backlog / total) exceeds its "
+        "backlog by backlog / total, far more than floating point's error, so each partition "
+        "is capped at its end, as returning end does"),
+    "8/2/rate_limit/ReplaceOrWithAnd/0": _NO_BACKLOG_SHARE,
+    "8/2/rate_limit/ReplaceComparisonOperator_LtE_Eq/1": _NO_BACKLOG_SHARE,
+    "8/2/rate_limit/ReplaceComparisonOperator_LtE_Lt/1": _NO_BACKLOG_SHARE,
+    "8/2/rate_limit/NumberReplacer/3": _NO_BACKLOG_SHARE,
+    "8/2/rate_limit/NumberReplacer/2": (
+        "equivalent: a backlog of 1 capped gets the share limit / total, in (0, 1) "
+        "(maxOffsetsPerTrigger is positive and total > limit here), rounded up to 1: it ends "
+        "at start + 1, its end, either way"),
+    "8/2/rate_limit/ReplaceComparisonOperator_Lt_LtE/0": (
+        "equivalent: at a share of exactly 1, ceil and floor both give 1"),
+    "8/3/read_range/ReplaceComparisonOperator_Lt_IsNot/0": (
+        "unobservable: a position at or past end returns inside the loop, so the loop's test "
+        "decides only before the first fetch; there start < end (start is not end) in every "
+        "range Spark asks for (plan_ranges leaves empty ones out), and the check's start == end "
+        "ranges are below 257, where CPython caches ints, so start is end"),
+    "8/3/read_range/NumberReplacer/3": (
+        "equivalent: the Fetch asks for one partition, so its answer has one and "
+        "partitions[-1] is partitions[0]"),
+    "8/3/read_range/ReplaceComparisonOperator_NotEq_Gt/0": (
+        "unobservable here: error_code > NONE differs from != only for a negative code, and "
+        "the one negative code, UNKNOWN_SERVER_ERROR (-1), the broker sends only on an internal "
+        "failure the check cannot provoke"),
+    "8/3/read_range/ReplaceContinueWithBreak/0": _PAST_POSITION,
+    "8/3/read_range/ReplaceComparisonOperator_LtE_Is/0": _PAST_POSITION,
+    "8/3/read_range/ReplaceBreakWithContinue/0": (
+        "equivalent: a batch's records come in offset order, so once one is at or past end "
+        "every later one is too: skipping each of them (continue) yields what stopping does"),
+    "8/3/read_range/ReplaceComparisonOperator_GtE_Eq/1": _AT_END,
+    "8/3/read_range/ReplaceComparisonOperator_GtE_Is/1": _AT_END,
     # stage 9
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/0": _MIN_TIE,
     "9/1/ProducerStateTable.last_stable_offset/ReplaceComparisonOperator_Lt_LtE/1": _MIN_TIE,

@@ -108,6 +108,10 @@ def _resolve_cases() -> Iterator[tuple[StartingPoint, list[TopicPartition], Offs
     yield StartingPoint("offsets", {"audit": {0: -1}}), [TPS[3]], LATEST, LATEST
     yield StartingPoint("earliest"), [TPS[1], TPS[3]], EARLIEST, LATEST
     yield StartingPoint("latest"), [], EARLIEST, LATEST
+    # Kinds made at run time, as from a user's option text: equal to the literals, not the
+    # same objects (a kind compared with `is` takes "earliest" for "latest").
+    for kind in ("earliest", "latest"):
+        yield StartingPoint("".join(list(kind))), TPS, EARLIEST, LATEST
 
 
 def check_starting_offsets(learner: ModuleType, _workdir: Path) -> None:
@@ -157,6 +161,10 @@ RATE_CASES: list[tuple[Offsets, Offsets, int]] = [
     ({("a", 0): 0, ("b", 0): 0, ("b", 1): 0}, {("a", 0): 300, ("b", 0): 30, ("b", 1): 3}, 100),
     ({("t", 0): 0, ("t", 1): 0}, {("t", 0): 2, ("t", 1): 1}, 1),
     ({("t", 0): 0, ("t", 1): 0, ("t", 2): 50}, {("t", 0): 30, ("t", 1): 12, ("t", 2): 20}, 21),
+    # The backlog exactly the limit where floating point shares fall short: 22 * (15 / 22) is
+    # 14.999..., so capping anyway would end partition 0 one record early; and above 256.
+    ({("t", 0): 0, ("t", 1): 0}, {("t", 0): 15, ("t", 1): 7}, 22),
+    ({("t", 0): 100, ("t", 1): 0}, {("t", 0): 323, ("t", 1): 36}, 259),
 ]
 
 NEXT_CASES: list[tuple[Offsets, Offsets, Offsets, int | None]] = [
@@ -714,6 +722,9 @@ STAGE = Stage(8, "The Spark source", "stage8_spark", CHAPTER, (
     Mutant("left-out-partitions-start-at-latest", 1,
            "wanted = given.get(key, EARLIEST_TIMESTAMP)",
            "wanted = given.get(key, LATEST_TIMESTAMP)"),
+    Mutant("starting-kind-compared-with-is", 1,
+           'EARLIEST_TIMESTAMP if point.kind == "earliest"',
+           'EARLIEST_TIMESTAMP if point.kind is "earliest"'),
     Mutant("json-minus-one-read-as-earliest", 1,
            "            elif wanted == LATEST_TIMESTAMP:\n"
            "                result[key] = latest[key]",
@@ -725,6 +736,8 @@ STAGE = Stage(8, "The Spark source", "stage8_spark", CHAPTER, (
     Mutant("max-offsets-not-split", 2,
            "capped[tp] = min(until, begin + share_count)",
            "capped[tp] = min(until, begin + limit)"),
+    Mutant("limit-reached-still-capped", 2, "    if total <= limit:\n",
+           "    if total < limit:\n"),
     Mutant("small-shares-starve", 2,
            "share_count = math.ceil(share) if share < 1 else math.floor(share)",
            "share_count = math.floor(share)"),
