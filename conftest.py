@@ -75,10 +75,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # not reach its scheduler under pytest 9, so the grouping is a scheduler of our own.)
 
 SPARK_TESTS = "stages/stage8_spark/"
-# Learner mode's tests are parametrized by stage ("[stage4]", "[stage4-<mutant>]"): each
-# stage is a unit of its own (its checks start that stage's processes), stage 8's joins Spark.
+# Learner mode's tests are parametrized by stage ("[stage4]", "[stage4.2-<mutant>]"): each
+# stage is a unit of its own (its checks start that stage's processes); stage 8's tests that
+# reach its exercise 4 (the reader run by Spark) join Spark.
 LEARN_TESTS = "tests/test_learn.py::"
-LEARN_STAGE = re.compile(r"\[stage(\d+)[\]-]")
+LEARN_STAGE = re.compile(r"\[stage(\d+)(?:\.(\d+))?[\]-]")
+SPARK_EXERCISE = ("8", "4")
 
 
 def worker_group(nodeid: str) -> str:
@@ -88,7 +90,10 @@ def worker_group(nodeid: str) -> str:
     if nodeid.startswith(LEARN_TESTS):
         stage = LEARN_STAGE.search(nodeid)
         if stage:
-            return "spark" if stage.group(1) == "8" else f"{LEARN_TESTS}stage{stage.group(1)}"
+            number, exercise = stage.group(1), stage.group(2)
+            if number == SPARK_EXERCISE[0] and exercise in (None, SPARK_EXERCISE[1]):
+                return "spark"
+            return f"{LEARN_TESTS}stage{number}"
     return nodeid.split("::", 1)[0]
 
 

@@ -170,7 +170,7 @@ def mutation_param(name: str):
     stage, mutant = MUTATIONS[name]
     marks = [pytest.mark.integration] if stage in REAL_PROCESS_STAGES else []
     return pytest.param(name, marks=marks + within_limits(stage, mutant.exercise),
-                        id=f"stage{stage}-{name}")
+                        id=f"stage{stage}.{mutant.exercise}-{name}")
 
 
 @pytest.mark.parametrize("name", [mutation_param(n) for n in MUTATIONS])
