@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -30,9 +30,15 @@ class CheckTimedOut(BaseException):
 
     def culprit(self, directory: Path) -> traceback.FrameSummary | None:
         """The innermost frame in the learner's own files, if the stack has one."""
-        mine = directory.resolve()
-        own = [frame for frame in self.stack if Path(frame.filename).resolve().is_relative_to(mine)]
+        own = own_frames(self.stack, directory)
         return own[-1] if own else None
+
+
+def own_frames(frames: Iterable[traceback.FrameSummary],
+               directory: Path) -> list[traceback.FrameSummary]:
+    """The frames that run code from the learner's own files (under ``directory``)."""
+    mine = directory.resolve()
+    return [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(mine)]
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simplekafka.learn.catalog import STAGES, Exercise, Stage
-from simplekafka.learn.limits import CheckTimedOut, time_limit
+from simplekafka.learn.limits import CheckTimedOut, own_frames, time_limit
 from simplekafka.learn.loader import LearnerModuleError, load_learner_module
 from simplekafka.learn.progress import hints_seen, load_progress, record_check, record_hint
 from simplekafka.learn.report import ExerciseFailed
@@ -133,8 +133,7 @@ def _timed_out(exc: CheckTimedOut, exercise: Exercise, directory: Path) -> list[
         where = f"{Path(culprit.filename).name}:{culprit.lineno}"
         lines = [f"  your {culprit.name} did not return within {exc.seconds:g} s "
                  f"(stuck at {where}); the stack:"]
-        frames = [f for f in exc.stack
-                  if Path(f.filename).resolve().is_relative_to(directory.resolve())]
+        frames = own_frames(exc.stack, directory)
     else:
         lines = [f"  the check did not finish within {exc.seconds:g} s, waiting on the "
                  f"system your {', '.join(exercise.functions)} runs in; the stack:"]
@@ -146,7 +145,7 @@ def _timed_out(exc: CheckTimedOut, exercise: Exercise, directory: Path) -> list[
 def _learner_frames(exc: BaseException, directory: Path) -> list[str]:
     """The traceback, cut to the frames in the learner's own files when there are any."""
     frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if Path(f.filename).resolve().is_relative_to(directory.resolve())]
+    own = own_frames(frames, directory)
     return traceback.format_list(own or frames[-3:])
 
 
