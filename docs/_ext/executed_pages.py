@@ -12,6 +12,9 @@ that file's text when Sphinx reads it.
   ``<doctreedir>/listings/<stage>.json`` for the test suite, so a listing runs
   once per build, not once more in the tests.
 * A notebook is a MyST-NB notebook already; MyST-NB runs it in a Jupyter kernel.
+* A page under ``further/`` (the material a chapter's "Going further" links to)
+  is run like a chapter: its own ```` ```python ```` listings, as one script, each
+  output under its listing (recorded as ``listings/further-<page>.json``).
 
 Whatever the page holds after the include (a diagram, say) goes in before the
 chapter's first ``##`` section. The chapters stay plain markdown that reads well
@@ -94,28 +97,41 @@ def with_images_from(text: str, chapter_dir: Path, page_dir: Path) -> str:
     return IMAGE.sub(moved, text)
 
 
+def with_outputs_run(app: Sphinx, name: str, text: str, path: Path) -> str:
+    """``text`` with each listing's output under it; a failing listing fails the build."""
+    listings = LISTING.findall(text)
+    log.info("running the %d listings of %s", len(listings), name)
+    outputs, status = run_listings(listings, Path(app.confdir).parent)
+    record = Path(app.doctreedir) / "listings" / f"{name}.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"chapter": str(path), "status": status, "listings": [
+        {"code": code, "output": output} for code, output in zip(listings, outputs)]},
+        indent=1))
+    if status != 0:
+        failed = max((n for n, out in enumerate(outputs) if out), default=0)
+        raise ExtensionError(f"{path}: listing {failed + 1} failed (exit status {status}):\n"
+                             f"{outputs[failed][-4000:]}")
+    return chapter_with_outputs(text, outputs)
+
+
 def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+    if docname.startswith("further/"):
+        if LISTING.search(source[0]):
+            source[0] = with_outputs_run(app, docname.replace("/", "-"), source[0],
+                                         Path(app.env.doc2path(docname)))
+        return
     match = INCLUDE.match(source[0])
     if match is None:
         return
     path = (Path(app.env.doc2path(docname)).parent / match.group(1)).resolve()
     extra = source[0][match.end():]
     if path.name == "README.md" and path.parent.parent.name == "stages":
-        text = path.read_text()
-        listings = LISTING.findall(text)
-        log.info("running the %d listings of %s", len(listings), path.parent.name)
-        outputs, status = run_listings(listings, Path(app.confdir).parent)
-        record = Path(app.doctreedir) / "listings" / f"{path.parent.name}.json"
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"chapter": str(path), "status": status, "listings": [
-            {"code": code, "output": output} for code, output in zip(listings, outputs)]},
-            indent=1))
-        if status != 0:
-            failed = max((n for n, out in enumerate(outputs) if out), default=0)
-            raise ExtensionError(f"{path}: listing {failed + 1} failed (exit status {status}):\n"
-                                 f"{outputs[failed][-4000:]}")
-        source[0] = with_images_from(chapter_with_outputs(text, outputs, extra), path.parent,
-                                     Path(app.env.doc2path(docname)).parent)
+        text = with_outputs_run(app, path.parent.name, path.read_text(), path)
+        if extra.strip():
+            first_section = re.search(r"^## ", text, flags=re.M)
+            at = first_section.start() if first_section else len(text)
+            text = text[:at] + extra.strip() + "\n\n" + text[at:]
+        source[0] = with_images_from(text, path.parent, Path(app.env.doc2path(docname)).parent)
     elif path.parent.name == "notebooks" and path.suffix == ".md":
         source[0] = path.read_text() + ("\n" + extra if extra.strip() else "")
     else:
