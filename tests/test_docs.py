@@ -14,7 +14,9 @@ import ast
 import html
 import importlib
 import importlib.metadata
+import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +29,10 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+_spec = importlib.util.spec_from_file_location("chapter_outputs",
+                                               ROOT / "tools" / "chapter_outputs.py")
+chapter_outputs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chapter_outputs)
 CHAPTERS = sorted((ROOT / "stages").glob("*/README.md"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.md"))
 BUILD_TIMEOUT = 1800  # seconds: the build runs every chapter and notebook on a loaded machine
@@ -50,7 +56,9 @@ def site(tmp_path_factory) -> Site:
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
          str(DOCS), str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
+        cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
+        # tests/test_notebooks.py runs the notebooks; the pages' execution is tested below
+        env={**os.environ, "SIMPLEKAFKA_DOCS_NOTEBOOKS": "off"})
     return Site(out, result)
 
 
@@ -90,10 +98,53 @@ def test_chapter_listings_run(chapter, site):
 @pytest.mark.integration
 def test_a_chapter_page_holds_a_listings_printed_output(site):
     page = site.page_text("stages/stage1.html")
-    # printed by the framing listing of chapter 1, not written anywhere in the chapter's text
+    # printed by the framing listing of chapter 1; in the README only as a written output
     assert "refused: frame at stream offset 0 announces 2147483647 bytes; the limit is 1024" in page
-    assert "refused: frame at stream offset 0" not in (ROOT / "stages/stage1_protocol/README.md"
-                                                        ).read_text()
+    assert "refused: frame at stream offset 0" not in chapter_outputs.without_outputs(
+        (ROOT / "stages/stage1_protocol/README.md").read_text())
+
+
+def _chapter_record(site: Site, chapter: Path) -> dict:
+    record_path = site.html / ".doctrees" / "listings" / f"{chapter.parent.name}.json"
+    assert record_path.exists(), site.result.stdout[-3000:] + site.result.stderr[-3000:]
+    return json.loads(record_path.read_text())
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.parent.name)
+def test_the_outputs_written_in_the_readme_are_what_the_listings_print(chapter, site):
+    """The README's output blocks match the docs build's own run (ports, times, ids aside).
+
+    On a failure, ``python tools/chapter_outputs.py --stage N`` writes them anew.
+    """
+    outputs = [entry["output"] for entry in _chapter_record(site, chapter)["listings"]]
+    assert chapter_outputs.differences(chapter.read_text(), outputs, chapter.parent.name) == []
+
+
+@pytest.mark.integration
+def test_a_planted_stale_output_in_a_readme_is_reported(site):
+    chapter = ROOT / "stages/stage1_protocol/README.md"
+    outputs = [entry["output"] for entry in _chapter_record(site, chapter)["listings"]]
+    text = chapter.read_text()
+    first = next(n for n, out in enumerate(outputs) if out.strip())
+    planted = chapter_outputs.with_outputs(
+        text, [out + "one line more\n" if n == first else out for n, out in enumerate(outputs)])
+    assert chapter_outputs.differences(planted, outputs) != []
+    assert chapter_outputs.differences(chapter_outputs.without_outputs(text), outputs) != []
+
+
+@pytest.mark.integration
+def test_the_further_pages_listings_run(site):
+    for page in sorted((DOCS / "further").glob("*.md")):
+        text = page.read_text()
+        if not python_listings(page):
+            continue
+        record = json.loads((site.html / ".doctrees" / "listings" /
+                             f"further-{page.stem}.json").read_text())
+        assert record["status"] == 0, record["listings"]
+        built = site.page_text(f"further/{page.stem}.html")
+        assert "Traceback (most recent call last)" not in built, page.name
+        assert text.splitlines()[0].lstrip("# ") in built
 
 
 def test_every_notebook_has_a_page():
@@ -104,9 +155,25 @@ def test_every_notebook_has_a_page():
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_pages_show_outputs(notebook, site):
-    raw = (site.html / "notebooks" / f"{notebook.stem}.html").read_text()
+def test_a_notebook_page_shows_its_outputs_when_the_site_runs_it(tmp_path):
+    """A plain build runs the notebooks (the suite's own build leaves that to test_notebooks)."""
+    notebook = NOTEBOOKS[0]  # 01, the protocol: no processes to start
+    docs = tmp_path / "docs"
+    (docs / "notebooks").mkdir(parents=True)
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / notebook.name).write_text(notebook.read_text())
+    page = DOCS / "notebooks" / notebook.name
+    (docs / "notebooks" / notebook.name).write_text(page.read_text())
+    (docs / "conf.py").write_text((DOCS / "conf.py").read_text())
+    (docs / "_ext").symlink_to(DOCS / "_ext")
+    (docs / "index.md").write_text(f"# Site\n\n```{{toctree}}\nnotebooks/{notebook.stem}\n```\n")
+    env = {key: value for key, value in os.environ.items() if key != "SIMPLEKAFKA_DOCS_NOTEBOOKS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         str(docs), str(tmp_path / "html")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    raw = (tmp_path / "html" / "notebooks" / f"{notebook.stem}.html").read_text()
     code_cells = [c for c in jupytext.read(notebook).cells if c.cell_type == "code"]
     assert raw.count('class="cell_output') >= len(code_cells) // 2, "too few outputs on the page"
     assert "Traceback (most recent call last)" not in html.unescape(raw)

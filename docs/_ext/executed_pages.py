@@ -10,7 +10,9 @@ that file's text when Sphinx reads it.
   in the order printed) is put on the page right under it. A listing that
   fails fails the build. What each listing printed is also written to
   ``<doctreedir>/listings/<stage>.json`` for the test suite, so a listing runs
-  once per build, not once more in the tests.
+  once per build, not once more in the tests. The output blocks that
+  ``tools/chapter_outputs.py`` writes into the README (for GitHub) are dropped
+  first: the page shows this run's output, and the tests compare the two.
 * A notebook is a MyST-NB notebook already; MyST-NB runs it in a Jupyter kernel.
 * A page under ``further/`` (the material a chapter's "Going further" links to)
   is run like a chapter: its own ```` ```python ```` listings, as one script, each
@@ -43,6 +45,12 @@ INCLUDE = re.compile(r"\A\s*```\{include\}\s+(\S+)\s*\n```\s*\n?", re.S)
 LISTING = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARK = "\x1esimplekafka-listing-{}\x1e"
 IMAGE = re.compile(r"^(!\[[^\]]*\]\()([^)\s]+)(\)[ \t]*)$", re.M)  # a line holding one image
+# The block tools/chapter_outputs.py writes under a listing in a README (GitHub shows no
+# run); the site drops it and shows its own run's output instead.
+OUTPUT_MARKER = "<!-- output: written by tools/chapter_outputs.py from a real run; do not edit -->"
+OUTPUT_BLOCK = re.compile(
+    r"\n" + re.escape(OUTPUT_MARKER) + r"\n(?P<fence>`{3,})text\n(?P<text>.*?)^(?P=fence)[ \t]*\n",
+    re.S | re.M)
 CHAPTER_TIMEOUT = 900  # seconds for all listings of a chapter; some start clusters
 
 
@@ -126,7 +134,8 @@ def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     path = (Path(app.env.doc2path(docname)).parent / match.group(1)).resolve()
     extra = source[0][match.end():]
     if path.name == "README.md" and path.parent.parent.name == "stages":
-        text = with_outputs_run(app, path.parent.name, path.read_text(), path)
+        text = with_outputs_run(app, path.parent.name, OUTPUT_BLOCK.sub("", path.read_text()),
+                                path)
         if extra.strip():
             first_section = re.search(r"^## ", text, flags=re.M)
             at = first_section.start() if first_section else len(text)

@@ -15,15 +15,18 @@ WRONG = "✗"
 NOT_YET = "…"
 
 
-def check(what: str, got: object, expected: object) -> bool:
-    """Print whether ``got`` is ``expected``; for bytes, name the first byte that differs."""
+def check(what: str, got: object, expected: object) -> None:
+    """Print whether ``got`` is ``expected``; for bytes, name the first byte that differs.
+
+    It returns nothing, so that a notebook cell ending with it shows only what it printed.
+    """
     if got is None:
         print(f"{NOT_YET} {what}: "
               "not tried yet (replace the None in the cell above, then run both)")
-        return False
+        return
     if got == expected:
         print(f"{RIGHT} {what}: right, {_short(got)}")
-        return True
+        return
     print(f"{WRONG} {what}: expected {_short(expected)}, got {_short(got)}")
     if isinstance(expected, bytes | bytearray) and isinstance(got, bytes | bytearray):
         at = first_difference(bytes(expected), bytes(got))
@@ -36,7 +39,6 @@ def check(what: str, got: object, expected: object) -> bool:
                 break
         else:
             print(f"  expected {len(expected)} items, got {len(got)}")
-    return False
 
 
 def _byte(data: bytes | bytearray, at: int | None) -> str:
