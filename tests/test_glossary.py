@@ -238,7 +238,7 @@ def test_a_planted_reach_ahead_is_reported_with_chapter_line_and_term(tmp_path):
     copy = _copy(tmp_path, "stage2_zookeeper")
     terms = read_glossary()
     assert check_chapter(copy, terms, "copy") == []
-    line = _plant(copy, "## 2.3", "The controller also tracks the\nISR of each partition.\n")
+    line = _plant(copy, "### 2.3", "The controller also tracks the\nISR of each partition.\n")
     violations = check_chapter(copy, terms, "stage2 copy")
     assert [(v.chapter, v.line, v.term) for v in violations] == [
         ("stage2 copy", line + 1, "ISR")]
@@ -256,10 +256,10 @@ def test_a_planted_reach_ahead_in_a_listing_is_reported(tmp_path):
 def test_an_aside_admits_a_later_term_but_only_up_to_its_stage(tmp_path):
     copy = _copy(tmp_path, "stage2_zookeeper")
     terms = read_glossary()
-    _plant(copy, "## 2.3", "> Later, in stage 7: the high watermark\n> and the ISR.\n")
-    _plant(copy, "## 2.4", "Replicas (later, in stage 7, the ISR (in-sync\nreplicas)) follow.\n")
+    _plant(copy, "### 2.3", "> Later, in stage 7: the high watermark\n> and the ISR.\n")
+    _plant(copy, "### 2.4", "Replicas (later, in stage 7, the ISR (in-sync\nreplicas)) follow.\n")
     assert check_chapter(copy, terms, "copy") == []
-    line = _plant(copy, "## 2.5", "> Later, in stage 7: the last stable offset.\n")
+    line = _plant(copy, "### 2.5", "> Later, in stage 7: the last stable offset.\n")
     violations = check_chapter(copy, terms, "copy")
     assert [(v.line, v.term) for v in violations] == [(line, "last stable offset")]
     assert "inside an aside for stage 7" in str(violations[0])
@@ -267,7 +267,7 @@ def test_an_aside_admits_a_later_term_but_only_up_to_its_stage(tmp_path):
 
 def test_an_aside_must_point_to_a_later_stage(tmp_path):
     copy = _copy(tmp_path, "stage3_storage")
-    line = _plant(copy, "## 3.2", "(later, in stage 2, the controller)\n")
+    line = _plant(copy, "### 3.2", "(later, in stage 2, the controller)\n")
     violations = check_chapter(copy, read_glossary(), "copy")
     assert [(v.line, v.term) for v in violations] == [(line, "")]
     assert "is not later" in violations[0].message
