@@ -405,7 +405,7 @@ class KafkaBroker:
                       or self.config["zookeeper.session.timeout.ms"])
         zk = connect_zookeeper(self.config.zookeeper_connect, timeout=timeout_ms / 1000.0,
                                session_timeout=self.config["zookeeper.session.timeout.ms"]
-                               / 1000.0)
+                               / 1000.0, secure_acls=self.config["zookeeper.set.acl"])
         ensure_kafka_paths(zk)
         self.cluster_id = ensure_cluster_id(zk)
         publish_session(zk)  # only when SIMPLEKAFKA_ZK_SESSION_FILE is set (fault-injection tests)

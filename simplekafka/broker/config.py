@@ -148,6 +148,10 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("zookeeper.session.timeout.ms", _int, 18000, "ZooKeeper session timeout.", 1),
     ConfigKey("zookeeper.connection.timeout.ms", _int, None,
               "How long to wait for ZooKeeper at start-up; defaults to the session timeout.", 1),
+    ConfigKey("zookeeper.set.acl", _bool, False,
+              "Create every znode with Kafka's ACLs (all for the broker's ZooKeeper login, "
+              "read for the world outside /config/users, /config/brokers, /delegation_token); "
+              "needs the login KAFKA_OPTS names."),
     ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
     ConfigKey("default.replication.factor", _int, 1,
               "Replication factor of auto-created topics.", 1),
@@ -288,7 +292,7 @@ IGNORED_KAFKA_KEYS = frozenset({
     "group.max.session.timeout.ms", "group.min.session.timeout.ms",
     "log.dir",
     "num.replica.fetchers", "queued.max.requests", "background.threads",
-    "compression.type", "zookeeper.set.acl",
+    "compression.type",
 })
 
 def parse_listener(text: str) -> tuple[str, str, int]:

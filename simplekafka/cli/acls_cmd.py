@@ -237,6 +237,7 @@ def _with_zookeeper(args: argparse.Namespace, work: dict) -> int:
     from kazoo.exceptions import KazooException
 
     from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper
+    from simplekafka.coordination.zk_security import explain_refusal
 
     try:
         zk = connect_zookeeper(args.zookeeper, timeout=10)
@@ -245,7 +246,7 @@ def _with_zookeeper(args: argparse.Namespace, work: dict) -> int:
     try:
         return _zookeeper_action(zk, args, work)
     except KazooException as exc:
-        print(f"simplekafka acls: error: ZooKeeper: {exc!r}", file=sys.stderr)
+        print(f"simplekafka acls: error: {explain_refusal(exc)}", file=sys.stderr)
         return 1
     finally:
         zk.stop()

@@ -51,6 +51,7 @@ def leader_election(args: argparse.Namespace) -> int:
         read_partition_state,
         read_topic_assignment,
     )
+    from simplekafka.coordination.zk_security import explain_refusal
     from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
 
     if args.partition is not None and not args.topic:
@@ -108,7 +109,7 @@ def leader_election(args: argparse.Namespace) -> int:
             print("Preferred replica not live or not in sync, leader kept: " + ", ".join(stayed))
         return 0
     except KazooException as exc:
-        raise CliError(f"ZooKeeper: {exc!r}") from None
+        raise CliError(explain_refusal(exc)) from None
     finally:
         zk.stop()
         zk.close()

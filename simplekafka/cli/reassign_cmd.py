@@ -115,6 +115,7 @@ def _execute(args: argparse.Namespace) -> int:
     from simplekafka.coordination.reassignment import reassignment_json
     from simplekafka.coordination.throttles import write_throttles
     from simplekafka.coordination.topics import live_brokers, read_topic_assignment
+    from simplekafka.coordination.zk_security import explain_refusal
     from simplekafka.coordination.znodes import ZkPaths
 
     plan = _read_plan(args)
@@ -149,7 +150,7 @@ def _execute(args: argparse.Namespace) -> int:
             raise CliError("a reassignment is already running "
                            f"({ZkPaths.REASSIGN_PARTITIONS} exists)") from None
     except KazooException as exc:
-        raise CliError(f"ZooKeeper: {exc!r}") from None
+        raise CliError(explain_refusal(exc)) from None
     finally:
         zk.stop()
         zk.close()

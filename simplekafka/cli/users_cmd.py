@@ -38,6 +38,7 @@ def users_main(args: argparse.Namespace) -> int:
     from kazoo.exceptions import KazooException
 
     from simplekafka.coordination import ZooKeeperConnectError, connect_zookeeper
+    from simplekafka.coordination.zk_security import explain_refusal
 
     if args.action in ("add", "delete") and not args.name:
         raise CliError(f"users {args.action} needs the user's NAME")
@@ -58,7 +59,7 @@ def users_main(args: argparse.Namespace) -> int:
     try:
         return _run(zk, args, credential if args.action == "add" else None)
     except KazooException as exc:
-        raise CliError(f"ZooKeeper: {type(exc).__name__} {exc}") from None
+        raise CliError(explain_refusal(exc)) from None
     finally:
         zk.stop()
         zk.close()

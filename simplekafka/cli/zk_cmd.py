@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import secrets
 from pathlib import Path
 
 from simplekafka.cli import CliError
+from simplekafka.coordination.zk_security import (
+    CLIENT_JAAS_FILE,
+    client_jaas_text,
+    kafka_opts_for,
+)
 
 DEFAULT_DATA_DIR = Path("var") / "zookeeper"
 
@@ -30,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     start.add_argument("--host", default="127.0.0.1", help="address to listen on")
     start.add_argument("--timeout", type=float, default=60.0,
                        help="seconds to wait until it answers")
+    start.add_argument("--sasl", action="store_true",
+                       help="take SASL logins (user kafka, a fresh password); writes the "
+                            "brokers' JAAS file and prints the KAFKA_OPTS to export")
     _data_dir_argument(start)
     start.set_defaults(func=_start)
 
@@ -57,14 +67,23 @@ def _start(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port < 65536:
         raise CliError(f"--port must be between 0 (any free port) and 65535, got {args.port}")
+    login = ("kafka", secrets.token_urlsafe(12)) if args.sasl else None
     server = EmbeddedZooKeeper(port=args.port, data_dir=args.data_dir, host=args.host,
-                               detach=True)
+                               detach=True, sasl_users=dict([login]) if login else None)
     try:
         server.start(timeout=args.timeout)
     except (ZooKeeperLaunchError, OSError) as exc:
         raise CliError(str(exc)) from None
     print(f"ZooKeeper running on {server.connect_string} (pid {server.pid}); "
           f"data and log in {server.data_dir}")
+    if login:
+        client_file = server.data_dir / CLIENT_JAAS_FILE
+        descriptor = os.open(client_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(client_jaas_text(*login))
+        print(f"SASL logins only for user {login[0]}; its JAAS file is {client_file}. "
+              "For brokers (with zookeeper.set.acl=true) and simplekafka commands:")
+        print(f"export KAFKA_OPTS='{kafka_opts_for(client_file)}'")
     return 0
 
 

@@ -262,7 +262,7 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
     else:
         step("start ZooKeeper and three brokers (each a real process)")
     cluster = LocalCluster(brokers=3, base_dir=Path(base_dir) / "cluster" if secure else base_dir,
-                           broker_config=config, listeners=listeners)
+                           broker_config=config, listeners=listeners, secure_zookeeper=secure)
     cluster.start()
     try:
         if secure:
@@ -271,6 +271,8 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
             say(f"client settings: security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
                 f"sasl.username={SECURE_USER[0]}, ssl.ca.location={clients['ssl.ca.location']}")
             say("(the PLAINTEXT listener stays on 127.0.0.1 for the operator's tools)")
+            say("ZooKeeper takes SASL logins and every znode carries Kafka's ACLs "
+                "(zookeeper.set.acl=true): only the brokers' login may change them")
             if after_failover is not None:
                 say("(the Spark step is left out: its source speaks PLAINTEXT only)")
                 after_failover = None

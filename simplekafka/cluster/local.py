@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -30,6 +31,11 @@ from typing import Any
 
 from simplekafka.coordination.processes import LOOPBACK, free_port, wait_until
 from simplekafka.coordination.session_file import SESSION_FILE_ENV
+from simplekafka.coordination.zk_security import (
+    CLIENT_JAAS_FILE,
+    client_jaas_text,
+    kafka_opts_for,
+)
 
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
@@ -165,6 +171,12 @@ class LocalCluster:
     ``launcher`` replaces ``python -m simplekafka`` in front of each broker's
     ``broker ...`` arguments (``simplekafka learn cluster`` starts brokers
     through a module that first puts a learner's functions in place).
+
+    ``secure_zookeeper`` secures the embedded ZooKeeper as a Kafka operator
+    does: SASL logins only for the brokers' user (a fresh password), the
+    brokers given that login in ``KAFKA_OPTS`` (:attr:`kafka_opts`) and
+    ``zookeeper.set.acl=true``, so that every znode they create carries
+    Kafka's ACLs and a client without the login cannot change them.
     """
 
     def __init__(
@@ -178,6 +190,7 @@ class LocalCluster:
         metrics: bool = True,
         listeners: Iterable[str] = (),
         launcher: Sequence[str] | None = None,
+        secure_zookeeper: bool = False,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
@@ -191,6 +204,13 @@ class LocalCluster:
         self.start_timeout = start_timeout
         self.listeners = [name.upper() for name in listeners if name.upper() != "PLAINTEXT"]
         self.launcher = list(launcher) if launcher else [sys.executable, "-m", "simplekafka"]
+        if secure_zookeeper and zookeeper:
+            raise ValueError("secure_zookeeper secures the embedded ZooKeeper; "
+                             "an external one brings its own login (KAFKA_OPTS)")
+        #: (username, password) the brokers log in to ZooKeeper with, if it is secured
+        self.zookeeper_login = ("kafka", secrets.token_urlsafe(12)) if secure_zookeeper else None
+        if secure_zookeeper:
+            self.broker_config.setdefault("zookeeper.set.acl", "true")
         self._zookeeper = None
         self._zk_client = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -239,6 +259,13 @@ class LocalCluster:
         if self._zookeeper is None:
             raise ClusterError("ZooKeeper is not running: call start() first")
         return self._zookeeper.connect_string
+
+    @property
+    def kafka_opts(self) -> str | None:
+        """The KAFKA_OPTS that give a process the brokers' ZooKeeper login (None if unsecured)."""
+        if self.zookeeper_login is None:
+            return None
+        return kafka_opts_for(self.base_dir / "zookeeper" / CLIENT_JAAS_FILE)
 
     @property
     def zookeeper_pid(self) -> int | None:
@@ -366,7 +393,11 @@ class LocalCluster:
         if self._zk_client is None:
             from simplekafka.coordination.connection import connect_zookeeper
 
-            self._zk_client = connect_zookeeper(self.zookeeper_connect, timeout=30.0)
+            if self.zookeeper_login:
+                self._zk_client = connect_zookeeper(self.zookeeper_connect, timeout=30.0,
+                                                    login=self.zookeeper_login)
+            else:
+                self._zk_client = connect_zookeeper(self.zookeeper_connect, timeout=30.0)
         return self._zk_client
 
     def _close_zk(self) -> None:
@@ -487,8 +518,14 @@ class LocalCluster:
 
         zookeeper_dir = self.base_dir / "zookeeper"
         zookeeper_dir.mkdir(parents=True, exist_ok=True)
-        self._zookeeper = EmbeddedZooKeeper(port=0, data_dir=zookeeper_dir)
+        users = dict([self.zookeeper_login]) if self.zookeeper_login else None
+        self._zookeeper = EmbeddedZooKeeper(port=0, data_dir=zookeeper_dir, sasl_users=users)
         self._zookeeper.start()
+        if self.zookeeper_login:
+            descriptor = os.open(zookeeper_dir / CLIENT_JAAS_FILE,
+                                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as out:
+                out.write(client_jaas_text(*self.zookeeper_login))
 
     def broker_command(self, broker: BrokerProcess) -> list[str]:
         """The command line that starts one broker (public so demos can print it)."""
@@ -551,7 +588,8 @@ class LocalCluster:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1",
-                     SESSION_FILE_ENV: str(self.session_file(broker.broker_id))},
+                     SESSION_FILE_ENV: str(self.session_file(broker.broker_id)),
+                     **({"KAFKA_OPTS": self.kafka_opts} if self.kafka_opts else {})},
                 # Its own session: a Ctrl-C meant for the caller does not hit the brokers.
                 start_new_session=True,
             )

@@ -9,9 +9,15 @@ import select
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import AuthFailedError, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 
+from simplekafka.coordination.zk_security import (
+    JAAS_PROPERTY,
+    KafkaAclKazooClient,
+    ZooKeeperLoginError,
+    zookeeper_login,
+)
 from simplekafka.coordination.znodes import ZkPaths, encode_controller_epoch
 
 __all__ = [
@@ -53,23 +59,46 @@ def parse_connect_string(connect_string: str) -> tuple[str, str | None]:
     return hosts, chroot or None
 
 
+_FROM_KAFKA_OPTS: Any = object()
+
+
 def connect_zookeeper(connect_string: str, timeout: float = 15.0,
-                      session_timeout: float = DEFAULT_SESSION_TIMEOUT) -> KazooClient:
+                      session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+                      login: tuple[str, str] | None = _FROM_KAFKA_OPTS,
+                      secure_acls: bool | None = None) -> KazooClient:
     """A started KazooClient for ``connect_string``; the chroot is created if absent.
 
+    ``login`` is the SASL (DIGEST-MD5) username and password; by default the
+    one ``KAFKA_OPTS`` names, as for every ZooKeeper client of a Kafka process
+    (:func:`~simplekafka.coordination.zk_security.zookeeper_login`).
+    ``secure_acls`` makes every znode this client creates carry Kafka's ACLs
+    (a broker passes its ``zookeeper.set.acl``; by default, whenever there is a
+    login, as Kafka's admin tools do).
+
     Raises ZooKeeperConnectError (one clear sentence) when nothing answers
-    within ``timeout`` seconds. The caller owns the client: ``client.stop()``
-    and ``client.close()`` when done.
+    within ``timeout`` seconds, or the login is refused. The caller owns the
+    client: ``client.stop()`` and ``client.close()`` when done.
     """
     hosts, chroot = parse_connect_string(connect_string)
+    if login is _FROM_KAFKA_OPTS:
+        try:
+            login = zookeeper_login()
+        except ZooKeeperLoginError as exc:
+            raise ZooKeeperConnectError(str(exc)) from None
+    secure = bool(login) if secure_acls is None else secure_acls
+    if secure and not login:
+        raise ZooKeeperConnectError(
+            "zookeeper.set.acl is true, but there is no ZooKeeper login: name a JAAS file with "
+            f"a Client section in KAFKA_OPTS (-D{JAAS_PROPERTY}=...)")
     if chroot:
-        root = _start(hosts, timeout, session_timeout, connect_string)
+        root = _start(hosts, timeout, session_timeout, connect_string, login, secure)
         try:
             root.ensure_path(chroot)
         finally:
             root.stop()
             root.close()
-    return _start(hosts + (chroot or ""), timeout, session_timeout, connect_string)
+    return _start(hosts + (chroot or ""), timeout, session_timeout, connect_string, login,
+                  secure)
 
 
 _READABLE = select.POLLIN | select.POLLPRI
@@ -110,10 +139,17 @@ class PollingHandler(SequentialThreadingHandler):
         return readable, writable, []
 
 
-def _start(hosts: str, timeout: float, session_timeout: float, shown: str) -> KazooClient:
-    client = KazooClient(hosts=hosts, timeout=session_timeout, handler=PollingHandler())
+def _start(hosts: str, timeout: float, session_timeout: float, shown: str,
+           login: tuple[str, str] | None = None, secure: bool = False) -> KazooClient:
+    kind = KafkaAclKazooClient if secure else KazooClient
+    sasl = None if login is None else {
+        "mechanism": "DIGEST-MD5", "username": login[0], "password": login[1]}
+    client = kind(hosts=hosts, timeout=session_timeout, handler=PollingHandler(),
+                  sasl_options=sasl)
     try:
         client.start(timeout=timeout)
+        if login is not None:
+            client.exists("/")  # the SASL exchange ends after start(): a refusal shows here
     except KazooTimeoutError:
         client.stop()
         client.close()
@@ -121,6 +157,12 @@ def _start(hosts: str, timeout: float, session_timeout: float, shown: str) -> Ka
             f"could not reach ZooKeeper at {shown} within {timeout:g} s "
             "(is it running? `simplekafka zk start` starts one)"
         ) from None
+    except AuthFailedError:
+        client.stop()
+        client.close()
+        raise ZooKeeperConnectError(
+            f"ZooKeeper at {shown} refused the login of {login[0] if login else 'nobody'!r} "
+            "(check the Client section of the JAAS file KAFKA_OPTS names)") from None
     return client
 
 
@@ -128,8 +170,11 @@ def ensure_kafka_paths(zk: KazooClient) -> None:
     """Create the persistent parents Kafka brokers create at startup, and ``/controller_epoch``.
 
     ``/controller_epoch`` starts at "0" so that the first controller gets epoch 1.
+    A client that puts Kafka's ACLs on what it creates (``zookeeper.set.acl``)
+    also creates the roots of the credentials and the ACLs.
     """
-    for path in ZkPaths.PERSISTENT_PATHS:
+    secured = ZkPaths.SECURED_ROOT_PATHS if isinstance(zk, KafkaAclKazooClient) else ()
+    for path in (*ZkPaths.PERSISTENT_PATHS, *secured):
         zk.ensure_path(path)
     if not zk.exists(ZkPaths.CONTROLLER_EPOCH):
         with contextlib.suppress(NodeExistsError):  # another broker was quicker: fine

@@ -70,6 +70,12 @@ class ZkPaths:
         BROKER_IDS, BROKER_TOPICS, BROKER_SEQUENCE_ID, CONFIG_TOPICS, CONFIG_BROKERS,
         CONFIG_CHANGES, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION,
     )
+    # With zookeeper.set.acl the brokers also claim the roots whose content decides
+    # who may do what, so that nobody without their login can plant them first.
+    SECURED_ROOT_PATHS = (
+        "/config/users", "/config/clients", ACLS, ACL_CHANGES, ACLS_EXTENDED,
+        ACL_EXTENDED_CHANGES,
+    )
 
     @staticmethod
     def broker(broker_id: int) -> str:

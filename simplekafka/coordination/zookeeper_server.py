@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from simplekafka.coordination.processes import free_port, pid_alive
+from simplekafka.coordination.zk_security import JAAS_PROPERTY, server_jaas_text
 
 __all__ = [
     "EmbeddedZooKeeper",
@@ -186,16 +187,25 @@ class EmbeddedZooKeeper:
     ``127.0.0.1:<port>``. The pid and port are written to ``data_dir`` so that
     another process (``simplekafka zk stop``) can find and stop the server.
     Usable as a context manager.
+
+    ``sasl_users`` (name to password) makes the server take SASL DIGEST-MD5
+    logins from those users, as a Kafka operator secures ZooKeeper: their
+    ``Server`` JAAS section is written to ``zookeeper_jaas.conf`` in
+    ``data_dir`` (readable by its owner only). ZooKeeper still lets a client
+    without a login in; what keeps it out of Kafka's znodes are the ACLs
+    the brokers put on them (:mod:`~simplekafka.coordination.zk_security`).
     """
 
     def __init__(self, port: int = 0, data_dir: Path | str | None = None,
-                 host: str = "127.0.0.1", detach: bool = False):
+                 host: str = "127.0.0.1", detach: bool = False,
+                 sasl_users: dict[str, str] | None = None):
         if data_dir is None:
             raise ValueError("EmbeddedZooKeeper needs a data_dir for its snapshots and log")
         self.host = host
         self.port = port
         self.data_dir = Path(data_dir).resolve()
         self.detach = detach
+        self.sasl_users = dict(sasl_users or {})
         self._process: subprocess.Popen | None = None
 
     @property
@@ -234,10 +244,19 @@ class EmbeddedZooKeeper:
         conf_dir = find_conf_dir()
         template = string.Template((conf_dir / "zoo.cfg.template").read_text())
         config = template.substitute(data_dir=self.data_dir, port=self.port, host=self.host)
+        login_options = []
+        if self.sasl_users:
+            config += ("\n# SASL logins (DIGEST-MD5), users in zookeeper_jaas.conf\n"
+                       "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n")
+            jaas_file = self.data_dir / "zookeeper_jaas.conf"
+            descriptor = os.open(jaas_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as out:
+                out.write(server_jaas_text(self.sasl_users))
+            login_options = [f"-D{JAAS_PROPERTY}={jaas_file}"]
         config_file = self.data_dir / "zoo.cfg"
         config_file.write_text(config)
         return [
-            find_java(), *JVM_OPTIONS,
+            find_java(), *JVM_OPTIONS, *login_options,
             "-cp", find_zookeeper_classpath(),
             f"-Dlog4j2.configurationFile={conf_dir / 'log4j2.xml'}",
             f"-Dzookeeper.log.dir={self.data_dir}",

@@ -26,10 +26,9 @@ in ZooKeeper (``credentials.py``).
 from __future__ import annotations
 
 import logging
-import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer, task
@@ -37,6 +36,7 @@ from twisted.internet import defer, task
 from simplekafka.broker.server import CloseAfter, CloseConnection
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.jaas import JaasConfig
 from simplekafka.protocol.messages import decode_request, encode_response
 from simplekafka.protocol.sasl import (
     PLAIN,
@@ -50,42 +50,6 @@ from simplekafka.protocol.sasl import (
 log = logging.getLogger(__name__)
 
 _HEADER_START = struct.Struct(">hhi")
-_JAAS_OPTION = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
-@dataclass(frozen=True)
-class JaasConfig:
-    """Kafka's ``sasl.jaas.config`` text, read for what a broker needs from it.
-
-    ``org.apache.kafka.common.security.plain.PlainLoginModule required
-    username="admin" password="admin-secret" user_admin="admin-secret"
-    user_alice="alice-secret";`` gives the broker's own login (admin) and the
-    PLAIN users (admin, alice).
-    """
-
-    login_module: str = ""
-    options: dict[str, str] = field(default_factory=dict)
-
-    @staticmethod
-    def parse(text: str | None) -> JaasConfig:
-        if not text:
-            return JaasConfig()
-        text = text.strip()
-        module = text.split(None, 1)[0] if text else ""
-        options = {m[1]: m[2].replace('\\"', '"') for m in _JAAS_OPTION.finditer(text)}
-        return JaasConfig(module, options)
-
-    @property
-    def users(self) -> dict[str, str]:
-        """The PLAIN users: ``user_NAME="password"`` entries."""
-        return {k[5:]: v for k, v in self.options.items() if k.startswith("user_") and k[5:]}
-
-    @property
-    def login(self) -> tuple[str, str] | None:
-        """(username, password) this broker logs in with, if the text has them."""
-        if "username" in self.options and "password" in self.options:
-            return self.options["username"], self.options["password"]
-        return None
 
 
 def jaas_for(config: Any, listener: str, mechanism: str) -> JaasConfig:
