@@ -195,8 +195,10 @@ def test_a_second_api_versions_before_the_handshake_closes_the_connection(broker
 
 
 def test_failed_logins_are_answered_after_the_delay_then_closed(broker):
+    """Kafka's delay is the same for every failed login: eight in parallel from one address
+    are all answered after about 100 ms (a delay growing per address took 3.2 s)."""
     started = time.monotonic()
-    socks = [connect(broker.port("SASL_PLAINTEXT")) for _ in range(5)]
+    socks = [connect(broker.port("SASL_PLAINTEXT")) for _ in range(8)]
     for sock in socks:
         assert call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
         send(sock, ApiKey.SASL_AUTHENTICATE, 1,
@@ -206,7 +208,7 @@ def test_failed_logins_are_answered_after_the_delay_then_closed(broker):
         assert answer.error_code != 0
         assert closed_within(sock, 5)
         sock.close()
-    assert 0.1 <= time.monotonic() - started < 3
+    assert 0.1 <= time.monotonic() - started < 2
 
 
 # -- connection limits ----------------------------------------------------------------------
