@@ -50,6 +50,7 @@ from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
+from simplekafka.broker.connection_quotas import ConnectionQuotas
 from simplekafka.broker.controller import (
     CONTROLLED_SHUTDOWN_PATH,
     Controller,
@@ -88,6 +89,7 @@ from simplekafka.broker.security.sasl import (
     SaslServerAuthenticator,
     SaslSettings,
     jaas_for,
+    reauth_ms,
 )
 from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
@@ -129,6 +131,8 @@ class KafkaBroker:
         self.credentials = ScramCredentialCache()
         self.failed_logins = FailedAuthenticationDelay(
             config["connection.failed.authentication.delay.ms"] / 1000.0, reactor)
+        # max.connections[.per.ip], max.connection.creation.rate, connections.max.idle.ms.
+        self.connection_quotas = ConnectionQuotas(config, reactor)
         inter = next(li for li in config.listeners if li.name == config.inter_broker_listener)
         # None on a PLAINTEXT inter-broker listener: plain TCP, as before security existed.
         self.inter_broker_login = (InterBrokerLogin(config)
@@ -342,8 +346,10 @@ class KafkaBroker:
                 port = self.reactor.listenTCP(listener.port, factory,
                                               interface=listener.host or "")
             self.factories[listener.name], self.ports[listener.name] = factory, port
+            self.connection_quotas.add_listener(listener.name, factory, port)
             log.info("listener %s (%s) on %s:%d", listener.name, listener.security_protocol,
                      listener.host, port.getHost().port)
+        self.connection_quotas.start()
         first = self.config.listeners[0].name
         self.factory, self.port = self.factories[first], self.ports[first]
         metrics_at = self.config.metrics_listener
@@ -359,14 +365,20 @@ class KafkaBroker:
             settings = SaslSettings(
                 listener.name, mechanisms,
                 jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
-                else {}, self.credentials.get, self.failed_logins, self.reactor)
+                else {}, self.credentials.get, self.failed_logins, self.reactor,
+                max_receive_size=int(self.config.listener_setting(
+                    listener.name, "sasl.server.max.receive.size",
+                    self.config["sasl.server.max.receive.size"])),
+                reauth_ms={mechanism: reauth_ms(self.config, listener.name, mechanism)
+                           for mechanism in mechanisms})
             authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
         from simplekafka.broker.security.tls import principal_of
 
         tls_principal = principal_of if listener.security_protocol == "SSL" else None
         assert self.gate is not None  # made by listen() first
         return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
-                                  listener.name, authenticators, tls_principal)
+                                  listener.name, authenticators, tls_principal,
+                                  self.connection_quotas)
 
     def advertised_endpoints(self) -> tuple[tuple[str, str, int], ...]:
         """(listener, host, port) of every listener as registered in ZooKeeper: the
@@ -604,6 +616,7 @@ class KafkaBroker:
                 loop.stop()
         if self._checkpointing is not None and not self._checkpointing.called:
             yield self._checkpointing  # the final checkpoint must not race a periodic one
+        self.connection_quotas.stop()
         for port in self.ports.values():
             yield defer.maybeDeferred(port.stopListening)
         for factory in self.factories.values():

@@ -127,8 +127,29 @@ _KEYS: list[ConfigKey] = [
               "username/password are the broker's own inter-broker login, user_NAME=\"pw\" "
               "entries are the PLAIN users."),
     ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
-              "Delay before a failed authentication is answered and closed; doubles with each "
-              "further failure from the same address (up to 32 times).", 0),
+              "Delay before a failed authentication is answered and its connection closed, "
+              "for every failed login.", 0),
+    ConfigKey("sasl.server.max.receive.size", _int, 524288,
+              "Largest frame a SASL listener reads before and during authentication; a "
+              "bigger one closes the connection unread.", 1),
+    ConfigKey("connections.max.reauth.ms", _long_or_none, 0,
+              "SASL session lifetime (0: sessions never end): a connection must "
+              "re-authenticate within it (KIP-368) or is closed at its next request; "
+              "per listener and mechanism: listener.name.<l>.<mechanism>.connections.max."
+              "reauth.ms."),
+    ConfigKey("connections.max.idle.ms", _long_or_none, 600000,
+              "Close a connection idle (nothing read or written) for this long; -1: never."),
+    ConfigKey("max.connections", _int, 2147483647,
+              "Connections the broker serves at once (listener.name.<l>.max.connections per "
+              "listener); past it, new connections wait to be accepted. The inter-broker "
+              "listener is held only by its own listener limit.", 0),
+    ConfigKey("max.connections.per.ip", _int, 2147483647,
+              "Connections one client address may hold; more are closed when accepted.", 0),
+    ConfigKey("max.connections.per.ip.overrides", _str, "",
+              "host:count pairs, comma-separated, overriding max.connections.per.ip."),
+    ConfigKey("max.connection.creation.rate", _int, 2147483647,
+              "New connections accepted per second (listener.name.<l>.max.connection."
+              "creation.rate per listener); faster ones wait to be accepted.", 0),
     ConfigKey("ssl.keystore.location", _str_or_none, None,
               "PEM file with this broker's private key and certificate (chain)."),
     ConfigKey("ssl.keystore.type", _str, "PEM", "Only PEM is supported."),
@@ -385,6 +406,12 @@ class BrokerConfig:
         try:
             check_security_config(self)
         except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        from simplekafka.broker.connection_quotas import ConnectionQuotaError, parse_overrides
+
+        try:
+            parse_overrides(self._values["max.connections.per.ip.overrides"])
+        except ConnectionQuotaError as exc:
             raise ConfigError(str(exc)) from None
         from simplekafka.broker.security.authorizer import ACL_AUTHORIZER_NAMES
 

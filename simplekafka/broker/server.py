@@ -32,6 +32,7 @@ acks=all requests) are gathered the same way (``answers_together``).
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -134,6 +135,13 @@ class KafkaConnection(Int32StringReceiver):
         # listener's connections (the broker's metrics read it).
         self.sends = SendCounts()
         self.peer = "?"
+        self.host = "?"
+        # When a byte was last read or written (time.monotonic): connections.max.idle.ms.
+        self.last_active = time.monotonic()
+        # Accepted past max.connections or max.connection.creation.rate: not read until the
+        # broker's ConnectionQuotas admits it (as Kafka leaves it in the accept backlog).
+        self.waiting = False
+        self.rejected = False  # over max.connections.per.ip: closed as soon as it is made
 
     # -- connection life cycle -------------------------------------------------------------
 
@@ -143,10 +151,18 @@ class KafkaConnection(Int32StringReceiver):
         if set_no_delay is not None:
             set_no_delay(True)
         peer = self.transport.getPeer()
-        self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.host = str(getattr(peer, "host", "?"))
+        self.peer = f"{self.host}:{getattr(peer, 'port', '?')}"
+        self.last_active = time.monotonic()
+        if self.rejected:
+            self._refusing = True
+            self.transport.loseConnection()
+            return
         factory = getattr(self, "factory", None)
         if isinstance(factory, KafkaServerFactory):
             factory.connections.add(self)
+            if factory.quotas is not None:
+                factory.quotas.opened(self)
         log.debug("connection from %s", self.peer)
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
@@ -155,18 +171,37 @@ class KafkaConnection(Int32StringReceiver):
         self._queue.clear()
         self._waiting_bytes = 0
         factory = getattr(self, "factory", None)
-        if isinstance(factory, KafkaServerFactory):
+        if isinstance(factory, KafkaServerFactory) and not self.rejected:
             factory.connections.discard(self)
+            if factory.quotas is not None:
+                factory.quotas.closed(self)
 
     @property
     def connected_and_open(self) -> bool:
         return not self._refusing and bool(self.connected)
+
+    @property
+    def busy(self) -> bool:
+        """Whether answers are awaited (such a connection is not idle)."""
+        return bool(self._queue)
+
+    def close_idle(self, idle_ms: int) -> None:
+        """Close this connection, idle past ``connections.max.idle.ms``."""
+        log.info("closing connection from %s on listener %s: idle for more than %d ms "
+                 "(connections.max.idle.ms)", self.peer, self.listener, idle_ms)
+        self._refusing = True
+        self.transport.loseConnection()
 
     # -- framing ----------------------------------------------------------------------------
 
     def dataReceived(self, data: bytes) -> None:
         if self._refusing:
             return  # a refused connection reads nothing more into memory
+        self.last_active = time.monotonic()
+        authenticator = self.authenticator
+        if authenticator is not None:  # sasl.server.max.receive.size until logged in
+            self._frames.max_length = (min(self.MAX_LENGTH, authenticator.max_receive_size)
+                                       if authenticator.authenticating else self.MAX_LENGTH)
         if self._tls_principal is not None:  # the TLS handshake is over once data arrives
             principal_of, self._tls_principal = self._tls_principal, None
             self.principal = principal_of(self.transport)
@@ -206,9 +241,11 @@ class KafkaConnection(Int32StringReceiver):
 
     def lengthLimitExceeded(self, length: int) -> None:
         """Refuse the frame unread: log it and close, keeping nothing of its body."""
+        limit = self._frames.max_length
         log.warning(
-            "closing connection from %s: frame length %d outside 0..%d "
-            "(socket.request.max.bytes)", self.peer, length, self.MAX_LENGTH,
+            "closing connection from %s: frame length %d outside 0..%d (%s)", self.peer,
+            length, limit, "socket.request.max.bytes" if limit == self.MAX_LENGTH else
+            "sasl.server.max.receive.size, before authentication",
         )
         self._refuse()
 
@@ -241,6 +278,7 @@ class KafkaConnection(Int32StringReceiver):
 
     def _write_now(self, frames: list[bytes]) -> None:
         self.writes += 1
+        self.last_active = time.monotonic()
         if direct_send.write(self.transport, frames[0] if len(frames) == 1 else b"".join(frames)):
             self.sends.direct += 1
         else:
@@ -269,7 +307,7 @@ class KafkaConnection(Int32StringReceiver):
         """
         try:
             authenticator = self.authenticator
-            if authenticator is not None and not authenticator.complete:
+            if authenticator is not None and authenticator.takes(frame, self):
                 result = authenticator.receive(frame, self)
             else:
                 result = self.handler(frame, self)
@@ -352,8 +390,11 @@ class KafkaServerFactory(protocol.ServerFactory):
 
     def __init__(self, handler: RequestHandler, max_length: int, listener: str = "PLAINTEXT",
                  authenticator_factory: AuthenticatorFactory | None = None,
-                 tls_principal: Callable[[Any], str] | None = None):
+                 tls_principal: Callable[[Any], str] | None = None,
+                 quotas: Any = None):
         self.handler = handler
+        # The broker's ConnectionQuotas (connection_quotas.py): connection limits, idle close.
+        self.quotas = quotas
         self.max_length = max_length
         self.listener = listener
         self.authenticator_factory = authenticator_factory
@@ -368,6 +409,9 @@ class KafkaServerFactory(protocol.ServerFactory):
                                      authenticator, self.tls_principal)
         connection.factory = self
         connection.sends = self.sends
+        if self.quotas is not None:  # over max.connections.per.ip: closed once made
+            connection.rejected = not self.quotas.accept(self.listener,
+                                                         str(getattr(addr, "host", "?")))
         return connection
 
     def close_all(self) -> None:

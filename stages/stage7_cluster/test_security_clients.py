@@ -65,7 +65,7 @@ def secured(tmp_path_factory):
     certs = make_certificates(base / "certs", clients=["client"])
     config = secure_broker_config(certs, PLAIN_USERS, LISTENERS)
     config["group.initial.rebalance.delay.ms"] = "0"
-    # Failed logins from 127.0.0.1 add up over the module; keep the growing delay short.
+    # Failed logins are answered after this delay; keep it short for the module.
     config["connection.failed.authentication.delay.ms"] = "10"
     config["offsets.topic.replication.factor"] = "1"
     with LocalCluster(1, base_dir=base / "cluster", listeners=LISTENERS,

@@ -2,21 +2,34 @@
 
 Kafka's SaslServerAuthenticator, in the same states:
 
-1. a new connection may send ApiVersions (answered as usual) and then must
-   send SaslHandshake naming a mechanism the listener enables (else the answer
-   is UNSUPPORTED_SASL_MECHANISM and the connection closes);
+1. a new connection may send ApiVersions (answered as usual; once: a second
+   one closes the connection, though an answer of UNSUPPORTED_VERSION lets the
+   client ask again at a version it has) and then must send SaslHandshake
+   naming a mechanism the listener enables (else the answer is
+   UNSUPPORTED_SASL_MECHANISM and the connection closes);
 2. after SaslHandshake v1 the SASL messages come inside SaslAuthenticate
    requests; after v0 they come as bare size-prefixed frames (old clients);
 3. when the mechanism is satisfied the connection carries the principal
    ``User:<name>`` and every request goes to the dispatcher from then on.
 
 Anything else before that point (a Metadata, a Produce, a Fetch, garbage)
-closes the connection without a byte written. A failed authentication is
-answered with SASL_AUTHENTICATION_FAILED and a message that never says whether
-the user exists, and then the connection closes; the answer waits
-``connection.failed.authentication.delay.ms``, doubled for every further
-failure from the same address within a minute (``FailedAuthenticationDelay``),
-so guessing passwords is slow.
+closes the connection without a byte written, and so does a frame larger than
+``sasl.server.max.receive.size`` (512 KiB; the connection enforces it, unread,
+until the login is complete). A failed authentication is
+answered with SASL_AUTHENTICATION_FAILED, and then the connection closes; the
+answer waits ``connection.failed.authentication.delay.ms`` (100 ms), for every
+failed login, as Kafka's delayed close does (``FailedAuthenticationDelay``).
+What bounds password guessing is the connection limits (``max.connections.per.ip``,
+``max.connection.creation.rate``: ``broker/connection_quotas.py``).
+
+Re-authentication (KIP-368): with ``connections.max.reauth.ms`` set, a
+successful SaslAuthenticate answers ``session_lifetime_ms``; the client sends
+SaslHandshake and SaslAuthenticate again on the same connection before then
+(same mechanism, same principal, at most once a second), which starts a new
+session. A request that arrives after the session's end on a connection that
+has not re-authenticated closes it, as Kafka's processor does
+(``SaslServerAuthenticator.takes``): a deleted SCRAM user's connection lasts at
+most one session.
 
 PLAIN users are configured in JAAS text, as Kafka's PlainLoginModule takes
 them: ``user_alice="alice-secret"`` entries (``JaasConfig``). SCRAM users live
@@ -28,13 +41,13 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet import defer, task
 
 from simplekafka.broker.server import CloseAfter, CloseConnection
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.jaas import JaasConfig
 from simplekafka.protocol.messages import decode_request, encode_response
@@ -50,6 +63,7 @@ from simplekafka.protocol.sasl import (
 log = logging.getLogger(__name__)
 
 _HEADER_START = struct.Struct(">hhi")
+_API_KEY = struct.Struct(">h")
 
 
 def jaas_for(config: Any, listener: str, mechanism: str) -> JaasConfig:
@@ -59,31 +73,32 @@ def jaas_for(config: Any, listener: str, mechanism: str) -> JaasConfig:
                             or config.listener_setting(listener, "sasl.jaas.config"))
 
 
-class FailedAuthenticationDelay:
-    """How long to hold a failed authentication's answer, per client address.
+def reauth_ms(config: Any, listener: str, mechanism: str) -> int:
+    """``connections.max.reauth.ms`` for one listener and mechanism (0: sessions never end),
+    Kafka's most specific key first: ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``."""
+    value = (config.listener_setting(listener, f"{mechanism.lower()}.connections.max.reauth.ms")
+             or config.listener_setting(listener, "connections.max.reauth.ms"))
+    return max(int(value or 0), 0)
 
-    The first failure waits ``base`` seconds; each further failure from the same
-    address within ``window`` seconds of the last doubles it, up to 32 times
-    ``base``. Addresses without failures cost nothing.
+
+class FailedAuthenticationDelay:
+    """How long to hold a failed authentication's answer: Kafka's
+    ``connection.failed.authentication.delay.ms``, the same for every failed login.
+
+    Kafka delays the close of a connection whose login failed (the answer goes
+    out with the close) by this fixed time; it does not grow with repeated
+    failures. ``failures`` counts them (for logs and tests).
     """
 
-    def __init__(self, base: float, clock: Any, window: float = 60.0, max_doublings: int = 5):
+    def __init__(self, base: float, clock: Any):
         self.base = base
         self.clock = clock
-        self.window = window
-        self.max_doublings = max_doublings
-        self._failures: dict[str, tuple[int, float]] = {}
+        self.failures = 0
 
     def record(self, address: str) -> float:
         """Count one failure from ``address``; returns the delay to apply to it."""
-        now = self.clock.seconds()
-        count, last = self._failures.get(address, (0, now))
-        count = count + 1 if now - last <= self.window else 1
-        self._failures[address] = (count, now)
-        if len(self._failures) > 10_000:  # forget the oldest addresses first
-            for stale in sorted(self._failures, key=lambda a: self._failures[a][1])[:5_000]:
-                del self._failures[stale]
-        return self.base * 2 ** min(count - 1, self.max_doublings)
+        self.failures += 1
+        return self.base
 
 
 @dataclass
@@ -96,12 +111,23 @@ class SaslSettings:
     scram_lookup: Callable[[str, str], ScramCredential | None]
     delay: FailedAuthenticationDelay
     clock: Any
+    # sasl.server.max.receive.size: the largest frame read until the login is complete.
+    max_receive_size: int = 524288
+    # connections.max.reauth.ms per mechanism (0 or absent: sessions never end).
+    reauth_ms: dict[str, int] = field(default_factory=dict)
+
+
+# Kafka's SaslServerAuthenticator lets a connection start re-authenticating at most once a
+# second; a faster SaslHandshake is answered by the broker (ILLEGAL_SASL_STATE).
+MIN_REAUTH_INTERVAL = 1.0
 
 
 class SaslServerAuthenticator:
     """One connection's authentication; ``receive`` takes its frames until ``complete``."""
 
     INITIAL, AUTHENTICATE, RAW_TOKENS, FAILED = "initial", "authenticate", "raw", "failed"
+    HANDSHAKE = "handshake"  # ApiVersions answered: only SaslHandshake may follow
+    REAUTH = "reauth"  # a logged-in connection's SaslHandshake starts re-authentication
 
     def __init__(self, settings: SaslSettings, handler: Callable[[bytes, Any], Any]):
         self.settings = settings
@@ -110,6 +136,46 @@ class SaslServerAuthenticator:
         self.complete = False
         self.mechanism: str | None = None
         self._scram: ScramServer | None = None
+        self.reauthenticating = False
+        self.session_end: float | None = None  # settings.clock time; None: never ends
+        self._reauth_started: float | None = None
+        self.reauthentications = 0
+
+    @property
+    def authenticating(self) -> bool:
+        """Whether frames go to this authenticator (and ``max_receive_size`` bounds them)."""
+        return not self.complete or self.reauthenticating
+
+    @property
+    def max_receive_size(self) -> int:
+        return self.settings.max_receive_size
+
+    def takes(self, frame: bytes, connection: Any) -> bool:
+        """Whether ``frame`` is for the authenticator rather than the dispatcher.
+
+        On a logged-in connection whose session ends, a SaslHandshake starts a
+        re-authentication, and any other request after the session's end closes
+        the connection (``CloseConnection``), as Kafka's processor does.
+        """
+        if self.authenticating:
+            return True
+        if self.session_end is None:
+            return False
+        now = self.settings.clock.seconds()
+        if (len(frame) >= 2 and _API_KEY.unpack_from(frame, 0)[0] == ApiKey.SASL_HANDSHAKE
+                and (self._reauth_started is None
+                     or now - self._reauth_started >= MIN_REAUTH_INTERVAL)):
+            self._reauth_started = now
+            self.reauthenticating = True
+            self.state = self.REAUTH
+            return True
+        if now >= self.session_end:
+            log.info("closing %s: the SASL session of %s on listener %s ended "
+                     "(connections.max.reauth.ms) and it did not re-authenticate",
+                     getattr(connection, "peer", "?"), getattr(connection, "principal", "?"),
+                     self.settings.listener)
+            raise CloseConnection()
+        return False
 
     # -- the frames -----------------------------------------------------------------------
 
@@ -120,10 +186,14 @@ class SaslServerAuthenticator:
         if len(frame) < _HEADER_START.size:
             log.warning("closing %s: %d-byte frame before authentication", peer, len(frame))
             raise CloseConnection()
-        api_key, _version, correlation_id = _HEADER_START.unpack_from(frame, 0)
+        api_key, version, correlation_id = _HEADER_START.unpack_from(frame, 0)
         if api_key == ApiKey.API_VERSIONS and self.state == self.INITIAL:
+            low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+            if low <= version <= high:  # answered: no second one (UNSUPPORTED_VERSION: retry)
+                self.state = self.HANDSHAKE
             return self.handler(frame, connection)
-        if api_key == ApiKey.SASL_HANDSHAKE and self.state == self.INITIAL:
+        if api_key == ApiKey.SASL_HANDSHAKE and self.state in (self.INITIAL, self.HANDSHAKE,
+                                                                self.REAUTH):
             return self._handshake(frame, peer)
         if api_key == ApiKey.SASL_AUTHENTICATE and self.state == self.AUTHENTICATE:
             return self._authenticate(frame, connection)
@@ -149,6 +219,12 @@ class SaslServerAuthenticator:
             log.info("%s asked for SASL mechanism %r; enabled are %s", peer, mechanism, enabled)
             self.state = self.FAILED
             return CloseAfter(response(ErrorCode.UNSUPPORTED_SASL_MECHANISM))
+        if self.reauthenticating and (mechanism != self.mechanism or header.api_version < 1):
+            log.info("closing %s: re-authentication asked for %r (SaslHandshake v%d); it must "
+                     "use %s, with SaslAuthenticate", peer, mechanism, header.api_version,
+                     self.mechanism)
+            self.state = self.FAILED
+            return CloseAfter(response(ErrorCode.UNSUPPORTED_SASL_MECHANISM))
         self.mechanism = mechanism
         if mechanism in SCRAM_MECHANISMS:
             self._scram = ScramServer(SCRAM_MECHANISMS[mechanism],
@@ -159,18 +235,26 @@ class SaslServerAuthenticator:
     def _authenticate(self, frame: bytes, connection: Any) -> Any:
         header, request = self._decode(frame, connection.peer)
 
-        def answer(code: int = 0, message: str | None = None, data: bytes = b"") -> bytes:
+        def answer(code: int = 0, message: str | None = None, data: bytes = b"",
+                   lifetime_ms: int = 0) -> bytes:
             return encode_response(ApiKey.SASL_AUTHENTICATE, header.api_version,
                                    header.correlation_id,
                                    {"error_code": code, "error_message": message,
-                                    "auth_bytes": data, "session_lifetime_ms": 0})
+                                    "auth_bytes": data, "session_lifetime_ms": lifetime_ms})
 
         try:
             challenge = self._step(request.auth_bytes, connection)
         except SaslAuthenticationError as exc:
             return self._failed(connection, answer(ErrorCode.SASL_AUTHENTICATION_FAILED,
                                                    str(exc)))
-        return answer(data=challenge)
+        return answer(data=challenge, lifetime_ms=self._lifetime_ms)
+
+    @property
+    def _lifetime_ms(self) -> int:
+        """The session just begun, as SaslAuthenticate answers it (0: no end)."""
+        if self.session_end is None or self.authenticating:
+            return 0
+        return self.settings.reauth_ms.get(self.mechanism or "", 0)
 
     def _raw_token(self, frame: bytes, connection: Any) -> Any:
         try:
@@ -201,17 +285,31 @@ class SaslServerAuthenticator:
         return final
 
     def _succeeded(self, connection: Any, username: str) -> None:
+        principal = f"User:{username}"
+        if self.reauthenticating and principal != connection.principal:
+            raise SaslAuthenticationError(f"Cannot change principals during re-authentication "
+                                          f"from {connection.principal}: {principal}")
+        lifetime_ms = self.settings.reauth_ms.get(self.mechanism or "", 0)
+        self.session_end = (self.settings.clock.seconds() + lifetime_ms / 1000.0
+                            if lifetime_ms > 0 else None)
+        if self.reauthenticating:
+            self.reauthenticating = False
+            self.reauthentications += 1
+            log.info("%s re-authenticated as %s with %s on listener %s", connection.peer,
+                     principal, self.mechanism, self.settings.listener)
+        else:
+            log.info("%s authenticated as %s with %s on listener %s", connection.peer,
+                     principal, self.mechanism, self.settings.listener)
         self.complete = True
-        connection.principal = f"User:{username}"
-        log.info("%s authenticated as User:%s with %s on listener %s", connection.peer,
-                 username, self.mechanism, self.settings.listener)
+        connection.principal = principal
 
     def _failed(self, connection: Any, response: bytes | None) -> defer.Deferred:
         self.state = self.FAILED
         host = connection.peer.rpartition(":")[0] or connection.peer
         delay = self.settings.delay.record(host)
-        log.info("failed %s authentication from %s on listener %s; answering in %.2f s",
-                 self.mechanism, connection.peer, self.settings.listener, delay)
+        log.info("failed %s %sauthentication from %s on listener %s; answering in %.2f s, "
+                 "then closing", self.mechanism, "re-" if self.reauthenticating else "",
+                 connection.peer, self.settings.listener, delay)
         return task.deferLater(self.settings.clock, delay, CloseAfter, response)
 
 
@@ -224,8 +322,10 @@ def _equal(expected: str, given: str) -> bool:
 class SaslApis:
     """The SASL requests that reach the dispatcher, i.e. outside an authentication:
     on a listener without SASL, or again after a connection authenticated. Kafka
-    answers both with ILLEGAL_SASL_STATE (no re-authentication here: sessions
-    never expire, ``session_lifetime_ms`` is 0)."""
+    answers both with ILLEGAL_SASL_STATE (re-authentication, when
+    ``connections.max.reauth.ms`` is set, is the authenticator's: a SaslHandshake
+    reaches the dispatcher only without it, or sooner than a second after the last
+    one)."""
 
     def __init__(self, credentials: Any, reactor: Any, zookeeper: Callable[[], Any]):
         self.credentials = credentials
