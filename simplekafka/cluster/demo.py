@@ -91,13 +91,12 @@ SECURE_USER = ("demo", "demo-secret")
 def secure_setup(base_dir: Path) -> tuple[dict, dict]:
     """(broker settings, confluent-kafka client settings) for the SASL_SSL demo."""
     from simplekafka.broker.security.certs import make_certificates
-    from simplekafka.cluster.security import ADMIN, client_config, secure_broker_config
+    from simplekafka.cluster.security import client_config, secure_broker_config
 
     certs = make_certificates(base_dir / "certs", clients=[])
-    brokers = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL")
-    # The brokers' own login is the only super user: not User:ANONYMOUS (PLAINTEXT).
-    brokers.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                    "super.users": f"User:{ADMIN[0]}"})
+    # ACLs on, and the brokers' own login (admin) the only super user, not User:ANONYMOUS.
+    brokers = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL",
+                                   authorizer=True)
     clients = client_config("SASL_SSL", certs, "SCRAM-SHA-512", *SECURE_USER)
     return brokers, clients
 

@@ -49,9 +49,8 @@ def acl(kind: ResourceType, name: str, principal: str, op: AclOperation,
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     config = secure_broker_config(None, USERS, ("SASL_PLAINTEXT",),
-                                  inter_broker_listener="SASL_PLAINTEXT")
-    config.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                   "super.users": "User:admin", "num.partitions": "1",
+                                  inter_broker_listener="SASL_PLAINTEXT", authorizer=True)
+    config.update({"num.partitions": "1",
                    "offsets.topic.replication.factor": "1",
                    "group.initial.rebalance.delay.ms": "0"})
     with LocalCluster(1, base_dir=tmp_path_factory.mktemp("acl-principals"),

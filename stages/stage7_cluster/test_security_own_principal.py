@@ -149,3 +149,18 @@ def test_the_transaction_coordinators_markers_to_its_own_partitions_are_authoriz
         assert codes == [ErrorCode.NONE]
     finally:
         harness.close()
+
+
+def test_the_secure_set_up_makes_only_the_brokers_login_a_super_user():
+    from simplekafka.cluster.security import secure_broker_config
+
+    config = secure_broker_config(None, {"alice": "a"}, ("SASL_PLAINTEXT",),
+                                  inter_broker_listener="SASL_PLAINTEXT", authorizer=True)
+    assert config["super.users"] == "User:admin"
+    found = BrokerConfig.from_properties({
+        "broker.id": "1", "log.dirs": "/nonexistent", "zookeeper.connect": "127.0.0.1:1",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093", **config})
+    assert own_principal(found) == "User:admin"
+    # On a PLAINTEXT inter-broker listener the brokers are User:ANONYMOUS: not offered.
+    with pytest.raises(ValueError, match="SASL inter-broker listener"):
+        secure_broker_config(None, {}, ("SASL_PLAINTEXT",), authorizer=True)

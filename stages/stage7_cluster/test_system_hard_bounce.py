@@ -52,12 +52,12 @@ def secure_inter_broker(tmp_path) -> tuple[dict, tuple[str, ...]]:
     """Broker settings for replication over SASL_SSL (clients stay on PLAINTEXT), with
     the ACL authorizer and the brokers' own user as the only super user."""
     from simplekafka.broker.security.certs import make_certificates
-    from simplekafka.cluster.security import ADMIN, secure_broker_config
+    from simplekafka.cluster.security import secure_broker_config
 
     certs = make_certificates(tmp_path / "certs", clients=[])
-    config = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL")
-    config.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                   "super.users": f"User:{ADMIN[0]}"})
+    config = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL",
+                                  authorizer=True)
+    assert config["super.users"] == "User:admin"
     return config, ("SASL_SSL",)
 
 
