@@ -55,6 +55,12 @@ def test_secure_demo_runs_over_sasl_ssl(tmp_path):
     # The ACL step: demo may write and read payments only.
     assert "simplekafka acls add --allow-principal User:demo --operation Write" in output
     assert "User:demo producing to 'audit': TOPIC_AUTHORIZATION_FAILED" in output
+    # super.users is the brokers' own login only: a PLAINTEXT client is nobody.
+    assert "User:ANONYMOUS (PLAINTEXT) producing to 'payments': TOPIC_AUTHORIZATION_FAILED" \
+        in output
+    commands = [line for log in (tmp_path / "cluster").glob("**/broker-*.log")
+                for line in log.read_text().splitlines() if line.startswith("# ")]
+    assert commands and all("--set super.users=User:admin " in c + " " for c in commands)
     logs = list((tmp_path / "cluster").glob("**/broker-*.log"))
     assert logs and all("authenticated as User:admin with PLAIN on listener SASL_SSL"
                         in log.read_text() for log in logs)

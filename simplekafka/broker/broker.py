@@ -81,7 +81,7 @@ from simplekafka.broker.replication_quota import (
 from simplekafka.broker.security.acl_changes import AclChangeFollower
 from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
 from simplekafka.broker.security.credentials import ScramCredentialCache
-from simplekafka.broker.security.inter_broker import InterBrokerLogin
+from simplekafka.broker.security.inter_broker import InterBrokerLogin, own_connection
 from simplekafka.broker.security.listeners import PLAINTEXT
 from simplekafka.broker.security.sasl import (
     FailedAuthenticationDelay,
@@ -137,6 +137,9 @@ class KafkaBroker:
         # None on a PLAINTEXT inter-broker listener: plain TCP, as before security existed.
         self.inter_broker_login = (InterBrokerLogin(config)
                                    if inter.security_protocol != PLAINTEXT else None)
+        # A broker's requests to itself (its controller's, its transaction coordinator's
+        # markers) carry its own inter-broker principal, not User:ANONYMOUS.
+        self.own_connection = own_connection(config)
         self.gate: ReadinessGate | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.dynamic_config = DynamicBrokerConfig(self.broker_id)
@@ -188,8 +191,7 @@ class KafkaBroker:
                                               config["producer.id.block.size"])
         # WriteTxnMarkers travel like controller requests: in order per broker, retried.
         self.marker_requests = ControllerChannel(
-            reactor, self.broker_id, lambda payload, peer: self.dispatcher(payload, peer),
-            self._endpoint_of)
+            reactor, self.broker_id, self._dispatch_own, self._endpoint_of)
         self.transaction_coordinator = TransactionCoordinator(
             config, self.metadata_cache, self.replica_manager, reactor, lambda: self.zk,
             self.producer_ids,
@@ -350,6 +352,8 @@ class KafkaBroker:
             log.info("listener %s (%s) on %s:%d", listener.name, listener.security_protocol,
                      listener.host, port.getHost().port)
         self.connection_quotas.start()
+        log.info("inter-broker listener %s: this broker's requests to itself run as %s",
+                 self.own_connection.listener, self.own_connection.principal)
         first = self.config.listeners[0].name
         self.factory, self.port = self.factories[first], self.ports[first]
         metrics_at = self.config.metrics_listener
@@ -434,7 +438,7 @@ class KafkaBroker:
         self.registration = BrokerRegistration(
             zk, self.broker_id, host, port, self.config.rack, endpoints=endpoints,
             security_protocols=tuple((name, protocols[name]) for name, _h, _p in endpoints))
-        self.channel = ControllerChannel(self.reactor, self.broker_id, self.dispatcher,
+        self.channel = ControllerChannel(self.reactor, self.broker_id, self._dispatch_own,
                                          self._endpoint_of)
         self.election = ControllerElection(
             zk, self.broker_id, registration=self.registration,
@@ -475,6 +479,10 @@ class KafkaBroker:
     def _rack_of(self, broker_id: int) -> str | None:
         node = self.metadata_cache.brokers.get(broker_id)
         return node.rack if node is not None else None
+
+    def _dispatch_own(self, payload: bytes, _connection: Any = None) -> Any:
+        """A request from this broker to itself, as its own inter-broker principal."""
+        return self.dispatcher(payload, self.own_connection)
 
     def _endpoint_of(self, broker_id: int) -> tuple[Any, ...] | None:
         """Where to reach ``broker_id`` on the inter-broker listener: (host, port), plus the

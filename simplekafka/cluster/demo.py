@@ -13,25 +13,28 @@ certificates (``simplekafka certs``), replicate over a SASL_SSL inter-broker
 listener (logging in as ``User:admin`` with PLAIN), and the producer and the
 consumer (confluent-kafka) connect over SASL_SSL as the SCRAM-SHA-512 user
 ``demo``, created in ZooKeeper like ``simplekafka users add`` does. The
-brokers run Kafka's ACL authorizer: ``User:admin`` (the brokers) and
-``User:ANONYMOUS`` (the operator's tools on the loopback PLAINTEXT listener)
-are super users; ``demo`` is granted Write and Read on the demo topic and
-Read on its checker's group (``simplekafka acls add``), and is shown refused
-on a topic it has no ACL for. The topic is created by the operator over the
-PLAINTEXT listener; the Spark step, whose source speaks PLAINTEXT only, is
-left out.
+brokers run Kafka's ACL authorizer with ``super.users=User:admin``: the brokers'
+own login (their requests to themselves carry it too) and nobody else. The
+operator's tools log in as admin over SASL_SSL to create the topics and grant
+``demo`` Write and Read on the demo topic and Read on its checker's group
+(``simplekafka acls add``); ``demo`` is shown refused on a topic it has no ACL
+for, and so is a client on the loopback PLAINTEXT listener (User:ANONYMOUS,
+nobody in particular), which stays for LocalCluster's own probes. The Spark
+step, whose source speaks PLAINTEXT only, is left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from simplekafka.cluster.checker import DeliveryLog
 from simplekafka.cluster.faults import Faults
@@ -91,9 +94,9 @@ def secure_setup(base_dir: Path) -> tuple[dict, dict]:
     from simplekafka.cluster.security import client_config, secure_broker_config
 
     certs = make_certificates(base_dir / "certs", clients=[])
-    brokers = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL")
-    brokers.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                    "super.users": "User:admin;User:ANONYMOUS"})
+    # ACLs on, and the brokers' own login (admin) the only super user, not User:ANONYMOUS.
+    brokers = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL",
+                                   authorizer=True)
     clients = client_config("SASL_SSL", certs, "SCRAM-SHA-512", *SECURE_USER)
     return brokers, clients
 
@@ -104,9 +107,30 @@ SECURE_ACLS = [("--operation", "Write", "--operation", "Read", "--topic", TOPIC)
 FORBIDDEN_TOPIC = "audit"
 
 
-def grant_secure_acls(cluster: LocalCluster, say: Callable[[str], None]) -> None:
-    """Give the demo user its ACLs through the operator's PLAINTEXT listener."""
+@contextlib.contextmanager
+def operator_admin(cluster: LocalCluster, clients: dict | None) -> Iterator[Any]:
+    """The operator's admin client: over PLAINTEXT, or in the secure demo (``clients``:
+    the demo user's settings, for the CA) logged in as the brokers' user over SASL_SSL,
+    since there a PLAINTEXT client is User:ANONYMOUS and may do nothing."""
     from simplekafka.admin import Admin
+
+    if clients is None:
+        with Admin(cluster.bootstrap_servers) as admin:
+            yield admin
+        return
+    from simplekafka.client.client import KafkaClient
+    from simplekafka.client.security import client_security
+    from simplekafka.cluster.security import ADMIN
+
+    login = client_security("SASL_SSL", "PLAIN", *ADMIN, ssl_cafile=clients["ssl.ca.location"])
+    with KafkaClient(cluster.bootstrap("SASL_SSL"), security=login) as client, \
+            Admin(client=client) as admin:
+        yield admin
+
+
+def grant_secure_acls(cluster: LocalCluster, say: Callable[[str], None],
+                      clients: dict) -> None:
+    """Give the demo user its ACLs, the operator logged in as admin over SASL_SSL."""
     from simplekafka.protocol.acls import (
         AccessControlEntry,
         AclBinding,
@@ -120,7 +144,7 @@ def grant_secure_acls(cluster: LocalCluster, say: Callable[[str], None]) -> None
     wanted = [(ResourceType.TOPIC, TOPIC, AclOperation.WRITE),
               (ResourceType.TOPIC, TOPIC, AclOperation.READ),
               (ResourceType.GROUP, "demo-checker", AclOperation.READ)]
-    with Admin(cluster.bootstrap_servers) as admin:
+    with operator_admin(cluster, clients) as admin:
         admin.create_acls([AclBinding(ResourcePattern(kind, name), AccessControlEntry(
             principal, "*", operation, AclPermissionType.ALLOW))
             for kind, name, operation in wanted])
@@ -130,14 +154,17 @@ def grant_secure_acls(cluster: LocalCluster, say: Callable[[str], None]) -> None
             say(f"  {binding.pattern}: {binding.entry}")
 
 
-def show_refusal(cluster: LocalCluster, clients: dict) -> str:
-    """The demo user writing where it has no ACL: the error its producer gets."""
+def show_refusal(cluster: LocalCluster, clients: dict | None,
+                 topic: str = FORBIDDEN_TOPIC) -> str:
+    """A write where no ACL allows it: the error the producer gets. ``clients``: the demo
+    user's settings (SASL_SSL); None: a PLAINTEXT client, User:ANONYMOUS."""
     from confluent_kafka import Producer
 
     outcome = []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"), **clients,
-                         "message.timeout.ms": 15000})
-    producer.produce(FORBIDDEN_TOPIC, b"not allowed", on_delivery=lambda e, m: outcome.append(e))
+    where = ({"bootstrap.servers": cluster.bootstrap("SASL_SSL"), **clients}
+             if clients is not None else {"bootstrap.servers": cluster.bootstrap_servers})
+    producer = Producer({**where, "message.timeout.ms": 15000})
+    producer.produce(topic, b"not allowed", on_delivery=lambda e, m: outcome.append(e))
     producer.flush(30)
     return outcome[0].name() if outcome and outcome[0] is not None else "delivered"
 
@@ -246,12 +273,12 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
     import shutil
     import tempfile
 
-    from simplekafka.admin import Admin
-
     step = Narrator(interactive, out)
     say = step.say
     config, listeners, clients, made_dir = dict(DEMO_BROKER_CONFIG), [], None, None
     if secure:
+        from simplekafka.cluster.security import ADMIN
+
         if base_dir is None:
             base_dir = made_dir = Path(tempfile.mkdtemp(prefix="simplekafka-demo-"))
         broker_security, clients = secure_setup(Path(base_dir))
@@ -270,7 +297,10 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
             say(f"SASL_SSL bootstrap servers: {cluster.bootstrap('SASL_SSL')}")
             say(f"client settings: security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
                 f"sasl.username={SECURE_USER[0]}, ssl.ca.location={clients['ssl.ca.location']}")
-            say("(the PLAINTEXT listener stays on 127.0.0.1 for the operator's tools)")
+            say("(the PLAINTEXT listener stays on 127.0.0.1 for the cluster's own probes; "
+                "a client there is User:ANONYMOUS, no super user)")
+            say(f"the operator's tools log in as User:{ADMIN[0]}, the brokers' own user "
+                "and the only super user")
             say("ZooKeeper takes SASL logins and every znode carries Kafka's ACLs "
                 "(zookeeper.set.acl=true): only the brokers' login may change them")
             if after_failover is not None:
@@ -282,18 +312,20 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
 
         step(f"create topic {TOPIC!r}: {PARTITIONS} partitions, replication factor "
              f"{REPLICATION_FACTOR}, min.insync.replicas 2")
-        with Admin(cluster.bootstrap_servers) as admin:
+        with operator_admin(cluster, clients) as admin:
             admin.create_topic(TOPIC, PARTITIONS, REPLICATION_FACTOR, TOPIC_CONFIG)
         for partition in range(PARTITIONS):
             cluster.wait_for_isr(TOPIC, partition, cluster.replicas_of(TOPIC, partition))
         say(partition_table(cluster, TOPIC, PARTITIONS))
         if secure:
             step(f"ACLs: User:{SECURE_USER[0]} may write and read {TOPIC!r}, nothing else")
-            grant_secure_acls(cluster, say)
-            with Admin(cluster.bootstrap_servers) as admin:
+            grant_secure_acls(cluster, say, clients)
+            with operator_admin(cluster, clients) as admin:
                 admin.create_topic(FORBIDDEN_TOPIC, 1, REPLICATION_FACTOR)
             say(f"User:{SECURE_USER[0]} producing to {FORBIDDEN_TOPIC!r}: "
                 f"{show_refusal(cluster, clients)}")
+            say(f"User:ANONYMOUS (PLAINTEXT) producing to {TOPIC!r}: "
+                f"{show_refusal(cluster, None, TOPIC)}")
 
         step("produce 300 records with acks=all (acknowledged once every ISR member has them)")
         deliveries = DeliveryLog()
@@ -342,6 +374,9 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
                 f"{cluster.brokers[1].address}")
             if shutil.which("kcat"):  # installed by ./run_tests.sh's set-up, not the demo's
                 say(f"   or: kcat -b {cluster.brokers[1].address} -L")
+            if secure:
+                say("  (over PLAINTEXT you are User:ANONYMOUS and see no topic; log in over "
+                    "SASL_SSL with the client settings above)")
             say("press Ctrl-C to stop it")
             _wait_for_interrupt()
         return 0 if report.ok and extra_ok else 1

@@ -166,7 +166,10 @@ class LocalCluster:
     gets a free port per broker (``bootstrap(name)``). Their security settings
     (``listener.security.protocol.map`` for other names, ``ssl.*``, the JAAS
     text, ``inter.broker.listener.name``) go into ``broker_config`` with
-    Kafka's keys; ``simplekafka.cluster.security`` builds a typical set.
+    Kafka's keys; ``simplekafka.cluster.security`` builds a typical set
+    (``secure_broker_config(..., authorizer=True)``: ACLs on, with the brokers'
+    own SASL login as the only super user; User:ANONYMOUS, a client of the
+    PLAINTEXT listener the probes use, is no super user there).
 
     ``launcher`` replaces ``python -m simplekafka`` in front of each broker's
     ``broker ...`` arguments (``simplekafka learn cluster`` starts brokers

@@ -5,8 +5,12 @@ SASL_PLAINTEXT and SASL_SSL listeners besides PLAINTEXT: the PEM keystore and
 truststore from ``simplekafka.broker.security.certs``, the PLAIN users and the
 broker's own login in each listener's JAAS text (Kafka's
 ``listener.name.<l>.<mechanism>.sasl.jaas.config``), and the inter-broker
-listener. ``client_config`` gives the matching confluent-kafka (librdkafka)
-settings for one listener, mechanism and user.
+listener. With ``authorizer=True`` the brokers run Kafka's ACL authorizer and
+``super.users`` names the brokers' own login and nobody else: the inter-broker
+listener must then log the brokers in (SASL), for a broker's requests to itself
+carry that principal too, and User:ANONYMOUS is a super user nowhere.
+``client_config`` gives the matching confluent-kafka (librdkafka) settings for
+one listener, mechanism and user.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 from simplekafka.broker.security.certs import CertificateFiles
 
-ADMIN = ("admin", "admin-secret")  # the brokers' own login (a super user for the ACLs)
+ADMIN = ("admin", "admin-secret")  # the brokers' own login (the super user for the ACLs)
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
 
 
@@ -30,8 +35,14 @@ def secure_broker_config(certs: CertificateFiles | None, plain_users: dict[str, 
                          inter_broker_listener: str = "PLAINTEXT",
                          inter_broker_mechanism: str = "PLAIN",
                          client_auth: str = "requested",
-                         admin: tuple[str, str] = ADMIN) -> dict[str, str]:
-    """Kafka broker keys for ``listeners`` (plus PLAINTEXT, which LocalCluster adds)."""
+                         admin: tuple[str, str] = ADMIN,
+                         authorizer: bool = False) -> dict[str, str]:
+    """Kafka broker keys for ``listeners`` (plus PLAINTEXT, which LocalCluster adds);
+    ``authorizer``: ACLs on, ``super.users=User:<admin>`` only (see the module docstring)."""
+    if authorizer and inter_broker_listener not in SASL_LISTENERS:
+        raise ValueError(f"authorizer=True wants a SASL inter-broker listener (the brokers log "
+                         f"in as User:{admin[0]}, the only super user), not "
+                         f"{inter_broker_listener}")
     config: dict[str, str] = {"inter.broker.listener.name": inter_broker_listener,
                               "sasl.mechanism.inter.broker.protocol": inter_broker_mechanism}
     if certs is not None:
@@ -48,6 +59,8 @@ def secure_broker_config(certs: CertificateFiles | None, plain_users: dict[str, 
         for mechanism in ("scram-sha-256", "scram-sha-512"):
             config[f"{prefix}.{mechanism}.sasl.jaas.config"] = _jaas(
                 "org.apache.kafka.common.security.scram.ScramLoginModule", admin)
+    if authorizer:
+        config.update({"authorizer.class.name": AUTHORIZER, "super.users": f"User:{admin[0]}"})
     return config
 
 

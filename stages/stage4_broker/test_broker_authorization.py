@@ -1,8 +1,10 @@
 """Every request handler asks the one authorizer, with Kafka's operations and error codes.
 
 A KafkaBroker on Twisted's fake reactor (the handler harness), with
-``authorizer.class.name`` set and the test's controller requests sent as
-``User:ANONYMOUS``, a super user. Client requests come on a fake connection
+``authorizer.class.name`` set, a SASL inter-broker listener on which the
+brokers log in as ``User:broker``, and ``super.users=User:broker`` (nobody
+else): the test's controller requests come as the broker's own requests to
+itself do, on its ``own_connection``. Client requests come on a fake connection
 that says who it authenticated as (what the SASL work fills in): alice may
 Write ``orders`` and Read group ``g``; nobody has anything else, and no
 resource is open to everyone.
@@ -26,8 +28,15 @@ from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.protocol.records import build_batch
 from stages.stage4_broker.test_broker_handlers import Harness
 
+BROKER_USER = "User:broker"
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-              "super.users": "User:ANONYMOUS"}
+              "super.users": BROKER_USER,
+              "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+              "inter.broker.listener.name": "SASL_PLAINTEXT",
+              "sasl.mechanism.inter.broker.protocol": "PLAIN",
+              "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+                                  'required username="broker" password="broker-secret" '
+                                  'user_broker="broker-secret";'}
 FAILED_TOPIC = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 FAILED_GROUP = ErrorCode.GROUP_AUTHORIZATION_FAILED
 FAILED_CLUSTER = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -47,6 +56,8 @@ def allow(principal: str, op: AclOperation) -> AccessControlEntry:
 @pytest.fixture
 def broker(tmp_path):
     harness = Harness(tmp_path, **AUTHORIZER)
+    assert harness.broker.own_connection.principal == BROKER_USER
+    harness.connection = harness.broker.own_connection  # the test plays its controller
     harness.lead("orders")
     harness.lead("payments")
     authorizer = harness.broker.authorizer
@@ -100,7 +111,7 @@ def test_fetch_needs_read_and_a_follower_cluster_action(broker):
     assert answer.responses[0].partitions[0].error_code == FAILED_TOPIC
     answer = ask(broker, "User:alice", ApiKey.FETCH, 11, fetch_body("orders", replica_id=2))
     assert answer.responses[0].partitions[0].error_code == FAILED_TOPIC
-    answer = ask(broker, "User:ANONYMOUS", ApiKey.FETCH, 11,
+    answer = ask(broker, BROKER_USER, ApiKey.FETCH, 11,
                  fetch_body("orders", replica_id=2))
     assert answer.responses[0].partitions[0].error_code == ErrorCode.NONE
 
@@ -112,7 +123,7 @@ def test_metadata_shows_only_describable_topics(broker):
                 {"topics": [{"name": "payments"}, {"name": "orders"}]})
     assert [(t.name, t.error_code) for t in named.topics] == [
         ("payments", FAILED_TOPIC), ("orders", ErrorCode.NONE)]
-    super_user = ask(broker, "User:ANONYMOUS", ApiKey.METADATA, 8, {"topics": None})
+    super_user = ask(broker, BROKER_USER, ApiKey.METADATA, 8, {"topics": None})
     assert sorted(t.name for t in super_user.topics) == ["orders", "payments"]
 
 
@@ -206,14 +217,14 @@ def test_acl_apis_need_cluster_describe_and_alter(broker):
                   "operation": 1, "permission_type": 1}
     assert ask(broker, "User:alice", ApiKey.DESCRIBE_ACLS, 1, everything).error_code == \
         FAILED_CLUSTER
-    described = ask(broker, "User:ANONYMOUS", ApiKey.DESCRIBE_ACLS, 1, everything)
+    described = ask(broker, BROKER_USER, ApiKey.DESCRIBE_ACLS, 1, everything)
     assert sorted(r.resource_name for r in described.resources) == ["g", "orders"]
     created = ask(broker, "User:alice", ApiKey.CREATE_ACLS, 1, {"creations": [
         {"resource_type": 2, "resource_name": "x", "resource_pattern_type": 3,
          "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}]})
     assert created.results[0].error_code == FAILED_CLUSTER
     bad = {**everything, "operation": 0}
-    assert ask(broker, "User:ANONYMOUS", ApiKey.DESCRIBE_ACLS, 1, bad).error_code == \
+    assert ask(broker, BROKER_USER, ApiKey.DESCRIBE_ACLS, 1, bad).error_code == \
         ErrorCode.INVALID_REQUEST
 
 
@@ -244,7 +255,7 @@ def test_authorized_operations_are_reported_when_asked(broker):
                     {"groups": ["g"], "include_authorized_operations": True})
     assert described.groups[0].authorized_operations == \
         (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
-    super_user = ask(broker, "User:ANONYMOUS", ApiKey.METADATA, 8, {
+    super_user = ask(broker, BROKER_USER, ApiKey.METADATA, 8, {
         "topics": [{"name": "orders"}], "allow_auto_topic_creation": False,
         "include_cluster_authorized_operations": True,
         "include_topic_authorized_operations": False})
@@ -257,7 +268,7 @@ def test_authorized_operations_are_reported_when_asked(broker):
 
 def test_offset_commit_stores_only_the_topics_the_principal_may_read(broker):
     broker.lead("__consumer_offsets", partitions=10)
-    ask(broker, "User:ANONYMOUS", ApiKey.LIST_GROUPS, 2, {})  # the coordinator loads them
+    ask(broker, BROKER_USER, ApiKey.LIST_GROUPS, 2, {})  # the coordinator loads them
     broker.clock.advance(0)
     broker.broker.authorizer.update(ResourcePattern(ResourceType.TOPIC, "payments"),
                                     [allow("User:alice", AclOperation.READ)])

@@ -36,12 +36,15 @@ class Harness:
         self.broker = KafkaBroker(BrokerConfig.from_properties(properties), self.clock)
         self.controller_epoch = 1
         self._correlation = 0
+        # What raw() hands the dispatcher as the connection: None (User:ANONYMOUS), or
+        # e.g. ``broker.own_connection`` when an authorizer wants the controller's login.
+        self.connection: object = None
 
     def raw(self, api_key: ApiKey, version: int, body: dict):
         """Send a request; returns the decoded response, None, or a Deferred of either."""
         self._correlation += 1
         frame = encode_request(api_key, version, self._correlation, "test", body)
-        answer = self.broker.dispatcher(frame, None)
+        answer = self.broker.dispatcher(frame, self.connection)
 
         def decode(payload):
             if payload is None:

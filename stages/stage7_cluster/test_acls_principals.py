@@ -2,10 +2,12 @@
 or admin, and each gets exactly what its ACLs give it, with Kafka's error codes.
 
 One broker (module-scoped) with a SASL_PLAINTEXT listener for the clients and
-the PLAINTEXT one for inter-broker traffic, ``authorizer.class.name`` set,
-``allow.everyone.if.no.acl.found`` at its default (false), and
-``super.users=User:admin;User:ANONYMOUS`` (ANONYMOUS: the controller's own
-requests over PLAINTEXT, and the test's setup). alice may Write ``alice-topic``
+for inter-broker traffic (the broker logs in as admin), ``authorizer.class.name``
+set, ``allow.everyone.if.no.acl.found`` at its default (false), and
+``super.users=User:admin``, the brokers' own login and nobody else (the
+controller's requests to its own broker come as admin too; the test's set-up
+logs in as admin). PLAINTEXT clients are User:ANONYMOUS, with no ACL at all:
+they may do nothing. alice may Write ``alice-topic``
 and every topic prefixed ``alice.``, and Read group ``alice-group``; bob may do
 All on topics prefixed ``shared.`` but is denied Write on ``shared.secret``;
 nobody else may do anything.
@@ -16,6 +18,8 @@ from __future__ import annotations
 import pytest
 
 from simplekafka.admin import Admin, NewTopic
+from simplekafka.client.client import KafkaClient
+from simplekafka.client.security import client_security
 from simplekafka.cluster import LocalCluster
 from simplekafka.cluster.security import client_config, secure_broker_config
 from simplekafka.protocol.acls import (
@@ -44,14 +48,16 @@ def acl(kind: ResourceType, name: str, principal: str, op: AclOperation,
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    config = secure_broker_config(None, USERS, ("SASL_PLAINTEXT",))
-    config.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                   "super.users": "User:admin;User:ANONYMOUS", "num.partitions": "1",
+    config = secure_broker_config(None, USERS, ("SASL_PLAINTEXT",),
+                                  inter_broker_listener="SASL_PLAINTEXT", authorizer=True)
+    config.update({"num.partitions": "1",
                    "offsets.topic.replication.factor": "1",
                    "group.initial.rebalance.delay.ms": "0"})
     with LocalCluster(1, base_dir=tmp_path_factory.mktemp("acl-principals"),
                       listeners=["SASL_PLAINTEXT"], broker_config=config) as running:
-        with Admin(running.bootstrap_servers) as admin:  # PLAINTEXT: ANONYMOUS, a super user
+        login = client_security("SASL_PLAINTEXT", "PLAIN", "admin", "admin-secret")
+        with KafkaClient(running.bootstrap("SASL_PLAINTEXT"), security=login) as client, \
+                Admin(client=client) as admin:
             admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS])
             topic, group = ResourceType.TOPIC, ResourceType.GROUP
             admin.create_acls([
@@ -215,3 +221,16 @@ def test_the_cli_logs_in_with_a_command_config(cluster, tmp_path):
     assert refused.returncode == 1
     errors = refused.stderr.strip().splitlines()
     assert len(errors) == 1 and "ClusterAuthorizationFailedError" in errors[0]
+
+
+def test_plaintext_clients_are_nobody_in_particular(cluster):
+    """User:ANONYMOUS is no super user: without an ACL its write is refused, as alice's is."""
+    from confluent_kafka import KafkaError, Producer
+
+    outcome = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "message.timeout.ms": 20000})
+    producer.produce("alice-topic", b"v", on_delivery=lambda err, msg: outcome.append(err))
+    producer.flush(30)
+    assert outcome and outcome[0] is not None
+    assert outcome[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

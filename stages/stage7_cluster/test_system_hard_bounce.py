@@ -10,7 +10,13 @@ confluent-kafka's producer and once with ours, and once more with
 confluent-kafka while the brokers replicate (and the controller sends its
 requests) over a SASL_SSL inter-broker listener: TLS with host-name checks and
 a SASL/PLAIN login on every broker-to-broker connection, re-made after each
-bounce (two bounces of each kind there, to keep the suite's time).
+bounce (two bounces of each kind there, to keep the suite's time). That
+cluster runs Kafka's ACL authorizer with ``super.users=User:admin``, the
+brokers' own login and nobody else: the controller's requests to the broker it
+runs in must come as User:admin too, or that broker never becomes ready. The
+test's PLAINTEXT clients are User:ANONYMOUS, given All on the bounced topic by
+an ACL written to ZooKeeper (as ``simplekafka acls add --zookeeper`` does), and
+refused a write to a topic they may only create and describe.
 """
 
 from __future__ import annotations
@@ -38,14 +44,75 @@ BOUNCES = 5
 SECURE_BOUNCES = 2
 
 
+#: A topic the PLAINTEXT clients may create and describe, and not write.
+READ_ONLY = "read-only"
+
+
 def secure_inter_broker(tmp_path) -> tuple[dict, tuple[str, ...]]:
-    """Broker settings for replication over SASL_SSL (clients stay on PLAINTEXT)."""
+    """Broker settings for replication over SASL_SSL (clients stay on PLAINTEXT), with
+    the ACL authorizer and the brokers' own user as the only super user."""
     from simplekafka.broker.security.certs import make_certificates
     from simplekafka.cluster.security import secure_broker_config
 
     certs = make_certificates(tmp_path / "certs", clients=[])
-    return secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL"), \
-        ("SASL_SSL",)
+    config = secure_broker_config(certs, {}, ("SASL_SSL",), inter_broker_listener="SASL_SSL",
+                                  authorizer=True)
+    assert config["super.users"] == "User:admin"
+    return config, ("SASL_SSL",)
+
+
+def grant_plaintext_clients(cluster) -> None:
+    """User:ANONYMOUS (the PLAINTEXT clients): All on TOPIC, Create and Describe on
+    READ_ONLY, written to ZooKeeper; returns once every broker applies them."""
+    from simplekafka.client.client import KafkaClient
+    from simplekafka.coordination.acls import add_entries
+    from simplekafka.coordination.processes import wait_until
+    from simplekafka.protocol.acls import (
+        AccessControlEntry,
+        AclOperation,
+        AclPermissionType,
+        ResourcePattern,
+        ResourceType,
+    )
+    from simplekafka.protocol.api import ApiKey
+    from simplekafka.protocol.errors import ErrorCode
+
+    def allow(*operations: AclOperation) -> list[AccessControlEntry]:
+        return [AccessControlEntry("User:ANONYMOUS", "*", op, AclPermissionType.ALLOW)
+                for op in operations]
+
+    add_entries(cluster.zk, ResourcePattern(ResourceType.TOPIC, TOPIC), allow(AclOperation.ALL))
+    add_entries(cluster.zk, ResourcePattern(ResourceType.TOPIC, READ_ONLY),
+                allow(AclOperation.CREATE, AclOperation.DESCRIBE))
+
+    def applied(broker_id: int) -> bool:
+        with KafkaClient(cluster.brokers[broker_id].address) as client:
+            answer = client.request(-1, ApiKey.METADATA, {
+                "topics": [{"name": TOPIC}, {"name": READ_ONLY}],
+                "allow_auto_topic_creation": False}, 10_000)
+        return all(t.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED for t in answer.topics)
+
+    for broker_id in cluster.brokers:
+        wait_until(lambda b=broker_id: applied(b), f"broker {broker_id} to apply the ACLs", 60)
+
+
+def assert_plaintext_write_refused(cluster) -> None:
+    """A PLAINTEXT client (User:ANONYMOUS, no super user) writing where no ACL lets it:
+    TOPIC_AUTHORIZATION_FAILED, and nothing lands."""
+    from confluent_kafka import KafkaError, Producer
+
+    from simplekafka.cluster.checker import read_partition_dir
+
+    create_topic(cluster, READ_ONLY, 1, 3)
+    outcome = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "message.timeout.ms": 20000})
+    producer.produce(READ_ONLY, b"not allowed", on_delivery=lambda err, msg: outcome.append(err))
+    producer.flush(30)
+    assert outcome and outcome[0] is not None, f"the write was not refused: {outcome}"
+    assert outcome[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, outcome[0]
+    for broker_id in cluster.replicas_of(READ_ONLY, 0):
+        assert read_partition_dir(cluster.partition_dir(broker_id, READ_ONLY, 0)) == []
 
 
 @pytest.mark.parametrize("client, inter_broker", [
@@ -54,6 +121,9 @@ def test_hard_bounce_loses_nothing_acknowledged(tmp_path, client, inter_broker):
     config, listeners = secure_inter_broker(tmp_path) if inter_broker == "SASL_SSL" else ({}, ())
     with running_cluster(tmp_path / "cluster", config=config, listeners=listeners) as (
             cluster, faults):
+        if inter_broker == "SASL_SSL":
+            grant_plaintext_clients(cluster)
+            assert_plaintext_write_refused(cluster)
         create_topic(cluster, TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
         log = DeliveryLog()
         producer = BackgroundProducer(cluster, TOPIC, log, client=client)

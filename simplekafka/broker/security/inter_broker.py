@@ -6,12 +6,20 @@ endpoint, with TLS when that listener's protocol has it, and log in with SASL
 when it has that: the broker's own ``username``/``password`` from the
 listener's JAAS text, with ``sasl.mechanism.inter.broker.protocol``. Kafka does
 the same (its inter-broker principal is usually a super user for the ACLs).
+
+A broker's requests to *itself* (the controller's LeaderAndIsr, UpdateMetadata
+and StopReplica to the broker it runs in, the transaction coordinator's
+WriteTxnMarkers to its own partitions) never touch a socket: they go straight
+to the dispatcher on an ``OwnConnection``, which carries the principal another
+broker would see this one log in as (``own_principal``). So ``super.users``
+need list the brokers' own user and nothing else, exactly as with Kafka, whose
+controller reaches its own broker over the inter-broker listener like any other.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from twisted.internet import defer
 from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint
@@ -30,6 +38,49 @@ log = logging.getLogger(__name__)
 
 CLIENT_ID = "simplekafka-inter-broker"
 CONNECT_TIMEOUT = 5
+ANONYMOUS = "User:ANONYMOUS"
+
+
+class OwnConnection(NamedTuple):
+    """What the dispatcher reads from a connection, for a broker's requests to itself."""
+
+    principal: str
+    listener: str
+    peer: str
+
+
+def own_principal(config: Any) -> str:
+    """The principal this broker has on the inter-broker listener, as the others see it.
+
+    SASL (SASL_PLAINTEXT, SASL_SSL): ``User:<username>`` of the broker's own login
+    in the listener's JAAS text (PLAIN and SCRAM alike, as Kafka's default principal
+    builder makes it). SSL: the subject of the broker's own certificate (the one it
+    presents to the others), when the listener asks for client certificates
+    (``ssl.client.auth`` requested or required); without that the others cannot
+    see it either, and it is ``User:ANONYMOUS``, as on PLAINTEXT.
+    """
+    from simplekafka.broker.security.sasl import jaas_for
+
+    name = config.inter_broker_listener
+    listener = next(li for li in config.listeners if li.name == name)
+    if listener.uses_sasl:
+        login = jaas_for(config, name, config["sasl.mechanism.inter.broker.protocol"]).login
+        return f"User:{login[0]}" if login is not None else ANONYMOUS
+    if listener.uses_tls and str(config.listener_setting(
+            name, "ssl.client.auth", "none")).lower() != "none":
+        from simplekafka.broker.security.tls import load_keystore
+
+        _key, chain = load_keystore(config.listener_setting(name, "ssl.keystore.location"),
+                                    config.listener_setting(name, "ssl.key.password"))
+        return "User:" + chain[0].to_cryptography().subject.rfc4514_string()
+    return ANONYMOUS
+
+
+def own_connection(config: Any) -> OwnConnection:
+    """The connection a broker's requests to itself come on (see the module docstring)."""
+    name = config.inter_broker_listener
+    host = config.advertised_listeners.get(name, ("", 0))[0] or "127.0.0.1"
+    return OwnConnection(own_principal(config), name, f"{host}:0")
 
 
 class InterBrokerLogin:
