@@ -208,8 +208,19 @@ def test_ports_times_and_ids_are_ignored_but_values_are_not():
     assert chapter_outputs.differences(text, [other_value, ""]) != []
 
 
-def test_a_chapter_may_declare_what_varies():
+def test_a_listing_may_declare_what_varies_in_its_output():
     text = chapter_outputs.with_outputs(CHAPTER, ["leader: broker 2\n", ""])
     assert chapter_outputs.differences(text, ["leader: broker 0\n", ""]) != []
-    declared = "<!-- output varies: broker \\d -->\n" + text
+    declared = text.replace("```python\nprint('a')",
+                            "<!-- output varies: broker \\d -->\n\n```python\nprint('a')")
+    assert chapter_outputs.declared_variations(declared) == [["broker \\d"], []]
     assert chapter_outputs.differences(declared, ["leader: broker 0\n", ""]) == []
+    assert chapter_outputs.differences(declared, ["leader: node 0\n", ""]) != []
+    elsewhere = "<!-- output varies: broker \\d -->\n\nprose\n\n" + text
+    assert chapter_outputs.differences(elsewhere, ["leader: broker 0\n", ""]) != [], (
+        "a declaration applies to the listing right under it only")
+
+
+def test_a_kafka_cluster_id_is_ignored():
+    text = chapter_outputs.with_outputs(CHAPTER, ['id = {"id":"uRLiTMVXRVitDx39mMCDxg"}\n', ""])
+    assert chapter_outputs.differences(text, ['id = {"id":"obJnhTMCRBGxvO4EqQHiyA"}\n', ""]) == []

@@ -17,9 +17,10 @@ The listings run exactly as the site runs them (``docs/_ext/executed_pages.py``:
 one script per chapter, in a fresh temporary directory); the site drops these
 blocks and puts its own run's output in their place, and ``tests/test_docs.py``
 compares that run with the README. Ports, times, ids and other values that
-change from run to run are compared through :data:`VOLATILE`, and a chapter may
-declare more with a line ``<!-- output varies: REGEX -->`` (the matched text is
-ignored).
+change from run to run are compared through :data:`VOLATILE`; a listing whose
+output varies in more ways (which broker wins an election, say) is preceded by
+one or more lines ``<!-- output varies: REGEX -->``, and what those match in its
+output is ignored too (GitHub does not show the comment).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ LISTING_AND_OUTPUT = re.compile(
     r"(?P<listing>^```python[ \t]*\n.*?^```[ \t]*\n)"
     r"(?P<output>\n" + re.escape(MARKER) + r"\n(?P<fence>`{3,})text\n.*?^(?P=fence)[ \t]*\n)?",
     re.S | re.M)
-DECLARED = re.compile(r"^<!-- output varies: (.+?) -->[ \t]*$", re.M)
+DECLARED = re.compile(r"<!-- output varies: (.+?) -->[ \t]*\n(?:[ \t]*\n)*")
 
 # What changes from one run to the next, each matched span replaced by its name.
 VOLATILE: list[tuple[str, str]] = [
@@ -56,6 +57,7 @@ VOLATILE: list[tuple[str, str]] = [
     ("<duration>", r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|seconds?|minutes?)\b"),
     ("<rate>", r"\b\d+(?:\.\d+)?\s?(?:[kMG]i?B|bytes|records|msgs?)/s\b"),
     ("<hex-id>", r"\b0x[0-9a-f]{8,}\b"),
+    ("<cluster-id>", r"\b(?=[\w-]*\d)(?=[\w-]*[A-Z])[A-Za-z0-9_-]{22}\b"),
     ("<member-id>", r"\b[\w.-]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f-]{9,}\b"),
 ]
 
@@ -96,27 +98,39 @@ def with_outputs(text: str, outputs: list[str]) -> str:
 
 def normalised(output: str, declared: Iterable[str] = ()) -> str:
     """``output`` with what varies between runs named instead, and trailing space dropped."""
-    for pattern in declared:
-        output = re.sub(pattern, "<declared>", output)
     for name, pattern in VOLATILE:
         output = re.sub(pattern, name, output)
+    for pattern in declared:
+        output = re.sub(pattern, "<declared>", output)
     return "\n".join(line.rstrip() for line in output.strip().splitlines())
+
+
+def declared_variations(text: str) -> list[list[str]]:
+    """Per listing, the patterns of the ``<!-- output varies -->`` lines right above it."""
+    found = []
+    for match in LISTING_AND_OUTPUT.finditer(text):
+        before, patterns = text[:match.start()], []
+        while (last := re.search(DECLARED.pattern + r"\Z", before)) is not None:
+            patterns.insert(0, last.group(1))
+            before = before[:last.start()]
+        found.append(patterns)
+    return found
 
 
 def differences(text: str, fresh: list[str], where: str = "chapter") -> list[str]:
     """What differs between the outputs standing in ``text`` and a fresh run's ``fresh``."""
-    declared = DECLARED.findall(text)
+    declared = declared_variations(text)
     standing = committed_outputs(text)
     if len(standing) != len(fresh):
         return [f"{where}: {len(standing)} listings in the text, {len(fresh)} in the run"]
     problems = []
-    for number, (old, new) in enumerate(zip(standing, fresh), 1):
+    for number, (old, new, varies) in enumerate(zip(standing, fresh, declared), 1):
         if not new.strip() and old is None:
             continue
         if old is None:
             problems.append(f"{where}: listing {number} prints output but has none under it")
             continue
-        a, b = normalised(old, declared), normalised(new, declared)
+        a, b = normalised(old, varies), normalised(new, varies)
         if a != b:
             diff = difflib.unified_diff(a.splitlines(), b.splitlines(), "in the README",
                                         "this run", lineterm="", n=1)
