@@ -522,6 +522,7 @@ class LocalCluster:
         """The password-type settings of ``broker`` in a properties file only its owner may
         read (created 0600, O_EXCL, then renamed into place), read with ``--config``."""
         path = self.base_dir / f"broker-{broker.broker_id}-secrets.properties"
+        path.parent.mkdir(parents=True, exist_ok=True)
         if any("\n" in value or "\r" in value for value in secret.values()):
             raise ValueError("a password-type broker setting holds a line break")
         text = "".join(f"{key}={value}\n" for key, value in secret.items())
