@@ -26,6 +26,7 @@ class ConfigEntry:
     source: str
     read_only: bool
     is_default: bool
+    is_sensitive: bool = False  # a password: value is None, whoever asks (Kafka's rule)
 
 
 def _resource(kind: str, name: str) -> tuple[int, str]:
@@ -54,7 +55,8 @@ def describe_configs(client: KafkaClient, kind: str, name: str,
     return {c.name: ConfigEntry(c.name, c.value,
                                 SOURCES.get(getattr(c, "config_source", -1), "UNKNOWN"),
                                 c.read_only,
-                                getattr(c, "config_source", 5) in (4, 5))
+                                getattr(c, "config_source", 5) in (4, 5),
+                                bool(getattr(c, "is_sensitive", False)))
             for c in result.configs}
 
 

@@ -48,7 +48,7 @@ from simplekafka.broker.apis.reassignments import (
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
-from simplekafka.broker.config import BrokerConfig
+from simplekafka.broker.config import BrokerConfig, redacted
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.connection_quotas import ConnectionQuotas
 from simplekafka.broker.controller import (
@@ -316,7 +316,8 @@ class KafkaBroker:
                 found = self.log_manager.get(topic, index)
                 if found is not None:
                     found.update_config(self.log_config_for(topic))
-        log.info("config of %s/%s applied: %s", entity_type, name, config)
+        log.info("config of %s/%s applied: %s", entity_type, name,
+                 config if entity_type == "topics" else redacted(config))
 
     def _apply_throttle_rates(self) -> None:
         """Throttled rates: the dynamic value (own, then cluster default), else the static."""

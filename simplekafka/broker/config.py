@@ -316,6 +316,32 @@ IGNORED_KAFKA_KEYS = frozenset({
     "compression.type",
 })
 
+# Kafka's PASSWORD-type broker configs (ConfigDef.Type.PASSWORD), accepted here or not: their
+# values are never answered (DescribeConfigs: is_sensitive, value null, to everyone), shown
+# or logged. Under a listener's prefix they are just as secret.
+PASSWORD_KEYS = frozenset({
+    "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
+    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
+    "password.encoder.secret", "password.encoder.old.secret",
+    "delegation.token.master.key", "delegation.token.secret.key",
+    "zookeeper.ssl.keystore.password", "zookeeper.ssl.truststore.password",
+})
+
+
+def is_sensitive(name: str) -> bool:
+    """Whether ``name``'s value must stay hidden, as Kafka's ``KafkaConfig.maybeSensitive``
+    decides: a PASSWORD-type key, plain or under a listener's prefix
+    (``listener.name.<l>.[<mechanism>.]<key>``), or a key whose type is unknown."""
+    if name.startswith(LISTENER_PREFIX):
+        name = name[len(LISTENER_PREFIX):].partition(".")[2]  # a mechanism's: unknown below
+    return name in PASSWORD_KEYS or name not in KEYS
+
+
+def redacted(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with each sensitive value replaced by ``[hidden]`` (for logs and messages)."""
+    return {key: "[hidden]" if is_sensitive(key) else value for key, value in config.items()}
+
+
 def parse_listener(text: str) -> tuple[str, str, int]:
     """Split ``PLAINTEXT://host:port`` into (listener name, host, port)."""
     try:
@@ -370,7 +396,10 @@ class BrokerConfig:
             try:
                 value = key.parse(raw)
             except (TypeError, ValueError) as exc:
-                detail = str(exc) if "expected" in str(exc) else f"cannot parse {raw!r}"
+                if is_sensitive(name):  # the message must not show a secret
+                    detail = "cannot parse its value"
+                else:
+                    detail = str(exc) if "expected" in str(exc) else f"cannot parse {raw!r}"
                 raise ConfigError(f"configuration key {name}: {detail}") from None
             if key.minimum is not None and value is not None and value < key.minimum:
                 raise ConfigError(f"configuration key {name}: {value} is below {key.minimum}")

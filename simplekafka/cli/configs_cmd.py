@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from simplekafka.admin import Admin
+from simplekafka.admin.configs import ConfigEntry
 from simplekafka.cli import CliError
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
@@ -69,9 +70,16 @@ def configs_main(args: argparse.Namespace) -> int:
     print(f"Dynamic configs for {args.entity_type[:-1]} {shown} are:")
     for entry in entries.values():
         if entry.source.startswith("DYNAMIC"):
-            print(f"  {entry.name}={entry.value} ({entry.source})")
+            print(f"  {entry.name}={_shown(entry)} ({entry.source}"
+                  f"{', sensitive' if entry.is_sensitive else ''})")
     print("All configs:")
     for entry in entries.values():
-        print(f"  {entry.name}={entry.value} ({entry.source}"
+        print(f"  {entry.name}={_shown(entry)} ({entry.source}"
+              f"{', sensitive' if entry.is_sensitive else ''}"
               f"{', read-only' if entry.read_only else ''})")
     return 0
+
+
+def _shown(entry: ConfigEntry) -> str:
+    """The value as kafka-configs prints it: a sensitive one (never sent) is ``null``."""
+    return "null" if entry.is_sensitive or entry.value is None else entry.value

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from simplekafka.broker.config import is_sensitive
 from simplekafka.coordination.processes import LOOPBACK, free_port, wait_until
 from simplekafka.coordination.session_file import SESSION_FILE_ENV
 from simplekafka.coordination.zk_security import (
@@ -548,9 +549,30 @@ class LocalCluster:
             listeners = [f"PLAINTEXT://{LOOPBACK}:{broker.port}"] + [
                 f"{name}://{LOOPBACK}:{port}" for name, port in broker.listener_ports.items()]
             command += ["--set", f"listeners={','.join(listeners)}"]
+        secret = {key: str(value) for key, value in self.broker_config.items()
+                  if is_sensitive(key)}
+        if secret:  # never on a command line, which every local user can read (ps)
+            command += ["--config", str(self._write_secrets(broker, secret))]
         for key, value in self.broker_config.items():
-            command += ["--set", f"{key}={value}"]
+            if key not in secret:
+                command += ["--set", f"{key}={value}"]
         return command
+
+    def _write_secrets(self, broker: BrokerProcess, secret: dict[str, str]) -> Path:
+        """The password-type settings of ``broker`` in a properties file only its owner may
+        read (created 0600, O_EXCL, then renamed into place), read with ``--config``."""
+        path = self.base_dir / f"broker-{broker.broker_id}-secrets.properties"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if any("\n" in value or "\r" in value for value in secret.values()):
+            raise ValueError("a password-type broker setting holds a line break")
+        text = "".join(f"{key}={value}\n" for key, value in secret.items())
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.unlink(missing_ok=True)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+        return path
 
     def _retry_on_a_new_port(self, broker: BrokerProcess) -> bool:
         """If a broker that never served lost its port to another process, move it and respawn.

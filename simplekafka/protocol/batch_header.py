@@ -214,6 +214,19 @@ def iter_batch_positions(buf: bytes | bytearray | memoryview) -> list[tuple[int,
             if size >= HEADER_SIZE and pos + size <= end]
 
 
+def has_transactional_batch(buf: bytes | bytearray | memoryview | None) -> bool:
+    """Whether a magic-v2 batch in ``buf`` carries the transactional attribute (Kafka's
+    ``RequestUtils.hasTransactionalRecords``): headers only, no CRC check, so a damaged
+    batch is left for the append's validation to refuse."""
+    if not buf:
+        return False
+    for pos, size in batch_spans(buf):
+        if size >= HEADER_SIZE and pos + HEADER_SIZE <= len(buf) and buf[pos + 16] == MAGIC_V2 \
+                and _INT16.unpack_from(buf, pos + 21)[0] & ATTR_TRANSACTIONAL:
+            return True
+    return False
+
+
 def whole_batches_length(buf: bytes | bytearray | memoryview) -> int:
     """How many leading bytes of ``buf`` are whole batches (a fetch may end mid-batch)."""
     spans = iter_batch_positions(buf)

@@ -179,7 +179,12 @@ class ScramServer:
     """One server side of one exchange: ``first(client_first)`` then ``final(client_final)``.
 
     ``lookup(username)`` returns the user's credential for this mechanism or
-    None. An unknown user fails exactly like a wrong password.
+    None. An unknown user fails with the same message as a wrong password, but
+    at the client's first message where a wrong password fails at its final
+    one, so the step tells whether the user exists: Kafka's ScramSaslServer
+    does the same. A stored credential with fewer iterations than the
+    mechanism's minimum (4096) is refused at the first message too, as Kafka
+    refuses it: such a credential was not written by a Kafka tool.
     """
 
     FAILED = "Authentication failed during authentication due to invalid credentials " \
@@ -213,7 +218,7 @@ class ScramServer:
         if authzid and _saslname_decode(authzid[2:]) != username:
             raise SaslAuthenticationError("Authorization id does not match the username")
         credential = self.lookup(username)
-        if credential is None:
+        if credential is None or credential.iterations < self.mechanism.min_iterations:
             raise self._fail()
         self.username = username
         self._credential = credential

@@ -14,6 +14,11 @@ or subtracts from single keys. Broker configs can be changed at run time only
 for the keys in ``DYNAMIC_BROKER_KEYS`` (the log defaults Kafka lets change
 without a restart); the others answer INVALID_REQUEST.
 
+Password-type keys (Kafka's PASSWORD configs: ``sasl.jaas.config``, the
+``ssl.*.password`` keys, each under any ``listener.name.<l>.`` prefix) and keys
+of unknown type are answered ``is_sensitive`` with a null value, to every
+principal, super users included, as Kafka answers them (``config.is_sensitive``).
+
 Describing needs DescribeConfigs, altering AlterConfigs, on the topic (else
 TOPIC_AUTHORIZATION_FAILED) or, for broker configs, on the cluster (else
 CLUSTER_AUTHORIZATION_FAILED).
@@ -35,6 +40,7 @@ from simplekafka.broker.apis.collaborators import (
 )
 from simplekafka.broker.apis.topics import TOPIC_CONFIG_KEYS, _bad_config_value
 from simplekafka.broker.config import KEYS as BROKER_KEYS
+from simplekafka.broker.config import is_sensitive, redacted
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replication_quota import (
@@ -45,6 +51,7 @@ from simplekafka.broker.replication_quota import (
     parse_rate,
 )
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.broker.security.listeners import LISTENER_PREFIX
 from simplekafka.coordination.configs import (
     BROKERS,
     DEFAULT_BROKER,
@@ -166,6 +173,11 @@ class ConfigApis:
             return DEFAULT_CONFIG
         return STATIC_BROKER_CONFIG
 
+    def _all_settings(self) -> Mapping[str, Any]:
+        """Every setting of the broker's configuration, per-listener ones included."""
+        as_dict = getattr(self.config, "as_dict", None)
+        return as_dict() if as_dict is not None else {}
+
     def _refusal(self, context: RequestContext, kind: int, name: str,
                  operation: AclOperation) -> ErrorCode | None:
         """The authorization error for ``operation`` on the resource (None: allowed)."""
@@ -206,11 +218,14 @@ class ConfigApis:
                     "resource_name": name, "configs": entries or []}
 
         def entry(key: str, value: str | None, source: int, read_only: bool,
-                  chain: list[tuple[str, str | None, int]]) -> dict:
-            return {"name": key, "value": value, "read_only": read_only,
+                  chain: list[tuple[str, str | None, int]], sensitive: bool = False) -> dict:
+            # A sensitive value (a password, a JAAS text) is answered null, in the synonyms
+            # too, to every principal: Kafka's rule, super users included.
+            return {"name": key, "value": None if sensitive else value, "read_only": read_only,
                     "is_default": source in (DEFAULT_CONFIG, STATIC_BROKER_CONFIG),
-                    "config_source": source, "is_sensitive": False,
-                    "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in chain]
+                    "config_source": source, "is_sensitive": sensitive,
+                    "synonyms": [{"name": n, "value": None if sensitive else v, "source": s}
+                                 for n, v, s in chain]
                     if synonyms else [], "config_type": 0, "documentation": None}
 
         if kind == TOPIC_RESOURCE:
@@ -238,12 +253,15 @@ class ConfigApis:
                         continue
                     default, source = defaults.get(key, (None, DEFAULT_CONFIG))
                     chain = [(key, default, source)]
+                    # A key of unknown type (written to ZooKeeper by hand) is hidden, as
+                    # Kafka hides it; a topic has no password-type key of its own.
+                    hidden = key not in TOPIC_CONFIG_KEYS and key not in defaults
                     if key in overrides:
                         chain.insert(0, (key, overrides[key], DYNAMIC_TOPIC_CONFIG))
                         entries.append(entry(key, overrides[key], DYNAMIC_TOPIC_CONFIG,
-                                             False, chain))
+                                             False, chain, hidden))
                     else:
-                        entries.append(entry(key, default, source, False, chain))
+                        entries.append(entry(key, default, source, False, chain, hidden))
                 return answer(ErrorCode.NONE, None, entries)
 
             def failed(failure: Any) -> dict:
@@ -271,7 +289,17 @@ class ConfigApis:
                     value, source = dynamic[key]
                     chain.insert(0, (key, value, source))
                 entries.append(entry(key, value, source, key not in DYNAMIC_BROKER_KEYS
-                                     and key not in DYNAMIC_BROKER_ONLY_KEYS, chain))
+                                     and key not in DYNAMIC_BROKER_ONLY_KEYS, chain,
+                                     is_sensitive(key)))
+            # The per-listener settings the broker was given (Kafka lists them too); their
+            # passwords and JAAS texts are sensitive like the plain keys.
+            settings = self._all_settings()
+            for key in sorted(k for k in settings if k.startswith(LISTENER_PREFIX)):
+                if wanted is not None and key not in wanted:
+                    continue
+                value = _text(settings[key])
+                entries.append(entry(key, value, STATIC_BROKER_CONFIG, True,
+                                     [(key, value, STATIC_BROKER_CONFIG)], is_sensitive(key)))
             return defer.succeed(answer(ErrorCode.NONE, None, entries))
 
         return defer.succeed(answer(ErrorCode.INVALID_REQUEST,
@@ -337,7 +365,8 @@ class ConfigApis:
                 self._validate(entity_type, updated)
                 if not validate_only:
                     write_entity_config(zk, entity_type, entity, updated)
-                    log.info("config of %s/%s is now %s", entity_type, entity, updated)
+                    log.info("config of %s/%s is now %s", entity_type, entity,
+                             updated if entity_type == TOPICS else redacted(updated))
             except KafkaError as exc:
                 result["error_code"] = exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR
                 result["error_message"] = str(exc)

@@ -28,6 +28,9 @@ answer carries the LSO in ``last_stable_offset``.
 
 A consumer needs Read on each topic, a follower (replica_id >= 0) ClusterAction
 on the cluster; partitions refused answer TOPIC_AUTHORIZATION_FAILED at once.
+A fetch that claims a replica id without ClusterAction is refused before its
+session is looked at: it neither opens, continues nor closes one, so it cannot
+evict that follower's session (a new session of a follower replaces its old one).
 
 Fetch sessions (KIP-227, ``fetch_session``): a fetch is first seen through
 its session, which may stand for partitions the request does not name (an
@@ -83,6 +86,13 @@ class FetchHandler:
         self.on_consumer_answer: Callable[[dict], Any] | None = None
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        if request.replica_id >= 0 and self.authorizer.enabled and not \
+                self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
+                                          ResourceType.CLUSTER, CLUSTER_NAME):
+            # Not a broker: answered without a session, every partition it names refused.
+            body, _bytes, _error = self.read(
+                request, frozenset(t.topic for t in request.topics))
+            return body
         session = self.sessions.context_for(request)  # KIP-227 (see fetch_session)
         if session.error is not None:
             return session.error_body()

@@ -10,6 +10,13 @@ partition outcomes become the response dict.
 A partition of a topic the principal may not Write is not appended and
 answers TOPIC_AUTHORIZATION_FAILED (a transactional producer also needs Write
 on its transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise).
+
+Transactional batches need a transactional id, authorizer or not (Kafka's
+``handleProduceRequest``): without one, or without Write on it, the whole
+request is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is
+appended. Otherwise a transaction no coordinator knows of would be opened on
+the partition, never to be ended, and its last stable offset would hold every
+read_committed consumer of it for ever.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import AclOperation, ResourceType
+from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
 
 FIRST_MAGIC_V2_VERSION = 3
@@ -40,6 +48,9 @@ class ProduceHandler:
         version = context.api_version
         if version < FIRST_MAGIC_V2_VERSION:  # no magic v2 batches: nothing to append
             return None if acks == 0 else _response_body(_Unsupported(), request)
+        if _transactional_refused(self.authorizer, context, request):
+            return None if acks == 0 else _response_body(
+                _Every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), request)
         if self.authorizer.enabled:
             refused = self._refused(context, request)
             if refused:
@@ -80,6 +91,31 @@ class ProduceHandler:
             return None
         return appended.addCallback(lambda results: _response_body({**results, **refused},
                                                                    request))
+
+
+def _transactional_refused(authorizer: Authorizer, context: RequestContext,
+                           request: Any) -> bool:
+    """Whether the request carries transactional batches without a transactional id, or
+    with one the principal may not Write (checked by ``_refused`` too, per request)."""
+    transactional_id = getattr(request, "transactional_id", None)
+    if transactional_id is not None and not authorizer.enabled:
+        return False  # the common case costs no walk over the batches
+    if not any(has_transactional_batch(data.records)
+               for topic in request.topic_data for data in topic.partition_data):
+        return False
+    return transactional_id is None or not authorizer.authorize(
+        context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
+class _Every(dict):
+    """The same outcome for every partition of a request."""
+
+    def __init__(self, code: ErrorCode):
+        super().__init__()
+        self.code = code
+
+    def __missing__(self, key: tuple[str, int]) -> PartitionResponse:
+        return PartitionResponse(self.code)
 
 
 class _Unsupported(dict):

@@ -7,7 +7,9 @@ these handlers turn them into each version's response. Kafka answers
 PRODUCER_FENCED only to clients new enough to know it (KIP-588); older
 versions hear INVALID_PRODUCER_EPOCH, as here. With an authorizer, each
 request needs Write on its transactional id (Kafka's rule), AddPartitionsToTxn
-also Write on each topic, AddOffsetsToTxn and TxnOffsetCommit Read on the group.
+also Write on each topic, AddOffsetsToTxn and TxnOffsetCommit Read on the group,
+and TxnOffsetCommit, as OffsetCommit, Read on each topic (the others are
+committed; a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -141,7 +143,19 @@ class TransactionApis:
         if refused is not None:
             return answer([(t.name, p.partition_index, refused)
                            for t in request.topics for p in t.partitions])
-        return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
+        if not self.authorizer.enabled:
+            return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
+        unreadable = [t for t in request.topics if not self.authorizer.authorize(
+            context, AclOperation.READ, ResourceType.TOPIC, t.name)]
+        if not unreadable:
+            return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
+        refused_results = [(t.name, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                           for t in unreadable for p in t.partitions]
+        request.topics = [t for t in request.topics if t not in unreadable]
+        if not request.topics:
+            return answer(refused_results)
+        return _now_or_later(self.groups.txn_offset_commit(context, request),
+                             lambda results: answer(list(results) + refused_results))
 
     @staticmethod
     def _code_answer(api_key: ApiKey, context: RequestContext) -> Callable[[ErrorCode], dict]:

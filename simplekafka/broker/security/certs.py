@@ -5,13 +5,16 @@ its certificate go into one PEM file, the form ``ssl.keystore.location``
 (``ssl.keystore.type=PEM``) reads; ``ca.pem`` is the truststore of brokers and
 clients. The broker certificate names ``localhost`` and ``127.0.0.1`` (and
 any further hosts asked for) so host-name checks pass on one machine. Never
-use these outside a laptop: the CA key sits next to them.
+use these outside a laptop: the CA key sits next to them. Private keys are
+created mode 0600 with O_EXCL (``_write_private``).
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,5 +140,17 @@ def split_pem(path: Path, key_path: Path, cert_path: Path) -> None:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.write_bytes(data)
-    path.chmod(0o600)
+    """Write a private key readable by its owner only from the moment it exists: a new file
+    created 0600 with O_EXCL (never an existing file, nor through a link someone left in
+    the directory), then renamed over ``path``. No chmod afterwards, so there is no moment
+    when another user could open it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    descriptor = os.open(temporary, flags, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

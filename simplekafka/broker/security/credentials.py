@@ -8,8 +8,12 @@ reactor thread.
 
 from __future__ import annotations
 
+import logging
+
 from simplekafka.coordination.users import scram_credentials
-from simplekafka.protocol.sasl import ScramCredential
+from simplekafka.protocol.sasl import SCRAM_MECHANISMS, ScramCredential
+
+log = logging.getLogger(__name__)
 
 
 class ScramCredentialCache:
@@ -20,6 +24,12 @@ class ScramCredentialCache:
 
     def update(self, user: str, config: dict[str, str]) -> None:
         credentials = scram_credentials(config)
+        for mechanism, credential in credentials.items():
+            minimum = SCRAM_MECHANISMS[mechanism].min_iterations
+            if credential.iterations < minimum:
+                log.warning("user %s: the stored %s credential has %d iterations, fewer than "
+                            "the minimum %d: its logins are refused", user, mechanism,
+                            credential.iterations, minimum)
         if credentials:
             self._users[user] = credentials
         else:
