@@ -1,9 +1,10 @@
 """Holes an attacker on loopback found (issue 26), closed as Kafka closes them, with real clients.
 
-One broker (module-scoped) with PLAINTEXT (User:ANONYMOUS, a super user here:
-the broker's own requests still come as ANONYMOUS), SSL and SASL_PLAINTEXT
-listeners, an authorizer, an encrypted TLS key (``ssl.key.password``) and JAAS
-texts with passwords in them. alice may DescribeConfigs on the cluster, Read
+One broker (module-scoped) with PLAINTEXT (User:ANONYMOUS, no super user: it
+may DescribeConfigs by an ACL), SSL and SASL_PLAINTEXT listeners (the
+inter-broker one: admin, the brokers' own login, is the only super user), an
+authorizer, an encrypted TLS key (``ssl.key.password``) and JAAS texts with
+passwords in them. alice may DescribeConfigs on the cluster, Read
 and Write ``alice-topic``, Write (hence Describe) the transactional id
 ``alice-tx`` and Read group ``alice-group``; she may not Read ``other-topic``
 nor do anything as a broker.
@@ -94,7 +95,8 @@ def encrypted_keystore(plain: os.PathLike, out: os.PathLike) -> str:
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("hardening")
     certs = make_certificates(base / "certs")
-    config = secure_broker_config(certs, USERS, ("SSL", "SASL_PLAINTEXT"))
+    config = secure_broker_config(certs, USERS, ("SSL", "SASL_PLAINTEXT"),
+                                  inter_broker_listener="SASL_PLAINTEXT", authorizer=True)
     config.update({
         "ssl.keystore.location": encrypted_keystore(certs.broker, base / "broker-enc.pem"),
         "ssl.key.password": KEY_PASSWORD,
@@ -102,8 +104,7 @@ def cluster(tmp_path_factory):
         "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
                             f'username="admin" password="admin-secret" '
                             f'user_nobody="{TOP_JAAS_SECRET}";',
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin;User:ANONYMOUS", "num.partitions": "1",
+        "num.partitions": "1",
         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "2",
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.num.partitions": "2",
@@ -111,9 +112,14 @@ def cluster(tmp_path_factory):
         "connection.failed.authentication.delay.ms": "10"})
     with LocalCluster(1, base_dir=base / "cluster", listeners=["SSL", "SASL_PLAINTEXT"],
                       broker_config=config) as running:
-        with Admin(running.bootstrap_servers) as admin:  # PLAINTEXT: ANONYMOUS, a super user
+        with Admin(client=our_client(running, "admin", refresh=False)) as admin:
             admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS])
             admin.create_acls([
+                AclBinding(ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME,
+                                           PatternType.LITERAL),
+                           AccessControlEntry("User:ANONYMOUS", "*",
+                                              AclOperation.DESCRIBE_CONFIGS,
+                                              AclPermissionType.ALLOW)),
                 acl(ResourceType.CLUSTER, CLUSTER_NAME, AclOperation.DESCRIBE_CONFIGS),
                 acl(ResourceType.TOPIC, "alice-topic", AclOperation.WRITE),
                 acl(ResourceType.TOPIC, "alice-topic", AclOperation.READ),
@@ -130,7 +136,8 @@ def sasl_settings(cluster: LocalCluster, user: str, password: str | None = None,
                             password=password or USERS.get(user, "admin-secret"))}
 
 
-def our_client(cluster: LocalCluster, user: str | None = None) -> KafkaClient:
+def our_client(cluster: LocalCluster, user: str | None = None,
+               refresh: bool = True) -> KafkaClient:
     """SimpleKafka's own client: as ``user`` over SASL_PLAINTEXT, else PLAINTEXT."""
     if user is None:
         client = KafkaClient(cluster.bootstrap_servers, request_timeout_ms=20000)
@@ -138,7 +145,8 @@ def our_client(cluster: LocalCluster, user: str | None = None) -> KafkaClient:
         client = KafkaClient(cluster.bootstrap("SASL_PLAINTEXT"), request_timeout_ms=20000,
                              security=client_security("SASL_PLAINTEXT", "PLAIN", user,
                                                       USERS.get(user, "admin-secret")))
-    client.refresh_metadata(["alice-topic"])  # the brokers' addresses, for any principal
+    if refresh:
+        client.refresh_metadata(["alice-topic"])  # the brokers' addresses, for any principal
     return client
 
 
@@ -155,7 +163,7 @@ def test_describe_configs_answers_no_password_to_anyone(cluster):
     for who, settings in [
             ("alice (DescribeConfigs on the cluster only)", sasl_settings(cluster, "alice")),
             ("admin (a super user)", sasl_settings(cluster, "admin", "admin-secret")),
-            ("ANONYMOUS over PLAINTEXT (a super user)",
+            ("ANONYMOUS over PLAINTEXT (DescribeConfigs by an ACL)",
              {"bootstrap.servers": cluster.bootstrap_servers})]:
         admin = AdminClient(settings)
         resource = ConfigResource(ConfigResource.Type.BROKER, "1")
@@ -211,7 +219,7 @@ def produce(client: KafkaClient, topic: str, records: bytes,
 
 
 def test_transactional_batches_without_a_transactional_id_are_refused(cluster):
-    client = our_client(cluster)  # ANONYMOUS, a super user: refused all the same
+    client = our_client(cluster, "admin")  # a super user: refused all the same
     try:
         ids = client.request(client.least_loaded_node(), ApiKey.INIT_PRODUCER_ID, {
             "transactional_id": None, "transaction_timeout_ms": 60000})
@@ -311,7 +319,7 @@ def fetch(client: KafkaClient, replica_id: int, session_id: int, epoch: int) -> 
 
 
 def test_a_fetch_claiming_a_replica_id_cannot_evict_its_session(cluster):
-    follower = our_client(cluster)  # ANONYMOUS: a super user, so ClusterAction
+    follower = our_client(cluster, "admin")  # the brokers' own user: ClusterAction
     attacker = our_client(cluster, "alice")
     try:
         opened = fetch(follower, 2, 0, 0)  # a follower session as replica 2
