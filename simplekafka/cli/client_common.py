@@ -39,12 +39,12 @@ def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
         "-b", "--bootstrap-server", dest="bootstrap_server", default=None,
         metavar="HOST:PORT[,...]",
         help=f"brokers to start from (default: ${BOOTSTRAP_ENV}, else the cluster "
-             f"'simplekafka cluster up' runs from --dir, else {DEFAULT_BOOTSTRAP})",
+             f"of --dir, else {DEFAULT_BOOTSTRAP})",
     )
     parser.add_argument(
         "--dir", dest="cluster_dir", type=Path, default=None, metavar="DIR",
-        help=f"the directory of a 'simplekafka cluster up' whose address to use when "
-             f"neither -b nor ${BOOTSTRAP_ENV} is given (default: ./{DEFAULT_CLUSTER_DIR})",
+        help=f"without -b or ${BOOTSTRAP_ENV}: use the running 'cluster up' of DIR "
+             f"(default ./{DEFAULT_CLUSTER_DIR})",
     )
     parser.add_argument(
         "--timeout-ms", dest="request_timeout_ms", type=positive_int, default=10_000,

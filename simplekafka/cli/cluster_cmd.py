@@ -250,9 +250,9 @@ def _report_addresses(args: argparse.Namespace, state: dict) -> None:
     if _port_of(servers) == DEFAULT_PORT and default_dir:
         return  # localhost:9092 and ./simplekafka-cluster both lead here
     where = ("client commands run in this directory find it in "
-             f"./{DEFAULT_CLUSTER_DIR}/{STATE_FILE}" if default_dir else
-             f"client commands find it with --dir {args.dir}")
-    print(f"{where}; elsewhere, first:\n  export {BOOTSTRAP_ENV}={servers}")
+             f"./{DEFAULT_CLUSTER_DIR}/{STATE_FILE}; elsewhere, first:" if default_dir else
+             f"client commands find it with --dir {args.dir}, or after:")
+    print(f"{where}\n  export {BOOTSTRAP_ENV}={servers}")
 
 
 def cluster_down(args: argparse.Namespace) -> int:

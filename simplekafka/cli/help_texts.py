@@ -43,9 +43,9 @@ HELP: dict[str, Help] = {
         "reads a bare record set (as in a log segment). Exit status 0 when all\n"
         "decoded, 1 at a bad byte (marked with a caret), 2 for a usage mistake.",
         """\
-  echo 0000000a00030008000000010000 | simplekafka inspect
-  simplekafka inspect --hex 000000... --response metadata 8
-  simplekafka inspect --records --binary 00000000000000000000.log"""),
+  simplekafka inspect request.hex
+  simplekafka inspect --response metadata 8 response.bin
+  simplekafka inspect --records 00000000000000000000.log"""),
     "cluster": Help(
         "Start, stop or inspect a local ZooKeeper + brokers cluster.\n\n"
         "'up' runs the cluster in the background and records pids and ports in\n"
@@ -186,8 +186,7 @@ HELP: dict[str, Help] = {
   simplekafka certs --out certs
   simplekafka certs --out certs --client alice --client bob --host myhost"""),
     "produce": Help(
-        "Send each line of stdin to a topic as one record, like\n"
-        "kafka-console-producer.\n\n"
+        "Send each line of stdin to a topic as one record, like kafka-console-producer.\n\n"
         "With --key-separator SEP the text before the first SEP is the key.\n"
         "Records are batched; the command exits once every record is\n"
         "acknowledged, non-zero if any failed.\n\n" + _WHERE,
@@ -197,8 +196,7 @@ HELP: dict[str, Help] = {
   simplekafka produce orders --acks 1 --compression zstd < records.txt
   simplekafka -b 127.0.0.1:9092 produce orders --header source=cli < records.txt"""),
     "consume": Help(
-        "Print the records of a topic, one per line, like\n"
-        "kafka-console-consumer.\n\n"
+        "Print the records of a topic, one per line, like kafka-console-consumer.\n\n"
         "Starts at the end of each partition (new records only) unless\n"
         "--from-beginning or --offset says otherwise. Stops after --max-messages,\n"
         "after --idle-timeout-ms without records, or on Ctrl-C. With --group it\n"
