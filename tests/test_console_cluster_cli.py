@@ -34,7 +34,7 @@ def test_cluster_up_with_console_and_status_urls(tmp_path):
     directory = tmp_path / "c"
     port = free_port()
     up = _cli("up", "--brokers", "2", "--console", "--console-port", str(port),
-              "--dir", str(directory))
+              "--dir", str(directory), "--port", "0", "--zookeeper-port", "0")
     state = json.loads((directory / "cluster.json").read_text())
     try:
         assert up.returncode == 0, up.stdout + up.stderr

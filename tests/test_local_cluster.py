@@ -171,6 +171,10 @@ def _alive(pid: int | None) -> bool:
     return state != "Z"
 
 
+# Free ports, not 9092 and 2181: tests run beside other clusters.
+ANY_PORTS = ("--port", "0", "--zookeeper-port", "0")
+
+
 def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "simplekafka", "cluster", *args],
                           capture_output=True, text=True, timeout=timeout, check=False)
@@ -179,7 +183,7 @@ def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
 @pytest.mark.integration
 def test_cli_up_status_down(tmp_path):
     directory = tmp_path / "c"
-    up = _cli("up", "--brokers", "1", "--dir", str(directory))
+    up = _cli("up", "--brokers", "1", "--dir", str(directory), *ANY_PORTS)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         state = json.loads((directory / "cluster.json").read_text())
@@ -202,13 +206,14 @@ def test_cli_up_status_down(tmp_path):
     assert not _alive(broker["pid"]) and not _alive(state["zookeeper_pid"])
     assert not _alive(state["supervisor_pid"])
     status = _cli("status", "--dir", str(directory))
-    assert status.returncode == 1 and "not running" in status.stdout
+    assert status.returncode == 1 and "stopped" in status.stdout
+    assert "None" not in status.stdout
 
 
 @pytest.mark.integration
 def test_cli_down_cleans_up_after_a_killed_supervisor(tmp_path):
     directory = tmp_path / "c"
-    up = _cli("up", "--brokers", "1", "--dir", str(directory))
+    up = _cli("up", "--brokers", "1", "--dir", str(directory), *ANY_PORTS)
     assert up.returncode == 0, up.stdout + up.stderr
     state = json.loads((directory / "cluster.json").read_text())
     os.kill(state["supervisor_pid"], signal.SIGKILL)

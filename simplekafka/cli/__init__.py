@@ -3,7 +3,12 @@
 Each subcommand lives in its own module under ``simplekafka.cli`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` to a callable
 taking the parsed arguments and returning an exit code. Add new modules to
-``SUBCOMMAND_MODULES``; nothing else here needs to change.
+``SUBCOMMAND_MODULES`` and their terminal help (description and examples) to
+``simplekafka.cli.help_texts``; nothing else here needs to change.
+
+``-b``/``--bootstrap-server`` may also come before the command, as kcat takes
+it (``simplekafka -b HOST:PORT produce T``); given in both places, the one
+after the command wins.
 """
 
 from __future__ import annotations
@@ -92,20 +97,54 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _apply_help_texts(parser: argparse.ArgumentParser, path: str = "") -> None:
+    """Give ``parser`` and every subcommand parser its terminal description and examples."""
+    from simplekafka.cli.help_texts import HELP
+
+    found = HELP.get(path)
+    if found is not None:
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.description = found.description
+        parser.epilog = "examples:\n" + found.examples
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                _apply_help_texts(child, f"{path} {name}".strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="simplekafka", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="simplekafka")
+    parser.add_argument(
+        "-b", "--bootstrap-server", dest="global_bootstrap_server", default=None,
+        metavar="HOST:PORT[,...]",
+        help="brokers for the client commands (also accepted after the command)",
+    )
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_OneLineParser
     )
     subparsers.required = True
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    _apply_help_texts(parser)
     return parser
+
+
+def _bootstrap_before_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Hand ``simplekafka -b X COMMAND`` to the command's own --bootstrap-server."""
+    given = args.global_bootstrap_server
+    del args.global_bootstrap_server
+    if given is None:
+        return
+    if not hasattr(args, "bootstrap_server"):
+        parser.error(f"-b/--bootstrap-server does not apply to '{args.command}'")
+    if args.bootstrap_server is None:
+        args.bootstrap_server = given
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _bootstrap_before_command(parser, args)
     try:
         return int(args.func(args) or 0)
     except CliError as exc:

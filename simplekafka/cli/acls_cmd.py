@@ -43,7 +43,8 @@ _JAAS_FIELD = r'{}\s*=\s*"([^"]*)"'
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "acls", help="add, remove or list ACLs (kafka-acls)", description=__doc__.strip("`"))
-    parser.add_argument("action", choices=["add", "remove", "list"])
+    parser.add_argument("action", choices=["add", "remove", "list"],
+                        help="add ACLs, remove those matching, or list them")
     parser.add_argument("--allow-principal", action="append", default=[], metavar="TYPE:NAME",
                         help="principal the ACL allows (repeatable), e.g. User:alice")
     parser.add_argument("--deny-principal", action="append", default=[], metavar="TYPE:NAME",
@@ -56,10 +57,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
                              "DescribeConfigs, AlterConfigs, IdempotentWrite or All (repeatable)")
     resource = parser.add_mutually_exclusive_group()
-    resource.add_argument("--topic", metavar="T")
-    resource.add_argument("--group", metavar="G")
-    resource.add_argument("--transactional-id", metavar="ID")
-    resource.add_argument("--cluster", action="store_true")
+    resource.add_argument("--topic", metavar="T", help="the ACLs are on topic T")
+    resource.add_argument("--group", metavar="G", help="the ACLs are on consumer group G")
+    resource.add_argument("--transactional-id", metavar="ID",
+                          help="the ACLs are on transactional id ID")
+    resource.add_argument("--cluster", action="store_true", help="the ACLs are on the cluster")
     parser.add_argument("--resource-pattern-type", default=None,
                         choices=["literal", "prefixed", "any", "match"],
                         help="literal (default for add), prefixed; list/remove also any, match")

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", help="a Kafka-style server.properties file")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any configuration key (repeatable)")
-    parser.add_argument("--log-level", default="INFO",
+    parser.add_argument("--log-level", default="INFO", help="how much to log (default INFO)",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.set_defaults(func=run)
 

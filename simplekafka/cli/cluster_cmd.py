@@ -2,7 +2,10 @@
 
 ``up`` starts a small supervisor process in the background (this same command
 with ``--foreground``) that runs a LocalCluster until it gets SIGTERM, and
-records pids and ports in ``DIR/cluster.json``. ``down`` sends that SIGTERM;
+records pids and ports in ``DIR/cluster.json``, where the client commands look
+for the bootstrap servers (``client_common``). The brokers take Kafka's
+quick-start ports (9092, 9093, ...) and ZooKeeper 2181 when they are free, any
+free ones otherwise; ``up`` then says which and what to export. ``down`` sends that SIGTERM;
 ``status`` reads the file and asks each broker whether it serves. One
 supervisor owning every process means ``down`` stops brokers before ZooKeeper,
 in the order a clean shutdown needs.
@@ -21,15 +24,22 @@ import time
 from pathlib import Path
 
 from simplekafka.cli import CliError, key_values, port_number, positive_int
+from simplekafka.cli.client_common import (
+    BOOTSTRAP_ENV,
+    CLUSTER_STATE_FILE,
+    DEFAULT_CLUSTER_DIR,
+)
 from simplekafka.cluster import ClusterError, LocalCluster, probe_broker
 from simplekafka.cluster.local import LOOPBACK, tail
 from simplekafka.console.process import ConsoleProcess
 from simplekafka.coordination.processes import pid_alive
 
-STATE_FILE = "cluster.json"
+STATE_FILE = CLUSTER_STATE_FILE
 SUPERVISOR_LOG = "cluster.log"
 UP_TIMEOUT = 120.0
 DOWN_TIMEOUT = 90.0
+DEFAULT_PORT = 9092  # Kafka's quick-start listener
+DEFAULT_ZOOKEEPER_PORT = 2181
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,9 +51,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions.required = True
 
     up = actions.add_parser("up", help="start ZooKeeper and N brokers in the background")
-    up.add_argument("--brokers", type=positive_int, default=1, help="how many brokers (1)")
+    up.add_argument("--brokers", type=positive_int, default=1, metavar="N",
+                    help="how many brokers (default 1)")
+    up.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                    help=f"port of broker 1 on 127.0.0.1, broker i on PORT+i-1 (default "
+                         f"{DEFAULT_PORT}); a taken port, or 0, means any free one")
+    up.add_argument("--zookeeper-port", type=port_number, default=DEFAULT_ZOOKEEPER_PORT,
+                    metavar="PORT",
+                    help=f"port of the embedded ZooKeeper (default {DEFAULT_ZOOKEEPER_PORT}); "
+                         "a taken port, or 0, means any free one")
     _add_dir(up)
-    up.add_argument("--zookeeper", default=None,
+    up.add_argument("--zookeeper", default=None, metavar="HOST:PORT[/CHROOT]",
                     help="use this ZooKeeper (host:port[/chroot]) instead of an embedded one")
     up.add_argument("--rack", action="append", default=None, metavar="RACK",
                     help="rack of broker 1, 2, ... (repeat once per broker)")
@@ -51,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="a Kafka-style broker setting for every broker (repeatable)")
     up.add_argument("--console", action="store_true",
                     help="also start the console (REST API and web page) for the cluster")
-    up.add_argument("--console-port", type=port_number, default=8080,
+    up.add_argument("--console-port", type=port_number, default=8080, metavar="PORT",
                     help="port of the console on 127.0.0.1 (8080; 0 picks a free one)")
     up.add_argument("--foreground", action="store_true",
                     help="run the cluster in this process until SIGTERM or Ctrl-C")
@@ -67,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", type=Path, default=Path("simplekafka-cluster"),
+    parser.add_argument("--dir", type=Path, default=DEFAULT_CLUSTER_DIR,
                         help="where data, logs and cluster.json live (./simplekafka-cluster)")
 
 
@@ -126,13 +144,20 @@ def cluster_up(args: argparse.Namespace) -> int:
     return _start_background(args, directory)
 
 
+def _wanted_ports(args: argparse.Namespace) -> list[int]:
+    """Broker i's wished-for port: --port + i - 1 (0, or past 65535: any free one)."""
+    return [args.port + i if args.port and args.port + i <= 65535 else 0
+            for i in range(args.brokers)]
+
+
 def _run_foreground(args: argparse.Namespace, directory: Path, config: dict[str, str]) -> int:
     stop_requested = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop_requested.set())
     cluster = LocalCluster(
         brokers=args.brokers, base_dir=directory, zookeeper=args.zookeeper,
-        broker_config=config, racks=args.rack,
+        broker_config=config, racks=args.rack, ports=_wanted_ports(args),
+        zookeeper_port=0 if args.zookeeper else args.zookeeper_port,
     )
     try:
         cluster.start()
@@ -168,7 +193,8 @@ def _run_foreground(args: argparse.Namespace, directory: Path, config: dict[str,
 def _start_background(args: argparse.Namespace, directory: Path) -> int:
     (directory / STATE_FILE).unlink(missing_ok=True)
     command = [sys.executable, "-m", "simplekafka", "cluster", "up", "--foreground",
-               "--brokers", str(args.brokers), "--dir", str(directory)]
+               "--brokers", str(args.brokers), "--dir", str(directory),
+               "--port", str(args.port), "--zookeeper-port", str(args.zookeeper_port)]
     if args.zookeeper:
         command += ["--zookeeper", args.zookeeper]
     for rack in args.rack or []:
@@ -188,8 +214,7 @@ def _start_background(args: argparse.Namespace, directory: Path) -> int:
         state = read_state(directory)
         if state and state.get("supervisor_pid") == supervisor.pid:
             if state["status"] == "running":
-                print(f"cluster up: bootstrap servers {state['bootstrap_servers']}, "
-                      f"ZooKeeper {state['zookeeper']}")
+                _report_addresses(args, state)
                 if state.get("console_url"):
                     print(f"console: {state['console_url']} (REST API under "
                           f"{state['console_url']}api, docs at {state['console_url']}api/docs)")
@@ -206,6 +231,28 @@ def _start_background(args: argparse.Namespace, directory: Path) -> int:
     print(f"simplekafka cluster up: the cluster did not start; last lines of {log_path}:\n"
           f"{tail(log_path)}", file=sys.stderr)
     return 1
+
+
+def _port_of(address: str) -> int:
+    return int(address.split(",")[0].rsplit(":", 1)[1].split("/")[0])
+
+
+def _report_addresses(args: argparse.Namespace, state: dict) -> None:
+    """Where the cluster listens, which wished-for port was taken, and what clients need."""
+    servers, zookeeper = state["bootstrap_servers"], state["zookeeper"]
+    print(f"cluster up: bootstrap servers {servers}, ZooKeeper {zookeeper}")
+    if args.port and _port_of(servers) != args.port:
+        print(f"port {args.port} is taken (another Kafka?): the brokers listen on {servers}")
+    if not args.zookeeper and args.zookeeper_port and _port_of(zookeeper) != args.zookeeper_port:
+        print(f"port {args.zookeeper_port} is taken (another ZooKeeper?): "
+              f"ZooKeeper listens on {zookeeper}")
+    default_dir = args.dir == Path(DEFAULT_CLUSTER_DIR)
+    if _port_of(servers) == DEFAULT_PORT and default_dir:
+        return  # localhost:9092 and ./simplekafka-cluster both lead here
+    where = ("client commands run in this directory find it in "
+             f"./{DEFAULT_CLUSTER_DIR}/{STATE_FILE}; elsewhere, first:" if default_dir else
+             f"client commands find it with --dir {args.dir}, or after:")
+    print(f"{where}\n  export {BOOTSTRAP_ENV}={servers}")
 
 
 def cluster_down(args: argparse.Namespace) -> int:
@@ -264,33 +311,56 @@ def _stop_orphans(state: dict) -> list[int]:
 
 
 def cluster_status(args: argparse.Namespace) -> int:
+    """Exit 0 if the cluster runs with every broker serving, 1 otherwise."""
     directory = args.dir.resolve()
     state = read_state(directory)
     if state is None:
         raise CliError(f"no cluster recorded in {directory / STATE_FILE}")
     supervisor_up = pid_alive(state.get("supervisor_pid"))
-    print(f"cluster in {directory}: {state['status'] if supervisor_up else 'not running'}")
     if state.get("status") == "failed":
+        print(f"cluster in {directory}: failed to start")
         print(f"  start failed: {state.get('error')}")
         return 1
-    print(f"  bootstrap servers: {state.get('bootstrap_servers')}")
-    print(f"  ZooKeeper: {state.get('zookeeper')} (pid {state.get('zookeeper_pid')})")
-    all_serving = supervisor_up
+    if state.get("status") == "stopped" and not supervisor_up:
+        print(f"cluster in {directory}: stopped")
+        print(f"  bootstrap servers (when it ran): {state.get('bootstrap_servers')}")
+        print(f"  start it again with: simplekafka cluster up --dir {args.dir}")
+        return 1
+    lines = [f"  bootstrap servers: {state.get('bootstrap_servers')}"]
+    zookeeper_pid = state.get("zookeeper_pid")
+    if zookeeper_pid is None:
+        lines.append(f"  ZooKeeper: {state.get('zookeeper')} (not started by this cluster)")
+    else:
+        lines.append(f"  ZooKeeper: {state.get('zookeeper')} (pid {zookeeper_pid}): "
+                     f"{'running' if pid_alive(zookeeper_pid) else 'down'}")
+    not_serving = []
     for broker_id, broker in sorted(state.get("brokers", {}).items(), key=lambda kv: int(kv[0])):
         if not pid_alive(broker["pid"]):
-            verdict, all_serving = "down", False
+            verdict = "down"
         else:
             try:
                 seen = probe_broker(LOOPBACK, broker["port"])
                 verdict = f"serving (controller {seen.controller_id})"
             except Exception as exc:  # any failure to answer is "not serving"
-                verdict, all_serving = f"not answering ({type(exc).__name__})", False
-        print(f"  broker {broker_id}: pid {broker['pid']} port {broker['port']}: {verdict}")
+                verdict = f"not answering ({type(exc).__name__})"
+        if not verdict.startswith("serving"):
+            not_serving.append(broker_id)
+        lines.append(f"  broker {broker_id}: pid {broker['pid']} port {broker['port']}: "
+                     f"{verdict}")
         if broker.get("metrics_url"):
-            print(f"    metrics {broker['metrics_url']}  health "
-                  f"{broker['metrics_url'].removesuffix('/metrics')}/health")
+            lines.append(f"    metrics {broker['metrics_url']}  health "
+                         f"{broker['metrics_url'].removesuffix('/metrics')}/health")
     if state.get("console_url"):
         console_up = pid_alive(state.get("console_pid"))
-        print(f"  console: {state['console_url']} (pid {state.get('console_pid')}): "
-              f"{'running' if console_up else 'down'}")
-    return 0 if all_serving else 1
+        lines.append(f"  console: {state['console_url']} (pid {state.get('console_pid')}): "
+                     f"{'running' if console_up else 'down'}")
+    if not supervisor_up:
+        verdict = (f"not running (its supervisor, pid {state.get('supervisor_pid')}, is gone; "
+                   f"'simplekafka cluster down --dir {args.dir}' cleans up)")
+    elif not_serving:
+        verdict = f"degraded (broker {', '.join(not_serving)} not serving)"
+    else:
+        verdict = "running"
+    print(f"cluster in {directory}: {verdict}")
+    print("\n".join(lines))
+    return 0 if supervisor_up and not not_serving else 1

@@ -19,9 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "configs", help="describe or alter topic and broker configs",
         description=__doc__.strip("`"))
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--describe", action="store_true")
-    action.add_argument("--alter", action="store_true")
-    parser.add_argument("--entity-type", choices=["topics", "brokers"], required=True)
+    action.add_argument("--describe", action="store_true",
+                        help="print the entity's dynamic configs, then all of them")
+    action.add_argument("--alter", action="store_true",
+                        help="set (--add-config) or remove (--delete-config) configs")
+    parser.add_argument("--entity-type", choices=["topics", "brokers"], required=True,
+                        help="what --entity-name names: a topic or a broker")
     parser.add_argument("--entity-name", help="a topic name or broker id")
     parser.add_argument("--entity-default", action="store_true",
                         help="the cluster-wide default of broker configs")

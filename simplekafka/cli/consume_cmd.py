@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "consume", help="print records of a topic", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("topic")
+    parser.add_argument("topic", help="the topic to read")
     parser.add_argument("--from-beginning", action="store_true",
                         help="start at the earliest record, not the end")
     parser.add_argument("--partition", "-p", type=non_negative_int, default=None,

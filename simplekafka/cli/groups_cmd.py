@@ -28,20 +28,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="every group in the cluster")
     add_bootstrap_argument(listing)
     describe = actions.add_parser("describe", help="members, offsets and lag of a group")
-    describe.add_argument("group")
+    describe.add_argument("group", help="the group id")
     add_bootstrap_argument(describe)
     delete = actions.add_parser("delete", help="delete groups without members")
-    delete.add_argument("group", nargs="+")
+    delete.add_argument("group", nargs="+", help="the group ids")
     add_bootstrap_argument(delete)
     reset = actions.add_parser("reset-offsets", help="move an inactive group's offsets")
-    reset.add_argument("group")
-    reset.add_argument("--topic", "-t", required=True)
+    reset.add_argument("group", help="the group id")
+    reset.add_argument("--topic", "-t", required=True, help="the topic whose offsets to move")
     reset.add_argument("--partition", "-p", type=non_negative_int, action="append",
                        help="only this partition (repeatable; default: all)")
     where = reset.add_mutually_exclusive_group(required=True)
-    where.add_argument("--to-earliest", action="store_true")
-    where.add_argument("--to-latest", action="store_true")
-    where.add_argument("--to-offset", type=non_negative_int, metavar="N")
+    where.add_argument("--to-earliest", action="store_true",
+                       help="to each partition's first offset (the log start)")
+    where.add_argument("--to-latest", action="store_true",
+                       help="to each partition's end (skip everything there now)")
+    where.add_argument("--to-offset", type=non_negative_int, metavar="N",
+                       help="to offset N in each partition")
     add_bootstrap_argument(reset)
     parser.set_defaults(func=groups_command)
 

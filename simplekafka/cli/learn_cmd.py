@@ -8,6 +8,8 @@ from pathlib import Path
 
 from simplekafka.cli import CliError
 
+_DIR_HELP = "your working directory (default my-simplekafka)"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("learn", help="exercises: build a stage yourself, checked")
@@ -15,26 +17,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                      parser_class=type(parser))
     commands.required = True
     show = commands.add_parser("list", help="the exercises per stage and your progress")
-    show.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    show.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"),
+                      help=_DIR_HELP)
     show.set_defaults(func=_list)
     start = commands.add_parser("start", help="write a stage's starter module into DIR")
-    start.add_argument("stage", type=int)
-    start.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    start.add_argument("stage", type=int, help="the stage number, e.g. 1")
+    start.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"),
+                      help=_DIR_HELP)
     start.set_defaults(func=_start)
     check = commands.add_parser("check", help="run a stage's exercises against your code")
-    check.add_argument("stage", type=int)
-    check.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    check.add_argument("stage", type=int, help="the stage number, e.g. 1")
+    check.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"),
+                      help=_DIR_HELP)
     check.add_argument("--exercise", type=int, metavar="N", help="only exercise N")
     check.set_defaults(func=_check)
     hint = commands.add_parser("hint", help="a graded hint: the chapter section, then the idea")
-    hint.add_argument("stage", type=int)
-    hint.add_argument("exercise", type=int)
-    hint.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    hint.add_argument("stage", type=int, help="the stage number, e.g. 1")
+    hint.add_argument("exercise", type=int, help="the exercise number within the stage")
+    hint.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"),
+                      help=_DIR_HELP)
     hint.add_argument("--level", type=int, metavar="N", help="hint N (default: the next one)")
     hint.set_defaults(func=_hint)
     cluster = commands.add_parser(
         "cluster", help="three brokers on your passed exercises: the failover demo, checked")
-    cluster.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"))
+    cluster.add_argument("dir", nargs="?", type=Path, default=Path("my-simplekafka"),
+                      help=_DIR_HELP)
     cluster.add_argument("--base-dir", type=Path, default=None,
                          help="where the brokers keep data and logs (default: a temp dir)")
     cluster.set_defaults(func=_cluster)

@@ -27,14 +27,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "produce", help="send lines from stdin to a topic", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("topic")
+    parser.add_argument("topic", help="the topic to send to")
     parser.add_argument("--key-separator", default=None, metavar="SEP",
                         help="split each line into KEY SEP VALUE")
     parser.add_argument("--partition", "-p", type=non_negative_int, default=None,
                         help="send every record to this partition (default: by key / sticky)")
-    parser.add_argument("--acks", choices=["0", "1", "all"], default="all")
-    parser.add_argument("--compression", choices=CODECS, default="none")
-    parser.add_argument("--linger-ms", type=non_negative_int, default=5)
+    parser.add_argument("--acks", choices=["0", "1", "all"], default="all",
+                        help="acknowledgement to wait for: none, the leader's, or every "
+                             "in-sync replica's (default all)")
+    parser.add_argument("--compression", choices=CODECS, default="none",
+                        help="compress batches with this codec (default none)")
+    parser.add_argument("--linger-ms", type=non_negative_int, default=5, metavar="MS",
+                        help="wait up to MS for a batch to fill (default 5)")
     parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                         help="add this header to every record (repeatable)")
     add_bootstrap_argument(parser)

@@ -22,9 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions.required = True
 
     create = actions.add_parser("create", help="create a topic")
-    create.add_argument("topic")
-    create.add_argument("--partitions", type=positive_int, default=1)
-    create.add_argument("--replication-factor", type=positive_int, default=1)
+    create.add_argument("topic", help="name of the new topic")
+    create.add_argument("--partitions", type=positive_int, default=1, metavar="N",
+                        help="how many partitions (default 1)")
+    create.add_argument("--replication-factor", type=positive_int, default=1, metavar="N",
+                        help="copies of each partition, on different brokers (default 1)")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a topic config such as retention.ms=60000 (repeatable)")
     create.add_argument("--if-not-exists", action="store_true",
@@ -42,14 +44,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     describe.set_defaults(func=topics_describe)
 
     alter = actions.add_parser("alter", help="add partitions to a topic")
-    alter.add_argument("topic")
-    alter.add_argument("--partitions", type=positive_int, required=True,
+    alter.add_argument("topic", help="the topic to grow")
+    alter.add_argument("--partitions", type=positive_int, required=True, metavar="N",
                        help="the new total number of partitions (larger than today's)")
     add_bootstrap_argument(alter)
     alter.set_defaults(func=topics_alter)
 
     delete = actions.add_parser("delete", help="delete topics")
-    delete.add_argument("topics", nargs="+", metavar="TOPIC")
+    delete.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to delete")
     add_bootstrap_argument(delete)
     delete.set_defaults(func=topics_delete)
 

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "users", help="add, delete or list SCRAM users (kafka-configs --entity-type users)",
         description=__doc__.strip("`"))
-    parser.add_argument("action", choices=["add", "delete", "list"])
+    parser.add_argument("action", choices=["add", "delete", "list"],
+                        help="add or replace a user's credential, delete it, list users")
     parser.add_argument("name", nargs="?", help="the user (add and delete)")
     parser.add_argument("--password", help="the user's password (add)")
     parser.add_argument("--mechanism", type=str.upper, choices=sorted(SCRAM_MECHANISMS),

@@ -151,6 +151,15 @@ def _read_frame(sock: socket.socket) -> bytes:
     return _read_exactly(sock, length)
 
 
+def _port_or_free(wanted: int, otherwise: int | None = None) -> int:
+    """``wanted`` if nothing listens on it on 127.0.0.1, else ``otherwise`` (default: any free)."""
+    from simplekafka.coordination.zookeeper_server import port_is_free
+
+    if wanted and port_is_free(wanted, LOOPBACK):
+        return wanted
+    return free_port() if otherwise is None else otherwise
+
+
 class LocalCluster:
     """ZooKeeper (embedded unless ``zookeeper`` names one) and ``brokers`` broker processes.
 
@@ -181,6 +190,11 @@ class LocalCluster:
     brokers given that login in ``KAFKA_OPTS`` (:attr:`kafka_opts`) and
     ``zookeeper.set.acl=true``, so that every znode they create carries
     Kafka's ACLs and a client without the login cannot change them.
+
+    ``ports`` asks for broker i's PLAINTEXT port ``ports[i-1]`` and
+    ``zookeeper_port`` for the embedded ZooKeeper's (as ``simplekafka cluster
+    up`` asks for Kafka's 9092 and 2181); a port that is taken, or 0, means any
+    free one instead, so a cluster always starts (see ``bootstrap_servers``).
     """
 
     def __init__(
@@ -195,11 +209,16 @@ class LocalCluster:
         listeners: Iterable[str] = (),
         launcher: Sequence[str] | None = None,
         secure_zookeeper: bool = False,
+        ports: Sequence[int] | None = None,
+        zookeeper_port: int = 0,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
         if racks is not None and len(racks) != brokers:
             raise ValueError(f"racks names {len(racks)} racks for {brokers} brokers")
+        if ports is not None and len(ports) != brokers:
+            raise ValueError(f"ports names {len(ports)} ports for {brokers} brokers")
+        self.zookeeper_port = zookeeper_port
         self._owns_base_dir = base_dir is None
         # Absolute, so the brokers' command lines mean the same from any working directory.
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="simplekafka-cluster-")).resolve()
@@ -221,7 +240,7 @@ class LocalCluster:
         for broker_id in range(1, brokers + 1):
             self.brokers[broker_id] = BrokerProcess(
                 broker_id=broker_id,
-                port=free_port(),
+                port=_port_or_free(ports[broker_id - 1] if ports else 0),
                 data_dir=self.base_dir / f"broker-{broker_id}" / "data",
                 log_file=self.base_dir / "logs" / f"broker-{broker_id}.log",
                 rack=racks[broker_id - 1] if racks else None,
@@ -519,12 +538,22 @@ class LocalCluster:
         if self._external_zookeeper:
             return
         from simplekafka.coordination import EmbeddedZooKeeper
+        from simplekafka.coordination.zookeeper_server import ZooKeeperLaunchError
 
         zookeeper_dir = self.base_dir / "zookeeper"
         zookeeper_dir.mkdir(parents=True, exist_ok=True)
         users = dict([self.zookeeper_login]) if self.zookeeper_login else None
-        self._zookeeper = EmbeddedZooKeeper(port=0, data_dir=zookeeper_dir, sasl_users=users)
-        self._zookeeper.start()
+        self._zookeeper = EmbeddedZooKeeper(port=_port_or_free(self.zookeeper_port, 0),
+                                            data_dir=zookeeper_dir, sasl_users=users)
+        try:
+            self._zookeeper.start()
+        except ZooKeeperLaunchError as exc:
+            if self._zookeeper.port == 0 or "already in use" not in str(exc):
+                raise
+            # Someone took the wanted port since we looked: any free one will do.
+            self._zookeeper = EmbeddedZooKeeper(port=0, data_dir=zookeeper_dir,
+                                                sasl_users=users)
+            self._zookeeper.start()
         if self.zookeeper_login:
             descriptor = os.open(zookeeper_dir / CLIENT_JAAS_FILE,
                                  os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
