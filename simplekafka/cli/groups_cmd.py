@@ -152,12 +152,12 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
 
 def _print_offsets(group: GroupDescription) -> None:
     owners = {tp: m for m in group.members for tp in m.assignment}
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for tp, offsets in group.offsets.items():
         owner = owners.get(tp)
+        who = (owner.member_id, owner.client_host, owner.client_id) if owner else (None,) * 3
         rows.append((group.group_id, tp.topic, tp.partition, offsets.committed, offsets.end,
-                     offsets.lag, owner and owner.member_id, owner and owner.client_host,
-                     owner and owner.client_id))
+                     offsets.lag, *who))
     for member in group.members:  # Kafka's tool shows members without partitions too
         if not member.assignment:
             rows.append((group.group_id, None, None, None, None, None, member.member_id,
