@@ -1,23 +1,51 @@
 """``simplekafka groups list|describe|delete|reset-offsets``: like kafka-consumer-groups.sh.
 
-``describe GROUP`` prints one line per partition the group committed or owns:
-topic, partition, committed offset, end offset, lag, and the member that owns
-it. ``reset-offsets GROUP --topic T`` commits ``--to-earliest``,
-``--to-latest`` or ``--to-offset N`` for every partition of T (or
-``--partition P``); like Kafka's tool it needs the group to have no members.
+``describe GROUP`` prints Kafka's table: one line per partition the group
+committed or owns (GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
+CONSUMER-ID HOST CLIENT-ID); ``--members`` one line per member (``--verbose``
+adds its assignment), ``--state`` the group's coordinator, assignor and state.
+An unknown group is an error (exit code 1).
+
+``reset-offsets GROUP`` works as Kafka's tool: it prints the plan (GROUP TOPIC
+PARTITION NEW-OFFSET) and changes nothing unless ``--execute`` is given
+(``--dry-run`` says so explicitly). The partitions: ``--all-topics`` (those
+the group committed) or ``--topic T`` / ``--topic T:P,P`` (repeatable), or the
+rows of ``--from-file``. The new offsets: ``--to-earliest``, ``--to-latest``,
+``--to-offset N``, ``--to-datetime`` (ISO 8601, e.g. 2024-05-01T12:00:00.000,
+local time unless it names a zone; ListOffsets by timestamp), ``--by-duration``
+(ISO 8601 duration back from now, e.g. PT1H or P1DT30M), ``--shift-by N``
+(from the committed offset, N may be negative), ``--to-current``, or
+``--from-file`` (CSV lines ``topic,partition,offset``, as ``--export``
+prints). An offset outside a partition's log is moved to its nearest end, and
+a time with no record after it gives the log end offset. Like Kafka's tool it
+refuses while the group has members: they would overwrite the reset.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import re
+import sys
+import time
 
 from simplekafka.admin import Admin
+from simplekafka.admin.groups import GroupDescription, MemberDescription
 from simplekafka.cli import CliError, non_negative_int
 from simplekafka.cli.client_common import (
     add_bootstrap_argument,
     bootstrap,
     kafka_errors_are_one_line,
 )
+from simplekafka.cli.table import print_table
+from simplekafka.client.client import Deadline
+from simplekafka.client.errors import error_for
+from simplekafka.client.group_protocol import find_coordinator
+from simplekafka.client.offsets import list_offset_ranges, list_offsets
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.structs import TopicPartition
+
+INACTIVE = ("Empty", "Dead")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,63 +55,347 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every group in the cluster")
     add_bootstrap_argument(listing)
-    describe = actions.add_parser("describe", help="members, offsets and lag of a group")
+    describe = actions.add_parser("describe", help="offsets and lag, members, or state of a group")
     describe.add_argument("group", help="the group id")
+    shown = describe.add_mutually_exclusive_group()
+    shown.add_argument("--offsets", action="store_true",
+                       help="one line per partition: offsets, lag, owner (the default)")
+    shown.add_argument("--members", action="store_true", help="one line per member")
+    shown.add_argument("--state", action="store_true",
+                       help="coordinator, assignor, state and number of members")
+    describe.add_argument("--verbose", action="store_true",
+                          help="with --members: the group instance id and the assignment")
     add_bootstrap_argument(describe)
     delete = actions.add_parser("delete", help="delete groups without members")
     delete.add_argument("group", nargs="+", help="the group ids")
     add_bootstrap_argument(delete)
-    reset = actions.add_parser("reset-offsets", help="move an inactive group's offsets")
+    reset = actions.add_parser(
+        "reset-offsets", help="plan (or with --execute, make) new offsets for an inactive group")
     reset.add_argument("group", help="the group id")
-    reset.add_argument("--topic", "-t", required=True, help="the topic whose offsets to move")
-    reset.add_argument("--partition", "-p", type=non_negative_int, action="append",
-                       help="only this partition (repeatable; default: all)")
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument("--all-topics", action="store_true",
+                       help="every partition the group has committed offsets for")
+    scope.add_argument("--topic", "-t", action="append", default=None, metavar="TOPIC[:P,P]",
+                       help="this topic, or these partitions of it (repeatable)")
     where = reset.add_mutually_exclusive_group(required=True)
-    where.add_argument("--to-earliest", action="store_true",
-                       help="to each partition's first offset (the log start)")
-    where.add_argument("--to-latest", action="store_true",
-                       help="to each partition's end (skip everything there now)")
-    where.add_argument("--to-offset", type=non_negative_int, metavar="N",
-                       help="to offset N in each partition")
+    where.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    where.add_argument("--to-latest", action="store_true", help="the log end offset")
+    where.add_argument("--to-offset", type=non_negative_int, metavar="N", help="offset N")
+    where.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                       help="the first record at or after this time")
+    where.add_argument("--by-duration", metavar="PnDTnHnMnS",
+                       help="the first record at or after this long ago (e.g. PT1H)")
+    where.add_argument("--shift-by", type=int, metavar="N",
+                       help="the committed offset plus N (N may be negative)")
+    where.add_argument("--to-current", action="store_true",
+                       help="the committed offset (the log end if none)")
+    where.add_argument("--from-file", metavar="CSV",
+                       help="offsets from lines topic,partition,offset (as --export prints)")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    mode.add_argument("--dry-run", action="store_true",
+                      help="only print the plan (what happens without --execute)")
+    reset.add_argument("--export", action="store_true",
+                       help="print the plan as CSV lines topic,partition,offset")
     add_bootstrap_argument(reset)
     parser.set_defaults(func=groups_command)
 
 
 @kafka_errors_are_one_line("groups")
 def groups_command(args: argparse.Namespace) -> int:
+    if args.action == "reset-offsets":
+        _check_reset_arguments(args)
     with Admin(bootstrap(args), request_timeout_ms=args.request_timeout_ms) as admin:
         if args.action == "list":
-            for group_id, protocol_type in admin.list_groups():
-                print(f"{group_id}\t{protocol_type or '-'}")
+            print_table(["GROUP", "PROTOCOL-TYPE"],
+                        [(group_id, protocol_type or None)
+                         for group_id, protocol_type in admin.list_groups()])
         elif args.action == "describe":
-            _describe(admin, args.group)
+            return _describe(admin, args)
         elif args.action == "delete":
             admin.delete_groups(args.group)
             for group_id in args.group:
                 print(f"deleted group {group_id}")
         else:
-            to: str | int = "earliest" if args.to_earliest else (
-                "latest" if args.to_latest else args.to_offset)
-            try:
-                done = admin.reset_offsets(args.group, args.topic, to, args.partition)
-            except ValueError as exc:
-                raise CliError(str(exc)) from None
-            print("TOPIC\tPARTITION\tNEW-OFFSET")
-            for tp, offset in sorted(done.items()):
-                print(f"{tp.topic}\t{tp.partition}\t{offset}")
+            return _reset(admin, args)
     return 0
 
 
-def _describe(admin: Admin, group_id: str) -> None:
-    group = admin.describe_group(group_id)
+def _error(message: str) -> int:
+    """What the cluster's state refuses: one line on stderr, exit code 1."""
+    print(f"simplekafka groups: error: {message}", file=sys.stderr)
+    return 1
+
+
+# ----- describe -----------------------------------------------------------------------
+
+
+def _describe(admin: Admin, args: argparse.Namespace) -> int:
+    group = admin.describe_group(args.group)
+    if group.state == "Dead" and not group.members and not group.offsets:
+        return _error(f"consumer group {args.group!r} does not exist")
+    if args.verbose and not args.members:
+        raise CliError("--verbose goes with --members")
+    if args.state:
+        _print_state(admin, group)
+        return 0
+    if group.state in INACTIVE:
+        print(f"Consumer group {group.group_id!r} has no active members.\n")
+    elif group.state in ("PreparingRebalance", "CompletingRebalance"):
+        print(f"Warning: consumer group {group.group_id!r} is rebalancing.\n")
+    if args.members:
+        _print_members(group, args.verbose)
+    else:
+        _print_offsets(group)
+    return 0
+
+
+def _print_offsets(group: GroupDescription) -> None:
     owners = {tp: m for m in group.members for tp in m.assignment}
-    print(f"group {group.group_id}: {group.state}, {len(group.members)} members, "
-          f"assignor {group.protocol or '-'}, coordinator broker {group.coordinator}")
-    print("TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
+    rows: list[tuple[object, ...]] = []
     for tp, offsets in group.offsets.items():
         owner = owners.get(tp)
-        print("\t".join(str(x) for x in (
-            tp.topic, tp.partition, "-" if offsets.committed is None else offsets.committed,
-            offsets.end, "-" if offsets.lag is None else offsets.lag,
-            owner.member_id if owner else "-", owner.client_host if owner else "-",
-            owner.client_id if owner else "-")))
+        who = (owner.member_id, owner.client_host, owner.client_id) if owner else (None,) * 3
+        rows.append((group.group_id, tp.topic, tp.partition, offsets.committed, offsets.end,
+                     offsets.lag, *who))
+    for member in group.members:  # Kafka's tool shows members without partitions too
+        if not member.assignment:
+            rows.append((group.group_id, None, None, None, None, None, member.member_id,
+                         member.client_host, member.client_id))
+    print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                 "CONSUMER-ID", "HOST", "CLIENT-ID"], rows)
+
+
+def assignment_text(member: MemberDescription) -> str | None:
+    """Kafka's ASSIGNMENT column: ``topic(0,1),other(2)``; None when empty."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in member.assignment:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ",".join(f"{topic}({','.join(map(str, sorted(parts)))})"
+                    for topic, parts in sorted(by_topic.items())) or None
+
+
+def _print_members(group: GroupDescription, verbose: bool) -> None:
+    if verbose:
+        print_table(["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
+                     "#PARTITIONS", "ASSIGNMENT"],
+                    [(group.group_id, m.member_id, m.group_instance_id, m.client_host,
+                      m.client_id, len(m.assignment), assignment_text(m))
+                     for m in group.members])
+    else:
+        print_table(["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+                    [(group.group_id, m.member_id, m.client_host, m.client_id,
+                      len(m.assignment)) for m in group.members])
+
+
+def _print_state(admin: Admin, group: GroupDescription) -> None:
+    brokers = {b.node_id: b for b in admin.describe_cluster().brokers}
+    node = brokers.get(group.coordinator)
+    where = f"{node.host}:{node.port} ({node.node_id})" if node else f"({group.coordinator})"
+    print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+                [(group.group_id, where, group.protocol or None, group.state,
+                  len(group.members))])
+
+
+# ----- reset-offsets --------------------------------------------------------------------
+
+
+def _check_reset_arguments(args: argparse.Namespace) -> None:
+    """Mistakes found before asking the cluster anything (CliError: exit code 2)."""
+    if args.from_file is None and not args.all_topics and not args.topic:
+        raise CliError("say which partitions: --all-topics or --topic TOPIC[:P,P]")
+    if args.from_file is not None and (args.all_topics or args.topic):
+        raise CliError("--from-file names its partitions: leave out --all-topics and --topic")
+    for text in args.topic or []:
+        _topic_scope(text)
+    if args.to_datetime is not None:
+        args.timestamp_ms = parse_datetime(args.to_datetime)
+    elif args.by_duration is not None:
+        args.timestamp_ms = int(time.time() * 1000) - parse_duration(args.by_duration)
+
+
+def _topic_scope(text: str) -> tuple[str, list[int] | None]:
+    """``T`` (every partition) or ``T:P,P`` from ``--topic``."""
+    topic, colon, parts = text.partition(":")
+    if not topic:
+        raise CliError(f"--topic wants TOPIC or TOPIC:P,P, not {text!r}")
+    if not colon:
+        return topic, None
+    try:
+        partitions = [int(p) for p in parts.split(",")]
+    except ValueError:
+        raise CliError(f"--topic wants TOPIC:P,P with partition numbers, not {text!r}") from None
+    if any(p < 0 for p in partitions):
+        raise CliError(f"partition numbers are 0 or more: {text!r}")
+    return topic, partitions
+
+
+def parse_datetime(text: str) -> int:
+    """Milliseconds since the epoch of an ISO 8601 time (local time if it names no zone)."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise CliError(f"--to-datetime wants YYYY-MM-DDTHH:mm:SS.sss (optionally with a "
+                       f"zone such as Z or +01:00), not {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # Kafka's tool reads a time without zone as local
+    return int(moment.timestamp() * 1000)
+
+
+_DURATION = re.compile(
+    r"P(?:(?P<days>\d+)D)?"
+    r"(?:T(?=\d)(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?",
+    re.IGNORECASE)
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds in an ISO 8601 duration as Java's Duration.parse reads it (PnDTnHnMn.nS)."""
+    found = _DURATION.fullmatch(text.strip())
+    if not found or not any(found.groupdict().values()):
+        raise CliError(f"--by-duration wants an ISO 8601 duration such as PT1H, PT15M or "
+                       f"P1DT12H, not {text!r}")
+    parts = {k: float((v or "0").replace(",", ".")) for k, v in found.groupdict().items()}
+    seconds = (parts["days"] * 86_400 + parts["hours"] * 3_600 + parts["minutes"] * 60
+               + parts["seconds"])
+    return int(seconds * 1000)
+
+
+def _read_plan(path: str, group_id: str) -> dict[TopicPartition, int]:
+    """``--from-file``: lines ``topic,partition,offset`` (or ``group,topic,partition,offset``,
+    Kafka's several-groups form, of which only this group's lines count)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise CliError(f"--from-file: cannot read {path}: {exc.strerror}") from None
+    plan: dict[TopicPartition, int] = {}
+    for number, line in enumerate(lines, start=1):
+        fields = [f.strip() for f in line.split(",")]
+        if not line.strip():
+            continue
+        if len(fields) == 4:
+            if fields[0] != group_id:
+                continue
+            fields = fields[1:]
+        try:
+            topic, partition, offset = fields[0], int(fields[1]), int(fields[2])
+            if not topic or partition < 0 or offset < 0:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise CliError(f"--from-file {path} line {number}: expected "
+                           f"topic,partition,offset, got {line!r}") from None
+        plan[TopicPartition(topic, partition)] = offset
+    return plan
+
+
+def _partitions(admin: Admin, args: argparse.Namespace,
+                committed: dict[TopicPartition, int]) -> list[TopicPartition]:
+    """The partitions ``--all-topics`` or ``--topic`` name (checked against the cluster)."""
+    if args.all_topics:
+        return sorted(committed)
+    wanted: set[TopicPartition] = set()
+    for text in args.topic:
+        topic, partitions = _topic_scope(text)
+        known = admin.client.partitions_for(topic, args.request_timeout_ms)
+        for p in known if partitions is None else partitions:
+            if p not in known:
+                raise CliError(f"topic {topic!r} has partitions 0..{len(known) - 1}, not {p}")
+            wanted.add(TopicPartition(topic, p))
+    return sorted(wanted)
+
+
+def _plan(admin: Admin, args: argparse.Namespace, group: GroupDescription
+          ) -> dict[TopicPartition, int]:
+    """The new offset of every partition in scope, each within its log (as Kafka's tool)."""
+    committed = {tp: o.committed for tp, o in group.offsets.items() if o.committed is not None}
+    requested: dict[TopicPartition, int] | None = None
+    if args.from_file is not None:
+        requested = _read_plan(args.from_file, args.group)
+        partitions = sorted(requested)
+    else:
+        partitions = _partitions(admin, args, committed)
+    if not partitions:
+        return {}
+    earliest, latest = list_offset_ranges(admin.client, partitions, args.request_timeout_ms)
+    if requested is None:
+        requested = _requested(admin, args, partitions, committed, earliest, latest)
+    return {tp: min(max(requested[tp], earliest[tp]), latest[tp]) for tp in partitions}
+
+
+def _requested(admin: Admin, args: argparse.Namespace, partitions: list[TopicPartition],
+               committed: dict[TopicPartition, int], earliest: dict[TopicPartition, int],
+               latest: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """The offsets the --to-.../--by-duration/--shift-by option asks for, before clamping."""
+    if args.to_earliest:
+        return earliest
+    if args.to_latest:
+        return latest
+    if args.to_offset is not None:
+        return dict.fromkeys(partitions, args.to_offset)
+    if args.to_datetime is not None or args.by_duration is not None:
+        found = list_offsets(admin.client, dict.fromkeys(partitions, args.timestamp_ms),
+                             args.request_timeout_ms)
+        return {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp] for tp in partitions}
+    if args.shift_by is not None:
+        missing = [tp for tp in partitions if tp not in committed]
+        if missing:
+            raise CliError(f"cannot shift the offset of {missing[0].topic}-"
+                           f"{missing[0].partition}: the group has no committed offset there")
+        return {tp: committed[tp] + args.shift_by for tp in partitions}
+    return {tp: committed.get(tp, latest[tp]) for tp in partitions}  # --to-current
+
+
+def _reset(admin: Admin, args: argparse.Namespace) -> int:
+    group = admin.describe_group(args.group)
+    if group.state not in INACTIVE:
+        return _error(f"offsets can only be reset while group {args.group!r} is inactive, "
+                      f"but it is {group.state} with {len(group.members)} members; stop them "
+                      "first")
+    plan = _plan(admin, args, group)
+    if args.execute:
+        commit_offsets(admin, args.group, plan, args.request_timeout_ms)
+    if args.export:
+        for tp, offset in sorted(plan.items()):
+            print(f"{tp.topic},{tp.partition},{offset}")
+    else:
+        print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                    [(args.group, tp.topic, tp.partition, offset)
+                     for tp, offset in sorted(plan.items())])
+    if not args.execute and not args.dry_run:
+        print("(a plan only: nothing was changed; add --execute to apply it, or --dry-run "
+              "to say plainly that you want only the plan)", file=sys.stderr)
+    return 0
+
+
+def commit_offsets(admin: Admin, group_id: str, offsets: dict[TopicPartition, int],
+                   timeout_ms: int) -> None:
+    """OffsetCommit from outside the group (generation -1, no member id), as Kafka's tool
+    does for an inactive group."""
+    if not offsets:
+        return
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+    body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+            "retention_time_ms": -1,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": p, "committed_offset": offset, "committed_leader_epoch": -1,
+                 "commit_timestamp": -1, "committed_metadata": ""} for p, offset in parts]}
+                for topic, parts in by_topic.items()]}
+    client = admin.client
+
+    def attempt(deadline: Deadline) -> None:
+        left = max(1, int(deadline.remaining() * 1000))
+        node = find_coordinator(client, group_id, left)
+        answer = client.request(node, ApiKey.OFFSET_COMMIT, body,
+                                timeout_ms=max(1, int(deadline.remaining() * 1000)))
+        for topic in answer.topics:
+            for p in topic.partitions:
+                if p.error_code:
+                    raise error_for(p.error_code,
+                                    f"committing {topic.name}-{p.partition_index}")
+
+    client.call_with_retries(attempt, timeout_ms)

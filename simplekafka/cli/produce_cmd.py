@@ -1,9 +1,15 @@
 """``simplekafka produce TOPIC``: each line of stdin becomes a record (like kafka-console-producer).
 
-With ``--key-separator SEP`` the text before the first SEP is the key (a line
-without SEP is an error, as in Kafka's tool with parse.key=true). Records are
-batched; the command exits after every record is acknowledged, non-zero if any
-failed.
+With ``--key-separator SEP`` the text before the first SEP is the key. A line
+without SEP stops the command (``--on-bad-line fail``, the default, as Kafka's
+tool with parse.key=true: exit code 2, saying how many records were sent) or
+is skipped with a warning on stderr (``--on-bad-line skip``). Records are
+batched; the command waits until every record is acknowledged and ends with
+``sent N, failed M`` on stderr (exit code 1 if any failed).
+
+Like any Kafka producer it lets the broker create a topic it does not know
+(Metadata with allow_auto_topic_creation), so producing to a new topic works
+at once on a broker with ``auto.create.topics.enable=true``.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from simplekafka.cli.client_common import (
     bootstrap,
     kafka_errors_are_one_line,
 )
+from simplekafka.client.client import KafkaClient
 from simplekafka.client.errors import KafkaError
 from simplekafka.producer import Producer
 
@@ -30,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("topic", help="the topic to send to")
     parser.add_argument("--key-separator", default=None, metavar="SEP",
                         help="split each line into KEY SEP VALUE")
+    parser.add_argument("--on-bad-line", choices=["fail", "skip"], default="fail",
+                        help="a line without the key separator: stop with exit code 2 "
+                             "(fail, the default) or warn and go on (skip)")
     parser.add_argument("--partition", "-p", type=non_negative_int, default=None,
                         help="send every record to this partition (default: by key / sticky)")
     parser.add_argument("--acks", choices=["0", "1", "all"], default="all",
@@ -50,13 +60,99 @@ def _header(pair: str) -> tuple[str, bytes]:
     return key, value.encode()
 
 
+class _Tally:
+    """Records sent (acknowledged), failed, and the first failure's error."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.failed = 0
+        self.error: BaseException | None = None
+
+    def settle(self, producer: Producer, futures: list, timeout_ms: int) -> None:
+        """Wait (up to ``timeout_ms``) for ``futures``, count their outcomes, forget them."""
+        late: KafkaError | None = None
+        try:
+            producer.flush(timeout_ms / 1000)
+        except KafkaError as exc:  # what is not acknowledged by now counts as failed
+            late = exc
+        for future in futures:
+            if not future.done():
+                self.fail(late or KafkaError("not acknowledged"))
+            elif future.exception() is None:
+                self.sent += 1
+            else:
+                self.fail(future.exception())
+        futures.clear()
+
+    def fail(self, error: BaseException) -> None:
+        self.failed += 1
+        if self.error is None:
+            self.error = error
+
+    def __str__(self) -> str:
+        return f"sent {self.sent}, failed {self.failed}"
+
+
 @kafka_errors_are_one_line("produce")
 def produce(args: argparse.Namespace) -> int:
     headers = [_header(h) for h in args.header]
     servers = bootstrap(args)
     if args.key_separator == "":
         raise CliError("--key-separator must not be empty")
-    producer = Producer(
+    # As Kafka's producer: the broker may create a topic it does not know yet.
+    client = KafkaClient(servers, client_id="simplekafka-producer",
+                         request_timeout_ms=args.request_timeout_ms,
+                         allow_auto_topic_creation=True)
+    try:
+        producer = _producer(args, servers, client)
+    except BaseException:
+        client.close()
+        raise
+    tally = _Tally()
+    futures: list = []
+    bad_line = None
+    try:
+        # As Kafka's producer does: a Metadata request naming the topic, allowing the
+        # broker to create it (the client's own refreshes ask for all topics).
+        client.refresh_metadata([args.topic])
+        sep = None if args.key_separator is None else args.key_separator.encode()
+        for number, raw in enumerate(sys.stdin.buffer, start=1):
+            line = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw
+            key = None
+            if sep is not None:
+                if sep not in line:
+                    problem = f"line {number} has no key separator {args.key_separator!r}"
+                    if args.on_bad_line == "fail":
+                        bad_line = problem
+                        break
+                    print(f"simplekafka produce: warning: {problem}; skipped", file=sys.stderr)
+                    continue
+                key, line = line.split(sep, 1)
+            try:
+                futures.append(producer.send(args.topic, line, key=key, headers=headers,
+                                             partition=args.partition))
+            except KafkaError as exc:  # no metadata, buffer full...: the rest would fail too
+                tally.fail(exc)
+                break
+            if len(futures) >= 10_000:
+                tally.settle(producer, futures, args.request_timeout_ms * 3)
+        tally.settle(producer, futures, args.request_timeout_ms * 3)
+    finally:
+        producer.close(5)
+        client.close()
+    if bad_line is not None:
+        raise CliError(f"{bad_line}: stopped ({tally})")
+    if tally.error is not None:
+        error = tally.error
+        print(f"simplekafka produce: error: {type(error).__name__}: {error} ({tally})",
+              file=sys.stderr)
+        return 1
+    print(tally, file=sys.stderr)
+    return 0
+
+
+def _producer(args: argparse.Namespace, servers: str, client: KafkaClient) -> Producer:
+    return Producer(
         servers,
         acks=args.acks,
         compression_type=None if args.compression == "none" else args.compression,
@@ -64,32 +160,5 @@ def produce(args: argparse.Namespace) -> int:
         request_timeout_ms=args.request_timeout_ms,
         max_block_ms=args.request_timeout_ms,
         delivery_timeout_ms=max(args.request_timeout_ms * 3, 30_000),
+        client=client,
     )
-    futures = []
-    try:
-        for number, raw in enumerate(sys.stdin.buffer, start=1):
-            line = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw
-            key = None
-            if args.key_separator is not None:
-                sep = args.key_separator.encode()
-                if sep not in line:
-                    raise CliError(f"line {number} has no key separator {args.key_separator!r}")
-                key, line = line.split(sep, 1)
-            futures.append(
-                producer.send(args.topic, line, key=key, headers=headers, partition=args.partition)
-            )
-            if len(futures) >= 10_000:
-                _check(futures)
-        producer.flush(args.request_timeout_ms * 3 / 1000)
-        _check(futures)
-    finally:
-        producer.close(5)
-    return 0
-
-
-def _check(futures: list) -> None:
-    for future in futures:
-        error = future.exception()
-        if error is not None:
-            raise error if isinstance(error, KafkaError) else KafkaError(str(error))
-    futures.clear()
