@@ -70,7 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete.add_argument("group", nargs="+", help="the group ids")
     add_bootstrap_argument(delete)
     reset = actions.add_parser(
-        "reset-offsets", help="plan (or with --execute, make) new offsets for an inactive group")
+        "reset-offsets", help="plan (or with --execute, make) new offsets for an inactive group",
+        # argparse cannot wrap a long choice of options: the usage, by hand
+        usage=("simplekafka groups reset-offsets GROUP (--all-topics | --topic TOPIC[:P,P])\n"
+               "    TARGET [--execute | --dry-run] [--export] [-b HOST:PORT[,...]]\n"
+               "    [--dir DIR] [--timeout-ms MS]\n"
+               "  TARGET: one of the options marked 'to:' below"))
     reset.add_argument("group", help="the group id")
     scope = reset.add_mutually_exclusive_group()
     scope.add_argument("--all-topics", action="store_true",
@@ -78,19 +83,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scope.add_argument("--topic", "-t", action="append", default=None, metavar="TOPIC[:P,P]",
                        help="this topic, or these partitions of it (repeatable)")
     where = reset.add_mutually_exclusive_group(required=True)
-    where.add_argument("--to-earliest", action="store_true", help="the log start offset")
-    where.add_argument("--to-latest", action="store_true", help="the log end offset")
-    where.add_argument("--to-offset", type=non_negative_int, metavar="N", help="offset N")
-    where.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                       help="the first record at or after this time")
-    where.add_argument("--by-duration", metavar="PnDTnHnMnS",
-                       help="the first record at or after this long ago (e.g. PT1H)")
+    where.add_argument("--to-earliest", action="store_true", help="to: the log start offset")
+    where.add_argument("--to-latest", action="store_true", help="to: the log end offset")
+    where.add_argument("--to-offset", type=non_negative_int, metavar="N", help="to: offset N")
+    where.add_argument("--to-datetime", metavar="TIME",
+                       help="to: the first record at or after this time (YYYY-MM-DDTHH:mm:SS.sss)")
+    where.add_argument("--by-duration", metavar="DURATION",
+                       help="to: the first record at or after this long ago (PnDTnHnMnS: PT1H)")
     where.add_argument("--shift-by", type=int, metavar="N",
-                       help="the committed offset plus N (N may be negative)")
+                       help="to: the committed offset plus N (N may be negative)")
     where.add_argument("--to-current", action="store_true",
-                       help="the committed offset (the log end if none)")
+                       help="to: the committed offset (the log end if none)")
     where.add_argument("--from-file", metavar="CSV",
-                       help="offsets from lines topic,partition,offset (as --export prints)")
+                       help="to: offsets from lines topic,partition,offset (as --export prints)")
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
     mode.add_argument("--dry-run", action="store_true",

@@ -206,31 +206,41 @@ HELP: dict[str, Help] = {
   simplekafka consume orders --from-beginning
   simplekafka consume orders --from-beginning --max-messages 10 --print-key
   simplekafka consume orders --partition 0 --offset 42 --print-offset
-  simplekafka consume orders --group billing --from-beginning"""),
+  simplekafka consume orders --group billing --from-beginning
+  simplekafka consume orders --from-beginning -f '%p:%o %k=%s\\n'   # kcat's tokens
+  simplekafka consume orders --from-beginning -J                     # JSON lines"""),
     "groups": Help(
         "List, describe or delete consumer groups, or reset their offsets, as\n"
         "kafka-consumer-groups.sh does.\n\n" + _WHERE,
         """\
   simplekafka groups list
   simplekafka groups describe billing
-  simplekafka groups reset-offsets billing --topic orders --to-earliest
+  simplekafka groups reset-offsets billing --topic orders --to-earliest --execute
   simplekafka groups delete billing"""),
     "groups list": Help(
         "List every consumer group of the cluster with its protocol type.",
         "  simplekafka groups list"),
     "groups describe": Help(
-        "Show a group's state and members, and per partition its committed\n"
-        "offset, log-end offset and lag.",
-        "  simplekafka groups describe billing"),
+        "Show a group's offsets and lag per partition, its members, or its state.\n\n"
+        "The columns are kafka-consumer-groups.sh's. An unknown group is an error\n"
+        "(exit 1).",
+        """\
+  simplekafka groups describe billing
+  simplekafka groups describe billing --members --verbose
+  simplekafka groups describe billing --state"""),
     "groups delete": Help(
         "Delete consumer groups that have no members (and their offsets).",
         "  simplekafka groups delete billing old-billing"),
     "groups reset-offsets": Help(
-        "Move the committed offsets of a group without members.",
+        "Plan new offsets for a group without members; --execute applies them.\n\n"
+        "As kafka-consumer-groups.sh does, the plan is printed and nothing changes\n"
+        "unless --execute is given.",
         """\
   simplekafka groups reset-offsets billing --topic orders --to-earliest
-  simplekafka groups reset-offsets billing --topic orders --partition 0 \\
-      --to-offset 42"""),
+  simplekafka groups reset-offsets billing --topic orders --to-earliest --execute
+  simplekafka groups reset-offsets billing --topic orders:0,1 --shift-by -10 --execute
+  simplekafka groups reset-offsets billing --all-topics --by-duration PT1H --export >p.csv
+  simplekafka groups reset-offsets billing --from-file p.csv --execute"""),
     "dump-log": Help(
         "Show what a partition directory holds, batch by batch and entry by entry,\n"
         "as kafka-dump-log.sh does.\n\n"
