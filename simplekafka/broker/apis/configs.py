@@ -10,9 +10,14 @@ override (its own, then the cluster default), else its static config.
 
 AlterConfigs replaces an entity's whole set of overrides (Kafka's semantics,
 and why it was deprecated); IncrementalAlterConfigs sets, deletes, appends to
-or subtracts from single keys. Broker configs can be changed at run time only
-for the keys in ``DYNAMIC_BROKER_KEYS`` (the log defaults Kafka lets change
-without a restart); the others answer INVALID_REQUEST.
+or subtracts from single keys. Broker configs are checked as Kafka 3.9's
+``DynamicBrokerConfig`` checks them (``broker_config_problem``): Kafka's
+dynamic keys are stored (the log defaults of ``DYNAMIC_BROKER_KEYS`` and the
+replication throttles are applied, the others only described), its static
+keys answer INVALID_REQUEST, and a key Kafka does not know is stored as it
+is. Synonyms are named and ordered as Kafka names and orders them: a topic
+key's default by the broker key that sets it (``log.retention.ms`` for
+``retention.ms``).
 
 Password-type keys (Kafka's PASSWORD configs: ``sasl.jaas.config``, the
 ``ssl.*.password`` keys, each under any ``listener.name.<l>.`` prefix) and keys
