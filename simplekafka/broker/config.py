@@ -186,6 +186,11 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("log.segment.bytes", _int, 1073741824, "Size at which a segment rolls.", 14),
     ConfigKey("log.roll.ms", _long_or_none, None, "Age at which a segment rolls (default 7 days)."),
     ConfigKey("log.roll.hours", _int, 168, "Age at which a segment rolls, in hours.", 1),
+    ConfigKey("log.roll.jitter.ms", _long_or_none, None,
+              "Kafka's random jitter subtracted from the roll time (default log.roll.jitter."
+              "hours); accepted and described, not acted on: SimpleKafka rolls at the roll "
+              "time exactly."),
+    ConfigKey("log.roll.jitter.hours", _int, 0, "log.roll.jitter.ms, in hours.", 0),
     ConfigKey("log.retention.ms", _long_or_none, None,
               "How long to keep data; -1 keeps it forever (default log.retention.hours)."),
     ConfigKey("log.retention.minutes", _long_or_none, None, "log.retention.ms, in minutes."),
@@ -214,6 +219,13 @@ _KEYS: list[ConfigKey] = [
               "Dirty share of a log's cleanable bytes above which it is cleaned."),
     ConfigKey("log.cleaner.min.compaction.lag.ms", _int, 0,
               "Records younger than this are never compacted.", 0),
+    ConfigKey("log.cleaner.max.compaction.lag.ms", _int, 2**63 - 1,
+              "Kafka compacts a log dirty for longer than this whatever its dirty ratio; "
+              "accepted, validated and described, not acted on: SimpleKafka's cleaner goes "
+              "by the dirty ratio only.", 1),
+    ConfigKey("log.message.downconversion.enable", _bool, True,
+              "Whether Kafka down-converts batches for old fetchers; accepted and described, "
+              "not acted on: SimpleKafka serves Fetch v4+ only, which needs no conversion."),
     ConfigKey("message.max.decompressed.bytes", _int, 64 * 1024 * 1024,
               "Largest size a compressed batch may decompress to when the broker decodes it "
               "(record checks, the log cleaner); more is refused as INVALID_RECORD. "
@@ -316,6 +328,92 @@ IGNORED_KAFKA_KEYS = frozenset({
     "compression.type",
 })
 
+# Kafka 3.9's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs, ZooKeeper mode):
+# AlterConfigs on a broker takes these; any other key Kafka knows is refused ("Cannot update
+# these configs dynamically"), and a key Kafka does not know at all is stored as it is.
+# SimpleKafka acts on the log defaults of ``apis/configs.DYNAMIC_BROKER_KEYS`` and the
+# replication throttles; the others are stored and described, not acted on.
+KAFKA_SSL_RECONFIGURABLE_KEYS = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
+})
+KAFKA_LISTENER_DYNAMIC_KEYS = frozenset({
+    "advertised.listeners", "listeners", "listener.security.protocol.map",
+    "principal.builder.class", "ssl.protocol", "ssl.provider", "ssl.cipher.suites",
+    "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
+    "ssl.client.auth", "ssl.engine.factory.class",
+    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms",
+    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
+    "max.connections", "max.connection.creation.rate", "num.network.threads",
+}) | KAFKA_SSL_RECONFIGURABLE_KEYS
+KAFKA_LOG_DYNAMIC_KEYS = frozenset({
+    "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms", "log.index.size.max.bytes",
+    "log.flush.interval.messages", "log.flush.interval.ms", "log.retention.bytes",
+    "log.retention.ms", "message.max.bytes", "log.index.interval.bytes",
+    "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms", "log.segment.delete.delay.ms",
+    "log.cleaner.min.cleanable.ratio", "log.cleanup.policy", "unclean.leader.election.enable",
+    "min.insync.replicas", "compression.type", "compression.gzip.level",
+    "compression.lz4.level", "compression.zstd.level", "log.preallocate",
+    "log.message.timestamp.type", "log.message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+    "log.message.downconversion.enable", "log.local.retention.ms", "log.local.retention.bytes",
+})
+KAFKA_DYNAMIC_KEYS = KAFKA_LISTENER_DYNAMIC_KEYS | KAFKA_LOG_DYNAMIC_KEYS | frozenset({
+    # the log cleaner's
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+    # thread pools, metrics, the socket server, producer state, tiered storage
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "background.threads", "metric.reporters", "max.connections.per.ip",
+    "max.connections.per.ip.overrides", "producer.id.expiration.ms",
+    "transaction.partition.verification.enable", "remote.log.index.file.cache.total.size.bytes",
+    "remote.log.manager.copy.max.bytes.per.second",
+    "remote.log.manager.fetch.max.bytes.per.second", "config.providers",
+})
+# Set per broker only, never as the cluster-wide default (Kafka's PerBrokerConfigs).
+KAFKA_PER_BROKER_KEYS = KAFKA_LISTENER_DYNAMIC_KEYS - {
+    "max.connections", "max.connection.creation.rate", "num.network.threads"}
+# Kafka's static broker configs named outside KEYS and IGNORED_KAFKA_KEYS (refused as such).
+KAFKA_STATIC_KEYS = frozenset({
+    "log.segment.delete.delay.ms", "log.preallocate", "log.flush.scheduler.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
+    "log.message.format.version", "auto.create.topics.enable", "reserved.broker.max.id",
+    "broker.id.generation.enable", "zookeeper.max.in.flight.requests",
+    "inter.broker.protocol.version",
+    "controller.socket.timeout.ms", "replica.socket.timeout.ms",
+    "replica.socket.receive.buffer.bytes", "replica.fetch.backoff.ms",
+    "replica.fetch.response.max.bytes", "fetch.purgatory.purge.interval.requests",
+    "producer.purgatory.purge.interval.requests",
+    "delete.records.purgatory.purge.interval.requests",
+    "offsets.load.buffer.size", "offsets.commit.timeout.ms", "offsets.commit.required.acks",
+    "offset.metadata.max.bytes", "group.max.size", "transactional.id.expiration.ms",
+    "transaction.state.log.segment.bytes", "transaction.state.log.load.buffer.size",
+    "queued.max.request.bytes", "request.timeout.ms", "metrics.num.samples",
+    "metrics.sample.window.ms", "metrics.recording.level", "quota.window.num",
+    "quota.window.size.seconds", "replication.quota.window.num",
+    "replication.quota.window.size.seconds",
+    "security.providers", "ssl.principal.mapping.rules",
+    "sasl.server.callback.handler.class", "sasl.login.class",
+    "sasl.login.callback.handler.class", "password.encoder.secret",
+    "password.encoder.old.secret", "delegation.token.master.key",
+    "delegation.token.secret.key", "delegation.token.max.lifetime.ms",
+    "delegation.token.expiry.time.ms", "alter.config.policy.class.name",
+    "create.topic.policy.class.name", "client.quota.callback.class",
+    "kafka.metrics.reporters", "kafka.metrics.polling.interval.secs", "process.roles",
+    "node.id", "controller.listener.names", "controller.quorum.voters", "early.start.listeners",
+}) - KAFKA_DYNAMIC_KEYS
+# Kafka broker keys whose default is Long.MAX_VALUE where SimpleKafka keeps None ("no limit").
+KAFKA_LONG_MAX_DEFAULTS = frozenset({
+    "log.flush.interval.messages", "log.message.timestamp.difference.max.ms"})
+
 # Kafka's PASSWORD-type broker configs (ConfigDef.Type.PASSWORD), accepted here or not: their
 # values are never answered (DescribeConfigs: is_sensitive, value null, to everyone), shown
 # or logged. Under a listener's prefix they are just as secret.
@@ -334,7 +432,7 @@ def is_sensitive(name: str) -> bool:
     (``listener.name.<l>.[<mechanism>.]<key>``), or a key whose type is unknown."""
     if name.startswith(LISTENER_PREFIX):
         name = name[len(LISTENER_PREFIX):].partition(".")[2]  # a mechanism's: unknown below
-    return name in PASSWORD_KEYS or name not in KEYS
+    return name in PASSWORD_KEYS or (name not in KEYS and name not in KAFKA_DYNAMIC_KEYS)
 
 
 def redacted(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -375,9 +473,12 @@ class BrokerConfig:
     there, so a broker that got a BrokerConfig can trust every value in it.
     """
 
-    def __init__(self, values: dict[str, Any], ignored: Iterable[str] = ()):
+    def __init__(self, values: dict[str, Any], ignored: Iterable[str] = (),
+                 given: Iterable[str] = ()):
         self._values = values
         self.ignored_keys = sorted(ignored)
+        # The keys the broker's configuration sets (its STATIC_BROKER_CONFIGs), defaults aside.
+        self.given_keys = frozenset(given)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> BrokerConfig:
@@ -407,7 +508,7 @@ class BrokerConfig:
                     and name in INT32_KEYS:
                 raise ConfigError(f"configuration key {name}: {value} is above {INT32_MAX}")
             values[name] = value
-        config = cls(values, ignored)
+        config = cls(values, ignored, properties)
         config._check()
         return config
 
@@ -564,6 +665,12 @@ class BrokerConfig:
             return self._values["log.roll.ms"]
         return self._values["log.roll.hours"] * 3_600_000
 
+    @property
+    def roll_jitter_ms(self) -> int:
+        if self._values["log.roll.jitter.ms"] is not None:
+            return self._values["log.roll.jitter.ms"]
+        return self._values["log.roll.jitter.hours"] * 3_600_000
+
     def log_config_keys(self) -> dict[str, Any]:
         """The log settings as Kafka's topic-level keys (segment.bytes, retention.ms, ...)."""
         return {
@@ -584,6 +691,9 @@ class BrokerConfig:
             "delete.retention.ms": self["log.cleaner.delete.retention.ms"],
             "min.cleanable.dirty.ratio": self["log.cleaner.min.cleanable.ratio"],
             "min.compaction.lag.ms": self["log.cleaner.min.compaction.lag.ms"],
+            "max.compaction.lag.ms": self["log.cleaner.max.compaction.lag.ms"],
+            "segment.jitter.ms": self.roll_jitter_ms,
+            "message.downconversion.enable": self["log.message.downconversion.enable"],
         }
 
 

@@ -45,6 +45,13 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     # How far a CreateTime record's timestamp may be from the broker's clock (KIP-467 errors).
     message_timestamp_difference_max_ms: int = (1 << 63) - 1
+    # Accepted, validated and described as Kafka does, but not acted on (docs/api/broker.md):
+    # the cleaner does not force compaction of logs dirty longer than this, ...
+    max_compaction_lag_ms: int = (1 << 63) - 1
+    # ... segments roll at segment.ms without a random jitter, ...
+    segment_jitter_ms: int = 0
+    # ... and there is no down-conversion to turn off (fetchers get record batch v2).
+    message_downconversion_enable: bool = True
 
     def __post_init__(self) -> None:
         policies = {part.strip() for part in self.cleanup_policy.split(",")}
@@ -58,6 +65,16 @@ class LogConfig:
                 f"min.cleanable.dirty.ratio must be between 0 and 1, got {ratio!r}")
         _at_least("delete_retention_ms", self.delete_retention_ms, 0)
         _at_least("min_compaction_lag_ms", self.min_compaction_lag_ms, 0)
+        _at_least("max_compaction_lag_ms", self.max_compaction_lag_ms, 1)
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise LogConfigError(
+                f"conflict topic config setting min.compaction.lag.ms "
+                f"({self.min_compaction_lag_ms}) > max.compaction.lag.ms "
+                f"({self.max_compaction_lag_ms})")
+        _at_least("segment_jitter_ms", self.segment_jitter_ms, 0)
+        if not isinstance(self.message_downconversion_enable, bool):
+            raise LogConfigError("message.downconversion.enable must be true or false, "
+                                 f"got {self.message_downconversion_enable!r}")
         _at_least("message_timestamp_difference_max_ms",
                   self.message_timestamp_difference_max_ms, 0)
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
@@ -128,6 +145,14 @@ class LogConfig:
                     raise LogConfigError(
                         f"{key} must be a number, got {settings[key]!r}") from None
                 break
+        for key in ("message.downconversion.enable", "log.message.downconversion.enable"):
+            if settings.get(key) is not None:
+                value = settings[key]
+                text = str(value).strip().lower() if not isinstance(value, bool) else value
+                if text not in ("true", "false", True, False):
+                    raise LogConfigError(f"{key} must be true or false, got {value!r}")
+                changes["message_downconversion_enable"] = text in ("true", True)
+                break
         for field in ("flush_messages", "flush_ms"):
             value = changes.get(field)
             if value is not None and value >= _KAFKA_LONG_MAX:
@@ -163,6 +188,10 @@ _KAFKA_KEYS: dict[str, list[tuple[str, int]]] = {
     "message_timestamp_difference_max_ms": [
         ("message.timestamp.difference.max.ms", 1),
         ("log.message.timestamp.difference.max.ms", 1)],
+    "max_compaction_lag_ms": [("max.compaction.lag.ms", 1),
+                              ("log.cleaner.max.compaction.lag.ms", 1)],
+    "segment_jitter_ms": [("segment.jitter.ms", 1), ("log.roll.jitter.ms", 1),
+                          ("log.roll.jitter.hours", HOUR_MS)],
 }
 
 

@@ -183,7 +183,7 @@ def test_api_versions_probe_gets_error_35_in_v0_format(fuzz_cluster, witness, ve
 
 @pytest.mark.parametrize(("api_key", "version"), [(ApiKey.METADATA, 9), (ApiKey.METADATA, 300),
                                                   (ApiKey.FETCH, 3), (ApiKey.FETCH, 12),
-                                                  (ApiKey.LIST_OFFSETS, 0)])
+                                                  (ApiKey.LIST_OFFSETS, 8)])
 def test_unsupported_version_is_refused(fuzz_cluster, witness, api_key, version):
     with connect(fuzz_cluster.broker_ports[1]) as sock:
         sock.sendall(frame(header(api_key, version, 31) + b"\x00" * 16))

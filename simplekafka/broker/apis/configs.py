@@ -10,9 +10,14 @@ override (its own, then the cluster default), else its static config.
 
 AlterConfigs replaces an entity's whole set of overrides (Kafka's semantics,
 and why it was deprecated); IncrementalAlterConfigs sets, deletes, appends to
-or subtracts from single keys. Broker configs can be changed at run time only
-for the keys in ``DYNAMIC_BROKER_KEYS`` (the log defaults Kafka lets change
-without a restart); the others answer INVALID_REQUEST.
+or subtracts from single keys. Broker configs are checked as Kafka 3.9's
+``DynamicBrokerConfig`` checks them (``broker_config_problem``): Kafka's
+dynamic keys are stored (the log defaults of ``DYNAMIC_BROKER_KEYS`` and the
+replication throttles are applied, the others only described), its static
+keys answer INVALID_REQUEST, and a key Kafka does not know is stored as it
+is. Synonyms are named and ordered as Kafka names and orders them: a topic
+key's default by the broker key that sets it (``log.retention.ms`` for
+``retention.ms``).
 
 Password-type keys (Kafka's PASSWORD configs: ``sasl.jaas.config``, the
 ``ssl.*.password`` keys, each under any ``listener.name.<l>.`` prefix) and keys
@@ -39,8 +44,18 @@ from simplekafka.broker.apis.collaborators import (
     in_worker_thread,
 )
 from simplekafka.broker.apis.topics import TOPIC_CONFIG_KEYS, _bad_config_value
+from simplekafka.broker.config import (
+    IGNORED_KAFKA_KEYS,
+    KAFKA_DYNAMIC_KEYS,
+    KAFKA_LOG_DYNAMIC_KEYS,
+    KAFKA_LONG_MAX_DEFAULTS,
+    KAFKA_PER_BROKER_KEYS,
+    KAFKA_SSL_RECONFIGURABLE_KEYS,
+    KAFKA_STATIC_KEYS,
+    is_sensitive,
+    redacted,
+)
 from simplekafka.broker.config import KEYS as BROKER_KEYS
-from simplekafka.broker.config import is_sensitive, redacted
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replication_quota import (
@@ -78,26 +93,39 @@ DEFAULT_CONFIG = 5
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
-# The broker's log defaults Kafka changes at run time, and the topic key each sets.
-DYNAMIC_BROKER_KEYS: dict[str, str] = {
-    "log.retention.ms": "retention.ms",
-    "log.retention.bytes": "retention.bytes",
-    "log.segment.bytes": "segment.bytes",
-    "log.roll.ms": "segment.ms",
-    "log.flush.interval.messages": "flush.messages",
-    "log.flush.interval.ms": "flush.ms",
-    "log.index.interval.bytes": "index.interval.bytes",
-    "log.index.size.max.bytes": "segment.index.bytes",
-    "message.max.bytes": "max.message.bytes",
-    "min.insync.replicas": "min.insync.replicas",
-    "log.cleanup.policy": "cleanup.policy",
+# Each topic key and the broker key that gives its default (Kafka's TopicConfigSynonyms).
+TOPIC_BROKER_SYNONYMS: dict[str, str] = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
+    "max.message.bytes": "message.max.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "cleanup.policy": "log.cleanup.policy",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
-    "log.message.timestamp.type": "message.timestamp.type",
-    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
-    "log.cleaner.delete.retention.ms": "delete.retention.ms",
-    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
-    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "min.insync.replicas": "min.insync.replicas",
+    "compression.type": "compression.type",
+    "preallocate": "log.preallocate",
+    "message.format.version": "log.message.format.version",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "message.downconversion.enable": "log.message.downconversion.enable",
 }
+
+# The broker's log defaults Kafka changes at run time, and the topic key each sets (all of
+# Kafka's but log.message.format.version, which Kafka keeps static).
+DYNAMIC_BROKER_KEYS: dict[str, str] = {
+    broker: topic for topic, broker in TOPIC_BROKER_SYNONYMS.items()
+    if broker in KAFKA_LOG_DYNAMIC_KEYS}
 
 # Broker keys changed at run time that are no log default (replication_quota.py).
 DYNAMIC_BROKER_ONLY_KEYS = frozenset(RATE_KEYS)
@@ -110,9 +138,18 @@ _FIXED_TOPIC_DEFAULTS = {
     "preallocate": "false", "message.format.version": "3.0-IV1",
     LEADER_REPLICAS: "", FOLLOWER_REPLICAS: "",
 }
+# Kafka's defaults of the broker keys above that BrokerConfig does not have.
+_KAFKA_BROKER_DEFAULTS = {
+    "compression.type": "producer", "log.segment.delete.delay.ms": "60000",
+    "log.preallocate": "false", "log.message.format.version": "3.0-IV1",
+    "log.flush.scheduler.interval.ms": str(2**63 - 1),
+}
+# Kafka's brokerConfigSynonyms: the names one broker setting may be given under, first wins.
 _SYNONYMS = {
     "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
     "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
 }
 _LIST_KEYS = frozenset({"cleanup.policy", "log.cleanup.policy"})
 _UNBOUNDED = str(2**63 - 1)
@@ -150,28 +187,55 @@ class ConfigApis:
         """Every topic key's default here: (value, ConfigSource)."""
         defaults: dict[str, tuple[str | None, int]] = {
             k: (v, DEFAULT_CONFIG) for k, v in _FIXED_TOPIC_DEFAULTS.items()}
-        broker_key_of = {topic: broker for broker, topic in DYNAMIC_BROKER_KEYS.items()}
         for key, value in self.config.log_config_keys().items():
-            defaults[key] = (_text(value) if value is not None else _UNBOUNDED,
-                             self._static_source(broker_key_of.get(key)))
+            defaults[key] = (_text(value) if value is not None else _UNBOUNDED, DEFAULT_CONFIG)
         defaults["unclean.leader.election.enable"] = (
-            _text(self.config["unclean.leader.election.enable"]),
-            self._static_source("unclean.leader.election.enable"))
+            _text(self.config["unclean.leader.election.enable"]), DEFAULT_CONFIG)
         for broker_key, (value, source) in self.dynamic_broker().items():
             topic_key = DYNAMIC_BROKER_KEYS.get(broker_key)
             if topic_key is not None:
                 defaults[topic_key] = (value, source)
+        for key, (value, _source) in defaults.items():
+            chain = self.topic_synonyms(key)
+            defaults[key] = (value, chain[0][2] if chain else DEFAULT_CONFIG)
         return defaults
 
-    def _static_source(self, broker_key: str | None) -> int:
-        """STATIC_BROKER_CONFIG if the broker's configuration sets the key (or one of its
-        synonyms) away from Kafka's default, else DEFAULT_CONFIG."""
-        if broker_key is None:
-            return DEFAULT_CONFIG
-        synonyms = _SYNONYMS.get(broker_key, (broker_key,))
-        if all(self.config[k] == BROKER_KEYS[k].default for k in synonyms if k in BROKER_KEYS):
-            return DEFAULT_CONFIG
-        return STATIC_BROKER_CONFIG
+    def topic_synonyms(self, key: str) -> list[tuple[str, str | None, int]]:
+        """Where a topic key's default comes from, as Kafka lists it: the broker key that
+        sets it (``log.retention.ms`` for ``retention.ms``) at each level that has it."""
+        broker_key = TOPIC_BROKER_SYNONYMS.get(key)
+        return [] if broker_key is None else self.broker_synonyms(broker_key)
+
+    def broker_synonyms(self, name: str) -> list[tuple[str, str | None, int]]:
+        """Kafka's ``configSynonyms``: ``name`` and the other names of its setting (``.ms``,
+        ``.minutes``, ``.hours``) as set per broker (DYNAMIC_BROKER_CONFIG), as the cluster
+        default (DYNAMIC_DEFAULT_BROKER_CONFIG), in the broker's configuration
+        (STATIC_BROKER_CONFIG) and by Kafka's default (DEFAULT_CONFIG), in that order;
+        entries before the first one named ``name`` are dropped, as Kafka drops them."""
+        names = next((group for group in _SYNONYMS.values() if name in group), (name,))
+        own: dict[str, str] = {}
+        cluster: dict[str, str] = {}
+        for key, (value, source) in self.dynamic_broker().items():
+            (own if source == DYNAMIC_BROKER_CONFIG else cluster)[key] = value
+        chain: list[tuple[str, str | None, int]] = []
+        chain += [(n, own[n], DYNAMIC_BROKER_CONFIG) for n in names if n in own]
+        chain += [(n, cluster[n], DYNAMIC_DEFAULT_BROKER_CONFIG) for n in names if n in cluster]
+        chain += [(n, _text(self.config[n]), STATIC_BROKER_CONFIG)
+                  for n in names if n in BROKER_KEYS and self._given(n)]
+        for n in names:
+            default = _kafka_default(n)
+            if default is not None:
+                chain.append((n, default, DEFAULT_CONFIG))
+        while chain and chain[0][0] != name:
+            chain.pop(0)
+        return chain
+
+    def _given(self, key: str) -> bool:
+        """Whether the broker's configuration sets ``key`` (a STATIC_BROKER_CONFIG)."""
+        given = getattr(self.config, "given_keys", None)
+        if given is not None:
+            return key in given
+        return self.config[key] != BROKER_KEYS[key].default
 
     def _all_settings(self) -> Mapping[str, Any]:
         """Every setting of the broker's configuration, per-listener ones included."""
@@ -252,7 +316,7 @@ class ConfigApis:
                     if wanted is not None and key not in wanted:
                         continue
                     default, source = defaults.get(key, (None, DEFAULT_CONFIG))
-                    chain = [(key, default, source)]
+                    chain = self.topic_synonyms(key)
                     # A key of unknown type (written to ZooKeeper by hand) is hidden, as
                     # Kafka hides it; a topic has no password-type key of its own.
                     hidden = key not in TOPIC_CONFIG_KEYS and key not in defaults
@@ -280,26 +344,30 @@ class ConfigApis:
             for key in sorted(BROKER_KEYS):
                 if wanted is not None and key not in wanted:
                     continue
-                static = _text(self.config[key])
-                default = BROKER_KEYS[key].default
-                source = DEFAULT_CONFIG if self.config[key] == default else STATIC_BROKER_CONFIG
-                chain = [(key, static, source)]
-                value = static
-                if key in dynamic:
-                    value, source = dynamic[key]
-                    chain.insert(0, (key, value, source))
-                entries.append(entry(key, value, source, key not in DYNAMIC_BROKER_KEYS
-                                     and key not in DYNAMIC_BROKER_ONLY_KEYS, chain,
+                chain = self.broker_synonyms(key)
+                value = dynamic[key][0] if key in dynamic else _text(self.config[key])
+                source = chain[0][2] if chain else DEFAULT_CONFIG
+                entries.append(entry(key, value, source, _read_only(key), chain,
                                      is_sensitive(key)))
             # The per-listener settings the broker was given (Kafka lists them too); their
             # passwords and JAAS texts are sensitive like the plain keys.
             settings = self._all_settings()
             for key in sorted(k for k in settings if k.startswith(LISTENER_PREFIX)):
-                if wanted is not None and key not in wanted:
+                if (wanted is not None and key not in wanted) or key in dynamic:
                     continue
                 value = _text(settings[key])
                 entries.append(entry(key, value, STATIC_BROKER_CONFIG, True,
                                      [(key, value, STATIC_BROKER_CONFIG)], is_sensitive(key)))
+            # Dynamic keys the broker has no setting of its own for: Kafka's that SimpleKafka
+            # stores without acting on them, and keys Kafka does not know (its "custom
+            # configs", answered sensitive: their type is unknown).
+            for key in sorted(k for k in dynamic if k not in BROKER_KEYS):
+                if wanted is not None and key not in wanted:
+                    continue
+                value, source = dynamic[key]
+                chain = self.broker_synonyms(key)
+                entries.append(entry(key, value, source, _read_only(key), chain,
+                                     is_sensitive(key)))
             return defer.succeed(answer(ErrorCode.NONE, None, entries))
 
         return defer.succeed(answer(ErrorCode.INVALID_REQUEST,
@@ -362,7 +430,7 @@ class ConfigApis:
                                      error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 entity_type, entity = self._entity(zk, kind, name)
                 updated = change(read_entity_config(zk, entity_type, entity), resource)
-                self._validate(entity_type, updated)
+                self._validate(entity_type, entity, updated)
                 if not validate_only:
                     write_entity_config(zk, entity_type, entity, updated)
                     log.info("config of %s/%s is now %s", entity_type, entity,
@@ -405,7 +473,7 @@ class ConfigApis:
         raise KafkaError(f"resource type {kind} is not supported",
                          error_code=ErrorCode.INVALID_REQUEST)
 
-    def _validate(self, entity_type: str, config: dict[str, str]) -> None:
+    def _validate(self, entity_type: str, entity: str, config: dict[str, str]) -> None:
         if entity_type == TOPICS:
             unknown = sorted(k for k in config if k not in TOPIC_CONFIG_KEYS)
             if unknown:
@@ -415,21 +483,79 @@ class ConfigApis:
             if problem:
                 raise KafkaError(problem, error_code=ErrorCode.INVALID_CONFIG)
             return
-        fixed = sorted(k for k in config
-                       if k not in DYNAMIC_BROKER_KEYS and k not in DYNAMIC_BROKER_ONLY_KEYS)
-        if fixed:
-            known = fixed[0] in BROKER_KEYS
-            raise KafkaError(
-                f"{fixed[0]} cannot be changed at run time" if known
-                else f"unknown broker config {fixed[0]!r}",
-                error_code=ErrorCode.INVALID_REQUEST if known else ErrorCode.INVALID_CONFIG)
-        for key in DYNAMIC_BROKER_ONLY_KEYS & set(config):
-            try:
-                parse_rate(config[key])
-            except ThrottleConfigError as exc:
-                raise KafkaError(f"{key}: {exc}", error_code=ErrorCode.INVALID_CONFIG) from None
-        as_topic = {DYNAMIC_BROKER_KEYS[k]: v for k, v in config.items()
-                    if k in DYNAMIC_BROKER_KEYS}
-        problem = _bad_config_value(as_topic, None)
+        problem = broker_config_problem(config, per_broker=entity != DEFAULT_BROKER)
         if problem:
-            raise KafkaError(problem, error_code=ErrorCode.INVALID_CONFIG)
+            name = "" if entity == DEFAULT_BROKER else entity
+            raise KafkaError(f"Invalid config value for resource ConfigResource(type=BROKER, "
+                             f"name='{name}'): {problem}", error_code=ErrorCode.INVALID_REQUEST)
+
+
+def _kafka_default(key: str) -> str | None:
+    """Kafka's default of a broker key, as text (None: Kafka has none)."""
+    if key in KAFKA_LONG_MAX_DEFAULTS:
+        return _UNBOUNDED
+    spec = BROKER_KEYS.get(key)
+    if spec is not None:
+        return _text(spec.default)
+    return _KAFKA_BROKER_DEFAULTS.get(key)
+
+
+def _read_only(key: str) -> bool:
+    """Kafka's ``read_only``: not one of its dynamic broker configs."""
+    return key not in KAFKA_DYNAMIC_KEYS and key not in DYNAMIC_BROKER_ONLY_KEYS
+
+
+def _set_of(keys: set[str]) -> str:
+    return f"Set({', '.join(sorted(keys))})"
+
+
+def broker_config_problem(config: Mapping[str, str], per_broker: bool) -> str | None:
+    """Why Kafka's ``DynamicBrokerConfig.validateConfigs`` refuses a broker's (or, without
+    ``per_broker``, the cluster default's) dynamic config, None if it takes it.
+
+    Static keys Kafka knows are refused; the SSL keystores and truststores may be changed
+    per listener only; listener and SASL settings per broker only; values of the keys
+    SimpleKafka knows must parse. A key Kafka does not know is taken as it is (Kafka keeps
+    such "custom configs" and passes them to plugins)."""
+    names = set(config)
+    known = set(BROKER_KEYS) | IGNORED_KAFKA_KEYS | KAFKA_STATIC_KEYS
+    static = {k for k in names if k in known and _read_only(k)}
+    if static:
+        return f"Cannot update these configs dynamically: {_set_of(static)}"
+    plain_ssl = names & KAFKA_SSL_RECONFIGURABLE_KEYS
+    if plain_ssl:
+        return ("These security configs can be dynamically updated only per-listener using "
+                f"the listener prefix: {_set_of(plain_ssl)}")
+    for key in sorted(names):
+        base = key[len(LISTENER_PREFIX):].partition(".")[2] \
+            if key.startswith(LISTENER_PREFIX) else key
+        spec = BROKER_KEYS.get(base)
+        if spec is None or is_sensitive(base) or base in DYNAMIC_BROKER_KEYS:
+            continue  # log defaults: checked as topic values below
+        try:
+            value = spec.parse(config[key])
+        except (TypeError, ValueError) as exc:
+            return f"Invalid value {config[key]} for configuration {key}: {exc}"
+        if spec.minimum is not None and value is not None and value < spec.minimum:
+            return (f"Invalid value {config[key]} for configuration {key}: Value must be at "
+                    f"least {spec.minimum}")
+    for key in sorted(DYNAMIC_BROKER_ONLY_KEYS & names):
+        try:
+            parse_rate(config[key])
+        except ThrottleConfigError as exc:
+            return f"Invalid value {config[key]} for configuration {key}: {exc}"
+    as_topic = {DYNAMIC_BROKER_KEYS[k]: v for k, v in config.items()
+                if k in DYNAMIC_BROKER_KEYS}
+    problem = _bad_config_value(as_topic, None)
+    if problem:
+        return problem
+    if not per_broker:
+        cluster_level = {"max.connections", "max.connection.creation.rate",
+                         "num.network.threads"}
+        per = {k for k in names if k in KAFKA_PER_BROKER_KEYS or (
+            k.startswith(LISTENER_PREFIX)
+            and k[len(LISTENER_PREFIX):].partition(".")[2] not in cluster_level)}
+        if per:
+            return ("Cannot update these configs at default cluster level, broker id must be "
+                    f"specified: {_set_of(per)}")
+    return None

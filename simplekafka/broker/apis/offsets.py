@@ -7,7 +7,9 @@ timestamp is at or after a given time, or (-3, KIP-734) the first record with
 the largest timestamp. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
-DeleteRecords moves where a partition starts (KIP-107).
+DeleteRecords moves where a partition starts (KIP-107). ListOffsets v0, which
+Kafka 3.9 still serves, answers segment boundaries (``old_style_offsets``), as
+Kafka's ``legacyFetchOffsetsBefore`` does.
 
 Authorization, per topic as Kafka: Describe for ListOffsets and a client's
 OffsetForLeaderEpoch (a follower's needs ClusterAction), Delete for
@@ -17,6 +19,8 @@ DeleteRecords; a refused partition answers TOPIC_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -92,6 +96,9 @@ class ListOffsetsHandler:
 
         def fill(topic: str, wanted: Any, answer: dict) -> None:
             _check(self.authorizer, context, AclOperation.DESCRIBE, topic)
+            if context.api_version == 0:
+                self._answer_v0(topic, wanted, request.replica_id, answer)
+                return
             self._answer(topic, wanted, request.replica_id, answer,
                          getattr(request, "isolation_level", 0) == READ_COMMITTED)
 
@@ -120,6 +127,47 @@ class ListOffsetsHandler:
             answer["offset"] = found.offset
             answer["timestamp"] = found.timestamp
         answer["leader_epoch"] = partition.leader_epoch
+
+
+    def _answer_v0(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
+        """Version 0 (Kafka's ``legacyFetchOffsetsBefore``): up to ``max_num_offsets``
+        segment boundaries, newest first. Each segment stands for its base offset (at least
+        the log start) and its file's modification time, the log end for now; -1 (latest)
+        starts from the end, -2 (earliest) from the first segment, a time from the newest
+        boundary not younger than it. A consumer (replica id -1) never sees an offset past
+        the high watermark: the high watermark stands first instead."""
+        if wanted.timestamp < EARLIEST_TIMESTAMP:
+            raise error_for(ErrorCode.UNSUPPORTED_VERSION,
+                            f"timestamp {wanted.timestamp} needs ListOffsets v1+")
+        partition = self.leaders.leader_partition(topic, wanted.partition_index)
+        log_ = partition.log
+        start = partition.log_start_offset
+        segments = list(log_.segments)
+        boundaries = [(max(seg.base_offset, start), _mtime_ms(seg)) for seg in segments]
+        if segments and segments[-1].size > 0:
+            boundaries.append((log_.log_end_offset, int(time.time() * 1000)))
+        if wanted.timestamp == LATEST_TIMESTAMP:
+            index = len(boundaries) - 1
+        elif wanted.timestamp == EARLIEST_TIMESTAMP:
+            index = 0
+        else:
+            index = len(boundaries) - 1
+            while index >= 0 and boundaries[index][1] > wanted.timestamp:
+                index -= 1
+        count = max(0, min(wanted.max_num_offsets, index + 1))
+        offsets = sorted((boundaries[index - j][0] for j in range(count)), reverse=True)
+        if replica_id == -1:
+            high_watermark = partition.high_watermark
+            if any(o > high_watermark for o in offsets):
+                offsets = [high_watermark] + [o for o in offsets if o <= high_watermark]
+        answer["old_style_offsets"] = offsets
+
+
+def _mtime_ms(segment: Any) -> int:
+    try:
+        return int(os.stat(segment.log_path).st_mtime * 1000)
+    except OSError:
+        return int(time.time() * 1000)
 
 
 class OffsetForLeaderEpochHandler:

@@ -6,7 +6,10 @@ and write ZooKeeper, and any broker can take them: Alter merges the requested
 targets into that znode (conditional on its version, so two requests do not
 lose each other's partitions); List reads it, with each partition's replicas
 and its adding and removing replicas from the topic znode (version 2, as the
-controller writes it; computed from the target until the controller has).
+controller writes it); until the controller has written them, they are computed
+from the target as the controller will write them, as Kafka answers: replicas
+the full set (target, then the leaving ones: [2, 1, 0] for 0,2 -> 2,1), adding
+[1], removing [0].
 Null replicas cancel: the partition leaves the znode, and the controller puts
 it back on its original replicas (NO_REASSIGNMENT_IN_PROGRESS where nothing moves).
 
@@ -27,7 +30,11 @@ from simplekafka.broker.apis.collaborators import (
 )
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.assignment import AssignmentError
-from simplekafka.coordination.reassignment import parse_reassignment_json, reassignment_json
+from simplekafka.coordination.reassignment import (
+    parse_reassignment_json,
+    reassignment_json,
+    replicas_during,
+)
 from simplekafka.coordination.topics import read_topic_assignment
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
@@ -180,9 +187,10 @@ def list_reassignments(zk: Any, wanted: set[Key] | None) -> dict:
         if key[1] in assignment.adding:
             adding = list(assignment.adding[key[1]])
             removing = list(assignment.removing.get(key[1], ()))
-        else:  # the controller has not started it yet
+        else:  # the controller has not started it yet: what it will write (RS = TRS + ORS)
             adding = [r for r in target if r not in replicas]
             removing = [r for r in replicas if r not in target]
+            replicas = list(replicas_during(replicas, target))
         topics.setdefault(key[0], []).append({
             "partition_index": key[1], "replicas": replicas,
             "adding_replicas": adding, "removing_replicas": removing})

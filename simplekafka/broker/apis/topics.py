@@ -267,6 +267,7 @@ TOPIC_CONFIG_KEYS = frozenset({
     "message.format.version", "min.cleanable.dirty.ratio", "preallocate",
     "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
     "min.compaction.lag.ms", "message.timestamp.difference.max.ms",
+    "max.compaction.lag.ms", "message.downconversion.enable", "segment.jitter.ms",
 })
 
 
