@@ -39,6 +39,7 @@ from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, dec
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, ProtocolError
 from simplekafka.protocol.primitives import VARINT_MAX_BYTES, VARLONG_MAX_BYTES, read_varint
 from simplekafka.protocol.records import parse_batch
+from simplekafka.protocol.records_fast import ZIGZAG
 
 _PAD = bytes(16)  # varint reads may look up to 10 bytes past a record's last field
 
@@ -104,6 +105,7 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
     """
     data = np.frombuffer(section, np.uint8)
     end = len(section)
+    zz = ZIGZAG  # checked against the shared reader by test_varints.py
     parts = []
     pos = 0
     left = count
@@ -119,11 +121,17 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
                 if pos >= end:
                     return None
                 append(pos)
-                try:
-                    n, pos = read_varint(section, pos)
-                except ProtocolError:
-                    return None
-                pos += n
+                v = section[pos]
+                if v < 0x80:  # one- and two-byte lengths inline, as records.py reads them
+                    pos += 1 + zz[v]
+                elif pos + 1 < end and section[pos + 1] < 0x80:
+                    pos += 2 + zz[(v & 0x7F) | (section[pos + 1] << 7)]
+                else:
+                    try:
+                        n, pos = read_varint(section, pos)
+                    except ProtocolError:
+                        return None
+                    pos += n
             parts.append(np.array(starts, np.int64))
             left -= taken
             stretch = min(stretch * 2, 4096)
