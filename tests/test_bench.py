@@ -60,6 +60,34 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
         assert (out / f"{plot}.png").stat().st_size > 1000, plot
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_the_command_runs_the_suite_as_a_script_from_the_checkout(monkeypatch, tmp_path):
+    """No sys.path edit, no import of benchmarks/: ``python -m benchmarks.suite`` there."""
+    from simplekafka.cli import bench_cmd
+
+    source = Path(bench_cmd.__file__).read_text()
+    assert "sys.path" not in source and "import_module" not in source
+    calls = []
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    monkeypatch.setattr(subprocess, "run",
+                        lambda command, **kw: calls.append((command, kw)) or
+                        subprocess.CompletedProcess(command, 0))
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "produce", "--tiny", "--out", "out", "--no-plots"]) == 0
+    (command, kw), = calls
+    assert command[:4] == [sys.executable, "-m", "benchmarks.suite", "produce"]
+    assert command[command.index("--out") + 1] == str(tmp_path / "out")
+    assert "--mode" in command and "tiny" in command and "--no-plots" in command
+    assert kw["cwd"] == ROOT
+    monkeypatch.undo()
+    # ... and that command finds the suite from the checkout with no help from PYTHONPATH.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    helped = subprocess.run([sys.executable, "-m", "benchmarks.suite", "--help"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert helped.returncode == 0 and "produce" in helped.stdout, helped.stderr
+
+
 def test_a_busy_machine_is_refused_without_noisy(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 2.0, 1.0))
     assert main(["bench", "produce", "--out", str(tmp_path)]) == 2

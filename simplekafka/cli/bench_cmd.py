@@ -1,7 +1,9 @@
 """``simplekafka bench [produce|consume|latency|replication|scale|all]``: the benchmark suite.
 
 Runs the scenarios of ``benchmarks/suite`` (from a checkout of the
-repository: the suite is not part of the installed library) against a
+repository: the suite is not part of the installed library, so the command
+runs it as a script, ``python -m benchmarks.suite`` in the checkout, rather
+than importing it) against a
 LocalCluster it starts, or the broker at ``--bootstrap-server`` for the
 single-broker scenarios; shows a progress bar, prints a table, writes
 ``bench.json`` and PNG plots into ``--out``. Above a one-minute load average
@@ -12,8 +14,8 @@ neighbours, and the run is then marked not representative everywhere.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -52,17 +54,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=bench)
 
 
-def _suite():
-    """benchmarks.suite, found next to this package in a checkout of the repository."""
-    try:
-        return importlib.import_module("benchmarks.suite")
-    except ImportError:
-        checkout = Path(__file__).resolve().parents[2]
-        if not (checkout / "benchmarks" / "suite" / "__init__.py").is_file():
-            raise CliError("the benchmark suite lives in the repository's benchmarks/ "
-                           "directory: run this from a checkout of SimpleKafka") from None
-        sys.path.insert(0, str(checkout))
-        return importlib.import_module("benchmarks.suite")
+def _checkout() -> Path:
+    """The repository checkout this package runs from, which holds benchmarks/suite."""
+    checkout = Path(__file__).resolve().parents[2]
+    if not (checkout / "benchmarks" / "suite" / "__main__.py").is_file():
+        raise CliError("the benchmark suite lives in the repository's benchmarks/ "
+                       "directory: run this from a checkout of SimpleKafka")
+    return checkout
+
+
+def suite_command(args: argparse.Namespace) -> list[str]:
+    """``python -m benchmarks.suite ...``: the suite run as a script, from the checkout."""
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    command = [sys.executable, "-m", "benchmarks.suite", *names, "--mode", args.mode,
+               "--out", str(args.out.resolve()),
+               "--progress" if sys.stderr.isatty() else "--no-progress"]
+    if args.bootstrap_server:
+        command += ["--bootstrap-server", args.bootstrap_server]
+    if args.noisy:
+        command.append("--noisy")
+    if args.no_plots:
+        command.append("--no-plots")
+    return command
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -74,14 +87,8 @@ def bench(args: argparse.Namespace) -> int:
                        "--noisy to record them marked as such")
     if args.out.exists() and not args.out.is_dir():
         raise CliError(f"--out {args.out} exists and is not a directory")
-    suite = _suite()
-    # 1,000 idle connections (--full) and the clients' own: more than a soft 1024.
+    checkout = _checkout()
+    # 1,000 idle connections (--full) and the clients' own: more than a soft 1024
+    # (the limit is inherited by the suite's process).
     raise_open_files_limit()
-    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
-    record = suite.run(names, args.mode, args.out, bootstrap_server=args.bootstrap_server,
-                       noisy=args.noisy, plots=not args.no_plots,
-                       progress=sys.stderr.isatty())
-    suite.print_table(record)
-    print(f"wrote {args.out / 'bench.json'}" +
-          (f" and {len(record.plots)} plots" if record.plots else ""))
-    return 1 if record.failures else 0
+    return subprocess.run(suite_command(args), cwd=checkout, check=False).returncode

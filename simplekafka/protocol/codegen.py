@@ -2,6 +2,8 @@
 
 :mod:`simplekafka.protocol.schema` interprets a field list (``read_slow``,
 ``write_slow``: the reference, and what the dissector walks). This module
+(which knows only the field model, :mod:`simplekafka.protocol.fields`, so
+that ``Schema`` can import it without an import circle)
 writes the fast paths: for each schema it generates the source of one read
 and one write function and ``exec``s it. Runs of fixed-width fields (``int32
 int64 int16 ...``) become one precompiled ``struct.Struct`` call, so a
@@ -19,13 +21,13 @@ from typing import Any
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
-from simplekafka.protocol.schema import (
+from simplekafka.protocol.fields import (
     SMALL_ARRAY,
     Array,
     Buffer,
     EncodeError,
     Field,
-    Schema,
+    MessageSchema,
     String,
     Struct,
     StructType,
@@ -33,7 +35,7 @@ from simplekafka.protocol.schema import (
 )
 
 
-def compile_read(schema: Schema) -> Callable[[Buffer, int], tuple[Struct, int]]:
+def compile_read(schema: MessageSchema) -> Callable[[Buffer, int], tuple[Struct, int]]:
     """The schema's decoder: ``read(buf, pos) -> (struct, new_pos)``."""
     ns: dict[str, Any] = {
         "_new": object.__new__,
@@ -50,7 +52,7 @@ def compile_read(schema: Schema) -> Callable[[Buffer, int], tuple[Struct, int]]:
     lines.append("    return obj, pos")
     return _define(schema, "read", lines, ns)
 
-def _define(schema: Schema, name: str, lines: list[str], ns: dict[str, Any]) -> Any:
+def _define(schema: MessageSchema, name: str, lines: list[str], ns: dict[str, Any]) -> Any:
     """Compile the generated function, keeping its text in ``schema.source``."""
     source = "\n".join(lines) + "\n"
     schema.source[name] = source
@@ -58,7 +60,7 @@ def _define(schema: Schema, name: str, lines: list[str], ns: dict[str, Any]) -> 
     return ns[name]
 
 
-def compile_write(schema: Schema) -> Callable[[bytearray, Any], None]:
+def compile_write(schema: MessageSchema) -> Callable[[bytearray, Any], None]:
     """The schema's encoder: ``write(out, value)`` for a Struct, a dict or any object."""
     ns: dict[str, Any] = {
         "_getattr": getattr,
@@ -80,7 +82,7 @@ def compile_write(schema: Schema) -> Callable[[bytearray, Any], None]:
     _emit_write(schema, ns, lines, "_getattr(value, {name!r}, {default})")
     return _define(schema, "write", lines, ns)
 
-def _emit_write(schema: Schema, ns: dict[str, Any], lines: list[str], get: str) -> None:
+def _emit_write(schema: MessageSchema, ns: dict[str, Any], lines: list[str], get: str) -> None:
     """Emit the body that writes every field of ``schema``, reading them with ``get``."""
     ind = "        "
     for run, f in _fixed_runs(schema.fields):
@@ -121,7 +123,7 @@ def _emit_write(schema: Schema, ns: dict[str, Any], lines: list[str], get: str) 
 
 
 def _emit_read(
-    schema: Schema, ns: dict[str, Any], lines: list[str], ind: str, target: str
+    schema: MessageSchema, ns: dict[str, Any], lines: list[str], ind: str, target: str
 ) -> None:
     """Emit code that reads one ``schema`` struct at ``pos`` into the variable ``target``.
 

@@ -78,31 +78,51 @@ def read_uint32(buf: Buffer, pos: int) -> tuple[int, int]:
 # --- varints -------------------------------------------------------------------------
 
 
-def read_unsigned_varint(buf: Buffer, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """An unsigned LEB128 varint (7 bits a byte, low bits first, high bit = more)."""
-    result = 0
-    shift = 0
-    start = pos
-    end = len(buf)
-    while True:
-        if pos >= end:
-            raise ProtocolError(
-                f"varint starting at offset {start} is cut off at offset {pos}",
-                offset=pos,
-                expected="another varint byte",
-            )
-        if pos - start >= max_bytes:
-            raise ProtocolError(
-                f"varint starting at offset {start} is longer than {max_bytes} bytes",
-                offset=pos,
-                expected=f"a varint of at most {max_bytes} bytes",
-            )
+VARINT_MAX_BYTES = 5
+"""Kafka's bound for a varint holding an int32 (``ByteUtils.readVarint``)."""
+VARLONG_MAX_BYTES = 10
+"""Kafka's bound for a varlong holding an int64 (``ByteUtils.readVarlong``)."""
+
+
+def read_unsigned_varint(
+    buf: Buffer, pos: int, max_bytes: int = VARINT_MAX_BYTES
+) -> tuple[int, int]:
+    """An unsigned LEB128 varint (7 bits a byte, low bits first, high bit = more).
+
+    The one varint reader of the code base: records, the dissector, the Spark
+    source and the codec all call it (or, on a hot path, read one- and
+    two-byte varints inline and call it for the rest; tests hold those inlined
+    copies to this one). At most ``max_bytes`` bytes, as Kafka: 5 for a
+    varint, 10 for a varlong; a longer or cut-off varint raises
+    :class:`ProtocolError` naming its offset.
+    """
+    try:
         byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
+        if byte < 0x80:
+            return byte, pos + 1
+        result = byte & 0x7F
+        shift = 7
+        at = pos + 1
+        stop = pos + max_bytes
+        while at < stop:
+            byte = buf[at]
+            at += 1
+            result |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return result, at
+            shift += 7
+    except IndexError:
+        end = len(buf)
+        raise ProtocolError(
+            f"varint starting at offset {pos} is cut off at offset {end}",
+            offset=end,
+            expected="another varint byte",
+        ) from None
+    raise ProtocolError(
+        f"varint starting at offset {pos} is longer than {max_bytes} bytes",
+        offset=pos + max_bytes,
+        expected=f"a varint of at most {max_bytes} bytes",
+    )
 
 
 def write_unsigned_varint(out: bytearray, value: int) -> None:
@@ -130,15 +150,19 @@ def zigzag_decode(value: int) -> int:
 
 
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """A zigzag-encoded signed 32-bit varint (records use these)."""
-    raw, pos = read_unsigned_varint(buf, pos, 5)
-    return zigzag_decode(raw), pos
+    """A zigzag-encoded signed 32-bit varint (records use these): at most 5 bytes.
+
+    Bits past the 32nd (the top of a fifth byte) are dropped, as Kafka's
+    ``ByteUtils.readVarint`` drops them, so the value is always an int32.
+    """
+    raw, pos = read_unsigned_varint(buf, pos, VARINT_MAX_BYTES)
+    return zigzag_decode(raw & 0xFFFFFFFF), pos
 
 
 def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
-    """A zigzag-encoded signed 64-bit varint."""
-    raw, pos = read_unsigned_varint(buf, pos, 10)
-    return zigzag_decode(raw), pos
+    """A zigzag-encoded signed 64-bit varint: at most 10 bytes, always an int64."""
+    raw, pos = read_unsigned_varint(buf, pos, VARLONG_MAX_BYTES)
+    return zigzag_decode(raw & 0xFFFFFFFFFFFFFFFF), pos
 
 
 def write_varint(out: bytearray, value: int) -> None:

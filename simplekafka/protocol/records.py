@@ -47,7 +47,8 @@ from simplekafka.protocol.batch_header import (
     validate_batch,
 )
 from simplekafka.protocol.compression import Compression, compress, decompress
-from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, ProtocolError
+from simplekafka.protocol.primitives import encode_unsigned_varint, read_varint, read_varlong
 from simplekafka.protocol.records_fast import MIN_RUN, ZIGZAG
 from simplekafka.protocol.records_fast import decode_run as _decode_run
 
@@ -147,19 +148,14 @@ class RecordBatch:
 # ---------------------------------------------------------------- varints
 
 
-def _uvarint_bytes(value: int) -> bytes:
-    """Unsigned LEB128 (the value must already be zigzagged if signed)."""
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
+# Varints come from the protocol layer's one reader and writer
+# (simplekafka.protocol.primitives); the loops below read one- and two-byte
+# varints inline with the ZIGZAG table and call the shared reader for the rest
+# (stages/stage1_protocol/test_varints.py holds the two together).
 
 # Encoded bytes of every zigzag value below this: one table lookup per varint.
 _CACHE_SIZE = 1 << 14
-_VARINT = tuple(_uvarint_bytes(z) for z in range(_CACHE_SIZE))
+_VARINT = tuple(encode_unsigned_varint(z) for z in range(_CACHE_SIZE))
 
 
 def _varlong_bytes(z: int, timestamp: int, base_timestamp: int) -> bytes:
@@ -169,36 +165,12 @@ def _varlong_bytes(z: int, timestamp: int, base_timestamp: int) -> bytes:
             f"timestamp {timestamp} is too far from the batch's first timestamp "
             f"{base_timestamp}: the delta must fit a signed 64-bit integer"
         )
-    return _uvarint_bytes(z)
+    return encode_unsigned_varint(z)
 
 
 def _zigzag_bytes(n: int) -> bytes:
     z = n << 1 if n >= 0 else ((-n) << 1) - 1
-    return _VARINT[z] if z < _CACHE_SIZE else _uvarint_bytes(z)
-
-
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """Slow path: a varint of two bytes or more; returns (value, new position)."""
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise CorruptBatchError(
-                "varint longer than 10 bytes", offset=start, expected="a varint of <= 10 bytes"
-            )
-
-
-def _read_zigzag(data: bytes, pos: int) -> tuple[int, int]:
-    """A signed (zigzag) varint of any length; returns (value, new position)."""
-    value, pos = _read_uvarint(data, pos)
-    return (value >> 1) ^ -(value & 1), pos
+    return _VARINT[z] if z < _CACHE_SIZE else encode_unsigned_varint(z)
 
 
 # Zigzag-decoded value of every one- or two-byte varint (the raw 14-bit number).
@@ -304,7 +276,7 @@ def _encode_records(records: Sequence[Any], now_ms: int, offset_base: int | None
         z = z << 1 if z >= 0 else ((-z) << 1) - 1
         ts_part = varint[z] if z < limit else _varlong_bytes(z, ts, base_ts)
         z = delta << 1
-        offset_part = varint[z] if z < limit else _uvarint_bytes(z)
+        offset_part = varint[z] if z < limit else encode_unsigned_varint(z)
         if key is None:
             key_len = b"\x01"
             key = b""
@@ -312,7 +284,7 @@ def _encode_records(records: Sequence[Any], now_ms: int, offset_base: int | None
             if type(key) is not bytes:
                 key = _as_bytes(key, "key")
             z = len(key) << 1
-            key_len = varint[z] if z < limit else _uvarint_bytes(z)
+            key_len = varint[z] if z < limit else encode_unsigned_varint(z)
         if value is None:
             value_len = b"\x01"
             value = b""
@@ -320,13 +292,13 @@ def _encode_records(records: Sequence[Any], now_ms: int, offset_base: int | None
             if type(value) is not bytes:
                 value = _as_bytes(value, "value")
             z = len(value) << 1
-            value_len = varint[z] if z < limit else _uvarint_bytes(z)
+            value_len = varint[z] if z < limit else encode_unsigned_varint(z)
         header_part = _encode_headers(headers) if headers else b"\x00"
         body = b"".join(
             (b"\x00", ts_part, offset_part, key_len, key, value_len, value, header_part)
         )
         z = len(body) << 1
-        append(varint[z] if z < limit else _uvarint_bytes(z))
+        append(varint[z] if z < limit else encode_unsigned_varint(z))
         append(body)
     return b"".join(parts), base_ts, max_ts
 
@@ -450,13 +422,16 @@ def _decode_each(
     The general path: any record shape, every field checked.
 
     Each varint is read inline: one byte (the common case), two bytes (lengths
-    up to 8191), or the slow path; ``zz`` turns a one- or two-byte varint into
-    its zigzag-decoded value with one lookup.
+    up to 8191), or else by the protocol layer's one reader (``read_varint``,
+    at most 5 bytes; ``read_varlong`` for the timestamp delta, at most 10);
+    ``zz`` turns a one- or two-byte varint into its zigzag-decoded value with
+    one lookup. Calling the shared reader for every varint costs more than the
+    inlined lookups (docs/benchmarks.md); stages/stage1_protocol/test_varints.py holds them to it.
     """
     append = records.append
     new = tuple.__new__
     record_type = Record
-    read_zigzag = _read_zigzag
+    varint = read_varint
     zz = _ZIGZAG
     end = len(data)
     rec_start = pos
@@ -471,7 +446,7 @@ def _decode_each(
                 n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                n, pos = read_zigzag(data, pos)
+                n, pos = varint(data, pos)
             rec_end = pos + n
             if rec_end > end or n <= 0:
                 raise CorruptBatchError(
@@ -488,7 +463,7 @@ def _decode_each(
                 n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                n, pos = read_zigzag(data, pos)
+                n, pos = read_varlong(data, pos)
             timestamp = base_ts + n
             v = data[pos]
             if v < 0x80:
@@ -498,7 +473,7 @@ def _decode_each(
                 n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                n, pos = read_zigzag(data, pos)
+                n, pos = varint(data, pos)
             offset = base_offset + n
             v = data[pos]
             if v < 0x80:
@@ -508,7 +483,7 @@ def _decode_each(
                 n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                n, pos = read_zigzag(data, pos)
+                n, pos = varint(data, pos)
             if n < 0:  # a negative length is a null key
                 key = None
             else:
@@ -522,7 +497,7 @@ def _decode_each(
                 n = zz[(v & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                n, pos = read_zigzag(data, pos)
+                n, pos = varint(data, pos)
             if n < 0:
                 value = None
             else:
@@ -548,13 +523,20 @@ def _decode_each(
             offset=end,
             expected="more record bytes",
         ) from None
+    except CorruptBatchError:
+        raise
+    except ProtocolError as exc:  # a varint too long or cut off: the batch is corrupt
+        raise CorruptBatchError(
+            f"record at byte {rec_start} of the records section: {exc}",
+            offset=exc.offset,
+            expected=exc.expected,
+        ) from None
     return pos
 
 
 def _decode_headers(data: bytes, pos: int) -> tuple[list[Header], int]:
     start = pos
-    count, pos = _read_uvarint(data, pos)
-    count = (count >> 1) ^ -(count & 1)
+    count, pos = read_varint(data, pos)
     if count < 0:
         raise CorruptBatchError(
             f"negative header count {count}", offset=start, expected="header count >= 0"
@@ -562,8 +544,7 @@ def _decode_headers(data: bytes, pos: int) -> tuple[list[Header], int]:
     headers: list[Header] = []
     for _ in range(count):
         field = pos
-        size, pos = _read_uvarint(data, pos)
-        size = (size >> 1) ^ -(size & 1)
+        size, pos = read_varint(data, pos)
         if size < 0 or pos + size > len(data):
             raise CorruptBatchError(
                 f"bad header key length {size}", offset=field, expected="header key length >= 0"
@@ -575,8 +556,7 @@ def _decode_headers(data: bytes, pos: int) -> tuple[list[Header], int]:
                 "header key is not valid UTF-8", offset=pos, expected="a UTF-8 header key"
             ) from None
         pos += size
-        size, pos = _read_uvarint(data, pos)
-        size = (size >> 1) ^ -(size & 1)
+        size, pos = read_varint(data, pos)
         if size < 0:
             hvalue = None
         else:

@@ -16,8 +16,12 @@ without a Python object per record is the point of this module:
    indexing; topic, partition and timestamp type columns are built whole.
 
 Anything inconsistent is handed to :func:`simplekafka.protocol.records.parse_batch`,
-which names the damage. Headers (only when ``includeHeaders``) are decoded per
-record: they are rare and small.
+which names the damage. Headers are decoded per record (they are rare and
+small) and checked against their record's end whether or not ``includeHeaders``
+asks for them. Every varint is the protocol layer's
+(:func:`simplekafka.protocol.primitives.read_varint`, or the same decoding a
+column at a time in numpy), with Kafka's bounds: 5 bytes for a varint, 10 for
+the timestamp delta's varlong.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from simplekafka.protocol.batch_header import (
     validate_batch,
 )
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, decompress
-from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, ProtocolError
+from simplekafka.protocol.primitives import VARINT_MAX_BYTES, VARLONG_MAX_BYTES, read_varint
 from simplekafka.protocol.records import parse_batch
+from simplekafka.protocol.records_fast import ZIGZAG
 
 _PAD = bytes(16)  # varint reads may look up to 10 bytes past a record's last field
 
@@ -58,21 +64,34 @@ def kafka_arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zigzag varints starting at every position of ``at``: (values, sizes in bytes)."""
+def _varints(
+    buf: np.ndarray, at: np.ndarray, max_bytes: int = VARINT_MAX_BYTES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zigzag varints starting at every position of ``at``: (values, sizes, too long).
+
+    The protocol layer's varint (:func:`simplekafka.protocol.primitives.read_varint`)
+    read a column at a time with numpy; stages/stage1_protocol/test_varints.py holds the two
+    together. Kafka's bound holds: at most ``max_bytes`` bytes (5 for a varint,
+    10 for the timestamp's varlong); ``too long`` marks the varints that go on.
+    Decoded in unsigned 64 bits, so a varlong's top bit survives the zigzag
+    (the old signed decoding turned the largest deltas negative).
+    """
     first = buf[at]
-    value = (first & 0x7F).astype(np.int64)
+    value = (first & 0x7F).astype(np.uint64)
     size = np.ones(len(at), np.int64)
     more = first >= 0x80
     shift = 7
-    while more.any() and shift < 70:
+    while more.any() and shift < 7 * max_bytes:
         idx = np.nonzero(more)[0]
-        byte = buf[at[idx] + size[idx]].astype(np.int64)
-        value[idx] |= (byte & 0x7F) << shift
+        byte = buf[at[idx] + size[idx]].astype(np.uint64)
+        value[idx] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
         size[idx] += 1
         more[idx] = byte >= 0x80
         shift += 7
-    return (value >> 1) ^ -(value & 1), size
+    if max_bytes == VARINT_MAX_BYTES:  # an int32: bits past the 32nd dropped, as Kafka does
+        value &= np.uint64(0xFFFFFFFF)
+    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+    return signed, size, more
 
 
 def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
@@ -86,6 +105,7 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
     """
     data = np.frombuffer(section, np.uint8)
     end = len(section)
+    zz = ZIGZAG  # checked against the shared reader by test_varints.py
     parts = []
     pos = 0
     left = count
@@ -101,17 +121,17 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
                 if pos >= end:
                     return None
                 append(pos)
-                raw = shift = 0
-                while True:
-                    byte = section[pos]
-                    pos += 1
-                    raw |= (byte & 0x7F) << shift
-                    if byte < 0x80:
-                        break
-                    shift += 7
-                    if shift > 28 or pos >= end:
+                v = section[pos]
+                if v < 0x80:  # one- and two-byte lengths inline, as records.py reads them
+                    pos += 1 + zz[v]
+                elif pos + 1 < end and section[pos + 1] < 0x80:
+                    pos += 2 + zz[(v & 0x7F) | (section[pos + 1] << 7)]
+                else:
+                    try:
+                        n, pos = read_varint(section, pos)
+                    except ProtocolError:
                         return None
-                pos += (raw >> 1) ^ -(raw & 1)
+                    pos += n
             parts.append(np.array(starts, np.int64))
             left -= taken
             stretch = min(stretch * 2, 4096)
@@ -120,20 +140,12 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
             # fall through to try a run again
             if left == 0:
                 break
-        raw = shift = 0
-        size = 0
-        while True:
-            if pos + size >= end:
-                return None
-            byte = section[pos + size]
-            size += 1
-            raw |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                break
-            shift += 7
-            if shift > 28:
-                return None
-        stride = size + ((raw >> 1) ^ -(raw & 1))
+        try:
+            length, body = read_varint(section, pos)
+        except ProtocolError:
+            return None
+        size = body - pos
+        stride = size + length
         if stride <= size:
             return None
         most = min(left, (end - pos) // stride)
@@ -186,37 +198,39 @@ def _repeated_string(text: str, n: int) -> pa.Array:
     )
 
 
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = raw = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
+def _headers_of(data: bytes, pos: int, end: int) -> list[dict] | None:
+    """The headers of the record whose headers start at ``pos`` and which ends at ``end``.
 
-
-def _headers_of(data: bytes, pos: int) -> list[dict]:
-    count, pos = _read_uvarint(data, pos)
-    headers = []
-    for _ in range(count):
-        size, pos = _read_uvarint(data, pos)
-        key = data[pos:pos + size].decode()
-        pos += size
-        size, pos = _read_uvarint(data, pos)
-        value = None if size < 0 else data[pos:pos + size]
-        pos += max(size, 0)
-        headers.append({"key": key, "value": value})
-    return headers
+    None if they do not add up (a negative count or key length, a varint too
+    long, a header past the record's end): the batch is then handed to
+    parse_batch, which names the damage.
+    """
+    try:
+        count, pos = read_varint(data, pos)
+        headers = []
+        for _ in range(count):
+            size, pos = read_varint(data, pos)
+            if size < 0 or pos + size > end:
+                return None
+            key = data[pos:pos + size].decode()
+            pos += size
+            size, pos = read_varint(data, pos)
+            value = None if size < 0 else data[pos:pos + size]
+            pos += max(size, 0)
+            headers.append({"key": key, "value": value})
+    except (ProtocolError, UnicodeDecodeError):
+        return None
+    return headers if pos == end else None
 
 
 class DecodedRecords:
     """The columns of the records kept from one fetch answer (numpy, before Arrow)."""
 
-    def __init__(self, buf: bytes, arrays: dict[str, np.ndarray]) -> None:
+    def __init__(self, buf: bytes, arrays: dict[str, np.ndarray],
+                 headers: dict[int, list[dict]] | None = None) -> None:
         self.buf = buf
         self.arrays = arrays
+        self.headers = headers or {}  # the decoded headers, by where they start in buf
 
     def __len__(self) -> int:
         return len(self.arrays["offset"])
@@ -269,21 +283,30 @@ def decode_columns(
     buf = np.frombuffer(buf_bytes, np.uint8)
     starts = np.concatenate(starts_parts) if starts_parts else np.empty(0, np.int64)
     counts_arr = np.array(counts, np.int64)
-    rec_len, n0 = _varints(buf, starts)
+    rec_len, n0, long0 = _varints(buf, starts)
     rec_end = starts + n0 + rec_len
-    ts_delta, n1 = _varints(buf, starts + n0 + 1)
+    ts_delta, n1, long1 = _varints(buf, starts + n0 + 1, VARLONG_MAX_BYTES)
     offset_at = starts + n0 + 1 + n1
-    offset_delta, n2 = _varints(buf, offset_at)
+    offset_delta, n2, long2 = _varints(buf, offset_at)
     key_len_at = offset_at + n2
-    key_len, n3 = _varints(buf, key_len_at)
+    key_len, n3, long3 = _varints(buf, key_len_at)
     key_at = key_len_at + n3
     value_len_at = key_at + np.maximum(key_len, 0)
-    value_len, n4 = _varints(buf, value_len_at)
+    value_len, n4, long4 = _varints(buf, value_len_at)
     value_at = value_len_at + n4
     headers_at = value_at + np.maximum(value_len, 0)
-    header_count, n5 = _varints(buf, headers_at)
+    header_count, n5, long5 = _varints(buf, headers_at)
     bad = (headers_at + n5 > rec_end) | ((header_count == 0) & (headers_at + n5 != rec_end))
     bad |= (header_count < 0) | (key_len < -1) | (value_len < -1)
+    bad |= long0 | long1 | long2 | long3 | long4 | long5
+    headers: dict[int, list[dict]] = {}  # by where they start in buf_bytes
+    if not bad.any():  # records with headers: each read and checked against its end
+        for k in np.flatnonzero(header_count > 0):
+            parsed = _headers_of(buf_bytes, int(headers_at[k]), int(rec_end[k]))
+            if parsed is None:
+                bad[k] = True
+                break
+            headers[int(headers_at[k])] = parsed
     if bad.any():
         which = int(np.searchsorted(np.cumsum(counts_arr), int(np.argmax(bad)), side="right"))
         _raise_corrupt(records, batch_starts[which][0])
@@ -308,7 +331,7 @@ def decode_columns(
         "headers_at": headers_at[pick],
         "header_count": header_count[pick],
     }
-    return DecodedRecords(buf_bytes, arrays), next_fetch
+    return DecodedRecords(buf_bytes, arrays, headers), next_fetch
 
 
 def _raise_corrupt(records: bytes | memoryview, pos: int) -> None:
@@ -338,6 +361,6 @@ def to_arrow(
     if include_headers:
         lists: list[list[dict]] = [[] for _ in range(n)]
         for i in np.nonzero(cols["header_count"] > 0)[0]:
-            lists[i] = _headers_of(decoded.buf, int(cols["headers_at"][i]))
+            lists[i] = decoded.headers[int(cols["headers_at"][i])]
         columns.append(pa.array(lists, HEADER_TYPE))
     return pa.RecordBatch.from_arrays(columns, schema=kafka_arrow_schema(include_headers))

@@ -403,7 +403,7 @@ def test_record_length_disagreeing_with_its_fields():
         # header key length -1
         (b"\x00\x00\x00\x01\x01\x02\x01\x01", "bad header key length"),
         # an 11-byte varint as the timestamp delta
-        (b"\x00" + b"\xff" * 10 + b"\x01\x00\x01\x01\x00", "varint longer than 10 bytes"),
+        (b"\x00" + b"\xff" * 10 + b"\x01\x00\x01\x01\x00", "longer than 10 bytes"),
     ],
 )
 def test_bad_record_fields_are_named(record_body, match):

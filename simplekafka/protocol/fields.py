@@ -1,0 +1,394 @@
+"""The field model both the interpreter and the compiler need: types, fields, structs.
+
+A message schema (:class:`simplekafka.protocol.schema.Schema`) is an ordered
+list of :class:`Field` objects, each with a :class:`FieldType` that knows how
+its value is laid out on the wire; decoded messages are :class:`Struct`
+objects. :mod:`simplekafka.protocol.schema` interprets a field list and
+:mod:`simplekafka.protocol.codegen` compiles one; both import this module and
+the compiler never imports ``schema`` (``Schema`` imports the compiler), so the
+protocol package has no import circle (stages/stage1_protocol/test_import_cycles.py).
+A nested structure's schema is seen here through :class:`MessageSchema`, the
+part of ``Schema`` that field types, structs and the compiler use.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from simplekafka.protocol import primitives as p
+from simplekafka.protocol.errors import ProtocolError
+
+Buffer = bytes | bytearray | memoryview
+
+_MISSING: Any = object()
+SMALL_ARRAY = 17  # arrays of fixed-width values shorter than this use precompiled structs
+
+
+class EncodeError(ProtocolError, ValueError):
+    """A value that cannot be encoded (wrong type, out of range); names the field."""
+
+
+# --- field types -----------------------------------------------------------------------
+
+
+class FieldType:
+    """How one field's value is laid out; subclasses implement ``read`` and ``write``."""
+
+    name = "?"
+    fmt: str | None = None  # struct format char, for fixed-width types only
+    min_size = 0  # the fewest bytes a value can take (for sanity checks on counts)
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        raise NotImplementedError
+
+    def write(self, out: bytearray, value: Any) -> None:
+        raise NotImplementedError
+
+    def default(self) -> Any:
+        return None
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Fixed(FieldType):
+    """A fixed-width big-endian number (or bool)."""
+
+    def __init__(self, name: str, fmt: str, lo: int, hi: int, default: Any = 0):
+        self.name = name
+        self.fmt = fmt
+        self.struct = struct.Struct(">" + fmt)
+        self.min_size = self.struct.size
+        self.lo, self.hi = lo, hi
+        self._default = default
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        return p.read_fixed(self.struct, buf, pos, self.name)
+
+    def write(self, out: bytearray, value: Any) -> None:
+        out += self.struct.pack(value)
+
+    def default(self) -> Any:
+        return self._default
+
+
+INT8 = Fixed("int8", "b", -(2**7), 2**7 - 1)
+INT16 = Fixed("int16", "h", p.INT16_MIN, p.INT16_MAX)
+INT32 = Fixed("int32", "i", p.INT32_MIN, p.INT32_MAX)
+INT64 = Fixed("int64", "q", p.INT64_MIN, p.INT64_MAX)
+UINT32 = Fixed("uint32", "I", 0, 2**32 - 1)
+BOOL = Fixed("bool", "?", 0, 1, default=False)
+
+
+class Uuid(FieldType):
+    """16 raw bytes (topic ids); all zeros means "no id"."""
+
+    name = "uuid"
+    fmt = "16s"
+    min_size = 16
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        if pos + 16 > len(buf):
+            raise p.short_read(pos, 16, len(buf) - pos, self.name)
+        return bytes(buf[pos : pos + 16]), pos + 16
+
+    def write(self, out: bytearray, value: Any) -> None:
+        if len(value) != 16:
+            raise EncodeError(f"uuid must be 16 bytes, got {len(value)}")
+        out += value
+
+    def default(self) -> Any:
+        return bytes(16)
+
+
+UUID = Uuid()
+
+
+class String(FieldType):
+    """UTF-8 text: int16 length, or a compact varint length in flexible versions."""
+
+    def __init__(self, nullable: bool = False, compact: bool = False):
+        self.nullable = nullable
+        self.compact = compact
+        self.name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + "string"
+        self.min_size = 1 if compact else 2
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        if self.compact:
+            return p.read_compact_string(buf, pos, self.nullable)
+        return p.read_string(buf, pos, self.nullable)
+
+    def write(self, out: bytearray, value: Any) -> None:
+        if value is None and not self.nullable:
+            raise EncodeError("null given for a non-nullable string")
+        if self.compact:
+            p.write_compact_string(out, value)
+        else:
+            p.write_string(out, value)
+
+    def default(self) -> Any:
+        return None if self.nullable else ""
+
+
+class Bytes(FieldType):
+    """Raw bytes: int32 length, or a compact varint length in flexible versions."""
+
+    kind = "bytes"
+
+    def __init__(self, nullable: bool = False, compact: bool = False):
+        self.nullable = nullable
+        self.compact = compact
+        self.name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + self.kind
+        self.min_size = 1 if compact else 4
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        if self.compact:
+            return p.read_compact_bytes(buf, pos, self.nullable)
+        return p.read_bytes(buf, pos, self.nullable)
+
+    def write(self, out: bytearray, value: Any) -> None:
+        if value is None and not self.nullable:
+            raise EncodeError(f"null given for non-nullable {self.kind}")
+        if self.compact:
+            p.write_compact_bytes(out, value)
+        else:
+            p.write_bytes(out, value)
+
+    def default(self) -> Any:
+        return None if self.nullable else b""
+
+
+class Records(Bytes):
+    """A record set (RecordBatch bytes), kept raw: the broker never decodes it.
+
+    Defaults to ``b""`` even where nullable, because clients choke on a null
+    record set for an empty partition.
+    """
+
+    kind = "records"
+
+    def default(self) -> Any:
+        return b""
+
+
+class Array(FieldType):
+    """A list of one element type: int32 count (-1 = null) or compact ``count + 1``."""
+
+    def __init__(self, element: FieldType, nullable: bool = False, compact: bool = False):
+        self.element = element
+        self.nullable = nullable
+        self.compact = compact
+        self.name = f"{'compact_' if compact else ''}{'nullable_' if nullable else ''}[]{element}"
+        self.min_size = 1 if compact else 4
+        self._read_element = element.read
+        self._write_element = element.write
+        # Arrays of one fixed-width type decode with a single unpack_from, and short ones
+        # (replica lists, partition ids) with a precompiled struct, count included.
+        self._fixed_fmt = element.fmt if isinstance(element, Fixed) else None
+        if self._fixed_fmt is not None:
+            count_fmt = "" if compact else "i"
+            self._packers = [
+                struct.Struct(f">{count_fmt}{n}{self._fixed_fmt}").pack for n in range(SMALL_ARRAY)
+            ]
+            self._unpackers = [
+                struct.Struct(f">{n}{self._fixed_fmt}").unpack_from for n in range(SMALL_ARRAY)
+            ]
+
+    def read_count(self, buf: Buffer, pos: int) -> tuple[int, int]:
+        """The element count (-1 for a null array), checked against the bytes left."""
+        start = pos
+        if self.compact:
+            count, pos = p.read_compact_length(buf, pos, self.nullable, "array")
+        else:
+            count, pos = p.read_fixed(p.INT32, buf, pos, "int32 array length")
+        if count < 0:
+            if count == -1 and self.nullable:
+                return -1, pos
+            raise ProtocolError(
+                f"array length {count} at offset {start} is negative",
+                offset=start,
+                expected="an array length >= 0" + (" or -1" if self.nullable else ""),
+            )
+        element_size = self.element.min_size
+        if element_size and count * element_size > len(buf) - pos:
+            raise ProtocolError(
+                f"array of {count} {self.element} at offset {start} needs at least "
+                f"{count * element_size} bytes but only {len(buf) - pos} remain",
+                offset=start,
+                expected=f"an array length of at most {(len(buf) - pos) // element_size}",
+            )
+        return count, pos
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        count, pos = self.read_count(buf, pos)
+        if count < 0:
+            return None, pos
+        element_size = self.element.min_size
+        if self._fixed_fmt is not None:
+            if count < SMALL_ARRAY:
+                items = self._unpackers[count](buf, pos)
+            else:
+                items = struct.unpack_from(f">{count}{self._fixed_fmt}", buf, pos)
+            return list(items), pos + count * element_size
+        read = self._read_element
+        values: list[Any] = []
+        append = values.append
+        for _ in range(count):
+            item, pos = read(buf, pos)
+            append(item)
+        return values, pos
+
+    def write(self, out: bytearray, value: Any) -> None:
+        if value is None:
+            if not self.nullable:
+                raise EncodeError(f"null given for non-nullable array {self.name}")
+            out += b"\x00" if self.compact else b"\xff\xff\xff\xff"
+            return
+        count = len(value)
+        if self._fixed_fmt is not None and count < SMALL_ARRAY:
+            if self.compact:
+                p.write_unsigned_varint(out, count + 1)
+                out += self._packers[count](*value)
+            else:
+                out += self._packers[count](count, *value)
+            return
+        if self.compact:
+            p.write_unsigned_varint(out, count + 1)
+        else:
+            out += p.INT32.pack(count)
+        if self._fixed_fmt is not None:
+            out += struct.pack(f">{count}{self._fixed_fmt}", *value)
+            return
+        write = self._write_element
+        for item in value:
+            write(out, item)
+
+    def default(self) -> Any:
+        return []
+
+
+class StructType(FieldType):
+    """A nested structure (array elements, mostly)."""
+
+    def __init__(self, schema: MessageSchema):
+        self.schema = schema
+        self.name = schema.name
+        self.min_size = schema.min_size
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+        return self.schema.read(buf, pos)
+
+    def write(self, out: bytearray, value: Any) -> None:
+        self.schema.write(out, value)
+
+    def default(self) -> Any:
+        return self.schema.make()
+
+
+# --- fields, structs, schemas ------------------------------------------------------------
+
+
+class Field:
+    """One named, typed field of a schema (at one version)."""
+
+    __slots__ = ("_fresh", "default", "name", "type")
+
+    def __init__(self, name: str, type: FieldType, default: Any = _MISSING):
+        self.name = name
+        self.type = type
+        self.default = type.default() if default is _MISSING else default
+        # Lists and structs must not be shared between messages: make a new one each time.
+        self._fresh = default is _MISSING and isinstance(type, (Array, StructType))
+
+    def make_default(self) -> Any:
+        """The default value, freshly made where it is mutable."""
+        return self.type.default() if self._fresh else self.default
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r}, {self.type!r})"
+
+
+class Struct:
+    """A decoded (or to-be-encoded) message: fields as attributes.
+
+    ``Struct(schema, topic="t", partition=0)`` is the same as
+    ``schema.make(topic="t", partition=0)``. Each schema has its own subclass
+    with one slot per field, so ``struct.schema`` says which message and
+    version it is, and a typo in an attribute name fails loudly.
+    """
+
+    __slots__ = ()
+    _schema: MessageSchema
+    _fields: tuple[str, ...] = ()
+
+    def __new__(cls, schema: MessageSchema, /, **fields: Any) -> Struct:
+        return schema.make(**fields)
+
+    @property
+    def schema(self) -> MessageSchema:
+        """The schema (name and version) this struct was built or decoded with."""
+        return self._schema
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dicts and lists, for printing, comparing and JSON."""
+        return {name: _plain(getattr(self, name)) for name in self._fields}
+
+    def items(self) -> list[tuple[str, Any]]:
+        """(field name, value) pairs in wire order."""
+        return [(name, getattr(self, name)) for name in self._fields]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._fields:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Struct):
+            return self.to_dict() == other.to_dict()
+        if isinstance(other, Mapping):
+            return self.to_dict() == _plain(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.items())
+        return f"{self._schema.name}({inner})"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Struct):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value
+
+
+def is_fixed(field_type: FieldType) -> bool:
+    return field_type.fmt is not None and not isinstance(field_type, Uuid)
+
+
+class MessageSchema(Protocol):
+    """What field types, structs and the compiler use of a schema (``schema.Schema`` has it all)."""
+
+    name: str
+    version: int | None
+    fields: tuple[Field, ...]
+    flexible: bool
+    min_size: int
+    struct_class: type[Struct]
+    source: dict[str, str]
+    read: Callable[[Buffer, int], tuple[Struct, int]]
+    _write_fast: Callable[[bytearray, Any], None]
+
+    def make(self, **fields: Any) -> Struct: ...
+
+    def write(self, out: bytearray, value: Any) -> None: ...
+
+    def write_slow(self, out: bytearray, value: Any) -> None: ...
