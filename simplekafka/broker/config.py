@@ -713,7 +713,8 @@ def _keys_table_rst() -> str:
         default = key.default
         if isinstance(default, list):
             default = ",".join(default)
-        shown = "(none)" if default is None else f"``{default}``"
+        shown = ("(none)" if default is None else '(empty)' if default == ""
+                 else f"``{default}``")
         rows += [f"   * - ``{key.name}``", f"     - {shown}", f"     - {key.doc}"]
     return "\n".join(rows)
 
