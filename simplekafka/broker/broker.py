@@ -250,7 +250,8 @@ class KafkaBroker:
             create_partitions=CreatePartitionsHandler(cache, reactor, zookeeper,
                                                       lambda: self.is_controller, topics, auth),
             configs=ConfigApis(self.broker_id, config, cache, reactor, zookeeper,
-                               lambda: self.dynamic_config.effective(), auth),
+                               lambda: self.dynamic_config.effective(), auth,
+                               dynamic_default=lambda: dict(self.dynamic_config.default)),
             acls=AclApis(auth, reactor, zookeeper),
         )
 

@@ -149,7 +149,7 @@ PROBE_ANSWER_HEX = (
     "00000027"  # 39 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
-    "000200010007"  # ListOffsets 1-7
+    "000200000007"  # ListOffsets 0-7
     "000300000008"  # Metadata 0-8
     "000800020007"  # OffsetCommit 2-7
     "000900010005"  # OffsetFetch 1-5

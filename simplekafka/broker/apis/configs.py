@@ -172,8 +172,12 @@ class ConfigApis:
     def __init__(self, broker_id: int, config: Any, cache: MetadataCache, reactor: Reactor,
                  zookeeper: ZooKeeperHandle,
                  dynamic_broker: Callable[[], Mapping[str, tuple[str, int]]],
-                 authorizer: Authorizer = ALLOW_EVERYONE):
+                 authorizer: Authorizer = ALLOW_EVERYONE,
+                 dynamic_default: Callable[[], Mapping[str, str]] | None = None):
         self.authorizer = authorizer
+        # the cluster default alone: the merged view hides it under a per-broker override,
+        # and Kafka's synonyms list both
+        self.dynamic_default = dynamic_default
         self.broker_id = broker_id
         self.config = config
         self.cache = cache
@@ -217,6 +221,8 @@ class ConfigApis:
         cluster: dict[str, str] = {}
         for key, (value, source) in self.dynamic_broker().items():
             (own if source == DYNAMIC_BROKER_CONFIG else cluster)[key] = value
+        if self.dynamic_default is not None:
+            cluster = dict(self.dynamic_default())
         chain: list[tuple[str, str | None, int]] = []
         chain += [(n, own[n], DYNAMIC_BROKER_CONFIG) for n in names if n in own]
         chain += [(n, cluster[n], DYNAMIC_DEFAULT_BROKER_CONFIG) for n in names if n in cluster]
