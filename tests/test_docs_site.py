@@ -8,15 +8,16 @@ for the sizes) and the build's own output.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -47,14 +48,14 @@ class Svg:
         return self.smallest_font * shown_width_px / self.view_box_width
 
     def shown_width_px(self, keeps_its_size: bool, column_px: float = COLUMN_PX) -> float:
-        """Natural width if the site lets diagrams keep it (and scroll), else fitted to the column."""
+        """Natural width if the site lets diagrams keep it (and scroll), else fit to the column."""
         return self.width_px if keeps_its_size else min(self.width_px, column_px)
 
 
 def graphviz_dot_args() -> list[str]:
     """conf.py's arguments for `dot` (the fonts the site draws its own diagrams with)."""
     match = re.search(r"^graphviz_dot_args = (\[.*?\])$", (DOCS / "conf.py").read_text(), re.M)
-    return eval(match.group(1)) if match else []  # noqa: S307 - a list literal of our own conf.py
+    return ast.literal_eval(match.group(1)) if match else []
 
 
 def diagrams() -> list[Svg]:
