@@ -105,10 +105,15 @@ def test_every_diagram_is_shown_with_labels_large_enough_to_read():
 
 
 @pytest.mark.integration  # runs Graphviz's dot
-def test_the_replication_diagram_fits_the_column_and_matches_the_chapters_text():
+@pytest.mark.parametrize("picture", ["layers.dot", "replication.dot"])
+def test_the_pictures_pages_open_with_fit_the_column(picture):
+    """The landing page's and overview's picture and chapter 7's: whole, without scrolling."""
+    (svg,) = [d for d in diagrams() if d.name == f"docs/diagrams/{picture}"]
+    assert svg.width_px <= COLUMN_PX
+
+
+def test_the_replication_diagram_matches_the_chapters_text():
     """docs/diagrams/replication.dot shows the state of the chapter's text diagram."""
-    (svg,) = [d for d in diagrams() if d.name == "docs/diagrams/replication.dot"]
-    assert svg.width_px <= COLUMN_PX, "it fits the column: no scrolling for the chapter's picture"
     source = (DOCS / "diagrams" / "replication.dot").read_text()
     chapter = (ROOT / "stages" / "stage7_cluster" / "README.md").read_text()
     leos = re.findall(r"LEO (\d+)", source)
