@@ -5,6 +5,9 @@ _ext/executed_pages.py; notebooks through MyST-NB), so every listing's output is
 on its page;
 the diagrams are Graphviz sources in diagrams/; the benchmark page shows the
 plots `simplekafka bench` draws into _static/bench/.
+
+A `sphinx -q` build prints warnings and errors only: the notebooks' kernels and
+Spark are configured to keep their start-up notices to themselves (below).
 """
 
 import os
@@ -18,6 +21,16 @@ sys.path.insert(0, str(DOCS / "_ext"))
 # The notebooks' kernels inherit this, so they import this checkout's simplekafka.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+# The notebooks' Python kernel: ipykernel's own, at log level ERROR (ipykernel logs a
+# WARNING at every start that its kernel talks TCP on 127.0.0.1 without encryption;
+# the kernel's errors still show). JUPYTER_PATH is searched before the installed
+# kernelspecs.
+os.environ["JUPYTER_PATH"] = os.pathsep.join(
+    [str(DOCS / "_kernels"), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+# Spark, started by notebook 08 and chapter 8's listings, logs errors only from its
+# first line (it would announce its default logging set-up and warn about Hadoop's
+# native library before the code can call setLogLevel): _spark/log4j2.properties.
+os.environ.setdefault("SPARK_CONF_DIR", str(DOCS / "_spark"))
 
 project = "SimpleKafka"
 author = "The SimpleKafka developers"
@@ -28,11 +41,13 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinx.ext.graphviz",
+    "sphinx_copybutton",
     "executed_pages",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 # _static: the benchmark suite's plots and tables, which pages include
-exclude_patterns = ["_build", "_static", "jupyter_execute", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_static", "_kernels", "_spark", "jupyter_execute",
+                    "**.ipynb_checkpoints"]
 myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -42,6 +57,19 @@ html_theme = "furo"
 html_title = "SimpleKafka"
 pygments_style = "friendly"
 pygments_dark_style = "monokai"
+# The site's own CSS (_static/css/simplekafka.css): a listing's output is labelled
+# "Output" and wraps; diagrams keep the size they were drawn at and scroll sideways
+# when wider than the column.
+html_static_path = ["_static/css"]
+html_css_files = ["simplekafka.css"]
+
+# A copy button on code, not on what it printed: no button on a listing's output
+# (class listing-output) or a notebook cell's (MyST-NB's div.output); in a console
+# block only the commands are copied, without their `$ ` prompt.
+copybutton_selector = "div:not(.listing-output):not(.output) > div.highlight > pre"
+copybutton_prompt_text = "$ "
+copybutton_only_copy_prompt_lines = True
+copybutton_exclude = ".linenos, .gp, .go"
 
 # MyST-NB: run every notebook on each build, one kernel per page, in a temporary
 # directory; a failing cell fails the build. The test suite runs every notebook

@@ -165,7 +165,8 @@ def test_a_notebook_page_shows_its_outputs_when_the_site_runs_it(tmp_path):
     page = DOCS / "notebooks" / notebook.name
     (docs / "notebooks" / notebook.name).write_text(page.read_text())
     (docs / "conf.py").write_text((DOCS / "conf.py").read_text())
-    (docs / "_ext").symlink_to(DOCS / "_ext")
+    for configuration in ("_ext", "_kernels", "_spark", "_static"):
+        (docs / configuration).symlink_to(DOCS / configuration)
     (docs / "index.md").write_text(f"# Site\n\n```{{toctree}}\nnotebooks/{notebook.stem}\n```\n")
     env = {key: value for key, value in os.environ.items() if key != "SIMPLEKAFKA_DOCS_NOTEBOOKS"}
     result = subprocess.run(
@@ -177,11 +178,14 @@ def test_a_notebook_page_shows_its_outputs_when_the_site_runs_it(tmp_path):
     code_cells = [c for c in jupytext.read(notebook).cells if c.cell_type == "code"]
     assert raw.count('class="cell_output') >= len(code_cells) // 2, "too few outputs on the page"
     assert "Traceback (most recent call last)" not in html.unescape(raw)
+    # A quiet build: the kernel's start-up notices (ipykernel warns that it talks TCP
+    # without encryption) stay out of it.
+    assert "IPKernelApp" not in result.stderr + result.stdout, result.stderr[-3000:]
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("page, diagram", [
-    ("overview.html", "layers"), ("stages/stage4.html", "produce_path"),
+    ("index.html", "layers"), ("overview.html", "layers"), ("stages/stage4.html", "produce_path"),
     ("stages/stage7.html", "replication")])
 def test_diagrams_are_drawn_from_their_graphviz_sources(page, diagram, site):
     raw = (site.html / page).read_text()
@@ -269,3 +273,85 @@ def test_the_docs_extra_installs_what_the_build_imports():
     for module in sorted(imported):
         names = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
         assert names & allowed, f"{module} (from {names or 'nowhere'}) is not in the docs extra"
+
+
+# What a quiet `sphinx -q` build must not print: the notebooks' kernels' and Spark's
+# start-up logging, and any log line of a process the build starts.
+NOISE = re.compile(r"IPKernelApp|log4j|Setting default log level|NativeCodeLoader"
+                   r"|incubator modules|^\d\d/\d\d/\d\d \d\d:\d\d:\d\d |\bWARN\b", re.M)
+
+
+@pytest.mark.integration
+def test_a_quiet_build_prints_nothing_but_warnings(site):
+    """``sphinx -q`` prints Sphinx's warnings and errors, not the log of what the build runs.
+
+    This build leaves the notebooks to tests/test_notebooks.py; the notebook build
+    above and tests/test_docs_site.py check the kernels and Spark stay quiet.
+    """
+    printed = site.result.stdout + site.result.stderr
+    assert NOISE.search(printed) is None, printed[-3000:]
+
+
+def _chromium_pages(site: Site, pages: list[str], check):
+    """Open each built page in headless Chromium (Debian's) at a desktop size; run check."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_console_browser import CHROMIUM, CHROMIUM_ARGS
+    artifacts = ROOT / "test-artifacts" / "docs"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for name in pages:
+                page.goto((site.html / name).as_uri())
+                page.wait_for_load_state("load")
+                check(name, page)
+                page.screenshot(path=str(artifacts / (name.replace("/", "-") + ".png")),
+                                full_page=False)
+        finally:
+            browser.close()
+
+
+@pytest.mark.integration
+def test_every_diagram_on_the_site_is_drawn_large_enough_to_read_in_chromium(site):
+    """Each diagram's smallest label, as Chromium lays the page out, is at least 9 px high."""
+    from tests.test_docs_site import MIN_LABEL_PX, Svg
+
+    pages = ["index.html", "overview.html", *[f"stages/stage{n}.html" for n in range(1, 10)]]
+    measured: dict[str, float] = {}
+
+    def check(name, page):
+        shown = page.evaluate("""() => [...document.querySelectorAll(
+            'article img[src$=".svg"], article object.graphviz, article img.graphviz')]
+            .map(e => ({url: e.src || e.data, width: e.getBoundingClientRect().width}))""")
+        assert shown, f"{name} shows no diagram"
+        for diagram in shown:
+            path = Path(diagram["url"].removeprefix("file://"))
+            svg = Svg(path.read_text(), path.name)
+            measured[f"{name} {path.name}"] = svg.label_px(diagram["width"])
+
+    _chromium_pages(site, pages, check)
+    assert len(measured) >= 12, measured
+    small = {key: round(px, 1) for key, px in measured.items() if px < MIN_LABEL_PX}
+    assert small == {}, f"labels under {MIN_LABEL_PX} px"
+
+
+@pytest.mark.integration
+def test_outputs_are_labelled_wrapped_and_have_no_copy_button_in_chromium(site):
+    """On chapter 1's page no output block overflows the column; code has a copy button."""
+    def check(name, page):
+        blocks = page.evaluate("""() => [...document.querySelectorAll('div.listing-output')]
+            .map(div => {
+                const pre = div.querySelector('pre');
+                return {label: getComputedStyle(div, '::before').content,
+                        overflows: pre.scrollWidth > pre.clientWidth + 1,
+                        copy: div.querySelector('button.copybtn') !== null};
+            })""")
+        assert len(blocks) >= 10, f"{name}: {len(blocks)} output blocks"
+        assert {block["label"] for block in blocks} == {'"Output"'}
+        assert [block for block in blocks if block["overflows"]] == []
+        assert not any(block["copy"] for block in blocks), "a copy button on an output"
+        page.wait_for_selector("div.highlight-python button.copybtn", state="attached")
+
+    _chromium_pages(site, ["stages/stage1.html"], check)

@@ -10,7 +10,7 @@ answered with that one record; the follower was then out with its next
 fetch while the others were appended, so they waited for the fetch after:
 one more replication round trip for all but the first, and about twice the
 follower fetches, answers and wake-ups the leader handled per read (traced
-at three brokers, acks=all, 10,000 records/s: docs/benchmarks.md).
+at three brokers, acks=all, 10,000 records/s: docs/benchmarks-method.md).
 
 Whoever appends in bulk (the connection handling a read of several
 requests, ``append_records`` for a produce of several partitions) opens

@@ -6,7 +6,7 @@ reactor next polls, after every other event of the current turn, then stops
 asking (another ``epoll_ctl``). A fetch answer released by an append therefore
 waited for the rest of the reactor turn (the producer's other requests, other
 sockets) and cost two extra system calls and a poll. Traced per record at the
-latency load, that wait was a stage of its own in the tail (docs/benchmarks.md).
+latency load, that wait was a stage of its own in the tail (docs/benchmarks-method.md).
 
 Kafka's network threads, like most servers, try the send first; so do we,
 but only where it cannot reorder or bypass anything: a plain TCP connection

@@ -106,7 +106,7 @@ class KafkaConnection(Int32StringReceiver):
     # Stop reading from a client whose unanswered requests reach this many, or this many
     # bytes (back pressure). An acks=all produce is unanswered for a whole replication round
     # trip T, so the count bounds one producer to MAX_IN_FLIGHT / T requests/s: 200 was
-    # below librdkafka's 8,300/s at linger.ms=0 whenever T passed 24 ms (docs/benchmarks.md).
+    # below librdkafka's 8,300/s at linger.ms=0 whenever T passed 24 ms (docs/benchmarks-method.md).
     MAX_IN_FLIGHT = 1000
     MAX_IN_FLIGHT_BYTES = 16 << 20
 
