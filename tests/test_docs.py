@@ -144,7 +144,9 @@ def test_the_further_pages_listings_run(site):
         assert record["status"] == 0, record["listings"]
         built = site.page_text(f"further/{page.stem}.html")
         assert "Traceback (most recent call last)" not in built, page.name
-        assert text.splitlines()[0].lstrip("# ") in built
+        title = text.splitlines()[0].lstrip("# ")
+        curly = built.replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
+        assert title in curly, (page.name, title)
 
 
 def test_every_notebook_has_a_page():
@@ -263,7 +265,8 @@ def test_the_docs_extra_installs_what_the_build_imports():
     extras = project["optional-dependencies"]
     allowed = _requirement_names(project["dependencies"], extras)
     allowed |= _requirement_names(extras["docs"], extras)
-    code = [listing for chapter in CHAPTERS for listing in python_listings(chapter)]
+    pages = [*CHAPTERS, *sorted((DOCS / "further").glob("*.md"))]
+    code = [listing for page in pages for listing in python_listings(page)]
     code += [c.source for nb in NOTEBOOKS for c in jupytext.read(nb).cells
              if c.cell_type == "code"]
     code += [p.read_text() for p in [DOCS / "conf.py", *sorted((DOCS / "_ext").glob("*.py"))]]

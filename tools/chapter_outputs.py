@@ -51,7 +51,7 @@ VOLATILE: list[tuple[str, str]] = [
     ("<timestamp>", r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"),
     ("<epoch-ms>", r"\b1[6-9]\d{11}\b"),
     ("<address>", r"\b(?:127\.0\.0\.1|localhost|0\.0\.0\.0):\d+\b"),
-    ("<port>", r"\bport \d+\b"),
+    ("<port>", r"\bport[ =]\d+\b"),
     ("<pid>", r"\bpid \d+\b"),
     ("<path>", r"(?:/tmp|/var/tmp|/private/var)/[^\s'\"),\]]+"),
     ("<duration>", r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|seconds?|minutes?)\b"),
