@@ -64,8 +64,11 @@ def spine_problems(text: str) -> list[str]:
 
 
 def core_path(text: str) -> list[str]:
-    """The chapter's lines up to "## Going further", its written outputs left out."""
+    """The chapter's lines up to "## Going further", its written outputs (and their
+    declarations) left out."""
     hand_written = chapter_outputs.without_outputs(text)
+    # the "output varies" declarations are for the outputs tool; GitHub does not show them
+    hand_written = chapter_outputs.DECLARED.sub("", hand_written)
     lines = hand_written.splitlines()
     end = next((n for n, line in enumerate(lines) if line.startswith("## Going further")),
                len(lines))
