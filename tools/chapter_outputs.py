@@ -56,6 +56,7 @@ VOLATILE: list[tuple[str, str]] = [
     ("<path>", r"(?:/tmp|/var/tmp|/private/var)/[^\s'\"),\]]+"),
     ("<duration>", r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|seconds?|minutes?)\b"),
     ("<rate>", r"\b\d+(?:\.\d+)?\s?(?:[kMG]i?B|bytes|records|msgs?)/s\b"),
+    ("<seed>", r"(?<=seed )\d+|(?<=SIMPLEKAFKA_SEED=)\d+"),
     ("<hex-id>", r"\b0x[0-9a-f]{8,}\b"),
     ("<cluster-id>", r"\b(?=[\w-]*\d)(?=[\w-]*[A-Z])[A-Za-z0-9_-]{22}\b"),
     ("<member-id>", r"\b[\w.-]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f-]{9,}\b"),

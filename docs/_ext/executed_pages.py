@@ -60,6 +60,8 @@ def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
                          for n, code in enumerate(listings))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    # Spark logs errors only (docs/_spark), for the site and tools/chapter_outputs.py alike
+    env.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent.parent / "_spark"))
     with tempfile.TemporaryDirectory(prefix="simplekafka-chapter-") as workdir:
         path = Path(workdir) / "chapter.py"
         path.write_text(script)
