@@ -32,13 +32,13 @@ from simplekafka.protocol.batch_header import (
     read_header,
 )
 from simplekafka.protocol.errors import CorruptBatchError
-from simplekafka.protocol.records import _read_zigzag
+from simplekafka.protocol.primitives import read_varlong
 from simplekafka.storage.errors import OffsetOutOfRangeError
 
 __all__ = ["AppendInfo", "OffsetOutOfRangeError", "Segment", "SegmentLog", "decode_varint"]
 
 # A signed (zigzag) varint at data[pos]: (value, position after it). Stage 1's plug target.
-decode_varint = _read_zigzag
+decode_varint = read_varlong
 
 INDEX_INTERVAL_BYTES = 4096
 _INT64 = struct.Struct(">q")

@@ -175,11 +175,13 @@ def test_a_throttled_move_is_rate_limited_and_verify_removes_the_throttle(three,
         from simplekafka.coordination.throttles import LEADER_RATE
         from simplekafka.protocol.errors import ErrorCode, KafkaError
 
-        for kind, name, key, bad in (("broker", "1", LEADER_RATE, "0"),
-                                     ("topic", topic, LEADER_REPLICAS, "0:x")):
+        # as Kafka answers: a bad broker value INVALID_REQUEST, a bad topic value INVALID_CONFIG
+        for kind, name, key, bad, code in (
+                ("broker", "1", LEADER_RATE, "0", ErrorCode.INVALID_REQUEST),
+                ("topic", topic, LEADER_REPLICAS, "0:x", ErrorCode.INVALID_CONFIG)):
             with pytest.raises(KafkaError, match=key) as refused:
                 admin.alter_configs(kind, name, {key: bad})
-            assert refused.value.error_code == ErrorCode.INVALID_CONFIG
+            assert refused.value.error_code == code
         assert admin.describe_configs("topic", topic)[LEADER_REPLICAS].value == ""
 
 

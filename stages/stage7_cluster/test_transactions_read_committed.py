@@ -65,8 +65,10 @@ class Coordinator:
                             base_sequence=sequence, is_transactional=producer_id >= 0)
         if producer_id >= 0:
             self.sequences[producer_id] = sequence + len(values)
+        # a transactional batch names its transactional id, as Kafka requires
+        transactional_id = f"scenario-{producer_id}" if producer_id >= 0 else None
         answer = self.client.request(self.client.leader_for(topic, 0), ApiKey.PRODUCE, {
-            "transactional_id": None, "acks": -1, "timeout_ms": 30000,
+            "transactional_id": transactional_id, "acks": -1, "timeout_ms": 30000,
             "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
         part = answer.responses[0].partition_responses[0]
         assert part.error_code == 0, part
