@@ -58,7 +58,8 @@ VOLATILE: list[tuple[str, str]] = [
     ("<rate>", r"\b\d+(?:\.\d+)?\s?(?:[kMG]i?B|bytes|records|msgs?)/s\b"),
     ("<seed>", r"(?<=seed )\d+|(?<=SIMPLEKAFKA_SEED=)\d+"),
     ("<hex-id>", r"\b0x[0-9a-f]{8,}\b"),
-    ("<cluster-id>", r"\b(?=[\w-]*\d)(?=[\w-]*[A-Z])[A-Za-z0-9_-]{22}\b"),
+    # Kafka's cluster id: 22 characters of URL-safe base64 (letters of both cases)
+    ("<cluster-id>", r"(?<![\w-])(?=[\w-]*[A-Z])(?=[\w-]*[a-z])[A-Za-z0-9_-]{22}(?![\w-])"),
     ("<member-id>", r"\b[\w.-]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f-]{9,}\b"),
 ]
 
