@@ -48,6 +48,24 @@ def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.De
     return answer(result)
 
 
+def commit_readable_topics(authorizer: Authorizer, context: RequestContext, request: Any,
+                           commit: Callable[[RequestContext, Any], Any],
+                           answer: Callable[[Any], dict]) -> dict | defer.Deferred:
+    """Commit the offsets of the topics ``context`` may Read; the others answer
+    TOPIC_AUTHORIZATION_FAILED. OffsetCommit and TxnOffsetCommit check it alike, as Kafka."""
+    refused = [t for t in request.topics if not authorizer.authorize(
+        context, AclOperation.READ, ResourceType.TOPIC, t.name)]
+    if not refused:
+        return _now_or_later(commit(context, request), answer)
+    refused_results = [(t.name, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                       for t in refused for p in t.partitions]
+    request.topics = [t for t in request.topics if t not in refused]
+    if not request.topics:
+        return answer(refused_results)
+    return _now_or_later(commit(context, request),
+                         lambda results: answer(list(results) + refused_results))
+
+
 class GroupApis:
     """The group requests' handlers, over one GroupCoordinator."""
 
@@ -128,18 +146,8 @@ class GroupApis:
             return _commit_answer([(t.name, p.partition_index,
                                     ErrorCode.GROUP_AUTHORIZATION_FAILED)
                                    for t in request.topics for p in t.partitions])
-        refused = [t for t in request.topics if not self._topic(context, AclOperation.READ,
-                                                                  t.name)]
-        if not refused:
-            return _now_or_later(self.coordinator.offset_commit(context, request),
-                                 _commit_answer)
-        refused_results = [(t.name, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                           for t in refused for p in t.partitions]
-        request.topics = [t for t in request.topics if t not in refused]
-        if not request.topics:
-            return _commit_answer(refused_results)
-        return _now_or_later(self.coordinator.offset_commit(context, request),
-                             lambda results: _commit_answer(list(results) + refused_results))
+        return commit_readable_topics(self.authorizer, context, request,
+                                      self.coordinator.offset_commit, _commit_answer)
 
     def offset_fetch(self, context: RequestContext, request: Any) -> dict:
         refused: set[str] = set()

@@ -20,7 +20,7 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer
-from simplekafka.broker.apis.groups import _find_coordinator_answer
+from simplekafka.broker.apis.groups import _find_coordinator_answer, commit_readable_topics
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import CommitResult, GroupCoordinator
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -145,17 +145,8 @@ class TransactionApis:
                            for t in request.topics for p in t.partitions])
         if not self.authorizer.enabled:
             return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
-        unreadable = [t for t in request.topics if not self.authorizer.authorize(
-            context, AclOperation.READ, ResourceType.TOPIC, t.name)]
-        if not unreadable:
-            return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
-        refused_results = [(t.name, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                           for t in unreadable for p in t.partitions]
-        request.topics = [t for t in request.topics if t not in unreadable]
-        if not request.topics:
-            return answer(refused_results)
-        return _now_or_later(self.groups.txn_offset_commit(context, request),
-                             lambda results: answer(list(results) + refused_results))
+        return commit_readable_topics(self.authorizer, context, request,
+                                      self.groups.txn_offset_commit, answer)
 
     @staticmethod
     def _code_answer(api_key: ApiKey, context: RequestContext) -> Callable[[ErrorCode], dict]:
