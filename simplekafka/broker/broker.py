@@ -27,6 +27,7 @@ from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
 from simplekafka.broker.apis.acls import AclApis
+from simplekafka.broker.apis.cluster import DescribeClusterHandler
 from simplekafka.broker.apis.configs import DYNAMIC_BROKER_KEYS, ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -253,6 +254,7 @@ class KafkaBroker:
                                lambda: self.dynamic_config.effective(), auth,
                                dynamic_default=lambda: dict(self.dynamic_config.default)),
             acls=AclApis(auth, reactor, zookeeper),
+            describe_cluster=DescribeClusterHandler(cache, lambda: self.cluster_id, auth),
         )
 
     @property

@@ -1194,6 +1194,172 @@ WRITE_TXN_MARKERS_RESPONSE = Message("WriteTxnMarkersResponse", 27, "0-1", "1+",
     ]),
 ])
 
+# --- DescribeCluster (60): the cluster as a broker sees it (KIP-700) --------------------------
+# endpoint_type (v1, KIP-919): 1 = brokers, 2 = controllers; a ZooKeeper-mode broker describes
+# brokers only.
+
+DESCRIBE_CLUSTER_REQUEST = Message("DescribeClusterRequest", 60, "0-1", "0+", [
+    F("include_cluster_authorized_operations", "bool"),
+    F("endpoint_type", "int8", "1+", default=1),
+])
+
+DESCRIBE_CLUSTER_RESPONSE = Message("DescribeClusterResponse", 60, "0-1", "0+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("error_code", "int16", default=0),
+    F("error_message", "string", nullable="0+", default=None),
+    F("endpoint_type", "int8", "1+", default=1),
+    F("cluster_id", "string", default=""),
+    F("controller_id", "int32", default=-1),
+    F("brokers", [
+        F("broker_id", "int32"),
+        F("host", "string"),
+        F("port", "int32"),
+        F("rack", "string", nullable="0+", default=None),
+    ], default=[]),
+    F("cluster_authorized_operations", "int32", default=-2147483648),
+])
+
+# --- DescribeLogDirs (35), AlterReplicaLogDirs (34): partitions in their log directories ------
+
+DESCRIBE_LOG_DIRS_REQUEST = Message("DescribeLogDirsRequest", 35, "0-4", "2+", [
+    F("topics", [  # null: every partition in the directory
+        F("topic", "string"),
+        F("partitions", "[]int32"),
+    ], nullable="0+", default=None),
+])
+
+DESCRIBE_LOG_DIRS_RESPONSE = Message("DescribeLogDirsResponse", 35, "0-4", "2+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("error_code", "int16", "3+", default=0),
+    F("results", [
+        F("error_code", "int16", default=0),
+        F("log_dir", "string"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", [
+                F("partition_index", "int32"),
+                F("partition_size", "int64"),
+                F("offset_lag", "int64"),
+                F("is_future_key", "bool", default=False),
+            ]),
+        ]),
+        F("total_bytes", "int64", "4+", default=-1),
+        F("usable_bytes", "int64", "4+", default=-1),
+    ]),
+])
+
+ALTER_REPLICA_LOG_DIRS_REQUEST = Message("AlterReplicaLogDirsRequest", 34, "0-2", "2+", [
+    F("dirs", [
+        F("path", "string"),
+        F("topics", [
+            F("name", "string"),
+            F("partitions", "[]int32"),
+        ]),
+    ]),
+])
+
+ALTER_REPLICA_LOG_DIRS_RESPONSE = Message("AlterReplicaLogDirsResponse", 34, "0-2", "2+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("results", [
+        F("topic_name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+        ]),
+    ]),
+])
+
+# --- OffsetDelete (47): a group's committed offsets removed (KIP-496) ------------------------
+
+OFFSET_DELETE_REQUEST = Message("OffsetDeleteRequest", 47, "0", "none", [
+    F("group_id", "string"),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [F("partition_index", "int32")]),
+    ]),
+])
+
+OFFSET_DELETE_RESPONSE = Message("OffsetDeleteResponse", 47, "0", "none", [
+    F("error_code", "int16", default=0),
+    F("throttle_time_ms", "int32", default=0),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16"),
+        ]),
+    ], default=[]),
+])
+
+# --- DescribeProducers (61), DescribeTransactions (65), ListTransactions (66) (KIP-664) -------
+# Tools for finding hanging transactions: who writes to a partition, what a transactional
+# id's coordinator holds, and every transactional id a coordinator knows.
+
+DESCRIBE_PRODUCERS_REQUEST = Message("DescribeProducersRequest", 61, "0", "0+", [
+    F("topics", [
+        F("name", "string"),
+        F("partition_indexes", "[]int32"),
+    ]),
+])
+
+DESCRIBE_PRODUCERS_RESPONSE = Message("DescribeProducersResponse", 61, "0", "0+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("topics", [
+        F("name", "string"),
+        F("partitions", [
+            F("partition_index", "int32"),
+            F("error_code", "int16", default=0),
+            F("error_message", "string", nullable="0+", default=None),
+            F("active_producers", [
+                F("producer_id", "int64"),
+                F("producer_epoch", "int32"),
+                F("last_sequence", "int32", default=-1),
+                F("last_timestamp", "int64", default=-1),
+                F("coordinator_epoch", "int32"),
+                F("current_txn_start_offset", "int64", default=-1),
+            ], default=[]),
+        ]),
+    ]),
+])
+
+DESCRIBE_TRANSACTIONS_REQUEST = Message("DescribeTransactionsRequest", 65, "0", "0+", [
+    F("transactional_ids", "[]string"),
+])
+
+DESCRIBE_TRANSACTIONS_RESPONSE = Message("DescribeTransactionsResponse", 65, "0", "0+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("transaction_states", [
+        F("error_code", "int16", default=0),
+        F("transactional_id", "string"),
+        F("transaction_state", "string", default=""),
+        F("transaction_timeout_ms", "int32", default=0),
+        F("transaction_start_time_ms", "int64", default=0),
+        F("producer_id", "int64", default=0),
+        F("producer_epoch", "int16", default=0),
+        F("topics", [
+            F("topic", "string"),
+            F("partitions", "[]int32"),
+        ], default=[]),
+    ]),
+])
+
+LIST_TRANSACTIONS_REQUEST = Message("ListTransactionsRequest", 66, "0-1", "0+", [
+    F("state_filters", "[]string", default=[]),
+    F("producer_id_filters", "[]int64", default=[]),
+    F("duration_filter", "int64", "1+", default=-1),
+])
+
+LIST_TRANSACTIONS_RESPONSE = Message("ListTransactionsResponse", 66, "0-1", "0+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("error_code", "int16", default=0),
+    F("unknown_state_filters", "[]string", default=[]),
+    F("transaction_states", [
+        F("transactional_id", "string"),
+        F("producer_id", "int64"),
+        F("transaction_state", "string"),
+    ], default=[]),
+])
+
 MESSAGES: dict[int, tuple[Message, Message]] = {
     m[0].api_key: m
     for m in [
@@ -1239,6 +1405,13 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (END_TXN_REQUEST, END_TXN_RESPONSE),
         (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
         (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
+        (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
+        (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
+        (ALTER_REPLICA_LOG_DIRS_REQUEST, ALTER_REPLICA_LOG_DIRS_RESPONSE),
+        (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+        (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
+        (DESCRIBE_TRANSACTIONS_REQUEST, DESCRIBE_TRANSACTIONS_RESPONSE),
+        (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
     ]
 }
 """API key -> (request, response) declarations."""

@@ -109,12 +109,16 @@ class ErrorCode(enum.IntEnum):
     ELIGIBLE_LEADERS_NOT_AVAILABLE = (83, True)
     ELECTION_NOT_NEEDED = (84, True)
     NO_REASSIGNMENT_IN_PROGRESS = (85, False)
+    GROUP_SUBSCRIBED_TO_TOPIC = (86, False)
     UNSTABLE_OFFSET_COMMIT = (88, True)
     INVALID_RECORD = (87, False)
     PRODUCER_FENCED = (90, False)
     RESOURCE_NOT_FOUND = (91, False)
     DUPLICATE_RESOURCE = (92, False)
     UNACCEPTABLE_CREDENTIAL = (93, False)
+    TRANSACTIONAL_ID_NOT_FOUND = (105, False)
+    MISMATCHED_ENDPOINT_TYPE = (114, False)
+    UNSUPPORTED_ENDPOINT_TYPE = (115, False)
 
     @classmethod
     def of(cls, code: int) -> ErrorCode:

@@ -9,6 +9,7 @@ the response as a dict, None for "no response", or a Deferred of either.
 API                                         module
 ==========================================  ==============================
 ApiVersions, Metadata                       ``apis.metadata``
+DescribeCluster                             ``apis.cluster``
 Produce                                     ``apis.produce``
 Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simplekafka.broker.apis.acls import AclApis
+from simplekafka.broker.apis.cluster import DescribeClusterHandler
 from simplekafka.broker.apis.configs import ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
@@ -81,11 +83,13 @@ class KafkaApis:
     transactions: TransactionApis
     write_txn_markers: WriteTxnMarkersHandler
     acls: AclApis
+    describe_cluster: DescribeClusterHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
         register(ApiKey.API_VERSIONS, self.api_versions)
         register(ApiKey.METADATA, self.metadata)
+        register(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster)
         register(ApiKey.PRODUCE, self.produce)
         register(ApiKey.FETCH, self.fetch)
         register(ApiKey.LIST_OFFSETS, self.list_offsets)

@@ -1,0 +1,82 @@
+"""The admin APIs Kafka 3.9 serves in ZooKeeper mode that clients call today (issue 28),
+through real clients on two real brokers: DescribeCluster (confluent-kafka), DescribeLogDirs
+(kafka-python and our Admin), OffsetDelete (kafka-python's ``delete_group_offsets``),
+DescribeProducers, ListTransactions and DescribeTransactions (kafka-python), with the
+errors Kafka answers.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from simplekafka.admin import Admin
+from simplekafka.cluster import LocalCluster
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.integration
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    local = LocalCluster(brokers=2, base_dir=tmp_path_factory.mktemp("kip-apis"), metrics=False,
+                         broker_config={"auto.leader.rebalance.enable": "false",
+                                        "offsets.topic.replication.factor": "1",
+                                        "transaction.state.log.replication.factor": "1",
+                                        "transaction.state.log.min.isr": "1"})
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(cluster):
+    with Admin(cluster.bootstrap_servers) as client:
+        yield client
+
+
+def ask(admin: Admin, broker_id: int, api_key: ApiKey, body):
+    """One request to one broker, through our client (the version it negotiated)."""
+    admin.client.refresh_metadata(None, 30_000)
+    return admin.client.request(broker_id, api_key, body)
+
+
+# -- DescribeCluster (60) ---------------------------------------------------------------------
+
+
+def test_describe_cluster_through_confluent_kafka(cluster):
+    from confluent_kafka.admin import AclOperation, AdminClient
+
+    confluent = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    described = confluent.describe_cluster(include_authorized_operations=True).result(30)
+    assert described.cluster_id == json.loads(cluster.zk.get("/cluster/id")[0])["id"]
+    assert sorted(node.id for node in described.nodes) == sorted(cluster.brokers)
+    assert sorted(node.port for node in described.nodes) == sorted(
+        cluster.broker_ports.values())
+    assert described.controller.id == cluster.controller_id()
+    # No authorizer: every cluster operation is allowed.
+    assert AclOperation.DESCRIBE in described.authorized_operations
+    assert AclOperation.ALTER in described.authorized_operations
+
+
+def test_describe_cluster_endpoint_types(cluster, admin):
+    broker = min(cluster.brokers)
+    answer = ask(admin, broker, ApiKey.DESCRIBE_CLUSTER, {
+        "include_cluster_authorized_operations": False, "endpoint_type": 1})
+    assert answer.error_code == 0 and len(answer.brokers) == 2
+    assert answer.cluster_authorized_operations == -2147483648  # not asked for
+    # KIP-919: a ZooKeeper-mode broker has no controller endpoints to describe.
+    for endpoint_type, code in ((2, ErrorCode.MISMATCHED_ENDPOINT_TYPE),
+                                (7, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE)):
+        answer = ask(admin, broker, ApiKey.DESCRIBE_CLUSTER, {
+            "include_cluster_authorized_operations": False, "endpoint_type": endpoint_type})
+        assert answer.error_code == code and answer.brokers == []
