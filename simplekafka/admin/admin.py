@@ -52,6 +52,19 @@ class ClusterDescription:
     brokers: list[Node]
 
 
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One broker's log directory (DescribeLogDirs): the partitions it holds as
+    {(topic, partition): (size in bytes, offset lag)}, and its file system's space
+    (-1: the broker did not say)."""
+
+    path: str
+    partitions: dict[tuple[str, int], tuple[int, int]]
+    total_bytes: int = -1
+    usable_bytes: int = -1
+    error: KafkaError | None = None
+
+
 class Admin:
     """Administrative operations on topics and the cluster."""
 
@@ -219,6 +232,29 @@ class Admin:
         snapshot = self.client.refresh_metadata(None, self.request_timeout_ms)
         brokers = [snapshot.brokers[n] for n in sorted(snapshot.brokers)]
         return ClusterDescription(snapshot.cluster_id, snapshot.controller_id, brokers)
+
+    def describe_log_dirs(self, partitions: Mapping[str, Iterable[int]] | None = None,
+                          brokers: Iterable[int] | None = None,
+                          ) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log directories (DescribeLogDirs) with the partitions they hold:
+        ``{topic: [partitions]}``, None for every partition; every broker unless named.
+        A topic's size on disk is the sum over the brokers of its partitions' sizes."""
+        self.client.refresh_metadata(None, self.request_timeout_ms)
+        wanted = None if partitions is None else [
+            {"topic": t, "partitions": sorted(set(p))} for t, p in partitions.items()]
+        found = {}
+        for broker in sorted(self.client.metadata.brokers) if brokers is None else brokers:
+            answer = self.client.request(broker, ApiKey.DESCRIBE_LOG_DIRS, {"topics": wanted},
+                                         self.request_timeout_ms)
+            if getattr(answer, "error_code", 0):
+                raise error_for(answer.error_code, f"describing broker {broker}'s log dirs")
+            found[broker] = [LogDirDescription(
+                r.log_dir, {(t.name, p.partition_index): (p.partition_size, p.offset_lag)
+                            for t in r.topics for p in t.partitions},
+                getattr(r, "total_bytes", -1), getattr(r, "usable_bytes", -1),
+                error_for(r.error_code, r.log_dir) if r.error_code else None)
+                for r in answer.results]
+        return found
 
     def elect_leaders(self, partitions: Mapping[str, Iterable[int]] | None = None,
                       timeout_ms: int | None = None, election_type: str = "preferred",

@@ -33,6 +33,7 @@ from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
+from simplekafka.broker.apis.log_dirs import DescribeLogDirsHandler
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import (
     DeleteRecordsHandler,
@@ -255,6 +256,7 @@ class KafkaBroker:
                                dynamic_default=lambda: dict(self.dynamic_config.default)),
             acls=AclApis(auth, reactor, zookeeper),
             describe_cluster=DescribeClusterHandler(cache, lambda: self.cluster_id, auth),
+            describe_log_dirs=DescribeLogDirsHandler(replicas, auth),
         )
 
     @property

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from twisted.internet import defer
@@ -57,6 +59,17 @@ class PartitionErrors(NamedTuple):
 
     error_code: ErrorCode
     partitions: dict[TopicPartition, ErrorCode]
+
+
+class LogDirDescription(NamedTuple):
+    """One log directory as DescribeLogDirs reports it (Kafka's ``describeLogDirs``)."""
+
+    path: str  # absolute, as Kafka answers it
+    error_code: ErrorCode
+    # (topic, partition) -> (bytes in its segments, how far its end is behind the HW)
+    partitions: dict[tuple[str, int], tuple[int, int]]
+    total_bytes: int = -1
+    usable_bytes: int = -1
 
 
 class Followers(Protocol):
@@ -165,6 +178,34 @@ class ReplicaManager:
         if local is not None and (local.is_leader or local.leader_id >= 0):
             return local
         return self.leader_partition(topic, partition)
+
+    # -- DescribeLogDirs ----------------------------------------------------------------
+
+    def describe_log_dirs(self, wanted: set[tuple[str, int]] | None) -> list[LogDirDescription]:
+        """Every configured log directory with the partitions (``wanted``; None: all) whose
+        logs it holds: their size and offset lag (the HW minus the log end, never below 0;
+        -1 without a local replica), plus the file system's total and usable bytes. A
+        directory whose file system cannot be read answers KAFKA_STORAGE_ERROR."""
+        by_dir: dict[Path, dict[tuple[str, int], tuple[int, int]]] = {
+            directory: {} for directory in self.log_manager.log_dirs}
+        for key, log_ in self.log_manager.logs.items():
+            if wanted is not None and key not in wanted:
+                continue
+            local = self.partitions.get(key)
+            lag = max(local.high_watermark - log_.log_end_offset, 0) if local else -1
+            by_dir.setdefault(log_.directory.parent, {})[key] = (log_.size, lag)
+        described = []
+        for directory, partitions in by_dir.items():
+            path = str(directory.absolute())
+            try:
+                usage = shutil.disk_usage(directory)
+            except OSError as exc:
+                log.warning("log directory %s: %s", path, exc)
+                described.append(LogDirDescription(path, ErrorCode.KAFKA_STORAGE_ERROR, {}))
+                continue
+            described.append(LogDirDescription(path, ErrorCode.NONE, partitions,
+                                               usage.total, usage.free))
+        return described
 
     # -- DeleteRecords ------------------------------------------------------------------
 

@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000028"  # 40 api keys
+    "00000029"  # 41 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200000007"  # ListOffsets 0-7
@@ -177,6 +177,7 @@ PROBE_ANSWER_HEX = (
     "001f00000001"  # DeleteAcls 0-1
     "002000000002"  # DescribeConfigs 0-2
     "002100000001"  # AlterConfigs 0-1
+    "002300000004"  # DescribeLogDirs 0-4
     "002400000002"  # SaslAuthenticate 0-2
     "002500000001"  # CreatePartitions 0-1
     "002a00000001"  # DeleteGroups 0-1

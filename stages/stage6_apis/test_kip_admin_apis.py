@@ -80,3 +80,53 @@ def test_describe_cluster_endpoint_types(cluster, admin):
         answer = ask(admin, broker, ApiKey.DESCRIBE_CLUSTER, {
             "include_cluster_authorized_operations": False, "endpoint_type": endpoint_type})
         assert answer.error_code == code and answer.brokers == []
+
+
+# -- DescribeLogDirs (35) ---------------------------------------------------------------------
+
+
+def produce(cluster, topic: str, count: int, partition: int = 0) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(count):
+        producer.produce(topic, value=b"x" * 100, key=str(n).encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+@pytest.fixture(scope="module")
+def sized_topic(cluster, admin):
+    """A topic with two partitions on both brokers and records in partition 0."""
+    topic = unique("sized")
+    admin.create_topic(topic, num_partitions=2, replication_factor=2)
+    produce(cluster, topic, 50)
+    for partition in (0, 1):
+        cluster.wait_for_isr(topic, partition, cluster.brokers)
+    return topic
+
+
+def test_describe_log_dirs_through_kafka_python_and_our_admin(cluster, admin, sized_topic):
+    from kafka.admin import KafkaAdminClient
+
+    kafka_python = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        answers = kafka_python.describe_log_dirs({sized_topic: [0, 1]})
+    finally:
+        kafka_python.close()
+    assert len(answers) == 2 and all(sized_topic in repr(a) for a in answers), answers
+    ours = admin.describe_log_dirs({sized_topic: [0, 1]})
+    assert sorted(ours) == sorted(cluster.brokers)
+    for broker_id, dirs in ours.items():
+        (log_dir,) = dirs
+        assert log_dir.error is None and log_dir.path.startswith("/")
+        assert log_dir.total_bytes > 0 and 0 < log_dir.usable_bytes <= log_dir.total_bytes
+        size, lag = log_dir.partitions[(sized_topic, 0)]
+        assert size == sum(f.stat().st_size for f in cluster.partition_dir(
+            broker_id, sized_topic, 0).glob("*.log")) and size > 50 * 100
+        assert lag == 0
+        assert log_dir.partitions[(sized_topic, 1)] == (0, 0)
+    # Every partition when none is named (the internal topics included); an unknown one: none.
+    everything = admin.describe_log_dirs()
+    assert all((sized_topic, 1) in d[0].partitions for d in everything.values())
+    assert admin.describe_log_dirs({"no-such-topic": [0]})[min(cluster.brokers)][0] \
+        .partitions == {}

@@ -10,6 +10,7 @@ API                                         module
 ==========================================  ==============================
 ApiVersions, Metadata                       ``apis.metadata``
 DescribeCluster                             ``apis.cluster``
+DescribeLogDirs                             ``apis.log_dirs``
 Produce                                     ``apis.produce``
 Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
@@ -41,6 +42,7 @@ from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
+from simplekafka.broker.apis.log_dirs import DescribeLogDirsHandler
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import (
     DeleteRecordsHandler,
@@ -84,12 +86,14 @@ class KafkaApis:
     write_txn_markers: WriteTxnMarkersHandler
     acls: AclApis
     describe_cluster: DescribeClusterHandler
+    describe_log_dirs: DescribeLogDirsHandler
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
         register(ApiKey.API_VERSIONS, self.api_versions)
         register(ApiKey.METADATA, self.metadata)
         register(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster)
+        register(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs)
         register(ApiKey.PRODUCE, self.produce)
         register(ApiKey.FETCH, self.fetch)
         register(ApiKey.LIST_OFFSETS, self.list_offsets)
