@@ -128,6 +128,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 """(min, max) version per API that the broker implements (inter-broker APIs included)."""
 

@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "00000029"  # 41 api keys
+    "0000002a"  # 42 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200000007"  # ListOffsets 0-7
@@ -185,6 +185,7 @@ PROBE_ANSWER_HEX = (
     "002c00000000"  # IncrementalAlterConfigs 0
     "002d00000000"  # AlterPartitionReassignments 0
     "002e00000000"  # ListPartitionReassignments 0
+    "002f00000000"  # OffsetDelete 0
     "003200000000"  # DescribeUserScramCredentials 0
     "003300000000"  # AlterUserScramCredentials 0
     "003c00000001"  # DescribeCluster 0-1

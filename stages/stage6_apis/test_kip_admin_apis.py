@@ -130,3 +130,85 @@ def test_describe_log_dirs_through_kafka_python_and_our_admin(cluster, admin, si
     assert all((sized_topic, 1) in d[0].partitions for d in everything.values())
     assert admin.describe_log_dirs({"no-such-topic": [0]})[min(cluster.brokers)][0] \
         .partitions == {}
+
+
+# -- OffsetDelete (47) ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kafka_python(cluster):
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def committed(cluster, group: str, topic: str) -> dict[int, int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    confluent = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in (0, 1)])
+    answer = confluent.list_consumer_group_offsets([request])[group].result(30)
+    return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+
+
+def test_offset_delete_of_an_empty_group_then_of_a_live_one(cluster, sized_topic,
+                                                            kafka_python):
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import GroupIdNotFoundError, GroupSubscribedToTopicError, NoError
+
+    other = unique("other")
+    Admin(cluster.bootstrap_servers).create_topic(other, num_partitions=1,
+                                                  replication_factor=1)
+    group = unique("group")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([sized_topic])
+        deadline_polls = 0
+        while not consumer.assignment() and deadline_polls < 60:
+            consumer.poll(0.5)
+            deadline_polls += 1
+        assert consumer.assignment()
+        consumer.commit(offsets=[TopicPartition(sized_topic, 0, 7),
+                                 TopicPartition(sized_topic, 1, 0),
+                                 TopicPartition(other, 0, 3)], asynchronous=False)
+        # A live member subscribes to sized_topic: its offsets stay; other's go.
+        result = kafka_python.delete_group_offsets(group, [
+            KTopicPartition(sized_topic, 0), KTopicPartition(other, 0)])
+        assert result == {KTopicPartition(sized_topic, 0): GroupSubscribedToTopicError,
+                          KTopicPartition(other, 0): NoError}
+        assert committed(cluster, group, sized_topic) == {0: 7, 1: 0}
+        assert committed(cluster, group, other) == {}
+    finally:
+        consumer.close()
+    # The group is empty now: any offset may go; with the last one, the group itself.
+    result = kafka_python.delete_group_offsets(group, [KTopicPartition(sized_topic, 0)])
+    assert result == {KTopicPartition(sized_topic, 0): NoError}
+    assert committed(cluster, group, sized_topic) == {1: 0}
+    result = kafka_python.delete_group_offsets(group, [KTopicPartition(sized_topic, 1)])
+    assert result == {KTopicPartition(sized_topic, 1): NoError}
+    with pytest.raises(GroupIdNotFoundError):
+        kafka_python.delete_group_offsets(group, [KTopicPartition(sized_topic, 1)])
+
+
+def test_offset_delete_errors(cluster, sized_topic, kafka_python):
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
+
+    with pytest.raises(GroupIdNotFoundError):
+        kafka_python.delete_group_offsets(unique("nobody"), [KTopicPartition(sized_topic, 0)])
+    # An unknown topic or partition: per partition.
+    group = unique("committed")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(sized_topic, 0, 1)], asynchronous=False)
+    consumer.close()
+    result = kafka_python.delete_group_offsets(group, [KTopicPartition(sized_topic, 5),
+                                                       KTopicPartition("no-such-topic", 0)])
+    assert set(result.values()) == {UnknownTopicOrPartitionError}, result

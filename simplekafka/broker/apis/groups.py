@@ -1,5 +1,6 @@
 """FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, ListGroups, DescribeGroups, DeleteGroups: the group coordinator's wire side.
+OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete: the group coordinator's
+wire side.
 
 The coordinator (``broker/group``) decides and returns result values, now or
 through a Deferred (a JoinGroup waits for the rebalance, a commit for its
@@ -8,7 +9,8 @@ replication); these handlers turn them into the responses of each version.
 They also ask the authorizer first, with Kafka's operations: Describe on the
 group to find its coordinator, describe it or fetch its offsets; Read on the
 group to join, sync, heartbeat, leave or commit (and Read on each committed
-topic); Delete on the group to delete it; Describe on the cluster to list
+topic); Delete on the group to delete it, or some of its offsets (and Read on each of
+their topics); Describe on the cluster to list
 every group (else only those the principal may Describe). A refused group
 answers GROUP_AUTHORIZATION_FAILED, a refused topic TOPIC_AUTHORIZATION_FAILED,
 and nothing refused reaches the coordinator.
@@ -94,6 +96,7 @@ class GroupApis:
             (ApiKey.LIST_GROUPS, self.list_groups),
             (ApiKey.DESCRIBE_GROUPS, self.describe_groups),
             (ApiKey.DELETE_GROUPS, self.delete_groups),
+            (ApiKey.OFFSET_DELETE, self.offset_delete),
         ]:
             dispatcher.register(key, handler)
 
@@ -233,6 +236,40 @@ class GroupApis:
         if not request.groups_names:
             return answer([])
         return _now_or_later(self.coordinator.delete_groups(context, request), answer)
+
+    def offset_delete(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        if not self._group(context, AclOperation.DELETE, request.group_id):
+            return _offset_delete_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, {}, request)
+        refused = {t.name for t in request.topics
+                   if not self._topic(context, AclOperation.READ, t.name)}
+        asked = [(t.name, p.partition_index) for t in request.topics
+                 if t.name not in refused for p in t.partitions]
+
+        def answer(result: tuple[ErrorCode, dict]) -> dict:
+            code, outcome = result
+            if code == ErrorCode.NONE:
+                for t in request.topics:
+                    if t.name in refused:
+                        for p in t.partitions:
+                            outcome[(t.name, p.partition_index)] = \
+                                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            return _offset_delete_answer(code, outcome, request)
+
+        if not asked:
+            return answer((ErrorCode.NONE, {}))
+        return _now_or_later(self.coordinator.delete_offsets(request.group_id, asked), answer)
+
+
+def _offset_delete_answer(code: ErrorCode, outcome: dict[tuple[str, int], ErrorCode],
+                          request: Any) -> dict:
+    """The OffsetDeleteResponse: a group error alone, or every partition's outcome."""
+    if code != ErrorCode.NONE:
+        return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+    return {"error_code": ErrorCode.NONE, "throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": outcome[(t.name, p.partition_index)]} for p in t.partitions]}
+        for t in request.topics]}
 
 
 def _find_coordinator_answer(code: ErrorCode, node: Node | None) -> dict:

@@ -41,7 +41,7 @@ from simplekafka.broker.group.metadata_manager import (
     expired_offsets,
 )
 from simplekafka.broker.group.records import OFFSETS_TOPIC, GroupValue, OffsetValue
-from simplekafka.broker.group.state import Group, GroupState, Member
+from simplekafka.broker.group.state import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node
@@ -864,6 +864,56 @@ class GroupCoordinator:
 
         return self.metadata.delete(group.group_id, keys, whole_group=offsets is None
                                     ).addCallback(stored)
+
+    # -- OffsetDelete ---------------------------------------------------------------------
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]] | defer.Deferred:
+        """Remove a group's committed offsets of ``partitions`` (Kafka's
+        ``handleDeleteOffsets``): the group's error, or each partition's outcome.
+
+        An empty group loses any of them; a "consumer" group with members keeps those of
+        topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC) and loses the others;
+        a group of another protocol type with members refuses (NON_EMPTY_GROUP). An
+        empty group left without offsets is removed, as Kafka's cleanup does."""
+        code = self.check_owner(group_id)
+        if code is not None:
+            return code, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        outcome: dict[tuple[str, int], ErrorCode] = {}
+        for key in partitions:
+            if self.cache.partition(*key) is None:
+                outcome[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        known = [key for key in partitions if key not in outcome]
+        if group.is_in(GroupState.EMPTY):
+            eligible = known
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = group.subscribed_topics()
+            eligible = []
+            for key in known:
+                if subscribed is None or key[0] in subscribed:
+                    outcome[key] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(key)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        outcome.update(dict.fromkeys(eligible, ErrorCode.NONE))
+        stored = [key for key in eligible if key in group.offsets]
+        if not stored:
+            return ErrorCode.NONE, outcome
+
+        def deleted(code: ErrorCode) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+            if code != ErrorCode.NONE:
+                return code, {}
+            log.info("group %r: offsets of %d partitions deleted", group_id, len(stored))
+            if group.is_in(GroupState.EMPTY) and not group.offsets \
+                    and self.groups.get(group_id) is group:
+                self._delete(group)  # nothing left: the group goes, tombstoned
+            return ErrorCode.NONE, outcome
+
+        return self._delete(group, stored).addCallback(deleted)
 
     # -- deleted topics -------------------------------------------------------------------
 

@@ -25,6 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simplekafka.broker.group.records import OffsetValue
+from simplekafka.protocol.definitions import F, build_struct
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+# The prefix every version of a "consumer" member's subscription starts with (the consumer
+# protocol's v0): what the coordinator reads to know the topics a group consumes.
+_SUBSCRIPTION_PREFIX = build_struct("ConsumerProtocolSubscription", [
+    F("version", "int16"), F("topics", "[]string")], 0, False)
 
 
 class GroupState(enum.Enum):
@@ -145,6 +152,22 @@ class Group:
         """Is ``member_id`` an old incarnation of a static member that has since rejoined?"""
         holder = self.static_member(instance_id)
         return holder is not None and holder.member_id != member_id
+
+    def subscribed_topics(self) -> set[str] | None:
+        """The topics the members of a "consumer" group subscribe to; None when that is not
+        known (another protocol type, no protocol chosen yet, metadata that does not parse),
+        Kafka's ``computeSubscribedTopics``."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or not self.members \
+                or self.protocol is None:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                prefix, _ = _SUBSCRIPTION_PREFIX.read(member.metadata_for(self.protocol), 0)
+            except Exception:  # any malformed metadata: unknown, as in Kafka
+                return None
+            topics.update(prefix.topics or ())
+        return topics
 
     def summary(self) -> str:
         return (f"group {self.group_id!r} {self.state.value} generation {self.generation} "
