@@ -48,6 +48,7 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.broker.config import BrokerConfig, redacted
@@ -257,6 +258,8 @@ class KafkaBroker:
             acls=AclApis(auth, reactor, zookeeper),
             describe_cluster=DescribeClusterHandler(cache, lambda: self.cluster_id, auth),
             describe_log_dirs=DescribeLogDirsHandler(replicas, auth),
+            transaction_tools=TransactionToolApis(replicas, self.transaction_coordinator,
+                                                  cache, auth),
         )
 
     @property

@@ -57,11 +57,23 @@ class CompletedTxn(NamedTuple):
     aborted: bool
 
 
+class ActiveProducer(NamedTuple):
+    """One producer's state on a partition (Kafka's DescribeProducers fields)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1: no open transaction here
+
+
 @dataclass
 class ProducerEntry:
     epoch: int
     batches: deque[BatchRecord] = field(default_factory=lambda: deque(maxlen=BATCHES_REMEMBERED))
     coordinator_epoch: int = -1  # of the last marker written for this producer
+    last_timestamp: int = -1  # the max timestamp of its last batch (DescribeProducers)
 
     @property
     def last_sequence(self) -> int:
@@ -130,6 +142,7 @@ class ProducerStateTable:
             # (the broker's own transactional batches, TxnOffsetCommit's, have no sequence)
             self.ongoing[header.producer_id] = base_offset
         entry = self._entry_at_epoch(header.producer_id, header.producer_epoch)
+        entry.last_timestamp = header.max_timestamp
         if header.base_sequence < 0:
             return
         entry.batches.append(BatchRecord(
@@ -147,6 +160,13 @@ class ProducerStateTable:
             self._producers[producer_id] = entry
         return entry
 
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer this partition remembers, as DescribeProducers reports them."""
+        return [ActiveProducer(producer_id, entry.epoch, entry.last_sequence,
+                               entry.last_timestamp, entry.coordinator_epoch,
+                               self.ongoing.get(producer_id, -1))
+                for producer_id, entry in self._producers.items()]
+
     # -- snapshots (``<offset>.snapshot``, Kafka's format) ---------------------------------
 
     def snapshot(self) -> list[SnapshotEntry]:
@@ -157,7 +177,7 @@ class ProducerStateTable:
             entries.append(SnapshotEntry(
                 producer_id, entry.epoch,
                 last.last_sequence if last else -1, last.last_offset if last else -1,
-                last.last_offset - last.base_offset if last else 0, -1,
+                last.last_offset - last.base_offset if last else 0, entry.last_timestamp,
                 entry.coordinator_epoch, self.ongoing.get(producer_id, -1)))
         return entries
 
@@ -166,7 +186,8 @@ class ProducerStateTable:
         """The table a snapshot describes (the last batch of each producer, as Kafka keeps)."""
         table = cls()
         for e in entries:
-            entry = ProducerEntry(e.epoch, coordinator_epoch=e.coordinator_epoch)
+            entry = ProducerEntry(e.epoch, coordinator_epoch=e.coordinator_epoch,
+                                  last_timestamp=e.timestamp)
             if e.last_sequence >= 0:
                 entry.batches.append(BatchRecord(
                     (e.last_sequence - e.offset_delta) % SEQUENCE_WRAP, e.last_sequence,

@@ -32,6 +32,7 @@ from twisted.internet import defer
 from simplekafka.broker.action_queue import wakeups_after
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
+from simplekafka.broker.producer_state import ActiveProducer
 from simplekafka.broker.replication_quota import ReplicationThrottle
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
@@ -206,6 +207,22 @@ class ReplicaManager:
             described.append(LogDirDescription(path, ErrorCode.NONE, partitions,
                                                usage.total, usage.free))
         return described
+
+    # -- DescribeProducers --------------------------------------------------------------
+
+    def active_producers(self, topic: str, partition: int
+                         ) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """The producers a local replica (leader or follower) remembers, as Kafka's
+        ``activeProducerState``: KAFKA_STORAGE_ERROR for an offline replica,
+        NOT_LEADER_OR_FOLLOWER for a partition this broker holds no replica of."""
+        local = self.partitions.get((topic, partition))
+        if local is not None:
+            return ErrorCode.NONE, local.producers.active_producers()
+        if (topic, partition) in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR, []
+        if self.metadata_cache.partition(topic, partition) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
 
     # -- DeleteRecords ------------------------------------------------------------------
 

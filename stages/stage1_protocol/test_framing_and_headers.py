@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "0000002a"  # 42 api keys
+    "0000002d"  # 45 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200000007"  # ListOffsets 0-7
@@ -189,6 +189,9 @@ PROBE_ANSWER_HEX = (
     "003200000000"  # DescribeUserScramCredentials 0
     "003300000000"  # AlterUserScramCredentials 0
     "003c00000001"  # DescribeCluster 0-1
+    "003d00000000"  # DescribeProducers 0
+    "004100000000"  # DescribeTransactions 0
+    "004200000001"  # ListTransactions 0-1
 )  # and nothing after: no throttle time, no tagged fields
 
 

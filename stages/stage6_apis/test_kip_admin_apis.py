@@ -212,3 +212,84 @@ def test_offset_delete_errors(cluster, sized_topic, kafka_python):
     result = kafka_python.delete_group_offsets(group, [KTopicPartition(sized_topic, 5),
                                                        KTopicPartition("no-such-topic", 0)])
     assert set(result.values()) == {UnknownTopicOrPartitionError}, result
+
+
+# -- DescribeProducers (61), ListTransactions (66), DescribeTransactions (65) -----------------
+
+
+def test_a_hanging_transaction_found_as_kip_664_finds_it(cluster, sized_topic, kafka_python):
+    from confluent_kafka import Producer
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.admin import TransactionState
+    from kafka.errors import TransactionalIdNotFoundError
+
+    transactional_id = unique("txn")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(sized_topic, b"open", partition=1)
+    assert producer.flush(30) == 0
+    # The partition's leader: the producer, and where its open transaction starts.
+    states = kafka_python.describe_producers([KTopicPartition(sized_topic, 1)])
+    (ours,) = [p for p in states[KTopicPartition(sized_topic, 1)].active_producers
+               if p.current_transaction_start_offset >= 0]
+    assert ours.last_sequence == 0 and ours.last_timestamp > 0
+    assert ours.current_transaction_start_offset == 0  # partition 1 had no records before
+    # Every coordinator's listing (one per broker), filtered by state and by producer id.
+    def listed(**filters):
+        return [t for listings in kafka_python.list_transactions(**filters).values()
+                for t in listings]
+
+    ongoing = [(t.transactional_id, t.state) for t in listed(state_filters=["Ongoing"])]
+    assert (transactional_id, TransactionState.ONGOING) in ongoing
+    assert [t.transactional_id for t in listed(producer_id_filters=[ours.producer_id])] == [
+        transactional_id]
+    assert transactional_id not in [
+        t.transactional_id for t in listed(state_filters=["CompleteCommit"])]
+    # Its coordinator's description.
+    described = kafka_python.describe_transactions([transactional_id])[transactional_id]
+    assert described.state == TransactionState.ONGOING
+    assert described.producer_id == ours.producer_id
+    assert described.producer_epoch == ours.producer_epoch
+    assert set(described.topic_partitions) == {KTopicPartition(sized_topic, 1)}
+    assert described.transaction_start_time_ms > 0
+    producer.commit_transaction(30)
+    after = kafka_python.describe_producers([KTopicPartition(sized_topic, 1)])
+    assert [p.current_transaction_start_offset for p in
+            after[KTopicPartition(sized_topic, 1)].active_producers
+            if p.producer_id == ours.producer_id] == [-1]
+    cluster.wait_for(lambda: kafka_python.describe_transactions([transactional_id])[
+        transactional_id].state == TransactionState.COMPLETE_COMMIT, "the commit to complete")
+    with pytest.raises(TransactionalIdNotFoundError):
+        kafka_python.describe_transactions([unique("never-used")])
+    del producer  # its connections close now, while the brokers are up
+
+
+def test_list_transactions_unknown_state_and_duration_filters(cluster, admin):
+    broker = min(cluster.brokers)
+    answer = ask(admin, broker, ApiKey.LIST_TRANSACTIONS, {
+        "state_filters": ["Ongoing", "Hanging"], "producer_id_filters": [],
+        "duration_filter": 3_600_000})
+    assert answer.error_code == 0 and answer.unknown_state_filters == ["Hanging"]
+    assert answer.transaction_states == []  # nothing has run for an hour
+
+
+def test_describe_producers_where_no_replica_is(cluster, admin, kafka_python):
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
+
+    topic = unique("single")
+    admin.create_topic(topic, num_partitions=1, replication_factor=1)
+    leader = cluster.leader_of(topic, 0)
+    (elsewhere,) = [b for b in cluster.brokers if b != leader]
+    with pytest.raises(NotLeaderForPartitionError):
+        kafka_python.describe_producers([KTopicPartition(topic, 0)], broker_id=elsewhere)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        kafka_python.describe_producers([KTopicPartition(topic, 4)], broker_id=leader)
+    answer = ask(admin, leader, ApiKey.DESCRIBE_PRODUCERS, {"topics": [
+        {"name": "bad/name", "partition_indexes": [0]}, {"name": topic,
+                                                          "partition_indexes": [0]}]})
+    bad, good = answer.topics
+    assert bad.partitions[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert good.partitions[0].error_code == 0 and good.partitions[0].active_producers == []

@@ -11,6 +11,8 @@ API                                         module
 ApiVersions, Metadata                       ``apis.metadata``
 DescribeCluster                             ``apis.cluster``
 DescribeLogDirs                             ``apis.log_dirs``
+DescribeProducers, DescribeTransactions,    ``apis.transaction_tools``
+ListTransactions
 Produce                                     ``apis.produce``
 Fetch                                       ``apis.fetch``
 ListOffsets, OffsetForLeaderEpoch,          ``apis.offsets``
@@ -57,6 +59,7 @@ from simplekafka.broker.apis.reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from simplekafka.broker.apis.topics import TopicAdmin
+from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
 from simplekafka.protocol.api import ApiKey
@@ -87,6 +90,7 @@ class KafkaApis:
     acls: AclApis
     describe_cluster: DescribeClusterHandler
     describe_log_dirs: DescribeLogDirsHandler
+    transaction_tools: TransactionToolApis
 
     def register(self, dispatcher: Any) -> None:
         register = dispatcher.register
@@ -118,3 +122,4 @@ class KafkaApis:
         register(ApiKey.STOP_REPLICA, self.inter_broker.stop_replica)
         self.groups.register(dispatcher)
         self.transactions.register(dispatcher)
+        self.transaction_tools.register(dispatcher)

@@ -53,6 +53,14 @@ log = logging.getLogger(__name__)
 S = TransactionState
 
 
+class TransactionListing(NamedTuple):
+    """ListTransactions' answer: an error, the state names not known, (id, pid, state)."""
+
+    error_code: ErrorCode
+    unknown_states: list[str]
+    transactions: list[tuple[str, int, str]]
+
+
 class InitProducerIdResult(NamedTuple):
     error_code: ErrorCode
     producer_id: int = -1
@@ -168,6 +176,41 @@ class TransactionCoordinator:
             del self.transactions[transactional_id]
         log.info("%s-%d: transactional ids unloaded (no longer the leader)",
                  TRANSACTION_STATE_TOPIC, index)
+
+    # -- ListTransactions, DescribeTransactions (KIP-664) -----------------------------------
+
+    def list_transactions(self, producer_ids: set[int], state_names: set[str],
+                          older_than_ms: int = -1) -> TransactionListing:
+        """The transactional ids this coordinator holds, filtered as Kafka's
+        ``listTransactionStates``: by producer id, by state name (names Kafka does not have
+        are returned as unknown), by running for longer than ``older_than_ms`` (-1: any);
+        a Dead id never shows. COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
+        known = {state.kafka_name: state for state in TransactionState}
+        unknown = sorted(name for name in state_names if name not in known)
+        if self._loading:
+            return TransactionListing(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown, [])
+        states = {known[name] for name in state_names if name in known}
+        now = self.clock()
+        found = [(tid, meta.producer_id, meta.state.kafka_name)
+                 for tid, meta in sorted(self.transactions.items())
+                 if meta.state != S.DEAD
+                 and (not producer_ids or meta.producer_id in producer_ids)
+                 and (not states or meta.state in states)
+                 and (older_than_ms < 0 or now - meta.start_ms > older_than_ms)]
+        return TransactionListing(ErrorCode.NONE, unknown, found)
+
+    def describe_transaction(self, transactional_id: str
+                             ) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """The coordinator's state of one transactional id (Kafka's
+        ``handleDescribeTransactions``): NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS
+        as for any request, TRANSACTIONAL_ID_NOT_FOUND for an id it does not know."""
+        code = self.check_owner(transactional_id)
+        if code is not None:
+            return code, None
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.state == S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, meta
 
     # -- FindCoordinator --------------------------------------------------------------------
 
