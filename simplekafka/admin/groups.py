@@ -193,7 +193,9 @@ def plan_reset(client: KafkaClient, group: GroupDescription,
     elif target.kind == "offset":
         requested = dict.fromkeys(partitions, target.value)
     elif target.kind == "timestamp":
-        found = list_offsets(client, dict.fromkeys(partitions, target.value), timeout_ms)
+        # a time before 1970 is 0: negative timestamps mean EARLIEST/LATEST on the wire
+        found = list_offsets(client, dict.fromkeys(partitions, max(0, target.value)),
+                             timeout_ms)
         requested = {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp]
                      for tp in partitions}
     elif target.kind == "shift":
@@ -282,12 +284,12 @@ def parse_datetime(text: str) -> int:
         value = value[:-1] + "+00:00"
     try:
         moment = datetime.datetime.fromisoformat(value)
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.astimezone()
+        return int(moment.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
         raise ValueError(f"expected an ISO 8601 time YYYY-MM-DDTHH:mm:SS.sss (optionally with "
                          f"a zone such as Z or +01:00), not {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return int(moment.timestamp() * 1000)
 
 
 def parse_duration(text: str) -> int:
