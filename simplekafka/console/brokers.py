@@ -9,9 +9,8 @@ Metrics: each broker serves Prometheus text on its ``metrics.listener``
 (``simplekafka.broker.metrics``). The console finds that address the Kafka
 way, in the broker's own config (DescribeConfigs of the broker resource), and
 scrapes it: ``kafka_server_brokertopicmetrics_{messagesin,bytesin,bytesout}_total``
-per topic for the throughput charts, ``kafka_log_log_size`` for partition sizes
-(the broker does not serve DescribeLogDirs). A broker without a metrics
-listener simply has no figures.
+per topic for the throughput charts (partition sizes come from DescribeLogDirs).
+A broker without a metrics listener simply has no figures.
 """
 
 from __future__ import annotations
@@ -127,7 +126,6 @@ class BrokerMetrics:
         self.watch = watch
         self._listener_of = listener_of  # broker id -> its metrics.listener config value
         self._urls: dict[int, str | None] = {}
-        self._latest: dict[int, tuple[float, list[Any]]] = {}  # id -> (when, families)
         self._lock = threading.Lock()
 
     def url(self, broker: SeenBroker) -> str | None:
@@ -152,8 +150,6 @@ class BrokerMetrics:
             with self._lock:  # it may have restarted on another port
                 self._urls.pop(broker.node_id, None)
             return None
-        with self._lock:
-            self._latest[broker.node_id] = (time.monotonic(), families)
         return families
 
     def scrape_all(self) -> dict[int, list[Any]]:
@@ -164,28 +160,6 @@ class BrokerMetrics:
             if families is not None:
                 found[broker.node_id] = families
         return found
-
-    def log_sizes(self, broker_ids: Iterable[int], max_age: float = 1.0
-                  ) -> dict[tuple[int, str, int], int]:
-        """(broker, topic, partition) -> bytes of that broker's replica (kafka_log_log_size),
-        from a scrape at most ``max_age`` seconds old (the sampler's, when it is recent)."""
-        wanted = set(broker_ids)
-        sizes = {}
-        for broker in self.watch.seen():
-            if broker.node_id not in wanted:
-                continue
-            with self._lock:
-                when, families = self._latest.get(broker.node_id, (0.0, []))
-            if time.monotonic() - when > max_age:  # else the sampler's scrape serves
-                families = self._scrape(broker) or []
-            for family in families:
-                if family.name != "kafka_log_log_size":
-                    continue
-                for sample in family.samples:
-                    key = (broker.node_id, sample.labels.get("topic", ""),
-                           int(sample.labels.get("partition", "-1")))
-                    sizes[key] = int(sample.value)
-        return sizes
 
 
 def topic_counters(families: list[Any]) -> dict[str, dict[str, float]]:

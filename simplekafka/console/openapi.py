@@ -97,10 +97,9 @@ SCHEMAS: dict[str, Any] = {
         "log_start_offset": {**NULLABLE_INT, "description": "the same as earliest_offset"},
         "log_end_offset": {**NULLABLE_INT, "description": "the same as latest_offset"},
         "size_bytes": {**NULLABLE_INT, "minimum": 0, "description": (
-            "bytes of the leader replica's log, from the leader's own metrics "
-            "(kafka_log_log_size on its metrics.listener): the broker does not serve "
-            "DescribeLogDirs. null when the leader has no metrics listener or did not "
-            "answer, or the partition has no leader")},
+            "bytes of the leader replica's log, from the leader's DescribeLogDirs "
+            "answer; null when the leader did not answer or the partition has no "
+            "leader")},
     }, ["earliest_offset", "latest_offset", "log_start_offset", "log_end_offset",
         "size_bytes"])]},
     "TopicSummary": _object({

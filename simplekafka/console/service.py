@@ -492,22 +492,35 @@ class ConsoleService:
     def topic(self, name: str) -> dict[str, Any]:
         """Partitions with leader, replicas, ISR, log start and end offsets and size.
 
-        The size is the leader replica's log in bytes, from the leader's own metrics
-        (``kafka_log_log_size``): the broker does not serve DescribeLogDirs. None when
-        the leader has no metrics listener or did not answer.
+        The size is the leader replica's log in bytes, from DescribeLogDirs asked of
+        the leaders (as Kafka's tools ask); None where the leader did not answer.
         """
         if not TOPIC_NAME.match(name):
             self._unknown_topic(name)
         described = self.call(lambda: self.admin.describe_topics([name]))[name]
         partitions = [self._partition_json(p) for p in described.partitions]
         earliest, latest = self._offsets(name, described.partitions)
-        sizes = self.broker_metrics.log_sizes({p["leader"] for p in partitions
-                                               if p["leader"] >= 0})
+        sizes = self._log_sizes(name, partitions)
         for p in partitions:
             p["earliest_offset"] = p["log_start_offset"] = earliest.get(p["partition"])
             p["latest_offset"] = p["log_end_offset"] = latest.get(p["partition"])
             p["size_bytes"] = sizes.get((p["leader"], name, p["partition"]))
         return {"name": name, "internal": described.is_internal, "partitions": partitions}
+
+    def _log_sizes(self, name: str, partitions: list[dict[str, Any]]
+                   ) -> dict[tuple[int, str, int], int]:
+        """``(leader, topic, partition): bytes`` from each leader's DescribeLogDirs."""
+        leaders = sorted({p["leader"] for p in partitions if p["leader"] >= 0})
+        if not leaders:
+            return {}
+        try:
+            described = self.call(lambda: self.admin.describe_log_dirs({name: [
+                p["partition"] for p in partitions]}, brokers=leaders))
+        except ApiError:
+            return {}
+        return {(broker, topic, partition): size
+                for broker, dirs in described.items() for d in dirs
+                for (topic, partition), (size, _lag) in d.partitions.items()}
 
     @staticmethod
     def _unknown_topic(name: str) -> None:
