@@ -312,8 +312,9 @@ BROKER_ID_PARAM = {"name": "broker_id", "in": "path", "required": True,
                    "schema": {"type": "string", "pattern": "^([0-9]{1,9}|default)$"},
                    "description": "a broker id, or default (the cluster-wide dynamic default)"}
 USER_PARAM = {"name": "user", "in": "path", "required": True,
-              "schema": {"type": "string", "minLength": 1, "maxLength": 255,
-                         "pattern": NO_CONTROLS}}
+              "schema": {"type": "string", "minLength": 1, "not": {"enum": [".", ".."]},
+                         "description": "any name but . and .. (brokers keep it "
+                                        "URL-encoded in its znode, as Kafka does)"}}
 UNREACHABLE = _error("the cluster did not answer in time")
 BAD_INPUT = _error("bad input (the message says what)")
 

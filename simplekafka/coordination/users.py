@@ -13,17 +13,21 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from simplekafka.coordination.configs import read_entity_config, write_entity_config
+from simplekafka.coordination.configs import (
+    USERS,
+    desanitize,
+    read_entity_config,
+    write_entity_config,
+)
 from simplekafka.protocol.sasl import SCRAM_MECHANISMS, ScramCredential
 
-USERS = "users"
 CONFIG_USERS = "/config/users"
 
 
 def list_users(zk: KazooClient) -> list[str]:
     """Every user with an entity config (sorted)."""
     try:
-        return sorted(zk.get_children(CONFIG_USERS))
+        return sorted(desanitize(child) for child in zk.get_children(CONFIG_USERS))
     except NoNodeError:
         return []
 

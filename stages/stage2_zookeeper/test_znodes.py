@@ -157,3 +157,24 @@ def test_any_json_shape_decodes_or_raises_znode_format_error(value):
             decode(data)
         except ZnodeFormatError:
             pass
+
+
+# -- entity names in /config/users and /config/clients ---------------------------------------
+
+@pytest.mark.parametrize("name, znode", [
+    ("alice", "alice"),
+    ("user-1_a.b", "user-1_a.b"),
+    # Kafka's SanitizerTest example: everything but letters, digits and ._- is encoded.
+    ("CN=Some characters !@#$%&*()_-+=';:,/~",
+     "CN%3DSome%20characters%20%21%40%23%24%25%26%2A%28%29_-%2B%3D%27%3B%3A%2C%2F%7E"),
+    ("\u4e00", "%E4%B8%80"),
+    ("<default>", "<default>"),  # the default entity is stored as is
+])
+def test_user_and_client_names_are_sanitized_as_kafka_does(name, znode):
+    from simplekafka.coordination.configs import desanitize, entity_path, sanitize
+
+    assert sanitize(name) == znode
+    assert desanitize(znode) == name
+    assert entity_path("users", name) == f"/config/users/{znode}"
+    assert entity_path("clients", name) == f"/config/clients/{znode}"
+    assert entity_path("topics", "a.b") == "/config/topics/a.b"

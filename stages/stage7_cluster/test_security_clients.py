@@ -400,6 +400,28 @@ def test_admin_client_alters_and_describes_scram_credentials(secured):
         admin.describe_user_scram_credentials(["erin"])["erin"].result(30)
 
 
+def test_any_user_name_is_kept_under_kafkas_sanitized_znode_and_logs_in(secured):
+    """A name ZooKeeper would refuse as a path ("/", a character past U+FFFF) is
+    URL-encoded in its znode, as Kafka's Sanitizer writes it, and still logs in."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    name = "ops/ella \U0001f418"
+    admin = AdminClient(confluent_settings(secured, "SASL_SSL", "SCRAM-SHA-512", "carol",
+                                           "carol-secret"))
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+        b"ella-secret")])[name].result(30)
+    assert secured.cluster.zk.exists("/config/users/ops%2Fella%20%F0%9F%90%98") is not None
+    assert name in admin.describe_user_scram_credentials([name])[name].result(30).user
+    secured.cluster.wait_for(lambda: can_log_in(secured, "SCRAM-SHA-256", name, "ella-secret"),
+                             "the sanitized user to log in", timeout=30)
+
+
 # -- hostile bytes on the secured listeners ---------------------------------------------------
 
 

@@ -95,6 +95,9 @@ def _alter(zk: Any, request: Any) -> dict:
         if not alteration.name:
             problems[alteration.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not "
                                          "be empty")
+        elif alteration.name in (".", ".."):  # the one name a znode cannot take, sanitized
+            problems[alteration.name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                                         f"Username {alteration.name!r} is not allowed")
         elif mechanism is None:
             problems[alteration.name] = (ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                                          "Unknown SCRAM mechanism")
