@@ -24,6 +24,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from simplekafka.broker.coordinator.runtime import IllegalStateTransition
 from simplekafka.broker.group.records import OffsetValue
 
 
@@ -44,10 +45,6 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
     GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
     GroupState.DEAD: frozenset(GroupState),
 }
-
-
-class IllegalStateTransition(RuntimeError):
-    """A transition the group state machine does not have (a coordinator bug)."""
 
 
 @dataclass
