@@ -15,27 +15,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer
 
-from simplekafka.broker.collaborators import (
-    Config,
-    DelayedCall,
-    Flag,
-    LogConfigSource,
-    Reactor,
-    RecordAppender,
-    ZooKeeperHandle,
-    in_worker_thread,
-)
+# Re-exported (``as`` marks it) for the handlers; documented with broker.collaborators.
+from simplekafka.broker.collaborators import Config as Config
+from simplekafka.broker.collaborators import DelayedCall as DelayedCall
+from simplekafka.broker.collaborators import Flag as Flag
+from simplekafka.broker.collaborators import LogConfigSource as LogConfigSource
+from simplekafka.broker.collaborators import Reactor as Reactor
+from simplekafka.broker.collaborators import RecordAppender as RecordAppender
+from simplekafka.broker.collaborators import ZooKeeperHandle as ZooKeeperHandle
+from simplekafka.broker.collaborators import in_worker_thread as in_worker_thread
 from simplekafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from simplekafka.broker.partition import Partition
     from simplekafka.protocol.acls import AclOperation, ResourceType
-
-__all__ = [
-    "Authorizer", "Config", "DelayedCall", "FetchSource", "Flag", "Leaders",
-    "LogConfigSource", "Reactor", "RecordAppender", "RecordDeleter", "TopicCreator",
-    "ZooKeeperHandle", "in_worker_thread",
-]
 
 
 class Leaders(Protocol):
