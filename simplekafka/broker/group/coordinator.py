@@ -37,11 +37,11 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.collaborators import Config, Reactor, ZooKeeperHandle
+from simplekafka.broker.collaborators import Config, DelayedCall, Reactor, ZooKeeperHandle
 from simplekafka.broker.coordinator.runtime import (
     CoordinatorPartitions,
     InternalTopicReplicas,
@@ -822,7 +822,7 @@ class GroupCoordinator:
                 continue
             waits.append(self._delete(group).addCallback(_set_error_code, result))
 
-        def outcome(_: Any = None) -> list[tuple[str, ErrorCode]]:
+        def outcome(_: object = None) -> list[tuple[str, ErrorCode]]:
             return [(group_id, code) for group_id, code in results]
 
         if not waits:
@@ -955,6 +955,6 @@ def _set_error_code(code: ErrorCode, result: list) -> None:
     result[1] = code
 
 
-def _cancel(timer: Any) -> None:
+def _cancel(timer: DelayedCall | None) -> None:
     if timer is not None and timer.active():
         timer.cancel()

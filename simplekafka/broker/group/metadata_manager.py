@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from twisted.internet import defer
 
@@ -45,7 +45,7 @@ from simplekafka.broker.group.records import (
 from simplekafka.broker.group.state import Group
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.records import build_batch
+from simplekafka.protocol.records import Record, RecordBatch, build_batch
 
 if TYPE_CHECKING:
     from simplekafka.broker.partition import Partition
@@ -197,7 +197,7 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[Offset
             if now_ms - max(value.commit_timestamp, since) >= retention_ms]
 
 
-def _is_commit(batch: Any) -> bool:
+def _is_commit(batch: RecordBatch) -> bool:
     """Whether a control batch is a COMMIT marker (key: int16 version, int16 type 1)."""
     for record in batch:
         key = record.key or b""
@@ -205,7 +205,7 @@ def _is_commit(batch: Any) -> bool:
     return False
 
 
-def _replay(record: Any, offsets: dict, groups: dict) -> None:
+def _replay(record: Record, offsets: dict, groups: dict) -> None:
     try:
         key = decode_key(record.key or b"")
         if isinstance(key, OffsetKey):

@@ -75,7 +75,7 @@ class MarkerSender(Protocol):
 
 # Answers now, or a Deferred of one once the change is replicated.
 Answer = Any
-ProducerIdSource = Callable[[], Any]  # an int, a Deferred of one, or raises KafkaError
+ProducerIdSource = Callable[[], "int | defer.Deferred"]  # or raises KafkaError
 
 
 class TransactionCoordinator:
