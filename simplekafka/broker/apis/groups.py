@@ -77,7 +77,7 @@ def commit_readable_topics(authorizer: Authorizer, context: RequestContext, requ
     if not request.topics:
         return answer(refused_results)
     return now_or_later(commit(context, request),
-                         lambda results: answer(list(results) + refused_results))
+                        lambda results: answer(list(results) + refused_results))
 
 
 class GroupApis:
