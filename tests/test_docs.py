@@ -197,9 +197,13 @@ def test_diagrams_are_drawn_from_their_graphviz_sources(page, diagram, site):
     assert any(f"<title>{diagram}</title>" in svg for svg in svgs)
 
 
-def test_the_produce_path_names_functions_that_exist():
-    names = re.findall(r"simplekafka(?:\.\w+)+", (DOCS / "diagrams/produce_path.dot").read_text())
-    assert len(names) >= 8
+@pytest.mark.parametrize("page, at_least", [("diagrams/produce_path.dot", 8),
+                                             ("architecture.md", 40)])
+def test_the_maps_name_modules_and_functions_that_exist(page, at_least):
+    """The produce path diagram and the architecture map name real code, so they cannot
+    drift from it."""
+    names = re.findall(r"simplekafka(?:\.\w+)+", (DOCS / page).read_text())
+    assert len(names) >= at_least
     for name in names:
         parts = name.split(".")
         for cut in range(len(parts), 0, -1):

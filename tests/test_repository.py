@@ -8,6 +8,7 @@ runs every chapter listing, is checked in tests/test_docs.py.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,32 @@ def test_import_layers_contract_holds():
     result = _run([str(BIN / "lint-imports")])
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" not in result.stdout.lower() or "0 broken" in result.stdout
+
+
+DOMAIN_RULE = "The broker's domain never imports the request handlers"
+
+
+@pytest.mark.parametrize("module, planted", [
+    # a coordinator reaching for a wire helper, as group/ and transaction/ once did
+    ("simplekafka/broker/group/coordinator.py",
+     "from simplekafka.broker.apis.groups import GroupApis  # planted\n"),
+    # a module no one has written yet is under the rule too (the contract's wildcard)
+    ("simplekafka/broker/planted.py", "import simplekafka.broker.apis.collaborators\n"),
+])
+def test_the_domain_rule_fails_on_a_planted_import_of_apis(module, planted, tmp_path):
+    """The import-linter contract is not vacuous: a copy of the package with one import of
+    ``simplekafka.broker.apis`` from the domain breaks it (and only it)."""
+    shutil.copytree(ROOT / "simplekafka", tmp_path / "simplekafka",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    target = tmp_path / module
+    target.write_text((target.read_text() if target.exists() else "") + planted)
+    result = subprocess.run(
+        [str(BIN / "lint-imports"), "--no-cache"], cwd=tmp_path, capture_output=True,
+        text=True, timeout=300, check=False, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode != 0, result.stdout + result.stderr
+    broken = [line for line in result.stdout.splitlines() if "BROKEN" in line]
+    assert len(broken) == 1 and broken[0].startswith(DOMAIN_RULE), result.stdout
 
 
 def test_type_check_is_clean():

@@ -42,7 +42,7 @@ from simplekafka.broker.apis.offsets import (
 )
 from simplekafka.broker.apis.partitions import CreatePartitionsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
-from simplekafka.broker.apis.producer_ids import InitProducerIdHandler, ProducerIdManager
+from simplekafka.broker.apis.producer_ids import InitProducerIdHandler
 from simplekafka.broker.apis.reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
@@ -98,6 +98,7 @@ from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
+from simplekafka.broker.transaction.producer_ids import ProducerIdManager
 from simplekafka.coordination.users import USERS
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager

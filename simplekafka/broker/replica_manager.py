@@ -40,7 +40,7 @@ from simplekafka.protocol.structs import TopicPartition
 from simplekafka.storage.errors import DescriptorsExhaustedError
 
 if TYPE_CHECKING:
-    from simplekafka.broker.apis.collaborators import Reactor
+    from simplekafka.broker.collaborators import Reactor
     from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)

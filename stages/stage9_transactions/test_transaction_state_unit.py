@@ -140,7 +140,7 @@ def world():
         clock, lambda: None, lambda: next(ids), markers, lambda group: 0,
         clock=lambda: int(clock.seconds() * 1000))
     coordinator.state_log = FakeStateLog()
-    coordinator.loaded[0] = 4
+    coordinator.ownership.loaded[0] = 4
     return SimpleNamespace(coordinator=coordinator, markers=markers, clock=clock,
                            log=coordinator.state_log)
 
@@ -177,7 +177,7 @@ def test_empty_transactional_id_is_invalid(world):
 
 def test_not_the_coordinator_and_loading(world):
     world.coordinator.state_log.local_leader = lambda index: None
-    world.coordinator.loaded.clear()
+    world.coordinator.ownership.loaded.clear()
     assert init(world).error_code == ErrorCode.NOT_COORDINATOR
 
 
@@ -293,9 +293,9 @@ def test_a_new_coordinator_finishes_what_the_old_one_decided(world):
     """Loading a partition whose log ends at PrepareCommit sends the markers again."""
     coordinator = world.coordinator
     prepared = TxnTransition(77, 2, 60_000, S.PREPARE_COMMIT, frozenset({("out", 0)}), 1, 2)
-    coordinator.loaded.clear()
+    coordinator.ownership.loaded.clear()
     coordinator.state_log.read_partition = lambda partition: {"other": prepared}
-    coordinator._load(0)
+    coordinator.ownership.run_load(0)
     assert world.markers.sent == [(77, 2, True, [("out", 0)], 4)]
     world.markers.write_all()
     assert coordinator.transactions["other"].state == S.COMPLETE_COMMIT

@@ -4,53 +4,31 @@ A handler is given exactly the collaborators it uses (the finger tutorial's
 ``IFingerService``, in today's typing): ``KafkaBroker`` passes its real parts,
 a unit test may pass a small fake of one Protocol instead of a whole broker.
 The metadata cache needs no Protocol: it is plain data (``MetadataCache``),
-cheap to build for real in a test.
+cheap to build for real in a test. The Protocols the domain shares (reactor,
+config, record appender, ZooKeeper handle) are ``broker.collaborators``'s,
+re-exported here so a handler imports its collaborators from one place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
+# Re-exported (``as`` marks it) for the handlers; documented with broker.collaborators.
+from simplekafka.broker.collaborators import Config as Config
+from simplekafka.broker.collaborators import DelayedCall as DelayedCall
+from simplekafka.broker.collaborators import Flag as Flag
+from simplekafka.broker.collaborators import LogConfigSource as LogConfigSource
+from simplekafka.broker.collaborators import Reactor as Reactor
+from simplekafka.broker.collaborators import RecordAppender as RecordAppender
+from simplekafka.broker.collaborators import ZooKeeperHandle as ZooKeeperHandle
+from simplekafka.broker.collaborators import in_worker_thread as in_worker_thread
 from simplekafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from twisted.python.threadpool import ThreadPool
-
     from simplekafka.broker.partition import Partition
     from simplekafka.protocol.acls import AclOperation, ResourceType
-    from simplekafka.storage import LogConfig
-
-
-class DelayedCall(Protocol):
-    """A timer ``callLater`` set (Twisted's IDelayedCall)."""
-
-    def active(self) -> bool: ...
-
-    def cancel(self) -> None: ...
-
-    def getTime(self) -> float: ...
-
-    def reset(self, seconds_from_now: float) -> None: ...
-
-
-class Reactor(Protocol):
-    """The part of Twisted's reactor handlers use: timers and the worker-thread pool."""
-
-    def callLater(self, delay: float, callable: Callable[..., Any], *args: Any,
-                  **kw: Any) -> DelayedCall: ...
-
-    def seconds(self) -> float: ...
-
-    def getThreadPool(self) -> ThreadPool: ...
-
-
-class Config(Protocol):
-    """Broker configuration values by their Kafka key (``BrokerConfig``)."""
-
-    def __getitem__(self, key: str) -> Any: ...
 
 
 class Leaders(Protocol):
@@ -59,14 +37,6 @@ class Leaders(Protocol):
     def leader_partition(self, topic: str, partition: int) -> Partition: ...
 
     def get_partition(self, topic: str, partition: int) -> Partition | None: ...
-
-
-class RecordAppender(Protocol):
-    """Appends batches at their leaders and waits per acks (``ReplicaManager``)."""
-
-    def append_records(self, entries: Mapping[tuple[str, int], bytes | None], acks: int,
-                       timeout_ms: int, internal: bool = False,
-                       api_version: int | None = None) -> defer.Deferred: ...
 
 
 class RecordDeleter(Protocol):
@@ -104,16 +74,3 @@ class TopicCreator(Protocol):
     """Metadata's auto-creation of an unknown topic (``TopicAdmin``)."""
 
     def auto_create(self, name: str) -> ErrorCode: ...
-
-
-# Read when asked, because they change after the handlers are built.
-ZooKeeperHandle = Callable[[], Any]  # the connected KazooClient, or None
-Flag = Callable[[], bool]
-LogConfigSource = Callable[[], "LogConfig"]
-
-
-def in_worker_thread(reactor: Reactor, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
-    """Run blocking ``fn`` (ZooKeeper, fsync) on the reactor's thread pool; the Deferred
-    fires on the reactor thread."""
-    # Twisted types its reactors as zope interfaces, which a Protocol cannot name.
-    return threads.deferToThreadPool(cast(Any, reactor), reactor.getThreadPool(), fn, *args)

@@ -14,6 +14,12 @@ their topics); Describe on the cluster to list
 every group (else only those the principal may Describe). A refused group
 answers GROUP_AUTHORIZATION_FAILED, a refused topic TOPIC_AUTHORIZATION_FAILED,
 and nothing refused reaches the coordinator.
+
+What each version means is decided here, and the coordinator gets plain
+values: JoinGroup v0 has no rebalance timeout (-1: the session timeout), v4+
+requires a known member id (KIP-394), v5+ and OffsetCommit v7+ carry a group
+instance id (KIP-345), LeaveGroup v3+ a batch of members, OffsetCommit v0 no
+generation or member id.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer
+from simplekafka.broker.coordinator.runtime import now_or_later
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import (
     CommitResult,
@@ -32,6 +39,7 @@ from simplekafka.broker.group.coordinator import (
     GroupDescription,
     JoinResult,
     OffsetFetchResult,
+    PartitionCommit,
     SyncResult,
 )
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -44,10 +52,16 @@ COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator's key type for a transactiona
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for" (INT32_MIN)
 
 
-def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.Deferred:
-    if isinstance(result, defer.Deferred):
-        return result.addCallback(answer)
-    return answer(result)
+def partition_commits(request: Any) -> list[PartitionCommit]:
+    """The offsets an OffsetCommit or TxnOffsetCommit asks to commit, in the order asked."""
+    return [PartitionCommit(t.name, p.partition_index, p.committed_offset,
+                            getattr(p, "committed_leader_epoch", -1),
+                            p.committed_metadata or "")
+            for t in request.topics for p in t.partitions]
+
+
+def _host(peer: str) -> str:
+    return peer.rsplit(":", 1)[0] if peer and ":" in peer else (peer or "")
 
 
 def commit_readable_topics(authorizer: Authorizer, context: RequestContext, request: Any,
@@ -58,14 +72,14 @@ def commit_readable_topics(authorizer: Authorizer, context: RequestContext, requ
     refused = [t for t in request.topics if not authorizer.authorize(
         context, AclOperation.READ, ResourceType.TOPIC, t.name)]
     if not refused:
-        return _now_or_later(commit(context, request), answer)
+        return now_or_later(commit(context, request), answer)
     refused_results = [(t.name, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                        for t in refused for p in t.partitions]
     request.topics = [t for t in request.topics if t not in refused]
     if not request.topics:
         return answer(refused_results)
-    return _now_or_later(commit(context, request),
-                         lambda results: answer(list(results) + refused_results))
+    return now_or_later(commit(context, request),
+                        lambda results: answer(list(results) + refused_results))
 
 
 class GroupApis:
@@ -110,30 +124,49 @@ class GroupApis:
                 return self.find_transaction_coordinator(context, request)
         if not self._group(context, AclOperation.DESCRIBE, request.key):
             return _find_coordinator_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-        code, node = self.coordinator.find_coordinator(context, request)
+        if getattr(request, "key_type", 0) != 0:  # a key type this broker does not serve
+            return _find_coordinator_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+        code, node = self.coordinator.find_coordinator(request.key or "", context.listener)
         return _find_coordinator_answer(code, node)
 
     def join_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if not self._group(context, AclOperation.READ, request.group_id):
             return _join_answer(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-        return _now_or_later(self.coordinator.join_group(context, request), _join_answer)
+        version = context.api_version
+        return now_or_later(self.coordinator.join_group(
+            request.group_id, request.member_id or "",
+            getattr(request, "group_instance_id", None) if version >= 5 else None,
+            context.client_id or "", _host(context.peer), request.session_timeout_ms,
+            request.rebalance_timeout_ms if version >= 1 else -1, request.protocol_type,
+            [(p.name, bytes(p.metadata or b"")) for p in request.protocols],
+            require_known_member_id=version >= 4), _join_answer)
 
     def sync_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if not self._group(context, AclOperation.READ, request.group_id):
             return _sync_answer(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-        return _now_or_later(self.coordinator.sync_group(context, request), _sync_answer)
+        return now_or_later(self.coordinator.sync_group(
+            request.group_id, request.member_id, getattr(request, "group_instance_id", None),
+            request.generation_id,
+            {a.member_id: bytes(a.assignment or b"") for a in request.assignments}),
+            _sync_answer)
 
     def heartbeat(self, context: RequestContext, request: Any) -> dict:
         if not self._group(context, AclOperation.READ, request.group_id):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
         return {"throttle_time_ms": 0,
-                "error_code": self.coordinator.heartbeat(context, request)}
+                "error_code": self.coordinator.heartbeat(
+                    request.group_id, request.member_id,
+                    getattr(request, "group_instance_id", None), request.generation_id)}
 
     def leave_group(self, context: RequestContext, request: Any) -> dict:
         if not self._group(context, AclOperation.READ, request.group_id):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
                     "members": []}
-        result = self.coordinator.leave_group(context, request)
+        if context.api_version >= 3:  # KIP-345: a batch, static members by instance id
+            leaving = [(m.member_id or "", m.group_instance_id) for m in request.members]
+        else:
+            leaving = [(request.member_id, None)]
+        result = self.coordinator.leave_group(request.group_id, leaving)
         top = result.error_code
         if context.api_version < 3 and result.members:
             top = result.members[0][2]  # one member, no per-member answers before v3
@@ -143,21 +176,31 @@ class GroupApis:
 
     def offset_commit(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if not self.authorizer.enabled:
-            return _now_or_later(self.coordinator.offset_commit(context, request),
-                                 _commit_answer)
+            return now_or_later(self._offset_commit(context, request), _commit_answer)
         if not self._group(context, AclOperation.READ, request.group_id):
             return _commit_answer([(t.name, p.partition_index,
                                     ErrorCode.GROUP_AUTHORIZATION_FAILED)
                                    for t in request.topics for p in t.partitions])
         return commit_readable_topics(self.authorizer, context, request,
-                                      self.coordinator.offset_commit, _commit_answer)
+                                      self._offset_commit, _commit_answer)
+
+    def _offset_commit(self, context: RequestContext, request: Any
+                       ) -> CommitResult | defer.Deferred:
+        version = context.api_version
+        return self.coordinator.offset_commit(
+            request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
+            request.member_id if version >= 1 else "",
+            getattr(request, "group_instance_id", None) if version >= 7 else None,
+            partition_commits(request))
 
     def offset_fetch(self, context: RequestContext, request: Any) -> dict:
         refused: set[str] = set()
         if not self._group(context, AclOperation.DESCRIBE, request.group_id):
             result = OffsetFetchResult(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         else:
-            result = self.coordinator.offset_fetch(context, request)
+            result = self.coordinator.offset_fetch(
+                request.group_id, None if request.topics is None else
+                [(t.name, index) for t in request.topics for index in t.partition_indexes])
             if self.authorizer.enabled and result.error_code == ErrorCode.NONE:
                 result, refused = self._visible_offsets(context, request, result)
         if result.error_code != ErrorCode.NONE:
@@ -196,7 +239,7 @@ class GroupApis:
         return OffsetFetchResult(result.error_code, tuple(offsets)), refused
 
     def list_groups(self, context: RequestContext, request: Any) -> dict:
-        result = self.coordinator.list_groups(context, request)
+        result = self.coordinator.list_groups()
         groups = result.groups
         if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
                                          CLUSTER_NAME):
@@ -208,7 +251,7 @@ class GroupApis:
 
     def describe_groups(self, context: RequestContext, request: Any) -> dict:
         groups = []
-        for found in self.coordinator.describe_groups(context, request):
+        for found in self.coordinator.describe_groups(request.groups):
             if not self._group(context, AclOperation.DESCRIBE, found.group_id):
                 groups.append(_description(GroupDescription(ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                                             found.group_id)))
@@ -224,18 +267,17 @@ class GroupApis:
         asked = list(request.groups_names)
         refused = [g for g in asked if not self._group(context, AclOperation.DELETE, g)]
         if not refused:
-            return _now_or_later(self.coordinator.delete_groups(context, request),
-                                 _delete_answer)
-        request.groups_names = [g for g in asked if g not in refused]
+            return now_or_later(self.coordinator.delete_groups(asked), _delete_answer)
+        allowed = [g for g in asked if g not in refused]
 
         def answer(results: list[tuple[str, ErrorCode]]) -> dict:
             outcome = dict(results)
             outcome.update(dict.fromkeys(refused, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             return _delete_answer([(g, outcome[g]) for g in asked])
 
-        if not request.groups_names:
+        if not allowed:
             return answer([])
-        return _now_or_later(self.coordinator.delete_groups(context, request), answer)
+        return now_or_later(self.coordinator.delete_groups(allowed), answer)
 
     def offset_delete(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if not self._group(context, AclOperation.DELETE, request.group_id):

@@ -20,7 +20,12 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer
-from simplekafka.broker.apis.groups import _find_coordinator_answer, commit_readable_topics
+from simplekafka.broker.apis.groups import (
+    _find_coordinator_answer,
+    commit_readable_topics,
+    partition_commits,
+)
+from simplekafka.broker.coordinator.runtime import now_or_later
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import CommitResult, GroupCoordinator
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -42,12 +47,6 @@ def _for_version(code: ErrorCode, api_key: ApiKey, version: int) -> ErrorCode:
     if code == ErrorCode.PRODUCER_FENCED and version < PRODUCER_FENCED_SINCE[api_key]:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     return code
-
-
-def _now_or_later(result: Any, answer: Callable[[Any], dict]) -> dict | defer.Deferred:
-    if isinstance(result, defer.Deferred):
-        return result.addCallback(answer)
-    return answer(result)
 
 
 class TransactionApis:
@@ -105,7 +104,7 @@ class TransactionApis:
 
         if refused is not None:
             return answer(dict.fromkeys(wanted, refused))
-        return _now_or_later(self.coordinator.add_partitions(
+        return now_or_later(self.coordinator.add_partitions(
             request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch, wanted), answer)
 
@@ -114,7 +113,7 @@ class TransactionApis:
         refused = self._refused(context, request.transactional_id, request.group_id)
         if refused is not None:
             return self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context)(refused)
-        return _now_or_later(self.coordinator.add_offsets(
+        return now_or_later(self.coordinator.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.group_id), self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context))
 
@@ -122,7 +121,7 @@ class TransactionApis:
         refused = self._refused(context, request.transactional_id)
         if refused is not None:
             return self._code_answer(ApiKey.END_TXN, context)(refused)
-        return _now_or_later(self.coordinator.end_transaction(
+        return now_or_later(self.coordinator.end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.committed), self._code_answer(ApiKey.END_TXN, context))
 
@@ -144,9 +143,14 @@ class TransactionApis:
             return answer([(t.name, p.partition_index, refused)
                            for t in request.topics for p in t.partitions])
         if not self.authorizer.enabled:
-            return _now_or_later(self.groups.txn_offset_commit(context, request), answer)
+            return now_or_later(self._txn_offset_commit(context, request), answer)
         return commit_readable_topics(self.authorizer, context, request,
-                                      self.groups.txn_offset_commit, answer)
+                                      self._txn_offset_commit, answer)
+
+    def _txn_offset_commit(self, context: RequestContext, request: Any
+                           ) -> CommitResult | defer.Deferred:
+        return self.groups.txn_offset_commit(request.group_id, request.producer_id,
+                                             request.producer_epoch, partition_commits(request))
 
     @staticmethod
     def _code_answer(api_key: ApiKey, context: RequestContext) -> Callable[[ErrorCode], dict]:

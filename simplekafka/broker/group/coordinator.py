@@ -22,6 +22,13 @@ so a commit the client saw succeed survives the coordinator's broker (the
 records and their persistence are ``metadata_manager``'s). The coordinator
 answers with result values (``JoinResult``, ``SyncResult``, ...), now or
 through a Deferred; ``apis/groups.py`` turns them into each version's response.
+
+It takes plain arguments, as Kafka's ``GroupCoordinator.handleJoinGroup`` and
+its siblings do: what a request version means (no rebalance timeout before
+JoinGroup v1, no static membership before v5, KIP-394's "join again with the
+member id I give you" from v4) is decided in ``apis/groups.py``, which passes
+the values and flags. Which ``__consumer_offsets`` partitions it owns, and
+when it loads and unloads them, is ``coordinator.runtime``'s.
 """
 
 from __future__ import annotations
@@ -29,22 +36,26 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Config, Reactor, ZooKeeperHandle
-from simplekafka.broker.dispatch import RequestContext
-from simplekafka.broker.group.metadata_manager import (
-    GroupMetadataManager,
-    OffsetsLog,
-    expired_offsets,
+from simplekafka.broker.collaborators import Config, DelayedCall, Reactor, ZooKeeperHandle
+from simplekafka.broker.coordinator.runtime import (
+    CoordinatorPartitions,
+    InternalTopicReplicas,
+    now_ms,
 )
+from simplekafka.broker.group.metadata_manager import GroupMetadataManager, expired_offsets
 from simplekafka.broker.group.records import OFFSETS_TOPIC, GroupValue, OffsetValue
 from simplekafka.broker.group.state import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -121,14 +132,20 @@ class GroupDescription(NamedTuple):
 CommitResult = list[tuple[str, int, ErrorCode]]
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+class PartitionCommit(NamedTuple):
+    """One offset an OffsetCommit or TxnOffsetCommit asks to commit."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
 
 
 class GroupCoordinator:
     """Every group whose ``__consumer_offsets`` partition this broker leads."""
 
-    def __init__(self, config: Config, cache: MetadataCache, replicas: OffsetsLog,
+    def __init__(self, config: Config, cache: MetadataCache, replicas: InternalTopicReplicas,
                  reactor: Reactor, zookeeper: ZooKeeperHandle):
         self.config = config
         self.cache = cache
@@ -136,8 +153,10 @@ class GroupCoordinator:
         self.reactor = reactor
         self.metadata = GroupMetadataManager(replicas, cache, config, reactor, zookeeper)
         self.groups: dict[str, Group] = {}
-        self.loaded: dict[int, int] = {}  # offsets partition -> leader epoch it was loaded at
-        self._loading: set[int] = set()
+        self.ownership = CoordinatorPartitions(
+            OFFSETS_TOPIC, reactor, local_leader=self.metadata.local_leader,
+            led_partitions=self.metadata.topic_log.led_partitions,
+            load=self._load_partition, unload=self._unload_partition)
         # producer id -> group -> offsets written in its open transaction (TxnOffsetCommit)
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
         cache.listeners.append(self.sync_ownership)
@@ -159,10 +178,7 @@ class GroupCoordinator:
             return default
         return default if value is None else value
 
-    # -- ownership: which groups this broker coordinates ----------------------------------
-
-    def _local_leader(self, index: int) -> Any:
-        return self.metadata.local_leader(index)
+    # -- ownership (``coordinator.runtime``): which groups this broker coordinates --------
 
     def check_owner(self, group_id: str) -> ErrorCode | None:
         """None if this broker coordinates the group now; else the error to answer."""
@@ -170,40 +186,14 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID
         if len(group_id.encode("utf-8")) > MAX_GROUP_ID_BYTES:
             return ErrorCode.INVALID_GROUP_ID
-        index = self.partition_of(group_id)
-        partition = self._local_leader(index)
-        if partition is None:
-            if index in self.loaded:
-                self._drop(index)
-            return ErrorCode.NOT_COORDINATOR
-        if self.loaded.get(index) != partition.leader_epoch:
-            if index in self.loaded:
-                self._drop(index)
-            self._schedule_load(index)
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return None
+        return self.ownership.check(self.partition_of(group_id))
 
     def sync_ownership(self) -> None:
         """After a metadata change: drop partitions no longer led, load newly led ones."""
-        for index, epoch in list(self.loaded.items()):
-            partition = self._local_leader(index)
-            if partition is None or partition.leader_epoch != epoch:
-                self._drop(index)
-        for (topic, index), partition in list(self.replicas.partitions.items()):
-            if topic == OFFSETS_TOPIC and partition.is_leader and index not in self.loaded:
-                self._schedule_load(index)
+        self.ownership.sync()
 
-    def _schedule_load(self, index: int) -> None:
-        if index not in self._loading:
-            self._loading.add(index)
-            self.reactor.callLater(0, self._load, index)
-
-    def _load(self, index: int) -> None:
+    def _load_partition(self, index: int, partition: Partition) -> None:
         """Rebuild the groups of one partition from its log (later records win)."""
-        self._loading.discard(index)
-        partition = self._local_leader(index)
-        if partition is None or self.loaded.get(index) == partition.leader_epoch:
-            return
         started = time.monotonic()
         metadata, offsets, records, pending = self.metadata.read_partition(partition)
         for producer_id, groups in pending.items():
@@ -226,7 +216,6 @@ class GroupCoordinator:
                     group.offsets.pop(key, None)
                 else:
                     group.offsets[key] = offset
-        self.loaded[index] = partition.leader_epoch
         log.info("%s-%d loaded: %d records, %d groups, in %.3f s", OFFSETS_TOPIC, index,
                  records, sum(1 for g in self.groups if self.partition_of(g) == index),
                  time.monotonic() - started)
@@ -246,9 +235,8 @@ class GroupCoordinator:
             self._schedule_expiry(group, member)
         return group
 
-    def _drop(self, index: int) -> None:
+    def _unload_partition(self, index: int) -> None:
         """This broker no longer coordinates partition ``index``: forget its groups."""
-        self.loaded.pop(index, None)
         for group_id in [g for g in self.groups if self.partition_of(g) == index]:
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
         for groups in self.pending_txn_offsets.values():
@@ -275,17 +263,15 @@ class GroupCoordinator:
 
     # -- FindCoordinator ------------------------------------------------------------------
 
-    def find_coordinator(self, context: RequestContext, request: Any
+    def find_coordinator(self, group_id: str, listener: str
                          ) -> tuple[ErrorCode, Node | None]:
-        """The broker coordinating the group ``request.key`` (or why there is none)."""
+        """The broker coordinating ``group_id``, its endpoint on ``listener`` (the one the
+        request came in on), or why there is none."""
 
         def answer(code: ErrorCode, node: Node | None = None
                    ) -> tuple[ErrorCode, Node | None]:
             return code, node
 
-        if getattr(request, "key_type", 0) != 0:
-            return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)  # no transactions here
-        group_id = request.key or ""
         if not group_id or len(group_id.encode("utf-8")) > MAX_GROUP_ID_BYTES:
             return answer(ErrorCode.INVALID_GROUP_ID)
         cache = self.cache
@@ -295,64 +281,67 @@ class GroupCoordinator:
         state = cache.partition(OFFSETS_TOPIC, self.partition_of(group_id))
         if state is None or state.leader < 0 or not cache.is_alive(state.leader):
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        # The coordinator's endpoint on the listener the request came in on.
-        node = cache.brokers_on(context.listener).get(state.leader)
+        node = cache.brokers_on(listener).get(state.leader)
         if node is None:
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return answer(ErrorCode.NONE, node)
 
     # -- JoinGroup ------------------------------------------------------------------------
 
-    def join_group(self, context: RequestContext, request: Any
+    def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
+                   client_id: str, client_host: str, session_timeout_ms: int,
+                   rebalance_timeout_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool
                    ) -> JoinResult | defer.Deferred:
         """A JoinResult now (refused, or nothing changed), or a Deferred of one when the
-        rebalance completes."""
-        version = context.api_version
-        group_id = request.group_id
+        rebalance completes.
 
-        def refuse(code: ErrorCode, member_id: str = request.member_id) -> JoinResult:
+        ``rebalance_timeout_ms`` <= 0 means the session timeout (JoinGroup v0 has
+        none); ``require_known_member_id`` (KIP-394, v4+) makes a dynamic member's
+        first join answer MEMBER_ID_REQUIRED with the id to come back with."""
+        instance_id = group_instance_id
+
+        def refuse(code: ErrorCode, member_id: str = member_id) -> JoinResult:
             return JoinResult(code, member_id=member_id or "")
 
         code = self.check_owner(group_id)
         if code is not None:
             return refuse(code)
-        session = request.session_timeout_ms
+        session = session_timeout_ms
         if not MIN_SESSION_TIMEOUT_MS <= session <= MAX_SESSION_TIMEOUT_MS:
             return refuse(ErrorCode.INVALID_SESSION_TIMEOUT)
-        rebalance = request.rebalance_timeout_ms if version >= 1 else -1
+        rebalance = rebalance_timeout_ms
         if rebalance is None or rebalance <= 0:
             rebalance = session
-        protocols = [(p.name, bytes(p.metadata or b"")) for p in request.protocols]
-        member_id = request.member_id or ""
-        instance_id = getattr(request, "group_instance_id", None) if version >= 5 else None
+        member_id = member_id or ""
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
                 return refuse(ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.groups[group_id] = Group(group_id)
-        if not request.protocol_type or not protocols or not group.supports(
-                request.protocol_type, [name for name, _ in protocols]):
+        if not protocol_type or not protocols or not group.supports(
+                protocol_type, [name for name, _ in protocols]):
             if not (member_id and set(group.members) == {member_id}):
                 return refuse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         static = group.static_member(instance_id)
         if static is not None and not member_id:
             # KIP-345: a static member came back (a restart): it takes its old place.
-            return self._replace_static_member(group, static, context, protocols, session,
-                                               rebalance)
+            return self._replace_static_member(group, static, client_id, client_host,
+                                               protocols, session, rebalance)
         if static is not None and static.member_id != member_id:
             return refuse(ErrorCode.FENCED_INSTANCE_ID)
         if not member_id or member_id in group.pending_members:
             if not member_id:
-                member_id = f"{instance_id or context.client_id or 'consumer'}-{uuid.uuid4()}"
-                if version >= 4 and instance_id is None:
+                member_id = f"{instance_id or client_id or 'consumer'}-{uuid.uuid4()}"
+                if require_known_member_id and instance_id is None:
                     # KIP-394: the client must come back with this id (so a retried
                     # first join cannot leave a ghost member behind).
                     group.pending_members[member_id] = self.reactor.callLater(
                         session / 1000.0, self._pending_expired, group, member_id)
                     return refuse(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             _cancel(group.pending_members.pop(member_id, None))
-            joining = Member(member_id, context.client_id or "", _host(context.peer), session,
-                             rebalance, request.protocol_type, protocols, instance_id)
+            joining = Member(member_id, client_id, client_host, session, rebalance,
+                             protocol_type, protocols, instance_id)
             return self._add_member(group, joining)
         member = group.members.get(member_id)
         if member is None:
@@ -375,9 +364,9 @@ class GroupCoordinator:
             self._prepare_rebalance(group, f"{member.member_id} joined")
         return waiter
 
-    def _replace_static_member(self, group: Group, member: Member, context: RequestContext,
-                               protocols: list, session: int, rebalance: int
-                               ) -> JoinResult | defer.Deferred:
+    def _replace_static_member(self, group: Group, member: Member, client_id: str,
+                               client_host: str, protocols: list, session: int,
+                               rebalance: int) -> JoinResult | defer.Deferred:
         """A static member rejoined with no member id: it gets a new one, the old one is
         fenced, and a Stable group does not rebalance (Kafka's
         ``updateStaticMemberAndRebalance``).
@@ -393,7 +382,7 @@ class GroupCoordinator:
         self._swap_member_id(group, member, new_id)
         log.info("group %r: static member %r rejoined as %s (%s fenced)", group.group_id,
                  member.group_instance_id, new_id, old_id)
-        member.client_id, member.client_host = context.client_id or "", _host(context.peer)
+        member.client_id, member.client_host = client_id, client_host
         member.protocols = protocols
         member.session_timeout_ms, member.rebalance_timeout_ms = session, rebalance
         self._schedule_expiry(group, member)
@@ -463,7 +452,7 @@ class GroupCoordinator:
                 member.sync_waiter = None
         initial = group.is_in(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE)
-        group.state_timestamp = _now_ms()
+        group.state_timestamp = now_ms()
         _cancel(group.join_timer)
         log.info("%s: rebalancing (%s)", group.summary(), reason)
         if initial:
@@ -509,7 +498,7 @@ class GroupCoordinator:
                      member.member_id)
             self._remove(group, member, rebalance=False)
         group.generation += 1
-        group.state_timestamp = _now_ms()
+        group.state_timestamp = now_ms()
         if not group.members:
             group.transition_to(GroupState.EMPTY)
             group.protocol = None
@@ -539,18 +528,21 @@ class GroupCoordinator:
 
     # -- SyncGroup ------------------------------------------------------------------------
 
-    def sync_group(self, context: RequestContext, request: Any
+    def sync_group(self, group_id: str, member_id: str, group_instance_id: str | None,
+                   generation_id: int, assignments: Mapping[str, bytes]
                    ) -> SyncResult | defer.Deferred:
-        code = self.check_owner(request.group_id)
+        """The member's assignment, now (Stable) or once the leader's is stored; only the
+        leader's ``assignments`` (member id -> bytes the broker never reads) count."""
+        code = self.check_owner(group_id)
         if code is not None:
             return SyncResult(code)
-        group = self.groups.get(request.group_id)
-        if group is not None and group.is_fenced(request.member_id, _instance_of(request)):
+        group = self.groups.get(group_id)
+        if group is not None and group.is_fenced(member_id, group_instance_id):
             return SyncResult(ErrorCode.FENCED_INSTANCE_ID)
-        member = group.members.get(request.member_id) if group else None
+        member = group.members.get(member_id) if group else None
         if group is None or member is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
-        if request.generation_id != group.generation:
+        if generation_id != group.generation:
             return SyncResult(ErrorCode.ILLEGAL_GENERATION)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
@@ -562,7 +554,6 @@ class GroupCoordinator:
         waiter: defer.Deferred = defer.Deferred()
         member.sync_waiter = waiter
         if member.member_id == group.leader_id:
-            assignments = {a.member_id: bytes(a.assignment or b"") for a in request.assignments}
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             generation = group.generation
@@ -582,7 +573,7 @@ class GroupCoordinator:
             self._prepare_rebalance(group, "assignment not stored")
             return
         group.transition_to(GroupState.STABLE)
-        group.state_timestamp = _now_ms()
+        group.state_timestamp = now_ms()
         log.info("%s", group.summary())
         for member in group.members.values():
             waiter, member.sync_waiter = member.sync_waiter, None
@@ -591,36 +582,34 @@ class GroupCoordinator:
 
     # -- Heartbeat, LeaveGroup, session expiry --------------------------------------------
 
-    def heartbeat(self, context: RequestContext, request: Any) -> ErrorCode:
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation_id: int) -> ErrorCode:
         def answer(code: ErrorCode) -> ErrorCode:
             return code
 
-        code = self.check_owner(request.group_id)
+        code = self.check_owner(group_id)
         if code is not None:
             return answer(code)
-        group = self.groups.get(request.group_id)
-        if group is not None and group.is_fenced(request.member_id, _instance_of(request)):
+        group = self.groups.get(group_id)
+        if group is not None and group.is_fenced(member_id, group_instance_id):
             return answer(ErrorCode.FENCED_INSTANCE_ID)
-        member = group.members.get(request.member_id) if group else None
+        member = group.members.get(member_id) if group else None
         if group is None or member is None or group.is_in(GroupState.EMPTY):
             return answer(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._schedule_expiry(group, member)
             return answer(ErrorCode.REBALANCE_IN_PROGRESS)
-        if request.generation_id != group.generation:
+        if generation_id != group.generation:
             return answer(ErrorCode.ILLEGAL_GENERATION)
         self._schedule_expiry(group, member)
         return answer(ErrorCode.NONE)
 
-    def leave_group(self, context: RequestContext, request: Any) -> LeaveResult:
-        """One member (v0-v2) or a batch (v3+, KIP-345: static members by instance id)."""
-        version = context.api_version
-        if version >= 3:
-            leaving = [(m.member_id or "", m.group_instance_id) for m in request.members]
-        else:
-            leaving = [(request.member_id, None)]
-        code = self.check_owner(request.group_id)
-        group = self.groups.get(request.group_id) if code is None else None
+    def leave_group(self, group_id: str, leaving: Iterable[tuple[str, str | None]]
+                    ) -> LeaveResult:
+        """Members leave, each by (member id, group instance id): KIP-345's static members
+        by instance id, their member id possibly empty."""
+        code = self.check_owner(group_id)
+        group = self.groups.get(group_id) if code is None else None
         results = []
         for member_id, instance_id in leaving:
             member_code = code or ErrorCode.NONE
@@ -690,27 +679,24 @@ class GroupCoordinator:
 
     # -- OffsetCommit, OffsetFetch --------------------------------------------------------
 
-    def offset_commit(self, context: RequestContext, request: Any
+    def offset_commit(self, group_id: str, generation: int, member_id: str,
+                      group_instance_id: str | None, offsets: list[PartitionCommit]
                       ) -> CommitResult | defer.Deferred:
-        """Each offset's outcome, once the accepted ones are replicated (acks=all)."""
-        version = context.api_version
-        generation = request.generation_id_or_member_epoch if version >= 1 else -1
-        member_id = request.member_id if version >= 1 else ""
+        """Each offset's outcome, once the accepted ones are replicated (acks=all). A
+        consumer outside any group commits with generation -1 and no member id."""
+        instance_id = group_instance_id
         results: list[list] = []  # [topic, partition, code], in the order asked
 
         def answer() -> CommitResult:
             return [(topic, index, code) for topic, index, code in results]
 
         def everyone(code: ErrorCode) -> CommitResult:
-            return [(topic.name, p.partition_index, code)
-                    for topic in request.topics for p in topic.partitions]
+            return [(p.topic, p.partition, code) for p in offsets]
 
-        group_id = request.group_id
         code = self.check_owner(group_id)
         if code is not None:
             return everyone(code)
         group = self.groups.get(group_id)
-        instance_id = _instance_of(request) if version >= 7 else None
         if group is not None and group.is_fenced(member_id, instance_id):
             return everyone(ErrorCode.FENCED_INSTANCE_ID)
         code = self._commit_allowed(group, generation, member_id)
@@ -722,23 +708,20 @@ class GroupCoordinator:
         if member is not None:
             self._schedule_expiry(group, member)
         cache = self.cache
-        now = _now_ms()
+        now = now_ms()
         accepted: list[tuple[tuple[str, int], OffsetValue, list]] = []
-        for topic in request.topics:
-            for p in topic.partitions:
-                part = [topic.name, p.partition_index, ErrorCode.NONE]
-                results.append(part)
-                metadata = p.committed_metadata or ""
-                if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
-                    part[2] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                    continue
-                if cache.partition(topic.name, p.partition_index) is None:
-                    part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                value = OffsetValue(p.committed_offset,
-                                    getattr(p, "committed_leader_epoch", -1), metadata, now)
-                key = (topic.name, p.partition_index)
-                accepted.append((key, value, part))
+        for p in offsets:
+            part = [p.topic, p.partition, ErrorCode.NONE]
+            results.append(part)
+            metadata = p.metadata
+            if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+                part[2] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            if cache.partition(p.topic, p.partition) is None:
+                part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            value = OffsetValue(p.offset, p.leader_epoch, metadata, now)
+            accepted.append(((p.topic, p.partition), value, part))
         if not accepted:
             return answer()
 
@@ -772,17 +755,15 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 
-    def offset_fetch(self, context: RequestContext, request: Any) -> OffsetFetchResult:
-        """The committed offsets of the partitions asked for (all of the group's if none)."""
-        code = self.check_owner(request.group_id)
+    def offset_fetch(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+                     ) -> OffsetFetchResult:
+        """The committed offsets of the partitions asked for (all of the group's if None)."""
+        code = self.check_owner(group_id)
         if code is not None:
             return OffsetFetchResult(code)
-        group = self.groups.get(request.group_id)
+        group = self.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
-        if request.topics is None:
-            wanted = sorted(offsets)
-        else:
-            wanted = [(t.name, index) for t in request.topics for index in t.partition_indexes]
+        wanted = sorted(offsets) if partitions is None else list(partitions)
         found = []
         for name, index in wanted:
             value = offsets.get((name, index))
@@ -793,17 +774,17 @@ class GroupCoordinator:
 
     # -- ListGroups, DescribeGroups, DeleteGroups -----------------------------------------
 
-    def list_groups(self, context: RequestContext, request: Any) -> ListGroupsResult:
+    def list_groups(self) -> ListGroupsResult:
         self.sync_ownership()
-        code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.ownership.loading \
+            else ErrorCode.NONE
         return ListGroupsResult(code, tuple(
             (g.group_id, g.protocol_type or "")
             for g in sorted(self.groups.values(), key=lambda g: g.group_id)
             if not g.is_in(GroupState.DEAD)))
 
-    def describe_groups(self, context: RequestContext, request: Any
-                        ) -> list[GroupDescription]:
-        return [self._describe(group_id) for group_id in request.groups]
+    def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        return [self._describe(group_id) for group_id in group_ids]
 
     def _describe(self, group_id: str) -> GroupDescription:
         code = self.check_owner(group_id)
@@ -822,12 +803,12 @@ class GroupCoordinator:
                                     m.assignment if stable else b"")
                   for m in group.members.values()))
 
-    def delete_groups(self, context: RequestContext, request: Any
+    def delete_groups(self, group_ids: Iterable[str]
                       ) -> list[tuple[str, ErrorCode]] | defer.Deferred:
         """(group id, outcome) per group asked, once the deletions are replicated."""
         results: list[list] = []
         waits = []
-        for group_id in request.groups_names:
+        for group_id in group_ids:
             result = [group_id, ErrorCode.NONE]
             results.append(result)
             code = self.check_owner(group_id)
@@ -841,7 +822,7 @@ class GroupCoordinator:
                 continue
             waits.append(self._delete(group).addCallback(_set_error_code, result))
 
-        def outcome(_: Any = None) -> list[tuple[str, ErrorCode]]:
+        def outcome(_: object = None) -> list[tuple[str, ErrorCode]]:
             return [(group_id, code) for group_id, code in results]
 
         if not waits:
@@ -939,7 +920,7 @@ class GroupCoordinator:
     def expire_offsets(self) -> None:
         """Drop offsets of empty groups older than offsets.retention.minutes (then the group)."""
         retention_ms = self._config("offsets.retention.minutes", 10080) * 60_000
-        now = _now_ms()
+        now = now_ms()
         for group in list(self.groups.values()):
             if not group.is_in(GroupState.EMPTY):
                 continue
@@ -958,39 +939,34 @@ class GroupCoordinator:
 
     # -- TxnOffsetCommit: offsets that count once their transaction commits --------------
 
-    def txn_offset_commit(self, context: RequestContext, request: Any
-                          ) -> CommitResult | defer.Deferred:
+    def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
+                          offsets: list[PartitionCommit]) -> CommitResult | defer.Deferred:
         """Write offsets in the producer's transaction (a transactional batch); they stay
         pending, invisible to OffsetFetch, until the transaction's marker reaches this
         group's partition (``complete_transaction``)."""
-        group_id = request.group_id
-        wanted = [(t.name, p) for t in request.topics for p in t.partitions]
         code = self.check_owner(group_id)
         if code is not None:
-            return [(topic, p.partition_index, code) for topic, p in wanted]
-        now = _now_ms()
+            return [(p.topic, p.partition, code) for p in offsets]
+        now = now_ms()
         results: list[list] = []
         accepted: list[tuple[tuple[str, int], OffsetValue]] = []
-        for topic, p in wanted:
-            part = [topic, p.partition_index, ErrorCode.NONE]
+        for p in offsets:
+            part = [p.topic, p.partition, ErrorCode.NONE]
             results.append(part)
-            metadata = p.committed_metadata or ""
+            metadata = p.metadata
             if len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
                 part[2] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            elif self.cache.partition(topic, p.partition_index) is None:
+            elif self.cache.partition(p.topic, p.partition) is None:
                 part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                accepted.append(((topic, p.partition_index), OffsetValue(
-                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), metadata,
-                    now)))
+                accepted.append(((p.topic, p.partition), OffsetValue(
+                    p.offset, p.leader_epoch, metadata, now)))
 
         def answer() -> CommitResult:
             return [(topic, index, code) for topic, index, code in results]
 
         if not accepted:
             return answer()
-        producer_id = request.producer_id
-
         def stored(code: ErrorCode) -> CommitResult:
             if code == ErrorCode.NONE:
                 pending = self.pending_txn_offsets.setdefault(producer_id, {})
@@ -1002,7 +978,7 @@ class GroupCoordinator:
             return answer()
 
         return self.metadata.store_offsets(group_id, accepted, producer=(
-            producer_id, request.producer_epoch)).addCallback(stored)
+            producer_id, producer_epoch)).addCallback(stored)
 
     def complete_transaction(self, producer_id: int, partition_index: int,
                              committed: bool) -> None:
@@ -1025,19 +1001,10 @@ class GroupCoordinator:
             self._forget(group_id, ErrorCode.NOT_COORDINATOR)
 
 
-def _instance_of(request: Any) -> str | None:
-    """The request's ``group_instance_id`` (absent before the KIP-345 versions)."""
-    return getattr(request, "group_instance_id", None)
-
-
 def _set_error_code(code: ErrorCode, result: list) -> None:
     result[1] = code
 
 
-def _cancel(timer: Any) -> None:
+def _cancel(timer: DelayedCall | None) -> None:
     if timer is not None and timer.active():
         timer.cancel()
-
-
-def _host(peer: str) -> str:
-    return peer.rsplit(":", 1)[0] if peer and ":" in peer else (peer or "")

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import (
-    Config,
-    Reactor,
-    RecordAppender,
-    ZooKeeperHandle,
-    in_worker_thread,
+from simplekafka.broker.collaborators import Config, Reactor, ZooKeeperHandle
+from simplekafka.broker.coordinator.runtime import (
+    CoordinatorLog,
+    InternalTopicReplicas,
+    read_batches,
 )
 from simplekafka.broker.group.records import (
     OFFSETS_TOPIC,
@@ -46,7 +45,7 @@ from simplekafka.broker.group.records import (
 from simplekafka.broker.group.state import Group
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.records import build_batch, parse_batches
+from simplekafka.protocol.records import Record, RecordBatch, build_batch
 
 if TYPE_CHECKING:
     from simplekafka.broker.partition import Partition
@@ -70,14 +69,6 @@ APPEND_ERRORS = {
 OffsetsKey = tuple[str, int]
 
 
-class OffsetsLog(RecordAppender, Protocol):
-    """The ReplicaManager, as the group coordinator and its metadata manager use it."""
-
-    partitions: dict[tuple[str, int], Partition]
-
-    def get_partition(self, topic: str, partition: int) -> Partition | None: ...
-
-
 class PartitionContents(NamedTuple):
     """What one ``__consumer_offsets`` partition says, read from its start."""
 
@@ -89,31 +80,35 @@ class PartitionContents(NamedTuple):
 
 
 class GroupMetadataManager:
-    """Reads and writes the groups' records; owns nothing but the topic's creation flag."""
+    """Reads and writes the groups' records in ``__consumer_offsets`` (through its
+    ``CoordinatorLog``); owns no group state."""
 
-    def __init__(self, replicas: OffsetsLog, cache: MetadataCache, config: Config,
+    def __init__(self, replicas: InternalTopicReplicas, cache: MetadataCache, config: Config,
                  reactor: Reactor, zookeeper: ZooKeeperHandle):
         self.replicas = replicas
         self.cache = cache
         self.config = config
-        self.reactor = reactor
-        self.zookeeper = zookeeper
-        self._creating_topic = False
+        self.topic_log = CoordinatorLog(
+            OFFSETS_TOPIC, replicas, cache, config, reactor, zookeeper,
+            partitions_key="offsets.topic.num.partitions",
+            replication_key="offsets.topic.replication.factor",
+            # Kafka's settings: compacted, so a group's offsets take one record per key
+            topic_config=lambda: {"cleanup.policy": "compact",
+                                  "segment.bytes": str(config["offsets.topic.segment.bytes"])},
+            append_errors=APPEND_ERRORS, append_timeout_ms=COMMIT_TIMEOUT_MS)
 
     # -- which partition ------------------------------------------------------------------
 
     @property
     def num_partitions(self) -> int:
-        known = self.cache.topics.get(OFFSETS_TOPIC)
-        return len(known) if known else self.config["offsets.topic.num.partitions"]
+        return self.topic_log.num_partitions
 
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
     def local_leader(self, index: int) -> Partition | None:
         """The local partition ``index`` of __consumer_offsets if this broker leads it."""
-        partition = self.replicas.get_partition(OFFSETS_TOPIC, index)
-        return partition if partition is not None and partition.is_leader else None
+        return self.topic_log.local_leader(index)
 
     # -- load -------------------------------------------------------------------------------
 
@@ -122,35 +117,24 @@ class GroupMetadataManager:
         """Replay a partition's log from its start (later records win)."""
         offsets: dict[str, dict[OffsetsKey, OffsetValue | None]] = {}
         groups: dict[str, GroupValue | None] = {}
-        the_log: Any = partition.log
-        position = the_log.log_start_offset
-        end = the_log.log_end_offset
         records = 0
         pending: dict[int, dict[str, dict[OffsetsKey, OffsetValue | None]]] = {}
-        while position < end:
-            chunk = the_log.read(position, 1 << 20)
-            if not chunk:
-                break
-            batches = parse_batches(bytes(chunk))
-            if not batches:
-                break
-            for batch in batches:
-                producer_id = batch.header.producer_id
-                if batch.is_control:
-                    # A transaction's marker: its offsets count (commit) or never did.
-                    ended = pending.pop(producer_id, {})
-                    if _is_commit(batch):
-                        for group_id, entries in ended.items():
-                            offsets.setdefault(group_id, {}).update(entries)
-                elif batch.is_transactional:
-                    for record in batch:
-                        records += 1
-                        _replay(record, pending.setdefault(producer_id, {}), {})
-                else:
-                    for record in batch:
-                        records += 1
-                        _replay(record, offsets, groups)
-                position = max(position, batch.next_offset)
+        for batch in read_batches(partition):
+            producer_id = batch.header.producer_id
+            if batch.is_control:
+                # A transaction's marker: its offsets count (commit) or never did.
+                ended = pending.pop(producer_id, {})
+                if _is_commit(batch):
+                    for group_id, entries in ended.items():
+                        offsets.setdefault(group_id, {}).update(entries)
+            elif batch.is_transactional:
+                for record in batch:
+                    records += 1
+                    _replay(record, pending.setdefault(producer_id, {}), {})
+            else:
+                for record in batch:
+                    records += 1
+                    _replay(record, offsets, groups)
         return PartitionContents(groups, offsets, records, {
             pid: {g: {k: v for k, v in e.items() if v is not None} for g, e in by_group.items()}
             for pid, by_group in pending.items()})
@@ -159,29 +143,15 @@ class GroupMetadataManager:
 
     def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
                producer: tuple[int, int] | None = None) -> defer.Deferred:
-        """Append records to the group's partition; fires with an ErrorCode once replicated.
-
-        Through ``ReplicaManager.append_records`` with acks=all, as any produce;
-        its error codes become what a group client should hear (Kafka's mapping).
-        ``producer`` (id, epoch) makes the batch part of that producer's transaction.
-        """
-        index = self.partition_of(group_id)
-        if self.local_leader(index) is None:
-            return defer.succeed(ErrorCode.NOT_COORDINATOR)
-        key = (OFFSETS_TOPIC, index)
+        """Append records to the group's partition; fires with an ErrorCode once replicated
+        (acks=all, ``CoordinatorLog.append``). ``producer`` (id, epoch) makes the batch
+        part of that producer's transaction."""
         if producer is None:
             batch = build_batch(entries)
         else:
             batch = build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
                                 base_sequence=0, is_transactional=True)
-        appended = self.replicas.append_records(
-            {key: batch}, acks=-1, timeout_ms=COMMIT_TIMEOUT_MS, internal=True)
-
-        def code_of(results: dict) -> ErrorCode:
-            code = results[key].error_code
-            return APPEND_ERRORS.get(code, code)
-
-        return appended.addCallback(code_of)
+        return self.topic_log.append(self.partition_of(group_id), batch)
 
     def store_group(self, group: Group) -> defer.Deferred:
         """Write the group's metadata record (generation, protocol, members, assignments)."""
@@ -217,33 +187,7 @@ class GroupMetadataManager:
 
     def ensure_offsets_topic(self) -> None:
         """Create __consumer_offsets (in the background) if no one has yet."""
-        zk = self.zookeeper()
-        if self._creating_topic or zk is None:
-            return
-        from simplekafka.coordination.topics import TopicError, create_topic
-
-        self._creating_topic = True
-        config = self.config
-        live = max(len(self.cache.brokers), 1)
-        replication = min(config["offsets.topic.replication.factor"], live)
-        partitions = config["offsets.topic.num.partitions"]
-        work = in_worker_thread(
-            self.reactor, create_topic, zk,
-            OFFSETS_TOPIC, partitions, replication,
-            # Kafka's settings: compacted, so a group's offsets take one record per key
-            {"cleanup.policy": "compact",
-             "segment.bytes": str(config["offsets.topic.segment.bytes"])})
-
-        def created(_: Any) -> None:
-            log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
-                     partitions, replication)
-
-        def failed(failure: Any) -> None:
-            if not failure.check(TopicError):
-                log.warning("creating %s failed: %s", OFFSETS_TOPIC, failure.getErrorMessage())
-
-        work.addCallbacks(created, failed)
-        work.addBoth(lambda _: setattr(self, "_creating_topic", False))
+        self.topic_log.ensure_topic()
 
 
 def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[OffsetsKey]:
@@ -253,7 +197,7 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[Offset
             if now_ms - max(value.commit_timestamp, since) >= retention_ms]
 
 
-def _is_commit(batch: Any) -> bool:
+def _is_commit(batch: RecordBatch) -> bool:
     """Whether a control batch is a COMMIT marker (key: int16 version, int16 type 1)."""
     for record in batch:
         key = record.key or b""
@@ -261,7 +205,7 @@ def _is_commit(batch: Any) -> bool:
     return False
 
 
-def _replay(record: Any, offsets: dict, groups: dict) -> None:
+def _replay(record: Record, offsets: dict, groups: dict) -> None:
     try:
         key = decode_key(record.key or b"")
         if isinstance(key, OffsetKey):

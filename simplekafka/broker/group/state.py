@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
+from simplekafka.broker.coordinator.runtime import IllegalStateTransition
 from simplekafka.broker.group.records import OffsetValue
 from simplekafka.protocol.definitions import F, build_struct
 
@@ -32,6 +33,11 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 # protocol's v0): what the coordinator reads to know the topics a group consumes.
 _SUBSCRIPTION_PREFIX = build_struct("ConsumerProtocolSubscription", [
     F("version", "int16"), F("topics", "[]string")], 0, False)
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
+
+    from simplekafka.broker.collaborators import DelayedCall
 
 
 class GroupState(enum.Enum):
@@ -53,10 +59,6 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
-class IllegalStateTransition(RuntimeError):
-    """A transition the group state machine does not have (a coordinator bug)."""
-
-
 @dataclass
 class Member:
     """A consumer in the group, with what it asked for and what it was given."""
@@ -70,9 +72,9 @@ class Member:
     protocols: list[tuple[str, bytes]]
     group_instance_id: str | None = None
     assignment: bytes = b""
-    join_waiter: Any = None  # (Deferred, api_version) while a JoinGroup waits
-    sync_waiter: Any = None  # Deferred while a SyncGroup waits
-    expiry: Any = None  # the session timer (an IDelayedCall)
+    join_waiter: defer.Deferred | None = None  # while a JoinGroup waits
+    sync_waiter: defer.Deferred | None = None  # while a SyncGroup waits
+    expiry: DelayedCall | None = None  # the session timer
 
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
@@ -95,10 +97,10 @@ class Group:
     protocol: str | None = None
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
-    pending_members: dict[str, Any] = field(default_factory=dict)  # member id -> expiry timer
+    pending_members: dict[str, DelayedCall] = field(default_factory=dict)  # id -> expiry
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
     state_timestamp: int = -1
-    join_timer: Any = None  # the delayed completion of PreparingRebalance
+    join_timer: DelayedCall | None = None  # the delayed completion of PreparingRebalance
     new_member_joined: bool = False
     initial_delay: bool = False  # True while a new group waits group.initial.rebalance.delay.ms
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from simplekafka.broker.apis.collaborators import in_worker_thread
+from simplekafka.broker.collaborators import in_worker_thread
 from simplekafka.coordination.configs import read_entity_config, write_entity_config
 from simplekafka.coordination.users import USERS, list_users, scram_credentials
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType

@@ -3,5 +3,7 @@
 ``state`` holds one transactional id's metadata and its state machine,
 ``records`` the bytes of its ``__transaction_state`` records,
 ``metadata_manager`` reads and writes them, ``marker_channel`` sends
-WriteTxnMarkers to the partition leaders, and ``coordinator`` decides.
+WriteTxnMarkers to the partition leaders, ``producer_ids`` reserves producer
+ids in ZooKeeper, and ``coordinator`` decides; which partitions it owns is the
+shared ``broker.coordinator.runtime``'s.
 """

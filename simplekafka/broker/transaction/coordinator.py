@@ -25,14 +25,17 @@ coordinator returns result values, ``apis/transactions.py`` builds answers.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Config, Reactor, ZooKeeperHandle
-from simplekafka.broker.group.metadata_manager import OffsetsLog
+from simplekafka.broker.collaborators import Config, Reactor, ZooKeeperHandle
+from simplekafka.broker.coordinator.runtime import (
+    CoordinatorPartitions,
+    InternalTopicReplicas,
+    now_ms,
+)
 from simplekafka.broker.group.records import OFFSETS_TOPIC
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.transaction.metadata_manager import TransactionStateManager
@@ -47,6 +50,9 @@ from simplekafka.broker.transaction.state import (
 )
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 from simplekafka.protocol.structs import Node
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -77,21 +83,17 @@ class MarkerSender(Protocol):
 
 # Answers now, or a Deferred of one once the change is replicated.
 Answer = Any
-ProducerIdSource = Callable[[], Any]  # an int, a Deferred of one, or raises KafkaError
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+ProducerIdSource = Callable[[], "int | defer.Deferred"]  # or raises KafkaError
 
 
 class TransactionCoordinator:
     """Every transactional id whose ``__transaction_state`` partition this broker leads."""
 
-    def __init__(self, config: Config, cache: MetadataCache, replicas: OffsetsLog,
+    def __init__(self, config: Config, cache: MetadataCache, replicas: InternalTopicReplicas,
                  reactor: Reactor, zookeeper: ZooKeeperHandle,
                  producer_ids: ProducerIdSource, markers: MarkerSender,
                  offsets_partition_of: Callable[[str], int],
-                 clock: Callable[[], int] = _now_ms,
+                 clock: Callable[[], int] = now_ms,
                  ensure_offsets_topic: Callable[[], None] = lambda: None):
         self.config = config
         self.cache = cache
@@ -104,11 +106,14 @@ class TransactionCoordinator:
         self.clock = clock
         self.state_log = TransactionStateManager(replicas, cache, config, reactor, zookeeper)
         self.transactions: dict[str, TransactionMetadata] = {}
-        self.loaded: dict[int, int] = {}  # partition -> its leader epoch (coordinator epoch)
-        self._loading: set[int] = set()
+        self.ownership = CoordinatorPartitions(
+            TRANSACTION_STATE_TOPIC, reactor,
+            local_leader=lambda index: self.state_log.local_leader(index),
+            led_partitions=lambda: self.state_log.topic_log.led_partitions(),
+            load=self._load_partition, unload=self._unload_partition)
         cache.listeners.append(self.sync_ownership)
 
-    # -- ownership ------------------------------------------------------------------------
+    # -- ownership (``coordinator.runtime``): which ids this broker coordinates -------------
 
     def partition_of(self, transactional_id: str) -> int:
         return self.state_log.partition_of(transactional_id)
@@ -117,52 +122,24 @@ class TransactionCoordinator:
         """None if this broker coordinates the id now; else the error to answer."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
-        index = self.partition_of(transactional_id)
-        partition = self.state_log.local_leader(index)
-        if partition is None:
-            if index in self.loaded:
-                self._drop(index)
-            return ErrorCode.NOT_COORDINATOR
-        if self.loaded.get(index) != partition.leader_epoch:
-            if index in self.loaded:
-                self._drop(index)
-            self._schedule_load(index)
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return None
+        return self.ownership.check(self.partition_of(transactional_id))
 
     def _still_owner(self, transactional_id: str, coordinator_epoch: int) -> bool:
-        return self.loaded.get(self.partition_of(transactional_id)) == coordinator_epoch
+        return self.ownership.loaded.get(self.partition_of(transactional_id)) == coordinator_epoch
 
     def sync_ownership(self) -> None:
         """After a metadata change: drop partitions no longer led, load newly led ones."""
-        for index, epoch in list(self.loaded.items()):
-            partition = self.state_log.local_leader(index)
-            if partition is None or partition.leader_epoch != epoch:
-                self._drop(index)
-        for (topic, index), partition in list(self.replicas.partitions.items()):
-            if topic == TRANSACTION_STATE_TOPIC and partition.is_leader \
-                    and index not in self.loaded:
-                self._schedule_load(index)
+        self.ownership.sync()
 
-    def _schedule_load(self, index: int) -> None:
-        if index not in self._loading:
-            self._loading.add(index)
-            self.reactor.callLater(0, self._load, index)
-
-    def _load(self, index: int) -> None:
+    def _load_partition(self, index: int, partition: Partition) -> None:
         """Rebuild one partition's transactional ids; finish the commits and aborts
         the previous coordinator had decided but not completed."""
-        self._loading.discard(index)
-        partition = self.state_log.local_leader(index)
-        if partition is None or self.loaded.get(index) == partition.leader_epoch:
-            return
         found = self.state_log.read_partition(partition)
         for transactional_id, transition in found.items():
             meta = TransactionMetadata(transactional_id, transition.producer_id,
                                        transition.producer_epoch, transition.timeout_ms)
             meta.apply(transition)
             self.transactions[transactional_id] = meta
-        self.loaded[index] = partition.leader_epoch
         log.info("%s-%d loaded: %d transactional ids", TRANSACTION_STATE_TOPIC, index,
                  len(found))
         for transactional_id in found:
@@ -170,8 +147,7 @@ class TransactionCoordinator:
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 self._send_markers(meta, partition.leader_epoch)
 
-    def _drop(self, index: int) -> None:
-        self.loaded.pop(index, None)
+    def _unload_partition(self, index: int) -> None:
         for transactional_id in [t for t in self.transactions if self.partition_of(t) == index]:
             del self.transactions[transactional_id]
         log.info("%s-%d: transactional ids unloaded (no longer the leader)",
@@ -370,7 +346,7 @@ class TransactionCoordinator:
     def _prepare_end(self, meta: TransactionMetadata, committed: bool) -> defer.Deferred:
         target = S.PREPARE_COMMIT if committed else S.PREPARE_ABORT
         transition = meta.prepare(target, self.clock())
-        coordinator_epoch = self.loaded.get(self.partition_of(meta.transactional_id), -1)
+        coordinator_epoch = self.ownership.epoch(self.partition_of(meta.transactional_id))
 
         def stored(code: ErrorCode) -> ErrorCode:
             if code == ErrorCode.NONE:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from twisted.internet import defer
 
-from simplekafka.broker.apis.collaborators import Reactor
+from simplekafka.broker.collaborators import Reactor
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.transaction.state import TopicPartition
 from simplekafka.protocol.api import ApiKey

@@ -23,6 +23,8 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from simplekafka.broker.coordinator.runtime import IllegalStateTransition
+
 
 class TransactionState(enum.IntEnum):
     """Kafka's states, numbered as ``__transaction_state`` stores them."""
@@ -59,10 +61,6 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
 MAX_EPOCH = 32_766  # Kafka's Short.MaxValue - 1: one epoch stays free for a bump
 
 TopicPartition = tuple[str, int]
-
-
-class IllegalStateTransition(RuntimeError):
-    """A transition the transaction state machine does not have (a coordinator bug)."""
 
 
 @dataclass(frozen=True)
