@@ -299,7 +299,7 @@ class GroupApis:
 
         if not asked:
             return answer((ErrorCode.NONE, {}))
-        return _now_or_later(self.coordinator.delete_offsets(request.group_id, asked), answer)
+        return now_or_later(self.coordinator.delete_offsets(request.group_id, asked), answer)
 
 
 def _offset_delete_answer(code: ErrorCode, outcome: dict[tuple[str, int], ErrorCode],

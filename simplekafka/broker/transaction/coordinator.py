@@ -163,7 +163,7 @@ class TransactionCoordinator:
         a Dead id never shows. COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
         known = {state.kafka_name: state for state in TransactionState}
         unknown = sorted(name for name in state_names if name not in known)
-        if self._loading:
+        if self.ownership.loading:
             return TransactionListing(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown, [])
         states = {known[name] for name in state_names if name in known}
         now = self.clock()
