@@ -524,7 +524,8 @@ function viewRecords(token, view, wantedTopic) {
     if (asked !== viewToken) return;
     note.textContent = `${page.records.length} records of ${page.topic ?? topic.value}` +
       (partition.value === "all" ? " (all partitions)" : ` partition ${partition.value}`) +
-      (page.truncated ? "; more match: narrow the filters or raise the limit" : "");
+      (page.complete === false ? "; there may be more: narrow the filters or raise the limit"
+        : "");
     body.replaceChildren(...page.records.map((r) => el("tr",
       { "data-partition": r.partition ?? page.partition, "data-offset": r.offset },
       el("td", { class: "num" }, r.partition ?? page.partition),
@@ -708,27 +709,28 @@ function viewBroker(token, view, id) {
 // ----- ACLs ---------------------------------------------------------------------------------------
 
 const ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host",
-  "operation", "permission"];
+  "operation", "permission_type"];
 
 function aclKey(acl) { return ACL_FIELDS.map((f) => acl[f]).join("|"); }
 
 function viewAcls(token, view) {
   const body = el("tbody");
   const choose = (id, values) => el("select", { id }, values.map((v) => el("option", { value: v }, v)));
+  // Kafka's enum names, as the API takes them (and kafka-acls.sh prints them).
   const fields = {
-    resource_type: choose("acl-resource-type", ["topic", "group", "cluster", "transactional_id"]),
+    resource_type: choose("acl-resource-type", ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"]),
     resource_name: el("input", { id: "acl-resource-name", placeholder: "name (* for all)",
                                  required: true }),
-    pattern_type: choose("acl-pattern-type", ["literal", "prefixed"]),
+    pattern_type: choose("acl-pattern-type", ["LITERAL", "PREFIXED"]),
     principal: el("input", { id: "acl-principal", placeholder: "User:alice", required: true }),
     host: el("input", { id: "acl-host", value: "*" }),
-    operation: choose("acl-operation", ["read", "write", "create", "delete", "alter",
-      "describe", "describe_configs", "alter_configs", "cluster_action", "idempotent_write",
-      "all"]),
-    permission: choose("acl-permission", ["allow", "deny"]),
+    operation: choose("acl-operation", ["READ", "WRITE", "CREATE", "DELETE", "ALTER",
+      "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "CLUSTER_ACTION", "IDEMPOTENT_WRITE",
+      "ALL"]),
+    permission_type: choose("acl-permission", ["ALLOW", "DENY"]),
   };
   fields.resource_type.addEventListener("change", () => {
-    if (fields.resource_type.value === "cluster") fields.resource_name.value = "kafka-cluster";
+    if (fields.resource_type.value === "CLUSTER") fields.resource_name.value = "kafka-cluster";
   });
   const load = async () => {
     const answer = await getJson("/api/acls");
@@ -737,7 +739,7 @@ function viewAcls(token, view) {
     body.replaceChildren(...acls.map((acl) => el("tr", { "data-acl": aclKey(acl) },
       ACL_FIELDS.map((f) => el("td", { class: f.replace("_", "-") }, acl[f] ?? "")),
       el("td", {}, el("button", { type: "button", class: "delete danger", onclick: guarded(async () => {
-        if (!await confirmAction(`Delete the ACL ${acl.permission} ${acl.principal} ` +
+        if (!await confirmAction(`Delete the ACL ${acl.permission_type} ${acl.principal} ` +
           `${acl.operation} on ${acl.resource_type} ${acl.resource_name}?`, "Delete ACL")) return;
         const filter = {};
         for (const f of ACL_FIELDS) filter[f] = acl[f];
@@ -780,11 +782,14 @@ function viewUsers(token, view) {
     const users = Array.isArray(answer) ? answer : answer.users;
     body.replaceChildren(...users.map((u) => el("tr", { "data-user": u.name },
       el("td", { class: "name" }, u.name),
-      el("td", { class: "mechanisms" }, (u.credentials || u.mechanisms || []).map((c) =>
-        (typeof c === "string" ? c : `${c.mechanism} (${c.iterations} iterations)`)).join(", ")),
+      el("td", { class: "mechanisms" }, u.mechanisms.map((c) =>
+        `${c.mechanism} (${c.iterations} iterations)`).join(", ")),
       el("td", {}, el("button", { type: "button", class: "delete danger", onclick: guarded(async () => {
         if (!await confirmAction(`Delete the SCRAM credentials of ${u.name}?`, "Delete user")) return;
-        await api("DELETE", `/api/users/${enc(u.name)}`);
+        // One credential per mechanism: deleting the user deletes each.
+        for (const c of u.mechanisms) {
+          await api("DELETE", `/api/users/${enc(u.name)}?mechanism=${enc(c.mechanism)}`);
+        }
         flash(`deleted user ${u.name}`);
         await load();
       }) }, "Delete")))));
