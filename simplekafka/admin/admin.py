@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from simplekafka.admin import acls, configs, groups
+from simplekafka.admin import acls, configs, groups, users
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from simplekafka.protocol.acls import AclBinding, AclBindingFilter
@@ -318,6 +318,24 @@ class Admin:
     def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[AclBinding]:
         """Delete the ACLs the filters select; returns what was deleted."""
         return acls.delete_acls(self.client, filters, self.request_timeout_ms)
+
+    # ----- SCRAM users (simplekafka.admin.users) ----------------------------------
+
+    def describe_users(self, names: Iterable[str] | None = None
+                       ) -> dict[str, list[users.ScramCredentialInfo]]:
+        """Users with SCRAM credentials: mechanisms and iterations (never keys)."""
+        return users.describe_users(self.client, None if names is None else list(names),
+                                    self.request_timeout_ms)
+
+    def upsert_user(self, name: str, password: str, mechanism: str = "SCRAM-SHA-256",
+                    iterations: int = 4096) -> None:
+        """Add or replace a user's SCRAM credential (salted here; the password stays)."""
+        users.upsert_user(self.client, name, mechanism, password, iterations,
+                          self.request_timeout_ms)
+
+    def delete_user(self, name: str, mechanism: str = "SCRAM-SHA-256") -> None:
+        """Remove a user's credential for one mechanism."""
+        users.delete_user(self.client, name, mechanism, self.request_timeout_ms)
 
     # ----- consumer groups (simplekafka.admin.groups) ----------------------------
 

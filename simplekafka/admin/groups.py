@@ -11,7 +11,9 @@ an active member would overwrite the reset with its next commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from simplekafka.client.client import Deadline, KafkaClient
@@ -146,12 +148,111 @@ def delete_groups(client: KafkaClient, group_ids: Iterable[str], timeout_ms: int
         client.call_with_retries(attempt, timeout_ms)
 
 
+@dataclass(frozen=True)
+class ResetTarget:
+    """Where a reset moves each partition: Kafka's ``--to-earliest``, ``--to-latest``,
+    ``--to-offset N`` ("offset"), ``--to-datetime``/``--by-duration`` ("timestamp", ms since
+    the epoch), ``--shift-by N`` ("shift"), ``--to-current``, or ``--from-file``
+    ("explicit": ``offsets`` per partition)."""
+
+    kind: str
+    value: int = 0
+    offsets: Mapping[TopicPartition, int] | None = None
+
+    KINDS = ("earliest", "latest", "offset", "timestamp", "shift", "current", "explicit")
+
+    def __post_init__(self) -> None:
+        if self.kind not in self.KINDS:
+            raise ValueError(f"reset to one of {', '.join(self.KINDS)}, not {self.kind!r}")
+        if self.kind == "offset" and self.value < 0:
+            raise ValueError(f"an offset to reset to must be 0 or more, not {self.value}")
+
+
+class ResetPlanError(ValueError):
+    """The target cannot be computed for a partition (a shift without a committed offset)."""
+
+
+def plan_reset(client: KafkaClient, group: GroupDescription,
+               partitions: Iterable[TopicPartition], target: ResetTarget,
+               timeout_ms: int) -> dict[TopicPartition, int]:
+    """The new offset of every partition, each moved inside its log as Kafka's tool does.
+
+    The one planner of ``simplekafka groups reset-offsets``, ``Admin.reset_offsets`` and
+    the console's reset; it asks only ListOffsets and changes nothing. A time with no
+    record at or after it gives the log end offset.
+    """
+    partitions = sorted(set(partitions))
+    if not partitions:
+        return {}
+    committed = {tp: o.committed for tp, o in group.offsets.items() if o.committed is not None}
+    earliest, latest = list_offset_ranges(client, partitions, timeout_ms)
+    if target.kind == "earliest":
+        requested = earliest
+    elif target.kind == "latest":
+        requested = latest
+    elif target.kind == "offset":
+        requested = dict.fromkeys(partitions, target.value)
+    elif target.kind == "timestamp":
+        # a time before 1970 is 0: negative timestamps mean EARLIEST/LATEST on the wire
+        found = list_offsets(client, dict.fromkeys(partitions, max(0, target.value)),
+                             timeout_ms)
+        requested = {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp]
+                     for tp in partitions}
+    elif target.kind == "shift":
+        missing = [tp for tp in partitions if tp not in committed]
+        if missing:
+            raise ResetPlanError(f"cannot shift the offset of {missing[0].topic}-"
+                                 f"{missing[0].partition}: the group has no committed offset "
+                                 "there")
+        requested = {tp: committed[tp] + target.value for tp in partitions}
+    elif target.kind == "current":
+        requested = {tp: committed.get(tp, latest[tp]) for tp in partitions}
+    else:
+        requested = dict(target.offsets or {})
+    return {tp: min(max(requested[tp], earliest[tp]), latest[tp]) for tp in partitions}
+
+
+def commit_offsets(client: KafkaClient, group_id: str, offsets: Mapping[TopicPartition, int],
+                   timeout_ms: int) -> None:
+    """OffsetCommit from outside the group (generation -1, no member id), as Kafka's tool
+    does for an inactive group."""
+    if not offsets:
+        return
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+    body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+            "retention_time_ms": -1,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": p, "committed_offset": offset, "committed_leader_epoch": -1,
+                 "commit_timestamp": -1, "committed_metadata": ""} for p, offset in parts]}
+                for topic, parts in by_topic.items()]}
+
+    def attempt(deadline: Deadline) -> None:
+        node = find_coordinator(client, group_id, max(1, int(deadline.remaining() * 1000)))
+        answer = client.request(node, ApiKey.OFFSET_COMMIT, body,
+                                timeout_ms=max(1, int(deadline.remaining() * 1000)))
+        for topic in answer.topics:
+            for p in topic.partitions:
+                if p.error_code:
+                    raise error_for(p.error_code,
+                                    f"committing {topic.name}-{p.partition_index}")
+
+    client.call_with_retries(attempt, timeout_ms)
+
+
 def reset_offsets(client: KafkaClient, group_id: str, topic: str, to: str | int,
                   partitions: Iterable[int] | None, timeout_ms: int) -> dict[TopicPartition, int]:
     """Commit ``to`` (``"earliest"``, ``"latest"`` or an offset) for the group's partitions.
 
     Refused (NonEmptyGroupError) while the group has members. Returns what was committed.
     """
+    if isinstance(to, int):
+        target = ResetTarget("offset", to)
+    elif to in ("earliest", "latest"):
+        target = ResetTarget(to)
+    else:
+        raise ValueError(f"reset to 'earliest', 'latest' or an offset, not {to!r}")
     description = describe_group(client, group_id, timeout_ms)
     if description.members:
         raise error_for(ErrorCode.NON_EMPTY_GROUP,
@@ -163,33 +264,42 @@ def reset_offsets(client: KafkaClient, group_id: str, topic: str, to: str | int,
     if missing:
         raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         f"topic {topic!r} has no partition {missing[0]}")
-    tps = [TopicPartition(topic, p) for p in indexes]
-    if isinstance(to, int):
-        if to < 0:
-            raise ValueError(f"an offset to reset to must be 0 or more, not {to}")
-        starts = list_offsets(client, {tp: EARLIEST for tp in tps}, timeout_ms)
-        ends = list_offsets(client, {tp: LATEST for tp in tps}, timeout_ms)
-        targets = {tp: min(max(to, starts[tp]), ends[tp]) for tp in tps}
-    elif to in ("earliest", "latest"):
-        targets = list_offsets(client, {tp: EARLIEST if to == "earliest" else LATEST
-                                         for tp in tps}, timeout_ms)
-    else:
-        raise ValueError(f"reset to 'earliest', 'latest' or an offset, not {to!r}")
-    body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
-            "retention_time_ms": -1,
-            "topics": [{"name": topic, "partitions": [
-                {"partition_index": tp.partition, "committed_offset": offset,
-                 "committed_leader_epoch": -1, "commit_timestamp": -1,
-                 "committed_metadata": ""} for tp, offset in sorted(targets.items())]}]}
-
-    def attempt(deadline: Deadline) -> None:
-        node = find_coordinator(client, group_id, max(1, int(deadline.remaining() * 1000)))
-        answer = client.request(node, ApiKey.OFFSET_COMMIT, body,
-                                timeout_ms=max(1, int(deadline.remaining() * 1000)))
-        for t in answer.topics:
-            for p in t.partitions:
-                if p.error_code:
-                    raise error_for(p.error_code, f"resetting {t.name}-{p.partition_index}")
-
-    client.call_with_retries(attempt, timeout_ms)
+    targets = plan_reset(client, description, [TopicPartition(topic, p) for p in indexes],
+                         target, timeout_ms)
+    commit_offsets(client, group_id, targets, timeout_ms)
     return targets
+
+
+_DURATION = re.compile(
+    r"P(?:(?P<days>\d+)D)?"
+    r"(?:T(?=\d)(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?",
+    re.IGNORECASE)
+
+
+def parse_datetime(text: str) -> int:
+    """Milliseconds since the epoch of an ISO 8601 time (local time if it names no zone,
+    as Kafka's tool reads one); ValueError if it is not one."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            moment = moment.astimezone()
+        return int(moment.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"expected an ISO 8601 time YYYY-MM-DDTHH:mm:SS.sss (optionally with "
+                         f"a zone such as Z or +01:00), not {text!r}") from None
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds in an ISO 8601 duration as Java's Duration.parse reads it (PnDTnHnMn.nS);
+    ValueError if it is not one."""
+    found = _DURATION.fullmatch(text.strip())
+    if not found or not any(found.groupdict().values()):
+        raise ValueError(f"expected an ISO 8601 duration such as PT1H, PT15M or P1DT12H, "
+                         f"not {text!r}")
+    parts = {k: float((v or "0").replace(",", ".")) for k, v in found.groupdict().items()}
+    seconds = (parts["days"] * 86_400 + parts["hours"] * 3_600 + parts["minutes"] * 60
+               + parts["seconds"])
+    return int(seconds * 1000)

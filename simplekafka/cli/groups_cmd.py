@@ -24,12 +24,11 @@ refuses while the group has members: they would overwrite the reset.
 from __future__ import annotations
 
 import argparse
-import datetime
-import re
 import sys
 import time
 
 from simplekafka.admin import Admin
+from simplekafka.admin import groups as admin_groups
 from simplekafka.admin.groups import GroupDescription, MemberDescription
 from simplekafka.cli import CliError, non_negative_int
 from simplekafka.cli.client_common import (
@@ -38,11 +37,6 @@ from simplekafka.cli.client_common import (
     kafka_errors_are_one_line,
 )
 from simplekafka.cli.table import print_table
-from simplekafka.client.client import Deadline
-from simplekafka.client.errors import error_for
-from simplekafka.client.group_protocol import find_coordinator
-from simplekafka.client.offsets import list_offset_ranges, list_offsets
-from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.structs import TopicPartition
 
 INACTIVE = ("Empty", "Dead")
@@ -236,36 +230,19 @@ def _topic_scope(text: str) -> tuple[str, list[int] | None]:
 
 
 def parse_datetime(text: str) -> int:
-    """Milliseconds since the epoch of an ISO 8601 time (local time if it names no zone)."""
-    value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
+    """``--to-datetime``: milliseconds since the epoch (local time if it names no zone)."""
     try:
-        moment = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        raise CliError(f"--to-datetime wants YYYY-MM-DDTHH:mm:SS.sss (optionally with a "
-                       f"zone such as Z or +01:00), not {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # Kafka's tool reads a time without zone as local
-    return int(moment.timestamp() * 1000)
-
-
-_DURATION = re.compile(
-    r"P(?:(?P<days>\d+)D)?"
-    r"(?:T(?=\d)(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?",
-    re.IGNORECASE)
+        return admin_groups.parse_datetime(text)
+    except ValueError as exc:
+        raise CliError(f"--to-datetime: {exc}") from None
 
 
 def parse_duration(text: str) -> int:
-    """Milliseconds in an ISO 8601 duration as Java's Duration.parse reads it (PnDTnHnMn.nS)."""
-    found = _DURATION.fullmatch(text.strip())
-    if not found or not any(found.groupdict().values()):
-        raise CliError(f"--by-duration wants an ISO 8601 duration such as PT1H, PT15M or "
-                       f"P1DT12H, not {text!r}")
-    parts = {k: float((v or "0").replace(",", ".")) for k, v in found.groupdict().items()}
-    seconds = (parts["days"] * 86_400 + parts["hours"] * 3_600 + parts["minutes"] * 60
-               + parts["seconds"])
-    return int(seconds * 1000)
+    """``--by-duration``: milliseconds in an ISO 8601 duration (PnDTnHnMn.nS)."""
+    try:
+        return admin_groups.parse_duration(text)
+    except ValueError as exc:
+        raise CliError(f"--by-duration: {exc}") from None
 
 
 def _read_plan(path: str, group_id: str) -> dict[TopicPartition, int]:
@@ -314,43 +291,36 @@ def _partitions(admin: Admin, args: argparse.Namespace,
 
 def _plan(admin: Admin, args: argparse.Namespace, group: GroupDescription
           ) -> dict[TopicPartition, int]:
-    """The new offset of every partition in scope, each within its log (as Kafka's tool)."""
+    """The new offset of every partition in scope (``admin.groups.plan_reset``, the one
+    planner the console uses too)."""
     committed = {tp: o.committed for tp, o in group.offsets.items() if o.committed is not None}
-    requested: dict[TopicPartition, int] | None = None
     if args.from_file is not None:
         requested = _read_plan(args.from_file, args.group)
         partitions = sorted(requested)
+        target = admin_groups.ResetTarget("explicit", offsets=requested)
     else:
         partitions = _partitions(admin, args, committed)
-    if not partitions:
-        return {}
-    earliest, latest = list_offset_ranges(admin.client, partitions, args.request_timeout_ms)
-    if requested is None:
-        requested = _requested(admin, args, partitions, committed, earliest, latest)
-    return {tp: min(max(requested[tp], earliest[tp]), latest[tp]) for tp in partitions}
+        target = _target(args)
+    try:
+        return admin_groups.plan_reset(admin.client, group, partitions, target,
+                                       args.request_timeout_ms)
+    except admin_groups.ResetPlanError as exc:
+        raise CliError(str(exc)) from None
 
 
-def _requested(admin: Admin, args: argparse.Namespace, partitions: list[TopicPartition],
-               committed: dict[TopicPartition, int], earliest: dict[TopicPartition, int],
-               latest: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-    """The offsets the --to-.../--by-duration/--shift-by option asks for, before clamping."""
+def _target(args: argparse.Namespace) -> admin_groups.ResetTarget:
+    """The --to-.../--by-duration/--shift-by option as a ``ResetTarget``."""
     if args.to_earliest:
-        return earliest
+        return admin_groups.ResetTarget("earliest")
     if args.to_latest:
-        return latest
+        return admin_groups.ResetTarget("latest")
     if args.to_offset is not None:
-        return dict.fromkeys(partitions, args.to_offset)
+        return admin_groups.ResetTarget("offset", args.to_offset)
     if args.to_datetime is not None or args.by_duration is not None:
-        found = list_offsets(admin.client, dict.fromkeys(partitions, args.timestamp_ms),
-                             args.request_timeout_ms)
-        return {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp] for tp in partitions}
+        return admin_groups.ResetTarget("timestamp", args.timestamp_ms)
     if args.shift_by is not None:
-        missing = [tp for tp in partitions if tp not in committed]
-        if missing:
-            raise CliError(f"cannot shift the offset of {missing[0].topic}-"
-                           f"{missing[0].partition}: the group has no committed offset there")
-        return {tp: committed[tp] + args.shift_by for tp in partitions}
-    return {tp: committed.get(tp, latest[tp]) for tp in partitions}  # --to-current
+        return admin_groups.ResetTarget("shift", args.shift_by)
+    return admin_groups.ResetTarget("current")
 
 
 def _reset(admin: Admin, args: argparse.Namespace) -> int:
@@ -361,7 +331,8 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
                       "first")
     plan = _plan(admin, args, group)
     if args.execute:
-        commit_offsets(admin, args.group, plan, args.request_timeout_ms)
+        admin_groups.commit_offsets(admin.client, args.group, plan,
+                                    args.request_timeout_ms)
     if args.export:
         for tp, offset in sorted(plan.items()):
             print(f"{tp.topic},{tp.partition},{offset}")
@@ -373,34 +344,3 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
         print("(a plan only: nothing was changed; add --execute to apply it, or --dry-run "
               "to say plainly that you want only the plan)", file=sys.stderr)
     return 0
-
-
-def commit_offsets(admin: Admin, group_id: str, offsets: dict[TopicPartition, int],
-                   timeout_ms: int) -> None:
-    """OffsetCommit from outside the group (generation -1, no member id), as Kafka's tool
-    does for an inactive group."""
-    if not offsets:
-        return
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    for tp, offset in sorted(offsets.items()):
-        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
-    body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
-            "retention_time_ms": -1,
-            "topics": [{"name": topic, "partitions": [
-                {"partition_index": p, "committed_offset": offset, "committed_leader_epoch": -1,
-                 "commit_timestamp": -1, "committed_metadata": ""} for p, offset in parts]}
-                for topic, parts in by_topic.items()]}
-    client = admin.client
-
-    def attempt(deadline: Deadline) -> None:
-        left = max(1, int(deadline.remaining() * 1000))
-        node = find_coordinator(client, group_id, left)
-        answer = client.request(node, ApiKey.OFFSET_COMMIT, body,
-                                timeout_ms=max(1, int(deadline.remaining() * 1000)))
-        for topic in answer.topics:
-            for p in topic.partitions:
-                if p.error_code:
-                    raise error_for(p.error_code,
-                                    f"committing {topic.name}-{p.partition_index}")
-
-    client.call_with_retries(attempt, timeout_ms)

@@ -35,6 +35,7 @@ from simplekafka.console.service import (
 )
 
 STATIC_DIR = Path(__file__).parent / "static"
+MAX_CONTAINS = 1000
 MAX_BODY_BYTES = 4 * 1024 * 1024
 Handler = Callable[..., tuple[int, Any]]
 NO_BODY = object()  # an optional body that was left out (unlike a JSON null)
@@ -60,6 +61,8 @@ ROUTES = [
     _route("POST", "/api/topics", "create_topic", has_body=True),
     _route("GET", "/api/topics/{name}", "get_topic"),
     _route("DELETE", "/api/topics/{name}", "delete_topic"),
+    _route("GET", "/api/topics/{name}/configs", "get_topic_configs"),
+    _route("PATCH", "/api/topics/{name}/configs", "alter_topic_configs", has_body=True),
     _route("GET", "/api/topics/{name}/records", "get_records"),
     _route("POST", "/api/topics/{name}/records", "produce", has_body=True),
     _route("GET", "/api/groups", "list_groups"),
@@ -67,6 +70,16 @@ ROUTES = [
     _route("DELETE", "/api/groups/{group_id}", "delete_group"),
     _route("POST", "/api/groups/{group_id}/offsets/reset", "reset_offsets", has_body=True),
     _route("POST", "/api/leader-election", "elect_leaders", has_body=True),
+    _route("GET", "/api/brokers", "list_brokers"),
+    _route("GET", "/api/brokers/{broker_id}/configs", "get_broker_configs"),
+    _route("PATCH", "/api/brokers/{broker_id}/configs", "alter_broker_configs", has_body=True),
+    _route("GET", "/api/acls", "list_acls"),
+    _route("POST", "/api/acls", "create_acl", has_body=True),
+    _route("DELETE", "/api/acls", "delete_acls", has_body=True),
+    _route("GET", "/api/users", "list_users"),
+    _route("PUT", "/api/users/{user}", "put_user", has_body=True),
+    _route("DELETE", "/api/users/{user}", "delete_user"),
+    _route("GET", "/api/metrics/throughput", "get_throughput"),
     _route("GET", "/api/openapi.json", "get_openapi"),
 ]
 
@@ -85,6 +98,17 @@ def query_int(args: dict[bytes, list[bytes]], name: str, default: int | None,
     if not low <= value <= high:
         raise bad_request(f"{name} must be between {low} and {high}, not {value}")
     return value
+
+
+def query_text(args: dict[bytes, list[bytes]], name: str) -> str | None:
+    """A text query parameter (the last if repeated), or None; 400 if not UTF-8."""
+    values = args.get(name.encode())
+    if not values:
+        return None
+    try:
+        return values[-1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_request(f"{name} is not UTF-8") from None
 
 
 class ConsoleApp:
@@ -112,12 +136,25 @@ class ConsoleApp:
         self.service.delete_topic(name)
         return 204, None
 
+    def get_topic_configs(self, request: Any, name: str) -> tuple[int, Any]:
+        return 200, self.service.topic_configs(name)
+
+    def alter_topic_configs(self, request: Any, body: Any, name: str) -> tuple[int, Any]:
+        return 200, self.service.alter_topic_configs(name, body)
+
     def get_records(self, request: Any, name: str) -> tuple[int, Any]:
         args = request.args
-        partition = query_int(args, "partition", 0, 0, MAX_PARTITIONS)
+        partition = (None if query_text(args, "partition") in (None, "all")
+                     else query_int(args, "partition", None, 0, MAX_PARTITIONS))
         offset = query_int(args, "offset", None, 0, 2**63 - 1)
         limit = query_int(args, "limit", DEFAULT_RECORDS_LIMIT, 1, MAX_RECORDS_LIMIT)
-        return 200, self.service.records(name, partition, offset, limit)
+        since_ms = query_int(args, "since_ms", None, 0, 2**63 - 1)
+        until_ms = query_int(args, "until_ms", None, 0, 2**63 - 1)
+        contains = query_text(args, "contains")
+        if contains is not None and not 1 <= len(contains) <= MAX_CONTAINS:
+            raise bad_request(f"contains is 1 to {MAX_CONTAINS} characters")
+        return 200, self.service.records(name, partition, offset, limit, since_ms, until_ms,
+                                         contains)
 
     def produce(self, request: Any, body: Any, name: str) -> tuple[int, Any]:
         return 200, self.service.produce(name, body)
@@ -137,6 +174,41 @@ class ConsoleApp:
 
     def elect_leaders(self, request: Any, body: Any) -> tuple[int, Any]:
         return 200, self.service.elect_leaders({} if body is NO_BODY else body)
+
+    def list_brokers(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.brokers()
+
+    def get_broker_configs(self, request: Any, broker_id: str) -> tuple[int, Any]:
+        return 200, self.service.broker_configs(broker_id)
+
+    def alter_broker_configs(self, request: Any, body: Any, broker_id: str) -> tuple[int, Any]:
+        return 200, self.service.alter_broker_configs(broker_id, body)
+
+    def list_acls(self, request: Any) -> tuple[int, Any]:
+        query = {}
+        for key in request.args:
+            name = key.decode("utf-8", "replace")
+            query[name] = query_text(request.args, name)
+        return 200, self.service.list_acls(query)
+
+    def create_acl(self, request: Any, body: Any) -> tuple[int, Any]:
+        return 201, self.service.create_acl(body)
+
+    def delete_acls(self, request: Any, body: Any) -> tuple[int, Any]:
+        return 200, self.service.delete_acls(body)
+
+    def list_users(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.list_users()
+
+    def put_user(self, request: Any, body: Any, user: str) -> tuple[int, Any]:
+        return 200, self.service.put_user(user, body)
+
+    def delete_user(self, request: Any, user: str) -> tuple[int, Any]:
+        self.service.delete_user(user, query_text(request.args, "mechanism"))
+        return 204, None
+
+    def get_throughput(self, request: Any) -> tuple[int, Any]:
+        return 200, self.service.throughput()
 
     def get_openapi(self, request: Any) -> tuple[int, Any]:
         return 200, openapi.document()
@@ -337,6 +409,7 @@ def serve(bootstrap_servers: str, host: str = "127.0.0.1", port: int = 8080,
           on_listening: Callable[[int], None] | None = None) -> None:
     """Run the console until the reactor stops (SIGTERM or Ctrl-C)."""
     service = ConsoleService(bootstrap_servers)
+    service.start_background()
     reactor.suggestThreadPoolSize(16)
     listening = reactor.listenTCP(port, make_site(service), interface=host)
     if on_listening is not None:

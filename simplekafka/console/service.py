@@ -10,6 +10,8 @@ layer (``simplekafka.console.server``) only turns them into answers.
 from __future__ import annotations
 
 import base64
+import heapq
+import json
 import re
 import threading
 import time
@@ -17,9 +19,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from simplekafka.admin import Admin
+from simplekafka.admin import configs as admin_configs
 from simplekafka.admin import groups as admin_groups
 from simplekafka.client import KafkaClient
 from simplekafka.client.errors import (
+    DuplicateResourceError,
     ElectionNotNeededError,
     GroupIdNotFoundError,
     InvalidConfigError,
@@ -33,11 +37,27 @@ from simplekafka.client.errors import (
     NonEmptyGroupError,
     PolicyViolationError,
     RequestTimedOutError,
+    ResourceNotFoundError,
+    SecurityDisabledError,
     TopicAlreadyExistsError,
+    UnacceptableCredentialError,
     UnknownTopicOrPartitionError,
+    UnsupportedSaslMechanismError,
 )
+from simplekafka.client.offsets import list_offsets
+from simplekafka.console.brokers import BrokerMetrics, BrokerWatch, ThroughputSampler
 from simplekafka.consumer import Consumer
 from simplekafka.producer import Producer
+from simplekafka.protocol.acls import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from simplekafka.protocol.structs import TopicPartition
 
 T = TypeVar("T")
@@ -50,6 +70,10 @@ MAX_RECORDS_PER_POST = 1000
 MAX_PARTITIONS = 10_000
 #: How long one answer may wait for the cluster before it becomes a 503.
 REQUEST_TIMEOUT_MS = 10_000
+#: How often the console scrapes the brokers' metrics for the throughput charts.
+THROUGHPUT_INTERVAL_S = 2.0
+#: The most records one all-partitions read looks at in each partition (filters scan).
+MAX_SCAN_PER_PARTITION = 10_000
 
 
 class ApiError(Exception):
@@ -76,6 +100,11 @@ _STATUS_OF_ERROR: list[tuple[type[KafkaError], int]] = [
     (InvalidConfigError, 400),
     (InvalidRequestError, 400),
     (PolicyViolationError, 400),
+    (SecurityDisabledError, 400),
+    (UnacceptableCredentialError, 400),
+    (UnsupportedSaslMechanismError, 400),
+    (DuplicateResourceError, 400),
+    (ResourceNotFoundError, 404),
     (KafkaConnectionError, 503),
     (KafkaTimeoutError, 503),
 ]
@@ -127,6 +156,134 @@ def check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
+def _reset_target(to: Any) -> admin_groups.ResetTarget:
+    """"earliest", "latest", "current", an offset, {"datetime": ISO 8601},
+    {"shift_by": N} or {"duration": ISO 8601 duration back from now}."""
+    if isinstance(to, str) and to in ("earliest", "latest", "current"):
+        return admin_groups.ResetTarget(to)
+    if isinstance(to, int) and not isinstance(to, bool) and to >= 0:
+        return admin_groups.ResetTarget("offset", to)
+    if isinstance(to, dict) and len(to) == 1:
+        [(kind, value)] = to.items()
+        if kind == "datetime" and isinstance(value, str):
+            try:
+                return admin_groups.ResetTarget("timestamp", admin_groups.parse_datetime(value))
+            except ValueError as exc:
+                raise bad_request(f"to.datetime: {exc}") from None
+        if kind == "duration" and isinstance(value, str):
+            try:
+                ago = admin_groups.parse_duration(value)
+            except ValueError as exc:
+                raise bad_request(f"to.duration: {exc}") from None
+            return admin_groups.ResetTarget("timestamp", int(time.time() * 1000) - ago)
+        if kind == "shift_by" and isinstance(value, int) and not isinstance(value, bool) \
+                and abs(value) <= 2**62:
+            return admin_groups.ResetTarget("shift", value)
+    raise bad_request('to must be "earliest", "latest", "current", an offset (0 or more), '
+                      '{"datetime": "2024-05-01T12:00:00Z"}, {"shift_by": N} or '
+                      '{"duration": "PT1H"}')
+
+
+ACL_FIELDS = {"principal", "host", "operation", "permission_type", "resource_type",
+              "resource_name", "pattern_type"}
+SCRAM_MECHANISM_NAMES = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _enum(enum_type: Any, value: Any, what: str, allowed: Any) -> Any:
+    """A Kafka enum from its exact upper-case name (READ, TOPIC, ALLOW, LITERAL)."""
+    names = [m.name for m in allowed]
+    if not isinstance(value, str) or value not in names:
+        raise bad_request(f"{what} must be one of {', '.join(names)}, not {value!r}")
+    return enum_type[value]
+
+
+def _acl_filter(fields: Mapping[str, Any], what: str) -> AclBindingFilter:
+    unknown = set(fields) - ACL_FIELDS
+    if unknown:
+        raise bad_request(f"unknown {what}s: {', '.join(sorted(unknown))}")
+    values = dict(fields)
+    for key in ("principal", "host", "resource_name"):
+        if key in values and not isinstance(values[key], str):
+            raise bad_request(f"{key} must be a string")
+    return AclBindingFilter(
+        resource_type=_enum(ResourceType, values.get("resource_type", "ANY"), "resource_type",
+                            [m for m in ResourceType if m.value >= 1]),
+        name=values.get("resource_name"),
+        pattern_type=_enum(PatternType, values.get("pattern_type", "ANY"), "pattern_type",
+                           [m for m in PatternType if m.value >= 1]),
+        principal=values.get("principal"), host=values.get("host"),
+        operation=_enum(AclOperation, values.get("operation", "ANY"), "operation",
+                        [m for m in AclOperation if m.value >= 1]),
+        permission=_enum(AclPermissionType, values.get("permission_type", "ANY"),
+                         "permission_type", [m for m in AclPermissionType if m.value >= 1]))
+
+
+def _acl_binding(body: Any) -> AclBinding:
+    if not isinstance(body, dict):
+        raise bad_request("the body must be one ACL binding (a JSON object)")
+    unknown = set(body) - ACL_FIELDS
+    if unknown:
+        raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
+    for key in ("principal", "resource_name"):
+        if not isinstance(body.get(key), str) or not body[key]:
+            raise bad_request(f"{key} must be a non-empty string")
+    if ":" not in body["principal"]:
+        raise bad_request("principal is TYPE:NAME, e.g. User:alice")
+    host = body.get("host", "*")
+    if not isinstance(host, str) or not host:
+        raise bad_request("host must be a non-empty string (* for any host)")
+    return AclBinding(
+        ResourcePattern(
+            _enum(ResourceType, body.get("resource_type"), "resource_type",
+                  [ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
+                   ResourceType.TRANSACTIONAL_ID]),
+            body["resource_name"],
+            _enum(PatternType, body.get("pattern_type", "LITERAL"), "pattern_type",
+                  [PatternType.LITERAL, PatternType.PREFIXED])),
+        AccessControlEntry(
+            body["principal"], host,
+            _enum(AclOperation, body.get("operation"), "operation",
+                  [m for m in AclOperation if m.value >= 2]),
+            _enum(AclPermissionType, body.get("permission_type", "ALLOW"), "permission_type",
+                  [AclPermissionType.ALLOW, AclPermissionType.DENY])))
+
+
+def _acl_json(binding: AclBinding) -> dict[str, Any]:
+    return {"principal": binding.entry.principal, "host": binding.entry.host,
+            "operation": binding.entry.operation.name,
+            "permission_type": binding.entry.permission.name,
+            "resource_type": binding.pattern.resource_type.name,
+            "resource_name": binding.pattern.name,
+            "pattern_type": binding.pattern.pattern_type.name}
+
+
+def _check_user_name(name: str) -> None:
+    if not name or len(name) > 255:
+        raise bad_request("a user name is 1 to 255 characters")
+
+
+def _check_mechanism(mechanism: Any) -> str:
+    if mechanism not in SCRAM_MECHANISM_NAMES:
+        raise bad_request(f"mechanism must be {' or '.join(SCRAM_MECHANISM_NAMES)}, "
+                          f"not {mechanism!r}")
+    return mechanism
+
+
+def _record_order(record: dict[str, Any]) -> tuple[int, int, int]:
+    return record["timestamp"], record["partition"], record["offset"]
+
+
+def _json_value(data: bytes | None) -> Any:
+    """The parsed value if it is a JSON object or array (what is worth pretty-printing),
+    else None."""
+    if not data or data.lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+
+
 class ConsoleService:
     """The cluster as the REST API sees it, on one ``KafkaClient``."""
 
@@ -137,11 +294,30 @@ class ConsoleService:
         self.admin = Admin(client=self.client, request_timeout_ms=REQUEST_TIMEOUT_MS)
         self._producer: Producer | None = None
         self._producer_lock = threading.Lock()
+        self.watch = BrokerWatch()
+        self.broker_metrics = BrokerMetrics(self.watch, self._metrics_listener)
+        self.throughput_sampler = ThroughputSampler(
+            self.broker_metrics, interval=THROUGHPUT_INTERVAL_S, refresh=self._refresh_brokers)
+
+    def start_background(self) -> None:
+        """Start sampling the brokers' metrics (the throughput charts)."""
+        self.throughput_sampler.start()
 
     def close(self) -> None:
+        self.throughput_sampler.stop()
+        self.watch.close()
         if self._producer is not None:
             self._producer.close(timeout=5)
         self.client.close()
+
+    def _metrics_listener(self, broker_id: int) -> str | None:
+        entries = admin_configs.describe_configs(self.client, "broker", str(broker_id), 3_000)
+        entry = entries.get("metrics.listener")
+        return None if entry is None else entry.value
+
+    def _refresh_brokers(self) -> None:
+        snapshot = self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS)
+        self.watch.saw(snapshot.brokers.values())
 
     def call(self, operation: Callable[[], T]) -> T:
         """Run ``operation``, turning Kafka errors into ``ApiError`` with their status."""
@@ -164,7 +340,7 @@ class ConsoleService:
         }
 
     def overview(self) -> dict[str, Any]:
-        """Brokers, controller and every topic's partitions from one Metadata answer."""
+        """Brokers (with reachability), controller and every topic's partitions."""
         snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
         topics = []
         for name in sorted(snapshot.topics):
@@ -180,10 +356,91 @@ class ConsoleService:
         return {
             "cluster_id": snapshot.cluster_id,
             "controller_id": snapshot.controller_id,
-            "brokers": [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                        for b in (snapshot.brokers[n] for n in sorted(snapshot.brokers))],
+            "brokers": self._brokers_json(snapshot),
             "topics": topics,
         }
+
+    def _brokers_json(self, snapshot: Any) -> list[dict[str, Any]]:
+        """Every broker ever seen: in Metadata now (``registered``) and answering now.
+
+        A stopped broker stays in Metadata until its ZooKeeper session expires; the
+        probe (ApiVersions, under a second) says it is down at once.
+        """
+        self.watch.saw(snapshot.brokers.values())
+        answering = self.watch.reachable()
+        return [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack,
+                 "controller": b.node_id == snapshot.controller_id,
+                 "registered": b.node_id in snapshot.brokers,
+                 "reachable": b.node_id in snapshot.brokers and answering.get(b.node_id, False)}
+                for b in self.watch.seen()]
+
+    def brokers(self) -> list[dict[str, Any]]:
+        snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
+        return self._brokers_json(snapshot)
+
+    # ----- configs ------------------------------------------------------------------
+
+    @staticmethod
+    def _configs_json(entries: Mapping[str, Any]) -> dict[str, Any]:
+        return {"configs": [{"name": e.name, "value": e.value, "source": e.source,
+                             "read_only": e.read_only, "sensitive": e.is_sensitive,
+                             "is_default": e.is_default}
+                            for e in sorted(entries.values(), key=lambda e: e.name)]}
+
+    def _broker_resource(self, broker: str) -> str:
+        """"default" (the cluster-wide dynamic default: resource name "") or a known id."""
+        if broker == "default":
+            return ""
+        if not broker.isdigit() or len(broker) > 9:
+            raise ApiError(404, f"unknown broker {broker!r} (an id, or \"default\")")
+        snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
+        if int(broker) not in snapshot.brokers:
+            raise ApiError(404, f"unknown broker {broker!r} (or it is down)")
+        return str(int(broker))
+
+    def topic_configs(self, name: str) -> dict[str, Any]:
+        self._partitions_of(name)  # 404 for an unknown topic
+        return self._configs_json(self.call(lambda: self.admin.describe_configs("topic", name)))
+
+    def alter_topic_configs(self, name: str, body: Any) -> dict[str, Any]:
+        changes = self._config_changes(body)
+        self._partitions_of(name)
+        self.call(lambda: self.admin.alter_configs("topic", name, *changes))
+        return self.topic_configs(name)
+
+    def broker_configs(self, broker: str) -> dict[str, Any]:
+        resource = self._broker_resource(broker)
+        return self._configs_json(
+            self.call(lambda: self.admin.describe_configs("broker", resource)))
+
+    def alter_broker_configs(self, broker: str, body: Any) -> dict[str, Any]:
+        changes = self._config_changes(body)
+        resource = self._broker_resource(broker)
+        self.call(lambda: self.admin.alter_configs("broker", resource, *changes))
+        return self.broker_configs(broker)
+
+    @staticmethod
+    def _config_changes(body: Any) -> tuple[dict[str, str], list[str]]:
+        """{"set": {k: v}, "delete": [k]} -> (set, delete), checked before anything is sent."""
+        if not isinstance(body, dict):
+            raise bad_request('the body must be {"set": {name: value}, "delete": [name]}')
+        unknown = set(body) - {"set", "delete"}
+        if unknown:
+            raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
+        set_configs = body.get("set", {})
+        delete = body.get("delete", [])
+        if not isinstance(set_configs, dict) or not all(
+                isinstance(v, str | int | float | bool) for v in set_configs.values()):
+            raise bad_request("set must be an object of name: value (strings or numbers)")
+        if not isinstance(delete, list) or not all(isinstance(k, str) for k in delete):
+            raise bad_request("delete must be a list of config names")
+        names = [*set_configs, *delete]
+        if any(not k for k in names):
+            raise bad_request("a config name is not empty")
+        if len(set(names)) != len(names):
+            raise bad_request("each config name once: in set or in delete")
+        return ({k: (str(v).lower() if isinstance(v, bool) else str(v))
+                 for k, v in set_configs.items()}, list(delete))
 
     # ----- topics -------------------------------------------------------------------
 
@@ -224,14 +481,23 @@ class ConsoleService:
         return self.topic(name)
 
     def topic(self, name: str) -> dict[str, Any]:
+        """Partitions with leader, replicas, ISR, log start and end offsets and size.
+
+        The size is the leader replica's log in bytes, from the leader's own metrics
+        (``kafka_log_log_size``): the broker does not serve DescribeLogDirs. None when
+        the leader has no metrics listener or did not answer.
+        """
         if not TOPIC_NAME.match(name):
             self._unknown_topic(name)
         described = self.call(lambda: self.admin.describe_topics([name]))[name]
         partitions = [self._partition_json(p) for p in described.partitions]
         earliest, latest = self._offsets(name, described.partitions)
+        sizes = self.broker_metrics.log_sizes({p["leader"] for p in partitions
+                                               if p["leader"] >= 0})
         for p in partitions:
-            p["earliest_offset"] = earliest.get(p["partition"])
-            p["latest_offset"] = latest.get(p["partition"])
+            p["earliest_offset"] = p["log_start_offset"] = earliest.get(p["partition"])
+            p["latest_offset"] = p["log_end_offset"] = latest.get(p["partition"])
+            p["size_bytes"] = sizes.get((p["leader"], name, p["partition"]))
         return {"name": name, "internal": described.is_internal, "partitions": partitions}
 
     @staticmethod
@@ -263,8 +529,20 @@ class ConsoleService:
 
     # ----- records ------------------------------------------------------------------
 
-    def records(self, name: str, partition: int, offset: int | None,
-                limit: int) -> dict[str, Any]:
+    def records(self, name: str, partition: int | None, offset: int | None, limit: int,
+                since_ms: int | None = None, until_ms: int | None = None,
+                contains: str | None = None) -> dict[str, Any]:
+        """One partition's records from ``offset`` (``partition`` given, no filters), or
+        every partition's, merged by timestamp and filtered."""
+        filtered = since_ms is not None or until_ms is not None or contains is not None
+        if partition is not None and not filtered:
+            return self._partition_records(name, partition, offset, limit)
+        if offset is not None:
+            raise bad_request("offset goes with one partition and no time or text filter")
+        return self._filtered_records(name, partition, limit, since_ms, until_ms, contains)
+
+    def _partition_records(self, name: str, partition: int, offset: int | None,
+                           limit: int) -> dict[str, Any]:
         """Up to ``limit`` records of one partition from ``offset`` (default: the earliest)."""
         known = self._partitions_of(name)
         if partition not in {p.partition for p in known}:
@@ -286,17 +564,98 @@ class ConsoleService:
                 while len(out) < end - start and time.monotonic() < deadline:
                     for record in self.call(lambda: consumer.poll(200, limit - len(out))):
                         if start <= record.offset < end and len(out) < limit:
-                            out.append(self._record_json(record))
+                            out.append(self._record_json(record, partition))
                     if out and out[-1]["offset"] >= end - 1:
                         break
             finally:
                 consumer.close(autocommit=False)
         next_offset = out[-1]["offset"] + 1 if out else start
         return {"topic": name, "partition": partition, "earliest_offset": earliest[partition],
-                "latest_offset": latest[partition], "next_offset": next_offset, "records": out}
+                "latest_offset": latest[partition], "next_offset": next_offset, "records": out,
+                "partitions": [{"partition": partition, "earliest_offset": earliest[partition],
+                                "latest_offset": latest[partition],
+                                "next_offset": next_offset}],
+                "complete": next_offset >= latest[partition] or len(out) == limit}
+
+    def _filtered_records(self, name: str, partition: int | None, limit: int,
+                          since_ms: int | None, until_ms: int | None,
+                          contains: str | None) -> dict[str, Any]:
+        """The first ``limit`` records by timestamp at or after ``since_ms`` (ListOffsets by
+        time finds where to start in each partition), before ``until_ms``, whose key or
+        value contains ``contains``; each partition is read to its end as it was when
+        asked, at most MAX_SCAN_PER_PARTITION records of it."""
+        known = self._partitions_of(name)
+        if partition is not None and partition not in {p.partition for p in known}:
+            raise ApiError(404, f"topic {name!r} has no partition {partition}")
+        chosen = [p for p in known if partition is None or p.partition == partition]
+        earliest, latest = self._offsets(name, chosen)
+        tps = [TopicPartition(name, p) for p in sorted(latest)]
+        starts = dict(earliest)
+        if since_ms is not None and tps:
+            found = self.call(lambda: list_offsets(
+                self.client, dict.fromkeys(tps, since_ms), REQUEST_TIMEOUT_MS))
+            starts = {tp.partition: latest[tp.partition] if found.get(tp, -1) < 0
+                      else max(found[tp], earliest[tp.partition]) for tp in tps}
+        positions = dict(starts)
+        matches: dict[int, list[dict[str, Any]]] = {p: [] for p in latest}
+        scanned = dict.fromkeys(latest, 0)
+
+        def done(p: int) -> bool:
+            return (positions[p] >= latest[p] or len(matches[p]) >= limit
+                    or scanned[p] >= MAX_SCAN_PER_PARTITION)
+
+        reading = [tp for tp in tps if not done(tp.partition)]
+        if reading:
+            consumer = Consumer(client=self.client, enable_auto_commit=False,
+                                max_poll_records=500, request_timeout_ms=REQUEST_TIMEOUT_MS)
+            try:
+                consumer.assign(reading)
+                for tp in reading:
+                    consumer.seek(tp, positions[tp.partition])
+                deadline = time.monotonic() + 8
+                while reading and time.monotonic() < deadline:
+                    for record in self.call(lambda: consumer.poll(200, 500)):
+                        p = record.partition
+                        if done(p) or record.offset < positions[p]:
+                            continue
+                        positions[p] = record.offset + 1
+                        scanned[p] += 1
+                        if record.offset >= latest[p]:
+                            continue
+                        if self._wanted(record, since_ms, until_ms, contains):
+                            matches[p].append(self._record_json(record, p))
+                    still = [tp for tp in reading if not done(tp.partition)]
+                    if len(still) != len(reading) and still:
+                        consumer.assign(still)  # stop fetching the partitions that are done
+                        for tp in still:
+                            consumer.seek(tp, positions[tp.partition])
+                    reading = still
+            finally:
+                consumer.close(autocommit=False)
+        merged = list(heapq.merge(*(sorted(m, key=_record_order) for m in matches.values()),
+                                  key=_record_order))[:limit]
+        return {"topic": name, "partition": partition, "earliest_offset": None,
+                "latest_offset": None, "next_offset": None, "records": merged,
+                "partitions": [{"partition": p, "earliest_offset": earliest[p],
+                                "latest_offset": latest[p], "next_offset": positions[p]}
+                               for p in sorted(latest)],
+                "complete": not reading and all(
+                    positions[p] >= latest[p] or len(matches[p]) >= limit for p in latest)}
 
     @staticmethod
-    def _record_json(record: Any) -> dict[str, Any]:
+    def _wanted(record: Any, since_ms: int | None, until_ms: int | None,
+                contains: str | None) -> bool:
+        if since_ms is not None and record.timestamp < since_ms:
+            return False
+        if until_ms is not None and record.timestamp >= until_ms:
+            return False
+        if contains is None:
+            return True
+        needle = contains.encode("utf-8")
+        return any(needle in part for part in (record.key or b"", record.value or b""))
+
+    @staticmethod
+    def _record_json(record: Any, partition: int) -> dict[str, Any]:
         key, key_encoding = text_or_base64(record.key)
         value, value_encoding = text_or_base64(record.value)
         headers = []
@@ -308,8 +667,9 @@ class ConsoleService:
             key = None if record.key is None else base64.b64encode(record.key).decode("ascii")
             value = (None if record.value is None
                      else base64.b64encode(record.value).decode("ascii"))
-        return {"offset": record.offset, "timestamp": record.timestamp, "key": key,
-                "value": value, "headers": headers, "encoding": encoding}
+        return {"partition": partition, "offset": record.offset, "timestamp": record.timestamp,
+                "key": key, "value": value, "headers": headers, "encoding": encoding,
+                "value_json": _json_value(record.value)}
 
     def produce(self, name: str, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("records"), list):
@@ -390,31 +750,53 @@ class ConsoleService:
         return described
 
     def reset_offsets(self, group_id: str, body: Any) -> dict[str, Any]:
+        """The plan of new offsets (``admin.groups.plan_reset``, the CLI's planner), committed
+        only with ``"execute": true``, as kafka-consumer-groups.sh --execute."""
         if not isinstance(body, dict):
             raise bad_request("the body must be a JSON object")
-        unknown = set(body) - {"topic", "to", "partitions"}
+        unknown = set(body) - {"topic", "to", "partitions", "execute"}
         if unknown:
             raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
-        topic = check_topic_name(body.get("topic"))
-        to = body.get("to")
-        if isinstance(to, bool) or not (to in ("earliest", "latest")
-                                        or (isinstance(to, int) and to >= 0)):
-            raise bad_request("'to' must be \"earliest\", \"latest\" or an offset (0 or more)")
+        topic = body.get("topic")
+        if topic is not None:
+            check_topic_name(topic)
+        execute = body.get("execute", False)
+        if not isinstance(execute, bool):
+            raise bad_request("execute must be true or false")
+        target = _reset_target(body.get("to"))
         partitions = body.get("partitions")
         if partitions is not None:
+            if topic is None:
+                raise bad_request("partitions needs topic")
             if not isinstance(partitions, list) or not partitions:
                 raise bad_request("partitions must be a non-empty list of partition numbers")
             for p in partitions:
                 check_int(p, "a partition", 0, MAX_PARTITIONS)
-        self._existing_group(group_id)
-        known = {p.partition for p in self._partitions_of(topic)}
-        missing = sorted(set(partitions or ()) - known)
-        if missing:
-            raise ApiError(404, f"topic {topic!r} has no partition {missing[0]}")
-        done = self.call(lambda: self.admin.reset_offsets(group_id, topic, to, partitions))
-        return {"group_id": group_id, "topic": topic,
-                "offsets": [{"partition": tp.partition, "offset": o}
-                            for tp, o in sorted(done.items())]}
+        group = self._existing_group(group_id)
+        if group.members:
+            raise ApiError(409, f"group {group_id!r} has {len(group.members)} active members; "
+                                "stop them before resetting offsets")
+        if topic is None:  # every partition the group has committed offsets for
+            scope = sorted(tp for tp, o in group.offsets.items() if o.committed is not None)
+        else:
+            known = {p.partition for p in self._partitions_of(topic)}
+            missing = sorted(set(partitions or ()) - known)
+            if missing:
+                raise ApiError(404, f"topic {topic!r} has no partition {missing[0]}")
+            scope = [TopicPartition(topic, p) for p in sorted(set(partitions or known))]
+        try:
+            plan = self.call(lambda: admin_groups.plan_reset(self.client, group, scope, target,
+                                                             REQUEST_TIMEOUT_MS))
+        except admin_groups.ResetPlanError as exc:
+            raise bad_request(str(exc)) from None
+        if execute:
+            self.call(lambda: admin_groups.commit_offsets(self.client, group_id, plan,
+                                                          REQUEST_TIMEOUT_MS))
+        current = {tp: o.committed for tp, o in group.offsets.items()}
+        return {"group_id": group_id, "executed": execute,
+                "plan": [{"topic": tp.topic, "partition": tp.partition,
+                          "current": current.get(tp), "new": offset}
+                         for tp, offset in sorted(plan.items())]}
 
     def delete_group(self, group_id: str) -> None:
         self._existing_group(group_id)
@@ -473,6 +855,66 @@ class ConsoleService:
             results.append({"topic": topic, "partition": partition, "result": result,
                             "leader": leader})
         return {"partitions": results}
+
+    # ----- ACLs ---------------------------------------------------------------------
+
+    def list_acls(self, query: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The ACLs a filter of query parameters selects (each optional: any)."""
+        wanted = _acl_filter(query, "query parameter")
+        return [_acl_json(b) for b in self.call(lambda: self.admin.describe_acls(wanted))]
+
+    def create_acl(self, body: Any) -> dict[str, Any]:
+        """Store one binding (CreateAcls); the broker checks it as Kafka does."""
+        binding = _acl_binding(body)
+        self.call(lambda: self.admin.create_acls([binding]))
+        return {"created": [_acl_json(binding)]}
+
+    def delete_acls(self, body: Any) -> dict[str, Any]:
+        """Delete every ACL the filter selects (DeleteAcls); answers the deleted ones."""
+        if not isinstance(body, dict):
+            raise bad_request("the body must be a JSON object (a filter; {} selects all)")
+        if not all(isinstance(v, str) for v in body.values()):
+            raise bad_request("each filter field is a string")
+        wanted = _acl_filter(body, "field")
+        return {"deleted": [_acl_json(b)
+                            for b in self.call(lambda: self.admin.delete_acls([wanted]))]}
+
+    # ----- SCRAM users --------------------------------------------------------------
+
+    def list_users(self) -> list[dict[str, Any]]:
+        found = self.call(lambda: self.admin.describe_users())
+        return [{"name": name, "mechanisms": [{"mechanism": c.mechanism,
+                                               "iterations": c.iterations} for c in infos]}
+                for name, infos in sorted(found.items())]
+
+    def put_user(self, name: str, body: Any) -> dict[str, Any]:
+        """Add or replace one mechanism's credential (AlterUserScramCredentials upsert)."""
+        _check_user_name(name)
+        if not isinstance(body, dict):
+            raise bad_request("the body must be {\"mechanism\", \"password\", \"iterations\"}")
+        unknown = set(body) - {"mechanism", "password", "iterations"}
+        if unknown:
+            raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
+        mechanism = _check_mechanism(body.get("mechanism"))
+        password = body.get("password")
+        if not isinstance(password, str) or not password:
+            raise bad_request("password must be a non-empty string")
+        iterations = check_int(body.get("iterations", 4096), "iterations", 4096, 16384)
+        try:
+            self.call(lambda: self.admin.upsert_user(name, password, mechanism, iterations))
+        except ValueError as exc:
+            raise bad_request(str(exc)) from None
+        return {"name": name, "mechanism": mechanism, "iterations": iterations}
+
+    def delete_user(self, name: str, mechanism: Any) -> None:
+        _check_user_name(name)
+        mechanism = _check_mechanism(mechanism)
+        self.call(lambda: self.admin.delete_user(name, mechanism))
+
+    # ----- throughput -------------------------------------------------------------------
+
+    def throughput(self) -> dict[str, Any]:
+        return self.throughput_sampler.series()
 
     # ----- group lag for Prometheus ---------------------------------------------------
 
