@@ -626,6 +626,16 @@ function viewGroup(token, view, groupId) {
   }) },
   el("label", {}, "topic", topic), el("label", {}, "to", to), el("label", {}, "value", amount),
   el("button", { type: "submit", id: "reset-preview" }, "Show plan"));
+  const fitAmount = () => {
+    const kind = to.value;
+    amount.disabled = kind === "earliest" || kind === "latest";
+    amount.type = kind === "datetime" ? "datetime-local" : (amount.disabled ? "text" : "number");
+    if (kind === "datetime") amount.step = "1";
+    amount.placeholder = { offset: "offset", shift_by: "+/- records" }[kind] || "";
+    amount.value = "";
+  };
+  to.addEventListener("change", fitAmount);
+  fitAmount();
   [topic, to, amount].forEach((input) => input.addEventListener("input", () => {
     apply.disabled = true;
     planned = null;
@@ -830,13 +840,14 @@ function drawChart(topic, points) {
   const t0 = points.length ? points[0].t_ms : 0;
   const t1 = points.length ? points[points.length - 1].t_ms : 1;
   const span = Math.max(t1 - t0, 1);
-  const highest = Math.max(0, ...points.map((p) => Math.max(p.messages_in_per_s,
-    p.messages_out_per_s)));
+  const highest = Math.max(0, ...points.map((p) => Math.max(p.messages_in_per_s ?? 0,
+    p.messages_out_per_s ?? 0)));
   const max = niceMax(highest);
   const x = (t) => left + ((t - t0) / span) * plotW;
   const y = (v) => top + plotH - (v / max) * plotH;
-  const line = (field) => points.map((p) => `${x(p.t_ms).toFixed(1)},${y(p[field]).toFixed(1)}`)
-    .join(" ");
+  // A sample without a figure (null: no broker said) is left out of the line.
+  const line = (field) => points.filter((p) => p[field] !== null && p[field] !== undefined)
+    .map((p) => `${x(p.t_ms).toFixed(1)},${y(p[field]).toFixed(1)}`).join(" ");
   const grid = [0, 0.5, 1].map((f) => [
     svg("line", { class: "grid", x1: left, x2: width - right, y1: y(max * f), y2: y(max * f) }),
     svg("text", { class: "axis", x: left - 4, y: y(max * f) + 4, "text-anchor": "end" },
@@ -844,8 +855,8 @@ function drawChart(topic, points) {
   const last = points[points.length - 1];
   return el("div", { class: "chart-box", "data-chart-topic": topic },
     el("h3", {}, topic, " ", el("span", { class: "legend" },
-      el("span", { class: "in" }, `in ${last ? formatRate(last.messages_in_per_s) : 0}/s`),
-      el("span", { class: "out" }, `out ${last ? formatRate(last.messages_out_per_s) : 0}/s`))),
+      el("span", { class: "in" }, `in ${formatRate(last && last.messages_in_per_s)}/s`),
+      el("span", { class: "out" }, `out ${formatRate(last && last.messages_out_per_s)}/s`))),
     svg("svg", { class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
                  role: "img", "aria-label": `messages in and out per second of ${topic}` },
     grid.flat(),
@@ -858,6 +869,7 @@ function drawChart(topic, points) {
 }
 
 function formatRate(v) {
+  if (v === null || v === undefined) return "–";
   return v >= 100 ? String(Math.round(v)) : String(Math.round(v * 10) / 10);
 }
 
@@ -866,8 +878,9 @@ function viewCharts(token, view) {
   const note = el("p", { class: "muted", id: "charts-note" });
   const showInternal = el("input", { type: "checkbox", id: "charts-show-internal" });
   view.replaceChildren(el("section", {}, el("h2", {}, "Messages in and out per topic"),
-    el("p", { class: "muted" }, "Per second, from the brokers' metrics: in is what producers " +
-      "appended on the leaders, out what fetches returned (consumers and followers)."),
+    el("p", { class: "muted" }, "Per second, from the brokers' own metrics: in is records " +
+      "appended by producers at the leaders; out is records sent to consumers, estimated " +
+      "from the bytes sent and the topic's mean record size."),
     el("label", {}, showInternal, " show internal topics"), note, holder));
   let last = null;
   const draw = () => {
