@@ -19,6 +19,7 @@ import pytest
 
 from simplekafka.admin import Admin
 from simplekafka.cluster import LocalCluster, free_port
+from simplekafka.cluster.security import AUTHORIZER
 from simplekafka.console.process import ConsoleProcess
 from simplekafka.consumer import Consumer
 from simplekafka.producer import Producer
@@ -30,9 +31,13 @@ pytestmark = pytest.mark.integration
 def live(tmp_path_factory):
     # No automatic rebalance, so a leader moved away stays away until the API elects;
     # a short session, so a killed broker's leaderships move quickly.
+    # An authorizer, so the ACL routes have something to store; every connection here
+    # is PLAINTEXT (User:ANONYMOUS), made the super user so nothing is refused.
     cluster = LocalCluster(brokers=3, base_dir=tmp_path_factory.mktemp("console-api"),
                            broker_config={"auto.leader.rebalance.enable": "false",
-                                          "zookeeper.session.timeout.ms": "6000"})
+                                          "zookeeper.session.timeout.ms": "6000",
+                                          "authorizer.class.name": AUTHORIZER,
+                                          "super.users": "User:ANONYMOUS"})
     cluster.start()
     try:
         with ConsoleProcess(cluster.bootstrap_servers) as console:
@@ -187,6 +192,8 @@ def test_headers_are_shown(live, api):
 @pytest.mark.parametrize("query, status", [
     ("?limit=100000000", 400), ("?limit=0", 400), ("?limit=abc", 400),
     ("?offset=-1", 400), ("?partition=-1", 400), ("?partition=7", 404),
+    ("?partition=x", 400), ("?since_ms=-5", 400), ("?until_ms=soon", 400), ("?contains=", 400),
+    ("?partition=all&offset=3", 400), ("?contains=x&offset=0&partition=0", 400),
 ])
 def test_bad_record_reads(api, query, status):
     if "records-target" not in topic_names(api):
@@ -268,18 +275,25 @@ def test_groups(live, api):
     for body, status in [({"topic": "grouped", "to": "middle"}, 400),
                          ({"topic": "grouped", "to": -3}, 400),
                          ({"topic": "grouped"}, 400),
+                         ({"topic": "grouped", "to": 0, "execute": "yes"}, 400),
+                         ({"to": {"datetime": "yesterday"}}, 400),
+                         ({"to": {"shift_by": "1"}}, 400),
+                         ({"to": {"shift_by": 1, "datetime": "2020-01-01"}}, 400),
+                         ({"to": 0, "partitions": [0]}, 400),
                          ({"topic": "grouped", "to": 0, "partitions": [5]}, 404),
                          ({"topic": "unknown-topic", "to": 0}, 404)]:
         code, answer = api("POST", "/api/groups/readers/offsets/reset", body)
         assert code == status, (body, answer)
     assert api("GET", "/api/groups/readers")[1]["partitions"][0]["committed"] == 2
     status, reset = api("POST", "/api/groups/readers/offsets/reset",
-                        {"topic": "grouped", "to": "latest", "partitions": [0]})
+                        {"topic": "grouped", "to": "latest", "partitions": [0],
+                         "execute": True})
     assert status == 200, reset
-    assert reset["offsets"] == [{"partition": 0, "offset": 5}]
+    assert reset == {"group_id": "readers", "executed": True, "plan": [
+        {"topic": "grouped", "partition": 0, "current": 2, "new": 5}]}
     status, reset = api("POST", "/api/groups/readers/offsets/reset",
-                        {"topic": "grouped", "to": 3})
-    assert reset["offsets"] == [{"partition": 0, "offset": 3}, {"partition": 1, "offset": 3}]
+                        {"topic": "grouped", "to": 3, "execute": True})
+    assert [(p["partition"], p["new"]) for p in reset["plan"]] == [(0, 3), (1, 3)]
     assert api("GET", "/api/groups/readers")[1]["total_lag"] == 4
     assert api("DELETE", "/api/groups/readers") == (204, None)
     assert api("GET", "/api/groups/readers")[0] == 404
@@ -369,12 +383,20 @@ def test_openapi_document_is_valid_and_docs_are_served_locally(live, api):
     status, document = api("GET", "/api/openapi.json")
     assert status == 200
     validate(document)
+    import re
+
     from simplekafka.console.server import ROUTES
 
+    tags = {t["name"] for t in document["tags"]}
+    assert tags == {"cluster", "topics", "records", "groups", "brokers", "acls", "users",
+                    "metrics"}
     for route in ROUTES:
-        template = route.pattern.pattern.strip("^$").replace("(?P<name>[^/]+)", "{name}") \
-            .replace("(?P<group_id>[^/]+)", "{group_id}")
-        assert route.method.lower() in document["paths"][template], template
+        template = re.sub(r"\(\?P<(\w+)>\[\^/\]\+\)", r"{\1}",
+                          route.pattern.pattern.strip("^$"))
+        operation = document["paths"][template][route.method.lower()]
+        assert set(operation["tags"]) <= tags and len(operation["tags"]) == 1, template
+        if route.has_body:
+            assert operation["requestBody"]["content"]["application/json"]["schema"], template
     _, console = live
     with urllib.request.urlopen(console.url + "api/docs", timeout=30) as answer:
         page = answer.read().decode()
@@ -445,3 +467,290 @@ def test_admin_can_see_what_the_api_created(live, api):
         described = admin.describe_topics(["seen-by-admin"])["seen-by-admin"]
     assert len(described.partitions) == 4
     assert all(len(p.replicas) == 2 for p in described.partitions)
+
+
+# ----- what a console to work in needs (issue 29) ----------------------------------------
+
+
+def test_topic_page_has_log_offsets_and_sizes(live, api):
+    cluster, _ = live
+    assert api("POST", "/api/topics", {"name": "sized", "partitions": 2,
+                                       "replication_factor": 3})[0] == 201
+    api("POST", "/api/topics/sized/records",
+        {"records": [{"value": "x" * 100, "partition": 1} for _ in range(5)]})
+    status, topic = api("GET", "/api/topics/sized")
+    assert status == 200 and topic["internal"] is False
+    first, second = topic["partitions"]
+    assert (first["log_start_offset"], first["log_end_offset"]) == (0, 0)
+    assert (second["log_start_offset"], second["log_end_offset"]) == (0, 5)
+    assert first["size_bytes"] == 0 and second["size_bytes"] > 500
+    assert second["leader"] == cluster.leader_of("sized", 1)
+
+
+def test_topic_configs_read_and_change_all_or_nothing(api):
+    api("POST", "/api/topics", {"name": "configured", "partitions": 1, "replication_factor": 3})
+
+    def value(name):
+        status, answer = api("GET", "/api/topics/configured/configs")
+        assert status == 200
+        [entry] = [c for c in answer["configs"] if c["name"] == name]
+        assert set(entry) == {"name", "value", "source", "read_only", "sensitive",
+                              "is_default"}
+        return entry
+
+    assert value("retention.ms")["source"] == "DEFAULT_CONFIG"
+    status, answer = api("PATCH", "/api/topics/configured/configs",
+                         {"set": {"retention.ms": 3600000, "cleanup.policy": "compact"}})
+    assert status == 200, answer
+    assert value("retention.ms")["value"] == "3600000"
+    assert value("retention.ms")["source"] == "DYNAMIC_TOPIC_CONFIG"
+    for body, status in [({"set": {"retention.ms": "soon"}}, 400),
+                         ({"set": {"retention.ms": "1", "no.such.config": "1"}}, 400),
+                         ({"set": {"retention.ms": {"a": 1}}}, 400),
+                         ({"delete": "retention.ms"}, 400), ({"colour": 1}, 400),
+                         ({"set": {"segment.ms": "1"}, "delete": ["segment.ms"]}, 400)]:
+        code, answer = api("PATCH", "/api/topics/configured/configs", body)
+        assert code == status, (body, answer)
+        assert answer["error"]
+    assert "no.such.config" in api("PATCH", "/api/topics/configured/configs",
+                                   {"set": {"no.such.config": "1"}})[1]["error"]
+    assert value("retention.ms")["value"] == "3600000"  # nothing changed
+    assert api("PATCH", "/api/topics/configured/configs",
+               {"delete": ["retention.ms", "cleanup.policy"]})[0] == 200
+    assert value("retention.ms")["source"] == "DEFAULT_CONFIG"
+    assert api("GET", "/api/topics/nope/configs")[0] == 404
+    assert api("PATCH", "/api/topics/nope/configs", {"set": {"retention.ms": "1"}})[0] == 404
+
+
+def test_broker_configs_and_the_cluster_default(live, api):
+    cluster, _ = live
+    status, answer = api("GET", "/api/brokers/1/configs")
+    assert status == 200
+    assert any(c["name"] == "log.retention.ms" for c in answer["configs"])
+    status, answer = api("PATCH", "/api/brokers/default/configs",
+                         {"set": {"log.retention.ms": "7200000"}})
+    assert status == 200, answer
+
+    def entry(broker):
+        configs = api("GET", f"/api/brokers/{broker}/configs")[1]["configs"]
+        [found] = [c for c in configs if c["name"] == "log.retention.ms"]
+        return found["value"], found["source"]
+
+    # Each broker learns a dynamic config through ZooKeeper's change notification.
+    for broker in ("default", "3"):
+        cluster.wait_for(lambda b=broker: entry(b) == ("7200000",
+                                                      "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+                         f"broker {broker} to see the new default", timeout=20)
+    assert api("PATCH", "/api/brokers/2/configs",
+               {"set": {"log.retention.ms": "nope"}})[0] == 400
+    assert api("PATCH", "/api/brokers/default/configs",
+               {"delete": ["log.retention.ms"]})[0] == 200
+    for path in ("/api/brokers/99/configs", "/api/brokers/x/configs"):
+        assert api("GET", path)[0] == 404
+
+
+def test_records_across_partitions_with_time_and_text_filters(live, api):
+    cluster, _ = live
+    api("POST", "/api/topics", {"name": "browsed", "partitions": 3, "replication_factor": 3})
+    base = 1_700_000_000_000
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        for i in range(12):
+            value = json.dumps({"n": i}) if i % 3 == 0 else f"text {i}"
+            producer.send("browsed", value.encode(), key=f"k{i}".encode(), partition=i % 3,
+                          timestamp=base + i * 1000)
+        producer.flush(30)
+    status, page = api("GET", "/api/topics/browsed/records?limit=100")
+    assert status == 200, page
+    assert [r["timestamp"] - base for r in page["records"]] == [i * 1000 for i in range(12)]
+    assert [r["partition"] for r in page["records"]] == [i % 3 for i in range(12)]
+    assert page["records"][0]["value_json"] == {"n": 0}
+    assert page["records"][1]["value_json"] is None and page["complete"] is True
+    assert api("GET", "/api/topics/browsed/records?partition=all&limit=4")[1]["records"] == \
+        page["records"][:4]
+    status, page = api("GET", f"/api/topics/browsed/records?since_ms={base + 3000}"
+                              f"&until_ms={base + 7000}")
+    assert [r["key"] for r in page["records"]] == ["k3", "k4", "k5", "k6"]
+    status, page = api("GET", "/api/topics/browsed/records?contains=text%201")
+    assert [r["key"] for r in page["records"]] == ["k1", "k10", "k11"]
+    status, page = api("GET", "/api/topics/browsed/records?contains=k7&partition=1")
+    assert [(r["partition"], r["offset"]) for r in page["records"]] == [(1, 2)]
+    # One partition without filters keeps its offset paging.
+    status, page = api("GET", "/api/topics/browsed/records?partition=2&offset=1&limit=2")
+    assert [r["offset"] for r in page["records"]] == [1, 2] and page["next_offset"] == 3
+
+
+def test_offset_reset_plans_unless_executed(live, api):
+    """The plan changes nothing; execute applies it (read back with confluent-kafka)."""
+    from confluent_kafka import Consumer as CkConsumer
+    from confluent_kafka import TopicPartition as CkTP
+
+    cluster, _ = live
+    api("POST", "/api/topics", {"name": "planned", "partitions": 2, "replication_factor": 3})
+    base = 1_700_000_000_000
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        for p in range(2):
+            for i in range(10):
+                producer.send("planned", b"v", partition=p, timestamp=base + i * 60_000)
+        producer.flush(30)
+    with Consumer(bootstrap_servers=cluster.bootstrap_servers, group_id="planners",
+                  enable_auto_commit=False) as consumer:
+        consumer.commit({("planned", 0): 5, ("planned", 1): 6})
+    checker = CkConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                          "group.id": "planners"})
+
+    def committed() -> list[int]:
+        return [tp.offset for tp in checker.committed([CkTP("planned", p) for p in range(2)],
+                                                      timeout=20)]
+
+    def reset(body):
+        status, answer = api("POST", "/api/groups/planners/offsets/reset", body)
+        assert status == 200, (body, answer)
+        return [(p["partition"], p["current"], p["new"]) for p in answer["plan"]], answer
+
+    try:
+        plan, answer = reset({"topic": "planned", "to": "earliest"})
+        assert plan == [(0, 5, 0), (1, 6, 0)] and answer["executed"] is False
+        assert committed() == [5, 6]
+        assert reset({"to": {"shift_by": -2}})[0] == [(0, 5, 3), (1, 6, 4)]  # all its topics
+        assert reset({"topic": "planned", "to": {"datetime": "2023-11-14T22:16:20Z"}})[0] == [
+            (0, 5, 3), (1, 6, 3)]  # base is 22:13:20Z, record i is i minutes later
+        assert reset({"topic": "planned", "to": {"shift_by": 100}})[0] == [
+            (0, 5, 10), (1, 6, 10)]  # moved inside the log
+        assert committed() == [5, 6]
+        plan, answer = reset({"topic": "planned", "to": {"shift_by": -2}, "execute": True})
+        assert answer["executed"] is True and committed() == [3, 4]
+        reset({"to": "latest", "execute": True})
+        assert committed() == [10, 10]
+    finally:
+        checker.close()
+
+
+def test_brokers_report_reachable_and_a_stopped_one_within_a_poll(live, api):
+    import time
+
+    cluster, _ = live
+    status, brokers = api("GET", "/api/brokers")
+    assert status == 200
+    assert [(b["id"], b["reachable"], b["registered"]) for b in brokers] == [
+        (1, True, True), (2, True, True), (3, True, True)]
+    assert [b["id"] for b in brokers if b["controller"]] == [cluster.controller_id()]
+    victim = next(b for b in (1, 2, 3) if b != cluster.controller_id())
+    cluster.kill(victim)
+    try:
+        stopped = time.monotonic()
+        while True:
+            overview = api("GET", "/api/overview")[1]
+            state = {b["id"]: b["reachable"] for b in overview["brokers"]}
+            if not state[victim]:
+                break
+            assert time.monotonic() - stopped < 3, overview["brokers"]
+            time.sleep(0.2)
+        assert state == {b: b != victim for b in (1, 2, 3)}
+        # Gone from Metadata too once its session expires: still listed, unreachable.
+        cluster.wait_for(lambda: victim not in {
+            b["id"] for b in api("GET", "/api/brokers")[1] if b["registered"]},
+            "the stopped broker to leave Metadata", timeout=30)
+        listed = {b["id"]: b for b in api("GET", "/api/brokers")[1]}
+        assert listed[victim]["reachable"] is False and listed[victim]["registered"] is False
+    finally:
+        cluster.restart(victim)
+    cluster.wait_for(lambda: all(b["reachable"] for b in api("GET", "/api/brokers")[1]),
+                     "the restarted broker to answer", timeout=30)
+
+
+def test_acls_create_list_delete(api):
+    binding = {"principal": "User:alice", "host": "*", "operation": "READ",
+               "permission_type": "ALLOW", "resource_type": "TOPIC",
+               "resource_name": "orders-", "pattern_type": "PREFIXED"}
+    status, answer = api("POST", "/api/acls", binding)
+    assert status == 201 and answer == {"created": [binding]}
+    status, answer = api("POST", "/api/acls", {"principal": "User:bob", "operation": "WRITE",
+                                               "resource_type": "TOPIC",
+                                               "resource_name": "orders"})
+    assert status == 201 and answer["created"][0]["pattern_type"] == "LITERAL"
+    status, listed = api("GET", "/api/acls?principal=User:alice")
+    assert status == 200 and listed == [binding]
+    status, listed = api("GET", "/api/acls?resource_type=TOPIC&resource_name=orders-x"
+                                "&pattern_type=MATCH")
+    assert [b["principal"] for b in listed] == ["User:alice"]
+    for body in [{**binding, "operation": "read"}, {**binding, "principal": "alice"},
+                 {**binding, "resource_type": "ANY"}, {**binding, "pattern_type": "MATCH"},
+                 {**binding, "colour": "red"}, {"principal": "User:x"}, ["x"]]:
+        code, answer = api("POST", "/api/acls", body)
+        assert code == 400, (body, answer)
+    assert api("GET", "/api/acls?operation=SING")[0] == 400
+    assert api("GET", "/api/acls?colour=red")[0] == 400
+    assert api("DELETE", "/api/acls", {"operation": "nope"})[0] == 400
+    status, answer = api("DELETE", "/api/acls", {"principal": "User:alice"})
+    assert status == 200 and answer == {"deleted": [binding]}
+    assert api("GET", "/api/acls?principal=User:alice")[1] == []
+    assert api("DELETE", "/api/acls", {"principal": "User:bob"})[1]["deleted"][0][
+        "operation"] == "WRITE"
+
+
+def test_acls_without_an_authorizer_are_a_clear_400(tmp_path_factory):
+    cluster = LocalCluster(brokers=1, base_dir=tmp_path_factory.mktemp("no-authorizer"),
+                           metrics=False)
+    cluster.start()
+    try:
+        with ConsoleProcess(cluster.bootstrap_servers) as console:
+            status, answer = call(console.url, "POST", "/api/acls", {
+                "principal": "User:a", "operation": "READ", "resource_type": "TOPIC",
+                "resource_name": "t"})
+            assert status == 400 and "SECURITY_DISABLED" in answer["error"], answer
+    finally:
+        cluster.stop()
+
+
+def test_scram_users(api):
+    status, answer = api("PUT", "/api/users/dana", {"mechanism": "SCRAM-SHA-512",
+                                                    "password": "dana-secret",
+                                                    "iterations": 8192})
+    assert status == 200, answer
+    api("PUT", "/api/users/dana", {"mechanism": "SCRAM-SHA-256", "password": "x"})
+    status, users = api("GET", "/api/users")
+    assert status == 200
+    assert {"name": "dana", "mechanisms": [{"mechanism": "SCRAM-SHA-256", "iterations": 4096},
+                                           {"mechanism": "SCRAM-SHA-512",
+                                            "iterations": 8192}]} in users
+    for body in [{"mechanism": "SCRAM-SHA-1", "password": "x"},
+                 {"mechanism": "SCRAM-SHA-256", "password": ""},
+                 {"mechanism": "SCRAM-SHA-256", "password": "x", "iterations": 10},
+                 {"mechanism": "SCRAM-SHA-256", "password": "x", "colour": 1}]:
+        assert api("PUT", "/api/users/dana", body)[0] == 400, body
+    assert api("DELETE", "/api/users/dana?mechanism=SCRAM-SHA-512") == (204, None)
+    assert api("DELETE", "/api/users/dana?mechanism=SCRAM-SHA-512")[0] == 404
+    assert api("DELETE", "/api/users/dana")[0] == 400
+    assert api("DELETE", "/api/users/dana?mechanism=SCRAM-SHA-256") == (204, None)
+    assert "dana" not in [u["name"] for u in api("GET", "/api/users")[1]]
+
+
+def test_throughput_from_the_brokers_metrics(live, api):
+    import time
+
+    cluster, _ = live
+    api("POST", "/api/topics", {"name": "charted", "partitions": 2, "replication_factor": 3})
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        for i in range(200):
+            producer.send("charted", f"value {i}".encode())
+        producer.flush(30)
+    consumer = Consumer("charted", bootstrap_servers=cluster.bootstrap_servers,
+                        group_id="charted-readers", auto_offset_reset="earliest")
+    try:
+        seen = 0
+        deadline = time.monotonic() + 30
+        while seen < 200 and time.monotonic() < deadline:
+            seen += len(consumer.poll(300))
+    finally:
+        consumer.close()
+    assert seen == 200
+
+    def rates():
+        status, answer = api("GET", "/api/metrics/throughput")
+        assert status == 200 and answer["interval_ms"] > 0
+        points = answer["topics"].get("charted", [])
+        return (sum(p["messages_in_per_s"] for p in points),
+                sum(p["messages_out_per_s"] or 0 for p in points))
+
+    cluster.wait_for(lambda: all(r > 0 for r in rates()), "messages in and out in the charts",
+                     timeout=20)

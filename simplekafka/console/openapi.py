@@ -55,6 +55,23 @@ NULLABLE_INT = {"type": "integer", "nullable": True}
 ENCODING = {"type": "string", "enum": ["base64", None], "nullable": True,
             "description": "base64 when the bytes are not UTF-8 text"}
 
+ACL_OPERATIONS = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
+                  "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE"]
+ACL_RESOURCE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"]
+ACL_FIELDS = ["principal", "host", "operation", "permission_type", "resource_type",
+              "resource_name", "pattern_type"]
+SCRAM_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+ACL_FILTER_PROPERTIES: dict[str, Any] = {
+    "principal": {"type": "string"}, "host": {"type": "string"},
+    "operation": {"type": "string", "enum": ["ANY", *ACL_OPERATIONS]},
+    "permission_type": {"type": "string", "enum": ["ANY", "ALLOW", "DENY"]},
+    "resource_type": {"type": "string",
+                      "enum": ["ANY", *ACL_RESOURCE_TYPES, "DELEGATION_TOKEN", "USER"]},
+    "resource_name": {"type": "string"},
+    "pattern_type": {"type": "string", "enum": ["ANY", "MATCH", "LITERAL", "PREFIXED"],
+                     "description": "MATCH: every pattern that applies to resource_name"},
+}
+
 SCHEMAS: dict[str, Any] = {
     "Error": _object({"error": {"type": "string"}}, ["error"]),
     "Broker": _object({"id": _int(), "host": {"type": "string"}, "port": _int(0, 65535),
@@ -73,7 +90,15 @@ SCHEMAS: dict[str, Any] = {
     "Partition": {"allOf": [_ref("PartitionState"), _object({
         "earliest_offset": {**NULLABLE_INT, "description": "null while the partition is offline"},
         "latest_offset": NULLABLE_INT,
-    }, ["earliest_offset", "latest_offset"])]},
+        "log_start_offset": {**NULLABLE_INT, "description": "the same as earliest_offset"},
+        "log_end_offset": {**NULLABLE_INT, "description": "the same as latest_offset"},
+        "size_bytes": {**NULLABLE_INT, "minimum": 0, "description": (
+            "bytes of the leader replica's log, from the leader's own metrics "
+            "(kafka_log_log_size on its metrics.listener): the broker does not serve "
+            "DescribeLogDirs. null when the leader has no metrics listener or did not "
+            "answer, or the partition has no leader")},
+    }, ["earliest_offset", "latest_offset", "log_start_offset", "log_end_offset",
+        "size_bytes"])]},
     "TopicSummary": _object({
         "name": {"type": "string"}, "internal": {"type": "boolean"},
         "partitions": _int(0), "replication_factor": _int(0),
@@ -94,17 +119,34 @@ SCHEMAS: dict[str, Any] = {
     "Header": _object({"key": {"type": "string"}, "value": NULLABLE_STRING,
                        "encoding": ENCODING}, ["key", "value", "encoding"]),
     "Record": _object({
-        "offset": _int(0), "timestamp": _int(), "key": NULLABLE_STRING,
+        "partition": _int(0), "offset": _int(0), "timestamp": _int(), "key": NULLABLE_STRING,
         "value": NULLABLE_STRING,
         "headers": {"type": "array", "items": _ref("Header")},
         "encoding": {**ENCODING, "description": "base64: key and value are base64"},
-    }, ["offset", "timestamp", "key", "value", "headers", "encoding"]),
+        "value_json": {"nullable": True, "description": (
+            "the value parsed, when it is a JSON object or array (to pretty-print); "
+            "else null")},
+    }, ["partition", "offset", "timestamp", "key", "value", "headers", "encoding",
+        "value_json"]),
     "Records": _object({
-        "topic": {"type": "string"}, "partition": _int(0),
-        "earliest_offset": _int(0), "latest_offset": _int(0),
-        "next_offset": _int(0, description="where the next page starts"),
-        "records": {"type": "array", "items": _ref("Record")},
-    }, ["topic", "partition", "earliest_offset", "latest_offset", "next_offset", "records"]),
+        "topic": {"type": "string"},
+        "partition": _int(0, nullable=True, description="null: every partition"),
+        "earliest_offset": {**NULLABLE_INT, "description": "one partition only, else null"},
+        "latest_offset": NULLABLE_INT,
+        "next_offset": _int(0, nullable=True,
+                            description="one partition: where the next page starts"),
+        "records": {"type": "array", "items": _ref("Record"), "description": (
+            "one partition: in offset order; every partition (or a filter): merged by "
+            "timestamp, the first `limit`")},
+        "partitions": {"type": "array", "items": _object({
+            "partition": _int(0), "earliest_offset": _int(0), "latest_offset": _int(0),
+            "next_offset": _int(0, description="where reading this partition stopped"),
+        }, ["partition", "earliest_offset", "latest_offset", "next_offset"])},
+        "complete": {"type": "boolean", "description": (
+            "false when the scan stopped early (time, or the per-partition scan limit) "
+            "so later matches may exist")},
+    }, ["topic", "partition", "earliest_offset", "latest_offset", "next_offset", "records",
+        "partitions", "complete"]),
     "NewRecord": _object({
         "key": NULLABLE_STRING, "value": NULLABLE_STRING,
         "partition": _int(0, MAX_PARTITIONS, nullable=True,
@@ -139,16 +181,34 @@ SCHEMAS: dict[str, Any] = {
     }, ["group_id", "state", "protocol_type", "protocol", "coordinator", "members",
         "partitions", "total_lag"]),
     "OffsetReset": _object({
-        "topic": {"type": "string", "pattern": TOPIC_PATTERN},
-        "to": {"oneOf": [{"type": "string", "enum": ["earliest", "latest"]}, _int(0)]},
+        "topic": {"type": "string", "pattern": TOPIC_PATTERN,
+                  "description": "default: every topic the group has committed offsets for"},
+        "to": {"oneOf": [
+            {"type": "string", "enum": ["earliest", "latest", "current"]},
+            _int(0, description="an offset (moved inside the log if outside it)"),
+            _object({"datetime": {"type": "string", "description": (
+                "ISO 8601, e.g. 2024-05-01T12:00:00Z (local time without a zone): the "
+                "first record at or after it, else the log end")}}, ["datetime"], closed=True),
+            _object({"shift_by": _int(-2**62, 2**62, description=(
+                "from the committed offset; may be negative"))}, ["shift_by"], closed=True),
+            _object({"duration": {"type": "string", "description": (
+                "ISO 8601 duration back from now, e.g. PT1H")}}, ["duration"], closed=True),
+        ]},
         "partitions": {"type": "array", "items": _int(0, MAX_PARTITIONS), "minItems": 1,
-                       "description": "default: every partition of the topic"},
-    }, ["topic", "to"], closed=True),
+                       "description": "with topic: only these (default: all of the topic)"},
+        "execute": {"type": "boolean", "default": False, "description": (
+            "false (default): only the plan, nothing changes (kafka-consumer-groups.sh "
+            "without --execute); true: commit it")},
+    }, ["to"], closed=True),
     "OffsetResetResult": _object({
-        "group_id": {"type": "string"}, "topic": {"type": "string"},
-        "offsets": {"type": "array", "items": _object(
-            {"partition": _int(0), "offset": _int(0)}, ["partition", "offset"])},
-    }, ["group_id", "topic", "offsets"]),
+        "group_id": {"type": "string"},
+        "executed": {"type": "boolean", "description": "whether the plan was committed"},
+        "plan": {"type": "array", "items": _object({
+            "topic": {"type": "string"}, "partition": _int(0),
+            "current": {**NULLABLE_INT, "description": "the committed offset (null: none)"},
+            "new": _int(0),
+        }, ["topic", "partition", "current", "new"])},
+    }, ["group_id", "executed", "plan"]),
     "LeaderElection": _object({
         "topic": {"type": "string", "pattern": TOPIC_PATTERN,
                   "description": "default: every topic"},
@@ -160,9 +220,79 @@ SCHEMAS: dict[str, Any] = {
         "result": {"type": "string", "enum": ["elected", "already_preferred", "not_possible"]},
         "leader": _int(-1),
     }, ["topic", "partition", "result", "leader"])}}, ["partitions"]),
+    "BrokerStatus": _object({
+        "id": _int(), "host": {"type": "string"}, "port": _int(0, 65535),
+        "rack": NULLABLE_STRING, "controller": {"type": "boolean"},
+        "registered": {"type": "boolean",
+                       "description": "in Metadata now (false: seen before, gone since)"},
+        "reachable": {"type": "boolean", "description": (
+            "registered and answered an ApiVersions probe just now (under a second), so a "
+            "stopped broker is false at the next poll, before ZooKeeper's session expires")},
+    }, ["id", "host", "port", "rack", "controller", "registered", "reachable"]),
+    "ConfigEntry": _object({
+        "name": {"type": "string"}, "value": {**NULLABLE_STRING,
+                                              "description": "null when sensitive or unset"},
+        "source": {"type": "string", "enum": [
+            "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
+            "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG", "UNKNOWN"]},
+        "read_only": {"type": "boolean"}, "sensitive": {"type": "boolean"},
+        "is_default": {"type": "boolean", "description": "not set dynamically"},
+    }, ["name", "value", "source", "read_only", "sensitive", "is_default"]),
+    "Configs": _object({"configs": {"type": "array", "items": _ref("ConfigEntry")}},
+                       ["configs"]),
+    "ConfigChanges": _object({
+        "set": {"type": "object", "description": "name: new value",
+                "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"},
+                                                   {"type": "boolean"}]}},
+        "delete": {"type": "array", "items": {"type": "string", "minLength": 1},
+                   "description": "names to return to their default"},
+    }, closed=True),
+    "AclBinding": _object({
+        "principal": {"type": "string"}, "host": {"type": "string"},
+        "operation": {"type": "string", "enum": ACL_OPERATIONS},
+        "permission_type": {"type": "string", "enum": ["ALLOW", "DENY"]},
+        "resource_type": {"type": "string", "enum": ACL_RESOURCE_TYPES},
+        "resource_name": {"type": "string"},
+        "pattern_type": {"type": "string", "enum": ["LITERAL", "PREFIXED"]},
+    }, ACL_FIELDS),
+    "NewAcl": _object({
+        "principal": {"type": "string", "minLength": 1, "pattern": ":",
+                      "description": "TYPE:NAME, e.g. User:alice"},
+        "host": {"type": "string", "minLength": 1, "default": "*"},
+        "operation": {"type": "string", "enum": ACL_OPERATIONS},
+        "permission_type": {"type": "string", "enum": ["ALLOW", "DENY"], "default": "ALLOW"},
+        "resource_type": {"type": "string", "enum": ACL_RESOURCE_TYPES},
+        "resource_name": {"type": "string", "minLength": 1},
+        "pattern_type": {"type": "string", "enum": ["LITERAL", "PREFIXED"],
+                         "default": "LITERAL"},
+    }, ["principal", "operation", "resource_type", "resource_name"], closed=True),
+    "AclFilter": _object(ACL_FILTER_PROPERTIES, closed=True),
+    "User": _object({"name": {"type": "string"}, "mechanisms": {"type": "array", "items": _object(
+        {"mechanism": {"type": "string"}, "iterations": _int(0)},
+        ["mechanism", "iterations"])}}, ["name", "mechanisms"]),
+    "UserCredential": _object({
+        "mechanism": {"type": "string", "enum": SCRAM_MECHANISMS},
+        "password": {"type": "string", "minLength": 1,
+                     "description": "salted and hashed by the console; never sent as is"},
+        "iterations": _int(4096, 16384, default=4096),
+    }, ["mechanism", "password"], closed=True),
+    "Throughput": _object({
+        "interval_ms": _int(1, description="how often the console scrapes the brokers"),
+        "topics": {"type": "object", "additionalProperties": {"type": "array", "items": _object({
+            "t_ms": _int(0), "messages_in_per_s": {"type": "number", "minimum": 0},
+            "messages_out_per_s": {"type": "number", "minimum": 0, "nullable": True,
+                                   "description": (
+                "an estimate: brokers count bytes out, not records out (as Kafka's "
+                "BrokerTopicMetrics), so this is bytes out per second over the topic's mean "
+                "record size in; null when the brokers have counted no records in")},
+            "bytes_in_per_s": {"type": "number", "minimum": 0},
+            "bytes_out_per_s": {"type": "number", "minimum": 0},
+        }, ["t_ms", "messages_in_per_s", "messages_out_per_s", "bytes_in_per_s",
+            "bytes_out_per_s"])}, "description": "per topic, the last ~5 minutes, oldest first"},
+    }, ["interval_ms", "topics"]),
     "Overview": _object({
         "cluster_id": NULLABLE_STRING, "controller_id": _int(),
-        "brokers": {"type": "array", "items": _ref("Broker")},
+        "brokers": {"type": "array", "items": _ref("BrokerStatus")},
         "topics": {"type": "array", "items": _object({
             "name": {"type": "string"}, "internal": {"type": "boolean"},
             "partitions": {"type": "array", "items": _ref("PartitionState")},
@@ -174,6 +304,12 @@ TOPIC_NAME_PARAM = {"name": "name", "in": "path", "required": True,
                     "schema": {"type": "string"}, "description": "topic name"}
 GROUP_ID_PARAM = {"name": "group_id", "in": "path", "required": True,
                   "schema": {"type": "string"}}
+BROKER_ID_PARAM = {"name": "broker_id", "in": "path", "required": True,
+                   "schema": {"type": "string", "pattern": "^([0-9]{1,9}|default)$"},
+                   "description": "a broker id, or default (the cluster-wide dynamic default)"}
+USER_PARAM = {"name": "user", "in": "path", "required": True,
+              "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+                         "pattern": "^[^\\x00-\\x1f\\x7f]+$"}}
 UNREACHABLE = _error("the cluster did not answer in time")
 BAD_INPUT = _error("bad input (the message says what)")
 
@@ -213,12 +349,29 @@ PATHS: dict[str, Any] = {
     "/api/topics/{name}/records": {
         "parameters": [TOPIC_NAME_PARAM],
         "get": {"summary": "Read records of one partition", "operationId": "getRecords",
+                "description": (
+                    "With `partition=N` and no filter: that partition's records in offset "
+                    "order from `offset`. Otherwise (`partition` absent or `all`, or any of "
+                    "since_ms, until_ms, contains): every partition read from the first "
+                    "record at or after since_ms (ListOffsets by time), records filtered, "
+                    "merged by timestamp, the first `limit` of them; each partition is read "
+                    "at most to its end when asked and at most 10,000 records deep."),
                 "parameters": [
-                    {"name": "partition", "in": "query", "schema": _int(0, default=0)},
-                    {"name": "offset", "in": "query",
-                     "schema": _int(0, description="default: the earliest offset")},
+                    {"name": "partition", "in": "query", "schema": {"oneOf": [
+                        {"type": "string", "enum": ["all"]}, _int(0, MAX_PARTITIONS)]},
+                     "description": "a partition, or all (the default)"},
+                    {"name": "offset", "in": "query", "schema": _int(0, description=(
+                        "with one partition and no filter: where to start (default: "
+                        "the earliest offset)"))},
                     {"name": "limit", "in": "query",
                      "schema": _int(1, MAX_RECORDS_LIMIT, default=DEFAULT_RECORDS_LIMIT)},
+                    {"name": "since_ms", "in": "query", "schema": _int(0, description=(
+                        "record timestamps at or after this (ms since the epoch)"))},
+                    {"name": "until_ms", "in": "query",
+                     "schema": _int(0, description="record timestamps before this")},
+                    {"name": "contains", "in": "query", "schema": {
+                        "type": "string", "minLength": 1, "maxLength": 1000,
+                        "description": "text the key or the value contains (case-sensitive)"}},
                 ],
                 "responses": {"200": _json(_ref("Records"), "the records"), "400": BAD_INPUT,
                               "404": _error("unknown topic or partition"),
@@ -248,9 +401,10 @@ PATHS: dict[str, Any] = {
     },
     "/api/groups/{group_id}/offsets/reset": {
         "parameters": [GROUP_ID_PARAM],
-        "post": {"summary": "Reset an empty group's offsets of a topic",
+        "post": {"summary": "Plan (and with execute, commit) new offsets for an empty group",
                  "operationId": "resetOffsets", "requestBody": _body("OffsetReset"),
-                 "responses": {"200": _json(_ref("OffsetResetResult"), "what was committed"),
+                 "responses": {"200": _json(_ref("OffsetResetResult"),
+                                            "the plan, and whether it was committed"),
                                "400": BAD_INPUT,
                                "404": _error("unknown group, topic or partition"),
                                "409": _error("the group has members"),
@@ -262,27 +416,135 @@ PATHS: dict[str, Any] = {
         "responses": {"200": _json(_ref("LeaderElectionResult"), "per partition"),
                       "400": BAD_INPUT, "404": _error("unknown topic or partition"),
                       "503": UNREACHABLE}}},
+    "/api/topics/{name}/configs": {
+        "parameters": [TOPIC_NAME_PARAM],
+        "get": {"summary": "A topic's configs (DescribeConfigs)", "operationId": "getTopicConfigs",
+                "responses": {"200": _json(_ref("Configs"), "the configs"),
+                              "404": _error("unknown topic"), "503": UNREACHABLE}},
+        "patch": {"summary": "Set and delete topic configs (IncrementalAlterConfigs)",
+                  "description": "All or nothing: a bad name or value is a 400 with Kafka's "
+                                 "message and changes nothing.",
+                  "operationId": "alterTopicConfigs", "requestBody": _body("ConfigChanges"),
+                  "responses": {"200": _json(_ref("Configs"), "the configs after the change"),
+                                "400": BAD_INPUT, "404": _error("unknown topic"),
+                                "503": UNREACHABLE}},
+    },
+    "/api/brokers": {"get": {
+        "summary": "Every broker ever seen, with controller and reachable",
+        "operationId": "listBrokers",
+        "responses": {"200": _json({"type": "array", "items": _ref("BrokerStatus")},
+                                   "the brokers"), "503": UNREACHABLE}}},
+    "/api/brokers/{broker_id}/configs": {
+        "parameters": [BROKER_ID_PARAM],
+        "get": {"summary": "A broker's configs, or the cluster-wide dynamic default's",
+                "operationId": "getBrokerConfigs",
+                "responses": {"200": _json(_ref("Configs"), "the configs"),
+                              "404": _error("unknown broker"), "503": UNREACHABLE}},
+        "patch": {"summary": "Set and delete dynamic broker configs (IncrementalAlterConfigs)",
+                  "operationId": "alterBrokerConfigs", "requestBody": _body("ConfigChanges"),
+                  "responses": {"200": _json(_ref("Configs"), "the configs after the change"),
+                                "400": BAD_INPUT, "404": _error("unknown broker"),
+                                "503": UNREACHABLE}},
+    },
+    "/api/acls": {
+        "get": {"summary": "The ACLs a filter selects (DescribeAcls)", "operationId": "listAcls",
+                "parameters": [{"name": k, "in": "query", "schema": v}
+                               for k, v in ACL_FILTER_PROPERTIES.items()],
+                "responses": {"200": _json({"type": "array", "items": _ref("AclBinding")},
+                                           "the ACLs"),
+                              "400": _error("bad filter, or the brokers run without an "
+                                            "authorizer (SECURITY_DISABLED)"),
+                              "503": UNREACHABLE}},
+        "post": {"summary": "Create one ACL (CreateAcls)", "operationId": "createAcl",
+                 "requestBody": _body("NewAcl"),
+                 "responses": {"201": _json(_object({"created": {
+                     "type": "array", "items": _ref("AclBinding")}}, ["created"]), "created"),
+                     "400": _error("bad binding, or the brokers run without an authorizer "
+                                   "(SECURITY_DISABLED)"), "503": UNREACHABLE}},
+        "delete": {"summary": "Delete the ACLs a filter selects (DeleteAcls)",
+                   "description": "The body is required; {} selects every ACL.",
+                   "operationId": "deleteAcls", "requestBody": _body("AclFilter"),
+                   "responses": {"200": _json(_object({"deleted": {
+                       "type": "array", "items": _ref("AclBinding")}}, ["deleted"]),
+                       "what was deleted"),
+                       "400": _error("bad filter, or the brokers run without an authorizer "
+                                     "(SECURITY_DISABLED)"), "503": UNREACHABLE}},
+    },
+    "/api/users": {"get": {
+        "summary": "SCRAM users (DescribeUserScramCredentials): mechanisms, never keys",
+        "operationId": "listUsers",
+        "responses": {"200": _json({"type": "array", "items": _ref("User")}, "the users"),
+                      "503": UNREACHABLE}}},
+    "/api/users/{user}": {
+        "parameters": [USER_PARAM],
+        "put": {"summary": "Add or replace a user's SCRAM credential (AlterUserScramCredentials)",
+                "operationId": "putUser", "requestBody": _body("UserCredential"),
+                "responses": {"200": _json(_object({
+                    "name": {"type": "string"}, "mechanism": {"type": "string"},
+                    "iterations": _int(4096, 16384)}, ["name", "mechanism", "iterations"]),
+                    "stored"), "400": BAD_INPUT, "503": UNREACHABLE}},
+        "delete": {"summary": "Delete a user's credential for one mechanism",
+                   "operationId": "deleteUser",
+                   "parameters": [{"name": "mechanism", "in": "query", "required": True,
+                                   "schema": {"type": "string", "enum": SCRAM_MECHANISMS}}],
+                   "responses": {"204": {"description": "deleted"}, "400": BAD_INPUT,
+                                 "404": _error("no such credential"), "503": UNREACHABLE}},
+    },
+    "/api/metrics/throughput": {"get": {
+        "summary": "Messages and bytes in/out per second per topic, the last ~5 minutes",
+        "description": "Sampled in the background every few seconds from each broker's own "
+                       "metrics (kafka_server_brokertopicmetrics_*_total on the "
+                       "metrics.listener its broker config names), summed over brokers.",
+        "operationId": "getThroughput",
+        "responses": {"200": _json(_ref("Throughput"), "the series")}}},
     "/api/openapi.json": {"get": {
         "summary": "This document", "operationId": "getOpenApi",
         "responses": {"200": _json({"type": "object"}, "the OpenAPI document")}}},
 }
 
 
+TAGS = [("cluster", "the cluster, its overview, leader election, this document"),
+        ("topics", "create, describe, delete topics; their configs"),
+        ("records", "read and produce records"),
+        ("groups", "consumer groups, their offsets and lag, offset resets"),
+        ("brokers", "brokers, whether they answer, their configs"),
+        ("acls", "ACLs (the brokers need an authorizer)"),
+        ("users", "SCRAM users"),
+        ("metrics", "figures sampled from the brokers' metrics")]
+
+
+def _tag(path: str) -> str:
+    parts = path.split("/")
+    if path.endswith("/records"):
+        return "records"
+    return {"topics": "topics", "groups": "groups", "brokers": "brokers", "acls": "acls",
+            "users": "users", "metrics": "metrics"}.get(parts[2], "cluster")
+
+
 def document() -> dict[str, Any]:
-    """The whole OpenAPI 3.0 document (a fresh copy)."""
+    """The whole OpenAPI 3.0 document (a fresh copy), each operation tagged by resource."""
     import copy
 
+    paths = copy.deepcopy(PATHS)
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if method != "parameters":
+                operation["tags"] = [_tag(path)]
     return copy.deepcopy({
         "openapi": "3.0.3",
         "info": {
             "title": "SimpleKafka console",
             "version": "1",
-            "description": "Administer a Kafka-compatible cluster over HTTP: topics, "
-                           "records, consumer groups, leader election. Errors are "
-                           '{"error": "..."} with 400 (bad input), 404 (unknown topic or '
-                           "group), 409 (exists, or a group has members) or 503 (the "
+            "description": "Administer a Kafka-compatible cluster over HTTP, through the "
+                           "Kafka protocol only: topics and their configs, records, "
+                           "consumer groups and offset resets, brokers and their configs, "
+                           "ACLs, SCRAM users, leader election, throughput. Errors are "
+                           '{"error": "..."} with 400 (bad input, Kafka\'s message when the '
+                           "cluster refused it), 404 (unknown topic, group, broker or "
+                           "user), 409 (exists, or a group has members) or 503 (the "
                            "cluster did not answer).",
         },
-        "paths": PATHS,
+        "tags": [{"name": name, "description": text} for name, text in TAGS],
+        "paths": paths,
         "components": {"schemas": SCHEMAS},
     })

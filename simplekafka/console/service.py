@@ -258,8 +258,10 @@ def _acl_json(binding: AclBinding) -> dict[str, Any]:
 
 
 def _check_user_name(name: str) -> None:
-    if not name or len(name) > 255:
-        raise bad_request("a user name is 1 to 255 characters")
+    if not 1 <= len(name) <= 255 or name in (".", "..") or any(
+            ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise bad_request("a user name is 1 to 255 characters, no control characters, "
+                          "not . or ..")
 
 
 def _check_mechanism(mechanism: Any) -> str:
