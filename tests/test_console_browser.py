@@ -12,6 +12,7 @@ without a reload.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -371,6 +372,38 @@ def test_group_page_members_and_offset_reset_plan_then_apply(live, page):
     page.locator('#group-offsets tr[data-topic="watched"][data-partition="0"] td.committed'
                  ).filter(has_text="0").wait_for()
     shot(page, "group-reset-applied")
+
+
+def test_names_from_the_cluster_are_text_not_html(live, page):
+    from confluent_kafka import Consumer, TopicPartition
+
+    cluster, _ = live
+    hostile = '<img src=x onerror="window.__owned=1"><b>bold</b>'
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": hostile})
+    try:
+        consumer.commit(offsets=[TopicPartition("orders", 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    go(page, "#/groups")
+    row = page.locator("#groups tr[data-group]").filter(has_text="bold")
+    row.wait_for()
+    assert row.locator("a").inner_text() == hostile
+    assert row.locator("img, b").count() == 0
+    row.locator("a").click()
+    page.locator("#group-name").filter(has_text="<b>bold</b>").wait_for()
+    assert page.locator("#view img, #view b").count() == 0
+    assert page.evaluate("window.__owned") is None
+
+
+def test_the_page_builds_html_from_text_only_and_from_its_own_files():
+    """No innerHTML-like call anywhere, and no address outside the console itself."""
+    static = Path(__file__).resolve().parent.parent / "simplekafka/console/static"
+    for name in ("console.js", "index.html", "console.css"):
+        text = (static / name).read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
+            assert sink not in text, (name, sink)
+        addresses = re.findall(r"https?://[^\s\"')]+", text)
+        assert addresses in ([], ["http://www.w3.org/2000/svg"]), (name, addresses)
 
 
 def test_broker_configs_view_and_edit(live, page):
