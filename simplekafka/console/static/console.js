@@ -91,9 +91,11 @@ function confirmAction(text, okLabel) {
   });
 }
 
+/** The browser's local time, as the since/until inputs take it (UTC in the tooltip). */
 function formatTime(ms) {
   if (ms === undefined || ms === null || ms < 0) return "";
-  return new Date(ms).toISOString().replace("T", " ").replace("Z", "");
+  const local = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+  return local.toISOString().replace("T", " ").replace("Z", "");
 }
 
 function formatBytes(n) {
@@ -530,7 +532,8 @@ function viewRecords(token, view, wantedTopic) {
       { "data-partition": r.partition ?? page.partition, "data-offset": r.offset },
       el("td", { class: "num" }, r.partition ?? page.partition),
       el("td", { class: "num" }, r.offset),
-      el("td", {}, formatTime(r.timestamp)),
+      el("td", { class: "timestamp", title: r.timestamp >= 0 ? new Date(r.timestamp).toISOString()
+        : "" }, formatTime(r.timestamp)),
       el("td", { class: "key bytes" }, r.key ?? el("span", { class: "muted" }, "null")),
       el("td", { class: "value bytes" }, prettyValue(r)),
       el("td", { class: "headers bytes" }, (r.headers || []).map((h) => `${h.key}=${h.value}`)
