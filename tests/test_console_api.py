@@ -483,6 +483,10 @@ def test_topic_page_has_log_offsets_and_sizes(live, api):
     first, second = topic["partitions"]
     assert (first["log_start_offset"], first["log_end_offset"]) == (0, 0)
     assert (second["log_start_offset"], second["log_end_offset"]) == (0, 5)
+    # Sizes come from a metrics scrape at most a second old.
+    cluster.wait_for(lambda: [p["size_bytes"] for p in api("GET", "/api/topics/sized")[1][
+        "partitions"]][1] > 500, "the size of the written partition", timeout=10)
+    first, second = api("GET", "/api/topics/sized")[1]["partitions"]
     assert first["size_bytes"] == 0 and second["size_bytes"] > 500
     assert second["leader"] == cluster.leader_of("sized", 1)
 

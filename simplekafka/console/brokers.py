@@ -127,6 +127,7 @@ class BrokerMetrics:
         self.watch = watch
         self._listener_of = listener_of  # broker id -> its metrics.listener config value
         self._urls: dict[int, str | None] = {}
+        self._latest: dict[int, tuple[float, list[Any]]] = {}  # id -> (when, families)
         self._lock = threading.Lock()
 
     def url(self, broker: SeenBroker) -> str | None:
@@ -141,34 +142,42 @@ class BrokerMetrics:
             self._urls[broker.node_id] = url
         return url
 
+    def _scrape(self, broker: SeenBroker) -> list[Any] | None:
+        url = self.url(broker)
+        if url is None:
+            return None
+        try:
+            families = scrape(url)
+        except (OSError, ValueError):
+            with self._lock:  # it may have restarted on another port
+                self._urls.pop(broker.node_id, None)
+            return None
+        with self._lock:
+            self._latest[broker.node_id] = (time.monotonic(), families)
+        return families
+
     def scrape_all(self) -> dict[int, list[Any]]:
         """Families per broker id, for the brokers whose metrics answered."""
         found: dict[int, list[Any]] = {}
         for broker in self.watch.seen():
-            url = self.url(broker)
-            if url is None:
-                continue
-            try:
-                found[broker.node_id] = scrape(url)
-            except (OSError, ValueError):
-                with self._lock:  # it may have restarted on another port
-                    self._urls.pop(broker.node_id, None)
+            families = self._scrape(broker)
+            if families is not None:
+                found[broker.node_id] = families
         return found
 
-    def log_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[int, str, int], int]:
-        """(broker, topic, partition) -> bytes of that broker's replica (kafka_log_log_size)."""
+    def log_sizes(self, broker_ids: Iterable[int], max_age: float = 1.0
+                  ) -> dict[tuple[int, str, int], int]:
+        """(broker, topic, partition) -> bytes of that broker's replica (kafka_log_log_size),
+        from a scrape at most ``max_age`` seconds old (the sampler's, when it is recent)."""
         wanted = set(broker_ids)
         sizes = {}
         for broker in self.watch.seen():
             if broker.node_id not in wanted:
                 continue
-            url = self.url(broker)
-            if url is None:
-                continue
-            try:
-                families = scrape(url)
-            except (OSError, ValueError):
-                continue
+            with self._lock:
+                when, families = self._latest.get(broker.node_id, (0.0, []))
+            if time.monotonic() - when > max_age:  # else the sampler's scrape serves
+                families = self._scrape(broker) or []
             for family in families:
                 if family.name != "kafka_log_log_size":
                     continue

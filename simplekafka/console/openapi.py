@@ -55,6 +55,10 @@ NULLABLE_INT = {"type": "integer", "nullable": True}
 ENCODING = {"type": "string", "enum": ["base64", None], "nullable": True,
             "description": "base64 when the bytes are not UTF-8 text"}
 
+# What ZooKeeper refuses in a znode path (names are stored there): controls, surrogates
+# (so characters beyond U+FFFF), private use, U+FFF0 and above.
+REFUSED = "\\x00-\\x1f\\x7f-\\x9f\\ud800-\\uf8ff\\ufff0-\\uffff"
+NO_CONTROLS = f"^[^{REFUSED}]+$"
 ACL_OPERATIONS = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
                   "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE"]
 ACL_RESOURCE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"]
@@ -256,13 +260,14 @@ SCHEMAS: dict[str, Any] = {
         "pattern_type": {"type": "string", "enum": ["LITERAL", "PREFIXED"]},
     }, ACL_FIELDS),
     "NewAcl": _object({
-        "principal": {"type": "string", "minLength": 1, "pattern": ":",
+        "principal": {"type": "string", "minLength": 1,
+                      "pattern": f"^[^{REFUSED}]*:[^{REFUSED}]*$",
                       "description": "TYPE:NAME, e.g. User:alice"},
-        "host": {"type": "string", "minLength": 1, "default": "*"},
+        "host": {"type": "string", "minLength": 1, "pattern": NO_CONTROLS, "default": "*"},
         "operation": {"type": "string", "enum": ACL_OPERATIONS},
         "permission_type": {"type": "string", "enum": ["ALLOW", "DENY"], "default": "ALLOW"},
         "resource_type": {"type": "string", "enum": ACL_RESOURCE_TYPES},
-        "resource_name": {"type": "string", "minLength": 1},
+        "resource_name": {"type": "string", "minLength": 1, "pattern": NO_CONTROLS},
         "pattern_type": {"type": "string", "enum": ["LITERAL", "PREFIXED"],
                          "default": "LITERAL"},
     }, ["principal", "operation", "resource_type", "resource_name"], closed=True),
@@ -309,7 +314,7 @@ BROKER_ID_PARAM = {"name": "broker_id", "in": "path", "required": True,
                    "description": "a broker id, or default (the cluster-wide dynamic default)"}
 USER_PARAM = {"name": "user", "in": "path", "required": True,
               "schema": {"type": "string", "minLength": 1, "maxLength": 255,
-                         "pattern": "^[^\\x00-\\x1f\\x7f]+$"}}
+                         "pattern": NO_CONTROLS}}
 UNREACHABLE = _error("the cluster did not answer in time")
 BAD_INPUT = _error("bad input (the message says what)")
 

@@ -225,12 +225,13 @@ def _acl_binding(body: Any) -> AclBinding:
     if unknown:
         raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
     for key in ("principal", "resource_name"):
-        if not isinstance(body.get(key), str) or not body[key]:
-            raise bad_request(f"{key} must be a non-empty string")
+        if not isinstance(body.get(key), str) or not body[key] or _has_control(body[key]):
+            raise bad_request(f"{key} must be a non-empty string without characters "
+                              "ZooKeeper refuses (controls, non-BMP)")
     if ":" not in body["principal"]:
         raise bad_request("principal is TYPE:NAME, e.g. User:alice")
     host = body.get("host", "*")
-    if not isinstance(host, str) or not host:
+    if not isinstance(host, str) or not host or _has_control(host):
         raise bad_request("host must be a non-empty string (* for any host)")
     return AclBinding(
         ResourcePattern(
@@ -257,11 +258,17 @@ def _acl_json(binding: AclBinding) -> dict[str, Any]:
             "pattern_type": binding.pattern.pattern_type.name}
 
 
+def _has_control(text: str) -> bool:
+    """Characters ZooKeeper refuses in a znode path (controls, surrogates and what Java
+    writes as surrogate pairs, private use, U+FFF0..): brokers store these names there."""
+    return any(o < 0x20 or 0x7F <= o <= 0x9F or 0xD800 <= o <= 0xF8FF or o >= 0xFFF0
+               for o in map(ord, text))
+
+
 def _check_user_name(name: str) -> None:
-    if not 1 <= len(name) <= 255 or name in (".", "..") or any(
-            ord(c) < 0x20 or ord(c) == 0x7F for c in name):
-        raise bad_request("a user name is 1 to 255 characters, no control characters, "
-                          "not . or ..")
+    if not 1 <= len(name) <= 255 or name in (".", "..") or _has_control(name):
+        raise bad_request("a user name is 1 to 255 characters, none of ZooKeeper's refused "
+                          "ones (controls, U+D800..U+F8FF, U+FFF0 and above), not . or ..")
 
 
 def _check_mechanism(mechanism: Any) -> str:
