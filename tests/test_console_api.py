@@ -204,6 +204,25 @@ def test_bad_record_reads(api, query, status):
     assert answer["error"]
 
 
+def test_produced_headers_are_read_back(live, api):
+    cluster, _ = live
+    api("POST", "/api/topics", {"name": "headed", "partitions": 1, "replication_factor": 3})
+    code, answer = api("POST", "/api/topics/headed/records", {"records": [
+        {"key": "k", "value": "v", "headers": [{"key": "trace", "value": "abc"},
+                                               {"key": "none", "value": None}]}]})
+    assert code == 200, answer
+    from confluent_kafka import Consumer as ConfluentConsumer
+
+    consumer = ConfluentConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                                  "group.id": "headed", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["headed"])
+        message = cluster.wait_for(lambda: consumer.poll(1.0), "the record", timeout=30)
+        assert message.headers() == [("trace", b"abc"), ("none", None)]
+    finally:
+        consumer.close()
+
+
 def test_bad_produces_are_refused_and_write_nothing(api):
     api("POST", "/api/topics", {"name": "guarded", "partitions": 2, "replication_factor": 3})
     before = topic_names(api)
@@ -222,6 +241,10 @@ def test_bad_produces_are_refused_and_write_nothing(api):
         ({"records": "x"}, 400),
         ({"value": "x"}, 400),
         ({"records": [{"value": "x"}], "extra": 1}, 400),
+        ({"records": [{"value": "x", "headers": {"a": "b"}}]}, 400),
+        ({"records": [{"value": "x", "headers": [{"key": 1, "value": "b"}]}]}, 400),
+        ({"records": [{"value": "x", "headers": [{"key": "a", "value": "!!"}],
+                       "encoding": "base64"}]}, 400),
     ]:
         code, answer = api("POST", "/api/topics/guarded/records", body)
         assert code == status, (body, answer)

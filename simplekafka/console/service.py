@@ -142,6 +142,22 @@ def _field(record: Mapping[str, Any], name: str, index: int) -> bytes | None:
     return value.encode("utf-8")
 
 
+def _headers(record: Mapping[str, Any], index: int) -> list[tuple[str, bytes | None]]:
+    """A new record's headers: ``[{"key", "value"}]``, values as the record's encoding."""
+    headers = record.get("headers") or []
+    if not isinstance(headers, list):
+        raise bad_request(f"records[{index}].headers must be a list of {{key, value}}")
+    found = []
+    for number, header in enumerate(headers):
+        where = f"records[{index}].headers[{number}]"
+        if not isinstance(header, dict) or set(header) - {"key", "value"} \
+                or not isinstance(header.get("key"), str):
+            raise bad_request(f"{where} must be {{\"key\": string, \"value\": string or null}}")
+        value = _field({**header, "encoding": record.get("encoding")}, "value", index)
+        found.append((header["key"], value))
+    return found
+
+
 def check_topic_name(name: Any) -> str:
     if not isinstance(name, str) or not TOPIC_NAME.match(name) or name in (".", ".."):
         raise bad_request("a topic name is 1 to 249 of the characters a-z A-Z 0-9 . _ -")
@@ -695,7 +711,8 @@ class ConsoleService:
 
     def produce(self, name: str, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("records"), list):
-            raise bad_request('the body must be {"records": [{"key", "value", "partition"}]}')
+            raise bad_request('the body must be {"records": [{"key", "value", "headers", '
+                              '"partition"}]}')
         if set(body) != {"records"}:
             raise bad_request(f"unknown fields: {', '.join(sorted(set(body) - {'records'}))}")
         records = body["records"]
@@ -706,7 +723,7 @@ class ConsoleService:
         for index, record in enumerate(records):
             if not isinstance(record, dict):
                 raise bad_request(f"records[{index}] must be an object")
-            unknown = set(record) - {"key", "value", "partition", "encoding"}
+            unknown = set(record) - {"key", "value", "headers", "partition", "encoding"}
             if unknown:
                 raise bad_request(f"records[{index}] has unknown fields: "
                                   f"{', '.join(sorted(unknown))}")
@@ -718,10 +735,10 @@ class ConsoleService:
                 if partition not in known:
                     raise ApiError(404, f"topic {name!r} has no partition {partition}")
             prepared.append((_field(record, "key", index), _field(record, "value", index),
-                             partition))
+                             _headers(record, index), partition))
         producer = self._get_producer()
-        futures = [producer.send(name, value, key=key, partition=partition)
-                   for key, value, partition in prepared]
+        futures = [producer.send(name, value, key=key, headers=headers, partition=partition)
+                   for key, value, headers, partition in prepared]
         producer.flush(REQUEST_TIMEOUT_MS / 1000)
         answers = [self.call(lambda f=f: f.get(REQUEST_TIMEOUT_MS / 1000)) for f in futures]
         return {"offsets": [{"partition": a.partition, "offset": a.offset} for a in answers]}

@@ -388,6 +388,8 @@ def test_admin_client_alters_and_describes_scram_credentials(secured):
     erin = described["erin"].result(30)
     assert [(c.mechanism, c.iterations) for c in erin.scram_credential_infos] == [
         (ScramMechanism.SCRAM_SHA_256, 8192)]
+    # No names (an empty list on the wire): every user, as Kafka answers.
+    assert {"erin", "carol"} <= set(admin.describe_user_scram_credentials().result(30))
     secured.cluster.wait_for(lambda: can_log_in(secured, "SCRAM-SHA-256", "erin",
                                                 "erin-secret"), "erin to log in", timeout=30)
     bad = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(

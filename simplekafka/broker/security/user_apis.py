@@ -65,6 +65,8 @@ def _result(user: str, code: int, message: str | None = None) -> dict:
 
 
 def _describe(zk: Any, names: list[str] | None) -> dict:
+    """Null or no names: every user (as Kafka's ``describingAllUsers``)."""
+    names = names or None
     counts = Counter(names or [])
     results = []
     for user in (list_users(zk) if names is None else list(dict.fromkeys(names))):
