@@ -252,3 +252,13 @@ def test_a_producer_over_its_quota_is_throttled_and_another_client_is_not(cluste
     # Held near the quota (allowing Kafka's first-window burst), the other far above it.
     assert throttled_rate < 3 * quota
     assert free_rate > 3 * throttled_rate
+    # The broker's metrics name who was throttled, and by how much.
+    if cluster.metrics_urls:
+        import urllib.request
+
+        url = next(iter(cluster.metrics_urls.values()))
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        line = next(line for line in text.splitlines()
+                    if line.startswith("kafka_server_produce_throttle_time_ms_total")
+                    and 'client_id="throttled"' in line)
+        assert float(line.split()[-1]) > 0
