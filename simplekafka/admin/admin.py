@@ -304,6 +304,43 @@ class Admin:
         configs.alter_configs(self.client, kind, name, dict(set_configs or {}), list(delete),
                               self.request_timeout_ms)
 
+    # ----- client quotas (DescribeClientQuotas, AlterClientQuotas) ---------------------
+
+    def describe_client_quotas(self, match: Mapping[str, str | None] | None = None,
+                               any_name: Iterable[str] = (), strict: bool = False,
+                               ) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+        """Quotas by entity, an entity being its (type, name) pairs ("user", "client-id"; a
+        None name is the default). ``match``: types whose name must be this one (None: the
+        default); ``any_name``: types that must have some name; ``strict``: no other type."""
+        components = [{"entity_type": t, "match_type": 0 if n is not None else 1, "match": n}
+                      for t, n in (match or {}).items()]
+        components += [{"entity_type": t, "match_type": 2, "match": None} for t in any_name]
+        answer = self.client.request(self.client.controller_id(self.request_timeout_ms),
+                                     ApiKey.DESCRIBE_CLIENT_QUOTAS,
+                                     {"components": components, "strict": strict},
+                                     self.request_timeout_ms)
+        if answer.error_code:
+            raise error_for(answer.error_code, answer.error_message or "describing quotas")
+        return {tuple((e.entity_type, e.entity_name) for e in entry.entity):
+                {v.key: v.value for v in entry.values} for entry in answer.entries or []}
+
+    def alter_client_quotas(self, entity: Mapping[str, str | None],
+                            set_values: Mapping[str, float] | None = None,
+                            remove: Iterable[str] = (), validate_only: bool = False) -> None:
+        """Set and remove one entity's quotas (``{"user": "alice", "client-id": None}`` is
+        alice's default client id); raises the broker's error."""
+        ops = [{"key": k, "value": float(v), "remove": False}
+               for k, v in (set_values or {}).items()]
+        ops += [{"key": k, "value": 0.0, "remove": True} for k in remove]
+        body = {"entries": [{"entity": [{"entity_type": t, "entity_name": n}
+                                        for t, n in entity.items()], "ops": ops}],
+                "validate_only": validate_only}
+        answer = self.client.request(self.client.controller_id(self.request_timeout_ms),
+                                     ApiKey.ALTER_CLIENT_QUOTAS, body, self.request_timeout_ms)
+        for entry in answer.entries:
+            if entry.error_code:
+                raise error_for(entry.error_code, entry.error_message or "altering quotas")
+
     def alter_partition_reassignments(
         self, targets: Mapping[tuple[str, int], Iterable[int] | None],
         timeout_ms: int | None = None,

@@ -27,6 +27,7 @@ from twisted.internet import defer, task, threads
 
 from simplekafka.broker.apis import KafkaApis
 from simplekafka.broker.apis.acls import AclApis
+from simplekafka.broker.apis.client_quotas import ClientQuotaApis
 from simplekafka.broker.apis.cluster import DescribeClusterHandler
 from simplekafka.broker.apis.configs import DYNAMIC_BROKER_KEYS, ConfigApis
 from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
@@ -51,6 +52,7 @@ from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
+from simplekafka.broker.client_quotas import ClientQuotas
 from simplekafka.broker.config import BrokerConfig, redacted
 from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
 from simplekafka.broker.connection_quotas import ConnectionQuotas
@@ -202,11 +204,15 @@ class KafkaBroker:
             TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
             self.group_coordinator.partition_of,
             ensure_offsets_topic=self.group_coordinator.metadata.ensure_offsets_topic)
+        self.client_quotas = ClientQuotas(reactor, config["quota.window.num"],
+                                          config["quota.window.size.seconds"])
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
         self.dispatcher = RequestDispatcher()
+        self.dispatcher.quotas = self.client_quotas
         self.apis.register(self.dispatcher)
+        ClientQuotaApis(reactor, lambda: self.zk, self.authorizer).register(self.dispatcher)
         SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
         UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
             self.dispatcher)
@@ -301,6 +307,8 @@ class KafkaBroker:
     def _config_changed(self, entity_type: str, name: str, config: dict[str, str]) -> None:
         """A ``/config/changes`` notification (config_changes.py): apply it to the logs
         (topics, brokers) or to the SCRAM credentials (users)."""
+        if self.client_quotas.update(entity_type, name, config):
+            return  # a quota-only entity (users/<u>/clients/<c>, clients/<c>)
         if entity_type == USERS:
             self.credentials.update(name, config)
             log.info("SCRAM credentials of user %s updated", name)

@@ -2,8 +2,9 @@
 
 Kafka's ZooKeeper-mode brokers run a ConfigChangeListener: a child watch on
 ``/config/changes``; each new ``config_change_<seq>`` names an entity
-(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``, ``users/<name>``) whose config the
-broker rereads and applies. Here a topic's new overrides replace the broker's
+(``topics/<t>``, ``brokers/<id>``, ``brokers/<default>``, ``users/<name>``,
+``users/<name>/clients/<id>``, ``clients/<id>``) whose config the broker rereads and
+applies (users' SCRAM credentials, client quotas). Here a topic's new overrides replace the broker's
 copy (``topic_configs``, read per request for ``min.insync.replicas``) and are
 pushed into each local log of the topic (``Log.update_config``: retention,
 ``max.message.bytes``, segment sizes); dynamic broker configs (the cluster
@@ -16,6 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from simplekafka.coordination.client_quotas import CLIENTS, config_location, list_entities
 from simplekafka.coordination.configs import (
     BROKERS,
     DEFAULT_BROKER,
@@ -56,6 +58,11 @@ class ConfigChangeListener:
             self.call_soon(self.apply, BROKERS, name, read_entity_config(self.zk, BROKERS, name))
         for user in list_users(self.zk):  # SCRAM credentials (security/credentials.py)
             self.call_soon(self.apply, USERS, user, read_entity_config(self.zk, USERS, user))
+        for entity in list_entities(self.zk):  # client quotas (client_quotas.py)
+            if entity[0] is None or entity[1] is not None:  # users/<u> were read just above
+                entity_type, name = config_location(entity)
+                self.call_soon(self.apply, entity_type, name,
+                               read_entity_config(self.zk, entity_type, name))
         self.notifications.start()
 
     def stop(self) -> None:
@@ -66,7 +73,7 @@ class ConfigChangeListener:
         if found is None:
             return
         entity_type, name = found
-        if entity_type not in (TOPICS, BROKERS, USERS):
+        if entity_type not in (TOPICS, BROKERS, USERS, CLIENTS):
             return
         config = read_entity_config(self.zk, entity_type, name)
         self.call_soon(self.apply, entity_type, name, config)

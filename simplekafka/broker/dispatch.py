@@ -70,6 +70,8 @@ class RequestDispatcher:
         # Told (api key, perf_counter() at arrival) as each request is answered, or fails:
         # the metrics' request counts and latency histogram (metrics.py); None: untimed.
         self.on_answered: Callable[[int, float], None] | None = None
+        # The broker's ClientQuotas (client_quotas.py): asked only while a quota is set.
+        self.quotas: Any = None
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         self._handlers[int(api_key)] = handler
@@ -112,7 +114,13 @@ class RequestDispatcher:
             getattr(connection, "principal", ANONYMOUS), getattr(connection, "listener",
                                                                  "PLAINTEXT")))
         self.requests_handled += 1
-        result = handler(context, body)
+        quotas = self.quotas
+        if quotas is not None and quotas.enabled:
+            quotas.before(context, body)
+            result = quotas.after(handler(context, body), context, body, len(frame), started,
+                                  connection)
+        else:
+            result = handler(context, body)
         if isinstance(result, defer.Deferred):
             # One callback encodes and times the answer (a failure passes on, timed).
             return result.addBoth(self._answered, context, started)

@@ -143,6 +143,7 @@ class BrokerMetrics:
         yield from self._socket_sends()
         yield from self._replica_manager()
         yield from self._replication_throttles()
+        yield from self._client_quotas()
         yield from self._fetch_sessions()
         yield from self._controller()
         yield from self._logs()
@@ -248,6 +249,31 @@ class BrokerMetrics:
             metric = Metric(prefix + name, doc, "counter")
             metric.add_sample(prefix + name + "_total", {}, value)
             yield metric
+
+    def _client_quotas(self) -> Any:
+        """Per user and client id, as Kafka's Produce/Fetch/Request quota MBeans: the rate
+        measured for the quota, its bound, and the throttle time handed out."""
+        quotas = getattr(self.broker, "client_quotas", None)
+        if quotas is None:
+            return
+        now_ms = quotas.clock() * 1000
+        for kind, manager, rate_name in (("produce", quotas.produce, "byte_rate"),
+                                         ("fetch", quotas.fetch, "byte_rate"),
+                                         ("request", quotas.request, "request_time")):
+            rate = Metric(f"kafka_server_{kind}_{rate_name}",
+                          f"{manager.key} measured over the quota window, per user and "
+                          "client id", "gauge")
+            bound = Metric(f"kafka_server_{kind}_quota", f"{manager.key} in force", "gauge")
+            throttle = Metric(f"kafka_server_{kind}_throttle_time_ms",
+                              "Throttle time handed out (ms)", "counter")
+            for (user, client_id), sensor in list(manager.sensors.items()):
+                labels = {"user": user, "client_id": client_id}
+                rate.add_sample(rate.name, labels, sensor.rate.measure(now_ms))
+                limit = manager.quota_limit((user, client_id))
+                if limit is not None:
+                    bound.add_sample(bound.name, labels, limit)
+                throttle.add_sample(throttle.name + "_total", labels, sensor.throttle_ms_total)
+            yield from (rate, bound, throttle)
 
     def _replication_throttles(self) -> Any:
         """Kafka's LeaderReplication / FollowerReplication quotas: bytes counted against

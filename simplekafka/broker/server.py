@@ -142,6 +142,10 @@ class KafkaConnection(Int32StringReceiver):
         # broker's ConnectionQuotas admits it (as Kafka leaves it in the accept backlog).
         self.waiting = False
         self.rejected = False  # over max.connections.per.ip: closed as soon as it is made
+        # Throttled by a client quota (client_quotas.py): nothing read until unmuted.
+        self.muted = False
+        self.muted_until = 0.0
+        self._held: list[bytes] = []  # frames read before the mute, handled after it
 
     # -- connection life cycle -------------------------------------------------------------
 
@@ -215,7 +219,9 @@ class KafkaConnection(Int32StringReceiver):
             if not self._refusing:
                 self.lengthLimitExceeded(exc.length)
             return
-        if len(frames) == 1:
+        if self.muted:
+            self._held += frames
+        elif len(frames) == 1:
             self.stringReceived(frames[0])
         elif frames:
             self._gathered(self._handle_frames, frames)
@@ -224,7 +230,10 @@ class KafkaConnection(Int32StringReceiver):
         # Parked fetches are woken once this read's requests are handled, before their
         # answers are sent (action_queue): a follower gets all its appends in one answer.
         with wakeups_after():
-            for frame in frames:
+            for i, frame in enumerate(frames):
+                if self.muted:
+                    self._held += frames[i:]
+                    return
                 self.stringReceived(frame)
                 if self._refusing:
                     return
@@ -333,6 +342,23 @@ class KafkaConnection(Int32StringReceiver):
         elif result is not None and not self._refusing:
             self._send([encode_frame(result)])
 
+    def mute(self) -> None:
+        """Stop reading requests (Kafka mutes a throttled client's channel, KIP-219)."""
+        self.muted = True
+        if not self._reading_paused:
+            self.transport.pauseProducing()
+
+    def unmute(self) -> None:
+        """Read again: first the frames that arrived with the throttled request."""
+        self.muted = False
+        if self._refusing:
+            return
+        held, self._held = self._held, []
+        if held:
+            self._gathered(self._handle_frames, held)
+        if not self._reading_paused and not self.muted:
+            self.transport.resumeProducing()
+
     def _take_slot(self) -> _Slot:
         slot = _Slot()
         self._queue.append(slot)
@@ -377,7 +403,8 @@ class KafkaConnection(Int32StringReceiver):
         if (self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2
                 and self._waiting_bytes < self.MAX_IN_FLIGHT_BYTES // 2 and not self._refusing):
             self._reading_paused = False
-            self.transport.resumeProducing()
+            if not self.muted:
+                self.transport.resumeProducing()
 
 
 class KafkaServerFactory(protocol.ServerFactory):

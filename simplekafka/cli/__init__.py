@@ -25,6 +25,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.broker_cmd",
     "simplekafka.cli.topics_cmd",
     "simplekafka.cli.configs_cmd",
+    "simplekafka.cli.quotas_cmd",
     "simplekafka.cli.acls_cmd",
     "simplekafka.cli.users_cmd",
     "simplekafka.cli.certs_cmd",

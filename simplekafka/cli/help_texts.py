@@ -150,6 +150,30 @@ HELP: dict[str, Help] = {
       --add-config retention.ms=60000,cleanup.policy=compact
   simplekafka configs --alter --entity-type brokers --entity-default \\
       --delete-config log.retention.ms"""),
+    "quotas": Help(
+        "Describe or alter client quotas, as kafka-configs.sh does for users and clients.\n\n"
+        "A quota bounds what one user, client id, or user's client id may take of each\n"
+        "broker: producer_byte_rate and consumer_byte_rate in bytes per second,\n"
+        "request_percentage in percent of one request thread. A client over its quota\n"
+        "is answered with throttle_time_ms and not read from for that long.\n\n" + _WHERE,
+        """\
+  simplekafka quotas alter --client-id reports --add producer_byte_rate=1048576
+  simplekafka quotas alter --user alice --client-id-default \\
+      --add consumer_byte_rate=2097152,request_percentage=50
+  simplekafka quotas describe
+  simplekafka quotas alter --client-id reports --delete producer_byte_rate"""),
+    "quotas describe": Help(
+        "Print the quotas of every entity, or of the entity the options name.",
+        """\
+  simplekafka quotas describe
+  simplekafka quotas describe --user alice
+  simplekafka quotas describe --client-id-default"""),
+    "quotas alter": Help(
+        "Set (--add) or remove (--delete) the quotas of one entity.",
+        """\
+  simplekafka quotas alter --client-id reports --add producer_byte_rate=1048576
+  simplekafka quotas alter --user-default --add request_percentage=200
+  simplekafka quotas alter --user alice --client-id app --delete consumer_byte_rate"""),
     "acls": Help(
         "Add, remove or list ACLs, as kafka-acls.sh does.\n\n"
         "With --zookeeper the ACL znodes are written directly (and every broker is\n"

@@ -22,6 +22,7 @@ from typing import Any
 
 from simplekafka.protocol.schema import (
     BOOL,
+    FLOAT64,
     INT8,
     INT16,
     INT32,
@@ -99,6 +100,7 @@ _SCALARS: dict[str, FieldType] = {
     "int64": INT64,
     "uint32": UINT32,
     "bool": BOOL,
+    "float64": FLOAT64,
     "uuid": UUID,
 }
 
@@ -1360,6 +1362,63 @@ LIST_TRANSACTIONS_RESPONSE = Message("ListTransactionsResponse", 66, "0-1", "0+"
     ], default=[]),
 ])
 
+# --- DescribeClientQuotas (48), AlterClientQuotas (49): client quotas (KIP-546) --------------
+# An entity is a list of (entity_type, entity_name) with types "user", "client-id" and "ip"; a
+# null name is the entity's default (<default> in ZooKeeper). match_type: 0 exact name,
+# 1 the default, 2 any name.
+
+DESCRIBE_CLIENT_QUOTAS_REQUEST = Message("DescribeClientQuotasRequest", 48, "0-1", "1+", [
+    F("components", [
+        F("entity_type", "string"),
+        F("match_type", "int8"),
+        F("match", "string", nullable="0+", default=None),
+    ]),
+    F("strict", "bool", default=False),
+])
+
+DESCRIBE_CLIENT_QUOTAS_RESPONSE = Message("DescribeClientQuotasResponse", 48, "0-1", "1+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("error_code", "int16", default=0),
+    F("error_message", "string", nullable="0+", default=None),
+    F("entries", [
+        F("entity", [
+            F("entity_type", "string"),
+            F("entity_name", "string", nullable="0+", default=None),
+        ]),
+        F("values", [
+            F("key", "string"),
+            F("value", "float64"),
+        ]),
+    ], nullable="0+", default=None),
+])
+
+ALTER_CLIENT_QUOTAS_REQUEST = Message("AlterClientQuotasRequest", 49, "0-1", "1+", [
+    F("entries", [
+        F("entity", [
+            F("entity_type", "string"),
+            F("entity_name", "string", nullable="0+", default=None),
+        ]),
+        F("ops", [
+            F("key", "string"),
+            F("value", "float64", default=0.0),
+            F("remove", "bool", default=False),
+        ]),
+    ]),
+    F("validate_only", "bool", default=False),
+])
+
+ALTER_CLIENT_QUOTAS_RESPONSE = Message("AlterClientQuotasResponse", 49, "0-1", "1+", [
+    F("throttle_time_ms", "int32", default=0),
+    F("entries", [
+        F("error_code", "int16", default=0),
+        F("error_message", "string", nullable="0+", default=None),
+        F("entity", [
+            F("entity_type", "string"),
+            F("entity_name", "string", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
 MESSAGES: dict[int, tuple[Message, Message]] = {
     m[0].api_key: m
     for m in [
@@ -1412,6 +1471,8 @@ MESSAGES: dict[int, tuple[Message, Message]] = {
         (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
         (DESCRIBE_TRANSACTIONS_REQUEST, DESCRIBE_TRANSACTIONS_RESPONSE),
         (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
+        (DESCRIBE_CLIENT_QUOTAS_REQUEST, DESCRIBE_CLIENT_QUOTAS_RESPONSE),
+        (ALTER_CLIENT_QUOTAS_REQUEST, ALTER_CLIENT_QUOTAS_RESPONSE),
     ]
 }
 """API key -> (request, response) declarations."""

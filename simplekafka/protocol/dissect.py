@@ -438,7 +438,8 @@ def _fixed_reader(st):
 
 
 def _type_name(st) -> str:
-    return {"b": "int8", "h": "int16", "i": "int32", "q": "int64", "I": "uint32"}[st.format[-1]]
+    return {"b": "int8", "h": "int16", "i": "int32", "q": "int64", "I": "uint32",
+            "d": "float64"}[st.format[-1]]
 
 
 def _plausible_request_start(data: Buffer, pos: int) -> bool:

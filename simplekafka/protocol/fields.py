@@ -80,6 +80,8 @@ INT32 = Fixed("int32", "i", p.INT32_MIN, p.INT32_MAX)
 INT64 = Fixed("int64", "q", p.INT64_MIN, p.INT64_MAX)
 UINT32 = Fixed("uint32", "I", 0, 2**32 - 1)
 BOOL = Fixed("bool", "?", 0, 1, default=False)
+# An IEEE 754 double (the client quota values of DescribeClientQuotas/AlterClientQuotas).
+FLOAT64 = Fixed("float64", "d", float("-inf"), float("inf"), default=0.0)
 
 
 class Uuid(FieldType):

@@ -27,6 +27,7 @@ from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.fields import (
     _MISSING,
     BOOL,
+    FLOAT64,
     INT8,
     INT16,
     INT32,
@@ -54,6 +55,7 @@ from simplekafka.protocol.fields import (
 # here, so that a schema and its fields are imported from one place.
 __all__ = [
     "BOOL",
+    "FLOAT64",
     "INT8",
     "INT16",
     "INT32",

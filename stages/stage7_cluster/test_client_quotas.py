@@ -1,0 +1,264 @@
+"""Client quotas: Kafka's rate arithmetic, its entity precedence, its znodes, and a real
+producer held to its byte rate while another client id on the same broker is not.
+
+The unit tests drive the rate with a clock of their own; the integration tests set
+quotas through kafka-python's request classes and through the CLI, read the znodes
+with kazoo, and throttle a confluent-kafka producer (its ``throttle_cb`` reports the
+broker's ``throttle_time_ms``). The 10 %-over-20-s figure is the benchmark's
+(``benchmarks/bench_quotas.py``); here only the direction is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from simplekafka.broker.client_quotas import (
+    ClientQuotaManager,
+    ClientQuotas,
+    SampledRate,
+    throttle_time_ms,
+    user_of,
+)
+from simplekafka.coordination.client_quotas import (
+    QuotaError,
+    entity_of,
+    sanitize,
+    stored_text,
+)
+
+# -- the rate over sample windows (Kafka's Rate and SampledStat) --------------------------
+
+
+def test_a_young_rate_is_measured_over_ten_windows_at_least():
+    rate = SampledRate(samples=11, window_ms=1000)
+    rate.record(1000, 0)
+    assert rate.window_size_ms(0) == 10_000  # not over the 0 ms since the first record
+    assert rate.measure(0) == pytest.approx(100.0)
+    rate.record(1000, 500)
+    assert rate.window_size_ms(500) == 10_500
+    assert rate.measure(500) == pytest.approx(2000 / 10.5)
+
+
+def test_a_sample_starts_each_window_and_old_samples_drop_out():
+    rate = SampledRate(samples=3, window_ms=1000)
+    for t in (0, 1000, 2000, 2500):
+        rate.record(100, t)
+    assert rate.total(2999) == 400
+    assert rate.total(3000) == 300  # silent for 3 windows: the first sample is reset
+    assert rate.window_size_ms(3000) == 2000  # from the oldest sample kept
+    assert rate.total(10_000) == 0
+
+
+def test_the_throttle_time_brings_the_rate_back_to_the_bound():
+    rate = SampledRate()
+    rate.record(3_000_000, 0)  # 3 MB at once, against 100 kB/s over 10 s
+    wait = throttle_time_ms(rate, 100_000, 0)
+    assert wait == 20_000  # (300 kB/s - 100) / 100 * 10 s
+    assert throttle_time_ms(SampledRate(), 100_000, 0) == 0
+
+
+def test_a_request_quota_throttle_is_bounded_by_one_window():
+    manager = ClientQuotaManager("request_percentage", max_throttle_ms=1000)
+    manager.update((None, "busy"), 10.0)
+    assert manager.record("ANONYMOUS", "busy", 5000.0, 0) == 1000
+
+
+# -- which quota applies, and who shares it ------------------------------------------------
+
+DEFAULT = "\x00<default>"
+
+
+def test_precedence_from_user_and_client_down_to_the_client_default():
+    m = ClientQuotaManager("producer_byte_rate")
+    m.update((None, DEFAULT), 1.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 1.0
+    m.update((None, "app"), 2.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 2.0
+    m.update((DEFAULT, None), 3.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 3.0
+    m.update((DEFAULT, DEFAULT), 4.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 4.0
+    m.update((DEFAULT, "app"), 5.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 5.0
+    m.update(("alice", None), 6.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 6.0
+    m.update(("alice", DEFAULT), 7.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 7.0
+    m.update(("alice", "app"), 8.0)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 8.0
+    m.update(("alice", "app"), None)
+    assert m.quota_limit(m.metric_tags("alice", "app")) == 7.0
+
+
+def test_a_user_quota_is_shared_by_its_client_ids_a_client_default_is_not():
+    m = ClientQuotaManager("producer_byte_rate")
+    m.update(("alice", None), 100.0)
+    assert m.metric_tags("alice", "a") == m.metric_tags("alice", "b") == ("alice", "")
+    m.update(("alice", None), None)
+    m.update((None, DEFAULT), 100.0)
+    assert m.metric_tags("alice", "a") != m.metric_tags("alice", "b")
+
+
+def test_entities_and_values_are_checked_and_stored_as_kafka_does():
+    assert sanitize("my app*/x") == "my%20app%2A%2Fx"
+    assert user_of("User:CN=bob,O=x") == "CN%3Dbob%2CO%3Dx"
+    assert entity_of([("user", "alice"), ("client-id", None)]) == ("alice", "<default>")
+    for bad in ([], [("user", "")], [("user", "a"), ("user", "b")], [("group", "g")],
+                [("ip", "1.2.3.4")]):
+        with pytest.raises(QuotaError):
+            entity_of(bad)
+    assert stored_text("producer_byte_rate", 1024.0) == "1024"
+    assert stored_text("request_percentage", 50) == "50.0"
+    with pytest.raises(QuotaError, match="LONG"):
+        stored_text("consumer_byte_rate", 10.5)
+    with pytest.raises(QuotaError, match="Invalid configuration key"):
+        stored_text("producer_byte_rat", 1.0)
+
+
+def test_a_change_notification_updates_the_managers_and_names_quota_only_entities():
+    quotas = ClientQuotas(reactor=None)
+    assert not quotas.enabled
+    assert quotas.update("clients", "app", {"producer_byte_rate": "1000"})
+    assert quotas.enabled and quotas.produce.overrides == {(None, "app"): 1000.0}
+    # users/<u> also holds SCRAM credentials: the broker must still read those
+    assert not quotas.update("users", "alice", {"consumer_byte_rate": "5",
+                                                "SCRAM-SHA-256": "salt=..."})
+    assert quotas.update("users", "alice/clients/<default>", {"request_percentage": "9.5"})
+    assert quotas.request.overrides == {("alice", DEFAULT): 9.5}
+    quotas.update("clients", "app", {})
+    quotas.update("users", "alice", {})
+    quotas.update("users", "alice/clients/<default>", {})
+    assert not quotas.enabled
+
+
+# -- against a real broker -----------------------------------------------------------------
+
+
+def _kafka_python_send(cluster, request):
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        return client._manager.run(lambda: client._manager.send(request))
+    finally:
+        client.close()
+
+
+def _znode(cluster, path: str) -> dict:
+    return json.loads(cluster.zk.get(path)[0])
+
+
+@pytest.mark.integration
+def test_quotas_set_through_kafka_python_land_in_zookeeper_as_kafka_writes_them(cluster):
+    from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+    answer = _kafka_python_send(cluster, AlterClientQuotasRequest(entries=[
+        ([("user", "alice"), ("client-id", None)],
+         [("consumer_byte_rate", 2048.0, False), ("request_percentage", 50.0, False)]),
+        ([("client-id", "report job")], [("producer_byte_rate", 4096.0, False)]),
+        ([("client-id", "bad")], [("producer_byte_rate", 1.5, False)]),
+    ], validate_only=False))
+    assert [e.error_code for e in answer.entries] == [0, 0, 42]
+    assert _znode(cluster, "/config/users/alice/clients/<default>") == {
+        "version": 1, "config": {"consumer_byte_rate": "2048", "request_percentage": "50.0"}}
+    assert _znode(cluster, "/config/clients/report%20job")["config"] == {
+        "producer_byte_rate": "4096"}
+    changes = [_znode(cluster, f"/config/changes/{c}")
+               for c in sorted(cluster.zk.get_children("/config/changes"))]
+    assert {"version": 2, "entity_path": "users/alice/clients/<default>"} in changes
+    assert {"version": 2, "entity_path": "clients/report%20job"} in changes
+
+    described = _kafka_python_send(cluster, DescribeClientQuotasRequest(
+        components=[("client-id", 2, None)], strict=True))
+    entries = {tuple((e.entity_type, e.entity_name) for e in entry.entity):
+               {v.key: v.value for v in entry.values} for entry in described.entries}
+    assert entries == {(("client-id", "report job"),): {"producer_byte_rate": 4096.0}}
+
+
+@pytest.mark.integration
+def test_the_cli_sets_describes_and_removes_a_quota(cluster):
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "simplekafka", "quotas", *args,
+                               "-b", cluster.bootstrap_servers],
+                              capture_output=True, text=True, timeout=60)
+
+    done = cli("alter", "--user", "bob", "--add", "producer_byte_rate=1048576")
+    assert done.returncode == 0, done.stderr
+    assert _znode(cluster, "/config/users/bob")["config"] == {"producer_byte_rate": "1048576"}
+    shown = cli("describe", "--user", "bob")
+    assert shown.stdout.strip() == ("Quota configs for user-principal 'bob' are "
+                                    "producer_byte_rate=1048576.0")
+    assert cli("alter", "--user", "bob", "--delete", "producer_byte_rate").returncode == 0
+    assert _znode(cluster, "/config/users/bob")["config"] == {}
+    bad = cli("alter", "--user", "bob", "--add", "producer_byte_rate=lots")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def _produce_for(cluster, client_id: str, seconds: float, out: dict) -> None:
+    """Produce as fast as the broker lets ``client_id``: delivered bytes/s, throttles seen."""
+    from confluent_kafka import Producer
+
+    throttles: list[float] = []
+    delivered = [0]
+
+    def on_delivery(err, msg):
+        if err is None:
+            delivered[0] += len(msg.value())
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "client.id": client_id, "batch.size": 16384, "linger.ms": 5,
+                         "queue.buffering.max.kbytes": 1024,
+                         "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    payload = b"q" * 1000
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        try:
+            producer.produce("quota-test", payload, on_delivery=on_delivery)
+        except BufferError:
+            producer.poll(0.02)
+        producer.poll(0)
+    producer.poll(0.5)
+    out[client_id] = (delivered[0] / (time.monotonic() - start), throttles)
+    producer.purge()
+    producer.flush(5)
+
+
+@pytest.mark.integration
+def test_a_producer_over_its_quota_is_throttled_and_another_client_is_not(cluster):
+    from simplekafka.admin import Admin
+
+    quota = 100_000
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.create_topic("quota-test", num_partitions=1, replication_factor=1)
+        admin.alter_client_quotas({"client-id": "throttled"}, {"producer_byte_rate": quota})
+        assert admin.describe_client_quotas({"client-id": "throttled"}) == {
+            (("client-id", "throttled"),): {"producer_byte_rate": float(quota)}}
+    time.sleep(1)  # the broker follows /config/changes
+    out: dict = {}
+    slow = threading.Thread(target=_produce_for, args=(cluster, "throttled", 8, out))
+    slow.start()
+    _produce_for(cluster, "free", 3, out)
+    slow.join(30)
+    throttled_rate, throttles = out["throttled"]
+    free_rate, free_throttles = out["free"]
+    assert throttles and max(throttles) > 0  # told so in throttle_time_ms
+    assert not free_throttles
+    # Held near the quota (allowing Kafka's first-window burst), the other far above it.
+    assert throttled_rate < 3 * quota
+    assert free_rate > 3 * throttled_rate
+    # The broker's metrics name who was throttled, and by how much.
+    if cluster.metrics_urls:
+        import urllib.request
+
+        url = next(iter(cluster.metrics_urls.values()))
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        line = next(line for line in text.splitlines()
+                    if line.startswith("kafka_server_produce_throttle_time_ms_total")
+                    and 'client_id="throttled"' in line)
+        assert float(line.split()[-1]) > 0
