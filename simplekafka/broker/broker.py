@@ -101,6 +101,7 @@ from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
 from simplekafka.broker.transaction.producer_ids import ProducerIdManager
+from simplekafka.coordination.configs import desanitize
 from simplekafka.coordination.users import USERS
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.storage import LogConfig, LogManager
@@ -309,9 +310,9 @@ class KafkaBroker:
         (topics, brokers) or to the SCRAM credentials (users)."""
         if self.client_quotas.update(entity_type, name, config):
             return  # a quota-only entity (users/<u>/clients/<c>, clients/<c>)
-        if entity_type == USERS:
-            self.credentials.update(name, config)
-            log.info("SCRAM credentials of user %s updated", name)
+        if entity_type == USERS:  # the znode's name is the user's, sanitized
+            self.credentials.update(desanitize(name), config)
+            log.info("SCRAM credentials of user %s updated", desanitize(name))
             return
         if entity_type == "topics":
             self.topic_configs[name] = dict(config)

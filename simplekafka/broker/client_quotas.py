@@ -217,8 +217,9 @@ class ClientQuotaManager:
         user, client_id = tags
         o = self.overrides
         if user and client_id:
-            candidates = [(user, client_id), (user, _DEFAULT), (_DEFAULT, client_id),
-                          (_DEFAULT, _DEFAULT)]
+            candidates: list[tuple[str | None, str | None]] = [
+                (user, client_id), (user, _DEFAULT), (_DEFAULT, client_id),
+                (_DEFAULT, _DEFAULT)]
         elif user:
             candidates = [(user, None), (_DEFAULT, None)]
         elif client_id:

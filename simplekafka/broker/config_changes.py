@@ -26,7 +26,7 @@ from simplekafka.coordination.configs import (
     read_entity_config,
 )
 from simplekafka.coordination.notifications import NotificationListener
-from simplekafka.coordination.users import USERS, list_users
+from simplekafka.coordination.users import USERS, user_znodes
 from simplekafka.coordination.znodes import ZkPaths
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class ConfigChangeListener:
         # must not wait for the next one.
         for name in (DEFAULT_BROKER, str(self.broker_id)):
             self.call_soon(self.apply, BROKERS, name, read_entity_config(self.zk, BROKERS, name))
-        for user in list_users(self.zk):  # SCRAM credentials (security/credentials.py)
+        for user in user_znodes(self.zk):  # SCRAM credentials (security/credentials.py)
             self.call_soon(self.apply, USERS, user, read_entity_config(self.zk, USERS, user))
         for entity in list_entities(self.zk):  # client quotas (client_quotas.py)
             if entity[0] is None or entity[1] is not None:  # users/<u> were read just above

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from urllib.parse import quote, unquote
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from simplekafka.coordination.configs import read_entity_config, write_entity_config
+from simplekafka.coordination.configs import (
+    desanitize,
+    read_entity_config,
+    sanitize,
+    write_entity_config,
+)
 
 USER = "user"
 CLIENT_ID = "client-id"
@@ -57,16 +61,6 @@ Entity = tuple[str | None, str | None]
 
 class QuotaError(ValueError):
     """An entity or a value Kafka refuses (INVALID_REQUEST, with this message)."""
-
-
-def sanitize(name: str) -> str:
-    """Kafka's ``Sanitizer.sanitize``: URL encoding, with ``*`` and spaces percent-encoded."""
-    # Java's URLEncoder leaves letters, digits and "-_.*" alone (quote keeps "~" too).
-    return quote(name, safe="-_.").replace("~", "%7E")
-
-
-def desanitize(name: str) -> str:
-    return unquote(name)
 
 
 def entity_of(parts: Iterable[tuple[str, str | None]]) -> Entity:

@@ -24,14 +24,13 @@ BROKERS = "brokers"
 DEFAULT_BROKER = "<default>"  # the cluster-wide default of dynamic broker configs
 
 
-USERS = "users"
-CLIENTS = "clients"
 DEFAULT_ENTITY = "<default>"  # a users/clients default, stored as is
+
+
 # A user or client id may hold any character, a znode name may not: Kafka keeps
-# them URL-encoded (its Sanitizer), so "User:alice/x" is /config/users/alice%2Fx.
-SANITIZED_TYPES = frozenset({USERS, CLIENTS})
-
-
+# them URL-encoded (its Sanitizer), so user "ops/ella" is /config/users/ops%2Fella.
+# Paths and notifications here carry the encoded names; the layers that name
+# users and clients (SCRAM, quotas) encode and decode.
 def sanitize(name: str) -> str:
     """Kafka's Sanitizer: URL-encoding that keeps only letters, digits and ``._-``."""
     if name == DEFAULT_ENTITY:
@@ -43,13 +42,8 @@ def desanitize(name: str) -> str:
     return name if name == DEFAULT_ENTITY else unquote_plus(name)
 
 
-def entity_znode_name(entity_type: str, name: str) -> str:
-    """The entity's name as its znode spells it."""
-    return sanitize(name) if entity_type in SANITIZED_TYPES else name
-
-
 def entity_path(entity_type: str, name: str) -> str:
-    return f"/config/{entity_type}/{entity_znode_name(entity_type, name)}"
+    return f"/config/{entity_type}/{name}"
 
 
 def read_entity_config(zk: KazooClient, entity_type: str, name: str) -> dict[str, str]:
@@ -74,8 +68,7 @@ def write_entity_config(zk: KazooClient, entity_type: str, name: str,
     else:
         transaction.create(path, payload)
     transaction.create(ZkPaths.CONFIG_CHANGE_PREFIX,
-                       ConfigChangeNotification(
-                           f"{entity_type}/{entity_znode_name(entity_type, name)}").to_json(),
+                       ConfigChangeNotification(f"{entity_type}/{name}").to_json(),
                        sequence=True)
     failures = [r for r in transaction.commit() if isinstance(r, Exception)]
     if failures:
@@ -90,4 +83,4 @@ def read_change(zk: KazooClient, child: str) -> tuple[str, str] | None:
         return None
     entity = ConfigChangeNotification.from_json(data).entity_path
     entity_type, _, name = entity.partition("/")
-    return entity_type, desanitize(name) if entity_type in SANITIZED_TYPES else name
+    return entity_type, name

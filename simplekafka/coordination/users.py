@@ -14,22 +14,36 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from simplekafka.coordination.configs import (
-    USERS,
     desanitize,
     read_entity_config,
+    sanitize,
     write_entity_config,
 )
 from simplekafka.protocol.sasl import SCRAM_MECHANISMS, ScramCredential
 
+USERS = "users"
 CONFIG_USERS = "/config/users"
 
 
-def list_users(zk: KazooClient) -> list[str]:
-    """Every user with an entity config (sorted)."""
+def user_znodes(zk: KazooClient) -> list[str]:
+    """Every user's znode name under /config/users (sanitized, sorted)."""
     try:
-        return sorted(desanitize(child) for child in zk.get_children(CONFIG_USERS))
+        return sorted(zk.get_children(CONFIG_USERS))
     except NoNodeError:
         return []
+
+
+def list_users(zk: KazooClient) -> list[str]:
+    """Every user with an entity config (their names, sorted)."""
+    return sorted(desanitize(child) for child in user_znodes(zk))
+
+
+def read_user_config(zk: KazooClient, user: str) -> dict[str, str]:
+    return read_entity_config(zk, USERS, sanitize(user))
+
+
+def write_user_config(zk: KazooClient, user: str, config: dict[str, str]) -> None:
+    write_entity_config(zk, USERS, sanitize(user), config)
 
 
 def scram_credentials(config: dict[str, str]) -> dict[str, ScramCredential]:
@@ -46,22 +60,22 @@ def scram_credentials(config: dict[str, str]) -> dict[str, ScramCredential]:
 
 
 def read_user_credentials(zk: KazooClient, user: str) -> dict[str, ScramCredential]:
-    return scram_credentials(read_entity_config(zk, USERS, user))
+    return scram_credentials(read_user_config(zk, user))
 
 
 def set_scram_credential(zk: KazooClient, user: str, mechanism: str,
                          credential: ScramCredential) -> None:
     """Add or replace one user's credential for ``mechanism`` and notify the brokers."""
-    config = read_entity_config(zk, USERS, user)
+    config = read_user_config(zk, user)
     config[mechanism] = credential.to_kafka()
-    write_entity_config(zk, USERS, user, config)
+    write_user_config(zk, user, config)
 
 
 def delete_scram_credential(zk: KazooClient, user: str, mechanism: str | None = None) -> bool:
     """Remove one mechanism's credential (or every SCRAM one); whether anything was removed."""
-    config = read_entity_config(zk, USERS, user)
+    config = read_user_config(zk, user)
     mechanisms = [mechanism] if mechanism else list(SCRAM_MECHANISMS)
     removed = [m for m in mechanisms if config.pop(m, None) is not None]
     if removed:
-        write_entity_config(zk, USERS, user, config)
+        write_user_config(zk, user, config)
     return bool(removed)

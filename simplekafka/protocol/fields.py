@@ -56,7 +56,7 @@ class FieldType:
 class Fixed(FieldType):
     """A fixed-width big-endian number (or bool)."""
 
-    def __init__(self, name: str, fmt: str, lo: int, hi: int, default: Any = 0):
+    def __init__(self, name: str, fmt: str, lo: float, hi: float, default: Any = 0):
         self.name = name
         self.fmt = fmt
         self.struct = struct.Struct(">" + fmt)

@@ -171,10 +171,7 @@ def test_any_json_shape_decodes_or_raises_znode_format_error(value):
     ("<default>", "<default>"),  # the default entity is stored as is
 ])
 def test_user_and_client_names_are_sanitized_as_kafka_does(name, znode):
-    from simplekafka.coordination.configs import desanitize, entity_path, sanitize
+    from simplekafka.coordination.configs import desanitize, sanitize
 
     assert sanitize(name) == znode
     assert desanitize(znode) == name
-    assert entity_path("users", name) == f"/config/users/{znode}"
-    assert entity_path("clients", name) == f"/config/clients/{znode}"
-    assert entity_path("topics", "a.b") == "/config/topics/a.b"

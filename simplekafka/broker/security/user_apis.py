@@ -15,8 +15,12 @@ from collections import Counter
 from typing import Any
 
 from simplekafka.broker.collaborators import in_worker_thread
-from simplekafka.coordination.configs import read_entity_config, write_entity_config
-from simplekafka.coordination.users import USERS, list_users, scram_credentials
+from simplekafka.coordination.users import (
+    list_users,
+    read_user_config,
+    scram_credentials,
+    write_user_config,
+)
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -70,7 +74,7 @@ def _describe(zk: Any, names: list[str] | None) -> dict:
     counts = Counter(names or [])
     results = []
     for user in (list_users(zk) if names is None else list(dict.fromkeys(names))):
-        credentials = scram_credentials(read_entity_config(zk, USERS, user))
+        credentials = scram_credentials(read_user_config(zk, user))
         if counts[user] > 1:
             results.append({**_result(user, ErrorCode.DUPLICATE_RESOURCE,
                                       "Cannot describe the same user twice"),
@@ -116,7 +120,7 @@ def _alter(zk: Any, request: Any) -> dict:
         if user in problems:
             results.append(_result(user, *problems[user]))
             continue
-        config = read_entity_config(zk, USERS, user)
+        config = read_user_config(zk, user)
         missing = [d for d in request.deletions
                    if d.name == user and SCRAM_BY_TYPE[d.mechanism].name not in config]
         if missing:
@@ -130,6 +134,6 @@ def _alter(zk: Any, request: Any) -> dict:
             config[mechanism.name] = credential_from_salted_password(
                 mechanism, upsertion.salted_password, upsertion.salt,
                 upsertion.iterations).to_kafka()
-        write_entity_config(zk, USERS, user, config)
+        write_user_config(zk, user, config)
         results.append(_result(user, ErrorCode.NONE))
     return {"results": results}
