@@ -69,13 +69,16 @@ class Sizes:
     group_members: int
     seconds: float
     runs: int
+    #: The lead latency table (Python clients, two processes): seconds per run, runs.
+    client_seconds: float = 20.0
+    client_runs: int = 3
 
 
 SIZES = {
     "tiny": Sizes(messages=2_000, latency_seconds=1.0, latency_rate=1_000,
                   partitions=(4, 12), message_sizes=(10, 1_000, 100_000),
                   idle_connections=20, active_clients=2, group_members=3, seconds=0.5,
-                  runs=1),
+                  runs=1, client_seconds=2.0, client_runs=1),
     "small": Sizes(messages=200_000, latency_seconds=10.0, latency_rate=10_000,
                    partitions=(100, 300, 1_000), message_sizes=(10, 100, 1_000, 10_000,
                                                                 100_000, 1_000_000),
