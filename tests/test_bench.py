@@ -41,6 +41,14 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert {"produce", "consume", "latency", "replication", "scale", "connections",
             "message sizes", "groups"} <= scenarios
     names = " | ".join(figure["name"] for figure in run["figures"])
+    # bench latency leads with the Python clients' table, Redis Streams beside us, then the
+    # C tool's, its pacing thread at SCHED_IDLE first (tests/test_bench_latency_clients.py).
+    latency = [f["name"] for f in run["figures"] if f["scenario"] == "latency"]
+    assert latency[0] == "Python clients, two processes: Redis Streams (redis-py) p50", latency
+    assert "Python clients, two processes: RF 3 / 1 broker p99" in latency
+    c_rows = [name for name in latency if name.startswith("C client")]
+    assert c_rows[0] == "C client, pacing thread at SCHED_IDLE p50", c_rows[:3]
+    assert "| SimpleKafka, 3 brokers RF 3, acks=all |" in result.stdout
     # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
     assert "C client, 1 broker, acks=1 p99" in names

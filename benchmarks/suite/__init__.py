@@ -64,6 +64,7 @@ def run(names: list[str], mode: str, out_dir: Path, bootstrap_server: str | None
         finally:
             ctx.close()
     record.notes += ctx.notes
+    record.tables += ctx.tables
     record.load_after = load_average()
     out_dir.mkdir(parents=True, exist_ok=True)
     record.write_json(out_dir / "bench.json")
@@ -83,6 +84,8 @@ def print_table(record: Run) -> None:
     from rich.table import Table
 
     console = Console() if sys.stdout.isatty() else Console(width=140)
+    for text in record.tables:  # plain, so the Markdown reads (and parses) as written
+        print(text, flush=True)
     table = Table(title=f"simplekafka bench ({record.mode})")
     for column, justify in (("scenario", "left"), ("figure", "left"), ("value", "right"),
                             ("unit", "left"), ("note", "left")):

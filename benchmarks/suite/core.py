@@ -121,6 +121,7 @@ class Context:
     bootstrap_server: str | None = None
     step: Callable[[str], None] = lambda _what: None
     notes: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
     _clusters: dict[str, LocalCluster] = field(default_factory=dict)
     _tmp: tempfile.TemporaryDirectory | None = None
@@ -192,6 +193,8 @@ class Run:
     figures: list[Figure] = field(default_factory=list)
     curves: list[Curve] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Compact tables a scenario leads with (Markdown), printed before the figures.
+    tables: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     plots: list[str] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=machine)

@@ -303,8 +303,10 @@ def clients(ctx: Context) -> tuple[list[Figure], list[Curve]]:
                 Figure("latency", f"{TITLE}: load average at the end", load_end[0], "",
                        "the run's own brokers and clients included")]
     ctx.note(how)
+    text = markdown(table, how, ctx.mode)
+    ctx.tables.append(text)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    (ctx.out_dir / "latency_clients.md").write_text(markdown(table, how, ctx.mode))
+    (ctx.out_dir / "latency_clients.md").write_text(text)
     return figures, curves
 
 
@@ -334,7 +336,7 @@ def method(rate: int, seconds: float, runs: int, start: tuple[float, float, floa
 def markdown(table: dict[str, dict[str, float]], how: str, mode: str) -> str:
     """The lead table as the docs show it: one row per system, with the ratio to Redis."""
     redis = table.get(REDIS)
-    lines = [f"`{mode}` sizes. {how}.", "",
+    lines = [f"Latency, {TITLE} (`{mode}` sizes). {how}.", "",
              "| system | p50 ms | p99 ms | p99.9 ms | max ms | p99 / Redis |",
              "|---|---:|---:|---:|---:|---:|"]
     for name in SYSTEMS:
