@@ -181,3 +181,31 @@ def test_the_failover_phases_come_from_zookeepers_timestamps():
     phases = failover_phases(ZooKeeper(), [("t", 0), ("t", 3)], killed_at=100.0)
     assert phases == {"failover: new controller elected (s)": 6.5,
                       "failover: last new leader in ZooKeeper (s)": 8.25}
+
+
+def test_the_benchmark_pages_idle_latency_command_runs_the_lead_table(monkeypatch, tmp_path):
+    """The one command docs/benchmarks.md gives for the idle figures parses and becomes the
+    suite run that rewrites the file the page includes; --latency-seconds/--latency-runs
+    reach the suite."""
+    import re
+    import shlex
+
+    page = (ROOT / "docs/benchmarks.md").read_text()
+    line, = re.findall(r"^\$ (simplekafka bench latency .*)$", page, re.MULTILINE)
+    included = re.findall(r"\{include\} (_static/bench_full/latency/latency_clients\.md)", page)
+    assert included and (ROOT / "docs" / included[0]).is_file()
+    calls = []
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(subprocess, "run",
+                        lambda command, **kw: calls.append(command) or
+                        subprocess.CompletedProcess(command, 0))
+    monkeypatch.chdir(ROOT)  # the page's path is relative to the checkout
+    assert main([*shlex.split(line)[1:], "--latency-seconds", "5", "--latency-runs", "2"]) == 0
+    command, = calls
+    assert command[3:4] == ["latency"] and command[command.index("--mode") + 1] == "full"
+    assert command[command.index("--out") + 1] == str(ROOT / "docs/_static/bench_full/latency")
+    assert command[command.index("--latency-seconds") + 1] == "5.0"
+    assert command[command.index("--latency-runs") + 1] == "2"
+    for bad in ("0", "-1", "x", "inf"):
+        with pytest.raises(SystemExit):
+            main(["bench", "latency", "--latency-seconds", bad])

@@ -299,10 +299,10 @@ def clients(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     figures += ratios(table)
     how = method(rate, seconds, runs, load_start, load_end)
     figures += [Figure("latency", f"{TITLE}: load average at the start", load_start[0], "",
-                       how),
+                       "one minute"),
                 Figure("latency", f"{TITLE}: load average at the end", load_end[0], "",
                        "the run's own brokers and clients included")]
-    ctx.note(how)
+    ctx.note(f"{TITLE}: {how}")
     text = markdown(table, how, ctx.mode)
     ctx.tables.append(text)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -326,7 +326,7 @@ def ratios(table: dict[str, dict[str, float]]) -> list[Figure]:
 
 def method(rate: int, seconds: float, runs: int, start: tuple[float, float, float],
            end: tuple[float, float, float]) -> str:
-    return (f"{TITLE}: a producer process and a consumer process per system, the producer "
+    return (f"a producer process and a consumer process per system, the producer "
             f"pacing by sleeping to each millisecond (never spinning), {rate:,} records/s of "
             f"{SIZE} B for {seconds:g} s, median of {runs} run{'s' if runs != 1 else ''}, "
             f"the systems taking turns; {os.cpu_count()} cores; load average "
@@ -336,7 +336,7 @@ def method(rate: int, seconds: float, runs: int, start: tuple[float, float, floa
 def markdown(table: dict[str, dict[str, float]], how: str, mode: str) -> str:
     """The lead table as the docs show it: one row per system, with the ratio to Redis."""
     redis = table.get(REDIS)
-    lines = [f"Latency, {TITLE} (`{mode}` sizes). {how}.", "",
+    lines = [f"Latency, {TITLE} (`{mode}` sizes): {how}.", "",
              "| system | p50 ms | p99 ms | p99.9 ms | max ms | p99 / Redis |",
              "|---|---:|---:|---:|---:|---:|"]
     for name in SYSTEMS:
