@@ -5,8 +5,11 @@ process and a consumer process (``multiprocessing``, spawned), the producer
 pacing by sleeping to the next millisecond and sending the records that fell
 due, never spinning (a spinning pacer takes a core from the broker on a
 2-core machine: that is what made ``rdkafka_performance -l``'s tail). Each
-record carries its send time (``time.monotonic_ns``, one clock for the whole
-host); the consumer subtracts it from the time the record reached it.
+record carries its send time (the host's wall clock, one clock for every
+process, as ``LATENCY:<µs>``: rdkafka_performance -l's stamp, which the
+per-stage traces ``benchmarks/latency_stages.py`` and
+``benchmarks/replication_stages.py --python-clients`` find in the brokers);
+the consumer subtracts it from the time the record reached it.
 
 - SimpleKafka through confluent-kafka: ``linger.ms=1``, consumers with
   ``fetch.wait.max.ms=100`` and ``fetch.queue.backoff.ms=0``; one broker with
@@ -27,7 +30,6 @@ import os
 import queue
 import shutil
 import statistics
-import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -45,8 +47,7 @@ TITLE = "Python clients, two processes"
 PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
 PRODUCER = {"linger.ms": 1}
 CONSUMER = {"fetch.wait.max.ms": 100, **peers.CONSUMER_SETTINGS}
-_STAMP = struct.Struct(">q")
-_PADDING = b"p" * (SIZE - _STAMP.size)
+_STAMP = b"LATENCY:%d;"
 
 
 def ticks(rate: int, total: int, tick: float = 0.001) -> Iterator[int]:
@@ -70,12 +71,13 @@ def ticks(rate: int, total: int, tick: float = 0.001) -> Iterator[int]:
 
 
 def stamped() -> bytes:
-    """A 100-byte record whose first 8 bytes are its send time."""
-    return _STAMP.pack(time.monotonic_ns()) + _PADDING
+    """A 100-byte record that starts with its send time, ``LATENCY:<µs>;``."""
+    return (_STAMP % (time.time_ns() // 1000)).ljust(SIZE, b"p")
 
 
 def delay_ms(value: bytes, received_ns: int) -> float:
-    return (received_ns - _STAMP.unpack_from(value)[0]) / 1e6
+    """Milliseconds from the record's stamp to ``received_ns`` (``time.time_ns()``)."""
+    return (received_ns / 1000 - int(value[8:value.index(b";")])) / 1000
 
 
 # -- the four process bodies (run in spawned children) --------------------------------------
@@ -113,7 +115,7 @@ def kafka_consumer(bootstrap: str, topic: str, total: int, seconds: float, ready
     while len(delays) < total and time.monotonic() < deadline:
         message = consumer.poll(0.1)
         if message is not None and message.error() is None:
-            delays.append(delay_ms(message.value(), time.monotonic_ns()))
+            delays.append(delay_ms(message.value(), time.time_ns()))
     results.put(("consumer", time.process_time() - cpu, delays))
     consumer.close()
 
@@ -148,7 +150,7 @@ def redis_consumer(port: int, stream: str, total: int, seconds: float, ready: An
     deadline = time.monotonic() + seconds
     while len(delays) < total and time.monotonic() < deadline:
         for _name, entries in client.xread({stream: last}, count=1000, block=100) or ():
-            received = time.monotonic_ns()
+            received = time.time_ns()
             for entry_id, fields in entries:
                 delays.append(delay_ms(fields[b"v"], received))
                 last = entry_id
