@@ -262,27 +262,26 @@ def clients(ctx: Context) -> tuple[list[Figure], list[Curve]]:
         ctx.note(missing)
     samples: dict[str, list[list[float]]] = {name: [] for name in SYSTEMS}
     shares: dict[str, list[dict[str, float]]] = {name: [] for name in SYSTEMS}
+
+    def measure(name: str, run: int, port: int) -> tuple[list[float], dict[str, float]]:
+        if name == REDIS:
+            return redis_run(port, f"latency-{run}", rate, seconds)
+        if name == ONE_BROKER:
+            return kafka_run(single, new_topic(single, "latency-clients"), "1", rate, seconds)
+        topic = new_topic(three.bootstrap_servers, "latency-clients-rf3", 1, 3,
+                          {"min.insync.replicas": "2"})
+        three.wait_for_isr(topic, 0, [1, 2, 3])
+        return kafka_run(three.bootstrap_servers, topic, "all", rate, seconds)
+
     server = shutil.which("redis-server")
     with (peers.redis_server(server) if server and not missing
           else contextlib.nullcontext()) as port:
-        for run in range(runs):
-            if port is not None:
-                ctx.step(f"latency: {REDIS}, run {run + 1}")
-                delays, share = redis_run(port, f"latency-{run}", rate, seconds)
-                samples[REDIS].append(delays)
-                shares[REDIS].append(share)
-            ctx.step(f"latency: {ONE_BROKER}, run {run + 1}")
-            delays, share = kafka_run(single, new_topic(single, "latency-clients"), "1",
-                                      rate, seconds)
-            samples[ONE_BROKER].append(delays)
-            shares[ONE_BROKER].append(share)
-            ctx.step(f"latency: {RF3}, run {run + 1}")
-            topic = new_topic(three.bootstrap_servers, "latency-clients-rf3", 1, 3,
-                              {"min.insync.replicas": "2"})
-            three.wait_for_isr(topic, 0, [1, 2, 3])
-            delays, share = kafka_run(three.bootstrap_servers, topic, "all", rate, seconds)
-            samples[RF3].append(delays)
-            shares[RF3].append(share)
+        for run in range(runs):  # the systems take turns: each run's minutes are shared
+            for name in SYSTEMS if port is not None else SYSTEMS[1:]:
+                ctx.step(f"latency: {name}, run {run + 1}")
+                delays, share = measure(name, run, port)
+                samples[name].append(_complete(ctx, name, run, delays, rate, seconds))
+                shares[name].append(share)
     load_end = load_average()
     table = {name: medians(runs_) for name, runs_ in samples.items()}
     figures: list[Figure] = []
@@ -310,6 +309,16 @@ def clients(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     (ctx.out_dir / "latency_clients.md").write_text(text)
     return figures, curves
+
+
+def _complete(ctx: Context, name: str, run: int, delays: list[float], rate: int,
+              seconds: float) -> list[float]:
+    """The run's delays; a note if records did not all arrive (a percentile over fewer)."""
+    total = max(1, int(rate * seconds))
+    if len(delays) < total:
+        ctx.note(f"{TITLE}: {name}, run {run + 1}: {len(delays):,} of {total:,} records "
+                 "arrived in time")
+    return delays
 
 
 def ratios(table: dict[str, dict[str, float]]) -> list[Figure]:
