@@ -201,11 +201,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
-    parser.add_argument("--idle-pacer", action="store_true",
-                        help="the producer's spinning pacing thread at SCHED_IDLE")
-    parser.add_argument("--python-clients", action="store_true",
-                        help="the latency scenario's lead load: confluent-kafka in two "
-                             "processes, pacing by sleeping, linger.ms=1")
+    clients = parser.add_mutually_exclusive_group()
+    clients.add_argument("--idle-pacer", action="store_true",
+                         help="the C producer's spinning pacing thread at SCHED_IDLE")
+    clients.add_argument("--python-clients", action="store_true",
+                         help="the latency scenario's lead load: confluent-kafka in two "
+                              "processes, pacing by sleeping, linger.ms=1")
     parser.add_argument("-X", dest="settings", action="append", default=[],
                         metavar="KEY=VALUE", help="a librdkafka setting for both clients")
     args = parser.parse_args()
