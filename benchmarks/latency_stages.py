@@ -20,8 +20,13 @@ Prints percentiles per stage and, for the records at or above the run's p99,
 the mean of each stage (what the tail is made of); draws the histograms into
 ``--out``; prints the load average. Figures, never asserts.
 
+``--python-clients``: the load of the latency scenario's lead table instead
+(``benchmarks/suite/latency_clients.py``: confluent-kafka in a producer
+process pacing by sleeping, ``linger.ms=1``, and a consumer process), whose
+records carry the same stamp.
+
     .venv/bin/python benchmarks/latency_stages.py [--seconds 5] [--out DIR]
-        [-X librdkafka.key=value ...]
+        [--python-clients] [-X librdkafka.key=value ...]
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite import cpu_share, peers  # noqa: E402
+from benchmarks.suite import cpu_share, latency_clients, peers  # noqa: E402
 from benchmarks.suite.core import new_topic, percentile  # noqa: E402
 from simplekafka.cluster import LocalCluster  # noqa: E402
 
@@ -46,11 +51,11 @@ STAGES = ("producer -> broker poll", "poll -> read", "wait for consumer fetch",
           "broker handling", "write -> send", "send -> consumer", "end to end")
 
 
-def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path
-               ) -> tuple[list[float], cpu_share.CpuShare]:
+def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
+               python_clients: bool = False) -> tuple[list[float], cpu_share.CpuShare]:
     """One run against a fresh traced broker: the consumer's delays (ms), in order."""
     tool = peers.rdkafka_performance()
-    if tool is None:
+    if tool is None and not python_clients:
         sys.exit(peers.missing_rdkafka_note())
     os.environ["SIMPLEKAFKA_STAGE_TRACE"] = str(trace)
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -60,8 +65,13 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path
             topic = new_topic(cluster.bootstrap_servers, "stages", 1, 1)
             share = cpu_share.CpuShare(cluster.broker_pids[1])
             with share:
-                delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate, seconds,
-                                         100, trace, settings=settings)
+                if python_clients:
+                    delays, _shares = latency_clients.kafka_run(
+                        cluster.bootstrap_servers, topic, "1", rate, seconds)
+                else:
+                    assert tool is not None
+                    delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate,
+                                             seconds, 100, trace, settings=settings)
     finally:
         del os.environ["SIMPLEKAFKA_STAGE_TRACE"]
     return delays, share
@@ -142,15 +152,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--python-clients", action="store_true",
+                        help="the latency scenario's lead load: confluent-kafka in two "
+                             "processes, pacing by sleeping, linger.ms=1")
     parser.add_argument("-X", dest="settings", action="append", default=[],
                         metavar="KEY=VALUE", help="a librdkafka setting for both clients")
     args = parser.parse_args()
     settings = dict(s.split("=", 1) for s in args.settings)
     load = os.getloadavg()
+    clients = ("confluent-kafka, two processes, linger.ms=1" if args.python_clients else
+               f"rdkafka_performance -l, linger.ms=0 {settings}")
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{args.rate:,} records/s for {args.seconds:g} s, acks=1, linger.ms=0 {settings}")
+          f"{args.rate:,} records/s for {args.seconds:g} s, acks=1, {clients}")
     with tempfile.TemporaryDirectory(prefix="simplekafka-stages-") as scratch:
-        delays, share = traced_run(args.seconds, args.rate, settings, Path(scratch))
+        delays, share = traced_run(args.seconds, args.rate, settings, Path(scratch),
+                                   args.python_clients)
         found = stages_of(Path(scratch), delays)
     result = report(found)
     print("who had the CPUs (share of a core; mean wait for a CPU per time slice):")
@@ -161,10 +177,10 @@ def main() -> None:
     print(f"load average at the end {end[0]:.2f}")
     args.out.mkdir(parents=True, exist_ok=True)
     result.update(load_before=load, load_after=end, settings=settings, seconds=args.seconds,
-                  rate=args.rate)
+                  rate=args.rate, python_clients=args.python_clients)
     (args.out / "latency_stages.json").write_text(json.dumps(result, indent=1))
     draw(found, args.out / "latency_stages.png",
-         f"rdkafka_performance -l, 1 broker, acks=1, {args.rate:,}/s; load {load[0]:.1f}")
+         f"{clients.split(',')[0]}, 1 broker, acks=1, {args.rate:,}/s; load {load[0]:.1f}")
     print(f"wrote {args.out / 'latency_stages.png'} and latency_stages.json")
 
 

@@ -24,8 +24,13 @@ stages are p50s and p99s over records; for the records at or above the
 end-to-end p99, the mean of each stage. Prints the load average; writes
 ``replication_stages.json`` to ``--out``. Figures, never asserts.
 
+``--python-clients``: the load of the latency scenario's lead table instead
+(``benchmarks/suite/latency_clients.py``: confluent-kafka in a producer
+process pacing by sleeping, ``linger.ms=1``, and a consumer process), whose
+records carry the same stamp.
+
     .venv/bin/python benchmarks/replication_stages.py [--seconds 5] [--out DIR]
-        [--idle-pacer] [-X librdkafka.key=value ...]
+        [--idle-pacer | --python-clients] [-X librdkafka.key=value ...]
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite import peers  # noqa: E402
+from benchmarks.suite import latency_clients, peers  # noqa: E402
 from benchmarks.suite.core import new_topic, percentile  # noqa: E402
 from simplekafka.cluster import LocalCluster  # noqa: E402
 
@@ -52,10 +57,10 @@ STAGES = ("producer -> leader read", "read -> append", "append -> followers have
 
 
 def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
-               idle_pacer: bool = False) -> list[float]:
+               idle_pacer: bool = False, python_clients: bool = False) -> list[float]:
     """One run against three fresh traced brokers: the consumer's delays (ms), in order."""
     tool = peers.rdkafka_performance()
-    if tool is None:
+    if tool is None and not python_clients:
         sys.exit(peers.missing_rdkafka_note())
     os.environ["SIMPLEKAFKA_REPLICATION_TRACE"] = str(trace)
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -64,9 +69,15 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
         with LocalCluster(brokers=3) as cluster:
             topic = new_topic(cluster.bootstrap_servers, "rf3stages", 1, 3,
                               {"min.insync.replicas": "2"})
-            delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate, seconds,
-                                     100, trace, acks="all", settings=settings,
-                                     idle_pacer=idle_pacer)
+            if python_clients:
+                cluster.wait_for_isr(topic, 0, [1, 2, 3])
+                delays, _shares = latency_clients.kafka_run(cluster.bootstrap_servers, topic,
+                                                            "all", rate, seconds)
+            else:
+                assert tool is not None
+                delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate,
+                                         seconds, 100, trace, acks="all", settings=settings,
+                                         idle_pacer=idle_pacer)
     finally:
         del os.environ["SIMPLEKAFKA_REPLICATION_TRACE"]
     return delays
@@ -190,25 +201,31 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
-    parser.add_argument("--idle-pacer", action="store_true",
-                        help="the producer's spinning pacing thread at SCHED_IDLE")
+    clients = parser.add_mutually_exclusive_group()
+    clients.add_argument("--idle-pacer", action="store_true",
+                         help="the C producer's spinning pacing thread at SCHED_IDLE")
+    clients.add_argument("--python-clients", action="store_true",
+                         help="the latency scenario's lead load: confluent-kafka in two "
+                              "processes, pacing by sleeping, linger.ms=1")
     parser.add_argument("-X", dest="settings", action="append", default=[],
                         metavar="KEY=VALUE", help="a librdkafka setting for both clients")
     args = parser.parse_args()
     settings = dict(s.split("=", 1) for s in args.settings)
     load = os.getloadavg()
+    clients = ("confluent-kafka, two processes, linger.ms=1" if args.python_clients else
+               f"rdkafka_performance -l, linger.ms=0 {settings}")
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{args.rate:,} records/s for {args.seconds:g} s, 3 brokers, acks=all, "
-          f"linger.ms=0 {settings}")
+          f"{args.rate:,} records/s for {args.seconds:g} s, 3 brokers, acks=all, {clients}")
     with tempfile.TemporaryDirectory(prefix="simplekafka-rf3-stages-") as scratch:
         delays = traced_run(args.seconds, args.rate, settings, Path(scratch),
-                            args.idle_pacer)
+                            args.idle_pacer, args.python_clients)
         result = report(analyse(Path(scratch), delays))
     end = os.getloadavg()
     print(f"load average at the end {end[0]:.2f}")
     args.out.mkdir(parents=True, exist_ok=True)
     result.update(load_before=load, load_after=end, settings=settings, seconds=args.seconds,
-                  rate=args.rate, idle_pacer=args.idle_pacer)
+                  rate=args.rate, idle_pacer=args.idle_pacer,
+                  python_clients=args.python_clients)
     (args.out / "replication_stages.json").write_text(json.dumps(result, indent=1))
     print(f"wrote {args.out / 'replication_stages.json'}")
 

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.timeout(900)
 def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     out = tmp_path / "bench"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run(
         [sys.executable, "-m", "simplekafka", "bench", "all", "--tiny", "--out", str(out)],
         capture_output=True, text=True, timeout=850, check=False, cwd=tmp_path, env=env)
@@ -41,6 +42,14 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert {"produce", "consume", "latency", "replication", "scale", "connections",
             "message sizes", "groups"} <= scenarios
     names = " | ".join(figure["name"] for figure in run["figures"])
+    # bench latency leads with the Python clients' table, Redis Streams beside us, then the
+    # C tool's, its pacing thread at SCHED_IDLE first (tests/test_bench_latency_clients.py).
+    latency = [f["name"] for f in run["figures"] if f["scenario"] == "latency"]
+    assert latency[0] == "Python clients, two processes: Redis Streams (redis-py) p50", latency
+    assert "Python clients, two processes: RF 3 / 1 broker p99" in latency
+    c_rows = [name for name in latency if name.startswith("C client")]
+    assert c_rows[0] == "C client, pacing thread at SCHED_IDLE p50", c_rows[:3]
+    assert "| SimpleKafka, 3 brokers RF 3, acks=all |" in result.stdout
     # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
     assert "C client, 1 broker, acks=1 p99" in names
@@ -173,3 +182,31 @@ def test_the_failover_phases_come_from_zookeepers_timestamps():
     phases = failover_phases(ZooKeeper(), [("t", 0), ("t", 3)], killed_at=100.0)
     assert phases == {"failover: new controller elected (s)": 6.5,
                       "failover: last new leader in ZooKeeper (s)": 8.25}
+
+
+def test_the_benchmark_pages_idle_latency_command_runs_the_lead_table(monkeypatch, tmp_path):
+    """The one command docs/benchmarks.md gives for the idle figures parses and becomes the
+    suite run that rewrites the file the page includes; --latency-seconds/--latency-runs
+    reach the suite."""
+    import re
+    import shlex
+
+    page = (ROOT / "docs/benchmarks.md").read_text()
+    line, = re.findall(r"^\$ (simplekafka bench latency .*)$", page, re.MULTILINE)
+    included = re.findall(r"\{include\} (_static/bench_full/latency/latency_clients\.md)", page)
+    assert included and (ROOT / "docs" / included[0]).is_file()
+    calls = []
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(subprocess, "run",
+                        lambda command, **kw: calls.append(command) or
+                        subprocess.CompletedProcess(command, 0))
+    monkeypatch.chdir(ROOT)  # the page's path is relative to the checkout
+    assert main([*shlex.split(line)[1:], "--latency-seconds", "5", "--latency-runs", "2"]) == 0
+    command, = calls
+    assert command[3:4] == ["latency"] and command[command.index("--mode") + 1] == "full"
+    assert command[command.index("--out") + 1] == str(ROOT / "docs/_static/bench_full/latency")
+    assert command[command.index("--latency-seconds") + 1] == "5.0"
+    assert command[command.index("--latency-runs") + 1] == "2"
+    for bad in ("0", "-1", "x", "inf"):
+        with pytest.raises(SystemExit):
+            main(["bench", "latency", "--latency-seconds", bad])

@@ -20,11 +20,14 @@ SCRIPT = ROOT / "benchmarks/latency_stages.py"
 pytestmark = pytest.mark.integration
 
 
-def test_every_record_is_traced_through_every_stage(tmp_path):
-    assert peers.rdkafka_performance() is not None, peers.missing_rdkafka_note()
+@pytest.mark.parametrize("clients", [[], ["--python-clients"]], ids=["C", "python"])
+def test_every_record_is_traced_through_every_stage(tmp_path, clients):
+    """The C tool's records, and the lead latency table's (confluent-kafka in two processes,
+    their records stamped the same way)."""
+    assert clients or peers.rdkafka_performance() is not None, peers.missing_rdkafka_note()
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--seconds", "0.5", "--rate", "1000",
-         "--out", str(tmp_path)],
+         "--out", str(tmp_path), *clients],
         capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
@@ -35,3 +38,4 @@ def test_every_record_is_traced_through_every_stage(tmp_path):
         "producer -> broker poll", "poll -> read", "wait for consumer fetch",
         "broker handling", "write -> send", "send -> consumer", "end to end"}
     assert (tmp_path / "latency_stages.png").stat().st_size > 1000
+    assert found["python_clients"] == bool(clients)

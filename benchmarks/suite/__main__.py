@@ -24,11 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--noisy", action="store_true")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--latency-seconds", type=float, default=None)
+    parser.add_argument("--latency-runs", type=int, default=None)
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction,
                         default=sys.stderr.isatty())
     args = parser.parse_args(argv)
     record = run(args.scenarios, args.mode, args.out, bootstrap_server=args.bootstrap_server,
-                 noisy=args.noisy, plots=not args.no_plots, progress=args.progress)
+                 noisy=args.noisy, plots=not args.no_plots, progress=args.progress,
+                 latency_seconds=args.latency_seconds, latency_runs=args.latency_runs)
     print_table(record)
     print(f"wrote {args.out / 'bench.json'}" +
           (f" and {len(record.plots)} plots" if record.plots else ""))

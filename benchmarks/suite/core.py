@@ -69,13 +69,16 @@ class Sizes:
     group_members: int
     seconds: float
     runs: int
+    #: The lead latency table (Python clients, two processes): seconds per run, runs.
+    client_seconds: float = 20.0
+    client_runs: int = 3
 
 
 SIZES = {
     "tiny": Sizes(messages=2_000, latency_seconds=1.0, latency_rate=1_000,
                   partitions=(4, 12), message_sizes=(10, 1_000, 100_000),
                   idle_connections=20, active_clients=2, group_members=3, seconds=0.5,
-                  runs=1),
+                  runs=1, client_seconds=2.0, client_runs=1),
     "small": Sizes(messages=200_000, latency_seconds=10.0, latency_rate=10_000,
                    partitions=(100, 300, 1_000), message_sizes=(10, 100, 1_000, 10_000,
                                                                 100_000, 1_000_000),
@@ -118,6 +121,7 @@ class Context:
     bootstrap_server: str | None = None
     step: Callable[[str], None] = lambda _what: None
     notes: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
     _clusters: dict[str, LocalCluster] = field(default_factory=dict)
     _tmp: tempfile.TemporaryDirectory | None = None
@@ -189,6 +193,8 @@ class Run:
     figures: list[Figure] = field(default_factory=list)
     curves: list[Curve] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Compact tables a scenario leads with (Markdown), printed before the figures.
+    tables: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     plots: list[str] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=machine)

@@ -1,11 +1,15 @@
-"""latency: end to end, produce to consume, 100-byte records at a steady rate, linger.ms=0.
+"""latency: end to end, produce to consume, 100-byte records at a steady rate.
 
-The reference figure comes from librdkafka's C ``rdkafka_performance -l`` (a
-paced producer and a consumer, two processes, so the client adds almost
-nothing); every delay is kept and drawn as a histogram. Beside it, the same
-load through confluent-kafka's Python binding twice: producer and consumer
-in one Python process (the old ``bench_broker.py`` way: two clients and a
-pacing loop share one GIL) and in two processes. The difference between
+It leads with the figure a user meets (``latency_clients``): Python clients
+in two processes that pace by sleeping, one broker and three brokers RF 3
+acks=all, Redis Streams in the same harness and the same minutes, and the
+ratios between them. The second table comes from librdkafka's C
+``rdkafka_performance -l`` (a paced producer and a consumer, two processes,
+``linger.ms=0``), first with its spinning pacing thread at SCHED_IDLE, then
+at normal priority; every delay is kept and drawn as a histogram. Beside
+it, the same load through confluent-kafka's Python binding twice: producer
+and consumer in one Python process (the old ``bench_broker.py`` way: two
+clients and a pacing loop share one GIL) and in two processes. The difference between
 those two is the benchmark's own share of the tail, not the broker's. The
 broker's garbage collections during the C client's runs (its
 ``python_gc_pause_seconds`` metric, scraped before and after) say how much of
@@ -17,16 +21,14 @@ floor: how late any thread here wakes, whatever the broker does.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import shutil
 import signal
 import statistics
-import struct
 import subprocess
 import time
 
 from benchmarks import bench_broker
-from benchmarks.suite import cpu_share, peers, wakeup
+from benchmarks.suite import cpu_share, latency_clients, peers, wakeup
 from benchmarks.suite.core import (
     Context,
     Curve,
@@ -127,45 +129,6 @@ def broker_syscalls(ctx: Context, pid: int, bootstrap: str) -> list[Figure]:
 
 
 
-def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, linger_ms: float) -> None:
-    """The producer half of the two-process probe (runs in a child process)."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": linger_ms})
-    padding = b"p" * (SIZE - 8)
-    for _ in bench_broker.paced(rate, total):
-        producer.produce(topic, struct.pack(">q", time.monotonic_ns()) + padding)
-        producer.poll(0)
-    producer.flush(30)
-
-
-def python_two_processes(bootstrap: str, topic: str, rate: int, seconds: float,
-                         linger_ms: float) -> list[float]:
-    """Delays (ms) with confluent-kafka's producer in a child process, its consumer here."""
-    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency-2p",
-                         "enable.auto.commit": False, **peers.CONSUMER_SETTINGS})
-    consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
-    consumer.poll(1.0)  # connect; the first fetch parks at the end
-    total = max(1, int(rate * seconds))
-    child = multiprocessing.get_context("spawn").Process(
-        target=_paced_producer, args=(bootstrap, topic, rate, total, linger_ms), daemon=True)
-    child.start()
-    delays: list[float] = []
-    deadline = time.monotonic() + seconds * 5 + 60
-    while len(delays) < total and time.monotonic() < deadline:
-        message = consumer.poll(0.1)
-        if message is not None and message.error() is None:
-            sent_ns = struct.unpack_from(">q", message.value())[0]
-            delays.append((time.monotonic_ns() - sent_ns) / 1e6)
-    child.join(30)
-    if child.is_alive():
-        child.kill()
-    consumer.close()
-    return delays
-
-
 def gc_pauses(metrics_url: str) -> dict[str, float]:
     """The broker's garbage collections so far (python_gc_pause_seconds, all generations)."""
     import urllib.request
@@ -214,6 +177,10 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     before = gc_pauses(metrics_url) if metrics_url else None
     broker_pid = ctx.cluster(1).broker_pids[1] if ctx.bootstrap_server is None else None
     share = cpu_share.CpuShare(broker_pid) if broker_pid is not None else None
+    # The lead table: Python clients in two processes, Redis Streams beside (latency_clients).
+    lead_figures, lead_curves = latency_clients.clients(ctx)
+    figures += lead_figures
+    curves += lead_curves
     ctx.step("latency: wake-up lateness on the idle machine")
     figures += wakeup.figures("idle machine", wakeup.idle_floor(sizes.latency_seconds))
     with wakeup.wakeups() as late:
@@ -225,6 +192,15 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
         figures += cpu_share.figures(share, sum(len(r) for r in runs),
                                      "C client, 1 broker, acks=1")
     if runs:
+        # The second table, the C tool's: first with its pacing loop, which spins a core
+        # (peers.idle_priority), at SCHED_IDLE, so the broker and the clients' I/O threads
+        # never wait behind it for a CPU; then at normal priority, how much of the tail that is.
+        idle = c_runs(ctx, bootstrap, 1, "1", idle_pacer=True)
+        label = "C client, pacing thread at SCHED_IDLE"
+        figures += summarize("latency", label, idle)
+        curves.append(histogram("latency_pacer", label, idle))
+        curves.append(histogram("latency_pacer", "C client, pacing thread at normal priority",
+                                runs))
         figures += summarize("latency", "C client, 1 broker, acks=1", runs)
         curves.append(histogram("latency_histogram", "C client, 1 broker, acks=1", runs))
         # librdkafka leaves Nagle on by default; the broker sets TCP_NODELAY on its side.
@@ -233,14 +209,6 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
         figures += summarize("latency", label, nodelay)
         curves.append(histogram("latency_nagle", label, nodelay))
         curves.append(histogram("latency_nagle", "C client, librdkafka default (Nagle on)",
-                                runs))
-        # The tool's pacing loop spins a core (peers.idle_priority): the same load with that
-        # thread at SCHED_IDLE says how much of the tail is waiting behind it for a CPU.
-        idle = c_runs(ctx, bootstrap, 1, "1", idle_pacer=True)
-        label = "C client, pacing thread at SCHED_IDLE"
-        figures += summarize("latency", label, idle)
-        curves.append(histogram("latency_pacer", label, idle))
-        curves.append(histogram("latency_pacer", "C client, pacing thread at normal priority",
                                 runs))
     if ctx.bootstrap_server is None:
         pid = ctx.cluster(1).broker_pids[1]
@@ -253,8 +221,8 @@ def latency(ctx: Context) -> tuple[list[Figure], list[Curve]]:
                                          sizes.latency_seconds, SIZE, linger_ms=linger_ms)
         ctx.step(f"latency: confluent-kafka, two processes, linger.ms={linger_ms}")
         topic = new_topic(bootstrap, "latency-py2")
-        two = python_two_processes(bootstrap, topic, sizes.latency_rate,
-                                   sizes.latency_seconds, linger_ms)
+        two, _shares = latency_clients.kafka_run(bootstrap, topic, "1", sizes.latency_rate,
+                                                 sizes.latency_seconds, linger_ms)
         label = f"confluent-kafka linger.ms={linger_ms}"
         figures += summarize("latency", f"{label}, one process", [one])
         figures += summarize("latency", f"{label}, two processes", [two])

@@ -60,6 +60,17 @@ def positive_int(text: str) -> int:
     return int_at_least(1, text)
 
 
+def positive_float(text: str) -> float:
+    """An argparse ``type``: a number above zero (seconds, a rate)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above zero, not {text}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     return int_at_least(0, text)
 

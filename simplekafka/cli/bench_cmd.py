@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from simplekafka.cli import CliError
+from simplekafka.cli import CliError, positive_float, positive_int
 from simplekafka.cli.broker_cmd import raise_open_files_limit
 
 SCENARIOS = ("produce", "consume", "latency", "replication", "scale")
@@ -51,6 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"run even above a load average of {QUIET_LOAD:g}, marking the "
                              "figures not representative")
     parser.add_argument("--no-plots", action="store_true", help="skip drawing the PNG files")
+    parser.add_argument("--latency-seconds", type=positive_float, default=None, metavar="S",
+                        help="seconds per run of the lead latency table, Python clients "
+                             "against Redis (default 20; 2 with --tiny)")
+    parser.add_argument("--latency-runs", type=positive_int, default=None, metavar="N",
+                        help="runs of that table, whose medians are printed (default 3; 1 "
+                             "with --tiny)")
     parser.set_defaults(func=bench)
 
 
@@ -75,6 +81,10 @@ def suite_command(args: argparse.Namespace) -> list[str]:
         command.append("--noisy")
     if args.no_plots:
         command.append("--no-plots")
+    if args.latency_seconds is not None:
+        command += ["--latency-seconds", str(args.latency_seconds)]
+    if args.latency_runs is not None:
+        command += ["--latency-runs", str(args.latency_runs)]
     return command
 
 
