@@ -171,12 +171,26 @@ def test_client_commands_without_an_address_reach_that_cluster(up, other):
     produced = _run("produce", "found", cwd=work, stdin="one\ntwo\nthree\n")
     assert produced.returncode == 0, produced.stderr
     consumed = _run("consume", "found", "--group", "readers", "--from-beginning",
-                    "--max-messages", "3", "--idle-timeout-ms", "20000", cwd=work)
+                    "--max-messages", "3", "--idle-timeout-ms", "20000",
+                    "-f", "%t|%s\\n", cwd=work)
     assert consumed.returncode == 0, consumed.stderr
-    assert sorted(consumed.stdout.split()) == ["one", "three", "two"]
+    assert sorted(consumed.stdout.split()) == ["found|one", "found|three", "found|two"]
     described = _run("groups", "describe", "readers", cwd=work)
     assert described.returncode == 0, described.stderr
     assert "readers" in described.stdout and "found" in described.stdout
+    # The plan changes nothing; --execute commits it: both without an address.
+    with Admin(state["bootstrap_servers"]) as admin:
+        committed = admin.describe_group("readers").offsets
+    planned = _run("groups", "reset-offsets", "readers", "--topic", "found", "--to-earliest",
+                   cwd=work)
+    assert planned.returncode == 0, planned.stderr
+    with Admin(state["bootstrap_servers"]) as admin:
+        assert admin.describe_group("readers").offsets == committed
+    executed = _run("groups", "reset-offsets", "readers", "--topic", "found", "--to-earliest",
+                    "--execute", cwd=work)
+    assert executed.returncode == 0, executed.stderr
+    with Admin(state["bootstrap_servers"]) as admin:
+        assert {o.committed for o in admin.describe_group("readers").offsets.values()} == {0}
     with Admin(state["bootstrap_servers"]) as admin:
         assert "found" in admin.list_topics()
         assert "readers" in [group for group, _ in admin.list_groups()]
