@@ -67,9 +67,9 @@ class SaslCredentials:
 
     def oauthbearer_message(self) -> bytes:
         """The OAUTHBEARER client message, with a token fresh from the provider."""
-        provider = self.token_provider or UnsecuredTokenProvider.for_principal(self.username)
-        extensions = provider.extensions() if callable(getattr(provider, "extensions", None)) \
-            else getattr(provider, "extensions", None)
+        provider: Any = self.token_provider or UnsecuredTokenProvider.for_principal(
+            self.username)
+        extensions = provider.extensions() if hasattr(provider, "extensions") else {}
         return client_first_message(provider.token(), extensions=extensions or {})
 
 

@@ -306,8 +306,8 @@ class UnsecuredTokenProvider:
         if not isinstance(self.claims.get(self.principal_claim), str):
             raise ValueError(f"OAUTHBEARER unsecured login needs "
                              f'unsecuredLoginStringClaim_{self.principal_claim}="<principal>"')
-        self.extensions = {key.partition("_")[2]: value for key, value in self.options.items()
-                           if key.startswith("unsecuredLoginExtension_")}
+        self._extensions = {key.partition("_")[2]: value for key, value in self.options.items()
+                            if key.startswith("unsecuredLoginExtension_")}
 
     @classmethod
     def for_principal(cls, principal: str, lifetime_seconds: float = 3600,
@@ -322,6 +322,10 @@ class UnsecuredTokenProvider:
     @property
     def principal(self) -> str:
         return str(self.claims[self.principal_claim])
+
+    def extensions(self) -> dict[str, str]:
+        """The SASL extensions to send with the token (a method, as kafka-python's)."""
+        return dict(self._extensions)
 
     def token(self) -> str:
         now = self.clock()

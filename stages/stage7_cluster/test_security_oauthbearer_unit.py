@@ -176,7 +176,7 @@ def test_the_client_builds_tokens_from_kafkas_unsecured_login_options():
     validated = UnsecuredValidator({"unsecuredValidatorRequiredScope": "a b"}).validate(
         provider.token(), NOW * 1000)
     assert (validated.principal, validated.expires_ms) == ("alice", int((NOW + 30) * 1000))
-    assert validated.claims["n"] == 3 and provider.extensions == {"traceId": "t1"}
+    assert validated.claims["n"] == 3 and provider.extensions() == {"traceId": "t1"}
     assert unsecured_jws({"sub": "x"}).endswith(".")
     with pytest.raises(ValueError, match="unsecuredLoginStringClaim_sub"):
         UnsecuredTokenProvider({"unsecuredLoginLifetimeSeconds": "30"})
