@@ -94,6 +94,7 @@ from simplekafka.broker.security.sasl import (
     SaslServerAuthenticator,
     SaslSettings,
     jaas_for,
+    oauthbearer_validator,
     reauth_ms,
 )
 from simplekafka.broker.security.user_apis import UserScramCredentialApis
@@ -393,7 +394,8 @@ class KafkaBroker:
                     listener.name, "sasl.server.max.receive.size",
                     self.config["sasl.server.max.receive.size"])),
                 reauth_ms={mechanism: reauth_ms(self.config, listener.name, mechanism)
-                           for mechanism in mechanisms})
+                           for mechanism in mechanisms},
+                oauthbearer=oauthbearer_validator(self.config, listener.name))
             authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
         from simplekafka.broker.security.tls import principal_of
 

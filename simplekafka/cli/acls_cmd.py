@@ -8,7 +8,8 @@ notification every broker follows; with ``--bootstrap-server B`` (and
 cluster. Output lines are kafka-acls's.
 
 The command config is a Java client's properties file: ``security.protocol``,
-``sasl.mechanism``, ``sasl.jaas.config`` (its ``username``/``password``),
+``sasl.mechanism``, ``sasl.jaas.config`` (its ``username``/``password``; for
+OAUTHBEARER Kafka's ``unsecuredLogin*`` options, which make unsecured tokens),
 ``ssl.truststore.location`` and ``ssl.keystore.location`` (PEM files).
 """
 
@@ -199,9 +200,16 @@ def client_security_of(properties: dict[str, str]) -> Any:
     login = {field: found.group(1) for field in ("username", "password")
              if (found := re.search(_JAAS_FIELD.format(field), jaas))}
     keystore = properties.get("ssl.keystore.location")
+    provider = None
+    if (properties.get("sasl.mechanism") or "").upper() == "OAUTHBEARER":
+        # Kafka's OAuthBearerLoginModule with unsecuredLogin* options: unsecured tokens.
+        from simplekafka.protocol.jaas import JaasConfig
+        from simplekafka.protocol.oauthbearer import UnsecuredTokenProvider
+
+        provider = UnsecuredTokenProvider(JaasConfig.parse(jaas).options)
     return client_security(
         properties.get("security.protocol", "PLAINTEXT"), properties.get("sasl.mechanism"),
-        login.get("username"), login.get("password"),
+        login.get("username"), login.get("password"), sasl_oauth_token_provider=provider,
         ssl_cafile=properties.get("ssl.truststore.location"),
         ssl_certfile=keystore, ssl_keyfile=keystore,
         # Java's way to turn host-name checks off is an empty algorithm.

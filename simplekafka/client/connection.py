@@ -14,7 +14,8 @@ writes whatever ``data_to_send()`` returns and feeds whatever arrives to
   ``min(client max, broker max)``;
 - a SASL login, when ``sasl`` is given: after ApiVersions, SaslHandshake v1
   and SaslAuthenticate until the mechanism (PLAIN or SCRAM, from
-  ``simplekafka.protocol.sasl``) is satisfied; only then do queued requests go.
+  ``simplekafka.protocol.sasl``; OAUTHBEARER from ``protocol.oauthbearer``) is
+  satisfied; only then do queued requests go.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from simplekafka.protocol.api import ADVERTISED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import FrameDecoder, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
+from simplekafka.protocol.oauthbearer import UnsecuredTokenProvider, client_first_message
 from simplekafka.protocol.sasl import (
+    OAUTHBEARER,
     PLAIN,
     SCRAM_MECHANISMS,
     SaslAuthenticationError,
@@ -53,11 +56,21 @@ BodyFactory = Callable[[int], Body]
 
 @dataclass(frozen=True)
 class SaslCredentials:
-    """A SASL login: mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), user, password."""
+    """A SASL login: mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER), user,
+    password; for OAUTHBEARER a ``token_provider`` (``token()``, and ``extensions()`` if it
+    has them, as kafka-python's), by default unsecured tokens naming ``username``."""
 
     mechanism: str
     username: str
-    password: str
+    password: str = ""
+    token_provider: Any = None
+
+    def oauthbearer_message(self) -> bytes:
+        """The OAUTHBEARER client message, with a token fresh from the provider."""
+        provider: Any = self.token_provider or UnsecuredTokenProvider.for_principal(
+            self.username)
+        extensions = provider.extensions() if hasattr(provider, "extensions") else {}
+        return client_first_message(provider.token(), extensions=extensions or {})
 
 
 @dataclass
@@ -111,6 +124,7 @@ class ConnectionCore:
         self._logged_in = self.sasl is None
         self._scram: ScramClient | None = None
         self._scram_final_sent = False
+        self._oauth_refused = False
 
     # ----- state -----------------------------------------------------------------
 
@@ -308,9 +322,17 @@ class ConnectionCore:
                 if sasl.mechanism == PLAIN:
                     self._authenticate(plain_token(sasl.username, sasl.password))
                     return
+                if sasl.mechanism == OAUTHBEARER:
+                    self._authenticate(sasl.oauthbearer_message())
+                    return
                 self._scram = ScramClient(SCRAM_MECHANISMS[sasl.mechanism], sasl.username,
                                           sasl.password)
                 self._authenticate(self._scram.first())
+                return
+            if sasl.mechanism == OAUTHBEARER and body.auth_bytes and not self._oauth_refused:
+                # The broker's JSON error: acknowledge it (RFC 7628), the failure follows.
+                self._oauth_refused = True
+                self._authenticate(b"\x01")
                 return
             if self._scram is not None and not self._scram_final_sent:
                 self._scram_final_sent = True

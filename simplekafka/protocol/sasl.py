@@ -1,5 +1,7 @@
 """SASL mechanisms as byte exchanges, without sockets: PLAIN (RFC 4616) and SCRAM (RFC 5802/7677).
 
+(OAUTHBEARER, RFC 7628 with Kafka's unsecured tokens, is in ``oauthbearer.py``.)
+
 The broker (server side), the broker's own inter-broker connections and our
 client (client side), the dissector and the tests all use these, so an
 exchange means the same bytes everywhere. Each side is a small state machine:
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
-MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+OAUTHBEARER = "OAUTHBEARER"
+MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 class SaslAuthenticationError(Exception):

@@ -55,6 +55,15 @@ BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/t
       "sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI is not supported"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093",
       "ssl.keystore.location": "KEYSTORE", "ssl.client.auth": "maybe"}, "ssl.client.auth"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+      "sasl.enabled.mechanisms": "OAUTHBEARER",
+      "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+          "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+          'unsecuredValidatorAllowableClockSkewMs="-5";'},
+     "oauthbearer.sasl.jaas.config: unsecuredValidatorAllowableClockSkewMs must not be"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093",
+      "inter.broker.listener.name": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "OAUTHBEARER",
+      "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER"}, "OAUTHBEARER is not supported"),
 ])
 def test_bad_security_settings_are_one_clear_line(tmp_path, settings, expected):
     files = make_certificates(tmp_path, clients=[])

@@ -9,26 +9,28 @@ module              what it does
 ``tls``             PEM keystore/truststore into Twisted TLS options; the
                     principal of a client certificate
 ``sasl``            the per-connection SASL authenticator (SaslHandshake,
-                    SaslAuthenticate, PLAIN and SCRAM), the failed-login delay
+                    SaslAuthenticate, PLAIN, SCRAM and OAUTHBEARER), the
+                    failed-login delay
 ``credentials``     the SCRAM credentials from ``/config/users``
 ``inter_broker``    a broker's own login to another broker's listener
 ``certs``           a throwaway CA and certificates (``simplekafka certs``)
 ``authorizer``      ACLs (``/kafka-acl``), asked by every request handler
 ==================  ==========================================================
 
-The byte-level mechanisms (PLAIN, SCRAM) are sans-I/O in ``simplekafka.protocol.sasl``.
+The byte-level mechanisms are sans-I/O: PLAIN and SCRAM in ``simplekafka.protocol.sasl``,
+OAUTHBEARER with Kafka's unsecured tokens in ``simplekafka.protocol.oauthbearer``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from simplekafka.protocol.sasl import MECHANISMS
+from simplekafka.protocol.sasl import MECHANISMS, OAUTHBEARER
 
 
 def check_security_config(config: Any) -> None:
     """Refuse at start-up what could not work (ValueError with one line naming the key)."""
-    from simplekafka.broker.security.sasl import jaas_for
+    from simplekafka.broker.security.sasl import jaas_for, oauthbearer_validator
     from simplekafka.broker.security.tls import server_options
 
     enabled = config["sasl.enabled.mechanisms"]
@@ -38,6 +40,8 @@ def check_security_config(config: Any) -> None:
             raise ValueError(f"sasl.enabled.mechanisms: {mechanism} is not supported "
                              f"(supported: {', '.join(MECHANISMS)})")
     for listener in config.listeners:
+        if listener.uses_sasl and OAUTHBEARER in enabled:
+            oauthbearer_validator(config, listener.name)  # its options, checked now
         if listener.uses_tls:
             server_options(config, listener.name)  # reads the PEM files now, not at connect
     inter = next(li for li in config.listeners if li.name == config.inter_broker_listener)
@@ -46,6 +50,9 @@ def check_security_config(config: Any) -> None:
         if mechanism not in enabled:
             raise ValueError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not in "
                              "sasl.enabled.mechanisms")
+        if mechanism == OAUTHBEARER:
+            raise ValueError("sasl.mechanism.inter.broker.protocol OAUTHBEARER is not supported "
+                             "(brokers log in to each other with PLAIN or SCRAM)")
         if jaas_for(config, inter.name, mechanism).login is None:
             raise ValueError(
                 f"the inter-broker listener {inter.name} uses SASL: give the broker's login as "

@@ -33,7 +33,12 @@ most one session.
 
 PLAIN users are configured in JAAS text, as Kafka's PlainLoginModule takes
 them: ``user_alice="alice-secret"`` entries (``JaasConfig``). SCRAM users live
-in ZooKeeper (``credentials.py``).
+in ZooKeeper (``credentials.py``). OAUTHBEARER has no users: a token names its
+principal, and Kafka's unsecured validator (``protocol/oauthbearer.py``, its
+options from ``listener.name.<l>.oauthbearer.sasl.jaas.config``) checks it. A
+token also ends the session at its ``exp``: the lifetime answered is the
+smaller of what is left of the token and ``connections.max.reauth.ms``, and a
+session ends even without that key, as Kafka's ``ReauthInfo`` computes it.
 """
 
 from __future__ import annotations
@@ -51,7 +56,9 @@ from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.jaas import JaasConfig
 from simplekafka.protocol.messages import decode_request, encode_response
+from simplekafka.protocol.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from simplekafka.protocol.sasl import (
+    OAUTHBEARER,
     PLAIN,
     SCRAM_MECHANISMS,
     SaslAuthenticationError,
@@ -79,6 +86,17 @@ def reauth_ms(config: Any, listener: str, mechanism: str) -> int:
     value = (config.listener_setting(listener, f"{mechanism.lower()}.connections.max.reauth.ms")
              or config.listener_setting(listener, "connections.max.reauth.ms"))
     return max(int(value or 0), 0)
+
+
+def oauthbearer_validator(config: Any, listener: str) -> UnsecuredValidator:
+    """Kafka's unsecured validator with the options of the listener's OAUTHBEARER JAAS text
+    (ValueError, one line, for an option it cannot use)."""
+    jaas = jaas_for(config, listener, OAUTHBEARER)
+    try:
+        return UnsecuredValidator(jaas.options)
+    except ValueError as exc:
+        raise ValueError(f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config: "
+                         f"{exc}") from None
 
 
 class FailedAuthenticationDelay:
@@ -115,6 +133,8 @@ class SaslSettings:
     max_receive_size: int = 524288
     # connections.max.reauth.ms per mechanism (0 or absent: sessions never end).
     reauth_ms: dict[str, int] = field(default_factory=dict)
+    # OAUTHBEARER's token checks (Kafka's defaults when the listener has no JAAS options).
+    oauthbearer: UnsecuredValidator = field(default_factory=UnsecuredValidator)
 
 
 # Kafka's SaslServerAuthenticator lets a connection start re-authenticating at most once a
@@ -136,6 +156,8 @@ class SaslServerAuthenticator:
         self.complete = False
         self.mechanism: str | None = None
         self._scram: ScramServer | None = None
+        self._oauth: OAuthBearerServer | None = None
+        self._session_lifetime_ms = 0
         self.reauthenticating = False
         self.session_end: float | None = None  # settings.clock time; None: never ends
         self._reauth_started: float | None = None
@@ -229,6 +251,8 @@ class SaslServerAuthenticator:
         if mechanism in SCRAM_MECHANISMS:
             self._scram = ScramServer(SCRAM_MECHANISMS[mechanism],
                                       lambda user: self.settings.scram_lookup(user, mechanism))
+        if mechanism == OAUTHBEARER:
+            self._oauth = OAuthBearerServer(self.settings.oauthbearer)
         self.state = self.AUTHENTICATE if header.api_version >= 1 else self.RAW_TOKENS
         return response(ErrorCode.NONE)
 
@@ -254,7 +278,7 @@ class SaslServerAuthenticator:
         """The session just begun, as SaslAuthenticate answers it (0: no end)."""
         if self.session_end is None or self.authenticating:
             return 0
-        return self.settings.reauth_ms.get(self.mechanism or "", 0)
+        return self._session_lifetime_ms
 
     def _raw_token(self, frame: bytes, connection: Any) -> Any:
         try:
@@ -276,6 +300,8 @@ class SaslServerAuthenticator:
                                               "password")
             self._succeeded(connection, username)
             return b""
+        if self.mechanism == OAUTHBEARER:
+            return self._oauthbearer(token, connection)
         scram = self._scram
         assert scram is not None
         if scram.username is None:
@@ -284,14 +310,33 @@ class SaslServerAuthenticator:
         self._succeeded(connection, scram.username)
         return final
 
-    def _succeeded(self, connection: Any, username: str) -> None:
+    def _oauthbearer(self, token: bytes, connection: Any) -> bytes:
+        server = self._oauth
+        assert server is not None
+        now = self.settings.clock.seconds()
+        answer = server.evaluate(token, now * 1000)
+        if server.token is None:  # the JSON error: the client acknowledges it, then it fails
+            log.info("%s: OAUTHBEARER token refused on listener %s: %s", connection.peer,
+                     self.settings.listener, server.rejection)
+            return answer
+        self._succeeded(connection, server.token.principal, server.token.expires_ms)
+        return answer
+
+    def _succeeded(self, connection: Any, username: str,
+                   expires_ms: int | None = None) -> None:
+        """Log the connection in; ``expires_ms`` (a token's ``exp``) also bounds the session."""
         principal = f"User:{username}"
         if self.reauthenticating and principal != connection.principal:
             raise SaslAuthenticationError(f"Cannot change principals during re-authentication "
                                           f"from {connection.principal}: {principal}")
+        now = self.settings.clock.seconds()
         lifetime_ms = self.settings.reauth_ms.get(self.mechanism or "", 0)
-        self.session_end = (self.settings.clock.seconds() + lifetime_ms / 1000.0
-                            if lifetime_ms > 0 else None)
+        if expires_ms is not None:  # Kafka's ReauthInfo: the credential's end, if sooner
+            left = max(int(expires_ms - now * 1000), 0)
+            lifetime_ms = min(left, lifetime_ms) if lifetime_ms > 0 else left
+        self._session_lifetime_ms = lifetime_ms
+        self.session_end = (now + lifetime_ms / 1000.0
+                            if lifetime_ms > 0 or expires_ms is not None else None)
         if self.reauthenticating:
             self.reauthenticating = False
             self.reauthentications += 1
