@@ -17,6 +17,7 @@ the others; the docs page "Kafka's broker configs" prints them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Kafka's ConfigDef types, numbered as DescribeConfigs v3+ answers them (config_type).
@@ -498,3 +499,82 @@ def _key(row: tuple) -> KafkaConfigKey:
 
 KAFKA_BROKER_CONFIGS: dict[str, KafkaConfigKey] = {row[0]: _key(row) for row in _ROWS}
 """Every broker config of Kafka 3.9, by name."""
+
+_INT_RANGES = {"INT": (-2**31, 2**31 - 1), "SHORT": (-2**15, 2**15 - 1),
+               "LONG": (-2**63, 2**63 - 1)}
+_JAVA_CLASS = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+
+
+def _number(text: str) -> float:
+    return float(text) if "." in text or "e" in text.lower() else int(text)
+
+
+def value_problem(key: KafkaConfigKey, text: str | None) -> str | None:
+    """Why Kafka's ``ConfigDef`` refuses ``text`` for ``key`` (its type, then its valid
+    values), in Kafka's words after "Invalid value X for configuration Y: "; None if it
+    takes it. A CLASS is checked for the shape of a Java class name only: there is no JVM
+    here to load it."""
+    if text is None:
+        return None
+    value = str(text).strip()
+    kind = key.type
+    parsed: float | None = None
+    if kind == "BOOLEAN":
+        if value.lower() not in ("true", "false"):
+            return "Expected value to be either true or false"
+    elif kind in _INT_RANGES:
+        low, high = _INT_RANGES[kind]
+        try:
+            parsed = int(value)
+        except ValueError:
+            return f"Not a number of type {kind}"
+        if not low <= parsed <= high:
+            return f"Not a number of type {kind}"
+    elif kind == "DOUBLE":
+        try:
+            parsed = float(value)
+        except ValueError:
+            return "Not a number of type DOUBLE"
+    elif kind == "CLASS":
+        if not _JAVA_CLASS.match(value):
+            return f"Class {value} could not be found."
+    return _valid_problem(key, value, parsed)
+
+
+def _valid_problem(key: KafkaConfigKey, value: str, parsed: float | None) -> str | None:
+    valid = key.valid
+    if valid is None:
+        return None
+    if valid == "non-empty":
+        return "String may not be empty" if not value else None
+    if valid.startswith("in:"):
+        allowed = valid[3:].split(",")
+        given = [v.strip() for v in value.split(",") if v.strip()] if key.type == "LIST" \
+            else [value]
+        bad = [v for v in given if v not in allowed]
+        if bad:
+            return f"String must be one of: {', '.join(allowed)}"
+        return None
+    if parsed is None:
+        return None
+    if valid.endswith("|-1") and parsed == -1:
+        return None
+    bounds = valid.split("|")[0]
+    if bounds.startswith(">="):
+        low, high = _number(bounds[2:]), None
+    else:
+        low_text, high_text = bounds.split("..")
+        low, high = _number(low_text), _number(high_text)
+    if parsed < low:
+        return f"Value must be at least {bounds[2:] if bounds.startswith('>=') else low}"
+    if high is not None and parsed > high:
+        return f"Value must be no more than {high}"
+    return None
+
+
+def check_value(name: str, text: str | None) -> str | None:
+    """Kafka's whole refusal of ``text`` for the broker config ``name`` ("Invalid value X
+    for configuration Y: ..."), None if Kafka takes it or does not know ``name``."""
+    key = KAFKA_BROKER_CONFIGS.get(name)
+    problem = None if key is None else value_problem(key, text)
+    return None if problem is None else f"Invalid value {text} for configuration {name}: {problem}"
