@@ -370,7 +370,8 @@ PASSWORD_KEYS = frozenset(k for k, spec in KAFKA_BROKER_CONFIGS.items() if spec.
 # Kafka keys whose default SimpleKafka changes, and why (the docs list them: never silently
 # different from Kafka). Any other key of KEYS that Kafka has defaults as Kafka's does.
 DEFAULTS_DIFFERENT_FROM_KAFKA: dict[str, str] = {
-    "broker.id": "required: SimpleKafka never generates a broker id (Kafka's -1 does)",
+    "broker.id": "required: SimpleKafka never generates a broker id (Kafka's -1 has "
+                 "ZooKeeper hand one out)",
     "listeners": "PLAINTEXT://127.0.0.1:9092: a learner's broker listens on the loopback "
                  "interface unless told otherwise",
     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512: SimpleKafka has no "
