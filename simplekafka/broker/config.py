@@ -406,8 +406,8 @@ def not_acted_on() -> list[KafkaConfigKey]:
     return [spec for name, spec in sorted(KAFKA_BROKER_CONFIGS.items()) if not acted_on(name)]
 
 
-_PARSER_TYPES = {_int: "INT", _bool: "BOOLEAN", _list: "LIST", _float: "DOUBLE",
-                 _long_or_none: "LONG"}
+_PARSER_TYPES: dict[Callable[[str], Any], str] = {
+    _int: "INT", _bool: "BOOLEAN", _list: "LIST", _float: "DOUBLE", _long_or_none: "LONG"}
 
 
 def config_type(name: str) -> str:

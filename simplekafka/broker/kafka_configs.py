@@ -165,7 +165,7 @@ def area(name: str) -> str:
 
 # Kafka 3.9's broker configs: (name, type, importance + mode, default[, valid values]);
 # importance H/M/L, mode R (read-only), B (per-broker), C (cluster-wide).
-_ROWS: tuple[tuple[str, ...] | tuple[str, str, str, str | None], ...] = (
+_ROWS: tuple[tuple[str | None, ...], ...] = (
     ('advertised.listeners', 'STRING', 'HB', None),
     ('alter.config.policy.class.name', 'CLASS', 'LR', None),
     ('alter.log.dirs.replication.quota.window.num', 'INT', 'LR', '11', '>=1'),
@@ -497,7 +497,8 @@ def _key(row: tuple) -> KafkaConfigKey:
                           valid[0] if valid else None)
 
 
-KAFKA_BROKER_CONFIGS: dict[str, KafkaConfigKey] = {row[0]: _key(row) for row in _ROWS}
+KAFKA_BROKER_CONFIGS: dict[str, KafkaConfigKey] = {
+    key.name: key for key in map(_key, _ROWS)}
 """Every broker config of Kafka 3.9, by name."""
 
 _INT_RANGES = {"INT": (-2**31, 2**31 - 1), "SHORT": (-2**15, 2**15 - 1),

@@ -367,6 +367,7 @@ class ConfigApis:
                 if wanted is not None and key not in wanted:
                     continue
                 chain = self.broker_synonyms(key)
+                value: str | None
                 if key in dynamic:
                     value = dynamic[key][0]
                 elif self._given(key):
