@@ -2,11 +2,12 @@
 
 A learner who has run Apache Kafka should recognise every key: a
 ``server.properties`` file from a Kafka install works here too, as far as the
-keys it sets mean something for SimpleKafka. Keys that only tune Kafka's JVM
-internals (thread pools, socket buffers) are accepted and ignored with a log
-line; any other unknown key, or a value of the wrong type, stops the broker at
-start-up with a one-line error (``ConfigError``), because a silently ignored
-typo is worse than a refusal.
+keys it sets mean something for SimpleKafka. Every other key of Kafka 3.9's
+broker config set (``kafka_configs``: thread pools, socket buffers, KRaft,
+tiered storage) is accepted, its value checked as Kafka checks it, and
+ignored with a log line; a key Kafka does not know either, or a value of the
+wrong type, stops the broker at start-up with a one-line error
+(``ConfigError``), because a silently ignored typo is worse than a refusal.
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simplekafka.broker.kafka_configs import (
+    KAFKA_BROKER_CONFIGS,
+    PER_BROKER,
+    SSL_RECONFIGURABLE,
+    KafkaConfigKey,
+    check_value,
+)
 from simplekafka.broker.security.listeners import (
     LISTENER_PREFIX,
     Listener,
@@ -320,42 +328,20 @@ INT32_KEYS = frozenset({
     "transaction.max.timeout.ms", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
 })
 
-# Kafka keys that tune machinery SimpleKafka does not have; accepted so that a
-# stock server.properties loads, and reported in the log as ignored.
-IGNORED_KAFKA_KEYS = frozenset({
-    "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-    "transaction.state.log.min.isr",
-    "group.max.session.timeout.ms", "group.min.session.timeout.ms",
-    "log.dir",
-    "num.replica.fetchers", "queued.max.requests", "background.threads",
-    "compression.type",
-})
+# Kafka 3.9's broker configs (``kafka_configs``): SimpleKafka acts on those in KEYS (bar
+# the few whose doc says "not acted on"); every other one is accepted so that a stock
+# server.properties loads, its value checked against Kafka's type and valid values, reported
+# in the log as ignored, and described by DescribeConfigs.
+IGNORED_KAFKA_KEYS = frozenset(KAFKA_BROKER_CONFIGS) - frozenset(KEYS)
 
 # Kafka 3.9's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs, ZooKeeper mode):
 # AlterConfigs on a broker takes these; any other key Kafka knows is refused ("Cannot update
 # these configs dynamically"), and a key Kafka does not know at all is stored as it is.
 # SimpleKafka acts on the log defaults of ``apis/configs.DYNAMIC_BROKER_KEYS`` and the
 # replication throttles; the others are stored and described, not acted on.
-KAFKA_SSL_RECONFIGURABLE_KEYS = frozenset({
-    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
-    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
-})
-KAFKA_LISTENER_DYNAMIC_KEYS = frozenset({
-    "advertised.listeners", "listeners", "listener.security.protocol.map",
-    "principal.builder.class", "ssl.protocol", "ssl.provider", "ssl.cipher.suites",
-    "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
-    "ssl.client.auth", "ssl.engine.factory.class",
-    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms",
-    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
-    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
-    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
-    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
-    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
-    "max.connections", "max.connection.creation.rate", "num.network.threads",
-}) | KAFKA_SSL_RECONFIGURABLE_KEYS
+KAFKA_SSL_RECONFIGURABLE_KEYS = SSL_RECONFIGURABLE
+KAFKA_DYNAMIC_KEYS = frozenset(k for k, spec in KAFKA_BROKER_CONFIGS.items() if spec.dynamic)
+# The broker's log defaults Kafka changes at run time (DynamicLogConfig), all cluster-wide.
 KAFKA_LOG_DYNAMIC_KEYS = frozenset({
     "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms", "log.index.size.max.bytes",
     "log.flush.interval.messages", "log.flush.interval.ms", "log.retention.bytes",
@@ -369,64 +355,69 @@ KAFKA_LOG_DYNAMIC_KEYS = frozenset({
     "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
     "log.message.downconversion.enable", "log.local.retention.ms", "log.local.retention.bytes",
 })
-KAFKA_DYNAMIC_KEYS = KAFKA_LISTENER_DYNAMIC_KEYS | KAFKA_LOG_DYNAMIC_KEYS | frozenset({
-    # the log cleaner's
-    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.backoff.ms",
-    # thread pools, metrics, the socket server, producer state, tiered storage
-    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
-    "background.threads", "metric.reporters", "max.connections.per.ip",
-    "max.connections.per.ip.overrides", "producer.id.expiration.ms",
-    "transaction.partition.verification.enable", "remote.log.index.file.cache.total.size.bytes",
-    "remote.log.manager.copy.max.bytes.per.second",
-    "remote.log.manager.fetch.max.bytes.per.second", "config.providers",
-})
 # Set per broker only, never as the cluster-wide default (Kafka's PerBrokerConfigs).
-KAFKA_PER_BROKER_KEYS = KAFKA_LISTENER_DYNAMIC_KEYS - {
-    "max.connections", "max.connection.creation.rate", "num.network.threads"}
-# Kafka's static broker configs named outside KEYS and IGNORED_KAFKA_KEYS (refused as such).
-KAFKA_STATIC_KEYS = frozenset({
-    "log.segment.delete.delay.ms", "log.preallocate", "log.flush.scheduler.interval.ms",
-    "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
-    "log.message.format.version", "auto.create.topics.enable", "reserved.broker.max.id",
-    "broker.id.generation.enable", "zookeeper.max.in.flight.requests",
-    "inter.broker.protocol.version",
-    "controller.socket.timeout.ms", "replica.socket.timeout.ms",
-    "replica.socket.receive.buffer.bytes", "replica.fetch.backoff.ms",
-    "replica.fetch.response.max.bytes", "fetch.purgatory.purge.interval.requests",
-    "producer.purgatory.purge.interval.requests",
-    "delete.records.purgatory.purge.interval.requests",
-    "offsets.load.buffer.size", "offsets.commit.timeout.ms", "offsets.commit.required.acks",
-    "offset.metadata.max.bytes", "group.max.size", "transactional.id.expiration.ms",
-    "transaction.state.log.segment.bytes", "transaction.state.log.load.buffer.size",
-    "queued.max.request.bytes", "request.timeout.ms", "metrics.num.samples",
-    "metrics.sample.window.ms", "metrics.recording.level", "replication.quota.window.num",
-    "replication.quota.window.size.seconds",
-    "security.providers", "ssl.principal.mapping.rules",
-    "sasl.server.callback.handler.class", "sasl.login.class",
-    "sasl.login.callback.handler.class", "password.encoder.secret",
-    "password.encoder.old.secret", "delegation.token.master.key",
-    "delegation.token.secret.key", "delegation.token.max.lifetime.ms",
-    "delegation.token.expiry.time.ms", "alter.config.policy.class.name",
-    "create.topic.policy.class.name", "client.quota.callback.class",
-    "kafka.metrics.reporters", "kafka.metrics.polling.interval.secs", "process.roles",
-    "node.id", "controller.listener.names", "controller.quorum.voters", "early.start.listeners",
-}) - KAFKA_DYNAMIC_KEYS
-# Kafka broker keys whose default is Long.MAX_VALUE where SimpleKafka keeps None ("no limit").
-KAFKA_LONG_MAX_DEFAULTS = frozenset({
-    "log.flush.interval.messages", "log.message.timestamp.difference.max.ms"})
+KAFKA_PER_BROKER_KEYS = frozenset(
+    k for k, spec in KAFKA_BROKER_CONFIGS.items() if spec.mode == PER_BROKER)
+# Kafka's read-only broker configs SimpleKafka has no parser for (refused by AlterConfigs).
+KAFKA_STATIC_KEYS = frozenset(
+    k for k, spec in KAFKA_BROKER_CONFIGS.items() if not spec.dynamic) - frozenset(KEYS)
 
 # Kafka's PASSWORD-type broker configs (ConfigDef.Type.PASSWORD), accepted here or not: their
 # values are never answered (DescribeConfigs: is_sensitive, value null, to everyone), shown
 # or logged. Under a listener's prefix they are just as secret.
-PASSWORD_KEYS = frozenset({
-    "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
-    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates",
-    "password.encoder.secret", "password.encoder.old.secret",
-    "delegation.token.master.key", "delegation.token.secret.key",
-    "zookeeper.ssl.keystore.password", "zookeeper.ssl.truststore.password",
+PASSWORD_KEYS = frozenset(k for k, spec in KAFKA_BROKER_CONFIGS.items() if spec.sensitive)
+
+# Kafka keys whose default SimpleKafka changes, and why (the docs list them: never silently
+# different from Kafka). Any other key of KEYS that Kafka has defaults as Kafka's does.
+DEFAULTS_DIFFERENT_FROM_KAFKA: dict[str, str] = {
+    "broker.id": "required: SimpleKafka never generates a broker id (Kafka's -1 has "
+                 "ZooKeeper hand one out)",
+    "listeners": "PLAINTEXT://127.0.0.1:9092: a learner's broker listens on the loopback "
+                 "interface unless told otherwise",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512: SimpleKafka has no "
+                               "GSSAPI (Kerberos), Kafka's default",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN: SimpleKafka has no GSSAPI (Kerberos)",
+    "ssl.keystore.type": "PEM: SimpleKafka reads PEM files, not Java key stores (JKS)",
+    "ssl.truststore.type": "PEM: SimpleKafka reads PEM files, not Java key stores (JKS)",
+    "offsets.topic.num.partitions": "10: fewer __consumer_offsets logs for a small "
+                                    "teaching cluster",
+}
+# Keys of KEYS whose default None stands for Kafka's default value (described as Kafka's).
+NONE_MEANS_KAFKA_DEFAULT = frozenset({
+    "listener.security.protocol.map", "security.inter.broker.protocol",
+    "log.flush.interval.messages", "log.message.timestamp.difference.max.ms",
+    "authorizer.class.name",
 })
+# Kafka broker keys whose default is Long.MAX_VALUE where SimpleKafka keeps None ("no limit").
+KAFKA_LONG_MAX_DEFAULTS = frozenset({
+    "log.flush.interval.messages", "log.message.timestamp.difference.max.ms"})
+
+
+def acted_on(name: str) -> bool:
+    """Whether SimpleKafka acts on the broker key ``name``: it has a parser in KEYS and its
+    documentation does not say otherwise."""
+    key = KEYS.get(name)
+    return key is not None and "not acted on" not in key.doc
+
+
+def not_acted_on() -> list[KafkaConfigKey]:
+    """Kafka 3.9's broker configs SimpleKafka accepts, validates and describes but does not
+    act on, by name."""
+    return [spec for name, spec in sorted(KAFKA_BROKER_CONFIGS.items()) if not acted_on(name)]
+
+
+_PARSER_TYPES: dict[Callable[[str], Any], str] = {
+    _int: "INT", _bool: "BOOLEAN", _list: "LIST", _float: "DOUBLE", _long_or_none: "LONG"}
+
+
+def config_type(name: str) -> str:
+    """The ConfigDef type DescribeConfigs answers for ``name``: Kafka's, else (SimpleKafka's
+    own keys) the one its parser reads, else UNKNOWN."""
+    spec = KAFKA_BROKER_CONFIGS.get(name)
+    if spec is not None:
+        return spec.type
+    key = KEYS.get(name)
+    return "UNKNOWN" if key is None else _PARSER_TYPES.get(key.parse, "STRING")
 
 
 def is_sensitive(name: str) -> bool:
@@ -435,7 +426,7 @@ def is_sensitive(name: str) -> bool:
     (``listener.name.<l>.[<mechanism>.]<key>``), or a key whose type is unknown."""
     if name.startswith(LISTENER_PREFIX):
         name = name[len(LISTENER_PREFIX):].partition(".")[2]  # a mechanism's: unknown below
-    return name in PASSWORD_KEYS or (name not in KEYS and name not in KAFKA_DYNAMIC_KEYS)
+    return name in PASSWORD_KEYS or (name not in KEYS and name not in KAFKA_BROKER_CONFIGS)
 
 
 def redacted(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -482,14 +473,22 @@ class BrokerConfig:
         self.ignored_keys = sorted(ignored)
         # The keys the broker's configuration sets (its STATIC_BROKER_CONFIGs), defaults aside.
         self.given_keys = frozenset(given)
+        # The values given to Kafka keys SimpleKafka does not act on (described as given).
+        self.kafka_values: dict[str, str] = {}
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> BrokerConfig:
         values = {name: key.default for name, key in KEYS.items()}
         ignored = []
+        kafka_values: dict[str, str] = {}
         for name, raw in properties.items():
-            if name in IGNORED_KAFKA_KEYS:
+            if name in IGNORED_KAFKA_KEYS:  # Kafka's, not acted on: typed as Kafka types it
+                problem = check_value(name, raw)
+                if problem is not None:
+                    raise ConfigError(f"configuration key {name}: cannot parse its value"
+                                      if is_sensitive(name) else problem)
                 ignored.append(name)
+                kafka_values[name] = str(raw).strip()
                 continue
             if name.startswith(LISTENER_PREFIX):  # a per-listener setting, read by security/
                 values[name] = str(raw).strip()
@@ -512,6 +511,7 @@ class BrokerConfig:
                 raise ConfigError(f"configuration key {name}: {value} is above {INT32_MAX}")
             values[name] = value
         config = cls(values, ignored, properties)
+        config.kafka_values = kafka_values
         config._check()
         return config
 

@@ -9,11 +9,14 @@
   for ``retention.ms``), in Kafka's order of sources (kafka-python, which keeps the list);
 - ``max.compaction.lag.ms``, ``message.downconversion.enable``, ``segment.jitter.ms``;
 - ListOffsets v0 (kafka-python's own v0 encoding, over a socket);
-- ListPartitionReassignments right after AlterPartitionReassignments: the full replica set.
+- ListPartitionReassignments right after AlterPartitionReassignments: the full replica set;
+- Kafka 3.9's whole broker config set described (types, documentation, passwords null) and
+  altered as Kafka alters it (types checked, static keys refused, per-listener keys stored).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -361,3 +364,115 @@ def test_list_right_after_alter_answers_the_full_replica_set(cluster):
                          "the move to leave the listing", 30)
     finally:
         admin.close()
+
+
+# -- 6. Kafka 3.9's whole broker config set ---------------------------------------------------
+
+
+def test_describe_answers_every_kafka_broker_config_typed_and_documented(cluster, confluent):
+    """confluent-kafka (DescribeConfigs v1, synonyms) sees every key of Kafka 3.9's broker
+    config set and SimpleKafka's own, passwords null; kafka-python's v4 request with
+    include_documentation gets each key's type and documentation, which says whether
+    SimpleKafka acts on it."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.admin.configs import DescribeConfigsRequest
+
+    from simplekafka.broker.config import KEYS
+    from simplekafka.broker.kafka_configs import CONFIG_TYPES, KAFKA_BROKER_CONFIGS
+
+    broker = str(min(cluster.brokers))
+    everything = set(KEYS) | set(KAFKA_BROKER_CONFIGS)
+    resource = ConfigResource(ResourceType.BROKER, broker)
+    entries = confluent.describe_configs([resource], request_timeout=30)[resource].result(30)
+    # every key; beyond them only per-listener settings and keys Kafka does not know
+    assert everything <= set(entries)
+    assert len(everything) == 314 + len(set(KEYS) - set(KAFKA_BROKER_CONFIGS))
+    # Kafka's default, source DEFAULT_CONFIG (5), read-only or not as Kafka decides
+    relogin = entries["sasl.kerberos.min.time.before.relogin"]
+    assert (relogin.value, relogin.source, relogin.is_read_only) == ("60000", 5, False)
+    inflight = entries["zookeeper.max.in.flight.requests"]
+    assert (inflight.value, inflight.is_read_only) == ("10", True)
+    # the broker's configuration sets log.segment.bytes: STATIC_BROKER_CONFIG (4), then Kafka's
+    segment = entries["log.segment.bytes"]
+    assert segment.source == 4 and segment.value == STATIC_SEGMENT_BYTES
+    # confluent-kafka keys synonyms by name: the last one named so is Kafka's default
+    assert segment.synonyms["log.segment.bytes"].source == 5
+    for name, spec in KAFKA_BROKER_CONFIGS.items():
+        if spec.sensitive:
+            assert entries[name].is_sensitive and entries[name].value is None, name
+
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        request = DescribeConfigsRequest(resources=[(4, broker, None)], include_synonyms=True,
+                                         include_documentation=True, min_version=3)
+        answer = client._manager.run(functools.partial(client._manager.send, request,
+                                                       node_id=int(broker)))
+    finally:
+        client.close()
+    assert answer.API_VERSION == 4  # flexible
+    (result,) = answer.results
+    configs = {c.name: c for c in result.configs}
+    assert everything <= set(configs)
+    relogin = configs["sasl.kerberos.min.time.before.relogin"]
+    assert relogin.config_type == CONFIG_TYPES["LONG"]
+    assert "SimpleKafka ignores it" in relogin.documentation
+    assert "per-broker, per listener" in relogin.documentation
+    retention = configs["log.retention.ms"]
+    assert retention.config_type == CONFIG_TYPES["LONG"]
+    assert "ignores" not in retention.documentation and "cluster-wide" in retention.documentation
+    assert configs["ssl.keystore.password"].config_type == CONFIG_TYPES["PASSWORD"]
+    assert configs["ssl.keystore.password"].value is None
+    assert "own key" in configs["metrics.listener"].documentation
+    assert all(c.documentation for c in result.configs if c.name in everything)
+
+
+def test_kafka_keys_altered_as_kafka_39_alters_them(cluster, confluent):
+    """The librdkafka case (a dynamic Kafka key SimpleKafka does not act on is stored and
+    described), a dynamic per-listener key, Kafka's type checks, and a static Kafka key
+    refused read-only with Kafka's error."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    broker = str(max(cluster.brokers))
+
+    def alter(configs: dict[str, str]):
+        resource = ConfigResource(ResourceType.BROKER, broker, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in configs.items()])
+        return error_of(confluent.incremental_alter_configs([resource])[resource])
+
+    listener_key = "listener.name.plaintext.max.connections"
+    assert alter({"sasl.kerberos.min.time.before.relogin": "61000", listener_key: "500",
+                  "num.io.threads": "4"}) is None
+    assert broker_znode(cluster, broker) == {
+        "sasl.kerberos.min.time.before.relogin": "61000", listener_key: "500",
+        "num.io.threads": "4"}
+    resource = ConfigResource(ResourceType.BROKER, broker)
+
+    def described():
+        return confluent.describe_configs([resource])[resource].result(30)
+
+    cluster.wait_for(lambda: listener_key in described(), "the change to reach the broker")
+    entries = described()
+    assert entries["num.io.threads"].value == "4" and entries["num.io.threads"].source == 2
+    # read_only as Kafka answers it: its dynamic set names the base key, not the prefixed one
+    assert entries[listener_key].value == "500" and entries[listener_key].source == 2
+    assert entries[listener_key].is_read_only
+
+    for configs, message in (
+            ({"zookeeper.max.in.flight.requests": "5"},
+             "Cannot update these configs dynamically: Set(zookeeper.max.in.flight.requests)"),
+            ({"num.io.threads": "many"},
+             "Invalid value many for configuration num.io.threads: Not a number of type INT"),
+            ({listener_key: "x"}, f"Invalid value x for configuration {listener_key}"),
+            ({"background.threads": "0"}, "Value must be at least 1"),
+            ({"compression.type": "lz5"}, "String must be one of")):
+        code, text = alter(configs)
+        assert code == KafkaError.INVALID_REQUEST, (configs, text)
+        assert message in text and f"name='{broker}'" in text, text
+    assert "zookeeper.max.in.flight.requests" not in broker_znode(cluster, broker)
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.alter_configs("broker", broker, delete=[
+            "sasl.kerberos.min.time.before.relogin", listener_key, "num.io.threads"])
+    assert broker_znode(cluster, broker) == {}

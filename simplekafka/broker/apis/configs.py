@@ -45,18 +45,19 @@ from simplekafka.broker.apis.collaborators import (
 )
 from simplekafka.broker.apis.topics import TOPIC_CONFIG_KEYS, _bad_config_value
 from simplekafka.broker.config import (
-    IGNORED_KAFKA_KEYS,
+    DEFAULTS_DIFFERENT_FROM_KAFKA,
     KAFKA_DYNAMIC_KEYS,
     KAFKA_LOG_DYNAMIC_KEYS,
-    KAFKA_LONG_MAX_DEFAULTS,
     KAFKA_PER_BROKER_KEYS,
     KAFKA_SSL_RECONFIGURABLE_KEYS,
-    KAFKA_STATIC_KEYS,
+    acted_on,
+    config_type,
     is_sensitive,
     redacted,
 )
 from simplekafka.broker.config import KEYS as BROKER_KEYS
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.kafka_configs import CONFIG_TYPES, KAFKA_BROKER_CONFIGS, area, check_value
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replication_quota import (
     FOLLOWER_REPLICAS,
@@ -138,12 +139,12 @@ _FIXED_TOPIC_DEFAULTS = {
     "preallocate": "false", "message.format.version": "3.0-IV1",
     LEADER_REPLICAS: "", FOLLOWER_REPLICAS: "",
 }
-# Kafka's defaults of the broker keys above that BrokerConfig does not have.
-_KAFKA_BROKER_DEFAULTS = {
-    "compression.type": "producer", "log.segment.delete.delay.ms": "60000",
-    "log.preallocate": "false", "log.message.format.version": "3.0-IV1",
-    "log.flush.scheduler.interval.ms": str(2**63 - 1),
-}
+# The dynamic broker keys SimpleKafka applies at run time: the log defaults it acts on (a
+# dynamic unclean.leader.election.enable is stored, not read by the controller) and the
+# replication throttles. Other dynamic keys are stored and described only.
+APPLIED_AT_RUN_TIME = frozenset(
+    k for k in DYNAMIC_BROKER_KEYS if acted_on(k) and k != "unclean.leader.election.enable"
+) | DYNAMIC_BROKER_ONLY_KEYS
 # Kafka's brokerConfigSynonyms: the names one broker setting may be given under, first wins.
 _SYNONYMS = {
     "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -226,8 +227,8 @@ class ConfigApis:
         chain: list[tuple[str, str | None, int]] = []
         chain += [(n, own[n], DYNAMIC_BROKER_CONFIG) for n in names if n in own]
         chain += [(n, cluster[n], DYNAMIC_DEFAULT_BROKER_CONFIG) for n in names if n in cluster]
-        chain += [(n, _text(self.config[n]), STATIC_BROKER_CONFIG)
-                  for n in names if n in BROKER_KEYS and self._given(n)]
+        chain += [(n, self._static_value(n), STATIC_BROKER_CONFIG)
+                  for n in names if self._given(n)]
         for n in names:
             default = _kafka_default(n)
             if default is not None:
@@ -241,7 +242,13 @@ class ConfigApis:
         given = getattr(self.config, "given_keys", None)
         if given is not None:
             return key in given
-        return self.config[key] != BROKER_KEYS[key].default
+        return key in BROKER_KEYS and self.config[key] != BROKER_KEYS[key].default
+
+    def _static_value(self, key: str) -> str | None:
+        """The value the broker's configuration gives ``key``."""
+        if key in BROKER_KEYS:
+            return _text(self.config[key])
+        return getattr(self.config, "kafka_values", {}).get(key)
 
     def _all_settings(self) -> Mapping[str, Any]:
         """Every setting of the broker's configuration, per-listener ones included."""
@@ -265,11 +272,13 @@ class ConfigApis:
     def describe_configs(self, context: RequestContext, request: Any) -> defer.Deferred:
         version = context.api_version
         synonyms = bool(getattr(request, "include_synonyms", False))
+        documented = bool(getattr(request, "include_documentation", False))
         work = []
         for resource in request.resources:
             refused = self._refusal(context, resource.resource_type, resource.resource_name,
                                     AclOperation.DESCRIBE_CONFIGS)
-            work.append(self._describe_one(resource, version, synonyms) if refused is None
+            work.append(self._describe_one(resource, version, synonyms, documented)
+                        if refused is None
                         else defer.succeed({
                             "error_code": refused, "error_message": None,
                             "resource_type": resource.resource_type,
@@ -277,7 +286,8 @@ class ConfigApis:
         return defer.gatherResults(work, consumeErrors=True).addCallback(
             lambda results: {"throttle_time_ms": 0, "results": results})
 
-    def _describe_one(self, resource: Any, version: int, synonyms: bool) -> defer.Deferred:
+    def _describe_one(self, resource: Any, version: int, synonyms: bool,
+                      documented: bool = False) -> defer.Deferred:
         kind, name = resource.resource_type, resource.resource_name
         wanted = None if resource.configuration_keys is None else set(
             resource.configuration_keys)
@@ -291,12 +301,17 @@ class ConfigApis:
                   chain: list[tuple[str, str | None, int]], sensitive: bool = False) -> dict:
             # A sensitive value (a password, a JAAS text) is answered null, in the synonyms
             # too, to every principal: Kafka's rule, super users included.
+            broker_key = key if kind == BROKER_RESOURCE else TOPIC_BROKER_SYNONYMS.get(key, "")
+            base = key[len(LISTENER_PREFIX):].partition(".")[2] \
+                if key.startswith(LISTENER_PREFIX) else broker_key
             return {"name": key, "value": None if sensitive else value, "read_only": read_only,
                     "is_default": source in (DEFAULT_CONFIG, STATIC_BROKER_CONFIG),
                     "config_source": source, "is_sensitive": sensitive,
                     "synonyms": [{"name": n, "value": None if sensitive else v, "source": s}
                                  for n, v, s in chain]
-                    if synonyms else [], "config_type": 0, "documentation": None}
+                    if synonyms else [], "config_type": CONFIG_TYPES[config_type(base)],
+                    "documentation": broker_documentation(base)
+                    if documented and kind == BROKER_RESOURCE and base else None}
 
         if kind == TOPIC_RESOURCE:
             zk = self.zookeeper()
@@ -347,11 +362,18 @@ class ConfigApis:
                                             f"({self.broker_id}): ask it directly"))
             dynamic = self.dynamic_broker()
             entries = []
-            for key in sorted(BROKER_KEYS):
+            # Every key: Kafka 3.9's whole broker config set and SimpleKafka's own keys.
+            for key in sorted(set(BROKER_KEYS) | set(KAFKA_BROKER_CONFIGS)):
                 if wanted is not None and key not in wanted:
                     continue
                 chain = self.broker_synonyms(key)
-                value = dynamic[key][0] if key in dynamic else _text(self.config[key])
+                value: str | None
+                if key in dynamic:
+                    value = dynamic[key][0]
+                elif self._given(key):
+                    value = self._static_value(key)
+                else:
+                    value = _kafka_default(key)
                 source = chain[0][2] if chain else DEFAULT_CONFIG
                 entries.append(entry(key, value, source, _read_only(key), chain,
                                      is_sensitive(key)))
@@ -367,7 +389,8 @@ class ConfigApis:
             # Dynamic keys the broker has no setting of its own for: Kafka's that SimpleKafka
             # stores without acting on them, and keys Kafka does not know (its "custom
             # configs", answered sensitive: their type is unknown).
-            for key in sorted(k for k in dynamic if k not in BROKER_KEYS):
+            for key in sorted(k for k in dynamic
+                              if k not in BROKER_KEYS and k not in KAFKA_BROKER_CONFIGS):
                 if wanted is not None and key not in wanted:
                     continue
                 value, source = dynamic[key]
@@ -497,13 +520,41 @@ class ConfigApis:
 
 
 def _kafka_default(key: str) -> str | None:
-    """Kafka's default of a broker key, as text (None: Kafka has none)."""
-    if key in KAFKA_LONG_MAX_DEFAULTS:
-        return _UNBOUNDED
-    spec = BROKER_KEYS.get(key)
-    if spec is not None:
-        return _text(spec.default)
-    return _KAFKA_BROKER_DEFAULTS.get(key)
+    """The default of a broker key as DescribeConfigs writes it (None: there is none):
+    Kafka's, unless SimpleKafka's differs (DEFAULTS_DIFFERENT_FROM_KAFKA) or the key is
+    SimpleKafka's own."""
+    kafka = KAFKA_BROKER_CONFIGS.get(key)
+    ours = BROKER_KEYS.get(key)
+    if ours is not None and (kafka is None or key in DEFAULTS_DIFFERENT_FROM_KAFKA):
+        return _text(ours.default)
+    return None if kafka is None else kafka.default
+
+
+def broker_documentation(name: str) -> str:
+    """What DescribeConfigs v3+ answers as a broker key's documentation: what it is for,
+    whether SimpleKafka acts on it (and on a dynamic change of it), its default where
+    SimpleKafka's differs from Kafka's, and how Kafka lets it be changed."""
+    kafka = KAFKA_BROKER_CONFIGS.get(name)
+    ours = BROKER_KEYS.get(name)
+    if ours is None and kafka is None:
+        return "Not a broker config Kafka 3.9 or SimpleKafka knows: stored as it is."
+    if ours is None:
+        text = (f"{area(name)}. SimpleKafka ignores it: accepted, checked and described as "
+                "Kafka does, not acted on.")
+    elif not acted_on(name):
+        text = ours.doc
+    else:
+        text = ours.doc
+        if kafka is not None and kafka.dynamic and name not in APPLIED_AT_RUN_TIME:
+            text += (" A dynamic change is stored and described but not applied: SimpleKafka "
+                     "acts on the value it started with.")
+    if name in DEFAULTS_DIFFERENT_FROM_KAFKA and kafka is not None:
+        text += (f" SimpleKafka's default differs from Kafka's ({kafka.default}): "
+                 f"{DEFAULTS_DIFFERENT_FROM_KAFKA[name]}.")
+    if kafka is None:
+        return text + " SimpleKafka's own key: not one of Kafka 3.9's broker configs."
+    listener = ", per listener (listener.name.<l>.)" if kafka.per_listener else ""
+    return text + f" Kafka: {kafka.type}, {kafka.importance} importance, {kafka.mode}{listener}."
 
 
 def _read_only(key: str) -> bool:
@@ -524,7 +575,7 @@ def broker_config_problem(config: Mapping[str, str], per_broker: bool) -> str | 
     SimpleKafka knows must parse. A key Kafka does not know is taken as it is (Kafka keeps
     such "custom configs" and passes them to plugins)."""
     names = set(config)
-    known = set(BROKER_KEYS) | IGNORED_KAFKA_KEYS | KAFKA_STATIC_KEYS
+    known = set(BROKER_KEYS) | set(KAFKA_BROKER_CONFIGS)
     static = {k for k in names if k in known and _read_only(k)}
     if static:
         return f"Cannot update these configs dynamically: {_set_of(static)}"
@@ -535,8 +586,13 @@ def broker_config_problem(config: Mapping[str, str], per_broker: bool) -> str | 
     for key in sorted(names):
         base = key[len(LISTENER_PREFIX):].partition(".")[2] \
             if key.startswith(LISTENER_PREFIX) else key
+        if is_sensitive(base):
+            continue
+        problem = check_value(base, config[key])  # Kafka's type and valid values
+        if problem is not None:
+            return problem.replace(f"configuration {base}:", f"configuration {key}:")
         spec = BROKER_KEYS.get(base)
-        if spec is None or is_sensitive(base) or base in DYNAMIC_BROKER_KEYS:
+        if spec is None or base in DYNAMIC_BROKER_KEYS:
             continue  # log defaults: checked as topic values below
         try:
             value = spec.parse(config[key])
