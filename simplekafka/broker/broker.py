@@ -68,6 +68,7 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
+from simplekafka.broker.socket_writer import ZERO_COPY_MIN_BYTES, can_sendfile
 from simplekafka.broker.replica_selector import replica_selector
 from simplekafka.broker.replication_quota import (
     FOLLOWER_RATE,
@@ -183,6 +184,8 @@ class KafkaBroker:
                                               min_insync_for=self.min_insync_replicas_for)
         self.replica_manager.leader_throttle = self.leader_throttle
         self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
+        if config["fetch.zero.copy.enable"] and can_sendfile():
+            self.replica_manager.zero_copy_from = ZERO_COPY_MIN_BYTES
         self.log_cleaner = LogCleaner(reactor, self.log_manager, config,
                                       self.replica_manager.high_watermarks)
         self.group_coordinator = GroupCoordinator(

@@ -121,6 +121,8 @@ class ReplicaManager:
         self.isr_changes = 0  # ISR changes written (for tests and logs)
         # message.max.decompressed.bytes, given to each Partition it creates
         self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
+        # fetch.zero.copy.enable: reads this big answer with a FileRegion (Partition.read).
+        self.zero_copy_from: int | None = None
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
         self.on_append: Callable[[str, int, int], None] | None = None
         self.on_isr_change: Callable[[str], None] | None = None
@@ -294,6 +296,7 @@ class ReplicaManager:
                 partition = Partition(topic, state.partition_index, self.broker_id, log_,
                                       clock=self.reactor)
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
+                partition.zero_copy_from = self.zero_copy_from
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
             if state.leader == self.broker_id:

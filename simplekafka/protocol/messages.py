@@ -23,6 +23,7 @@ import struct
 from typing import Any, NamedTuple
 
 from simplekafka.protocol import primitives as p
+from simplekafka.protocol.fields import PiecedOutput
 from simplekafka.protocol.api import (
     ADVERTISED_VERSIONS,
     SUPPORTED_VERSIONS,
@@ -213,10 +214,16 @@ def encode_request(
     return bytes(out)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any
+                    ) -> bytes | list[Any]:
     """A response payload (header + body, without the 4-byte length prefix); ``body`` may
-    be already encoded (bytes from ``encode_response_body``, e.g. a cached answer)."""
-    out = bytearray(p.INT32.pack(correlation_id))
+    be already encoded (bytes from ``encode_response_body``, e.g. a cached answer).
+
+    A Fetch answer whose record sets are not all bytes (the broker's file regions) comes
+    as a list of pieces (``PiecedOutput.pieces``), to be framed with ``frame_pieces``.
+    """
+    out = (PiecedOutput(p.INT32.pack(correlation_id)) if api_key == ApiKey.FETCH
+           else bytearray(p.INT32.pack(correlation_id)))
     if isinstance(body, bytes | bytearray):
         if response_header_version(api_key, api_version) >= 1:
             out.append(0)
@@ -227,6 +234,8 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     if layout.tagged_header:
         out.append(0)
     layout.schema.write(out, body)
+    if type(out) is PiecedOutput and out.held:
+        return out.pieces()
     return bytes(out)
 
 

@@ -431,8 +431,12 @@ def test_an_answer_is_on_the_socket_before_the_request_handler_returns(served):
 
 def test_an_answer_queues_behind_what_twisted_still_holds(served):
     """Order is kept: with bytes in Twisted's buffer, the answer goes behind them."""
+    from simplekafka.broker.socket_writer import SocketWriter
+
     connection, reactor, client = served
-    connection.transport.write(b"held")  # as if an earlier send had not gone through
+    # As if an earlier send had not gone through: the writer left it to Twisted.
+    connection._writer = SocketWriter(connection.transport, connection.sends)
+    connection._writer._hand_over(b"held")
     connection.dataReceived(frame(b"r1"))
     assert reactor.writers == [connection.transport]  # the reactor sends, in order
     assert connection.sends.buffered == 1 and connection.sends.direct == 0
@@ -460,12 +464,17 @@ def test_what_a_full_socket_does_not_take_is_left_to_twisted_in_order(served):
 
 def test_a_tls_transport_keeps_twisted_buffered_path():
     """Bytes on a TLS connection must be encrypted: never sent raw to the socket."""
-    from simplekafka.broker.direct_send import send_now
+    from simplekafka.broker.socket_writer import SocketWriter, is_plain_tcp
 
     transport = StringTransport()
-    assert send_now(transport, b"answer") == 0  # not a TCP transport: Twisted's path
-    tls = SimpleNamespace(TLS=True)
-    assert send_now(tls, b"answer") == 0
+    writer = SocketWriter(transport)
+    assert not writer.direct and writer.write([b"answer"]) is False  # Twisted's path
+    assert transport.value() == b"answer"
+    from twisted.internet.interfaces import ISSLTransport, ITCPTransport
+    from zope.interface import directlyProvides
+    tls = SimpleNamespace()
+    directlyProvides(tls, ITCPTransport, ISSLTransport)
+    assert not is_plain_tcp(tls)
 # -- the acks=all wait (delayed_produce.py) --------------------------------------------------
 
 
