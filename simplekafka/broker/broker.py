@@ -68,7 +68,6 @@ from simplekafka.broker.metrics import install as install_metrics
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherManager
 from simplekafka.broker.replica_manager import ReplicaManager
-from simplekafka.broker.socket_writer import ZERO_COPY_MIN_BYTES, can_sendfile
 from simplekafka.broker.replica_selector import replica_selector
 from simplekafka.broker.replication_quota import (
     FOLLOWER_RATE,
@@ -94,6 +93,7 @@ from simplekafka.broker.security.sasl import (
 )
 from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.socket_writer import ZERO_COPY_MIN_BYTES, can_sendfile
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
 from simplekafka.coordination.users import USERS

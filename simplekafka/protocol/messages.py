@@ -23,7 +23,6 @@ import struct
 from typing import Any, NamedTuple
 
 from simplekafka.protocol import primitives as p
-from simplekafka.protocol.fields import PiecedOutput
 from simplekafka.protocol.api import (
     ADVERTISED_VERSIONS,
     SUPPORTED_VERSIONS,
@@ -34,6 +33,7 @@ from simplekafka.protocol.api import (
     response_schema,
 )
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.fields import PiecedOutput
 from simplekafka.protocol.schema import Schema, Struct
 
 Buffer = bytes | bytearray | memoryview
