@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 # send of the answer's bytes costs less than a send for its header and a sendfile.
 ZERO_COPY_MIN_BYTES = 32 * 1024
 # Read and handed to Twisted when the socket fills part-way through a region: Twisted's
-# drain of it is the writer's "writable again".
-BRIDGE_BYTES = 16 * 1024
+# drain of it is the writer's "writable again" (Linux reports a TCP socket writable once a
+# third of its buffer is free, so the sendfile after it has room; the bridge stays small).
+BRIDGE_BYTES = 4096
 
 Piece = bytes | FileRegion
 
