@@ -151,6 +151,9 @@ class SocketWriter:
 
     def _write_copied(self, pieces: Sequence[Piece]) -> None:
         """The copy path (TLS): regions read into bytes, all through ``transport.write``."""
+        if len(pieces) == 1 and type(pieces[0]) is bytes:
+            self.transport.write(pieces[0])
+            return
         out = []
         for piece in pieces:
             if type(piece) is FileRegion:
