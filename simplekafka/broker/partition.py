@@ -448,7 +448,7 @@ class Partition:
             data = self.log.read(fetch_offset, max_bytes, upper, self.zero_copy_from)
         except OffsetOutOfRangeError as exc:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
-        if type(data) is FileRegion:
+        if isinstance(data, FileRegion):
             return data
         return bytes(data) if data else b""
 
@@ -456,7 +456,7 @@ class Partition:
                              ) -> list[AbortedTxn]:
         """The aborted transactions a read_committed consumer needs for ``records`` read
         from ``fetch_offset`` (those overlapping the offsets they span)."""
-        if type(records) is FileRegion:  # unread: the read noted where its records end
+        if isinstance(records, FileRegion):  # unread: the read noted where its records end
             return self.log.collect_aborted_txns(fetch_offset, records.next_offset)
         spans = iter_batch_positions(records) if records else []
         if not spans:

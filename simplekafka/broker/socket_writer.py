@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from twisted.internet.interfaces import IPullProducer, ISSLTransport, ITCPTransport
-from zope.interface import implementer
+from zope.interface import implementer  # type: ignore[import-untyped]
 
 from simplekafka.storage import FileRegion, TruncatedRegionError
 
@@ -154,9 +154,9 @@ class SocketWriter:
         if len(pieces) == 1 and type(pieces[0]) is bytes:
             self.transport.write(pieces[0])
             return
-        out = []
+        out: list[bytes] = []
         for piece in pieces:
-            if type(piece) is FileRegion:
+            if isinstance(piece, FileRegion):
                 try:
                     data = piece.read()
                 except (TruncatedRegionError, OSError) as exc:

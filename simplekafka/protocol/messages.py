@@ -214,16 +214,10 @@ def encode_request(
     return bytes(out)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any
-                    ) -> bytes | list[Any]:
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """A response payload (header + body, without the 4-byte length prefix); ``body`` may
-    be already encoded (bytes from ``encode_response_body``, e.g. a cached answer).
-
-    A Fetch answer whose record sets are not all bytes (the broker's file regions) comes
-    as a list of pieces (``PiecedOutput.pieces``), to be framed with ``frame_pieces``.
-    """
-    out = (PiecedOutput(p.INT32.pack(correlation_id)) if api_key == ApiKey.FETCH
-           else bytearray(p.INT32.pack(correlation_id)))
+    be already encoded (bytes from ``encode_response_body``, e.g. a cached answer)."""
+    out = bytearray(p.INT32.pack(correlation_id))
     if isinstance(body, bytes | bytearray):
         if response_header_version(api_key, api_version) >= 1:
             out.append(0)
@@ -234,9 +228,23 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     if layout.tagged_header:
         out.append(0)
     layout.schema.write(out, body)
-    if type(out) is PiecedOutput and out.held:
-        return out.pieces()
     return bytes(out)
+
+
+def encode_response_pieces(api_key: int, api_version: int, correlation_id: int, body: Any
+                           ) -> bytes | list[Any]:
+    """``encode_response``, where a Fetch answer may hold record sets that are not bytes
+    (the broker's file regions): such an answer comes as a list of pieces
+    (``PiecedOutput.pieces``), to be framed with ``framing.frame_pieces``."""
+    if api_key != ApiKey.FETCH or isinstance(body, bytes | bytearray):
+        return encode_response(api_key, api_version, correlation_id, body)
+    out = PiecedOutput(p.INT32.pack(correlation_id))
+    layout = _RESPONSE_LAYOUTS.get((api_key, api_version)) or response_layout(api_key,
+                                                                              api_version)
+    if layout.tagged_header:
+        out.append(0)
+    layout.schema.write(out, body)
+    return out.pieces() if out.held else bytes(out)
 
 
 def encode_response_body(api_key: int, api_version: int, body: Any) -> bytes:
