@@ -20,7 +20,11 @@ from simplekafka.broker.socket_writer import BRIDGE_BYTES, SendCounts, SocketWri
 from simplekafka.protocol.batch_header import iter_batch_positions, read_header
 from simplekafka.protocol.fields import PiecedOutput
 from simplekafka.protocol.framing import frame_pieces
-from simplekafka.protocol.messages import decode_response, encode_response
+from simplekafka.protocol.messages import (
+    decode_response,
+    encode_response,
+    encode_response_pieces,
+)
 from simplekafka.storage import FileRegion, Log, LogConfig, TruncatedRegionError
 from stages.stage3_storage.batches import make_batch
 from stages.stage4_broker.test_broker_latency import over_loopback, received
@@ -124,7 +128,7 @@ def fetch_body(records) -> dict:
 def test_a_fetch_answer_with_held_records_encodes_as_pieces_that_join_to_the_bytes(version):
     one, two = make_batch([b"x" * 500]), make_batch([b"y" * 90])
     plain = encode_response(1, version, 5, fetch_body([one, b"", two]))
-    pieces = encode_response(1, version, 5, fetch_body([Held(one), b"", Held(two)]))
+    pieces = encode_response_pieces(1, version, 5, fetch_body([Held(one), b"", Held(two)]))
     assert isinstance(pieces, list) and [type(p) for p in pieces].count(Held) == 2
     joined = b"".join(p.data if isinstance(p, Held) else p for p in pieces)
     assert joined == plain
