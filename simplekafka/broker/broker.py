@@ -387,7 +387,7 @@ class KafkaBroker:
         assert self.gate is not None  # made by listen() first
         return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
                                   listener.name, authenticators, tls_principal,
-                                  self.connection_quotas)
+                                  self.connection_quotas, self.replica_manager)
 
     def advertised_endpoints(self) -> tuple[tuple[str, str, int], ...]:
         """(listener, host, port) of every listener as registered in ZooKeeper: the

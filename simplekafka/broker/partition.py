@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.action_queue import defer_wakeup
-from simplekafka.broker.answers_together import answers_together
+from simplekafka.broker.action_queue import ActionQueue
+from simplekafka.broker.answers_together import AnswersTogether
 from simplekafka.broker.delayed_produce import DelayedProduceQueue
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
@@ -97,6 +97,10 @@ class Partition:
         # Zero-copy fetches (fetch.zero.copy.enable): reads of at least this many bytes from
         # one segment answer with a FileRegion the connection sends by sendfile; None: bytes.
         self.zero_copy_from: int | None = None
+        # The ReplicaManager's (it hands them over): parked fetches woken at the end of a bulk
+        # append (action_queue.py); acks=all answers released together (answers_together.py).
+        self.actions = ActionQueue()
+        self.answers = AnswersTogether()
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
@@ -408,7 +412,7 @@ class Partition:
     def _complete_hw_waiters(self) -> None:
         # The produces it commits are mostly one producer's pipelined requests: their
         # answers leave in one write per connection (answers_together.py).
-        with answers_together():
+        with self.answers.together():
             self._hw_waiters.complete(self.high_watermark, self._acks_code)
 
     def _check_hw_waiters(self) -> None:
@@ -618,7 +622,7 @@ class Partition:
             pass
 
     def _notify_append(self) -> None:
-        if not self._append_listeners or defer_wakeup(self):
+        if not self._append_listeners or self.actions.defer_wakeup(self):
             return  # nobody listens, or a bulk append wakes them at its end (action_queue)
         for listener in list(self._append_listeners):
             listener(self)

@@ -42,8 +42,8 @@ from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
-from simplekafka.broker.action_queue import wakeups_after
-from simplekafka.broker.answers_together import hold
+from simplekafka.broker.action_queue import ActionQueue
+from simplekafka.broker.answers_together import AnswersTogether
 from simplekafka.broker.socket_writer import SendCounts, SocketWriter
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, frame_pieces
 
@@ -126,6 +126,10 @@ class KafkaConnection(Int32StringReceiver):
         # listener's connections (the broker's metrics read it).
         self.sends = SendCounts()
         self._writer: SocketWriter | None = None  # made with the first write
+        # The broker's (its ReplicaManager's, through the factory): parked fetches woken
+        # after a whole read is handled; answers released together, sent together.
+        self.actions = ActionQueue()
+        self.answers = AnswersTogether()
         self.peer = "?"
         self.host = "?"
         # When a byte was last read or written (time.monotonic): connections.max.idle.ms.
@@ -217,7 +221,7 @@ class KafkaConnection(Int32StringReceiver):
     def _handle_frames(self, frames: list[bytes]) -> None:
         # Parked fetches are woken once this read's requests are handled, before their
         # answers are sent (action_queue): a follower gets all its appends in one answer.
-        with wakeups_after():
+        with self.actions.wakeups_after():
             for frame in frames:
                 self.stringReceived(frame)
                 if self._refusing:
@@ -262,7 +266,7 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             self._outgoing += frames
             return
-        if hold(self, self._write_held, frames):  # released with others: one write for all
+        if self.answers.hold(self, self._write_held, frames):  # released with others: one write
             return
         self._write_now(frames)
 
@@ -406,8 +410,10 @@ class KafkaServerFactory(protocol.ServerFactory):
     def __init__(self, handler: RequestHandler, max_length: int, listener: str = "PLAINTEXT",
                  authenticator_factory: AuthenticatorFactory | None = None,
                  tls_principal: Callable[[Any], str] | None = None,
-                 quotas: Any = None):
+                 quotas: Any = None, replicas: Any = None):
         self.handler = handler
+        # The ReplicaManager whose ActionQueue and AnswersTogether the connections share.
+        self.replicas = replicas
         # The broker's ConnectionQuotas (connection_quotas.py): connection limits, idle close.
         self.quotas = quotas
         self.max_length = max_length
@@ -424,6 +430,9 @@ class KafkaServerFactory(protocol.ServerFactory):
                                      authenticator, self.tls_principal)
         connection.factory = self
         connection.sends = self.sends
+        if self.replicas is not None:
+            connection.actions = self.replicas.actions
+            connection.answers = self.replicas.answers
         if self.quotas is not None:  # over max.connections.per.ip: closed once made
             connection.rejected = not self.quotas.accept(self.listener,
                                                          str(getattr(addr, "host", "?")))

@@ -208,6 +208,7 @@ def test_a_parked_follower_fetch_copies_every_append_of_one_read(tmp_path):
         return b"appended"
 
     connection = KafkaConnection(produce_request, 1000)
+    connection.actions = partition.actions  # one ActionQueue, as the broker shares its own
     connection.makeConnection(StringTransport())
     connection.dataReceived(b"".join(frame(b"produce %d" % i) for i in range(5)))
     assert clock.seconds() == 0 and parked.called  # in the read's own turn, no timer
@@ -227,6 +228,7 @@ def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appen
     manager = ReplicaManager(LEADER, log_manager=SimpleNamespace(read_high_watermarks=dict),
                              metadata_cache=None, reactor=clock)
     manager.partitions = {("t", 0): first, ("t", 1): second}
+    first.actions = second.actions = manager.actions  # as the manager hands its queue over
     fetches = FetchHandler(Leaders(first, second), clock, lambda: False)
     request = fetch_request(0, replica_id=F1)
     request.topics[0].partitions.append(SimpleNamespace(
@@ -243,12 +245,13 @@ def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appen
 def test_a_failing_listener_does_not_keep_other_partitions_asleep(tmp_path, caplog):
     """The wake-ups a bulk append gathered run one partition at a time: one listener that
     raises is logged, and the next partition's parked fetch is still answered."""
-    from simplekafka.broker.action_queue import wakeups_after
+    from simplekafka.broker.action_queue import ActionQueue
 
     clock = task.Clock()
     first = leader(tmp_path, isr=[LEADER])
     second = Partition("t", 1, LEADER, Log.open(tmp_path / "t-1", LogConfig()))
     assert second.make_leader(0, [LEADER], [LEADER], 0, 1)
+    actions = first.actions = second.actions = ActionQueue()  # as a ReplicaManager shares one
 
     def broken(_partition):
         raise RuntimeError("a listener bug")
@@ -256,7 +259,7 @@ def test_a_failing_listener_does_not_keep_other_partitions_asleep(tmp_path, capl
     first.add_append_listener(broken)
     woken = []
     second.add_append_listener(woken.append)
-    with wakeups_after():
+    with actions.wakeups_after():
         produce(first)
         produce(second)
         assert woken == []  # not before the block closes
