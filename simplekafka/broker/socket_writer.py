@@ -116,6 +116,11 @@ class SocketWriter:
 
     def write(self, pieces: Sequence[Piece]) -> bool:
         """Send ``pieces`` after everything written before; True if all left at once."""
+        if self._lost:  # the connection is gone: nothing to send, regions to give back
+            for piece in pieces:
+                if isinstance(piece, FileRegion):
+                    piece.close()
+            return False
         if not self.direct:
             self._write_copied(pieces)
             return False
