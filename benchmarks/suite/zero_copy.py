@@ -118,31 +118,38 @@ def loopback_limit(total: int) -> float:
     return received[0] / elapsed / MB
 
 
-def measure(mode: str, step=lambda _what: None) -> dict[str, dict[int, tuple[float, float]]]:
-    """{"on"/"off": {size: (seconds, broker CPU seconds)}} for the sizes' volumes."""
+def measure(mode: str, step=lambda _what: None, sizes: tuple[int, ...] = SIZES,
+            rounds: int = 1) -> dict[str, dict[int, tuple[float, float]]]:
+    """{"on"/"off": {size: (seconds, broker CPU seconds)}} for the sizes' volumes: the
+    settings alternate (the broker restarted between), ``rounds`` times each; the median
+    round by time is kept."""
     from simplekafka.cluster import LocalCluster
 
     volumes = _volumes(mode)
-    results: dict[str, dict[int, tuple[float, float]]] = {"on": {}, "off": {}}
+    runs: dict[str, dict[int, list[tuple[float, float]]]] = {
+        "on": {size: [] for size in sizes}, "off": {size: [] for size in sizes}}
     config = {"fetch.zero.copy.enable": "true", "message.max.bytes": str(2 << 20)}
     with LocalCluster(brokers=1, broker_config=config) as cluster:
         bootstrap = cluster.bootstrap_servers
         topics = {}
-        for size in SIZES:
+        for size in sizes:
             step(f"consume, zero-copy: writing {volumes[size]:,} records of {size:,} B")
             topics[size] = fill(bootstrap, size, volumes[size])
-        for setting in ("on", "off"):
-            if setting == "off":
-                step("consume, zero-copy: restarting the broker with zero-copy off")
-                cluster.broker_config["fetch.zero.copy.enable"] = "false"
+        for number in range(rounds * 2):
+            setting = ("on", "off")[number % 2]
+            if number:
+                step(f"consume, zero-copy: restarting the broker with zero-copy {setting}")
+                cluster.broker_config["fetch.zero.copy.enable"] = str(setting == "on").lower()
                 cluster.restart(1)
             pid = cluster.broker_pids[1]
             assert pid is not None
-            for size in SIZES:
+            for size in sizes:
                 step(f"consume, zero-copy {setting}: {size:,} B records")
                 consume(bootstrap, topics[size], min(volumes[size], 10), pid)  # warm up
-                results[setting][size] = consume(bootstrap, topics[size], volumes[size], pid)
-    return results
+                runs[setting][size].append(consume(bootstrap, topics[size], volumes[size],
+                                                   pid))
+    return {setting: {size: sorted(found)[len(found) // 2] for size, found in by_size.items()}
+            for setting, by_size in runs.items()}
 
 
 def zero_copy(ctx: Context) -> tuple[list[Figure], list[Curve]]:
@@ -176,14 +183,19 @@ def zero_copy(ctx: Context) -> tuple[list[Figure], list[Curve]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="seconds; figures mean nothing")
+    parser.add_argument("--size", type=int, action="append", choices=SIZES,
+                        help="only this record size (repeatable; default: all three)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="alternate on/off this many times each; the median is shown")
     args = parser.parse_args()
     mode = "tiny" if args.tiny else "small"
+    sizes = tuple(args.size or SIZES)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     volumes = _volumes(mode)
-    results = measure(mode, lambda what: print(what, flush=True))
+    results = measure(mode, lambda what: print(what, flush=True), sizes, args.rounds)
     limit = loopback_limit(64 << 20 if args.tiny else 2 << 30)
     print(f"{'size':>10} {'setting':>8} {'records/s':>12} {'MB/s':>8} {'broker ms/MB':>13}")
-    for size in SIZES:
+    for size in sizes:
         for setting in ("on", "off"):
             seconds, cpu = results[setting][size]
             megabytes = volumes[size] * size / MB
