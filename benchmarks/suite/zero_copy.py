@@ -2,12 +2,13 @@
 
 Three record sizes (100 B, 10 kB, 1 MB) are written once to one broker; a
 confluent-kafka consumer reads each topic from the start with
-``fetch.zero.copy.enable`` on, then (the same broker restarted on the same
-data, the page cache warm) off. Per size and setting: records/s, MB/s and the
-broker's CPU per MB (utime + stime of the broker process from
-``/proc/<pid>/stat`` over the read). The loopback limit, measured in the same
-run, is one ``os.sendfile`` sender and one ``recv_into`` receiver on a
-127.0.0.1 socket pair: no broker, no protocol, no client decoding.
+``fetch.zero.copy.enable`` on, then off (the same broker restarted on the
+same data, the page cache warm), alternating ``rounds`` times (the median
+kept). Per size and setting: records/s, MB/s and the broker's CPU per MB
+(utime + stime of the broker process from ``/proc/<pid>/stat`` over the
+read). The loopback limit, measured in the same run, is one ``os.sendfile``
+sender and one ``recv_into`` receiver on a 127.0.0.1 socket pair: no broker,
+no protocol, no client decoding.
 
 Also runnable alone: ``python -m benchmarks.suite.zero_copy [--tiny]``.
 """
@@ -155,7 +156,7 @@ def measure(mode: str, step=lambda _what: None, sizes: tuple[int, ...] = SIZES,
 def zero_copy(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     """The figures: per size, with and without zero-copy; the loopback limit."""
     volumes = _volumes(ctx.mode)
-    results = measure(ctx.mode, ctx.step)
+    results = measure(ctx.mode, ctx.step, rounds=ctx.sizes.runs)
     ctx.step("consume, zero-copy: the loopback limit")
     limit = loopback_limit(64 << 20 if ctx.mode == "tiny" else 2 << 30)
     figures = [Figure("consume", "loopback limit (sendfile -> recv_into, no broker)", limit,
