@@ -61,7 +61,8 @@ class CycleBench:
 
     def __init__(self, data_dir: str, metrics: bool = False):
         self.broker = leading_broker(data_dir, metrics)
-        factory = KafkaServerFactory(self.broker.dispatcher, 100 << 20)
+        factory = KafkaServerFactory(self.broker.dispatcher, 100 << 20,
+                                     replicas=self.broker.replica_manager)
         self.consumer, self.consumer_wire = self._connect(factory)
         self.producer, self.producer_wire = self._connect(factory)
         self.partition = self.broker.replica_manager.get_partition("t", 0)

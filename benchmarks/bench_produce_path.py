@@ -71,7 +71,8 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}; best CPU-time round of {args.rounds}")
     with tempfile.TemporaryDirectory() as data_dir:
         broker = leading_broker(data_dir)
-        connection = KafkaServerFactory(broker.dispatcher, 100 << 20).buildProtocol(None)
+        connection = KafkaServerFactory(broker.dispatcher, 100 << 20,
+                                        replicas=broker.replica_manager).buildProtocol(None)
         wire = StringTransport()
         connection.makeConnection(wire)
         for label, records, requests, read_size in CASES:

@@ -122,7 +122,7 @@ class _Client:
 def run_reads(k: int, reads: int, data_dir: str) -> dict[str, float]:
     """``reads`` reads of ``k`` acks=all produces, each replicated until all are parked."""
     broker = leading_broker(data_dir)
-    factory = KafkaServerFactory(broker.dispatcher, 100 << 20)
+    factory = KafkaServerFactory(broker.dispatcher, 100 << 20, replicas=broker.replica_manager)
     followers = [_Client(factory, replica) for replica in FOLLOWERS]
     consumer = _Client(factory, -1)
     producer = _Client(factory, -1)

@@ -124,7 +124,7 @@ def test_messages_in_is_exact(cluster):
 def test_answers_leave_straight_on_the_socket(cluster):
     """A client that waits for each answer finds Twisted's buffer empty every time, so
     each answer is sent inside its request's handling, not at the reactor's next poll
-    (direct_send.py; the socket-level behaviour is in test_broker_latency.py)."""
+    (socket_writer.py; the socket-level behaviour is in test_broker_latency.py)."""
     with Admin(cluster.bootstrap_servers) as admin:
         admin.create_topic("sent-at-once", num_partitions=1, replication_factor=1)
     before = cluster_sum(cluster, "kafka_network_socket_sends_total", path="direct")

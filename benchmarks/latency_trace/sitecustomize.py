@@ -22,7 +22,7 @@ if _DIR and "broker" in sys.argv:
 
     from twisted.internet import epollreactor, tcp
 
-    from simplekafka.broker import direct_send, server
+    from simplekafka.broker import server, socket_writer
 
     _STAMP = re.compile(rb"LATENCY:(\d+)(?=\D)")  # whole: its digits end in this piece
     _now = time.time
@@ -84,17 +84,18 @@ if _DIR and "broker" in sys.argv:
 
     server.KafkaConnection._write_now = _on_write
 
-    # Every direct send (direct_send.write looks send_now up at call time).
-    _send_now = direct_send.send_now
+    # Every direct send (SocketWriter.send_bytes).
+    _send_now = socket_writer.SocketWriter.send_bytes
 
-    def _on_send_now(transport, data):
+    def _on_send_now(writer, data):
+        transport = writer.transport
         now = _now()
-        sent = _send_now(transport, data)
+        sent = _send_now(writer, data)
         for stamp in _stamps(data[:sent], ("out", id(transport))) if sent else ():
             _sent.setdefault(stamp, now)
         return sent
 
-    direct_send.send_now = _on_send_now
+    socket_writer.SocketWriter.send_bytes = _on_send_now
 
     _write_some = tcp.Connection.writeSomeData
 

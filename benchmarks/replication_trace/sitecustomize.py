@@ -23,7 +23,7 @@ if _DIR and "broker" in sys.argv:
 
     from twisted.internet import epollreactor, tcp
 
-    from simplekafka.broker import direct_send, partition, server
+    from simplekafka.broker import partition, server, socket_writer
     from simplekafka.broker.controller import channel
 
     _STAMP = re.compile(rb"LATENCY:(\d+)(?=\D)")
@@ -62,16 +62,17 @@ if _DIR and "broker" in sys.argv:
             _events["sent"].append(
                 (now, "follower" if id(transport) in _followers else "client", stamps))
 
-    _send_now = direct_send.send_now
+    _send_now = socket_writer.SocketWriter.send_bytes
 
-    def _on_send_now(transport, data):
+    def _on_send_now(writer, data):
+        transport = writer.transport
         now = _now()
-        sent = _send_now(transport, data)
+        sent = _send_now(writer, data)
         if sent:
             _note_sent(transport, data[:sent], now)
         return sent
 
-    direct_send.send_now = _on_send_now
+    socket_writer.SocketWriter.send_bytes = _on_send_now
     _write_some = tcp.Connection.writeSomeData
 
     def _on_write_some(self, data):

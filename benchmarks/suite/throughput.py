@@ -88,4 +88,8 @@ def consume(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     redis = _redis(ctx)
     if redis is not None:
         rates["Redis Streams (C)"] = redis[1]
-    return _figures("consume", rates)
+    figures, curves = _figures("consume", rates)
+    from benchmarks.suite.zero_copy import zero_copy
+
+    more = zero_copy(ctx)  # 100 B, 10 kB, 1 MB records with sendfile and without
+    return figures + more[0], curves + more[1]

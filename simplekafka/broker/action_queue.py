@@ -12,13 +12,15 @@ one more replication round trip for all but the first, and about twice the
 follower fetches, answers and wake-ups the leader handled per read (traced
 at three brokers, acks=all, 10,000 records/s: docs/benchmarks-method.md).
 
-Whoever appends in bulk (the connection handling a read of several
-requests, ``append_records`` for a produce of several partitions) opens
-``wakeups_after()``; a partition that fires inside it is noted once, and its
-listeners run when the outermost block closes, in the order the partitions
-first fired: every parked fetch then reads the whole read's records. Nothing
-else waits: the block closes before the read's own answers are sent, in the
-same reactor turn, with no timer in between.
+The queue is an instance the ReplicaManager owns (as Kafka's is), handed to
+its partitions and to the listeners' connections. Whoever appends in bulk (the
+connection handling a read of several requests, ``append_records`` for a
+produce of several partitions) opens ``actions.wakeups_after()``; a partition
+that fires inside it is noted once, and its listeners run when the outermost
+block closes, in the order the partitions first fired: every parked fetch
+then reads the whole read's records. Nothing else waits: the block closes
+before the read's own answers are sent, in the same reactor turn, with no
+timer in between.
 """
 
 from __future__ import annotations
@@ -28,43 +30,41 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# id(partition) -> partition, while a block is open (dicts keep first-fired order).
-_pending: dict[int, Any] | None = None
 
+class ActionQueue:
+    """Partitions whose parked fetches wake when the outermost open block closes.
 
-class _WakeupsAfter:
-    """The context manager ``wakeups_after()`` returns (a class: cheaper than a generator)."""
+    The queue is its own context manager (``with actions.wakeups_after():``; no
+    object made per block: a read of one request opens one too).
+    """
 
-    __slots__ = ("_outer",)
+    __slots__ = ("_depth", "_pending")
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._pending: dict[int, Any] = {}  # id(partition) -> partition, first-fired order
+
+    def wakeups_after(self) -> ActionQueue:
+        """A block whose partitions' listeners run once, when the outermost block closes."""
+        return self
 
     def __enter__(self) -> None:
-        global _pending
-        self._outer = _pending is not None
-        if not self._outer:
-            _pending = {}
+        self._depth += 1
 
     def __exit__(self, *exc_info: object) -> None:
-        global _pending
-        if self._outer:
-            return  # the outermost block wakes
-        pending, _pending = _pending, None
-        if pending:
-            for partition in pending.values():
-                try:
-                    partition.wake_listeners()
-                except Exception:  # as Kafka's tryCompleteActions: the others still wake
-                    log.exception("waking the listeners of %s failed", partition)
+        self._depth -= 1
+        if self._depth or not self._pending:
+            return  # an outer block wakes, or nothing fired
+        pending, self._pending = self._pending, {}
+        for partition in pending.values():
+            try:
+                partition.wake_listeners()
+            except Exception:  # as Kafka's tryCompleteActions: the others still wake
+                log.exception("waking the listeners of %s failed", partition)
 
-
-def wakeups_after() -> _WakeupsAfter:
-    """A block whose partitions' listeners run once, when the outermost block closes."""
-    return _WakeupsAfter()
-
-
-def defer_wakeup(partition: Any) -> bool:
-    """Note ``partition`` for the open block's end; False (the caller wakes now) if none."""
-    pending = _pending
-    if pending is None:
-        return False
-    pending.setdefault(id(partition), partition)
-    return True
+    def defer_wakeup(self, partition: Any) -> bool:
+        """Note ``partition`` for the open block's end; False (the caller wakes now) if none."""
+        if not self._depth:
+            return False
+        self._pending.setdefault(id(partition), partition)
+        return True

@@ -99,6 +99,7 @@ from simplekafka.broker.security.sasl import (
 )
 from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.socket_writer import ZERO_COPY_MIN_BYTES, can_sendfile
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
 from simplekafka.broker.transaction.producer_ids import ProducerIdManager
@@ -191,6 +192,8 @@ class KafkaBroker:
                                               min_insync_for=self.min_insync_replicas_for)
         self.replica_manager.leader_throttle = self.leader_throttle
         self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
+        if config["fetch.zero.copy.enable"] and can_sendfile():
+            self.replica_manager.zero_copy_from = ZERO_COPY_MIN_BYTES
         self.log_cleaner = LogCleaner(reactor, self.log_manager, config,
                                       self.replica_manager.high_watermarks)
         self.group_coordinator = GroupCoordinator(
@@ -403,7 +406,7 @@ class KafkaBroker:
         assert self.gate is not None  # made by listen() first
         return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
                                   listener.name, authenticators, tls_principal,
-                                  self.connection_quotas)
+                                  self.connection_quotas, self.replica_manager)
 
     def advertised_endpoints(self) -> tuple[tuple[str, str, int], ...]:
         """(listener, host, port) of every listener as registered in ZooKeeper: the

@@ -12,6 +12,7 @@ wrong type, stops the broker at start-up with a one-line error
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -238,6 +239,11 @@ _KEYS: list[ConfigKey] = [
               "Largest size a compressed batch may decompress to when the broker decodes it "
               "(record checks, the log cleaner); more is refused as INVALID_RECORD. "
               "SimpleKafka's own key: Kafka has no such cap.", 1024),
+    ConfigKey("fetch.zero.copy.enable", _bool, hasattr(os, "sendfile"),
+              "Send fetched record batches from the segment file to the socket with "
+              "sendfile (page cache to socket, never through Python) on plaintext "
+              "listeners; TLS listeners always copy. SimpleKafka's own key: Kafka always "
+              "does this. Default: on where the platform has os.sendfile."),
     ConfigKey("log.flush.interval.messages", _long_or_none, None,
               "fsync after this many messages (default: leave it to the OS)."),
     ConfigKey("log.flush.interval.ms", _long_or_none, None, "fsync at least this often."),

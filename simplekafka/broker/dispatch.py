@@ -35,7 +35,7 @@ from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.messages import (
     api_versions_probe_response,
     decode_request,
-    encode_response,
+    encode_response_pieces,
 )
 
 log = logging.getLogger(__name__)
@@ -129,8 +129,8 @@ class RequestDispatcher:
     def _answered(self, body: Any, context: RequestContext, started: float) -> Any:
         """The handler's answer encoded (None stays None: no response), and timed."""
         if body is not None and not isinstance(body, Failure):
-            body = encode_response(context.api_key, context.api_version,
-                                   context.correlation_id, body)
+            body = encode_response_pieces(context.api_key, context.api_version,
+                                          context.correlation_id, body)
         if self.on_answered is not None:
             self.on_answered(context.api_key, started)
         return body

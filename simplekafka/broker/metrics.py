@@ -216,8 +216,9 @@ class BrokerMetrics:
         yield latency
 
     def _socket_sends(self) -> Any:
-        """How answers left (server.py, direct_send.py): whole in one send at once, or
-        (partly) through Twisted's buffer at the reactor's next poll."""
+        """How answers left (server.py, socket_writer.py): whole in one send at once, or
+        (partly) through Twisted's buffer at the reactor's next poll; and the fetched
+        record bytes sent by sendfile (zero-copy) or read into Python."""
         metric = Metric("kafka_network_socket_sends",
                         "Response writes on client listeners: sent whole at once (direct) "
                         "or left, at least partly, to the reactor's next poll (buffered)",
@@ -227,6 +228,14 @@ class BrokerMetrics:
             metric.add_sample(metric.name + "_total", {"path": path},
                               sum(getattr(f.sends, path) for f in factories))
         yield metric
+        records = Metric("kafka_network_fetch_record_bytes",
+                         "Fetched record bytes sent from segment files: by sendfile, page "
+                         "cache to socket (zero_copy), or read into Python first (copied: "
+                         "TLS, a full socket's bridge)", "counter")
+        for path, field in (("zero_copy", "sendfile_bytes"), ("copied", "region_copied_bytes")):
+            records.add_sample(records.name + "_total", {"path": path},
+                               sum(getattr(f.sends, field) for f in factories))
+        yield records
 
     def _replica_manager(self) -> Any:
         partitions = self.broker.replica_manager.partitions.values()

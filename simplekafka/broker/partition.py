@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 from twisted.internet import defer
 
-from simplekafka.broker.action_queue import defer_wakeup
-from simplekafka.broker.answers_together import answers_together
+from simplekafka.broker.action_queue import ActionQueue
+from simplekafka.broker.answers_together import AnswersTogether
 from simplekafka.broker.delayed_produce import DelayedProduceQueue
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
@@ -49,7 +49,7 @@ from simplekafka.protocol.batch_header import (
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode, KafkaError, error_for
 from simplekafka.protocol.records import ControlMarker, parse_batch, parse_control_marker
-from simplekafka.storage import AbortedTxn, Log, OffsetOutOfRangeError
+from simplekafka.storage import AbortedTxn, FileRegion, Log, OffsetOutOfRangeError
 from simplekafka.storage.log import wall_clock_ms
 from simplekafka.storage.producer_snapshot import (
     delete_snapshots_above,
@@ -94,6 +94,13 @@ class Partition:
         self.producers = ProducerStateTable()
         # Produced batches are decoded only to check records (validator.py), up to this.
         self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
+        # Zero-copy fetches (fetch.zero.copy.enable): reads of at least this many bytes from
+        # one segment answer with a FileRegion the connection sends by sendfile; None: bytes.
+        self.zero_copy_from: int | None = None
+        # The ReplicaManager's (it hands them over): parked fetches woken at the end of a bulk
+        # append (action_queue.py); acks=all answers released together (answers_together.py).
+        self.actions = ActionQueue()
+        self.answers = AnswersTogether()
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
@@ -405,7 +412,7 @@ class Partition:
     def _complete_hw_waiters(self) -> None:
         # The produces it commits are mostly one producer's pipelined requests: their
         # answers leave in one write per connection (answers_together.py).
-        with answers_together():
+        with self.answers.together():
             self._hw_waiters.complete(self.high_watermark, self._acks_code)
 
     def _check_hw_waiters(self) -> None:
@@ -419,9 +426,10 @@ class Partition:
 
     def read(self, fetch_offset: int, max_bytes: int, replica_id: int = -1,
              follower_log_start: int = -1, leader_only: bool = True,
-             read_committed: bool = False) -> bytes:
+             read_committed: bool = False) -> bytes | FileRegion:
         """Whole batches from ``fetch_offset``: consumers up to the HW (read_committed ones
-        up to the LSO), followers to the LEO.
+        up to the LSO), followers to the LEO. A big read from one segment comes as a
+        FileRegion when zero-copy is on (``zero_copy_from``): the answer's writer sends it.
 
         ``leader_only=False``: a consumer that may read from any replica (KIP-392) is
         served by a follower too, up to the HW the follower learnt from its leader.
@@ -441,14 +449,19 @@ class Partition:
             if fetch_offset >= upper:  # nothing a consumer may see yet
                 return b""
         try:
-            data = self.log.read(fetch_offset, max_bytes, upper)
+            data = self.log.read(fetch_offset, max_bytes, upper, self.zero_copy_from)
         except OffsetOutOfRangeError as exc:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
+        if isinstance(data, FileRegion):
+            return data
         return bytes(data) if data else b""
 
-    def aborted_transactions(self, fetch_offset: int, records: bytes) -> list[AbortedTxn]:
+    def aborted_transactions(self, fetch_offset: int, records: bytes | FileRegion
+                             ) -> list[AbortedTxn]:
         """The aborted transactions a read_committed consumer needs for ``records`` read
         from ``fetch_offset`` (those overlapping the offsets they span)."""
+        if isinstance(records, FileRegion):  # unread: the read noted where its records end
+            return self.log.collect_aborted_txns(fetch_offset, records.next_offset)
         spans = iter_batch_positions(records) if records else []
         if not spans:
             return []
@@ -609,7 +622,7 @@ class Partition:
             pass
 
     def _notify_append(self) -> None:
-        if not self._append_listeners or defer_wakeup(self):
+        if not self._append_listeners or self.actions.defer_wakeup(self):
             return  # nobody listens, or a bulk append wakes them at its end (action_queue)
         for listener in list(self._append_listeners):
             listener(self)

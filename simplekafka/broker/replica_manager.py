@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from twisted.internet import defer
 
-from simplekafka.broker.action_queue import wakeups_after
+from simplekafka.broker.action_queue import ActionQueue
+from simplekafka.broker.answers_together import AnswersTogether
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.producer_state import ActiveProducer
@@ -135,6 +136,13 @@ class ReplicaManager:
         self.isr_changes = 0  # ISR changes written (for tests and logs)
         # message.max.decompressed.bytes, given to each Partition it creates
         self.max_decompressed_bytes = DEFAULT_MAX_DECOMPRESSED_BYTES
+        # fetch.zero.copy.enable: reads this big answer with a FileRegion (Partition.read).
+        self.zero_copy_from: int | None = None
+        # Kafka's ActionQueue: parked fetches woken once a bulk append is done; and the
+        # acks=all answers a HW advance releases, sent together. The partitions and the
+        # listeners' connections get these two (broker.py).
+        self.actions = ActionQueue()
+        self.answers = AnswersTogether()
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
         self.on_append: Callable[[str, int, int], None] | None = None
         self.on_isr_change: Callable[[str], None] | None = None
@@ -276,7 +284,7 @@ class ReplicaManager:
         waits: list[tuple[PartitionResponse, defer.Deferred]] = []
         # Several partitions: parked fetches are woken once all are appended (Kafka's
         # tryCompleteActions after the request), so a follower fetching them all gets all.
-        with wakeups_after() if len(entries) > 1 else _NO_BLOCK:
+        with self.actions.wakeups_after() if len(entries) > 1 else _NO_BLOCK:
             for key, records in entries.items():
                 response, wait = self._append_to_leader(key, records, acks, internal,
                                                         api_version, timeout_ms)
@@ -352,6 +360,8 @@ class ReplicaManager:
                 partition = Partition(topic, state.partition_index, self.broker_id, log_,
                                       clock=self.reactor)
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
+                partition.zero_copy_from = self.zero_copy_from
+                partition.actions, partition.answers = self.actions, self.answers
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
             if state.leader == self.broker_id:

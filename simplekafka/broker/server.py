@@ -22,9 +22,10 @@ Responses are coalesced: every answer produced while one read is handled
 (a client that pipelines requests sends many in one segment) and every
 answer a queue drain releases leaves in one write, so the reactor makes one
 send for them rather than one per response. That write goes straight to the
-socket when Twisted has nothing buffered for it (``direct_send``): a fetch
+socket when Twisted has nothing buffered for it (``socket_writer``): a fetch
 answer woken by an append leaves before the produce request's handler
-returns, not at the reactor's next poll. Answers released together on another
+returns, not at the reactor's next poll; a fetch answer's record batches read
+as a file region leave by ``sendfile`` (zero-copy). Answers released together on another
 connection's turn (a high-watermark advance answering a producer's pipelined
 acks=all requests) are gathered the same way (``answers_together``).
 """
@@ -41,10 +42,10 @@ from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.python.failure import Failure
 
-from simplekafka.broker import direct_send
-from simplekafka.broker.action_queue import wakeups_after
-from simplekafka.broker.answers_together import hold
-from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
+from simplekafka.broker.action_queue import ActionQueue
+from simplekafka.broker.answers_together import AnswersTogether
+from simplekafka.broker.socket_writer import SendCounts, SocketWriter
+from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, frame_pieces
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +70,6 @@ class CloseAfter:
         self.response = response
 
 
-class SendCounts:
-    """How a listener's writes left: whole at once, or (partly) through Twisted's buffer."""
-
-    __slots__ = ("buffered", "direct")
-
-    def __init__(self) -> None:
-        self.direct = 0
-        self.buffered = 0
-
-
 class _Slot:
     """One request's place in the connection's response queue."""
 
@@ -87,7 +78,7 @@ class _Slot:
     def __init__(self) -> None:
         self.size = 0  # the request's frame bytes, while its answer is awaited
         self.done = False
-        self.response: bytes | None = None
+        self.response: bytes | list[Any] | None = None  # a list: pieces (frame_pieces)
         self.close = False
 
 
@@ -134,6 +125,11 @@ class KafkaConnection(Int32StringReceiver):
         # Writes sent whole at once / left (partly) to Twisted's buffer; shared by a
         # listener's connections (the broker's metrics read it).
         self.sends = SendCounts()
+        self._writer: SocketWriter | None = None  # made with the first write
+        # The broker's (its ReplicaManager's, through the factory): parked fetches woken
+        # after a whole read is handled; answers released together, sent together.
+        self.actions = ActionQueue()
+        self.answers = AnswersTogether()
         self.peer = "?"
         self.host = "?"
         # When a byte was last read or written (time.monotonic): connections.max.idle.ms.
@@ -171,6 +167,8 @@ class KafkaConnection(Int32StringReceiver):
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self._refusing = True
+        if self._writer is not None:
+            self._writer.lost()
         self._frames = FrameDecoder(self.MAX_LENGTH)  # drop any partial frame
         self._queue.clear()
         self._waiting_bytes = 0
@@ -229,7 +227,7 @@ class KafkaConnection(Int32StringReceiver):
     def _handle_frames(self, frames: list[bytes]) -> None:
         # Parked fetches are woken once this read's requests are handled, before their
         # answers are sent (action_queue): a follower gets all its appends in one answer.
-        with wakeups_after():
+        with self.actions.wakeups_after():
             for i, frame in enumerate(frames):
                 if self.muted:
                     self._held += frames[i:]
@@ -277,7 +275,7 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             self._outgoing += frames
             return
-        if hold(self, self._write_held, frames):  # released with others: one write for all
+        if self.answers.hold(self, self._write_held, frames):  # released with others: one write
             return
         self._write_now(frames)
 
@@ -285,10 +283,14 @@ class KafkaConnection(Int32StringReceiver):
         if self.connected and not self._refusing:
             self._write_now(frames)
 
-    def _write_now(self, frames: list[bytes]) -> None:
+    def _write_now(self, frames: list[Any]) -> None:
         self.writes += 1
         self.last_active = time.monotonic()
-        if direct_send.write(self.transport, frames[0] if len(frames) == 1 else b"".join(frames)):
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = SocketWriter(self.transport, self.sends)
+        if writer.write(frames if len(frames) == 1 or not writer.direct
+                        else _joined(frames)):
             self.sends.direct += 1
         else:
             self.sends.buffered += 1
@@ -340,7 +342,7 @@ class KafkaConnection(Int32StringReceiver):
         elif self._queue or isinstance(result, CloseAfter):
             self._fill_answer(result, self._take_slot())  # behind answers still awaited
         elif result is not None and not self._refusing:
-            self._send([encode_frame(result)])
+            self._send(frame_pieces(result))
 
     def mute(self) -> None:
         """Stop reading requests (Kafka mutes a throttled client's channel, KIP-219)."""
@@ -391,20 +393,37 @@ class KafkaConnection(Int32StringReceiver):
                 queue.clear()
                 self._waiting_bytes = 0
                 if slot.response is not None and not self._refusing:
-                    ready.append(encode_frame(slot.response))  # a CloseAfter's last answer
+                    ready += frame_pieces(slot.response)  # a CloseAfter's last answer
                 self._send(ready)  # the answers before the close still leave
                 if not self._refusing:
                     self._refusing = True
                     self._close_after_gathered()
                 return
             if slot.response is not None and not self._refusing:
-                ready.append(encode_frame(slot.response))
+                ready += frame_pieces(slot.response)
         self._send(ready)
         if (self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2
                 and self._waiting_bytes < self.MAX_IN_FLIGHT_BYTES // 2 and not self._refusing):
             self._reading_paused = False
             if not self.muted:
                 self.transport.resumeProducing()
+
+
+def _joined(frames: list[Any]) -> list[Any]:
+    """Consecutive frames of bytes as one piece (one send), file regions between them."""
+    out: list[Any] = []
+    run: list[bytes] = []
+    for frame in frames:
+        if type(frame) is bytes:
+            run.append(frame)
+            continue
+        if run:
+            out.append(b"".join(run))
+            run = []
+        out.append(frame)
+    if run:
+        out.append(b"".join(run))
+    return out
 
 
 class KafkaServerFactory(protocol.ServerFactory):
@@ -418,8 +437,10 @@ class KafkaServerFactory(protocol.ServerFactory):
     def __init__(self, handler: RequestHandler, max_length: int, listener: str = "PLAINTEXT",
                  authenticator_factory: AuthenticatorFactory | None = None,
                  tls_principal: Callable[[Any], str] | None = None,
-                 quotas: Any = None):
+                 quotas: Any = None, replicas: Any = None):
         self.handler = handler
+        # The ReplicaManager whose ActionQueue and AnswersTogether the connections share.
+        self.replicas = replicas
         # The broker's ConnectionQuotas (connection_quotas.py): connection limits, idle close.
         self.quotas = quotas
         self.max_length = max_length
@@ -436,6 +457,9 @@ class KafkaServerFactory(protocol.ServerFactory):
                                      authenticator, self.tls_principal)
         connection.factory = self
         connection.sends = self.sends
+        if self.replicas is not None:
+            connection.actions = self.replicas.actions
+            connection.answers = self.replicas.answers
         if self.quotas is not None:  # over max.connections.per.ip: closed once made
             connection.rejected = not self.quotas.accept(self.listener,
                                                          str(getattr(addr, "host", "?")))

@@ -166,13 +166,57 @@ class Records(Bytes):
     """A record set (RecordBatch bytes), kept raw: the broker never decodes it.
 
     Defaults to ``b""`` even where nullable, because clients choke on a null
-    record set for an empty partition.
+    record set for an empty partition. A value that is not bytes but has a
+    length (the broker's unread file region) is encoded as its length only and
+    kept by reference in a :class:`PiecedOutput`: its bytes are the sender's
+    business (the codec stays sans-I/O and never reads it).
     """
 
     kind = "records"
 
+    def write(self, out: bytearray, value: Any) -> None:
+        if value is None or isinstance(value, bytes | bytearray | memoryview):
+            Bytes.write(self, out, value)
+            return
+        if not isinstance(out, PiecedOutput):
+            raise EncodeError(f"{type(value).__name__} record set needs a PiecedOutput")
+        if self.compact:
+            p.write_unsigned_varint(out, len(value) + 1)
+        else:
+            out += p.INT32.pack(len(value))
+        out.hold(value)
+
     def default(self) -> Any:
         return b""
+
+
+class PiecedOutput(bytearray):
+    """An encoding that may hold record sets it does not contain (see :class:`Records`).
+
+    ``pieces()`` is the message as a list: bytes, then a held value, then the
+    bytes after it, and so on; whoever writes the message sends each in turn.
+    """
+
+    def __init__(self, initial: bytes = b""):
+        super().__init__(initial)
+        self.held: list[tuple[int, Any]] = []
+
+    def hold(self, value: Any) -> None:
+        """Keep ``value`` (its length already encoded) at the current position."""
+        self.held.append((len(self), value))
+
+    def pieces(self) -> list[Any]:
+        """The message as bytes and held values, in order."""
+        out: list[Any] = []
+        start = 0
+        for position, value in self.held:
+            if position > start:
+                out.append(bytes(self[start:position]))
+            out.append(value)
+            start = position
+        if len(self) > start:
+            out.append(bytes(self[start:]))
+        return out
 
 
 class Array(FieldType):

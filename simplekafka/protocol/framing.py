@@ -10,6 +10,7 @@ buffering the body, so a peer cannot make it hold gigabytes by announcing them
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from simplekafka.protocol.errors import ProtocolError
 
@@ -110,3 +111,13 @@ class FrameDecoder:
 def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     """Prefix a payload with its 4-byte big-endian length."""
     return _SIZE.pack(len(payload)) + bytes(payload)
+
+
+def frame_pieces(payload: bytes | list[Any]) -> list[Any]:
+    """A payload framed as pieces to send in turn: ``[frame]`` for bytes; for a pieced
+    payload (``encode_response`` of a Fetch answer holding file regions) the length
+    prefix joins its first piece and held values stay as they are."""
+    if type(payload) is not list:
+        return [_SIZE.pack(len(payload)) + bytes(payload)]
+    first = payload[0]
+    return [_SIZE.pack(sum(len(piece) for piece in payload)) + first, *payload[1:]]

@@ -33,6 +33,7 @@ from simplekafka.protocol.api import (
     response_schema,
 )
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.fields import PiecedOutput
 from simplekafka.protocol.schema import Schema, Struct
 
 Buffer = bytes | bytearray | memoryview
@@ -228,6 +229,22 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
         out.append(0)
     layout.schema.write(out, body)
     return bytes(out)
+
+
+def encode_response_pieces(api_key: int, api_version: int, correlation_id: int, body: Any
+                           ) -> bytes | list[Any]:
+    """``encode_response``, where a Fetch answer may hold record sets that are not bytes
+    (the broker's file regions): such an answer comes as a list of pieces
+    (``PiecedOutput.pieces``), to be framed with ``framing.frame_pieces``."""
+    if api_key != ApiKey.FETCH or isinstance(body, bytes | bytearray):
+        return encode_response(api_key, api_version, correlation_id, body)
+    out = PiecedOutput(p.INT32.pack(correlation_id))
+    layout = _RESPONSE_LAYOUTS.get((api_key, api_version)) or response_layout(api_key,
+                                                                              api_version)
+    if layout.tagged_header:
+        out.append(0)
+    layout.schema.write(out, body)
+    return out.pieces() if out.held else bytes(out)
 
 
 def encode_response_body(api_key: int, api_version: int, body: Any) -> bytes:

@@ -26,6 +26,7 @@ from simplekafka.storage.log import (
     TimestampOffset,
 )
 from simplekafka.storage.manager import CLEAN_SHUTDOWN_MARKER, LogManager
+from simplekafka.storage.region import FileRegion, TruncatedRegionError
 from simplekafka.storage.segment import LogSegment
 from simplekafka.storage.txn_index import AbortedTxn, TransactionIndex
 
@@ -38,6 +39,7 @@ __all__ = [
     "CheckpointError",
     "DescriptorsExhaustedError",
     "EpochEntry",
+    "FileRegion",
     "LeaderEpochCache",
     "Log",
     "LogConfig",
@@ -51,5 +53,6 @@ __all__ = [
     "TimeIndex",
     "TimestampOffset",
     "TransactionIndex",
+    "TruncatedRegionError",
     "UnexpectedAppendOffsetError",
 ]

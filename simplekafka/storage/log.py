@@ -20,7 +20,7 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from simplekafka.protocol.batch_header import (
     ATTR_TIMESTAMP_TYPE,
@@ -44,6 +44,7 @@ from simplekafka.storage.errors import (
     UnexpectedAppendOffsetError,
 )
 from simplekafka.storage.producer_snapshot import snapshot_offsets_in
+from simplekafka.storage.region import FileRegion
 from simplekafka.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -459,7 +460,16 @@ class Log:
         )
 
     # -- reading -------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+    @overload
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             region_from: None = None) -> bytes: ...
+
+    @overload
+    def read(self, offset: int, max_bytes: int, max_offset: int | None,
+             region_from: int) -> bytes | FileRegion: ...
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             region_from: int | None = None) -> bytes | FileRegion:
         """Whole batches starting with the one that holds ``offset``, across segments.
 
         At most ``max_bytes`` except that the first batch always comes whole
@@ -467,6 +477,11 @@ class Log:
         ``max_offset`` (the high watermark, for consumers) are left out. An
         offset below the log start or above the log end raises
         OffsetOutOfRangeError; the log end itself gives ``b""``.
+
+        ``region_from``: when the batches lie in one segment file and take at
+        least this many bytes, they come unread, as a :class:`FileRegion`
+        (zero-copy fetches: the broker sends them with ``sendfile``). Its
+        length is fixed now, so appends made before it is sent are not in it.
         """
         if self._closed:
             self._check_open()
@@ -479,7 +494,7 @@ class Log:
         chunks: list[bytes] = []
         used = 0
         first_number = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        for segment in self._segments[first_number:]:
+        for number, segment in enumerate(self._segments[first_number:], first_number):
             if segment.base_offset >= limit:
                 break
             if chunks:
@@ -497,6 +512,11 @@ class Log:
             want = min(available, max(max_bytes - used, first_size))
             if want < HEADER_SIZE:
                 break
+            if region_from is not None and not chunks and want >= region_from:
+                found_region = self._region(segment, number, start,
+                                            want, available, stop, limit, max_bytes)
+                if found_region is not None:
+                    return found_region
             data = segment.read(start, want)
             # Up to ``stop`` (a batch boundary) the bytes are whole batches; a read cut
             # short by max_bytes may end inside one.
@@ -509,6 +529,26 @@ class Log:
             if whole < available or stop < segment.size:
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _region(self, segment: LogSegment, number: int, start: int, want: int,
+                available: int, stop: int, limit: int, max_bytes: int) -> FileRegion | None:
+        """``read``'s answer as a region of ``segment`` when it ends in that segment
+        (None: it would go on into the next one, or no descriptor: read the bytes)."""
+        whole = want if want == available else segment.whole_batches_end(start, start + want) \
+            - start
+        if whole <= 0:
+            return None
+        following = self._segments[number + 1] if number + 1 < len(self._segments) else None
+        if (whole == available and stop == segment.size and max_bytes - whole >= HEADER_SIZE
+                and following is not None and following.base_offset < limit):
+            return None  # the read goes on into the next segment: bytes, as before
+        if whole < available:  # cut by max_bytes: the next record is the next batch's first
+            next_offset = segment.base_offset_at(start + whole)
+        elif stop < segment.size:  # cut at ``limit``: the batch there holds it
+            next_offset = segment.base_offset_at(stop)
+        else:
+            next_offset = segment.next_offset
+        return segment.region(start, whole, next_offset)
 
     # -- aborted transactions ------------------------------------------------------
     def append_aborted_txn(self, entry: AbortedTxn) -> None:

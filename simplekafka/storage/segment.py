@@ -31,12 +31,15 @@ from simplekafka.protocol.errors import CorruptBatchError
 from simplekafka.storage.config import LogConfig
 from simplekafka.storage.errors import StorageError
 from simplekafka.storage.index import OffsetIndex, TimeIndex
+from simplekafka.storage.region import FileRegion
 from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 _SCAN_CHUNK = 64 * 1024
+# Bounding a zero-copy region reads this much at a time (mostly one header per read).
+_STEP_CHUNK = 4096
 # baseOffset, batchLength (bytes 0-11) and lastOffsetDelta (bytes 23-26) of a batch header:
 # all that stepping over a batch needs.
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
@@ -331,6 +334,40 @@ class LogSegment:
 
     def read(self, position: int, length: int) -> bytes:
         return os.pread(self._fd, length, position)
+
+    def region(self, position: int, length: int, next_offset: int) -> FileRegion | None:
+        """``length`` bytes from ``position`` as a :class:`FileRegion` on a descriptor of
+        its own (None when no descriptor is to be had: the caller reads the bytes)."""
+        try:
+            fd = os.dup(self._fd)
+        except OSError:
+            return None
+        return FileRegion(fd, position, length, next_offset)
+
+    def whole_batches_end(self, start: int, end: int) -> int:
+        """Where the last whole batch in ``[start, end)`` ends (``start``: none is whole).
+
+        Steps from batch to batch reading only each one's offset and length
+        (small reads), so a region can be bounded without reading its bytes."""
+        position = start
+        buffer = b""
+        buffer_start = start
+        while position + LOG_OVERHEAD <= end:
+            rel = position - buffer_start
+            if rel + LOG_OVERHEAD > len(buffer):
+                buffer = os.pread(self._fd, min(_STEP_CHUNK, end - position), position)
+                buffer_start, rel = position, 0
+                if len(buffer) < LOG_OVERHEAD:
+                    break
+            size = _OFFSET_AND_LENGTH.unpack_from(buffer, rel)[1] + LOG_OVERHEAD
+            if size < HEADER_SIZE or position + size > end:
+                break
+            position += size
+        return position
+
+    def base_offset_at(self, position: int) -> int:
+        """The base offset of the batch at ``position``."""
+        return _OFFSET_AND_LENGTH.unpack(os.pread(self._fd, LOG_OVERHEAD, position))[0]
 
     def find_by_timestamp(
         self, timestamp: int, start_offset: int

@@ -208,6 +208,7 @@ def test_a_parked_follower_fetch_copies_every_append_of_one_read(tmp_path):
         return b"appended"
 
     connection = KafkaConnection(produce_request, 1000)
+    connection.actions = partition.actions  # one ActionQueue, as the broker shares its own
     connection.makeConnection(StringTransport())
     connection.dataReceived(b"".join(frame(b"produce %d" % i) for i in range(5)))
     assert clock.seconds() == 0 and parked.called  # in the read's own turn, no timer
@@ -227,6 +228,7 @@ def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appen
     manager = ReplicaManager(LEADER, log_manager=SimpleNamespace(read_high_watermarks=dict),
                              metadata_cache=None, reactor=clock)
     manager.partitions = {("t", 0): first, ("t", 1): second}
+    first.actions = second.actions = manager.actions  # as the manager hands its queue over
     fetches = FetchHandler(Leaders(first, second), clock, lambda: False)
     request = fetch_request(0, replica_id=F1)
     request.topics[0].partitions.append(SimpleNamespace(
@@ -243,12 +245,13 @@ def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appen
 def test_a_failing_listener_does_not_keep_other_partitions_asleep(tmp_path, caplog):
     """The wake-ups a bulk append gathered run one partition at a time: one listener that
     raises is logged, and the next partition's parked fetch is still answered."""
-    from simplekafka.broker.action_queue import wakeups_after
+    from simplekafka.broker.action_queue import ActionQueue
 
     clock = task.Clock()
     first = leader(tmp_path, isr=[LEADER])
     second = Partition("t", 1, LEADER, Log.open(tmp_path / "t-1", LogConfig()))
     assert second.make_leader(0, [LEADER], [LEADER], 0, 1)
+    actions = first.actions = second.actions = ActionQueue()  # as a ReplicaManager shares one
 
     def broken(_partition):
         raise RuntimeError("a listener bug")
@@ -256,7 +259,7 @@ def test_a_failing_listener_does_not_keep_other_partitions_asleep(tmp_path, capl
     first.add_append_listener(broken)
     woken = []
     second.add_append_listener(woken.append)
-    with wakeups_after():
+    with actions.wakeups_after():
         produce(first)
         produce(second)
         assert woken == []  # not before the block closes
@@ -431,8 +434,12 @@ def test_an_answer_is_on_the_socket_before_the_request_handler_returns(served):
 
 def test_an_answer_queues_behind_what_twisted_still_holds(served):
     """Order is kept: with bytes in Twisted's buffer, the answer goes behind them."""
+    from simplekafka.broker.socket_writer import SocketWriter
+
     connection, reactor, client = served
-    connection.transport.write(b"held")  # as if an earlier send had not gone through
+    # As if an earlier send had not gone through: the writer left it to Twisted.
+    connection._writer = SocketWriter(connection.transport, connection.sends)
+    connection._writer._hand_over(b"held")
     connection.dataReceived(frame(b"r1"))
     assert reactor.writers == [connection.transport]  # the reactor sends, in order
     assert connection.sends.buffered == 1 and connection.sends.direct == 0
@@ -460,12 +467,17 @@ def test_what_a_full_socket_does_not_take_is_left_to_twisted_in_order(served):
 
 def test_a_tls_transport_keeps_twisted_buffered_path():
     """Bytes on a TLS connection must be encrypted: never sent raw to the socket."""
-    from simplekafka.broker.direct_send import send_now
+    from simplekafka.broker.socket_writer import SocketWriter, is_plain_tcp
 
     transport = StringTransport()
-    assert send_now(transport, b"answer") == 0  # not a TCP transport: Twisted's path
-    tls = SimpleNamespace(TLS=True)
-    assert send_now(tls, b"answer") == 0
+    writer = SocketWriter(transport)
+    assert not writer.direct and writer.write([b"answer"]) is False  # Twisted's path
+    assert transport.value() == b"answer"
+    from twisted.internet.interfaces import ISSLTransport, ITCPTransport
+    from zope.interface import directlyProvides
+    tls = SimpleNamespace()
+    directlyProvides(tls, ITCPTransport, ISSLTransport)
+    assert not is_plain_tcp(tls)
 # -- the acks=all wait (delayed_produce.py) --------------------------------------------------
 
 

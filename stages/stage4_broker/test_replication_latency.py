@@ -36,6 +36,9 @@ def frame(payload: bytes) -> bytes:
 
 def connect(harness: Harness) -> tuple[KafkaConnection, StringTransport]:
     connection = KafkaConnection(harness.broker.dispatcher, 1 << 20)
+    # The broker's shared queues, as its listeners' factory hands them over.
+    connection.actions = harness.broker.replica_manager.actions
+    connection.answers = harness.broker.replica_manager.answers
     transport = StringTransport()
     connection.makeConnection(transport)
     return connection, transport

@@ -60,6 +60,7 @@ from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import READ_COMMITTED
 from simplekafka.protocol.errors import ErrorCode, KafkaError
+from simplekafka.storage import FileRegion
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class FetchHandler:
                         partition.record_follower_fetch(
                             request.replica_id, wanted.fetch_offset,
                             log_start=getattr(wanted, "log_start_offset", -1))
-                        records = b""
+                        records: bytes | FileRegion = b""  # a region: sent by sendfile
                     elif preferred >= 0:
                         # Read elsewhere (KIP-392): no records, the consumer moves there.
                         answer["preferred_read_replica"] = preferred

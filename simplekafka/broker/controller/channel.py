@@ -21,7 +21,7 @@ from typing import Any
 from twisted.internet import defer, protocol
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
-from simplekafka.broker.direct_send import write
+from simplekafka.broker.socket_writer import SocketWriter
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
@@ -44,6 +44,7 @@ class ResponseReader(protocol.Protocol):
         self.frames = FrameDecoder()
         self.waiting: dict[int, defer.Deferred] = {}
         self.lost: defer.Deferred = defer.Deferred()
+        self._writer: SocketWriter | None = None
 
     def connectionMade(self) -> None:
         set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
@@ -67,12 +68,17 @@ class ResponseReader(protocol.Protocol):
         """Write one encoded request; the Deferred fires with its response frame."""
         waiter: defer.Deferred = defer.Deferred()
         self.waiting[correlation_id] = waiter
-        # Straight to the socket (direct_send): a replica fetcher's next fetch leaves now,
+        # Straight to the socket (socket_writer): a replica fetcher's next fetch leaves now,
         # not after the rest of the reactor turn that applied the last answer.
-        write(self.transport, encode_frame(payload))
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = SocketWriter(self.transport)
+        writer.write([encode_frame(payload)])
         return waiter
 
     def connectionLost(self, reason: Any = None) -> None:
+        if self._writer is not None:
+            self._writer.lost()
         waiting, self.waiting = self.waiting, {}
         for waiter in waiting.values():
             waiter.errback(ConnectionError("connection to broker lost"))
