@@ -294,6 +294,7 @@ class ReplicaManager:
                 partition = Partition(topic, state.partition_index, self.broker_id, log_,
                                       clock=self.reactor)
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
+                partition.alter_isr = self._change_isr
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
             if state.leader == self.broker_id:
