@@ -6,12 +6,15 @@ turns into the wire answer. In between, everything is the broker's domain:
 
 * ``read_from_log`` reads each partition once (Kafka's ``readFromLog``): the
   leader (or, for a consumer with a rack, KIP-392, any replica) serves whole
-  batches from the fetch offset, consumers up to the high watermark
-  (read_committed ones up to the last stable offset, with the aborted
-  transactions that overlap), followers up to the log end. For a follower,
-  ``Partition.fetch_records`` records where its log ends, which may move the
-  high watermark and let it join the ISR. A partition's failure is its error
-  code, never the whole fetch's.
+  batches from the one holding the fetch offset, consumers up to the high
+  watermark, followers up to the log end; always the first batch whole, even
+  when it is larger than the size limits (KIP-74: a client must be able to
+  make progress). A read_committed consumer (isolation_level 1) reads only
+  below the last stable offset and gets the aborted transactions that overlap
+  its records (from ``.txnindex``), so it can drop theirs; every answer
+  carries the LSO. For a follower, ``Partition.fetch_records`` records where
+  its log ends, which may move the high watermark and let it join the ISR. A
+  partition's failure is its error code, never the whole fetch's.
 * The replication throttle (``replication_quota.py``) is applied here: a
   moving replica over its rate gets nothing this time, its position still
   recorded.

@@ -4,23 +4,30 @@ A fetch of thousands of partitions costs the broker and the network as much
 when nothing changed as when everything did, unless both sides remember the
 partition list. With a session, Kafka's way:
 
+Each kind of fetch has its context (Kafka's ``FetchContext`` kinds), which says
+what the fetch reads and which outcomes its answer names:
+
 * ``session_id`` 0, ``session_epoch`` -1: a full fetch without a session (what
-  librdkafka and every pre-2.1 client send); nothing is cached.
+  librdkafka and every pre-2.1 client send); nothing is cached
+  (``FetchContext``).
 * epoch 0: a full fetch that opens a session (closing ``session_id``'s, if
-  named); the answer names every partition and carries the new session id.
+  named); the answer names every partition and carries the new session id
+  (``FullFetchContext``).
 * epoch N > 0 on session ``session_id``: an incremental fetch. The request names
   only partitions that are new or whose fetch position changed, and lists in
   ``forgotten_topics_data`` those to drop; the session supplies the rest. The
   answer names only partitions with something new: records, an error, or a
-  changed high watermark, last stable offset or log start offset. An unknown
-  session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
-  INVALID_FETCH_SESSION_EPOCH; the client then starts over with epoch 0.
+  changed high watermark, last stable offset or log start offset
+  (``IncrementalFetchContext``; a follower's is ``FollowerSessionContext``,
+  below). An unknown session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
+  INVALID_FETCH_SESSION_EPOCH (``SessionErrorContext``); the client then
+  starts over with epoch 0.
 * epoch -1 with a ``session_id``: close that session, then a full fetch.
 
 A follower's session goes further, so that an idle follower's fetch costs the
-same at 10 partitions as at 10,000. Once a partition was found quiet for it
-(in sync, caught up, nothing new: the Fetch handler's ``_quiet``), the session
-"settles" it: it listens on the partition (its append listeners, which an
+same at 10 partitions as at 10,000. Once a partition was found quiet for it (in
+sync, caught up, nothing new: ``Partition.record_quiet_follower_fetch``), the
+session "settles" it: it listens on the partition (its append listeners, which an
 append, a high-watermark move or a log-start move fire) and leaves it out of
 later reads until it fires; then the partition is examined again, and a parked
 fetch of the session is woken. The follower's fetches of a settled partition

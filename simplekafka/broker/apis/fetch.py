@@ -1,31 +1,19 @@
-"""Fetch: whole batches straight from the log, with a long poll woken by appends.
+"""Fetch: the wire side of a read the ReplicaManager does (``fetch_messages.py``).
 
-A fetch names partitions and offsets. For each, the leader returns whole record
-batches from the one holding the offset (consumers up to the high watermark,
-followers up to the log end), always the first batch whole even when it is
-larger than the size limits (KIP-74: a client must be able to make progress),
-and an empty partition as zero-length records, never null. Every requested
-partition is named in the answer, errors included.
-
-Reading is the ReplicaManager's (``fetch_messages.py``); a fetch with less
-than ``min_bytes`` to return waits there (``delayed_fetch.py``). What stays
-here is the wire: the request decoded into ``FetchParams``, authorization,
-the fetch session, and the answer built from the ``FetchResult``.
-
-A read_committed consumer (isolation_level 1) reads only below the last
-stable offset, and gets, with the records, the aborted transactions that
-overlap them (from ``.txnindex``), so it can drop their records; every
-answer carries the LSO in ``last_stable_offset``.
+The request is decoded into ``FetchParams`` (fields older versions lack take
+their defaults) and seen through its fetch session first (KIP-227,
+``fetch_session.py``): a session may stand for partitions the request does not
+name (an incremental fetch), and its answer names only those that changed.
+``FetchMessages.fetch_messages`` reads, now or, with less than ``min_bytes``
+to return, when the parked fetch completes (``delayed_fetch.py``); the answer
+is built from its ``FetchResult``. Every partition read is named, errors
+included, and an empty one has zero-length records, never null.
 
 A consumer needs Read on each topic, a follower (replica_id >= 0) ClusterAction
 on the cluster; partitions refused answer TOPIC_AUTHORIZATION_FAILED at once.
 A fetch that claims a replica id without ClusterAction is refused before its
 session is looked at: it neither opens, continues nor closes one, so it cannot
 evict that follower's session (a new session of a follower replaces its old one).
-
-Fetch sessions (KIP-227, ``fetch_session.py``): a fetch is first seen through
-its session, which may stand for partitions the request does not name (an
-incremental fetch), and whose answer names only the partitions that changed.
 """
 
 from __future__ import annotations
