@@ -43,10 +43,17 @@ class DelayedFetch:
         self.fetches = fetches
         self.params = params
         self.result: defer.Deferred = defer.Deferred()
-        self.partitions = fetches.partitions_of(params)
         self.timer: Any = None
-        self.offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
-                        for topic in params.partitions.topics() for wanted in topic.partitions}
+        # The partitions it listens on, and where it reads each.
+        self.partitions: list[Any] = []
+        self.offsets: dict[tuple[str, int], int] = {}
+        get_partition = fetches.replicas.get_partition
+        for topic in params.partitions.topics():
+            for wanted in topic.partitions:
+                self.offsets[(topic.topic, wanted.partition)] = wanted.fetch_offset
+                partition = get_partition(topic.topic, wanted.partition)
+                if partition is not None:
+                    self.partitions.append(partition)
         self.is_follower = params.replica_id >= 0
         self.read_committed = params.isolation_level == READ_COMMITTED
 

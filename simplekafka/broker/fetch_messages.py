@@ -285,14 +285,3 @@ class FetchMessages:
                     log.exception("fetch from %s-%d failed", name, wanted.partition)
                     answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
         return FetchResult(responses, total, has_error)
-
-    def partitions_of(self, params: FetchParams) -> list[Partition]:
-        """The local partitions a parked fetch listens on."""
-        get_partition = self.replicas.get_partition
-        found = []
-        for topic in params.partitions.topics():
-            for wanted in topic.partitions:
-                partition = get_partition(topic.topic, wanted.partition)
-                if partition is not None:
-                    found.append(partition)
-        return found

@@ -169,12 +169,10 @@ class FetchContext:
     error: ErrorCode | None = None
     incremental = False  # a session's later fetch: the answer names only what changed
 
+    session_id = INVALID_SESSION_ID  # what the answer carries
+
     def __init__(self, named: list[FetchTopic]):
         self._named = named
-
-    @property
-    def session_id(self) -> int:
-        return INVALID_SESSION_ID if self.session is None else self.session.id
 
     def topics(self) -> list[FetchTopic]:
         return self._named
@@ -220,6 +218,7 @@ class FullFetchContext(FetchContext):
     def __init__(self, session: FetchSession):
         super().__init__(session.topics())
         self.session = session
+        self.session_id = session.id
 
     def names_partitions(self) -> bool:
         assert self.session is not None

@@ -69,11 +69,11 @@ class FetchHandler:
                                           ResourceType.CLUSTER, CLUSTER_NAME):
             # Not a broker: answered without a session, every partition it names refused.
             return self.read(request, frozenset(t.topic for t in request.topics))[0]
+        forgotten = getattr(request, "forgotten_topics_data", None)  # v7+, as the session
         session = self.sessions.context_for(
             getattr(request, "session_id", 0), getattr(request, "session_epoch", -1),
             request.replica_id, _named(request),
-            [(f.topic, list(f.partitions))
-             for f in getattr(request, "forgotten_topics_data", None) or ()])
+            [(f.topic, f.partitions) for f in forgotten] if forgotten else [])
         if session.error is not None:
             return {"throttle_time_ms": 0, "error_code": session.error, "session_id": 0,
                     "responses": []}
@@ -130,16 +130,12 @@ def _params(request: Any, partitions: FetchContext, refused: frozenset[str]) -> 
 
 def _body(responses: list[tuple[str, list[FetchPartitionData]]], session_id: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session_id,
-            "responses": [{"topic": topic, "partitions": [_partition(p) for p in answers]}
-                          for topic, answers in responses]}
-
-
-def _partition(data: FetchPartitionData) -> dict:
-    return {"partition_index": data.partition_index, "error_code": data.error_code,
-            "high_watermark": data.high_watermark,
-            "last_stable_offset": data.last_stable_offset,
-            "log_start_offset": data.log_start_offset,
-            "aborted_transactions": [{"producer_id": txn.producer_id,
-                                      "first_offset": txn.first_offset}
-                                     for txn in data.aborted_transactions],
-            "preferred_read_replica": data.preferred_read_replica, "records": data.records}
+            "responses": [{"topic": topic, "partitions": [{
+                "partition_index": p.partition_index, "error_code": p.error_code,
+                "high_watermark": p.high_watermark, "last_stable_offset": p.last_stable_offset,
+                "log_start_offset": p.log_start_offset,
+                "aborted_transactions": [
+                    {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                    for txn in p.aborted_transactions] if p.aborted_transactions else [],
+                "preferred_read_replica": p.preferred_read_replica, "records": p.records}
+                for p in answers]} for topic, answers in responses]}
