@@ -69,7 +69,7 @@ class FetchHandler:
                                           ResourceType.CLUSTER, CLUSTER_NAME):
             # Not a broker: answered without a session, every partition it names refused.
             return self.read(request, frozenset(t.topic for t in request.topics))[0]
-        forgotten = getattr(request, "forgotten_topics_data", None)  # v7+, as the session
+        forgotten = getattr(request, "forgotten_topics_data", None)  # v7+ (sessions)
         session = self.sessions.context_for(
             getattr(request, "session_id", 0), getattr(request, "session_epoch", -1),
             request.replica_id, _named(request),
