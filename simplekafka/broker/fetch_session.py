@@ -4,23 +4,30 @@ A fetch of thousands of partitions costs the broker and the network as much
 when nothing changed as when everything did, unless both sides remember the
 partition list. With a session, Kafka's way:
 
+Each kind of fetch has its context (Kafka's ``FetchContext`` kinds), which says
+what the fetch reads and which outcomes its answer names:
+
 * ``session_id`` 0, ``session_epoch`` -1: a full fetch without a session (what
-  librdkafka and every pre-2.1 client send); nothing is cached.
+  librdkafka and every pre-2.1 client send); nothing is cached
+  (``FetchContext``).
 * epoch 0: a full fetch that opens a session (closing ``session_id``'s, if
-  named); the answer names every partition and carries the new session id.
+  named); the answer names every partition and carries the new session id
+  (``FullFetchContext``).
 * epoch N > 0 on session ``session_id``: an incremental fetch. The request names
   only partitions that are new or whose fetch position changed, and lists in
   ``forgotten_topics_data`` those to drop; the session supplies the rest. The
   answer names only partitions with something new: records, an error, or a
-  changed high watermark, last stable offset or log start offset. An unknown
-  session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
-  INVALID_FETCH_SESSION_EPOCH; the client then starts over with epoch 0.
+  changed high watermark, last stable offset or log start offset
+  (``IncrementalFetchContext``; a follower's is ``FollowerSessionContext``,
+  below). An unknown session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch
+  INVALID_FETCH_SESSION_EPOCH (``SessionErrorContext``); the client then
+  starts over with epoch 0.
 * epoch -1 with a ``session_id``: close that session, then a full fetch.
 
 A follower's session goes further, so that an idle follower's fetch costs the
-same at 10 partitions as at 10,000. Once a partition was found quiet for it
-(in sync, caught up, nothing new: the Fetch handler's ``_quiet``), the session
-"settles" it: it listens on the partition (its append listeners, which an
+same at 10 partitions as at 10,000. Once a partition was found quiet for it (in
+sync, caught up, nothing new: ``Partition.record_quiet_follower_fetch``), the
+session "settles" it: it listens on the partition (its append listeners, which an
 append, a high-watermark move or a log-start move fire) and leaves it out of
 later reads until it fires; then the partition is examined again, and a parked
 fetch of the session is woken. The follower's fetches of a settled partition
@@ -45,6 +52,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from simplekafka.broker.fetch_messages import FetchPartition, FetchPartitionData, FetchTopic
 from simplekafka.broker.isr import now_ms
 from simplekafka.protocol.errors import ErrorCode
 
@@ -57,48 +65,6 @@ SWEEP_SECONDS = 60.0  # a follower session re-examines every partition this ofte
 PartitionKey = tuple[str, int]
 
 
-class _Wanted:
-    """One partition of a fetch as the handler reads it (a request field's shape)."""
-
-    __slots__ = ("current_leader_epoch", "fetch_offset", "high_watermark",
-                 "last_stable_offset", "log_start_offset", "partition", "partition_max_bytes",
-                 "response_log_start_offset", "watched")
-
-    def __init__(self, partition: int, wanted: Any):
-        self.partition = partition
-        self.watched: Any = None  # the Partition a follower session listens on (settled)
-        self.high_watermark = -1  # what the last answer naming it said (-1: never answered)
-        self.last_stable_offset = -1
-        self.response_log_start_offset = -1
-        self.update(wanted)
-
-    def update(self, wanted: Any) -> None:
-        self.fetch_offset = wanted.fetch_offset
-        self.partition_max_bytes = wanted.partition_max_bytes
-        self.current_leader_epoch = getattr(wanted, "current_leader_epoch", -1)
-        self.log_start_offset = getattr(wanted, "log_start_offset", -1)
-
-    def changed_by(self, answer: dict) -> bool:
-        """Whether ``answer`` has anything the client has not been told; remembers it."""
-        changed = (bool(answer["records"]) or answer["error_code"] != ErrorCode.NONE
-                   or answer.get("preferred_read_replica", -1) >= 0
-                   or answer["high_watermark"] != self.high_watermark
-                   or answer["last_stable_offset"] != self.last_stable_offset
-                   or answer["log_start_offset"] != self.response_log_start_offset)
-        self.high_watermark = answer["high_watermark"]
-        self.last_stable_offset = answer["last_stable_offset"]
-        self.response_log_start_offset = answer["log_start_offset"]
-        return changed
-
-
-class _Topic:
-    __slots__ = ("partitions", "topic")
-
-    def __init__(self, topic: str, partitions: list[_Wanted]):
-        self.topic = topic
-        self.partitions = partitions
-
-
 class FetchSession:
     """The partitions one client fetches, in the order it first named them."""
 
@@ -106,7 +72,7 @@ class FetchSession:
         self.id = session_id
         self.epoch = 1  # the epoch the next (incremental) fetch must carry
         self.last_used = now
-        self.partitions: OrderedDict[PartitionKey, _Wanted] = OrderedDict()
+        self.partitions: OrderedDict[PartitionKey, FetchPartition] = OrderedDict()
         # A follower's session (replica_id >= 0): the partitions its next read examines;
         # the others are settled (see the module docstring).
         self.replica_id = replica_id
@@ -115,31 +81,31 @@ class FetchSession:
         self.last_fetch_ms = now_ms()  # when the follower last fetched (monotonic ms)
         self.waiter: Callable[[Any], None] | None = None  # a parked fetch's on_append
 
-    def apply(self, request: Any) -> None:
-        """Add or update the partitions the request names; drop the forgotten ones."""
+    def apply(self, named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]) -> None:
+        """Add or update the partitions a fetch names; drop the forgotten ones."""
         follower = self.replica_id >= 0
-        for topic in request.topics:
+        for topic in named:
             for wanted in topic.partitions:
                 key = (topic.topic, wanted.partition)
                 cached = self.partitions.get(key)
                 if cached is None:
-                    self.partitions[key] = _Wanted(wanted.partition, wanted)
+                    self.partitions[key] = wanted
                 else:
                     cached.update(wanted)
                 if follower:
                     self.unsettled.add(key)
-        for forgotten in getattr(request, "forgotten_topics_data", None) or []:
-            for index in forgotten.partitions:
-                key = (forgotten.topic, index)
+        for name, indexes in forgotten:
+            for index in indexes:
+                key = (name, index)
                 dropped = self.partitions.pop(key, None)
                 self.unsettled.discard(key)
                 if dropped is not None:
                     self._unwatch(dropped)
 
-    def topics(self) -> list[_Topic]:
+    def topics(self) -> list[FetchTopic]:
         return _grouped(self.partitions.items())
 
-    def unsettled_topics(self) -> list[_Topic]:
+    def unsettled_topics(self) -> list[FetchTopic]:
         """What a follower's next read examines (the settled partitions are left out)."""
         partitions = self.partitions
         return _grouped((key, partitions[key]) for key in self.unsettled if key in partitions)
@@ -175,7 +141,7 @@ class FetchSession:
         wanted = self.partitions.get(key)
         return None if wanted is None else wanted.fetch_offset
 
-    def _unwatch(self, wanted: _Wanted) -> None:
+    def _unwatch(self, wanted: FetchPartition) -> None:
         if wanted.watched is not None:
             wanted.watched.remove_append_listener(self._changed)
             wanted.watched = None
@@ -187,95 +153,143 @@ class FetchSession:
         self.waiter = None
 
 
-def _grouped(items: Any) -> list[_Topic]:
-    grouped: dict[str, list[_Wanted]] = {}
+def _grouped(items: Any) -> list[FetchTopic]:
+    grouped: dict[str, list[FetchPartition]] = {}
     for (topic, _index), wanted in items:
         grouped.setdefault(topic, []).append(wanted)
-    return [_Topic(topic, partitions) for topic, partitions in grouped.items()]
-
-
-class _ResolvedRequest:
-    """The request with the session's whole partition list in place of what it named;
-    ``incremental``: the answer names only what changed, so what cannot have changed
-    need not be read (the Fetch handler's ``_quiet``). A follower's incremental fetch
-    stands for its session's unsettled partitions, as they are at each read."""
-
-    def __init__(self, request: Any, session: FetchSession, incremental: bool):
-        self._request = request
-        self._session = session
-        self.incremental = incremental
-        self._follower = incremental and session.replica_id >= 0
-        self._topics = None if self._follower else session.topics()
-
-    @property
-    def topics(self) -> list[_Topic]:
-        if self._topics is None:
-            return self._session.unsettled_topics()
-        return self._topics
-
-    @property
-    def names_partitions(self) -> bool:
-        """Whether the fetch stands for any partition (settled ones too: it may park)."""
-        return bool(self._session.partitions)
-
-    def settle(self, topic: str, index: int, partition: Any) -> None:
-        """A quiet partition of a follower's incremental fetch (the Fetch handler's read)."""
-        if self._follower:
-            self._session.settle(topic, index, partition)
-
-    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
-        """Let the session wake a parked fetch when a settled partition changes; False
-        if this is not a follower's incremental fetch (the caller listens itself)."""
-        if self._follower:
-            self._session.waiter = waiter
-        return self._follower
-
-    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
-        if self._session.waiter == waiter:
-            self._session.waiter = None
-
-    def fetch_offset(self, key: PartitionKey) -> int | None:
-        return self._session.fetch_offset(key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._request, name)
+    return [FetchTopic(topic, partitions) for topic, partitions in grouped.items()]
 
 
 class FetchContext:
-    """One fetch seen through its session: what to read, and how to shape the answer."""
+    """One fetch seen through its session (Kafka's ``FetchContext``): which partitions to
+    read, and which of their outcomes the answer names. This kind has no session: the
+    fetch reads what it names and is answered in full (Kafka's sessionless context)."""
 
-    def __init__(self, request: Any, session: FetchSession | None = None,
-                 incremental: bool = False, error: ErrorCode | None = None):
-        self.session = session
-        self.incremental = incremental
+    session: FetchSession | None = None
+    error: ErrorCode | None = None
+    incremental = False  # a session's later fetch: the answer names only what changed
+
+    session_id = INVALID_SESSION_ID  # what the answer carries
+
+    def __init__(self, named: list[FetchTopic]):
+        self._named = named
+
+    def topics(self) -> list[FetchTopic]:
+        return self._named
+
+    def names_partitions(self) -> bool:
+        """Whether the fetch stands for any partition (settled ones too: it may park)."""
+        return bool(self._named)
+
+    def settle(self, topic: str, index: int, partition: Any) -> None:
+        """A quiet partition of a follower's incremental fetch (see FollowerSessionContext)."""
+
+    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
+        """Let the session wake a parked fetch when a settled partition changes; False if
+        it has none to (the parked fetch listens on its partitions itself)."""
+        return False
+
+    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
+        """The parked fetch is answered: the session no longer wakes it."""
+
+    def fetch_offset(self, key: PartitionKey) -> int | None:
+        """Where the fetch reads ``key`` from, if the session knows it."""
+        return None
+
+    def finish(self, responses: list[tuple[str, list[FetchPartitionData]]]
+               ) -> list[tuple[str, list[FetchPartitionData]]]:
+        """The outcomes the answer names (all, for a fetch without a session)."""
+        return responses
+
+
+class SessionErrorContext(FetchContext):
+    """A fetch on an unknown session or with a wrong epoch: answered with ``error`` alone,
+    nothing read (Kafka's SessionErrorContext)."""
+
+    def __init__(self, error: ErrorCode):
+        super().__init__([])
         self.error = error
-        self.request = (_ResolvedRequest(request, session, incremental)
-                        if session is not None else request)
 
-    def error_body(self) -> dict:
-        assert self.error is not None
-        return {"throttle_time_ms": 0, "error_code": self.error,
-                "session_id": INVALID_SESSION_ID, "responses": []}
 
-    def finish(self, body: dict) -> dict:
-        """Set the session id; an incremental answer keeps only the partitions that changed."""
-        session = self.session
-        if session is None:
-            return body
-        body["session_id"] = session.id
-        responses = []
-        for topic in body["responses"]:
+class FullFetchContext(FetchContext):
+    """A fetch that opened a session (epoch 0): reads and answers every partition of it,
+    and the session remembers what each answer said (Kafka's FullFetchContext)."""
+
+    def __init__(self, session: FetchSession):
+        super().__init__(session.topics())
+        self.session = session
+        self.session_id = session.id
+
+    def names_partitions(self) -> bool:
+        assert self.session is not None
+        return bool(self.session.partitions)
+
+    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
+        assert self.session is not None
+        if self.session.waiter == waiter:
+            self.session.waiter = None
+
+    def fetch_offset(self, key: PartitionKey) -> int | None:
+        assert self.session is not None
+        return self.session.fetch_offset(key)
+
+    def finish(self, responses: list[tuple[str, list[FetchPartitionData]]]
+               ) -> list[tuple[str, list[FetchPartitionData]]]:
+        """Every outcome, each remembered by the session; an incremental fetch keeps only
+        those that changed (or that the session does not hold)."""
+        assert self.session is not None
+        cached_partitions = self.session.partitions
+        incremental = self.incremental
+        kept = []
+        for topic, answers in responses:
             changed = []
-            for answer in topic["partitions"]:
-                cached = session.partitions.get((topic["topic"], answer["partition_index"]))
-                if cached is None:
-                    changed.append(answer)
-                elif cached.changed_by(answer) or not self.incremental:
+            for answer in answers:
+                cached = cached_partitions.get((topic, answer.partition_index))
+                if cached is None or _changed(cached, answer) or not incremental:
                     changed.append(answer)
             if changed:
-                responses.append({**topic, "partitions": changed})
-        body["responses"] = responses
-        return body
+                kept.append((topic, changed))
+        return kept
+
+
+class IncrementalFetchContext(FullFetchContext):
+    """A later fetch of a session (epoch N > 0): the session supplies the partitions the
+    request did not name, the answer names only those that changed (Kafka's
+    IncrementalFetchContext); the Fetch read may skip what cannot have changed."""
+
+    incremental = True
+
+
+class FollowerSessionContext(IncrementalFetchContext):
+    """A follower's incremental fetch: it stands for the session's unsettled partitions as
+    they are at each read; quiet ones settle, and a parked fetch is woken by the session
+    when a settled partition changes (see the module docstring)."""
+
+    def topics(self) -> list[FetchTopic]:
+        assert self.session is not None
+        return self.session.unsettled_topics()
+
+    def settle(self, topic: str, index: int, partition: Any) -> None:
+        assert self.session is not None
+        self.session.settle(topic, index, partition)
+
+    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
+        assert self.session is not None
+        self.session.waiter = waiter
+        return True
+
+
+def _changed(cached: FetchPartition, answer: FetchPartitionData) -> bool:
+    """Whether ``answer`` has anything the client has not been told; remembers it."""
+    changed = (bool(answer.records) or answer.error_code != ErrorCode.NONE
+               or answer.preferred_read_replica >= 0
+               or answer.high_watermark != cached.high_watermark
+               or answer.last_stable_offset != cached.last_stable_offset
+               or answer.log_start_offset != cached.response_log_start_offset)
+    cached.high_watermark = answer.high_watermark
+    cached.last_stable_offset = answer.last_stable_offset
+    cached.response_log_start_offset = answer.log_start_offset
+    return changed
 
 
 class FetchSessionCache:
@@ -291,27 +305,28 @@ class FetchSessionCache:
     def __len__(self) -> int:
         return len(self.sessions)
 
-    def context_for(self, request: Any) -> FetchContext:
-        """Open, continue or close the request's session; see the module docstring."""
-        session_id = getattr(request, "session_id", INVALID_SESSION_ID) or INVALID_SESSION_ID
-        epoch = getattr(request, "session_epoch", FINAL_EPOCH)
+    def context_for(self, session_id: int, epoch: int, replica_id: int,
+                    named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]
+                    ) -> FetchContext:
+        """Open, continue or close a fetch's session; see the module docstring."""
+        session_id = session_id or INVALID_SESSION_ID
         now = self.clock()
         self._drop_abandoned_follower_session(now)
         if epoch == FINAL_EPOCH:
             self._drop(session_id)
-            return FetchContext(request)
+            return FetchContext(named)
         if epoch == INITIAL_EPOCH:
             self._drop(session_id)
-            session = self._new_session(now, getattr(request, "replica_id", -1))
+            session = self._new_session(now, replica_id)
             if session is None:
-                return FetchContext(request)
-            session.apply(request)
-            return FetchContext(request, session)
+                return FetchContext(named)
+            session.apply(named, forgotten)
+            return FullFetchContext(session)
         session = self.sessions.get(session_id)
         if session is None:
-            return FetchContext(request, error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+            return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if epoch != session.epoch:
-            return FetchContext(request, error=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+            return SessionErrorContext(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         session.epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
         session.last_used = now
         session.last_fetch_ms = now_ms()
@@ -319,8 +334,10 @@ class FetchSessionCache:
             session.swept = now
             session.unsettled = set(session.partitions)
         self.sessions.move_to_end(session_id)
-        session.apply(request)
-        return FetchContext(request, session, incremental=True)
+        session.apply(named, forgotten)
+        if session.replica_id >= 0:
+            return FollowerSessionContext(session)
+        return IncrementalFetchContext(session)
 
     def _drop_abandoned_follower_session(self, now: float) -> None:
         """A follower's session listens on its settled partitions: one its follower stopped

@@ -362,6 +362,7 @@ class ReplicaManager:
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
                 partition.zero_copy_from = self.zero_copy_from
                 partition.actions, partition.answers = self.actions, self.answers
+                partition.alter_isr = self._change_isr
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
             if state.leader == self.broker_id:

@@ -46,14 +46,6 @@ class RecordDeleter(Protocol):
                        timeout_ms: int) -> defer.Deferred: ...
 
 
-class FetchSource(Leaders, Protocol):
-    """Leaders plus the ISR bookkeeping a follower's fetch triggers (``ReplicaManager``)."""
-
-    def maybe_expand_isr(self, partition: Partition, replica_id: int) -> None: ...
-
-    def readable_partition(self, topic: str, partition: int) -> Partition: ...
-
-
 class Authorizer(Protocol):
     """May the request's principal do this (``broker.security.authorizer``)? Every handler
     asks this one object; with no ``authorizer.class.name`` it allows everything."""

@@ -1,0 +1,288 @@
+"""Reading a fetch from the local replicas (Kafka's ``ReplicaManager.fetchMessages``).
+
+The Fetch handler decodes the request into ``FetchParams`` and hands it here;
+what comes back is a ``FetchResult`` (or a Deferred of one), which the handler
+turns into the wire answer. In between, everything is the broker's domain:
+
+* ``read_from_log`` reads each partition once (Kafka's ``readFromLog``): the
+  leader (or, for a consumer with a rack, KIP-392, any replica) serves whole
+  batches from the one holding the fetch offset, consumers up to the high
+  watermark, followers up to the log end; always the first batch whole, even
+  when it is larger than the size limits (KIP-74: a client must be able to
+  make progress). A read_committed consumer (isolation_level 1) reads only
+  below the last stable offset and gets the aborted transactions that overlap
+  its records (from ``.txnindex``), so it can drop theirs; every answer
+  carries the LSO. For a follower, ``Partition.fetch_records`` records where
+  its log ends, which may move the high watermark and let it join the ISR. A
+  partition's failure is its error code, never the whole fetch's.
+* The replication throttle (``replication_quota.py``) is applied here: a
+  moving replica over its rate gets nothing this time, its position still
+  recorded.
+* ``fetch_messages`` answers at once when there is enough (``min_bytes``), an
+  error, or no wait; otherwise it parks the fetch (``delayed_fetch.py``).
+
+A follower's incremental session fetch (``fetch_session.py``) skips its
+*quiet* partitions: caught up, in sync, nothing new since the last answer.
+Only the fetch is recorded for those, and the session settles them.
+
+This is a part of the ReplicaManager in its own module, over the few lookups
+it needs (``FetchSource``), so the handler's unit tests can give it real
+partitions without a whole ReplicaManager.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from twisted.internet import defer
+
+from simplekafka.broker.delayed_fetch import DelayedFetch
+from simplekafka.broker.isr import now_ms
+from simplekafka.protocol.api import READ_COMMITTED
+from simplekafka.protocol.errors import ErrorCode, KafkaError
+from simplekafka.storage import FileRegion
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
+    from simplekafka.broker.replica_selector import RackAwareReplicaSelector
+    from simplekafka.broker.replication_quota import ReplicationThrottle
+    from simplekafka.storage.txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+
+
+class FetchSource(Protocol):
+    """The local partitions a fetch reads (``ReplicaManager``)."""
+
+    def leader_partition(self, topic: str, partition: int) -> Partition: ...
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None: ...
+
+    def readable_partition(self, topic: str, partition: int) -> Partition: ...
+
+
+class FetchPartition:
+    """One partition a fetch asks for: where to read, and (in a session) what its last
+    answer said, so a quiet partition can be recognised without reading it."""
+
+    __slots__ = ("current_leader_epoch", "fetch_offset", "high_watermark",
+                 "last_stable_offset", "log_start_offset", "partition", "partition_max_bytes",
+                 "response_log_start_offset", "watched")
+
+    def __init__(self, partition: int, fetch_offset: int, partition_max_bytes: int,
+                 current_leader_epoch: int = -1, log_start_offset: int = -1):
+        self.partition = partition
+        self.fetch_offset = fetch_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.current_leader_epoch = current_leader_epoch
+        self.log_start_offset = log_start_offset  # the follower's own (-1: a consumer)
+        self.watched: Any = None  # the Partition a follower session listens on (settled)
+        self.high_watermark = -1  # what the last answer naming it said (-1: never answered)
+        self.last_stable_offset = -1
+        self.response_log_start_offset = -1
+
+    def update(self, newer: FetchPartition) -> None:
+        """Take the position a later fetch of the same session names."""
+        self.fetch_offset = newer.fetch_offset
+        self.partition_max_bytes = newer.partition_max_bytes
+        self.current_leader_epoch = newer.current_leader_epoch
+        self.log_start_offset = newer.log_start_offset
+
+
+class FetchTopic:
+    __slots__ = ("partitions", "topic")
+
+    def __init__(self, topic: str, partitions: list[FetchPartition]):
+        self.topic = topic
+        self.partitions = partitions
+
+
+class FetchPartitions(Protocol):
+    """The partitions of one fetch, as its session sees them (``fetch_session.py``'s
+    contexts). A follower's incremental fetch stands for its session's unsettled
+    partitions as they are at each read, so ``topics`` is asked at every read."""
+
+    incremental: bool  # a session's later fetch: the answer names only what changed
+
+    def topics(self) -> list[FetchTopic]: ...
+
+    def names_partitions(self) -> bool: ...
+
+    def settle(self, topic: str, index: int, partition: Partition) -> None: ...
+
+    def wait_on_session(self, waiter: Callable[[Partition], None]) -> bool: ...
+
+    def stop_waiting(self, waiter: Callable[[Partition], None]) -> None: ...
+
+    def fetch_offset(self, key: PartitionKey) -> int | None: ...
+
+
+@dataclass(slots=True)
+class FetchParams:
+    """What a fetch asks, decoded from the request (Kafka's ``FetchParams``)."""
+
+    replica_id: int  # >= 0: a follower broker; -1: a consumer
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    partitions: FetchPartitions
+    client_rack: str | None = None  # Fetch v11+ from a consumer (KIP-392), maybe empty
+    refused: frozenset[str] = frozenset()  # topics answered TOPIC_AUTHORIZATION_FAILED
+
+
+class FetchPartitionData:
+    """One partition's outcome (Kafka's ``FetchPartitionData``)."""
+
+    __slots__ = ("aborted_transactions", "error_code", "high_watermark", "last_stable_offset",
+                 "log_start_offset", "partition_index", "preferred_read_replica", "records")
+
+    def __init__(self, partition_index: int, error_code: ErrorCode = ErrorCode.NONE):
+        self.partition_index = partition_index
+        self.error_code: ErrorCode | None = error_code  # None: a KafkaError without a code
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.log_start_offset = -1
+        self.aborted_transactions: list[AbortedTxn] = []
+        self.preferred_read_replica = -1
+        self.records: bytes | FileRegion = b""  # a region: sent by sendfile
+
+
+class FetchResult:
+    """Every partition's outcome by topic, in the order read; the bytes read, and
+    whether any partition failed (a fetch with an error is answered at once)."""
+
+    __slots__ = ("has_error", "responses", "total_bytes")
+
+    def __init__(self, responses: list[tuple[str, list[FetchPartitionData]]],
+                 total_bytes: int, has_error: bool):
+        self.responses = responses
+        self.total_bytes = total_bytes
+        self.has_error = has_error
+
+
+class FetchMessages:
+    """Kafka's ``ReplicaManager.fetchMessages`` and ``readFromLog`` (see the module
+    docstring); ``waiting`` counts the fetches parked right now."""
+
+    def __init__(self, replicas: FetchSource, reactor: Any, is_stopping: Callable[[], bool],
+                 selector: RackAwareReplicaSelector | None = None):
+        self.replicas = replicas
+        self.reactor = reactor
+        self.is_stopping = is_stopping  # true once the broker shuts down
+        self.selector = selector  # replica.selector.class (KIP-392); None: leaders serve
+        self.waiting = 0
+
+    @property
+    def leader_throttle(self) -> ReplicationThrottle | None:
+        """What this broker sends throttled followers (set on the ReplicaManager after the
+        handlers are built; a unit test's lookups may have none)."""
+        return getattr(self.replicas, "leader_throttle", None)
+
+    def fetch_messages(self, params: FetchParams) -> FetchResult | defer.Deferred:
+        """Read now; answer now if there is enough, an error, or no wait; else park."""
+        result = self.read_from_log(params)
+        if (params.max_wait_ms <= 0 or result.total_bytes >= max(params.min_bytes, 1)
+                or result.has_error
+                # A follower's session fetch may examine nothing (all settled) and park.
+                or not params.partitions.names_partitions()):
+            return result
+        return DelayedFetch(self, params).start()
+
+    def read_from_log(self, params: FetchParams) -> FetchResult:
+        """Read every partition of the fetch once (see the module docstring)."""
+        remaining = params.max_bytes if params.max_bytes > 0 else 0x7FFFFFFF
+        total = 0
+        has_error = False
+        responses: list[tuple[str, list[FetchPartitionData]]] = []
+        replicas = self.replicas
+        replica_id = params.replica_id
+        read_committed = params.isolation_level == READ_COMMITTED and replica_id < 0
+        throttle = self.leader_throttle if replica_id >= 0 else None
+        client_rack = params.client_rack if replica_id < 0 else None
+        any_replica = client_rack is not None
+        selector = self.selector if client_rack else None
+        wanted_partitions = params.partitions
+        # An incremental session fetch from a follower leaves out what has nothing new.
+        follower = replica_id if wanted_partitions.incremental else -1
+        get_partition = replicas.get_partition
+        now = now_ms() if follower >= 0 else 0.0  # only the quiet check needs the clock
+        refused = params.refused
+        for topic in wanted_partitions.topics():
+            name = topic.topic
+            partitions: list[FetchPartitionData] = []
+            responses.append((name, partitions))
+            if name in refused:
+                has_error = True
+                partitions += [FetchPartitionData(wanted.partition,
+                                                  ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                               for wanted in topic.partitions]
+                continue
+            for wanted in topic.partitions:
+                if follower >= 0:
+                    quiet = get_partition(name, wanted.partition)
+                    if quiet is not None and quiet.record_quiet_follower_fetch(
+                            follower, wanted, now):
+                        wanted_partitions.settle(name, wanted.partition, quiet)
+                        continue
+                answer = FetchPartitionData(wanted.partition)
+                partitions.append(answer)
+                try:
+                    if any_replica:
+                        partition = replicas.readable_partition(name, wanted.partition)
+                    else:
+                        partition = replicas.leader_partition(name, wanted.partition)
+                    partition.check_leader_epoch(wanted.current_leader_epoch)
+                    preferred = -1
+                    if selector is not None and client_rack and partition.is_leader:
+                        preferred = selector.preferred_read_replica(
+                            partition, client_rack, wanted.fetch_offset)
+                    limit = min(wanted.partition_max_bytes, remaining)
+                    in_sync = throttle is not None and replica_id in partition.isr
+                    if throttle is not None and throttle.holds_back(name, wanted.partition,
+                                                                    in_sync):
+                        # A moving replica over its rate: nothing this time, but its
+                        # position still counts (it is where its log ends).
+                        records = partition.fetch_records(
+                            wanted.fetch_offset, 0, replica_id, wanted.log_start_offset,
+                            held_back=True)
+                    elif preferred >= 0:
+                        # Read elsewhere (KIP-392): no records, the consumer moves there.
+                        answer.preferred_read_replica = preferred
+                        records = b""
+                        has_error = True  # answer now rather than park the fetch
+                    elif limit > 0 or total == 0:
+                        records = partition.fetch_records(
+                            wanted.fetch_offset, max(limit, 1), replica_id,
+                            wanted.log_start_offset, leader_only=not any_replica,
+                            read_committed=read_committed)
+                        if throttle is not None:
+                            throttle.record(name, wanted.partition, in_sync, len(records))
+                    else:
+                        records = b""
+                    answer.records = records
+                    answer.high_watermark = partition.high_watermark_for(replica_id)
+                    answer.last_stable_offset = partition.last_stable_offset
+                    if read_committed:
+                        answer.aborted_transactions = partition.aborted_transactions(
+                            wanted.fetch_offset, records)
+                    answer.log_start_offset = partition.log_start_offset
+                    total += len(records)
+                    remaining -= len(records)
+                except KafkaError as exc:
+                    answer.error_code = exc.error_code
+                    has_error = True
+                except Exception:
+                    has_error = True
+                    if self.is_stopping():
+                        # A fetch parked before shutdown, answered after the logs closed.
+                        answer.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                        continue
+                    log.exception("fetch from %s-%d failed", name, wanted.partition)
+                    answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+        return FetchResult(responses, total, has_error)
