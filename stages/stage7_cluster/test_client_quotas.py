@@ -137,6 +137,48 @@ def test_a_change_notification_updates_the_managers_and_names_quota_only_entitie
     assert not quotas.enabled
 
 
+def _fetch_answer(size: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 7, "responses": [
+        {"topic": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "high_watermark": 42,
+             "last_stable_offset": 42, "log_start_offset": 0, "preferred_read_replica": -1,
+             "aborted_transactions": [], "records": b"r" * size}]}]}
+
+
+def test_a_throttled_fetch_is_answered_without_records_and_its_bytes_uncounted():
+    from simplekafka.broker.dispatch import RequestContext
+    from simplekafka.protocol.api import ApiKey
+
+    now = [0.0]
+    quotas = ClientQuotas(reactor=None, clock=lambda: now[0])
+    quotas.update("clients", "reader", {"consumer_byte_rate": "100"})
+    context = RequestContext(ApiKey.FETCH, 11, 1, "reader")
+
+    class Fetch:
+        replica_id = -1
+        max_bytes = 1 << 20
+
+    first = quotas.after(_fetch_answer(1000), context, Fetch(), 60, 0.0, None)
+    assert first["throttle_time_ms"] == 0 and first["responses"][0]["partitions"][0]["records"]
+    now[0] = 0.5
+    second = quotas.after(_fetch_answer(1000), context, Fetch(), 60, 0.0, None)
+    assert second["throttle_time_ms"] > 0
+    # Kafka's throttled fetch: nothing sent, so nothing counted; the partition is still
+    # named with its offsets, so the client's fetch session stays as it was.
+    partition = second["responses"][0]["partitions"][0]
+    assert partition["records"] == b"" and partition["high_watermark"] == 42
+    assert second["session_id"] == 7
+    sensor = quotas.fetch.sensors[("", "reader")]
+    assert sensor.rate.total(500) == 1000 and sensor.recorded == 1000
+    # A producer's throttled request is counted: its bytes did arrive.
+    quotas.update("clients", "writer", {"producer_byte_rate": "100"})
+    produce = RequestContext(ApiKey.PRODUCE, 8, 2, "writer")
+    for _ in range(2):
+        quotas.after({"responses": [], "throttle_time_ms": 0}, produce, Fetch(), 1000, 0.0,
+                     None)
+    assert quotas.produce.sensors[("", "writer")].recorded == 2000
+
+
 # -- against a real broker -----------------------------------------------------------------
 
 
