@@ -39,6 +39,7 @@ called by the dispatcher only while some quota is configured.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -60,6 +61,7 @@ from simplekafka.coordination.client_quotas import (
     sanitize,
 )
 from simplekafka.protocol.api import INTER_BROKER_KEYS, ApiKey
+from simplekafka.protocol.messages import response_schema
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +87,7 @@ EXEMPT_KEYS = frozenset({*INTER_BROKER_KEYS, ApiKey.WRITE_TXN_MARKERS, ApiKey.SA
                          ApiKey.SASL_AUTHENTICATE})
 _DEFAULT = "\x00<default>"  # an entity's default, in memory (a client id may be "<default>")
 _USER_PREFIX = "User:"
+_INT32 = struct.Struct(">i")
 
 
 class SampledRate:
@@ -304,6 +307,16 @@ def without_records(body: Any) -> None:
                 partition["aborted_transactions"] = []
 
 
+def with_throttle_time(encoded: bytes | bytearray, api_key: int, api_version: int,
+                       throttle: int) -> bytes | bytearray:
+    """An answer encoded ahead (Metadata's cached one) with ``throttle_time_ms`` written in,
+    where its schema starts with that field (as every answer that carries it does)."""
+    fields = response_schema(api_key, api_version).fields
+    if not fields or fields[0].name != "throttle_time_ms" or len(encoded) < 4:
+        return encoded
+    return _INT32.pack(throttle) + encoded[4:]
+
+
 class ClientQuotas:
     """The broker's three quota managers, fed by config changes and by the dispatcher."""
 
@@ -388,6 +401,8 @@ class ClientQuotas:
             return None
         if isinstance(body, dict):
             body["throttle_time_ms"] = throttle
+        elif isinstance(body, bytes | bytearray):
+            body = with_throttle_time(body, api_key, context.api_version, throttle)
         elif hasattr(body, "throttle_time_ms"):
             body.throttle_time_ms = throttle
         if context.api_version < CLIENT_THROTTLES_FROM.get(api_key, 1 << 15):
