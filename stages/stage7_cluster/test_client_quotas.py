@@ -182,8 +182,7 @@ def test_a_throttled_fetch_is_answered_without_records_and_its_bytes_uncounted()
 def test_an_answer_encoded_ahead_gets_its_throttle_time_written_in():
     from simplekafka.broker.client_quotas import with_throttle_time
     from simplekafka.protocol.api import ApiKey
-    from simplekafka.protocol.messages import decode_response, encode_response, \
-        encode_response_body
+    from simplekafka.protocol.messages import decode_response, encode_response, encode_response_body
 
     body = {"throttle_time_ms": 0, "brokers": [], "cluster_id": "c", "controller_id": 1,
             "topics": [], "cluster_authorized_operations": -2147483648}
