@@ -19,6 +19,9 @@ interpreter, and each writes to a topic of its own on the same broker.
   client and the broker compete for the machine's cores, and whatever else
   runs takes its share from both (see docs/further/client-quotas.md).
 
+* last, ``throttled`` reads back what ``free`` wrote, as a consumer (the same quota as
+  ``consumer_byte_rate``): its rate over 20 s after warm-up against the quota.
+
 The broker's CPU time over each phase is printed too (from /proc), with the load
 average. The quota counts request bytes; delivered values are ~2 % fewer bytes
 (record and batch headers), so a rate a little under the quota is the quota held.
@@ -105,11 +108,36 @@ def client(bootstrap: str, client_id: str, topic: str, seconds: float, rate: flo
             "produced": produced, "queue_full": full}
 
 
+def consumer(bootstrap: str, client_id: str, topic: str, seconds: float) -> dict:
+    """Read ``topic`` from its start as fast as the broker lets ``client_id``, for
+    ``seconds``: when each record arrived (s from the first poll), throttles reported."""
+    from confluent_kafka import Consumer
+
+    delivered: list[float] = []
+    throttles: list[float] = []
+    reader = Consumer({
+        "bootstrap.servers": bootstrap, "client.id": client_id, "group.id": client_id,
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    reader.subscribe([topic])
+    while not reader.assignment():  # joined before the clock starts
+        reader.poll(0.1)
+    start = time.monotonic()
+    while (now := time.monotonic()) - start < seconds:
+        for msg in reader.consume(500, 0.2):
+            if msg.error() is None:
+                delivered.append(now - start)
+    reader.close()
+    return {"delivered": delivered, "latencies": [], "throttles": throttles,
+            "produced": 0, "queue_full": 0}
+
+
 def spawn(bootstrap: str, client_id: str, topic: str, seconds: float,
-          rate: float) -> subprocess.Popen:
+          rate: float, consume: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, __file__, "--client", client_id, "--bootstrap", bootstrap,
-         "--topic", topic, "--seconds", str(seconds), "--rate", str(rate)],
+         "--topic", topic, "--seconds", str(seconds), "--rate", str(rate),
+         *(["--consume"] if consume else [])],
         stdout=subprocess.PIPE, text=True)
 
 
@@ -159,10 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--consume", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:
-        print(json.dumps(client(args.bootstrap, args.client, args.topic, args.seconds,
-                                args.rate)))
+        if args.consume:
+            print(json.dumps(consumer(args.bootstrap, args.client, args.topic, args.seconds)))
+        else:
+            print(json.dumps(client(args.bootstrap, args.client, args.topic, args.seconds,
+                                    args.rate)))
         return 0
     warmup, measured, free_seconds = (0.0, 3.0, 1.0) if args.tiny else (11.0, 20.0, 10.0)
     quota = 200_000 if args.tiny else args.quota
@@ -177,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             for topic in ("quota-throttled", "quota-free"):
                 admin.create_topic(topic, num_partitions=1, replication_factor=1)
             admin.alter_client_quotas({"client-id": "throttled"},
-                                      {"producer_byte_rate": quota})
+                                      {"producer_byte_rate": quota, "consumer_byte_rate": quota})
         time.sleep(1)  # every broker follows /config/changes
 
         cpu = cpu_seconds(broker_pid)
@@ -206,6 +238,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"free client, paced at {free_rate / 1e6:.2f} MB/s for {free_seconds:.0f} s:")
         print(free_line("alone", alone, free_seconds, cpu_alone))
         print(free_line("beside the throttled client", beside, free_seconds, cpu_beside))
+
+        # The same quota on Fetch: the throttled client id reads back what the free one
+        # wrote (more than it may read in the run), as a consumer of a group of its own.
+        read = result_of(spawn(bootstrap, "throttled", "quota-free", warmup + measured, 0,
+                               consume=True), warmup + measured + 60)
+        got = rate_between(read, warmup, warmup + measured)
+        waits = sorted(read["throttles"]) or [0.0]
+        print(f"throttled consumer, {measured:.0f} s after {warmup:.0f} s warm-up: "
+              f"{got / 1000:.1f} kB/s against a quota of {quota / 1000:.1f} kB/s "
+              f"({(got / quota - 1) * 100:+.1f} %); throttle_time_ms reported "
+              f"{len(read['throttles'])} times, median {waits[len(waits) // 2] * 1000:.0f} ms; "
+              f"{load()}")
     return 0
 
 
