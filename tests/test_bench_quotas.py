@@ -19,6 +19,8 @@ def test_bench_quotas_tiny():
                             capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    for figure in ("throttled client", "free client"):
+    for figure in ("throttled client", "  alone", "  beside the throttled client",
+                   "throttled consumer"):
         line = next(line for line in lines if line.startswith(figure))
         assert "load average" in line
+    assert any(line.startswith("free client, paced at") for line in lines)

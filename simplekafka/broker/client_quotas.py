@@ -23,11 +23,13 @@ out the throttle, as Kafka does. Which clients share one rate follows Kafka's
 metric tags: a quota on ``/config/users/alice`` is shared by all of alice's
 client ids, one on ``/config/clients/<default>`` gives every client id its own.
 
-One difference from Kafka: a throttled Fetch answer still carries its records
-(Kafka answers it empty and unrecords it), so the bytes count and the channel
-stays muted until the rate is back at the bound. Fetches are capped at the
-quota's window (``max_bytes``), as Kafka caps them, so one answer can never be
-far over it.
+A consumer's Fetch answer that earns a throttle (by either quota) leaves
+without its records, as Kafka's does: its bytes are unrecorded (they were not
+sent), and each partition stays in the answer with its high watermark and
+offsets and zero-length records, so a fetch session (KIP-227) is told what it
+would have been told and the client asks again from the same offset once the
+throttle is over. Fetches are capped at the quota's window (``max_bytes``), as
+Kafka caps them, so one answer can never be far over it.
 
 The interface the broker uses is small: ``ClientQuotas.update`` from a
 ``/config/changes`` notification, and ``before``/``after`` around each handler,
@@ -36,7 +38,9 @@ called by the dispatcher only while some quota is configured.
 
 from __future__ import annotations
 
+import functools
 import logging
+import struct
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,6 +62,7 @@ from simplekafka.coordination.client_quotas import (
     sanitize,
 )
 from simplekafka.protocol.api import INTER_BROKER_KEYS, ApiKey
+from simplekafka.protocol.messages import response_schema
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +88,7 @@ EXEMPT_KEYS = frozenset({*INTER_BROKER_KEYS, ApiKey.WRITE_TXN_MARKERS, ApiKey.SA
                          ApiKey.SASL_AUTHENTICATE})
 _DEFAULT = "\x00<default>"  # an entity's default, in memory (a client id may be "<default>")
 _USER_PREFIX = "User:"
+_INT32 = struct.Struct(">i")
 
 
 class SampledRate:
@@ -250,6 +256,13 @@ class ClientQuotaManager:
             sensor.throttle_ms_total += throttle
         return throttle
 
+    def unrecord(self, user: str, client_id: str, value: float, now_ms: float) -> None:
+        """Take back ``value`` recorded but not sent (a throttled fetch answered empty)."""
+        sensor = self.sensors.get(self.metric_tags(user, client_id))
+        if sensor is not None:
+            sensor.rate.record(-value, now_ms)
+            sensor.recorded -= value
+
     def max_value_in_window(self, user: str, client_id: str) -> float | None:
         """The most one request may record without being sure to be throttled (the fetch
         size cap): the bound times ``samples - 1`` windows."""
@@ -259,8 +272,10 @@ class ClientQuotaManager:
         return bound * (self.samples - 1) * self.window_ms / 1000
 
 
+@functools.lru_cache(maxsize=4096)
 def user_of(principal: str) -> str:
-    """The sanitized user name of a principal ("User:alice" -> "alice")."""
+    """The sanitized user name of a principal ("User:alice" -> "alice"); cached, as it is
+    asked on every request while a quota is set and principals are few."""
     name = principal[len(_USER_PREFIX):] if principal.startswith(_USER_PREFIX) else principal
     return sanitize(name)
 
@@ -283,6 +298,26 @@ def fetch_response_bytes(body: Any) -> int:
             if records:
                 size += len(records)
     return size
+
+
+def without_records(body: Any) -> None:
+    """A throttled Fetch answer's records dropped (Kafka answers it empty): every partition
+    stays, with its offsets, so a fetch session's view of it is unchanged."""
+    for topic in body["responses"]:
+        for partition in topic["partitions"]:
+            if partition["records"]:
+                partition["records"] = b""
+                partition["aborted_transactions"] = []
+
+
+def with_throttle_time(encoded: bytes | bytearray, api_key: int, api_version: int,
+                       throttle: int) -> bytes | bytearray:
+    """An answer encoded ahead (Metadata's cached one) with ``throttle_time_ms`` written in,
+    where its schema starts with that field (as every answer that carries it does)."""
+    fields = response_schema(api_key, api_version).fields
+    if not fields or fields[0].name != "throttle_time_ms" or len(encoded) < 4:
+        return encoded
+    return _INT32.pack(throttle) + encoded[4:]
 
 
 class ClientQuotas:
@@ -349,22 +384,28 @@ class ClientQuotas:
         user = user_of(context.principal)
         client_id = context.client_id or ""
         now_ms = self.clock() * 1000
-        bandwidth = 0
+        bandwidth = fetched = 0
         if api_key == ApiKey.PRODUCE:
             bandwidth = self.produce.record(user, client_id, frame_size, now_ms)
         elif api_key == ApiKey.FETCH and isinstance(body, Mapping):
-            bandwidth = self.fetch.record(user, client_id, fetch_response_bytes(body), now_ms)
+            fetched = fetch_response_bytes(body)
+            bandwidth = self.fetch.record(user, client_id, fetched, now_ms)
         requests = 0
         if not (api_key == ApiKey.PRODUCE and body is None):  # acks=0: Kafka skips it
             requests = self.request.record(user, client_id, handled * 100.0, now_ms)
         throttle = max(bandwidth, requests)
         if throttle <= 0:
             return body
+        if fetched:  # a throttled fetch leaves empty, its bytes uncounted (Kafka's way)
+            self.fetch.unrecord(user, client_id, fetched, now_ms)
+            without_records(body)
         self.mute(connection, throttle / 1000.0)
         if body is None:
             return None
         if isinstance(body, dict):
             body["throttle_time_ms"] = throttle
+        elif isinstance(body, bytes | bytearray):
+            body = with_throttle_time(body, api_key, context.api_version, throttle)
         elif hasattr(body, "throttle_time_ms"):
             body.throttle_time_ms = throttle
         if context.api_version < CLIENT_THROTTLES_FROM.get(api_key, 1 << 15):

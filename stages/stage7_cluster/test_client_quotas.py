@@ -137,6 +137,64 @@ def test_a_change_notification_updates_the_managers_and_names_quota_only_entitie
     assert not quotas.enabled
 
 
+def _fetch_answer(size: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 7, "responses": [
+        {"topic": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "high_watermark": 42,
+             "last_stable_offset": 42, "log_start_offset": 0, "preferred_read_replica": -1,
+             "aborted_transactions": [], "records": b"r" * size}]}]}
+
+
+def test_a_throttled_fetch_is_answered_without_records_and_its_bytes_uncounted():
+    from simplekafka.broker.dispatch import RequestContext
+    from simplekafka.protocol.api import ApiKey
+
+    now = [0.0]
+    quotas = ClientQuotas(reactor=None, clock=lambda: now[0])
+    quotas.update("clients", "reader", {"consumer_byte_rate": "100"})
+    context = RequestContext(ApiKey.FETCH, 11, 1, "reader")
+
+    class Fetch:
+        replica_id = -1
+        max_bytes = 1 << 20
+
+    first = quotas.after(_fetch_answer(1000), context, Fetch(), 60, 0.0, None)
+    assert first["throttle_time_ms"] == 0 and first["responses"][0]["partitions"][0]["records"]
+    now[0] = 0.5
+    second = quotas.after(_fetch_answer(1000), context, Fetch(), 60, 0.0, None)
+    assert second["throttle_time_ms"] > 0
+    # Kafka's throttled fetch: nothing sent, so nothing counted; the partition is still
+    # named with its offsets, so the client's fetch session stays as it was.
+    partition = second["responses"][0]["partitions"][0]
+    assert partition["records"] == b"" and partition["high_watermark"] == 42
+    assert second["session_id"] == 7
+    sensor = quotas.fetch.sensors[("", "reader")]
+    assert sensor.rate.total(500) == 1000 and sensor.recorded == 1000
+    # A producer's throttled request is counted: its bytes did arrive.
+    quotas.update("clients", "writer", {"producer_byte_rate": "100"})
+    produce = RequestContext(ApiKey.PRODUCE, 8, 2, "writer")
+    for _ in range(2):
+        quotas.after({"responses": [], "throttle_time_ms": 0}, produce, Fetch(), 1000, 0.0,
+                     None)
+    assert quotas.produce.sensors[("", "writer")].recorded == 2000
+
+
+def test_an_answer_encoded_ahead_gets_its_throttle_time_written_in():
+    from simplekafka.broker.client_quotas import with_throttle_time
+    from simplekafka.protocol.api import ApiKey
+    from simplekafka.protocol.messages import decode_response, encode_response, encode_response_body
+
+    body = {"throttle_time_ms": 0, "brokers": [], "cluster_id": "c", "controller_id": 1,
+            "topics": [], "cluster_authorized_operations": -2147483648}
+    cached = encode_response_body(ApiKey.METADATA, 8, body)  # Metadata's cached answer
+    throttled = with_throttle_time(cached, ApiKey.METADATA, 8, 250)
+    _, decoded = decode_response(ApiKey.METADATA, 8,
+                                 encode_response(ApiKey.METADATA, 8, 5, throttled))
+    assert decoded.throttle_time_ms == 250 and decoded.controller_id == 1
+    v0 = encode_response_body(ApiKey.METADATA, 0, {"brokers": [], "topics": []})
+    assert with_throttle_time(v0, ApiKey.METADATA, 0, 250) == v0  # no such field before v3
+
+
 # -- against a real broker -----------------------------------------------------------------
 
 
@@ -262,3 +320,127 @@ def test_a_producer_over_its_quota_is_throttled_and_another_client_is_not(cluste
                     if line.startswith("kafka_server_produce_throttle_time_ms_total")
                     and 'client_id="throttled"' in line)
         assert float(line.split()[-1]) > 0
+
+
+def _fill(cluster, topic: str, count: int) -> None:
+    """``count`` 1,000-byte records numbered in order, on one partition."""
+    from confluent_kafka import Producer
+
+    from simplekafka.admin import Admin
+
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.create_topic(topic, num_partitions=1, replication_factor=1)
+    # 16 kB batches: a batch is answered whole (KIP-74), and one larger than the quota's
+    # window of bytes would be over the quota in every answer, throttled for ever.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5,
+                         "batch.size": 16384})
+    for i in range(count):
+        producer.produce(topic, f"{i:06d}".encode().ljust(1000, b"."))
+    assert producer.flush(30) == 0
+
+
+def _set_quota(cluster, entity: dict, quota: dict) -> None:
+    from simplekafka.admin import Admin
+
+    with Admin(cluster.bootstrap_servers) as admin:
+        admin.alter_client_quotas(entity, quota)
+    time.sleep(1)  # the broker follows /config/changes
+
+
+def _consume(cluster, topic: str, client_id: str, seconds: float, want: int, out: dict) -> None:
+    """A confluent-kafka consumer in a group of its own: records read, throttles reported."""
+    from confluent_kafka import Consumer
+
+    throttles: list[float] = []
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "client.id": client_id, "group.id": f"group-{client_id}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    consumer.subscribe([topic])
+    read = 0
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline and read < want:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                read += 1
+    finally:
+        consumer.close()
+    out[client_id] = (read, throttles)
+
+
+@pytest.mark.integration
+def test_a_consumer_over_its_byte_rate_is_throttled_and_another_group_is_not(cluster):
+    # 20 kB/s: a new client may take ten seconds' worth (200 kB) at once, then waits.
+    _fill(cluster, "quota-fetch", 600)
+    _set_quota(cluster, {"client-id": "slow-reader"}, {"consumer_byte_rate": 20_000})
+    out: dict = {}
+    slow = threading.Thread(target=_consume,
+                            args=(cluster, "quota-fetch", "slow-reader", 5, 600, out))
+    slow.start()
+    _consume(cluster, "quota-fetch", "fast-reader", 30, 600, out)
+    slow.join(40)
+    slow_read, slow_throttles = out["slow-reader"]
+    fast_read, fast_throttles = out["fast-reader"]
+    assert fast_read == 600 and not fast_throttles
+    assert slow_throttles and max(slow_throttles) > 0  # told so in throttle_time_ms
+    assert 0 < slow_read < fast_read / 2  # its first window's worth, then held back
+
+
+@pytest.mark.integration
+def test_a_throttled_fetch_in_a_fetch_session_loses_and_repeats_nothing(cluster, caplog):
+    """kafka-python fetches in an incremental session (KIP-227): the throttled answer comes
+    without records, and the records follow, each once and in order, after the throttle."""
+    import logging
+
+    from kafka import KafkaConsumer
+
+    _fill(cluster, "quota-session", 600)
+    # 50 kB/s: the first fetch takes the window's 500 kB, the next is throttled until the
+    # rate over at least ten seconds is back at the quota (600 kB over 12 s).
+    _set_quota(cluster, {"client-id": "session-reader"}, {"consumer_byte_rate": 50_000})
+    consumer = KafkaConsumer("quota-session", bootstrap_servers=cluster.bootstrap_servers,
+                             client_id="session-reader", group_id="session-reader",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    seen: list[int] = []
+    with caplog.at_level(logging.WARNING, logger="kafka"):
+        try:
+            deadline = time.monotonic() + 30
+            while len(seen) < 600 and time.monotonic() < deadline:
+                for records in consumer.poll(500).values():
+                    seen += [int(r.value[:6]) for r in records]
+        finally:
+            consumer.close()
+    assert seen == list(range(600))
+    assert any("FetchResponse" in r.getMessage() and "throttled" in r.getMessage()
+               for r in caplog.records)
+
+
+@pytest.mark.integration
+def test_a_client_over_its_request_percentage_is_told_its_throttle_time(cluster):
+    """Rapid Metadata requests from kafka-python: the reactor time they take counts against
+    ``request_percentage``; the answers say ``throttle_time_ms``, another client id's do not."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.metadata import MetadataRequest
+
+    _set_quota(cluster, {"client-id": "chatty"}, {"request_percentage": 0.05})
+
+    def throttles_seen(client_id: str, requests: int) -> list[int]:
+        client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers,
+                                  client_id=client_id)
+        seen = []
+        try:
+            for _ in range(requests):
+                answer = client._manager.run(
+                    lambda: client._manager.send(MetadataRequest(topics=None)))
+                seen.append(answer.throttle_time_ms)
+                if answer.throttle_time_ms:
+                    break
+        finally:
+            client.close()
+        return seen
+
+    chatty = throttles_seen("chatty", 500)
+    assert chatty[-1] > 0, f"not throttled after {len(chatty)} requests"
+    quiet = throttles_seen("quiet", len(chatty))
+    assert not any(quiet)
