@@ -21,7 +21,6 @@ import re
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +64,7 @@ def spark_home() -> Path:
 
 @dataclass
 class Daemon:
-    """One master or worker: its recorded identity and, in the process that started it, its Popen."""
+    """One master or worker: its recorded identity and, where it was started, its Popen."""
 
     role: str  # "master" or "worker-<i>"
     log_file: Path

@@ -1,4 +1,4 @@
-"""The one SparkSession builder: ``local[cores]``, or a Spark cluster, with ``simplekafka`` registered.
+"""The one SparkSession builder: ``local[cores]`` or a Spark cluster, ``simplekafka`` registered.
 
 The stage 8 demo and chapter, the tests, the benchmarks and the Spark step
 of ``run_cluster.sh`` start Spark the same way through ``local_spark``. Given
@@ -77,6 +77,18 @@ def local_spark(app_name: str = "simplekafka", cores: int = 2, master: str | Non
     return spark
 
 
+def check_master_url(text: str) -> str:
+    """``spark://HOST:PORT`` (or ``local[...]``) as given; ValueError naming what is wrong."""
+    if text.startswith("local"):
+        return text
+    host, _, port = text.removeprefix("spark://").rpartition(":")
+    if not text.startswith("spark://") or not host or not port.isdigit() \
+            or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not a Spark master URL (spark://HOST:PORT, as "
+                         "'simplekafka spark up' prints it)")
+    return text
+
+
 def package_zip() -> Path:
     """A zip of the ``simplekafka`` package this process runs, built once per version of it.
 
@@ -118,7 +130,7 @@ def ship_simplekafka(spark: Any, module: str = "simplekafka.spark.source") -> li
 
 
 def check_executors(spark: Any, module: str, hint: str = "") -> list[str]:
-    """Import ``module`` in a task on every executor core; a one-line SparkSetupError if one fails."""
+    """Import ``module`` in a task per executor core; a one-line SparkSetupError if one fails."""
     def imported(_: Any) -> list[tuple[str, str]]:
         import importlib
         import os
