@@ -60,6 +60,8 @@ def local_spark(app_name: str = "simplekafka", cores: int = 2, master: str | Non
     if master:
         builder = (builder.config("spark.cores.max", str(cores))
                    .config("spark.executor.memory", EXECUTOR_MEMORY)
+                   # A small heap wants no parallel collector threads on a small machine.
+                   .config("spark.executor.extraJavaOptions", "-XX:+UseSerialGC")
                    .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
                    .config("spark.scheduler.maxRegisteredResourcesWaitingTime",
                            REGISTRATION_WAIT))
