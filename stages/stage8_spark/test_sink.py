@@ -162,7 +162,8 @@ def read_committed(cluster, topic: str, partitions: int = 3) -> list[tuple[bytes
     return got
 
 
-def exactly_once_sink_driver_sigkilled(cluster, tmp_path, **driver) -> None:
+def exactly_once_sink_driver_sigkilled(cluster, tmp_path, patience: float = 240,
+                                       **driver) -> None:
     """Each micro-batch is one transaction: the driver is SIGKILLed with batch 1's records
     written but not committed; restarted from the checkpoint, it replays batch 1, whose
     open transaction the new driver aborted, and read_committed readers see every record
@@ -174,7 +175,7 @@ def exactly_once_sink_driver_sigkilled(cluster, tmp_path, **driver) -> None:
                             **driver)
     try:
         wait_until(lambda: (out / "stalled").exists() or job.poll() is not None,
-                   "the job to stall in batch 1's transaction", timeout=240)
+                   "the job to stall in batch 1's transaction", timeout=patience)
         assert job.poll() is None, job.stdout.read()
         os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         job.wait(30)
@@ -184,7 +185,7 @@ def exactly_once_sink_driver_sigkilled(cluster, tmp_path, **driver) -> None:
     assert (checkpoint / "offsets" / "1").exists() and not (checkpoint / "commits" / "1").exists()
     job = start_restart_job(cluster, source, checkpoint, out, exactly_once=sink, **driver)
     try:
-        output, _ = job.communicate(timeout=300)
+        output, _ = job.communicate(timeout=patience + 60)
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)

@@ -51,10 +51,12 @@ def _read_batches(out: Path) -> list[str]:
     return [line for f in sorted(out.glob("batch-*.txt")) for line in f.read_text().split()]
 
 
-def driver_sigkilled_mid_batch(cluster, tmp_path: Path, **driver) -> None:
+def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
+                               **driver) -> None:
     """The driver (its own process) is SIGKILLed in batch 2 and started again from the
     checkpoint: every record is read once. ``driver``: ``master``/``event_log`` for
-    ``start_restart_job`` (test_standalone.py runs it on a Spark cluster)."""
+    ``start_restart_job`` (test_standalone.py runs it on a Spark cluster); ``patience``:
+    seconds a driver may take to start and reach the batch."""
     topic = new_topic(cluster)
     produced = [v.decode() for v in produce(cluster, topic, 450)]
     out = tmp_path / "out"
@@ -62,7 +64,7 @@ def driver_sigkilled_mid_batch(cluster, tmp_path: Path, **driver) -> None:
     job = start_restart_job(cluster, topic, checkpoint, out, stall=2, **driver)
     try:
         wait_until(lambda: (out / "stalled").exists() or job.poll() is not None,
-                   "the job to reach batch 2", timeout=240)
+                   "the job to reach batch 2", timeout=patience)
         assert job.poll() is None, job.stdout.read()
         os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         job.wait(30)
@@ -74,7 +76,7 @@ def driver_sigkilled_mid_batch(cluster, tmp_path: Path, **driver) -> None:
     more = [v.decode() for v in produce(cluster, topic, 150, start=450)]
     job = start_restart_job(cluster, topic, checkpoint, out, **driver)
     try:
-        output, _ = job.communicate(timeout=300)
+        output, _ = job.communicate(timeout=patience + 60)
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)

@@ -30,7 +30,10 @@ from stages.stage8_spark.test_source_restart import (
     leader_sigkilled_mid_query,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+#: A driver on the cluster waits for two executor JVMs and their Python workers to start:
+#: on a loaded two-core machine that took up to three minutes.
+PATIENCE = 480
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -90,14 +93,14 @@ def test_spark_status_names_both_workers_alive(standalone):
 
 def test_driver_sigkilled_mid_batch_on_the_cluster(standalone, spark_cluster, tmp_path):
     events = tmp_path / "events"
-    driver_sigkilled_mid_batch(spark_cluster, tmp_path, master=standalone["master_url"],
-                               event_log=events)
+    driver_sigkilled_mid_batch(spark_cluster, tmp_path, PATIENCE,
+                               master=standalone["master_url"], event_log=events)
     assert len(assert_tasks_on_both_workers(events, standalone)) == 2  # killed, then resumed
 
 
 def test_exactly_once_sink_on_the_cluster(standalone, spark_cluster, tmp_path):
     events = tmp_path / "events"
-    exactly_once_sink_driver_sigkilled(spark_cluster, tmp_path,
+    exactly_once_sink_driver_sigkilled(spark_cluster, tmp_path, PATIENCE,
                                        master=standalone["master_url"], event_log=events)
     assert len(assert_tasks_on_both_workers(events, standalone)) == 2
 
