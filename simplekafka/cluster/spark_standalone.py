@@ -265,8 +265,8 @@ class SparkStandalone:
                     f"{daemon.log_file}:\n{_last_lines(daemon.log_file)}")
             return None
 
-        return wait_until(found, f"Spark {daemon.role} to start (see {daemon.log_file})",
-                          self.start_timeout, 0.2, error=SparkClusterError)
+        return str(wait_until(found, f"Spark {daemon.role} to start (see {daemon.log_file})",
+                              self.start_timeout, 0.2, error=SparkClusterError))
 
     def _spawn(self, daemon: Daemon, arguments: list[str]) -> None:
         home = spark_home()

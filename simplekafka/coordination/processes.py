@@ -84,7 +84,7 @@ def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0) -> bo
     now: only a process whose command line still names ``marker`` is signalled.
     Returns True if it was ours and is now gone.
     """
-    if not pid_alive(pid) or marker not in command_line(pid):
+    if pid is None or not pid_alive(pid) or marker not in command_line(pid):
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
