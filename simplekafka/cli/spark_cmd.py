@@ -64,7 +64,7 @@ def _recorded(directory: Path) -> dict:
 
 def spark_up(args: argparse.Namespace) -> int:
     directory = args.dir.resolve()
-    state = SparkStandalone.recorded(directory) if (directory / STATE_FILE).exists() else None
+    state = _recorded(directory) if (directory / STATE_FILE).exists() else None
     if state and pid_alive(state.get("master_pid")):
         raise CliError(f"a Spark master already runs from {directory} ({state['master_url']}); "
                        f"'simplekafka spark down --dir {args.dir}' first")
