@@ -71,10 +71,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # Most of the suite's wall time is spent waiting on real processes, so run_tests.sh
 # spreads it over a few workers. A module is the unit of distribution (its module-scoped
 # cluster is started once, on one worker), and every Spark test (all of stage 8) shares
-# one worker, so the run still has one SparkSession. (xdist's own "loadgroup" marks do
+# one worker, so the run still has one local SparkSession (the standalone-cluster module
+# is a unit of its own, so that it runs in parallel with them). (xdist's own "loadgroup" marks do
 # not reach its scheduler under pytest 9, so the grouping is a scheduler of our own.)
 
 SPARK_TESTS = "stages/stage8_spark/"
+# ...but for the standalone-cluster module: its own unit, run beside the local[2] ones (its
+# session is a SparkContext of its own, which one process cannot hold beside theirs).
+SPARK_STANDALONE_TESTS = "stages/stage8_spark/test_standalone.py"
 # Learner mode's tests are parametrized by stage ("[stage4]", "[stage4.2-<mutant>]"): each
 # stage is a unit of its own (its checks start that stage's processes); stage 8's tests that
 # reach its exercise 4 (the reader run by Spark) join Spark.
@@ -85,6 +89,8 @@ SPARK_EXERCISE = ("8", "4")
 
 def worker_group(nodeid: str) -> str:
     """The unit a worker takes whole: "spark" for Spark tests, else the test's module."""
+    if nodeid.startswith(SPARK_STANDALONE_TESTS):
+        return SPARK_STANDALONE_TESTS
     if nodeid.startswith(SPARK_TESTS):
         return "spark"
     if nodeid.startswith(LEARN_TESTS):

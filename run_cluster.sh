@@ -9,6 +9,9 @@
 #   ./run_cluster.sh --interactive   pause before each step
 #   ./run_cluster.sh --keep          leave the cluster running at the end (Ctrl-C stops it)
 #   ./run_cluster.sh --no-spark      skip the Spark step
+#   ./run_cluster.sh --spark-master spark://HOST:PORT
+#                                    run the Spark step on a Spark cluster
+#                                    (simplekafka spark up) instead of local[2]
 #   ./run_cluster.sh --secure        brokers, replication and clients over SASL_SSL
 #                                    (TLS + SCRAM; docs/security.md)
 #

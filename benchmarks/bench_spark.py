@@ -12,9 +12,14 @@ Prints figures, never passes or fails; every line carries the load average.
   Arrow path (columns, :mod:`simplekafka.spark.arrow_records`);
 * end-to-end latency from produce to sink with a 0-second trigger;
 * time to recover after the driver is SIGKILLed mid-batch;
-* the JVM's and the Python processes' resident memory.
+* the JVM's and the Python processes' resident memory;
+* with ``--standalone`` (or ``--master URL``), the window count and the
+  source alone again on a Spark standalone cluster of two workers with one
+  core each (``SparkStandalone``, as ``simplekafka spark up`` starts it), in
+  the same run as ``local[2]``, with the tasks each executor ran.
 
     .venv/bin/python benchmarks/bench_spark.py [--records 2000000] [--tiny]
+        [--standalone | --master spark://HOST:PORT]
 """
 
 from __future__ import annotations
@@ -59,10 +64,10 @@ def fill(bootstrap: str, topic: str, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-def spark_session():
+def spark_session(master: str | None = None, event_log: Path | None = None):
     from simplekafka.spark.session import local_spark
 
-    return local_spark("bench_spark")
+    return local_spark("bench_spark", master=master, event_log=event_log)
 
 
 def rates_of(query) -> list[float]:
@@ -244,6 +249,34 @@ def memory() -> str:
             f"{sum(workers)} MB")
 
 
+def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Path) -> None:
+    """The window count and the source alone on a standalone cluster (two workers if ours)."""
+    from simplekafka.cluster.spark_standalone import SparkStandalone
+    from simplekafka.spark.session import tasks_by_executor
+
+    started = None
+    if master is None:
+        started = SparkStandalone(workers=2, base_dir=work / "spark").start()
+        master = started.master_url
+    try:
+        events = work / "events"
+        spark = spark_session(master, events)
+        where = f"standalone {master}"
+        run_available_now(stream(spark, bootstrap, "events", per_trigger), work / "swarm",
+                          aggregate=True)
+        report(f"window count by key, Arrow, {where}: " + describe(run_available_now(
+            stream(spark, bootstrap, "events", per_trigger), work / "sagg", aggregate=True)))
+        report(f"source alone into noop, Arrow, {where}: " + describe(run_available_now(
+            stream(spark, bootstrap, "events", per_trigger), work / "salone", aggregate=False)))
+        spark.stop()
+        tasks = next(iter(tasks_by_executor(events).values()), {})
+        report(f"tasks per executor (id@worker) on {where}: "
+               + ", ".join(f"{name} {count}" for name, count in sorted(tasks.items())))
+    finally:
+        if started is not None:
+            started.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -251,6 +284,11 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="seconds, not minutes (for tests)")
     parser.add_argument("--recovery-only", action="store_true",
                         help="only the driver SIGKILL recovery figure")
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--standalone", action="store_true",
+                         help="also on a Spark standalone cluster of two workers it starts")
+    cluster.add_argument("--master", default=None, metavar="URL",
+                         help="also on this Spark cluster (spark://HOST:PORT)")
     args = parser.parse_args()
     if args.tiny:
         args.records, args.per_trigger = 20_000, 5_000
@@ -293,6 +331,8 @@ def main() -> None:
             report("end-to-end latency, produce -> foreachBatch sink, 0 s trigger: " + latency(
                 spark, bootstrap, "latency", 3 if args.tiny else 15, 200, work))
             spark.stop()
+            if args.standalone or args.master:
+                on_a_cluster(args.master, bootstrap, args.per_trigger, work)
             if args.tiny:  # two cold JVM starts: minutes, not seconds
                 report("driver SIGKILL recovery: not measured in --tiny mode")
             else:

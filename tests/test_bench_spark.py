@@ -17,13 +17,17 @@ pytestmark = pytest.mark.integration
 
 def test_bench_spark_tiny():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks/bench_spark.py"), "--tiny"],
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks/bench_spark.py"), "--tiny",
+                             "--standalone"],
                             capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
                             env=env)
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
     lines = result.stdout.splitlines()
     for figure in ("window count by key (10 s tumbling", "source alone into noop, Arrow",
                    "source alone into noop, tuples", "window count by key, tuples",
-                   "memory after the runs", "end-to-end latency", "driver SIGKILL recovery"):
+                   "memory after the runs", "end-to-end latency", "driver SIGKILL recovery",
+                   "window count by key, Arrow, standalone spark://",
+                   "source alone into noop, Arrow, standalone spark://",
+                   "tasks per executor (id@worker) on standalone"):
         line = next(line for line in lines if line.startswith(figure))
         assert "load average" in line, line

@@ -40,6 +40,42 @@ def test_run_cluster_runs_the_failover_demo_to_the_end(tmp_path):
     assert leftovers.stdout.strip() == ""
 
 
+@pytest.mark.timeout(1200)
+def test_spark_step_on_a_standalone_cluster_counts_every_record_once(tmp_path):
+    """``./run_cluster.sh --spark-master URL`` against ``simplekafka spark up --workers 2``:
+    the Spark step's executors run on both workers, and it counts every record once."""
+    import json
+
+    spark_dir = tmp_path / "spark"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    up = subprocess.run([sys.executable, "-m", "simplekafka", "spark", "up", "--workers", "2",
+                         "--dir", str(spark_dir)], cwd=ROOT, env=env, capture_output=True,
+                        text=True, timeout=300, check=False)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        state = json.loads((spark_dir / "spark.json").read_text())
+        result = subprocess.run([str(ROOT / "run_cluster.sh"), "--spark-master",
+                                 state["master_url"]], cwd=ROOT,
+                                env={**env, "SIMPLEKAFKA_DEMO_DIR": str(tmp_path / "demo")},
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=900)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output[-4000:]
+        assert "nothing acknowledged was lost" in output
+        assert f"(PySpark {state['master_url']}, format 'simplekafka'" in output
+        assert "Spark counted every record once" in output
+        # The application's executors ran on both workers (each keeps a directory per app).
+        for worker in state["workers"]:
+            assert list(Path(worker["work_dir"]).glob("app-*/*/stderr")), worker
+    finally:
+        down = subprocess.run([sys.executable, "-m", "simplekafka", "spark", "down", "--dir",
+                               str(spark_dir)], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert down.returncode == 0, down.stdout + down.stderr
+    leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
+
+
 @pytest.mark.timeout(600)
 def test_secure_demo_runs_over_sasl_ssl(tmp_path):
     """``./run_cluster.sh --secure``: the same failover, every client and replica over SASL_SSL

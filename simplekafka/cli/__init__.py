@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "simplekafka.cli.inspect_cmd",
     "simplekafka.cli.cluster_cmd",
     "simplekafka.cli.zk_cmd",
+    "simplekafka.cli.spark_cmd",
     "simplekafka.cli.broker_cmd",
     "simplekafka.cli.topics_cmd",
     "simplekafka.cli.configs_cmd",

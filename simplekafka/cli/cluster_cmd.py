@@ -32,7 +32,7 @@ from simplekafka.cli.client_common import (
 from simplekafka.cluster import ClusterError, LocalCluster, probe_broker
 from simplekafka.cluster.local import LOOPBACK, tail
 from simplekafka.console.process import ConsoleProcess
-from simplekafka.coordination.processes import pid_alive
+from simplekafka.coordination.processes import pid_alive, stop_recorded_pid
 
 STATE_FILE = CLUSTER_STATE_FILE
 SUPERVISOR_LOG = "cluster.log"
@@ -279,14 +279,6 @@ def cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _command_line(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode(errors="replace")
-
-
 def _stop_orphans(state: dict) -> list[int]:
     """SIGTERM (then SIGKILL) recorded brokers and ZooKeeper that outlived a dead supervisor.
 
@@ -296,18 +288,8 @@ def _stop_orphans(state: dict) -> list[int]:
     candidates = [(state.get("console_pid"), "simplekafka console")]
     candidates += [(b.get("pid"), "simplekafka broker") for b in state.get("brokers", {}).values()]
     candidates.append((state.get("zookeeper_pid"), "ZooKeeperServerMain"))
-    stopped = []
-    for pid, marker in candidates:  # the console, brokers, ZooKeeper last
-        if not pid_alive(pid) or marker not in _command_line(pid):
-            continue
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-        stopped.append(pid)
-    return stopped
+    # the console, brokers, ZooKeeper last
+    return [pid for pid, marker in candidates if stop_recorded_pid(pid, marker)]
 
 
 def cluster_status(args: argparse.Namespace) -> int:

@@ -80,6 +80,37 @@ HELP: dict[str, Help] = {
         """\
   simplekafka cluster status
   simplekafka cluster status --dir /tmp/c2"""),
+    "spark": Help(
+        "Start, stop or inspect a local Spark standalone cluster.\n\n"
+        "'up' runs Spark's own master and workers (from the pyspark wheel) in the\n"
+        "background on 127.0.0.1, one core each, and records the master URL, the\n"
+        "web UI and the pids in DIR/spark.json; a SparkSession joins it with\n"
+        "master(URL). 'status' asks the master; 'down' stops workers, then master.",
+        """\
+  simplekafka spark up --workers 2
+  simplekafka spark status
+  python -m stages.stage8_spark --master spark://127.0.0.1:PORT
+  simplekafka spark down"""),
+    "spark up": Help(
+        "Start a Spark master and N workers in the background.\n\n"
+        "Prints the master URL on its first line (spark://127.0.0.1:PORT, a free\n"
+        "port) and writes it to DIR/spark.json as master_url, with the master's\n"
+        "web UI as web_ui. Each worker offers 1 core and 768 MiB to executors.",
+        """\
+  simplekafka spark up
+  simplekafka spark up --workers 3 --dir /tmp/spark
+  simplekafka spark up --workers 1 | head -1     # just the master URL"""),
+    "spark status": Help(
+        "Show the master, its ALIVE workers and running applications.\n\n"
+        "Exit status 0 when the master runs with every worker ALIVE, 1 otherwise.",
+        """\
+  simplekafka spark status
+  simplekafka spark status --dir /tmp/spark"""),
+    "spark down": Help(
+        "Stop the Spark cluster started with 'spark up' (workers, then the master).",
+        """\
+  simplekafka spark down
+  simplekafka spark down --dir /tmp/spark"""),
     "zk": Help(
         "Start, stop or inspect the embedded ZooKeeper on its own.",
         """\

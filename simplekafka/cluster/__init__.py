@@ -12,12 +12,15 @@ from simplekafka.cluster.local import (
     free_port,
     probe_broker,
 )
+from simplekafka.cluster.spark_standalone import SparkClusterError, SparkStandalone
 
 __all__ = [
     "BrokerProcess",
     "ClusterError",
     "LocalCluster",
     "ProbeResult",
+    "SparkClusterError",
+    "SparkStandalone",
     "free_port",
     "probe_broker",
 ]

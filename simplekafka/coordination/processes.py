@@ -9,6 +9,7 @@ layer, the CLI, the tests and the benchmarks all use the same ones.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -67,4 +68,33 @@ def wait_until(condition: Callable[[], T], what: str, timeout: float = 60.0,
         time.sleep(interval)
 
 
-__all__: list[Any] = ["LOOPBACK", "free_port", "pid_alive", "wait_until"]
+def command_line(pid: int) -> str:
+    """The command line of ``pid`` with spaces between arguments ("" if unknown)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0) -> bool:
+    """SIGTERM (then SIGKILL after ``timeout``) a recorded pid whose command line holds ``marker``.
+
+    A pid read back from a file may have been recycled by something else by
+    now: only a process whose command line still names ``marker`` is signalled.
+    Returns True if it was ours and is now gone.
+    """
+    if pid is None or not pid_alive(pid) or marker not in command_line(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(pid), f"pid {pid} to die", 10.0)
+    return True
+
+
+__all__: list[Any] = ["LOOPBACK", "command_line", "free_port", "pid_alive", "stop_recorded_pid",
+                      "wait_until"]

@@ -6,11 +6,14 @@ survived the failover, a streaming query (``format("simplekafka")``,
 ``trigger(availableNow=True)``) counts the demo topic's records per partition
 and 1-second window of their timestamp behind a 1-second watermark, prints them,
 and checks that every record in the topic was counted once. ``--no-spark``
-skips it.
+skips it; ``--spark-master URL`` runs it on a Spark cluster (``simplekafka spark
+up``) instead of ``local[2]``.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -64,16 +67,18 @@ def windowed_counts(spark: Any, bootstrap_servers: str, topic: str,
     return counts, query
 
 
-def spark_consumer(cluster: LocalCluster, step: cluster_demo.Narrator) -> bool:
+def spark_consumer(cluster: LocalCluster, step: cluster_demo.Narrator,
+                   master: str | None = None) -> bool:
     """The demo's last step; True when Spark counted every record of the topic once."""
     from simplekafka.spark.session import local_spark
 
     topic = cluster_demo.TOPIC
     step(f"the Spark consumer: {topic!r} records per partition and {WINDOW} window of their "
-         f"timestamp (PySpark local[2], format 'simplekafka', watermark {WATERMARK})")
+         f"timestamp (PySpark {master or 'local[2]'}, format 'simplekafka', "
+         f"watermark {WATERMARK})")
     say = step.say
     started = time.monotonic()
-    spark = local_spark("run-cluster-demo")
+    spark = local_spark("run-cluster-demo", master=master)
     try:
         say(f"Spark {spark.version} started in {time.monotonic() - started:.0f} s")
         counts, query = windowed_counts(spark, cluster.bootstrap_servers, topic,
@@ -101,9 +106,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = cluster_demo.build_parser()
     parser.add_argument("--no-spark", action="store_true",
                         help="end after the failover, without the Spark consumer step")
+    parser.add_argument("--spark-master", type=_master, default=None, metavar="URL",
+                        help="run the Spark step on this Spark cluster, spark://HOST:PORT "
+                             "('simplekafka spark up' prints it; default local[2])")
     args = parser.parse_args(argv)
-    return cluster_demo.main(argv, after_failover=None if args.no_spark else spark_consumer,
-                             parser=parser)
+    step = None if args.no_spark else spark_consumer
+    if step is not None and args.spark_master:
+        step = functools.partial(spark_consumer, master=args.spark_master)
+    return cluster_demo.main(argv, after_failover=step, parser=parser)
+
+
+def _master(text: str) -> str:
+    from simplekafka.spark.session import check_master_url
+
+    try:
+        return check_master_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 if __name__ == "__main__":

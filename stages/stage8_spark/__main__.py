@@ -2,6 +2,7 @@
 
     python -m stages.stage8_spark                      # all four, on a cluster it starts
     python -m stages.stage8_spark PIPELINE [--bootstrap-server HOST:PORT,...]
+    python -m stages.stage8_spark --master spark://HOST:PORT   # on a Spark cluster
 
 PIPELINE is one of product-views, sensor-averages, sessions, fraud-alerts or
 all. Without ``--bootstrap-server`` a LocalCluster (ZooKeeper and three
@@ -13,7 +14,9 @@ result, the watermark, the late rows Spark dropped, and whether the result
 equals the same aggregate computed in Python straight from the topic. Files
 (checkpoints, broker data) go to $SIMPLEKAFKA_DEMO_DIR if set, else a
 temporary directory. About a minute for one pipeline, two for all; without
-arguments it starts no new pipeline after two and a half minutes.
+arguments it starts no new pipeline after two and a half minutes. With
+``--master`` the executors run on that Spark cluster (``simplekafka spark up``)
+instead of ``local[2]``.
 """
 
 from __future__ import annotations
@@ -123,7 +126,7 @@ DEMO_BUDGET = 150.0
 
 
 def run(names: Iterable[str], bootstrap_servers: str | None, workdir: Path,
-        budget: float | None = None) -> int:
+        budget: float | None = None, master: str | None = None) -> int:
     """Start what is missing (cluster, Spark), show each pipeline, stop what it started."""
     from simplekafka.cluster import LocalCluster
     from simplekafka.spark.session import local_spark
@@ -141,8 +144,8 @@ def run(names: Iterable[str], bootstrap_servers: str | None, workdir: Path,
                                        if cluster else 1)
         if created:
             print(f"created topics: {', '.join(created)}", flush=True)
-        print("starting Spark (local[2]) ...", flush=True)
-        spark = local_spark()
+        print(f"starting Spark ({master or 'local[2]'}) ...", flush=True)
+        spark = local_spark(master=master)
         started = time.monotonic()
         results, names = [], list(names)
         for number, name in enumerate(names):
@@ -169,6 +172,16 @@ def _bootstrap(text: str) -> str:
     return text
 
 
+def _master(text: str) -> str:
+    """``spark://HOST:PORT``, checked before anything starts."""
+    from simplekafka.spark.session import check_master_url
+
+    try:
+        return check_master_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _OneLineParser(prog="python -m stages.stage8_spark",
                             description=__doc__.splitlines()[0])
@@ -179,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None,
                         help="where checkpoints (and a started cluster) live "
                              "(default: $SIMPLEKAFKA_DEMO_DIR or a temporary directory)")
+    parser.add_argument("--master", type=_master, default=None, metavar="URL",
+                        help="a Spark cluster's master, spark://HOST:PORT "
+                             "(default: local[2] in this process)")
     args = parser.parse_args(argv)
     names = list(PIPELINES) if args.pipeline in (None, "all") else [args.pipeline]
     if args.bootstrap_server:
@@ -195,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="stage8-", dir=base) as workdir:
             return run(names, args.bootstrap_server, Path(workdir),
-                       budget=DEMO_BUDGET if args.pipeline is None else None)
+                       budget=DEMO_BUDGET if args.pipeline is None else None,
+                       master=args.master)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

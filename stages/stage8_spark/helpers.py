@@ -58,9 +58,11 @@ def wait_until(condition, what: str, timeout: float = 120.0, every: float = 0.5)
 
 
 def start_restart_job(cluster, topic: str, checkpoint, out, stall: int = -1,
-                      exactly_once: str | None = None):
+                      exactly_once: str | None = None, master: str | None = None,
+                      event_log=None):
     """``restart_job.py`` as its own driver process (a session leader: killpg kills its JVM
-    and Python workers too); its output on ``stdout``."""
+    and Python workers too); its output on ``stdout``. ``master``: on that Spark cluster
+    (its executors are the workers' processes, not the driver's)."""
     import os
     import subprocess
     import sys
@@ -74,5 +76,9 @@ def start_restart_job(cluster, topic: str, checkpoint, out, stall: int = -1,
         command += ["--stall-batch", str(stall)]
     if exactly_once:
         command += ["--exactly-once", exactly_once]
+    if master:
+        command += ["--master", master]
+    if event_log is not None:
+        command += ["--event-log", str(event_log)]
     return subprocess.Popen(command, cwd=root, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

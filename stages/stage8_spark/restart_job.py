@@ -11,6 +11,10 @@ With ``--exactly-once SINK`` the values go to the topic SINK through the
 simplekafka sink in exactly-once mode instead (each micro-batch one
 transaction); ``--stall-batch N`` then stops with batch N's transaction open
 (the sink's SIMPLEKAFKA_SPARK_SINK_STALL hook).
+
+``--master URL`` runs the executors on that Spark cluster rather than
+``local[2]``; ``--event-log DIR`` keeps Spark's event log there (which
+executor ran each task).
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--stall-batch", type=int, default=-1)
     parser.add_argument("--exactly-once", metavar="SINK")
+    parser.add_argument("--master", default=None)
+    parser.add_argument("--event-log", default=None)
     args = parser.parse_args()
     if args.exactly_once and args.stall_batch >= 0:
         os.environ["SIMPLEKAFKA_SPARK_SINK_STALL"] = f"{args.stall_batch}:{args.out / 'stalled'}"
     from simplekafka.spark.session import local_spark
 
-    spark = local_spark("simplekafka-restart-job")
+    spark = local_spark("simplekafka-restart-job", master=args.master, event_log=args.event_log)
     args.out.mkdir(parents=True, exist_ok=True)
 
     def write_batch(df, batch_id: int) -> None:

@@ -30,6 +30,8 @@ def demo(*args: str, timeout: float = 60, **env: str) -> subprocess.CompletedPro
     (["sessions", "--bootstrap-server", "127.0.0.1:99999"], "is not host:port"),
     (["sessions", "--no-such-option"], "unrecognized arguments: --no-such-option"),
     (["sessions", "extra"], "unrecognized arguments: extra"),
+    (["sessions", "--master", "127.0.0.1:7077"], "'127.0.0.1:7077' is not a Spark master URL"),
+    (["sessions", "--master", "spark://host"], "is not a Spark master URL (spark://HOST:PORT"),
 ])
 def test_bad_arguments_are_one_line_errors(args, says, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -48,23 +47,24 @@ def test_restart_from_the_checkpoint_reads_exactly_the_new_records(spark, spark_
     assert sorted(seen) == sorted(second)
 
 
-def _job(cluster, topic, checkpoint, out, stall=-1) -> subprocess.Popen:
-    return start_restart_job(cluster, topic, checkpoint, out, stall)
-
-
 def _read_batches(out: Path) -> list[str]:
     return [line for f in sorted(out.glob("batch-*.txt")) for line in f.read_text().split()]
 
 
-def test_driver_sigkilled_mid_batch_resumes_every_record_once(spark_cluster, tmp_path):
-    topic = new_topic(spark_cluster)
-    produced = [v.decode() for v in produce(spark_cluster, topic, 450)]
+def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
+                               **driver) -> None:
+    """The driver (its own process) is SIGKILLed in batch 2 and started again from the
+    checkpoint: every record is read once. ``driver``: ``master``/``event_log`` for
+    ``start_restart_job`` (test_standalone.py runs it on a Spark cluster); ``patience``:
+    seconds a driver may take to start and reach the batch."""
+    topic = new_topic(cluster)
+    produced = [v.decode() for v in produce(cluster, topic, 450)]
     out = tmp_path / "out"
     checkpoint = tmp_path / "cp"
-    job = _job(spark_cluster, topic, checkpoint, out, stall=2)
+    job = start_restart_job(cluster, topic, checkpoint, out, stall=2, **driver)
     try:
         wait_until(lambda: (out / "stalled").exists() or job.poll() is not None,
-                   "the job to reach batch 2", timeout=240)
+                   "the job to reach batch 2", timeout=patience)
         assert job.poll() is None, job.stdout.read()
         os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         job.wait(30)
@@ -73,10 +73,10 @@ def test_driver_sigkilled_mid_batch_resumes_every_record_once(spark_cluster, tmp
             os.killpg(job.pid, signal.SIGKILL)
     assert not (out / "batch-2.txt").exists()
     assert (checkpoint / "offsets" / "2").exists() and not (checkpoint / "commits" / "2").exists()
-    more = [v.decode() for v in produce(spark_cluster, topic, 150, start=450)]
-    job = _job(spark_cluster, topic, checkpoint, out)
+    more = [v.decode() for v in produce(cluster, topic, 150, start=450)]
+    job = start_restart_job(cluster, topic, checkpoint, out, **driver)
     try:
-        output, _ = job.communicate(timeout=300)
+        output, _ = job.communicate(timeout=patience + 60)
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
@@ -85,11 +85,17 @@ def test_driver_sigkilled_mid_batch_resumes_every_record_once(spark_cluster, tmp
     assert sorted(got) == sorted(produced + more)  # every record, once
 
 
-def test_leader_sigkilled_while_the_query_runs(spark, spark_cluster, tmp_path):
-    topic = new_topic(spark_cluster)
+def test_driver_sigkilled_mid_batch_resumes_every_record_once(spark_cluster, tmp_path):
+    driver_sigkilled_mid_batch(spark_cluster, tmp_path)
+
+
+def leader_sigkilled_mid_query(spark, cluster, tmp_path: Path) -> None:
+    """A streaming query reads on while the leader of partition 0 is SIGKILLed under a
+    producer: every acknowledged record arrives, none twice."""
+    topic = new_topic(cluster)
     seen: list[tuple[int, int, bytes]] = []
     query = (spark.readStream.format("simplekafka")
-             .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+             .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
              .option("subscribe", topic).option("startingOffsets", "earliest").load()
              .writeStream.foreachBatch(lambda df, _: seen.extend(
                  (r.partition, r.offset, r.value)
@@ -100,7 +106,7 @@ def test_leader_sigkilled_while_the_query_runs(spark, spark_cluster, tmp_path):
     stop = threading.Event()
 
     def keep_producing():
-        with Producer(spark_cluster.bootstrap_servers, acks="all", linger_ms=2) as producer:
+        with Producer(cluster.bootstrap_servers, acks="all", linger_ms=2) as producer:
             i = 0
             while not stop.is_set():
                 futures = [(b"r%d" % n, producer.send(topic, value=b"r%d" % n))
@@ -119,9 +125,9 @@ def test_leader_sigkilled_while_the_query_runs(spark, spark_cluster, tmp_path):
     victim = None
     try:
         wait_until(lambda: len(seen) >= 200, "records flowing", timeout=120)
-        victim = spark_cluster.leader_of(topic, 0)
-        spark_cluster.kill(victim)
-        wait_until(lambda: spark_cluster.leader_of(topic, 0) not in (victim, -1, None),
+        victim = cluster.leader_of(topic, 0)
+        cluster.kill(victim)
+        wait_until(lambda: cluster.leader_of(topic, 0) not in (victim, -1, None),
                    "a new leader", timeout=60)
         time.sleep(3)
         stop.set()
@@ -134,10 +140,14 @@ def test_leader_sigkilled_while_the_query_runs(spark, spark_cluster, tmp_path):
         stop.set()
         query.stop()
         if victim is not None:
-            spark_cluster.restart(victim)
+            cluster.restart(victim)
     positions = [(p, o) for p, o, _ in seen]
     assert len(positions) == len(set(positions)), "a record was delivered twice"
     assert len(acked) > 200
+
+
+def test_leader_sigkilled_while_the_query_runs(spark, spark_cluster, tmp_path):
+    leader_sigkilled_mid_query(spark, spark_cluster, tmp_path)
 
 
 def test_a_task_reads_on_through_a_leader_change_mid_range(spark_cluster):
