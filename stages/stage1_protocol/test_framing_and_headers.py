@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "0000002d"  # 45 api keys
+    "0000002f"  # 47 api keys
     "000000000008"  # Produce 0-8
     "00010004000b"  # Fetch 4-11
     "000200000007"  # ListOffsets 0-7
@@ -175,17 +175,19 @@ PROBE_ANSWER_HEX = (
     "001d00000001"  # DescribeAcls 0-1
     "001e00000001"  # CreateAcls 0-1
     "001f00000001"  # DeleteAcls 0-1
-    "002000000002"  # DescribeConfigs 0-2
-    "002100000001"  # AlterConfigs 0-1
+    "002000000004"  # DescribeConfigs 0-4
+    "002100000002"  # AlterConfigs 0-2
     "002300000004"  # DescribeLogDirs 0-4
     "002400000002"  # SaslAuthenticate 0-2
     "002500000001"  # CreatePartitions 0-1
     "002a00000001"  # DeleteGroups 0-1
     "002b00000001"  # ElectLeaders 0-1
-    "002c00000000"  # IncrementalAlterConfigs 0
+    "002c00000001"  # IncrementalAlterConfigs 0-1
     "002d00000000"  # AlterPartitionReassignments 0
     "002e00000000"  # ListPartitionReassignments 0
     "002f00000000"  # OffsetDelete 0
+    "003000000001"  # DescribeClientQuotas 0-1
+    "003100000001"  # AlterClientQuotas 0-1
     "003200000000"  # DescribeUserScramCredentials 0
     "003300000000"  # AlterUserScramCredentials 0
     "003c00000001"  # DescribeCluster 0-1
