@@ -144,7 +144,9 @@ def _field(record: Mapping[str, Any], name: str, index: int) -> bytes | None:
 
 def _headers(record: Mapping[str, Any], index: int) -> list[tuple[str, bytes | None]]:
     """A new record's headers: ``[{"key", "value"}]``, values as the record's encoding."""
-    headers = record.get("headers") or []
+    headers = record.get("headers")
+    if headers is None:
+        return []
     if not isinstance(headers, list):
         raise bad_request(f"records[{index}].headers must be a list of {{key, value}}")
     found = []
@@ -856,6 +858,9 @@ class ConsoleService:
         if unknown:
             raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
         topic = body.get("topic")
+        if "partitions" in body and body["partitions"] is None:
+            raise bad_request("partitions must be a non-empty list of partition numbers "
+                              "(leave it out for every partition)")
         partitions = body.get("partitions")
         if partitions is not None:
             if topic is None:
