@@ -72,9 +72,11 @@ def bytes_per_replica(tmp_path, count: int = 300) -> tuple[float, dict[str, floa
 def test_a_replica_costs_a_few_kilobytes(tmp_path):
     """10,000 replicas per broker must fit in 300 MB with the broker's ~70 MB base: the
     Partition, its log, segment, indexes, epoch cache and producer state came to 6.1 KB
-    of Python objects per replica, 5.3 KB now (about 10 KB of RSS in a real broker)."""
+    of Python objects per replica, 5.3 KB after that work, 5.8 KB since each partition
+    holds its zero-copy threshold, its ISR hook and its ReplicaManager's queues
+    (about 10 KB of RSS in a real broker)."""
     total, by_file = bytes_per_replica(tmp_path)
-    assert total < 5_700, sorted(by_file.items(), key=lambda item: -item[1])[:8]
+    assert total < 6_000, sorted(by_file.items(), key=lambda item: -item[1])[:8]
     # A partition that never saw an acks=all produce holds no waiter queue (760 B each).
     assert by_file.get("broker/delayed_produce.py", 0) < 50
 
