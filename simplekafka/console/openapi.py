@@ -152,9 +152,9 @@ SCHEMAS: dict[str, Any] = {
         "partitions", "complete"]),
     "NewRecord": _object({
         "key": NULLABLE_STRING, "value": NULLABLE_STRING,
-        "headers": {"type": "array", "items": _object(
+        "headers": {"type": "array", "nullable": True, "items": _object(
             {"key": {"type": "string"}, "value": NULLABLE_STRING}, ["key"], closed=True),
-            "description": "values in the record's encoding"},
+            "description": "values in the record's encoding; null or absent: none"},
         "partition": _int(0, MAX_PARTITIONS, nullable=True,
                           description="default (or null): the key's partition"),
         "encoding": {**ENCODING,
