@@ -35,7 +35,7 @@ CONFIG = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
           "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
           "group.initial.rebalance.delay.ms": "0",
           "auto.leader.rebalance.enable": "false", "zookeeper.session.timeout.ms": "6000"}
-WAIT_MS = 15_000
+WAIT_MS = 45_000  # a loaded suite run (two cores, three workers) is slow, not wrong
 
 
 @pytest.fixture(scope="module")
