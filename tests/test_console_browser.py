@@ -327,6 +327,46 @@ def test_record_browser_all_partitions_filters_and_json(live, page):
     shot(page, "records-time-range")
 
 
+def test_an_earlier_read_answered_late_does_not_replace_the_later_one(live, page):
+    """Two reads in flight: the answer to the first, held back until the second is shown,
+    must not overwrite it (the loaded-machine race the record browser test once lost)."""
+    cluster, _ = live
+    produce(cluster.bootstrap_servers, "orders", [(b"late", b"needle-late", None)], partition=0)
+    go(page, "#/records")
+    page.select_option("#browse-topic", "orders")
+    page.wait_for_function("document.querySelector('#browse-note').textContent.includes('records')")
+    held: list = []
+
+    def hold_the_unfiltered_read(route):
+        if "contains=" in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/api/topics/orders/records?*", hold_the_unfiltered_read)
+    try:
+        page.fill("#browse-contains", "")
+        page.click("#browse button[type=submit]")  # the first read: held
+        page.wait_for_function("document.querySelector('#browse-note').textContent === 'reading…'")
+        page.fill("#browse-contains", "needle-late")
+        page.click("#browse button[type=submit]")  # the second read: answered at once
+        page.wait_for_function("""() => {
+            const rows = document.querySelectorAll('#records tbody tr');
+            return rows.length === 1 && rows[0].innerText.includes('needle-late'); }""")
+        deadline = time.monotonic() + 10
+        while not held and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+        assert held, "the first read never reached the route"
+        with page.expect_response(lambda r: "/records?" in r.url and "contains=" not in r.url):
+            held[0].continue_()  # now the first read's answer arrives, late
+        page.wait_for_timeout(500)  # time for the page to show it, were it going to
+    finally:
+        page.unroute("**/api/topics/orders/records?*")
+        page.fill("#browse-contains", "")
+    rows = page.locator("#records tbody tr")
+    assert rows.count() == 1 and "needle-late" in rows.first.inner_text()
+
+
 def test_group_page_members_and_offset_reset_plan_then_apply(live, page):
     from confluent_kafka import Consumer, TopicPartition
 

@@ -263,18 +263,21 @@ def produce_after(sock) -> bytes | None:
     return read_frame(sock)
 
 
-@pytest.mark.parametrize("token, answer", [
-    (jws(good_claims(lifetime=-1)), '{"status":"invalid_token"}'),
-    (jws(good_claims(scope=("read",))), '{"status":"insufficient_scope", "scope":"[kafka]"}'),
-    (jws(good_claims(), {"alg": "HS256", "typ": "JWT"}, "c2lnbmVk"),
+# Tokens are built when the test runs, not at collection: a run of many workers can reach
+# this test minutes after collecting it, past a good token's one-minute lifetime.
+@pytest.mark.parametrize("make_token, answer", [
+    (lambda: jws(good_claims(lifetime=-1)), '{"status":"invalid_token"}'),
+    (lambda: jws(good_claims(scope=("read",))),
+     '{"status":"insufficient_scope", "scope":"[kafka]"}'),
+    (lambda: jws(good_claims(), {"alg": "HS256", "typ": "JWT"}, "c2lnbmVk"),
      '{"status":"invalid_token"}'),
-    (jws({"iat": time.time(), "exp": time.time() + 60, "scope": ["kafka"]}),
+    (lambda: jws({"iat": time.time(), "exp": time.time() + 60, "scope": ["kafka"]}),
      '{"status":"invalid_token"}'),
-])
-def test_refused_tokens_get_kafkas_answers_and_nothing_lands(secured, token, answer):
+], ids=["expired", "without-the-scope", "signed", "without-a-subject"])
+def test_refused_tokens_get_kafkas_answers_and_nothing_lands(secured, make_token, answer):
     from simplekafka.protocol.oauthbearer import client_first_message
 
-    sock, first = oauth_exchange(secured, client_first_message(token))
+    sock, first = oauth_exchange(secured, client_first_message(make_token()))
     assert (first.error_code, first.auth_bytes.decode()) == (0, answer)
     final = call(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\x01"}, 3)
     assert (final.error_code, final.error_message) == (58, answer)  # SASL_AUTHENTICATION_FAILED

@@ -485,6 +485,7 @@ function viewRecords(token, view, wantedTopic) {
   const note = el("p", { id: "browse-note", class: "muted" });
   const body = el("tbody");
   let loadedOnce = false;
+  let latestRead = 0;  // only the last read asked for is shown: an earlier answer may come later
 
   const fillTopics = () => {
     const names = topicNames(overview, showInternal.checked);
@@ -514,16 +515,19 @@ function viewRecords(token, view, wantedTopic) {
     if (to !== null) params.set("until_ms", String(to));
     if (contains.value) params.set("contains", contains.value);
     const asked = viewToken;
+    const thisRead = ++latestRead;
+    const stale = () => asked !== viewToken || thisRead !== latestRead;
     note.textContent = "reading…";
     let page;
     try {
       page = await getJson(`/api/topics/${enc(topic.value)}/records?${params}`);
     } catch (error) {
+      if (stale()) return;
       note.textContent = "error: " + error.message;
       body.replaceChildren();
       return;
     }
-    if (asked !== viewToken) return;
+    if (stale()) return;
     note.textContent = `${page.records.length} records of ${page.topic ?? topic.value}` +
       (partition.value === "all" ? " (all partitions)" : ` partition ${partition.value}`) +
       (page.complete === false ? "; there may be more: narrow the filters or raise the limit"
