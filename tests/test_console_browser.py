@@ -331,8 +331,9 @@ def test_an_earlier_read_answered_late_does_not_replace_the_later_one(live, page
     """Two reads in flight: the answer to the first, held back until the second is shown,
     must not overwrite it (the loaded-machine race the record browser test once lost)."""
     cluster, _ = live
-    produce(cluster.bootstrap_servers, "orders", [(b"late", b"needle-late", None)], partition=0)
-    go(page, "#/records")
+    produce(cluster.bootstrap_servers, "orders", [(b"late", b"needle-late")], partition=0)
+    go(page, "#/")
+    go(page, "#/records")  # a fresh form: no filters left from an earlier test
     page.select_option("#browse-topic", "orders")
     page.wait_for_function("document.querySelector('#browse-note').textContent.includes('records')")
     held: list = []
