@@ -56,6 +56,9 @@ class RequestContext(NamedTuple):
     # the listener it arrived on; the authorizer decides on these two.
     principal: str = ANONYMOUS
     listener: str = "PLAINTEXT"
+    # The connection itself (server.KafkaConnection; None in unit tests), for what a
+    # request leaves on it: ApiVersions v3's client software name and version.
+    connection: Any = None
 
 
 Handler = Callable[[RequestContext, Any], Any]
@@ -67,9 +70,10 @@ class RequestDispatcher:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
         self.requests_handled = 0
-        # Told (api key, perf_counter() at arrival) as each request is answered, or fails:
-        # the metrics' request counts and latency histogram (metrics.py); None: untimed.
-        self.on_answered: Callable[[int, float], None] | None = None
+        # Told (api key, api version, perf_counter() at arrival) as each request is
+        # answered, or fails: the metrics' request counts and latency histogram
+        # (metrics.py); None: untimed.
+        self.on_answered: Callable[[int, int, float], None] | None = None
         # The broker's ClientQuotas (client_quotas.py): asked only while a quota is set.
         self.quotas: Any = None
 
@@ -92,7 +96,7 @@ class RequestDispatcher:
         if api_key == ApiKey.API_VERSIONS and (
                 low_high is None or not low_high[0] <= api_version <= low_high[1]):
             if self.on_answered is not None:
-                self.on_answered(api_key, started)
+                self.on_answered(api_key, api_version, started)
             return api_versions_probe_response(correlation_id)
         handler = self._handlers.get(api_key)
         if low_high is None or handler is None:
@@ -112,7 +116,7 @@ class RequestDispatcher:
         context = _new_context(RequestContext, (
             _KEYS[api_key], api_version, correlation_id, header.client_id, peer,
             getattr(connection, "principal", ANONYMOUS), getattr(connection, "listener",
-                                                                 "PLAINTEXT")))
+                                                                 "PLAINTEXT"), connection))
         self.requests_handled += 1
         quotas = self.quotas
         if quotas is not None and quotas.enabled:
@@ -132,7 +136,7 @@ class RequestDispatcher:
             body = encode_response_pieces(context.api_key, context.api_version,
                                           context.correlation_id, body)
         if self.on_answered is not None:
-            self.on_answered(context.api_key, started)
+            self.on_answered(context.api_key, context.api_version, started)
         return body
 
 

@@ -71,6 +71,9 @@ class BrokerMetrics:
         self.bytes_in: dict[str, int] = defaultdict(int)
         self.bytes_out: dict[str, int] = defaultdict(int)
         self.request_times: dict[int, RequestTimes] = {}  # by api key
+        # Requests by (api key, version), as Kafka's RequestsPerSec{request,version}: which
+        # versions the clients chose.
+        self.request_versions: dict[tuple[int, int], int] = defaultdict(int)
         # Consumer fetches by the role this broker had for the partition (KIP-392: a
         # follower serves consumers in its rack), and the leader's redirects to one.
         self.consumer_fetch_bytes = {"leader": 0, "follower": 0}
@@ -115,8 +118,9 @@ class BrokerMetrics:
                 self.bytes_out[topic["topic"]] += size
         return body
 
-    def on_request(self, api_key: int, started: float) -> None:
+    def on_request(self, api_key: int, api_version: int, started: float) -> None:
         elapsed_ms = (_perf_counter() - started) * 1000
+        self.request_versions[(api_key, api_version)] += 1
         times = self.request_times.get(api_key)
         if times is None:
             times = self.request_times[api_key] = RequestTimes()
@@ -148,6 +152,7 @@ class BrokerMetrics:
         yield from self._controller()
         yield from self._logs()
         yield from self._groups()
+        yield from self._client_software()
 
     def _topic_counters(self) -> Any:
         for name, per_topic, doc in (
@@ -197,13 +202,16 @@ class BrokerMetrics:
 
     def _request_metrics(self) -> Any:
         requests = Metric("kafka_network_requestmetrics_requests",
-                          "Requests handled, by request type", "counter")
+                          "Requests handled, by request type and version", "counter")
         latency = Metric("kafka_network_requestmetrics_totaltimems",
                          "Time from a request's arrival to its answer, in ms", "histogram")
+        for (api_key, version), count in sorted(self.request_versions.items()):
+            requests.add_sample(requests.name + "_total", {
+                "request": _REQUEST_NAMES.get(api_key, str(api_key)),
+                "version": str(version)}, count)
         for api_key, times in sorted(self.request_times.items()):
             labels = {"request": _REQUEST_NAMES.get(api_key, str(api_key))}
             count = times.count
-            requests.add_sample(requests.name + "_total", labels, count)
             cumulative = 0
             for bound, in_bucket in zip(LATENCY_BUCKETS_MS, times.buckets, strict=False):
                 cumulative += in_bucket
@@ -342,6 +350,20 @@ class BrokerMetrics:
             except Exception:  # a log closed under us (deleted topic): skip it this time
                 continue
             metric.add_sample(metric.name, {"topic": topic, "partition": str(index)}, size)
+        yield metric
+
+    def _client_software(self) -> Any:
+        """ApiVersions v3+ requests by the software the client named (KIP-511): which
+        clients, at which versions, talk to this broker."""
+        apis = getattr(self.broker, "apis", None)
+        counts = getattr(getattr(apis, "api_versions", None), "client_software", {})
+        metric = Metric("kafka_server_clientsoftware_apiversions",
+                        "ApiVersions requests by client software name and version",
+                        "counter")
+        for (name, version), count in sorted(counts.items()):
+            metric.add_sample(metric.name + "_total", {"client_software_name": name,
+                                                       "client_software_version": version},
+                              count)
         yield metric
 
     def _groups(self) -> Any:

@@ -113,6 +113,8 @@ class KafkaConnection(Int32StringReceiver):
         # its authenticator until that is complete.
         self.listener = listener
         self.principal = ANONYMOUS
+        # (name, version) the client told in ApiVersions v3+ (KIP-511); None until then.
+        self.client_software: tuple[str, str] | None = None
         self.authenticator = authenticator
         self._tls_principal = tls_principal
         self._frames = FrameDecoder(self.MAX_LENGTH)

@@ -46,6 +46,20 @@ from simplekafka.protocol.sasl import (
 CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = dict(ADVERTISED_VERSIONS)
 CLIENT_VERSIONS[ApiKey.PRODUCE] = (3, CLIENT_VERSIONS[ApiKey.PRODUCE][1])
 CLIENT_VERSIONS[ApiKey.METADATA] = (1, CLIENT_VERSIONS[ApiKey.METADATA][1])
+# The group, transaction and admin APIs at the highest versions this client's code
+# builds and reads (the broker serves Kafka 3.9's; FindCoordinator v4 and OffsetFetch
+# v8, for one, batch their keys in a layout the client does not write yet).
+CLIENT_MAX_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.OFFSET_COMMIT: 7, ApiKey.OFFSET_FETCH: 5, ApiKey.FIND_COORDINATOR: 2,
+    ApiKey.JOIN_GROUP: 5, ApiKey.HEARTBEAT: 3, ApiKey.LEAVE_GROUP: 3, ApiKey.SYNC_GROUP: 3,
+    ApiKey.DESCRIBE_GROUPS: 4, ApiKey.LIST_GROUPS: 2, ApiKey.DELETE_RECORDS: 1,
+    ApiKey.INIT_PRODUCER_ID: 1, ApiKey.CREATE_PARTITIONS: 1, ApiKey.DESCRIBE_ACLS: 1,
+    ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 1, ApiKey.DELETE_GROUPS: 1,
+    ApiKey.ELECT_LEADERS: 1, ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFFSETS_TO_TXN: 2,
+    ApiKey.END_TXN: 2, ApiKey.TXN_OFFSET_COMMIT: 2,
+}
+for _key, _high in CLIENT_MAX_VERSIONS.items():
+    CLIENT_VERSIONS[_key] = (CLIENT_VERSIONS[_key][0], min(_high, CLIENT_VERSIONS[_key][1]))
 
 HANDSHAKE_VERSION = min(2, CLIENT_VERSIONS[ApiKey.API_VERSIONS][1])
 MAX_CORRELATION_ID = 2**31 - 1

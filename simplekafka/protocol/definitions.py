@@ -433,7 +433,7 @@ UPDATE_METADATA_RESPONSE = Message("UpdateMetadataResponse", 6, "0-6", "6+", [
 
 # --- OffsetCommit (8), OffsetFetch (9) -----------------------------------------------------
 
-OFFSET_COMMIT_REQUEST = Message("OffsetCommitRequest", 8, "0-7", "8+", [
+OFFSET_COMMIT_REQUEST = Message("OffsetCommitRequest", 8, "0-9", "8+", [
     F("group_id", "string"),
     F("generation_id_or_member_epoch", "int32", "1+", default=-1),
     F("member_id", "string", "1+"),
@@ -451,7 +451,7 @@ OFFSET_COMMIT_REQUEST = Message("OffsetCommitRequest", 8, "0-7", "8+", [
     ]),
 ])
 
-OFFSET_COMMIT_RESPONSE = Message("OffsetCommitResponse", 8, "0-7", "8+", [
+OFFSET_COMMIT_RESPONSE = Message("OffsetCommitResponse", 8, "0-9", "8+", [
     F("throttle_time_ms", "int32", "3+"),
     F("topics", [
         F("name", "string"),
@@ -462,16 +462,25 @@ OFFSET_COMMIT_RESPONSE = Message("OffsetCommitResponse", 8, "0-7", "8+", [
     ]),
 ])
 
-OFFSET_FETCH_REQUEST = Message("OffsetFetchRequest", 9, "0-5", "6+", [
+OFFSET_FETCH_REQUEST = Message("OffsetFetchRequest", 9, "0-9", "6+", [
     F("group_id", "string", "0-7"),
     F("topics", [
         F("name", "string", "0-7"),
         F("partition_indexes", "[]int32", "0-7"),
     ], "0-7", nullable="2-7"),
+    F("groups", [  # v8 (KIP-709): several groups in one request
+        F("group_id", "string", "8+"),
+        F("member_id", "string", "9+", nullable="9+", default=None),
+        F("member_epoch", "int32", "9+", default=-1),
+        F("topics", [
+            F("name", "string", "8+"),
+            F("partition_indexes", "[]int32", "8+"),
+        ], "8+", nullable="8+"),
+    ], "8+"),
     F("require_stable", "bool", "7+", default=False),
 ])
 
-OFFSET_FETCH_RESPONSE = Message("OffsetFetchResponse", 9, "0-5", "6+", [
+OFFSET_FETCH_RESPONSE = Message("OffsetFetchResponse", 9, "0-9", "6+", [
     F("throttle_time_ms", "int32", "3+"),
     F("topics", [
         F("name", "string", "0-7"),
@@ -484,25 +493,48 @@ OFFSET_FETCH_RESPONSE = Message("OffsetFetchResponse", 9, "0-5", "6+", [
         ], "0-7"),
     ], "0-7"),
     F("error_code", "int16", "2-7", default=0),
+    F("groups", [
+        F("group_id", "string", "8+"),
+        F("topics", [
+            F("name", "string", "8+"),
+            F("partitions", [
+                F("partition_index", "int32", "8+"),
+                F("committed_offset", "int64", "8+"),
+                F("committed_leader_epoch", "int32", "8+", default=-1),
+                F("metadata", "string", "8+", nullable="8+"),
+                F("error_code", "int16", "8+"),
+            ], "8+"),
+        ], "8+"),
+        F("error_code", "int16", "8+", default=0),
+    ], "8+"),
 ])
 
 # --- FindCoordinator (10) and the group APIs (11-14) ----------------------------------------
 
-FIND_COORDINATOR_REQUEST = Message("FindCoordinatorRequest", 10, "0-2", "3+", [
+FIND_COORDINATOR_REQUEST = Message("FindCoordinatorRequest", 10, "0-6", "3+", [
     F("key", "string", "0-3"),
-    F("key_type", "int8", "1+", default=0),
+    F("key_type", "int8", "1+", default=0),  # 0 group, 1 transaction, 2 share group (v6)
+    F("coordinator_keys", "[]string", "4+"),  # v4 (KIP-699): several keys in one request
 ])
 
-FIND_COORDINATOR_RESPONSE = Message("FindCoordinatorResponse", 10, "0-2", "3+", [
+FIND_COORDINATOR_RESPONSE = Message("FindCoordinatorResponse", 10, "0-6", "3+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16", "0-3"),
     F("error_message", "string", "1-3", nullable="1-3", default=None),
     F("node_id", "int32", "0-3"),
     F("host", "string", "0-3"),
     F("port", "int32", "0-3"),
+    F("coordinators", [
+        F("key", "string", "4+"),
+        F("node_id", "int32", "4+"),
+        F("host", "string", "4+"),
+        F("port", "int32", "4+"),
+        F("error_code", "int16", "4+"),
+        F("error_message", "string", "4+", nullable="4+", default=None),
+    ], "4+"),
 ])
 
-JOIN_GROUP_REQUEST = Message("JoinGroupRequest", 11, "0-5", "6+", [
+JOIN_GROUP_REQUEST = Message("JoinGroupRequest", 11, "0-9", "6+", [
     F("group_id", "string"),
     F("session_timeout_ms", "int32"),
     F("rebalance_timeout_ms", "int32", "1+", default=-1),
@@ -513,14 +545,17 @@ JOIN_GROUP_REQUEST = Message("JoinGroupRequest", 11, "0-5", "6+", [
         F("name", "string"),
         F("metadata", "bytes"),
     ]),
+    F("reason", "string", "8+", nullable="8+", default=None),  # KIP-800
 ])
 
-JOIN_GROUP_RESPONSE = Message("JoinGroupResponse", 11, "0-5", "6+", [
+JOIN_GROUP_RESPONSE = Message("JoinGroupResponse", 11, "0-9", "6+", [
     F("throttle_time_ms", "int32", "2+"),
     F("error_code", "int16"),
     F("generation_id", "int32", default=-1),
+    F("protocol_type", "string", "7+", nullable="7+", default=None),
     F("protocol_name", "string", nullable="7+"),
     F("leader", "string"),
+    F("skip_assignment", "bool", "9+", default=False),  # KIP-814
     F("member_id", "string"),
     F("members", [
         F("member_id", "string"),
@@ -529,28 +564,29 @@ JOIN_GROUP_RESPONSE = Message("JoinGroupResponse", 11, "0-5", "6+", [
     ]),
 ])
 
-HEARTBEAT_REQUEST = Message("HeartbeatRequest", 12, "0-3", "4+", [
+HEARTBEAT_REQUEST = Message("HeartbeatRequest", 12, "0-4", "4+", [
     F("group_id", "string"),
     F("generation_id", "int32"),
     F("member_id", "string"),
     F("group_instance_id", "string", "3+", nullable="3+", default=None),
 ])
 
-HEARTBEAT_RESPONSE = Message("HeartbeatResponse", 12, "0-3", "4+", [
+HEARTBEAT_RESPONSE = Message("HeartbeatResponse", 12, "0-4", "4+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16"),
 ])
 
-LEAVE_GROUP_REQUEST = Message("LeaveGroupRequest", 13, "0-3", "4+", [
+LEAVE_GROUP_REQUEST = Message("LeaveGroupRequest", 13, "0-5", "4+", [
     F("group_id", "string"),
     F("member_id", "string", "0-2"),
     F("members", [
         F("member_id", "string", "3+"),
         F("group_instance_id", "string", "3+", nullable="3+", default=None),
+        F("reason", "string", "5+", nullable="5+", default=None),  # KIP-800
     ], "3+"),
 ])
 
-LEAVE_GROUP_RESPONSE = Message("LeaveGroupResponse", 13, "0-3", "4+", [
+LEAVE_GROUP_RESPONSE = Message("LeaveGroupResponse", 13, "0-5", "4+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16"),
     F("members", [
@@ -560,31 +596,35 @@ LEAVE_GROUP_RESPONSE = Message("LeaveGroupResponse", 13, "0-3", "4+", [
     ], "3+"),
 ])
 
-SYNC_GROUP_REQUEST = Message("SyncGroupRequest", 14, "0-3", "4+", [
+SYNC_GROUP_REQUEST = Message("SyncGroupRequest", 14, "0-5", "4+", [
     F("group_id", "string"),
     F("generation_id", "int32"),
     F("member_id", "string"),
     F("group_instance_id", "string", "3+", nullable="3+", default=None),
+    F("protocol_type", "string", "5+", nullable="5+", default=None),
+    F("protocol_name", "string", "5+", nullable="5+", default=None),
     F("assignments", [
         F("member_id", "string"),
         F("assignment", "bytes"),
     ]),
 ])
 
-SYNC_GROUP_RESPONSE = Message("SyncGroupResponse", 14, "0-3", "4+", [
+SYNC_GROUP_RESPONSE = Message("SyncGroupResponse", 14, "0-5", "4+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16"),
+    F("protocol_type", "string", "5+", nullable="5+", default=None),
+    F("protocol_name", "string", "5+", nullable="5+", default=None),
     F("assignment", "bytes"),
 ])
 
 # --- DescribeGroups (15), ListGroups (16), DeleteGroups (42) ---------------------------------
 
-DESCRIBE_GROUPS_REQUEST = Message("DescribeGroupsRequest", 15, "0-4", "5+", [
+DESCRIBE_GROUPS_REQUEST = Message("DescribeGroupsRequest", 15, "0-5", "5+", [
     F("groups", "[]string"),
     F("include_authorized_operations", "bool", "3+", default=False),
 ])
 
-DESCRIBE_GROUPS_RESPONSE = Message("DescribeGroupsResponse", 15, "0-4", "5+", [
+DESCRIBE_GROUPS_RESPONSE = Message("DescribeGroupsResponse", 15, "0-5", "5+", [
     F("throttle_time_ms", "int32", "1+"),
     F("groups", [
         F("error_code", "int16"),
@@ -604,22 +644,27 @@ DESCRIBE_GROUPS_RESPONSE = Message("DescribeGroupsResponse", 15, "0-4", "5+", [
     ]),
 ])
 
-LIST_GROUPS_REQUEST = Message("ListGroupsRequest", 16, "0-2", "3+", [])
+LIST_GROUPS_REQUEST = Message("ListGroupsRequest", 16, "0-5", "3+", [
+    F("states_filter", "[]string", "4+", default=[]),  # KIP-518; empty: every state
+    F("types_filter", "[]string", "5+", default=[]),  # KIP-848; empty: every type
+])
 
-LIST_GROUPS_RESPONSE = Message("ListGroupsResponse", 16, "0-2", "3+", [
+LIST_GROUPS_RESPONSE = Message("ListGroupsResponse", 16, "0-5", "3+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16"),
     F("groups", [
         F("group_id", "string"),
         F("protocol_type", "string"),
+        F("group_state", "string", "4+", default=""),
+        F("group_type", "string", "5+", default=""),
     ]),
 ])
 
-DELETE_GROUPS_REQUEST = Message("DeleteGroupsRequest", 42, "0-1", "2+", [
+DELETE_GROUPS_REQUEST = Message("DeleteGroupsRequest", 42, "0-2", "2+", [
     F("groups_names", "[]string"),
 ])
 
-DELETE_GROUPS_RESPONSE = Message("DeleteGroupsResponse", 42, "0-1", "2+", [
+DELETE_GROUPS_RESPONSE = Message("DeleteGroupsResponse", 42, "0-2", "2+", [
     F("throttle_time_ms", "int32"),
     F("results", [
         F("group_id", "string"),
@@ -629,7 +674,7 @@ DELETE_GROUPS_RESPONSE = Message("DeleteGroupsResponse", 42, "0-1", "2+", [
 
 # --- ElectLeaders (43) -------------------------------------------------------------------------
 
-ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
+ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-2", "2+", [
     F("election_type", "int8", "1+", default=0),  # 0 preferred, 1 unclean (KIP-460)
     F("topic_partitions", [
         F("topic", "string"),
@@ -638,7 +683,7 @@ ELECT_LEADERS_REQUEST = Message("ElectLeadersRequest", 43, "0-1", "2+", [
     F("timeout_ms", "int32", default=60000),
 ])
 
-ELECT_LEADERS_RESPONSE = Message("ElectLeadersResponse", 43, "0-1", "2+", [
+ELECT_LEADERS_RESPONSE = Message("ElectLeadersResponse", 43, "0-2", "2+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16", "1+"),
     F("replica_election_results", [
@@ -766,7 +811,7 @@ DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
 
 # --- DeleteRecords (21) ----------------------------------------------------------------------
 
-DELETE_RECORDS_REQUEST = Message("DeleteRecordsRequest", 21, "0-1", "2+", [
+DELETE_RECORDS_REQUEST = Message("DeleteRecordsRequest", 21, "0-2", "2+", [
     F("topics", [
         F("name", "string"),
         F("partitions", [
@@ -777,7 +822,7 @@ DELETE_RECORDS_REQUEST = Message("DeleteRecordsRequest", 21, "0-1", "2+", [
     F("timeout_ms", "int32"),
 ])
 
-DELETE_RECORDS_RESPONSE = Message("DeleteRecordsResponse", 21, "0-1", "2+", [
+DELETE_RECORDS_RESPONSE = Message("DeleteRecordsResponse", 21, "0-2", "2+", [
     F("throttle_time_ms", "int32"),
     F("topics", [
         F("name", "string"),
@@ -791,7 +836,7 @@ DELETE_RECORDS_RESPONSE = Message("DeleteRecordsResponse", 21, "0-1", "2+", [
 
 # --- CreatePartitions (37) --------------------------------------------------------------------
 
-CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", 37, "0-1", "2+", [
+CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", 37, "0-3", "2+", [
     F("topics", [
         F("name", "string"),
         F("count", "int32"),  # the new total, not the number added
@@ -803,7 +848,7 @@ CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", 37, "0-1", "2+", 
     F("validate_only", "bool", default=False),
 ])
 
-CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-1", "2+", [
+CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", 37, "0-3", "2+", [
     F("throttle_time_ms", "int32"),
     F("results", [
         F("name", "string"),
@@ -980,12 +1025,14 @@ INCREMENTAL_ALTER_CONFIGS_RESPONSE = Message("IncrementalAlterConfigsResponse", 
 
 # --- InitProducerId (22), OffsetForLeaderEpoch (23) ------------------------------------------
 
-INIT_PRODUCER_ID_REQUEST = Message("InitProducerIdRequest", 22, "0-1", "2+", [
+INIT_PRODUCER_ID_REQUEST = Message("InitProducerIdRequest", 22, "0-5", "2+", [
     F("transactional_id", "string", nullable="0+", default=None),
     F("transaction_timeout_ms", "int32"),
+    F("producer_id", "int64", "3+", default=-1),  # v3 (KIP-360): resume after a fenced epoch
+    F("producer_epoch", "int16", "3+", default=-1),
 ])
 
-INIT_PRODUCER_ID_RESPONSE = Message("InitProducerIdResponse", 22, "0-1", "2+", [
+INIT_PRODUCER_ID_RESPONSE = Message("InitProducerIdResponse", 22, "0-5", "2+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
     F("producer_id", "int64", default=-1),
@@ -1096,56 +1143,75 @@ ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = Message(
 # librdkafka and kafka-python both speak; WriteTxnMarkers (27), below, is the
 # coordinator-to-leader side.
 
-ADD_PARTITIONS_TO_TXN_REQUEST = Message("AddPartitionsToTxnRequest", 24, "0-2", "3+", [
+_ADD_PARTITIONS_TO_TXN_TOPIC = [
+    F("name", "string"),
+    F("partitions", "[]int32"),
+]
+
+_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT = [
+    F("name", "string"),
+    F("results_by_partition", [
+        F("partition_index", "int32"),
+        F("partition_error_code", "int16"),
+    ]),
+]
+
+ADD_PARTITIONS_TO_TXN_REQUEST = Message("AddPartitionsToTxnRequest", 24, "0-5", "3+", [
+    F("transactions", [  # v4+ (KIP-890): broker to coordinator, several transactions at once
+        F("transactional_id", "string", "4+"),
+        F("producer_id", "int64", "4+"),
+        F("producer_epoch", "int16", "4+"),
+        F("verify_only", "bool", "4+", default=False),
+        F("topics", _ADD_PARTITIONS_TO_TXN_TOPIC, "4+"),
+    ], "4+"),
     F("v3_and_below_transactional_id", "string", "0-3"),
     F("v3_and_below_producer_id", "int64", "0-3"),
     F("v3_and_below_producer_epoch", "int16", "0-3"),
-    F("v3_and_below_topics", [
-        F("name", "string"),
-        F("partitions", "[]int32"),
-    ], "0-3"),
+    F("v3_and_below_topics", _ADD_PARTITIONS_TO_TXN_TOPIC, "0-3"),
 ])
 
-ADD_PARTITIONS_TO_TXN_RESPONSE = Message("AddPartitionsToTxnResponse", 24, "0-2", "3+", [
+ADD_PARTITIONS_TO_TXN_RESPONSE = Message("AddPartitionsToTxnResponse", 24, "0-5", "3+", [
     F("throttle_time_ms", "int32"),
-    F("results_by_topic_v3_and_below", [
-        F("name", "string"),
-        F("results_by_partition", [
-            F("partition_index", "int32"),
-            F("partition_error_code", "int16"),
-        ]),
-    ], "0-3"),
+    F("error_code", "int16", "4+", default=0),
+    F("results_by_transaction", [
+        F("transactional_id", "string", "4+"),
+        F("topic_results", _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT, "4+"),
+    ], "4+"),
+    F("results_by_topic_v3_and_below", _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT, "0-3"),
 ])
 
-ADD_OFFSETS_TO_TXN_REQUEST = Message("AddOffsetsToTxnRequest", 25, "0-2", "3+", [
+ADD_OFFSETS_TO_TXN_REQUEST = Message("AddOffsetsToTxnRequest", 25, "0-4", "3+", [
     F("transactional_id", "string"),
     F("producer_id", "int64"),
     F("producer_epoch", "int16"),
     F("group_id", "string"),
 ])
 
-ADD_OFFSETS_TO_TXN_RESPONSE = Message("AddOffsetsToTxnResponse", 25, "0-2", "3+", [
+ADD_OFFSETS_TO_TXN_RESPONSE = Message("AddOffsetsToTxnResponse", 25, "0-4", "3+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
 ])
 
-END_TXN_REQUEST = Message("EndTxnRequest", 26, "0-2", "3+", [
+END_TXN_REQUEST = Message("EndTxnRequest", 26, "0-4", "3+", [
     F("transactional_id", "string"),
     F("producer_id", "int64"),
     F("producer_epoch", "int16"),
     F("committed", "bool"),
 ])
 
-END_TXN_RESPONSE = Message("EndTxnResponse", 26, "0-2", "3+", [
+END_TXN_RESPONSE = Message("EndTxnResponse", 26, "0-4", "3+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
 ])
 
-TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-2", "3+", [
+TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-4", "3+", [
     F("transactional_id", "string"),
     F("group_id", "string"),
     F("producer_id", "int64"),
     F("producer_epoch", "int16"),
+    F("generation_id", "int32", "3+", default=-1),  # v3 (KIP-447): the member is fenced too
+    F("member_id", "string", "3+", default=""),
+    F("group_instance_id", "string", "3+", nullable="3+", default=None),
     F("topics", [
         F("name", "string"),
         F("partitions", [
@@ -1157,7 +1223,7 @@ TXN_OFFSET_COMMIT_REQUEST = Message("TxnOffsetCommitRequest", 28, "0-2", "3+", [
     ]),
 ])
 
-TXN_OFFSET_COMMIT_RESPONSE = Message("TxnOffsetCommitResponse", 28, "0-2", "3+", [
+TXN_OFFSET_COMMIT_RESPONSE = Message("TxnOffsetCommitResponse", 28, "0-4", "3+", [
     F("throttle_time_ms", "int32"),
     F("topics", [
         F("name", "string"),

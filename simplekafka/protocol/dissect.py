@@ -189,9 +189,33 @@ class _TreeBuilder(SchemaVisitor):
                 walker.batches(node, end - len(value), end)
         elif field_type is not None:
             node.note = _meaning(name, value)
+        elif type_name == "tagged_fields":
+            tag_nodes(node, self.walker.data, self.walker.space)
 
     def failed(self, exc: ProtocolError, name: str, type_name: str) -> ProtocolError:
         return self.walker.named(exc, self.stack[-1][0], name, type_name)
+
+
+def tag_nodes(node: Node, data: Buffer, space: str = "") -> None:
+    """A tagged-field block (KIP-482) shown field by field: its count, then each tag's
+    number, size and bytes. A tag this codec has no name for is still shown, by number:
+    that a reader may skip what it does not know is what tagged fields are for."""
+    count, pos = p.read_unsigned_varint(data, node.offset)
+    node.value = "none" if not count else f"{count} tagged field{'s' * (count > 1)}"
+    node.children.append(Node("count", node.offset, pos - node.offset, "varint", count,
+                              space=space))
+    for _ in range(count):
+        start = pos
+        tag, pos = p.read_unsigned_varint(data, pos)
+        size, body = p.read_unsigned_varint(data, pos)
+        raw = bytes(data[body:body + size])
+        tagged = Node(f"tag {tag}", start, body + size - start, "tagged field",
+                      f"{size} bytes", space=space)
+        tagged.children.append(Node("tag", start, pos - start, "varint", tag, space=space))
+        tagged.children.append(Node("size", pos, body - pos, "varint", size, space=space))
+        tagged.children.append(Node("data", body, size, "bytes", raw, space=space))
+        node.children.append(tagged)
+        pos = body + size
 
 
 _HEADER_FIELDS = [
@@ -539,6 +563,7 @@ def _dissect_request(walker: _Walker, root: Node, pos: int, result: Dissection) 
                          nullable=True)
     if header_version >= 2:
         _, pos = walker.leaf(header, "tagged_fields", "tagged_fields", p.read_tagged_fields, pos)
+        tag_nodes(header.children[-1], walker.data, walker.space)
     header.length = pos - header.offset
     header.note = f"request header v{header_version}"
     schema = request_schema(key, version)
@@ -557,6 +582,7 @@ def _dissect_response(
     correlation_id, pos = walker.leaf(header, "correlation_id", "int32", p.read_int32, pos)
     if response_header_version(api_key, api_version) >= 1:
         _, pos = walker.leaf(header, "tagged_fields", "tagged_fields", p.read_tagged_fields, pos)
+        tag_nodes(header.children[-1], walker.data, walker.space)
     header.length = pos - header.offset
     result.summary += f", correlation id {correlation_id}"
     schema = response_schema(api_key, api_version)

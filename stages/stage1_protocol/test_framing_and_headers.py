@@ -151,37 +151,37 @@ PROBE_ANSWER_HEX = (
     "00010004000b"  # Fetch 4-11
     "000200000007"  # ListOffsets 0-7
     "000300000008"  # Metadata 0-8
-    "000800020007"  # OffsetCommit 2-7
-    "000900010005"  # OffsetFetch 1-5
-    "000a00000002"  # FindCoordinator 0-2
-    "000b00000005"  # JoinGroup 0-5
-    "000c00000003"  # Heartbeat 0-3
-    "000d00000003"  # LeaveGroup 0-3
-    "000e00000003"  # SyncGroup 0-3
-    "000f00000004"  # DescribeGroups 0-4
-    "001000000002"  # ListGroups 0-2
+    "000800020008"  # OffsetCommit 2-8
+    "000900010008"  # OffsetFetch 1-8
+    "000a00000004"  # FindCoordinator 0-4
+    "000b00000009"  # JoinGroup 0-9
+    "000c00000004"  # Heartbeat 0-4
+    "000d00000005"  # LeaveGroup 0-5
+    "000e00000005"  # SyncGroup 0-5
+    "000f00000005"  # DescribeGroups 0-5
+    "001000000004"  # ListGroups 0-4
     "001100000001"  # SaslHandshake 0-1
-    "001200000002"  # ApiVersions 0-2
+    "001200000003"  # ApiVersions 0-3
     "001300000004"  # CreateTopics 0-4
     "001400000003"  # DeleteTopics 0-3
-    "001500000001"  # DeleteRecords 0-1
-    "001600000001"  # InitProducerId 0-1
+    "001500000002"  # DeleteRecords 0-2
+    "001600000005"  # InitProducerId 0-5
     "001700020003"  # OffsetForLeaderEpoch 2-3
-    "001800000002"  # AddPartitionsToTxn 0-2
-    "001900000002"  # AddOffsetsToTxn 0-2
-    "001a00000002"  # EndTxn 0-2
+    "001800000003"  # AddPartitionsToTxn 0-3
+    "001900000004"  # AddOffsetsToTxn 0-4
+    "001a00000004"  # EndTxn 0-4
     "001b00000001"  # WriteTxnMarkers 0-1
-    "001c00000002"  # TxnOffsetCommit 0-2
-    "001d00000001"  # DescribeAcls 0-1
-    "001e00000001"  # CreateAcls 0-1
-    "001f00000001"  # DeleteAcls 0-1
+    "001c00000004"  # TxnOffsetCommit 0-4
+    "001d00000003"  # DescribeAcls 0-3
+    "001e00000003"  # CreateAcls 0-3
+    "001f00000003"  # DeleteAcls 0-3
     "002000000004"  # DescribeConfigs 0-4
     "002100000002"  # AlterConfigs 0-2
     "002300000004"  # DescribeLogDirs 0-4
     "002400000002"  # SaslAuthenticate 0-2
-    "002500000001"  # CreatePartitions 0-1
-    "002a00000001"  # DeleteGroups 0-1
-    "002b00000001"  # ElectLeaders 0-1
+    "002500000003"  # CreatePartitions 0-3
+    "002a00000002"  # DeleteGroups 0-2
+    "002b00000002"  # ElectLeaders 0-2
     "002c00000001"  # IncrementalAlterConfigs 0-1
     "002d00000000"  # AlterPartitionReassignments 0
     "002e00000000"  # ListPartitionReassignments 0

@@ -20,11 +20,23 @@ values: JoinGroup v0 has no rebalance timeout (-1: the session timeout), v4+
 requires a known member id (KIP-394), v5+ and OffsetCommit v7+ carry a group
 instance id (KIP-345), LeaveGroup v3+ a batch of members, OffsetCommit v0 no
 generation or member id.
+
+The flexible versions (Kafka 3.9's): FindCoordinator v4+ looks up a batch of keys
+(KIP-699), one answer per key; JoinGroup v7+ answers the group's protocol type
+and v8+ carries the member's reason for joining (KIP-800, logged), v9 tells the
+leader it may skip assigning (always false here: that is for the KIP-848
+protocol); SyncGroup v5+ names the protocol type and name, checked against the
+group's (INCONSISTENT_GROUP_PROTOCOL) and answered; LeaveGroup v5+ gives each
+member's reason (logged); ListGroups v4+ filters by state and answers each
+group's state (KIP-518), v5+ by type (every group here is "classic"); OffsetFetch
+v8+ asks for several groups at once (KIP-709), each answered on its own.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from twisted.internet import defer
@@ -48,7 +60,10 @@ from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node
 
+log = logging.getLogger(__name__)
+
 COORDINATOR_KEY_TRANSACTION = 1  # FindCoordinator's key type for a transactional id
+CLASSIC_GROUP_TYPE = "classic"  # ListGroups v5's type of every group this coordinator runs
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for" (INT32_MIN)
 
 
@@ -115,6 +130,18 @@ class GroupApis:
             dispatcher.register(key, handler)
 
     def find_coordinator(self, context: RequestContext, request: Any) -> dict:
+        if context.api_version < 4:
+            return self._find_one(context, request)
+        coordinators = []  # v4+ (KIP-699): every key of the batch answered on its own
+        for key in request.coordinator_keys:
+            found = self._find_one(context, SimpleNamespace(key=key, key_type=request.key_type))
+            coordinators.append({"key": key, "node_id": found["node_id"],
+                                 "host": found["host"], "port": found["port"],
+                                 "error_code": found["error_code"],
+                                 "error_message": found["error_message"]})
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+
+    def _find_one(self, context: RequestContext, request: Any) -> dict:
         if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION:
             if not self.authorizer.authorize(context, AclOperation.DESCRIBE,
                                              ResourceType.TRANSACTIONAL_ID, request.key):
@@ -133,22 +160,57 @@ class GroupApis:
         if not self._group(context, AclOperation.READ, request.group_id):
             return _join_answer(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         version = context.api_version
+        if version >= 8 and request.reason:
+            log.info("group %r: member %r joins: %s", request.group_id, request.member_id,
+                     request.reason)
+        protocol_type = request.protocol_type
+
+        def answer(result: JoinResult) -> dict:
+            body = _join_answer(result)
+            if result.error_code == ErrorCode.NONE:  # the group's, which the member's matches
+                body["protocol_type"] = protocol_type
+            return body
+
         return now_or_later(self.coordinator.join_group(
             request.group_id, request.member_id or "",
             getattr(request, "group_instance_id", None) if version >= 5 else None,
             context.client_id or "", _host(context.peer), request.session_timeout_ms,
             request.rebalance_timeout_ms if version >= 1 else -1, request.protocol_type,
             [(p.name, bytes(p.metadata or b"")) for p in request.protocols],
-            require_known_member_id=version >= 4), _join_answer)
+            require_known_member_id=version >= 4), answer)
 
     def sync_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         if not self._group(context, AclOperation.READ, request.group_id):
             return _sync_answer(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        if context.api_version >= 5:
+            return self._sync_group_v5(context, request)
         return now_or_later(self.coordinator.sync_group(
             request.group_id, request.member_id, getattr(request, "group_instance_id", None),
             request.generation_id,
             {a.member_id: bytes(a.assignment or b"") for a in request.assignments}),
             _sync_answer)
+
+    def _sync_group_v5(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+        """SyncGroup v5+: the member's protocol type and name must be the group's (a null
+        one is not checked), and the answer names the group's."""
+        group = self.coordinator.groups.get(request.group_id)
+        if group is not None and request.member_id in group.members \
+                and request.generation_id == group.generation and (
+                    request.protocol_type not in (None, group.protocol_type)
+                    or request.protocol_name not in (None, group.protocol)):
+            return _sync_answer(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+
+        def answer(result: SyncResult) -> dict:
+            body = _sync_answer(result)
+            if result.error_code == ErrorCode.NONE and group is not None:
+                body["protocol_type"] = group.protocol_type
+                body["protocol_name"] = group.protocol
+            return body
+
+        return now_or_later(self.coordinator.sync_group(
+            request.group_id, request.member_id, request.group_instance_id,
+            request.generation_id,
+            {a.member_id: bytes(a.assignment or b"") for a in request.assignments}), answer)
 
     def heartbeat(self, context: RequestContext, request: Any) -> dict:
         if not self._group(context, AclOperation.READ, request.group_id):
@@ -164,6 +226,10 @@ class GroupApis:
                     "members": []}
         if context.api_version >= 3:  # KIP-345: a batch, static members by instance id
             leaving = [(m.member_id or "", m.group_instance_id) for m in request.members]
+            for m in request.members:
+                if context.api_version >= 5 and m.reason:  # KIP-800
+                    log.info("group %r: member %r leaves: %s", request.group_id,
+                             m.member_id or m.group_instance_id, m.reason)
         else:
             leaving = [(request.member_id, None)]
         result = self.coordinator.leave_group(request.group_id, leaving)
@@ -194,6 +260,18 @@ class GroupApis:
             partition_commits(request))
 
     def offset_fetch(self, context: RequestContext, request: Any) -> dict:
+        if context.api_version < 8:
+            return self._offset_fetch_group(context, request.group_id, request.topics)
+        groups = []  # v8+ (KIP-709): each group answered on its own
+        for asked in request.groups:
+            one = self._offset_fetch_group(context, asked.group_id, asked.topics)
+            groups.append({"group_id": asked.group_id, "error_code": one["error_code"],
+                           "topics": one["topics"]})
+        return {"throttle_time_ms": 0, "groups": groups}
+
+    def _offset_fetch_group(self, context: RequestContext, group_id: str,
+                            topics: Any) -> dict:
+        request = SimpleNamespace(group_id=group_id, topics=topics)
         refused: set[str] = set()
         if not self._group(context, AclOperation.DESCRIBE, request.group_id):
             result = OffsetFetchResult(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -241,13 +319,21 @@ class GroupApis:
     def list_groups(self, context: RequestContext, request: Any) -> dict:
         result = self.coordinator.list_groups()
         groups = result.groups
+        version = context.api_version
+        states = {s.lower() for s in request.states_filter} if version >= 4 else set()
+        if states:  # KIP-518: only groups in these states (names as Kafka's, any case)
+            groups = tuple(g for g in groups if g[2].lower() in states)
+        if version >= 5 and request.types_filter and CLASSIC_GROUP_TYPE not in {
+                t.lower() for t in request.types_filter}:
+            groups = ()
         if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
                                          CLUSTER_NAME):
             groups = tuple(g for g in groups if self._group(context, AclOperation.DESCRIBE,
                                                             g[0]))
         return {"throttle_time_ms": 0, "error_code": result.error_code, "groups": [
-            {"group_id": group_id, "protocol_type": protocol_type}
-            for group_id, protocol_type in groups]}
+            {"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
+             "group_type": CLASSIC_GROUP_TYPE}
+            for group_id, protocol_type, state in groups]}
 
     def describe_groups(self, context: RequestContext, request: Any) -> dict:
         groups = []

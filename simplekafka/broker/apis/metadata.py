@@ -23,6 +23,8 @@ and listener when no authorizer filters it.
 from __future__ import annotations
 
 import logging
+import re
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -49,10 +51,30 @@ def advertised_versions() -> list[dict]:
             if key not in INTER_BROKER_KEYS]
 
 
+# KIP-511's rule for a client's software name and version (Kafka's ApiVersionsRequest).
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
 class ApiVersionsHandler:
-    """ApiKey.API_VERSIONS (v0-v2; the dispatcher answers the v3+ probe itself)."""
+    """ApiKey.API_VERSIONS: what we speak. From v3 (KIP-511) the client names its software
+    and version: kept on the connection and counted per (name, version) for the metrics,
+    as Kafka's per-software connection counts; a name or version outside KIP-511's
+    characters is answered INVALID_REQUEST. A version above ours never reaches here: the
+    dispatcher answers it in v0 with UNSUPPORTED_VERSION and our versions, and the client
+    asks again with one we speak."""
+
+    def __init__(self) -> None:
+        self.client_software: dict[tuple[str, str], int] = defaultdict(int)
 
     def __call__(self, context: RequestContext, request: Any) -> dict:
+        if context.api_version >= 3:
+            name, version = request.client_software_name, request.client_software_version
+            if not (_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(version)):
+                return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [],
+                        "throttle_time_ms": 0}
+            if context.connection is not None:
+                context.connection.client_software = (name, version)
+            self.client_software[(name, version)] += 1
         return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(),
                 "throttle_time_ms": 0}
 

@@ -1,6 +1,11 @@
 """InitProducerId: hand out producer ids to idempotent producers; a transactional id's
 request goes to the transaction coordinator.
 
+From v3 (KIP-360) a transactional producer names the id and epoch it holds, so one
+that is no longer the holder is fenced; v4 hears PRODUCER_FENCED where older versions
+hear INVALID_PRODUCER_EPOCH (KIP-588); v5 may hear TRANSACTION_ABORTABLE (KIP-890),
+which this coordinator never answers.
+
 The ids come from this broker's block (``transaction.producer_ids``, reserved
 in ZooKeeper as Kafka's ``ProducerIdManager``); the authorizer decides first
 (IdempotentWrite on the cluster, or Write on any topic; Write on a
@@ -25,6 +30,9 @@ from simplekafka.broker.transaction.producer_ids import ProducerIdManager
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError
 
+PRODUCER_FENCED_SINCE = 4
+"""The first InitProducerId version that may hear PRODUCER_FENCED (KIP-588)."""
+
 
 class InitProducerIdHandler:
     """ApiKey.INIT_PRODUCER_ID: a fresh id for an idempotent producer; a transactional
@@ -40,9 +48,12 @@ class InitProducerIdHandler:
         refused = self._refused(context, request.transactional_id)
         if refused is not None:
             return _answer(InitProducerIdResult(refused))
+        answer = _answer if context.api_version >= PRODUCER_FENCED_SINCE else _answer_old
         if request.transactional_id is not None:
             return now_or_later(self.transactions.init_producer_id(
-                request.transactional_id, request.transaction_timeout_ms), _answer)
+                request.transactional_id, request.transaction_timeout_ms,
+                (request.producer_id, request.producer_epoch) if context.api_version >= 3
+                else (-1, -1)), answer)
         try:
             producer_id = self.producer_ids()
         except KafkaError as exc:
@@ -69,6 +80,13 @@ class InitProducerIdHandler:
                 or authorizer.authorize_any(context, AclOperation.WRITE, ResourceType.TOPIC)):
             return None
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _answer_old(result: InitProducerIdResult) -> dict:
+    """Before v4 a client knows no PRODUCER_FENCED: INVALID_PRODUCER_EPOCH (KIP-588)."""
+    if result.error_code == ErrorCode.PRODUCER_FENCED:
+        result = result._replace(error_code=ErrorCode.INVALID_PRODUCER_EPOCH)
+    return _answer(result)
 
 
 def _answer(result: InitProducerIdResult) -> dict:

@@ -10,6 +10,13 @@ request needs Write on its transactional id (Kafka's rule), AddPartitionsToTxn
 also Write on each topic, AddOffsetsToTxn and TxnOffsetCommit Read on the group,
 and TxnOffsetCommit, as OffsetCommit, Read on each topic (the others are
 committed; a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED).
+
+Versions: v3 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn is the flexible
+encoding; their v4 (and TxnOffsetCommit's) may hear TRANSACTION_ABORTABLE
+(KIP-890), which this coordinator never answers. TxnOffsetCommit v3 (KIP-447)
+names the consumer's generation, member id and instance id, checked as an
+OffsetCommit's (a zombie consumer's producer cannot commit). AddPartitionsToTxn
+v4+ is Kafka's broker-to-coordinator batch (KIP-890): not served, so not advertised.
 """
 
 from __future__ import annotations
@@ -149,8 +156,14 @@ class TransactionApis:
 
     def _txn_offset_commit(self, context: RequestContext, request: Any
                            ) -> CommitResult | defer.Deferred:
-        return self.groups.txn_offset_commit(request.group_id, request.producer_id,
-                                             request.producer_epoch, partition_commits(request))
+        if context.api_version < 3:
+            return self.groups.txn_offset_commit(request.group_id, request.producer_id,
+                                                 request.producer_epoch,
+                                                 partition_commits(request))
+        return self.groups.txn_offset_commit(  # v3 (KIP-447): the consumer's member too
+            request.group_id, request.producer_id, request.producer_epoch,
+            partition_commits(request), request.generation_id, request.member_id,
+            request.group_instance_id)
 
     @staticmethod
     def _code_answer(api_key: ApiKey, context: RequestContext) -> Callable[[ErrorCode], dict]:

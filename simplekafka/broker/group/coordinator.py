@@ -107,7 +107,7 @@ class OffsetFetchResult(NamedTuple):
 
 class ListGroupsResult(NamedTuple):
     error_code: ErrorCode
-    groups: tuple[tuple[str, str], ...]  # (group id, protocol type)
+    groups: tuple[tuple[str, str, str], ...]  # (group id, protocol type, state)
 
 
 class MemberDescription(NamedTuple):
@@ -779,7 +779,7 @@ class GroupCoordinator:
         code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.ownership.loading \
             else ErrorCode.NONE
         return ListGroupsResult(code, tuple(
-            (g.group_id, g.protocol_type or "")
+            (g.group_id, g.protocol_type or "", g.state.value)
             for g in sorted(self.groups.values(), key=lambda g: g.group_id)
             if not g.is_in(GroupState.DEAD)))
 
@@ -940,11 +940,20 @@ class GroupCoordinator:
     # -- TxnOffsetCommit: offsets that count once their transaction commits --------------
 
     def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                          offsets: list[PartitionCommit]) -> CommitResult | defer.Deferred:
+                          offsets: list[PartitionCommit], generation: int = -1,
+                          member_id: str = "", group_instance_id: str | None = None
+                          ) -> CommitResult | defer.Deferred:
         """Write offsets in the producer's transaction (a transactional batch); they stay
         pending, invisible to OffsetFetch, until the transaction's marker reaches this
-        group's partition (``complete_transaction``)."""
+        group's partition (``complete_transaction``).
+
+        From TxnOffsetCommit v3 (KIP-447) the producer names the consumer it commits for:
+        a member that left, an old generation or a replaced static member is refused as an
+        OffsetCommit would be, so a zombie's transaction cannot commit offsets."""
         code = self.check_owner(group_id)
+        if code is None and (generation >= 0 or member_id or group_instance_id is not None):
+            code = self._txn_member_refused(self.groups.get(group_id), generation, member_id,
+                                            group_instance_id)
         if code is not None:
             return [(p.topic, p.partition, code) for p in offsets]
         now = now_ms()
@@ -979,6 +988,23 @@ class GroupCoordinator:
 
         return self.metadata.store_offsets(group_id, accepted, producer=(
             producer_id, producer_epoch)).addCallback(stored)
+
+    @staticmethod
+    def _txn_member_refused(group: Group | None, generation: int, member_id: str,
+                            group_instance_id: str | None) -> ErrorCode | None:
+        """Kafka's check of a transactional commit's member (``validateOffsetCommit``)."""
+        if group is None:  # Kafka makes an empty group (generation 0) and checks against it
+            return ErrorCode.UNKNOWN_MEMBER_ID if member_id else \
+                ErrorCode.ILLEGAL_GENERATION if generation != 0 else None
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_fenced(member_id, group_instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id and member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
 
     def complete_transaction(self, producer_id: int, partition_index: int,
                              committed: bool) -> None:

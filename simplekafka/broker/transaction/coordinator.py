@@ -204,8 +204,13 @@ class TransactionCoordinator:
 
     # -- InitProducerId ---------------------------------------------------------------------
 
-    def init_producer_id(self, transactional_id: str, timeout_ms: int) -> Answer:
-        """An InitProducerIdResult, now or once the new epoch is replicated."""
+    def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                         expected: tuple[int, int] = (-1, -1)) -> Answer:
+        """An InitProducerIdResult, now or once the new epoch is replicated.
+
+        ``expected`` (InitProducerId v3+, KIP-360) is the producer id and epoch the
+        producer holds: a producer resuming after an error bumps its own epoch, and one
+        that is not the current holder is fenced (PRODUCER_FENCED)."""
         if not transactional_id:
             return InitProducerIdResult(ErrorCode.INVALID_REQUEST)
         if timeout_ms <= 0 or timeout_ms > self.config["transaction.max.timeout.ms"]:
@@ -215,6 +220,9 @@ class TransactionCoordinator:
             return InitProducerIdResult(code)
         meta = self.transactions.get(transactional_id)
         if meta is not None:
+            if expected[0] >= 0 and meta.producer_epoch >= 0 and (
+                    expected[0] != meta.producer_id or expected[1] != meta.producer_epoch):
+                return InitProducerIdResult(ErrorCode.PRODUCER_FENCED)
             return self._bump_epoch(meta, timeout_ms)
 
         def allocated(producer_id: int) -> Answer:
