@@ -226,7 +226,7 @@ def parse_message_set(buf: bytes | bytearray | memoryview, check_crc: bool = Tru
             raise CorruptBatchError(f"compressed wrapper at offset {offset} has a null value",
                                     expected="a compressed message set")
         if codec == Compression.LZ4 and magic == 0:
-            value = _fix_lz4_v0(value)
+            value = fix_lz4_v0(value)
         inner = list(_messages(decompress(codec, value, max_decompressed_bytes), check_crc))
         if not inner:
             continue
@@ -255,7 +255,7 @@ def _lz4_v0(data: bytes) -> bytes:
     return bytes(frame)
 
 
-def _fix_lz4_v0(data: bytes) -> bytes:
+def fix_lz4_v0(data: bytes) -> bytes:
     """The frame with a correct header checksum (over FLG..end of descriptor only)."""
     if len(data) < 7 or data[:4] != b"\x04\x22\x4d\x18":
         return data  # not a frame: let decompress name the problem

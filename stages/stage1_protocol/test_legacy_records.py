@@ -22,9 +22,9 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from simplekafka.protocol.compression import Compression, decompress
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
 from simplekafka.protocol.legacy_records import (
-    _fix_lz4_v0,
     _messages,
     build_message_set,
+    fix_lz4_v0,
     is_message_set,
     parse_message_set,
     xxh32,
@@ -110,7 +110,7 @@ def test_v0_lz4_carries_the_old_header_checksum():
     ((_, _, _, frame),) = _wrapped(message_set)
     assert frame[4] & 0x08 == 0  # no content size: those brokers could not read one
     assert frame[6] == (xxh32(frame[0:6]) >> 8) & 0xFF  # the old, wrong checksum
-    assert _fix_lz4_v0(frame)[6] == (xxh32(frame[4:6]) >> 8) & 0xFF
+    assert fix_lz4_v0(frame)[6] == (xxh32(frame[4:6]) >> 8) & 0xFF
     assert [m.value for m in parse_message_set(message_set)] == [b"x" * 200]
 
 
