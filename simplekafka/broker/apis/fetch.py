@@ -80,9 +80,9 @@ class FetchHandler:
                     "responses": []}
         refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
         fetched = self.fetches.fetch_messages(_params(request, session, refused))
-        if context.api_version < FIRST_V2_FETCH:  # message sets v0/v1 (message_format.py)
-            fetched = down_convert_fetched(fetched, context.api_version, request,
-                                           self.fetches.replicas)
+        version = getattr(context, "api_version", FIRST_V2_FETCH)  # None: a direct call
+        if version < FIRST_V2_FETCH:  # message sets v0/v1 (message_format.py)
+            fetched = down_convert_fetched(fetched, version, request, self.fetches.replicas)
         if isinstance(fetched, FetchResult):
             return self._leaving(fetched, session, request.replica_id)
         # One callback shapes and counts a parked fetch's answer, the one step between the
