@@ -87,7 +87,7 @@ READ_COMMITTED = 1
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
-    ApiKey.FETCH: (4, 11),
+    ApiKey.FETCH: (0, 11),
     ApiKey.LIST_OFFSETS: (0, 7),
     ApiKey.METADATA: (0, 8),
     ApiKey.LEADER_AND_ISR: (0, 4),

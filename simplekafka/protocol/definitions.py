@@ -202,7 +202,7 @@ PRODUCE_RESPONSE = Message("ProduceResponse", 0, "0-8", "9+", [
 
 # --- Fetch (1) ---------------------------------------------------------------------------
 
-FETCH_REQUEST = Message("FetchRequest", 1, "4-11", "12+", [
+FETCH_REQUEST = Message("FetchRequest", 1, "0-11", "12+", [
     F("replica_id", "int32", default=-1),
     F("max_wait_ms", "int32"),
     F("min_bytes", "int32"),
@@ -227,7 +227,7 @@ FETCH_REQUEST = Message("FetchRequest", 1, "4-11", "12+", [
     F("rack_id", "string", "11+"),
 ])
 
-FETCH_RESPONSE = Message("FetchResponse", 1, "4-11", "12+", [
+FETCH_RESPONSE = Message("FetchResponse", 1, "0-11", "12+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16", "7+"),
     F("session_id", "int32", "7+"),

@@ -16,6 +16,7 @@ Sans-I/O like the rest of ``simplekafka.protocol``: bytes in, a tree out.
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from simplekafka.protocol.batch_header import (
 from simplekafka.protocol.compression import Compression, decompress
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.framing import DEFAULT_MAX_LENGTH
+from simplekafka.protocol.legacy_records import fix_lz4_v0, is_message_set
 from simplekafka.protocol.messages import request_header_version, response_header_version
 from simplekafka.protocol.schema import Array, FieldType, Records, Schema, SchemaVisitor
 
@@ -183,7 +185,10 @@ class _TreeBuilder(SchemaVisitor):
         parent.children.append(node)
         if isinstance(field_type, Records):
             node.value = None if value is None else f"{len(value)} bytes"
-            if value:
+            if value and is_message_set(value):  # formats v0/v1: Produce v0-2, Fetch v0-3
+                _MessageSetWalker(self.walker.data[:end], self.walker.space,
+                                  self.walker.buffers).messages(node, end - len(value), end)
+            elif value:
                 walker = _BatchWalker(self.walker.data[:end], self.walker.space,
                                       self.walker.buffers)
                 walker.batches(node, end - len(value), end)
@@ -414,6 +419,82 @@ class _RecordWalker(_Walker):
         return end
 
 
+_MESSAGE_FIELDS = [("offset", p.INT64), ("message_size", p.INT32), ("crc", p.UINT32),
+                   ("magic", p.INT8), ("attributes", p.INT8)]
+
+
+class _MessageSetWalker(_Walker):
+    """Message formats v0/v1 (legacy_records.py): messages one after another, a compressed
+    one's value opened as the message set inside it."""
+
+    def messages(self, parent: Node, start: int, end: int) -> None:
+        pos, index = start, 0
+        while end - pos >= 12:
+            (size,) = p.INT32.unpack_from(self.data, pos + 8)
+            if size < 0 or pos + 12 + size > end:
+                break
+            node = Node(f"message {index}", pos, 12 + size, "Message", space=self.space)
+            parent.children.append(node)
+            self.message(node, pos, pos + 12 + size)
+            pos, index = pos + 12 + size, index + 1
+        if pos < end:
+            parent.children.append(Node(
+                "partial_message", pos, end - pos, "bytes", f"{end - pos} bytes",
+                note="a partial trailing message; clients ignore it", space=self.space))
+
+    def message(self, node: Node, start: int, stop: int) -> None:
+        values: dict[str, int] = {}
+        pos = start
+        for name, st in _MESSAGE_FIELDS:
+            values[name], pos = self.leaf(node, name, _type_name(st), _fixed_reader(st), pos)
+        magic = values["magic"]
+        if magic not in (0, 1):
+            raise ProtocolError(f"message at offset {start} has magic {magic}",
+                                offset=start + 16, expected="magic 0 or 1 (a message set)")
+        actual = zlib.crc32(self.data[start + 16:stop])
+        crc = node.child("crc")
+        crc.value = f"0x{values['crc']:08x}"
+        crc.note = ("CRC-32 (zlib's, not CRC-32C) of magic.. matches" if actual == values["crc"]
+                    else f"MISMATCH: the bytes have CRC-32 0x{actual:08x}")
+        codec = values["attributes"] & 0x07
+        log_append = magic == 1 and values["attributes"] & 0x08
+        node.child("attributes").note = (
+            f"codec {codec} ({_codec_name(codec)})"
+            + (f", {'LogAppendTime' if log_append else 'CreateTime'}" if magic else ""))
+        if magic == 1:
+            _, pos = self.leaf(node, "timestamp", "int64", p.read_int64, pos)
+        _, pos = self.leaf(node, "key", "nullable_bytes", p.read_bytes, pos, nullable=True)
+        value, pos = self.leaf(node, "value", "nullable_bytes", p.read_bytes, pos, nullable=True)
+        node.value = f"offset {values['offset']}, magic {magic}"
+        if pos != stop:
+            raise ProtocolError(f"message at offset {start} should end at {stop}, its fields "
+                                f"end at {pos}", offset=min(pos, stop),
+                                expected=f"the message to end at offset {stop}")
+        if codec and value is not None:
+            self.wrapper(node.children[-1], codec, magic, value, pos - len(value))
+
+    def wrapper(self, value_node: Node, codec: int, magic: int, value: bytes, at: int) -> None:
+        try:
+            inner = decompress(codec, fix_lz4_v0(value) if magic == 0 else value)
+        except Exception as exc:  # any codec failure is a finding to show, not a crash
+            raise ProtocolError(f"cannot decompress the {_codec_name(codec)} message set of the "
+                                f"wrapper at offset {at}: {exc}", offset=at,
+                                expected=f"a {_codec_name(codec)}-compressed message set") from None
+        value_node.note = (f"wrapper: {_codec_name(codec)}, {len(value)} bytes -> "
+                           f"{len(inner)} bytes of inner messages"
+                           + (" (offsets relative)" if magic == 1 else ""))
+        space = f"decompressed@{at}"
+        self.buffers[space] = inner
+        _MessageSetWalker(inner, space, self.buffers).messages(value_node, 0, len(inner))
+
+
+def _codec_name(codec: int) -> str:
+    try:
+        return Compression(codec).name.lower()
+    except ValueError:
+        return f"unknown codec {codec}"
+
+
 def _note_control_record(record: Node) -> None:
     """Say what a control record's key and value mean (a transaction's commit or abort)."""
     for child in record.children:
@@ -594,12 +675,15 @@ def _dissect_response(
 
 
 def dissect_records(data: Buffer) -> Dissection:
-    """Take a record set (one or more RecordBatches, as stored in a log) apart."""
+    """Take a record set apart: RecordBatches as stored in a log, or an old message set."""
     data = bytes(data)
     root = Node("records", 0, len(data), "records")
     result = Dissection(data, root, summary=f"record set of {len(data)} bytes")
     try:
-        _BatchWalker(data, "", result.decompressed).batches(root, 0, len(data))
+        if is_message_set(data):
+            _MessageSetWalker(data, "", result.decompressed).messages(root, 0, len(data))
+        else:
+            _BatchWalker(data, "", result.decompressed).batches(root, 0, len(data))
     except ProtocolError as exc:
         result.error = exc
     return result

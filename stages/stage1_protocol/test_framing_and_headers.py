@@ -148,7 +148,7 @@ PROBE_ANSWER_HEX = (
     "0023"  # error code 35 UNSUPPORTED_VERSION
     "0000002f"  # 47 api keys
     "000000000008"  # Produce 0-8
-    "00010004000b"  # Fetch 4-11
+    "00010000000b"  # Fetch 0-11
     "000200000007"  # ListOffsets 0-7
     "000300000008"  # Metadata 0-8
     "000800020008"  # OffsetCommit 2-8

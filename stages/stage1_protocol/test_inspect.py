@@ -17,6 +17,7 @@ from simplekafka.protocol.dissect import (
     has_length_prefix,
     render,
 )
+from simplekafka.protocol.legacy_records import build_message_set
 from simplekafka.protocol.records import build_batch
 
 
@@ -80,7 +81,7 @@ def test_bad_magic_gets_a_caret_under_the_magic_byte():
     data = bytearray(_produce_frame())
     batch_start = dissect_frame(bytes(data)).find(
         "body.topic_data.0.partition_data.0.records.batch 0").offset
-    data[batch_start + 16] = 1
+    data[batch_start + 16] = 5  # (0 and 1 would be old message sets: see below)
     d = dissect_frame(bytes(data))
     assert d.error.offset == batch_start + 16
     assert d.error.expected.startswith("magic 2")
@@ -88,7 +89,7 @@ def test_bad_magic_gets_a_caret_under_the_magic_byte():
     caret = next(i for i, line in enumerate(lines) if line.strip().startswith("^^"))
     row = lines[caret - 1]
     column = lines[caret].index("^^")
-    assert row[column : column + 2] == "01"  # the caret sits under the bad byte itself
+    assert row[column : column + 2] == "05"  # the caret sits under the bad byte itself
 
 
 def test_crc_mismatch_is_reported():
@@ -107,6 +108,28 @@ def test_response_needs_key_and_version_and_then_decodes():
     d = dissect_frame(payload, response=True, api_key=3, api_version=8)
     assert d.ok, render(d)
     assert d.find("body.topics.0.error_code").note == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_old_message_sets_are_taken_apart_wrappers_opened(magic):
+    """Produce v0-2 and Fetch v0-3 carry message formats v0/v1 (legacy_records.py)."""
+    inner = build_message_set([(0, 7, b"k", b"v0"), (1, 8, None, b"v1")], magic, "gzip")
+    payload = encode_request(ApiKey.PRODUCE, 2 if magic else 1, 1, "t", {
+        "acks": 1, "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": inner}]}]})
+    d = dissect_frame(payload)
+    assert d.ok, render(d)
+    wrapper = d.find("body.topic_data.0.partition_data.0.records.message 0")
+    assert wrapper.value == f"offset 1, magic {magic}"
+    assert "matches" in wrapper.find("crc").note
+    value = wrapper.find("value")
+    assert value.note.startswith("wrapper: gzip")
+    assert value.find("message 0.key").value == b"k"
+    assert value.find("message 1.value").value == b"v1"
+    assert (value.find("message 0.timestamp") is None) == (magic == 0)
+    broken = bytearray(build_message_set([(0, 7, None, b"abc")], magic))
+    broken[-1] ^= 1
+    assert "MISMATCH" in dissect_records(bytes(broken)).find("message 0.crc").note
 
 
 def test_record_set_alone():

@@ -16,7 +16,9 @@ from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode, error_for
+from simplekafka.protocol.legacy_records import build_message_set
 from simplekafka.protocol.messages import decode_request, encode_request
+from simplekafka.protocol.records import parse_batches
 
 
 def request(api_key: ApiKey, version: int, body: dict):
@@ -58,12 +60,21 @@ def test_produce_answers_each_partition_from_the_append_results():
         (0, ErrorCode.NONE, 40), (1, ErrorCode.NONE, 41)]
 
 
-def test_produce_before_v3_is_refused_without_appending():
+def test_produce_before_v3_hands_over_a_v2_batch_and_refuses_a_corrupt_message_set():
+    """v0-2 carry message sets: converted at the handler's edge (broker/message_format.py)."""
+    good = build_message_set([(0, 5, b"k", b"v")], 1)
+    bad = bytearray(good)
+    bad[-1] ^= 1  # the CRC no longer matches
     appender = FakeAppender()
-    body = ProduceHandler(appender)(context(ApiKey.PRODUCE, 2), produce(2))
-    assert appender.calls == []  # nothing handed over to append
-    assert body["responses"][0]["partition_responses"][0]["error_code"] == \
-        ErrorCode.UNSUPPORTED_VERSION
+    body = ProduceHandler(appender)(context(ApiKey.PRODUCE, 2), request(ApiKey.PRODUCE, 2, {
+        "acks": 1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
+            {"index": 0, "records": good}, {"index": 1, "records": bytes(bad)}]}]}))
+    ((entries, _, _, _),) = appender.calls
+    assert list(entries) == [("t", 0)]  # the corrupt partition is not handed over
+    (batch,) = parse_batches(entries[("t", 0)])
+    assert [(r.timestamp, r.key, r.value) for r in batch] == [(5, b"k", b"v")]
+    codes = [a["error_code"] for a in body["responses"][0]["partition_responses"]]
+    assert codes == [ErrorCode.NONE, ErrorCode.CORRUPT_MESSAGE]
 
 
 def test_produce_acks_0_has_no_answer_and_acks_all_answers_when_the_append_does():

@@ -18,7 +18,9 @@ from simplekafka.broker.broker import KafkaBroker
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.server import CloseConnection
 from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.legacy_records import build_message_set, parse_message_set
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.protocol.records import build_batch, parse_batches
 
@@ -140,7 +142,7 @@ def test_api_versions_lists_client_apis_only(harness, version):
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert response.error_code == 0
     assert keys[ApiKey.PRODUCE] == (0, 8)
-    assert keys[ApiKey.FETCH] == (4, 11)
+    assert keys[ApiKey.FETCH] == (0, 11)
     assert not {4, 5, 6} & set(keys)
 
 
@@ -196,14 +198,65 @@ def test_produce_assigns_offsets_and_fetch_returns_the_batches(harness):
     assert [b.header.partition_leader_epoch for b in batches] == [0, 0]
 
 
+MS = 1_700_000_000_000  # a timestamp
+
+
 @pytest.mark.parametrize("version", [0, 1, 2])
-def test_produce_before_v3_is_unsupported_per_partition(harness, version):
+def test_old_produce_message_sets_are_stored_as_v2_and_every_old_fetch_reads_them(harness,
+                                                                                  version):
+    """Produce v0-1 carries message format v0, v2 format v1 (message_format.py)."""
     harness.lead("t")
-    response = harness.raw(ApiKey.PRODUCE, version, {
-        "acks": 1, "timeout_ms": 1000,
-        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"x"}]}]})
-    code = response.responses[0].partition_responses[0].error_code
-    assert code == ErrorCode.UNSUPPORTED_VERSION
+    magic = 0 if version < 2 else 1
+    first = harness.produce("t", build_message_set([(0, MS, b"k", b"v0")], magic),
+                            version=version)
+    second = harness.produce("t", build_message_set(
+        [(0, MS + 1, None, b"v1"), (1, MS + 2, b"k2", b"v2")], magic, "gzip"), version=version)
+    assert (first.error_code, first.base_offset) == (0, 0)
+    assert (second.error_code, second.base_offset) == (0, 1)
+    stored = [r for b in parse_batches(harness.fetch("t", 0).records) for r in b]
+    times = [-1, -1, -1] if magic == 0 else [MS, MS + 1, MS + 2]  # v0: no timestamps
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in stored] == [
+        (0, times[0], b"k", b"v0"), (1, times[1], None, b"v1"), (2, times[2], b"k2", b"v2")]
+    for fetch_version, fetch_magic in ((0, 0), (1, 0), (2, 1), (3, 1)):
+        answer = harness.fetch("t", 2, version=fetch_version)  # inside the gzip batch
+        assert answer.error_code == 0 and answer.high_watermark == 3
+        assert [(m.offset, m.key, m.value, m.magic, m.codec)
+                for m in parse_message_set(answer.records)] == [
+            (2, b"k2", b"v2", fetch_magic, Compression.GZIP)]
+
+
+def test_a_corrupt_old_message_is_refused_and_nothing_is_written(harness):
+    harness.lead("t")
+    message_set = bytearray(build_message_set([(0, MS, None, b"a"), (1, MS, None, b"b")], 1))
+    message_set[-1] ^= 0xFF  # the second message's value: its CRC no longer matches
+    answer = harness.produce("t", bytes(message_set), version=2)
+    assert answer.error_code == ErrorCode.CORRUPT_MESSAGE
+    assert harness.broker.replica_manager.get_partition("t", 0).log_end_offset == 0
+
+
+def test_v0_messages_take_the_append_time_under_log_append_time(tmp_path):
+    h = Harness(tmp_path, **{"log.message.timestamp.type": "LogAppendTime"})
+    try:
+        h.lead("t")
+        assert h.produce("t", build_message_set([(0, None, None, b"a")], 0), version=0
+                         ).error_code == 0
+        (batch,) = parse_batches(h.fetch("t", 0).records)
+        assert batch.timestamp_type == 1 and batch.records[0].timestamp > 0
+        (message,) = parse_message_set(h.fetch("t", 0, version=2).records)
+        assert (message.timestamp_type, message.timestamp) == (1, batch.records[0].timestamp)
+    finally:
+        h.close()
+
+
+def test_downconversion_disabled_answers_old_fetchers_unsupported_version(tmp_path):
+    h = Harness(tmp_path, **{"log.message.downconversion.enable": "false"})
+    try:
+        h.lead("t")
+        assert h.produce("t", build_batch([(None, b"a")])).error_code == 0
+        assert h.fetch("t", 0, version=3).error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert h.fetch("t", 0, version=4).error_code == ErrorCode.NONE  # v2 as stored
+    finally:
+        h.close()
 
 
 def test_corrupt_batch_is_refused_and_nothing_is_written(harness):
@@ -539,7 +592,7 @@ def test_truncated_body_closes_the_connection(harness):
 
 def test_unadvertised_version_closes_the_connection(harness):
     frame = encode_request(ApiKey.FETCH, 11, 1, "t", {"topics": []})
-    frame = frame[:2] + b"\x00\x02" + frame[4:]  # Fetch v2: not advertised
+    frame = frame[:2] + b"\x7f\xff" + frame[4:]  # Fetch v32767: not advertised
     with pytest.raises(CloseConnection):
         harness.broker.dispatcher(frame, None)
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from simplekafka.cluster import LocalCluster
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.legacy_records import build_message_set
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.protocol.records import build_batch
 
@@ -182,7 +183,7 @@ def test_api_versions_probe_gets_error_35_in_v0_format(fuzz_cluster, witness, ve
 
 
 @pytest.mark.parametrize(("api_key", "version"), [(ApiKey.METADATA, 9), (ApiKey.METADATA, 300),
-                                                  (ApiKey.FETCH, 3), (ApiKey.FETCH, 12),
+                                                  (ApiKey.FETCH, 17), (ApiKey.FETCH, 12),
                                                   (ApiKey.LIST_OFFSETS, 8)])
 def test_unsupported_version_is_refused(fuzz_cluster, witness, api_key, version):
     with connect(fuzz_cluster.broker_ports[1]) as sock:
@@ -191,16 +192,19 @@ def test_unsupported_version_is_refused(fuzz_cluster, witness, api_key, version)
     assert_still_serving(fuzz_cluster, witness)
 
 
-def test_produce_v0_to_v2_gets_unsupported_version_per_partition(fuzz_cluster, witness):
-    batch = build_batch([(b"k", b"v")])
+def test_produce_v0_to_v2_message_sets_are_appended_and_garbage_refused(fuzz_cluster, witness):
+    """Old versions carry message sets (formats v0/v1), converted on append; bytes that
+    are neither a message set nor a batch get an error code, never a crash."""
     for version in (0, 1, 2):
+        good = build_message_set([(0, 1, b"k", b"v")], 0 if version < 2 else 1)
         with connect(fuzz_cluster.broker_ports[1]) as sock:
-            response = request(sock, ApiKey.PRODUCE, version, {
-                "acks": 1, "timeout_ms": 1000,
-                "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0,
-                                                                     "records": batch}]}]})
-        (partition,) = response.responses[0].partition_responses
-        assert partition.error_code == ErrorCode.UNSUPPORTED_VERSION, version
+            for records, ok in ((good, True), (good[:20] + b"\xff" * 20, False)):
+                response = request(sock, ApiKey.PRODUCE, version, {
+                    "acks": 1, "timeout_ms": 1000,
+                    "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0,
+                                                                         "records": records}]}]})
+                (partition,) = response.responses[0].partition_responses
+                assert (partition.error_code == ErrorCode.NONE) is ok, (version, records)
     assert_still_serving(fuzz_cluster, witness)
 
 

@@ -36,6 +36,7 @@ from simplekafka.broker.fetch_messages import (
     FetchTopic,
 )
 from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
+from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_fetched
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
@@ -79,6 +80,9 @@ class FetchHandler:
                     "responses": []}
         refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
         fetched = self.fetches.fetch_messages(_params(request, session, refused))
+        version = getattr(context, "api_version", FIRST_V2_FETCH)  # None: a direct call
+        if version < FIRST_V2_FETCH:  # message sets v0/v1 (message_format.py)
+            fetched = down_convert_fetched(fetched, version, request, self.fetches.replicas)
         if isinstance(fetched, FetchResult):
             return self._leaving(fetched, session, request.replica_id)
         # One callback shapes and counts a parked fetch's answer, the one step between the
@@ -124,7 +128,8 @@ def _named(request: Any) -> list[FetchTopic]:
 
 def _params(request: Any, partitions: FetchContext, refused: frozenset[str]) -> FetchParams:
     return FetchParams(request.replica_id, request.max_wait_ms, request.min_bytes,
-                       request.max_bytes, request.isolation_level, partitions,
+                       getattr(request, "max_bytes", 0x7FFFFFFF),  # v3+
+                       getattr(request, "isolation_level", 0), partitions,  # v4+
                        getattr(request, "rack_id", None), refused)  # rack_id: v11+
 
 

@@ -3,9 +3,9 @@
 The handler never looks inside a batch, and does not append or wait itself:
 ``ReplicaManager.append_records`` validates, appends and (acks=all) waits for
 the high watermark, the one place that does, for clients and for the group
-coordinator alike. What stays here is the wire: versions below 3 (no magic v2
-batches) are refused per partition, acks=0 gets no response at all, and the
-partition outcomes become the response dict.
+coordinator alike. What stays here is the wire: versions below 3 carry message
+sets (formats v0/v1), converted to v2 batches first (``message_format.py``),
+acks=0 gets no response at all, and the partition outcomes become the response dict.
 
 A partition of a topic the principal may not Write is not appended and
 answers TOPIC_AUTHORIZATION_FAILED (a transactional producer also needs Write
@@ -27,13 +27,12 @@ from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.message_format import FIRST_V2_PRODUCE, to_record_batches
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
-
-FIRST_MAGIC_V2_VERSION = 3
 
 
 class ProduceHandler:
@@ -46,15 +45,15 @@ class ProduceHandler:
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
-        if version < FIRST_MAGIC_V2_VERSION:  # no magic v2 batches: nothing to append
-            return None if acks == 0 else _response_body(_Unsupported(), request)
+        # v0-2: message sets, converted in place; a corrupt one's partition is refused
+        refused = to_record_batches(request) if version < FIRST_V2_PRODUCE else {}
         if _transactional_refused(self.authorizer, context, request):
             return None if acks == 0 else _response_body(
                 _Every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), request)
         if self.authorizer.enabled:
-            refused = self._refused(context, request)
-            if refused:
-                return self._append_allowed(request, refused, version)
+            refused.update(self._refused(context, request))
+        if refused:
+            return self._append_allowed(request, refused, version)
         entries = {(topic.name, data.index): data.records
                    for topic in request.topic_data for data in topic.partition_data}
         appended = self.replica_manager.append_records(
@@ -89,6 +88,8 @@ class ProduceHandler:
             api_version=version) if entries else defer.succeed({})
         if request.acks == 0:
             return None
+        if appended.called:  # nothing to wait for: answer now, as __call__ does
+            return _response_body({**cast(dict, appended.result), **refused}, request)
         return appended.addCallback(lambda results: _response_body({**results, **refused},
                                                                    request))
 
@@ -116,13 +117,6 @@ class _Every(dict):
 
     def __missing__(self, key: tuple[str, int]) -> PartitionResponse:
         return PartitionResponse(self.code)
-
-
-class _Unsupported(dict):
-    """Every partition's outcome for a Produce version without magic v2 batches."""
-
-    def __missing__(self, key: tuple[str, int]) -> PartitionResponse:
-        return PartitionResponse(ErrorCode.UNSUPPORTED_VERSION)
 
 
 def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any) -> dict:
