@@ -70,10 +70,12 @@ from simplekafka.broker.apis.reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
+from simplekafka.broker.apis.sasl import SaslApis, SaslAuthentication
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
+from simplekafka.broker.apis.user_scram_credentials import UserScramCredentialApis
 from simplekafka.broker.client_quotas import ClientQuotas
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.connection_quotas import ConnectionQuotas
@@ -105,14 +107,12 @@ from simplekafka.broker.security.inter_broker import InterBrokerLogin, own_conne
 from simplekafka.broker.security.listeners import PLAINTEXT
 from simplekafka.broker.security.sasl import (
     FailedAuthenticationDelay,
-    SaslApis,
     SaslServerAuthenticator,
     SaslSettings,
     jaas_for,
     oauthbearer_validator,
     reauth_ms,
 )
-from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.broker.services import BrokerServices, Steps
 from simplekafka.broker.socket_server import SocketServer
@@ -220,7 +220,7 @@ class KafkaBroker:
         self.dispatcher.quotas = self.client_quotas
         self.apis.register(self.dispatcher)
         ClientQuotaApis(reactor, lambda: self.zk, self.authorizer).register(self.dispatcher)
-        SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        SaslApis().register(self.dispatcher)
         UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
             self.dispatcher)
         self.socket_server = SocketServer(config, reactor, self.dispatcher,
@@ -346,7 +346,7 @@ class KafkaBroker:
             reauth_ms={mechanism: reauth_ms(config, listener.name, mechanism)
                        for mechanism in mechanisms},
             oauthbearer=oauthbearer_validator(config, listener.name))
-        return lambda handler: SaslServerAuthenticator(settings, handler)
+        return lambda handler: SaslAuthentication(SaslServerAuthenticator(settings), handler)
 
     # -- what the parts read ------------------------------------------------------------
 
