@@ -24,9 +24,8 @@ from simplekafka.broker.isr import IsrChangeNotifier, write_isr, write_isr_chang
 class AlterPartitionManager(service.Service):
     """``write_isr(partition, isr)`` for the ReplicaManager; fires with the znode's version."""
 
-    name = "alter-partition-manager"
-
     def __init__(self, broker_id: int, reactor: Any, zookeeper: Callable[[], Any]) -> None:
+        self.setName("alter-partition-manager")
         self.broker_id = broker_id
         self.reactor = reactor
         self.zookeeper = zookeeper

@@ -325,8 +325,11 @@ class KafkaBroker:
                                                   self.reactor.callFromThread))
                 follower[0].start()
 
-            tree.addService(Steps("acl-changes", lambda: follower and follower[0].stop(),
-                                  start=follow_acls))
+            def stop_following() -> None:
+                if follower:
+                    follower[0].stop()
+
+            tree.addService(Steps("acl-changes", stop_following, start=follow_acls))
         tree.addService(self.alter_partitions)
         return tree
 

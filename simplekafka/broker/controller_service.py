@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 class ControllerService(service.Service):
     """``registration``, ``election``, ``controller`` and ``channel`` once started."""
 
-    name = "controller"
-
     def __init__(self, config: Any, reactor: Any, zookeeper: ZooKeeperClient,
                  endpoints: Callable[[], tuple[tuple[str, str, int], ...]],
                  advertised_address: Callable[[], tuple[str, int]],
@@ -41,6 +39,7 @@ class ControllerService(service.Service):
                  last_known_leaders: Callable[[], Any],
                  is_stopping: Callable[[], bool],
                  extra_channels: tuple[ControllerChannel, ...] = ()) -> None:
+        self.setName("controller")
         self.config = config
         self.broker_id = config.broker_id
         self.reactor = reactor

@@ -46,12 +46,11 @@ class DynamicConfigManager(service.Service):
     its topic key (``log.retention.ms`` -> ``retention.ms``).
     """
 
-    name = "dynamic-config-manager"
-
     def __init__(self, config: Any, reactor: Any, zookeeper: Callable[[], Any],
                  log_manager: LogManager, static_log_config: LogConfig,
                  dynamic_log_keys: Mapping[str, str], client_quotas: Any,
                  credentials: Any) -> None:
+        self.setName("dynamic-config-manager")
         self.config = config
         self.broker_id = config.broker_id
         self.reactor = reactor

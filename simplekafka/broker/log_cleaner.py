@@ -43,10 +43,9 @@ HOLD_ENV = "SIMPLEKAFKA_CLEANER_HOLD"
 class LogCleaner(service.Service):
     """Drives cleaning rounds; ``start`` and ``stop`` from the reactor."""
 
-    name = "log-cleaner"
-
     def __init__(self, reactor: Any, log_manager: LogManager, config: Any,
                  high_watermarks: Any):
+        self.setName("log-cleaner")
         self.reactor = reactor
         self.log_manager = log_manager
         self.high_watermarks = high_watermarks

@@ -83,7 +83,7 @@ class BrokerServices(service.MultiService):
             while self._started:
                 child = self._started.pop()
                 try:
-                    yield defer.maybeDeferred(child.stopService)
+                    yield defer.maybeDeferred(_stop_of(child))
                 except Exception as exc:
                     log.error("stopping %s failed: %s", _name(child), exc)
 
@@ -97,7 +97,7 @@ class PeriodicTask(TimerService):
     def __init__(self, name: str, seconds: float, callable: Callable[[], Any],
                  clock: Any) -> None:
         super().__init__(seconds, callable)
-        self.name = name
+        self.setName(name)
         self.clock = clock
 
     def startService(self) -> None:
@@ -119,7 +119,7 @@ class Steps(service.Service):
 
     def __init__(self, name: str, stop: Callable[[], Any],
                  start: Callable[[], Any] | None = None) -> None:
-        self.name = name
+        self.setName(name)
         self._start, self._stop = start, stop
 
     def startService(self) -> Any:
@@ -129,6 +129,10 @@ class Steps(service.Service):
     def stopService(self) -> Any:
         service.Service.stopService(self)
         return self._stop()
+
+
+def _stop_of(child: Any) -> Callable[[], Any]:
+    return child.stopService
 
 
 def _name(child: Any) -> str:

@@ -33,11 +33,10 @@ log = logging.getLogger(__name__)
 class SocketServer(service.Service):
     """Every listener's port and connection factory, by listener name."""
 
-    name = "socket-server"
-
     def __init__(self, config: Any, reactor: Any, dispatcher: Any, connection_quotas: Any,
                  replica_manager: Any, authenticators: Callable[[Any], Any],
                  own_connection: Any) -> None:
+        self.setName("socket-server")
         self.config = config
         self.reactor = reactor
         self.dispatcher = dispatcher

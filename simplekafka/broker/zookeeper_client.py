@@ -28,9 +28,8 @@ ZOOKEEPER_STOP_TIMEOUT = 5.0
 class ZooKeeperClient(service.Service):
     """``zk`` is the kazoo client once started (None before and after)."""
 
-    name = "zookeeper"
-
     def __init__(self, config: Any, reactor: Any) -> None:
+        self.setName("zookeeper")
         self.config = config
         self.reactor = reactor
         self.zk: Any = None
