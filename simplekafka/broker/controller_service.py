@@ -25,6 +25,8 @@ from simplekafka.broker.controller import Controller
 from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
 from simplekafka.broker.controller.channel import ControllerChannel
 from simplekafka.broker.zookeeper_client import ZOOKEEPER_STOP_TIMEOUT, ZooKeeperClient
+from simplekafka.coordination.election import ControllerElection
+from simplekafka.coordination.registration import BrokerRegistration
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +63,6 @@ class ControllerService(service.Service):
         return self.controller is not None and self.controller.active
 
     def startService(self) -> None:
-        from simplekafka.coordination.election import ControllerElection
-        from simplekafka.coordination.registration import BrokerRegistration
-
         service.Service.startService(self)
         config, reactor, zk = self.config, self.reactor, self.zookeeper.zk
         host, port = self.advertised_address()

@@ -19,6 +19,10 @@ from typing import Any
 from twisted.application import service
 from twisted.internet import defer, threads
 
+from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
+from simplekafka.coordination.registration import ensure_cluster_id
+from simplekafka.coordination.session_file import publish_session
+
 log = logging.getLogger(__name__)
 
 # Shutdown waits at most this long (seconds) for each ZooKeeper step.
@@ -42,10 +46,6 @@ class ZooKeeperClient(service.Service):
         return _in_daemon_thread(self.reactor, self._connect).addCallback(self._connected)
 
     def _connect(self) -> Any:
-        from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
-        from simplekafka.coordination.registration import ensure_cluster_id
-        from simplekafka.coordination.session_file import publish_session
-
         timeout_ms = (self.config["zookeeper.connection.timeout.ms"]
                       or self.config["zookeeper.session.timeout.ms"])
         zk = connect_zookeeper(self.config.zookeeper_connect, timeout=timeout_ms / 1000.0,
