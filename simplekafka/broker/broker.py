@@ -12,21 +12,22 @@ The service tree (``services.BrokerServices``) starts its children in the order
 ``start`` adds them and stops them in the reverse order, each step finished
 before the next:
 
-==========================  ==================================================
-``metrics``                 the metrics listener (``metrics.listener``)
-``logs``                    ReplicaManager and LogManager: checkpoints, logs
-                            closed (fsync and the clean-shutdown marker)
-``log-cleaner``             compaction rounds (``log_cleaner.py``)
-``zookeeper``               the session (``zookeeper_client.py``)
-``controller``              registration, election, controller, its channel
-                            (``controller_service.py``)
-``socket-server``           the listeners; stopped: no new connection, every
-                            client connection dropped (``socket_server.py``)
-``scheduler``               periodic tasks (``scheduler.py``)
-``dynamic-config-manager``  config changes applied (``dynamic_config_manager.py``)
-``acl-changes``             ACL changes followed (``security/acl_changes.py``)
-``alter-partition-manager`` ISR writes (``alter_partition_manager.py``)
-==========================  ==================================================
+===========================  ====================================================
+``metrics``                  the metrics listener (``metrics.listener``)
+``logs``                     ReplicaManager and LogManager: checkpoints, logs
+                             closed (fsync, the clean-shutdown marker)
+``log-cleaner``              compaction rounds (``log_cleaner.py``)
+``zookeeper``                the session (``zookeeper_client.py``)
+``controller``               registration, election, controller, its channel
+                             (``controller_service.py``)
+``socket-server``            the listeners; stopped: no new connection, every
+                             connection dropped (``socket_server.py``)
+``scheduler``                periodic tasks (``scheduler.py``)
+``dynamic-config-manager``   config changes applied
+                             (``dynamic_config_manager.py``)
+``acl-changes``              ACL changes followed (``security/acl_changes.py``)
+``alter-partition-manager``  ISR writes (``alter_partition_manager.py``)
+===========================  ====================================================
 
 Shutdown (SIGTERM) first moves leadership away (``controlled_shutdown.py``)
 while the broker still serves, then stops the tree. A start that fails stops

@@ -3,15 +3,17 @@
 Each is a ``PeriodicTask`` (a Twisted ``TimerService``) in the broker's service
 tree, named as Kafka names the task:
 
-==============================  ===============================================
-``highwatermark-checkpoint``    the HW checkpoint, written on a worker thread
-                                (its two fsyncs would stall the reactor)
-``kafka-log-retention``         segments past retention removed
+=================================  ========================================
+``highwatermark-checkpoint``       the HW checkpoint, written on a worker
+                                   thread (its two fsyncs would stall the
+                                   reactor)
+``kafka-log-retention``            segments past retention removed
 ``delete-expired-group-metadata``  committed offsets past their retention
-``transaction-abort``           transactions past their timeout aborted
-``isr-expiration``              lagging followers dropped from ISRs
-``kafka-log-flusher``           logs flushed (only with ``log.flush.interval.ms``)
-==============================  ===============================================
+``transaction-abort``              transactions past their timeout aborted
+``isr-expiration``                 lagging followers dropped from ISRs
+``kafka-log-flusher``              logs flushed (only with
+                                   ``log.flush.interval.ms``)
+=================================  ========================================
 
 A stop waits for a call in progress: the final checkpoint at shutdown never
 races a periodic one.
