@@ -40,18 +40,26 @@ def test_import_layers_contract_holds():
 
 
 DOMAIN_RULE = "The broker's domain never imports the request handlers"
+ANSWERS_RULE = "Wire answers are built in broker.apis and broker.dispatch only"
 
 
-@pytest.mark.parametrize("module, planted", [
+@pytest.mark.parametrize("rule, module, planted", [
     # a coordinator reaching for a wire helper, as group/ and transaction/ once did
-    ("simplekafka/broker/group/coordinator.py",
+    (DOMAIN_RULE, "simplekafka/broker/group/coordinator.py",
      "from simplekafka.broker.apis.groups import GroupApis  # planted\n"),
     # a module no one has written yet is under the rule too (the contract's wildcard)
-    ("simplekafka/broker/planted.py", "import simplekafka.broker.apis.collaborators\n"),
+    (DOMAIN_RULE, "simplekafka/broker/planted.py",
+     "import simplekafka.broker.apis.collaborators\n"),
+    # the SASL authenticator encoding its own answers, as it once did
+    (ANSWERS_RULE, "simplekafka/broker/security/sasl.py",
+     "from simplekafka.protocol.messages import encode_response  # planted\n"),
+    (ANSWERS_RULE, "simplekafka/broker/planted.py",
+     "import simplekafka.protocol.messages\n"),
 ])
-def test_the_domain_rule_fails_on_a_planted_import_of_apis(module, planted, tmp_path):
-    """The import-linter contract is not vacuous: a copy of the package with one import of
-    ``simplekafka.broker.apis`` from the domain breaks it (and only it)."""
+def test_a_broker_rule_fails_on_a_planted_import(rule, module, planted, tmp_path):
+    """The import-linter contracts are not vacuous: a copy of the package with one
+    forbidden import (of ``simplekafka.broker.apis`` from the domain, of the answer
+    encoders outside the handlers) breaks its contract, and only it."""
     shutil.copytree(ROOT / "simplekafka", tmp_path / "simplekafka",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
@@ -59,10 +67,11 @@ def test_the_domain_rule_fails_on_a_planted_import_of_apis(module, planted, tmp_
     target.write_text((target.read_text() if target.exists() else "") + planted)
     result = subprocess.run(
         [str(BIN / "lint-imports"), "--no-cache"], cwd=tmp_path, capture_output=True,
-        text=True, timeout=300, check=False, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        text=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "200"})
     assert result.returncode != 0, result.stdout + result.stderr
     broken = [line for line in result.stdout.splitlines() if "BROKEN" in line]
-    assert len(broken) == 1 and broken[0].startswith(DOMAIN_RULE), result.stdout
+    assert len(broken) == 1 and broken[0].startswith(rule), result.stdout
 
 
 def test_type_check_is_clean():

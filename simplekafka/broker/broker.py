@@ -1,13 +1,37 @@
-"""KafkaBroker: the storage, ZooKeeper, controller and request handlers, put together.
+"""KafkaBroker: the composition root (Kafka's ``KafkaServer``): builds the parts, wires
+them, and puts the long-lived ones in a tree of Twisted services.
 
 Start-up follows Kafka's order: open (and if needed recover) the logs, bind the
-listener, connect to ZooKeeper, register under ``/brokers/ids`` and take part
-in the controller election. The broker is ready when the controller's
-UpdateMetadata names it and a live controller; client requests that arrive
-before are held until then (``readiness.py``), so no client ever sees a
-cluster without this broker or a controller. Shutdown (SIGTERM) is the reverse: stop accepting
-requests, resign and deregister, checkpoint high watermarks, close the logs
-(fsync and the clean-shutdown marker), close the ZooKeeper session.
+listeners, connect to ZooKeeper, register under ``/brokers/ids`` and take part
+in the controller election, then follow config and ACL changes. The broker is
+ready when the controller's UpdateMetadata names it and a live controller;
+client requests that arrive before are held until then (``readiness.py``), so
+no client ever sees a cluster without this broker or a controller.
+
+The service tree (``services.BrokerServices``) starts its children in the order
+``start`` adds them and stops them in the reverse order, each step finished
+before the next:
+
+===========================  ====================================================
+``metrics``                  the metrics listener (``metrics.listener``)
+``logs``                     ReplicaManager and LogManager: checkpoints, logs
+                             closed (fsync, the clean-shutdown marker)
+``log-cleaner``              compaction rounds (``log_cleaner.py``)
+``zookeeper``                the session (``zookeeper_client.py``)
+``controller``               registration, election, controller, its channel
+                             (``controller_service.py``)
+``socket-server``            the listeners; stopped: no new connection, every
+                             connection dropped (``socket_server.py``)
+``scheduler``                periodic tasks (``scheduler.py``)
+``dynamic-config-manager``   config changes applied
+                             (``dynamic_config_manager.py``)
+``acl-changes``              ACL changes followed (``security/acl_changes.py``)
+``alter-partition-manager``  ISR writes (``alter_partition_manager.py``)
+===========================  ====================================================
+
+Shutdown (SIGTERM) first moves leadership away (``controlled_shutdown.py``)
+while the broker still serves, then stops the tree. A start that fails stops
+what had started.
 
 ZooKeeper work runs on worker threads (kazoo blocks) and on the election's
 event thread; results come back to the reactor with ``callFromThread``. The
@@ -18,13 +42,12 @@ from __future__ import annotations
 
 import gc
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError
-from twisted.internet import defer, task, threads
+from twisted.internet import defer
 
+from simplekafka.broker.alter_partition_manager import AlterPartitionManager
 from simplekafka.broker.apis import KafkaApis
 from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.client_quotas import ClientQuotaApis
@@ -48,25 +71,23 @@ from simplekafka.broker.apis.reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
+from simplekafka.broker.apis.sasl import SaslApis, SaslAuthentication
 from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
+from simplekafka.broker.apis.user_scram_credentials import UserScramCredentialApis
 from simplekafka.broker.client_quotas import ClientQuotas
-from simplekafka.broker.config import BrokerConfig, redacted
-from simplekafka.broker.config_changes import ConfigChangeListener, DynamicBrokerConfig
+from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.connection_quotas import ConnectionQuotas
-from simplekafka.broker.controller import (
-    CONTROLLED_SHUTDOWN_PATH,
-    Controller,
-    read_topic_config,
-)
-from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
+from simplekafka.broker.controlled_shutdown import controlled_shutdown
+from simplekafka.broker.controller import Controller, read_topic_config
 from simplekafka.broker.controller.channel import ControllerChannel
+from simplekafka.broker.controller_service import ControllerService
 from simplekafka.broker.dispatch import RequestDispatcher
+from simplekafka.broker.dynamic_config_manager import DynamicConfigManager
 from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.group.coordinator import GroupCoordinator
-from simplekafka.broker.isr import IsrChangeNotifier, write_isr, write_isr_change_notification
 from simplekafka.broker.log_cleaner import LogCleaner
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.metrics import install as install_metrics
@@ -75,14 +96,11 @@ from simplekafka.broker.replica_fetcher import FetchSettings, ReplicaFetcherMana
 from simplekafka.broker.replica_manager import ReplicaManager
 from simplekafka.broker.replica_selector import replica_selector
 from simplekafka.broker.replication_quota import (
-    FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
-    LEADER_RATE,
     LEADER_REPLICAS,
     ReplicationThrottle,
-    ThrottleConfigError,
-    parse_rate,
 )
+from simplekafka.broker.scheduler import scheduled_tasks
 from simplekafka.broker.security.acl_changes import AclChangeFollower
 from simplekafka.broker.security.authorizer import AclAuthorizer, build_authorizer
 from simplekafka.broker.security.credentials import ScramCredentialCache
@@ -90,28 +108,25 @@ from simplekafka.broker.security.inter_broker import InterBrokerLogin, own_conne
 from simplekafka.broker.security.listeners import PLAINTEXT
 from simplekafka.broker.security.sasl import (
     FailedAuthenticationDelay,
-    SaslApis,
     SaslServerAuthenticator,
     SaslSettings,
     jaas_for,
     oauthbearer_validator,
     reauth_ms,
 )
-from simplekafka.broker.security.user_apis import UserScramCredentialApis
 from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.services import BrokerServices, Steps
+from simplekafka.broker.socket_server import SocketServer
 from simplekafka.broker.socket_writer import ZERO_COPY_MIN_BYTES, can_sendfile
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.broker.transaction.marker_channel import TransactionMarkerChannel
 from simplekafka.broker.transaction.producer_ids import ProducerIdManager
-from simplekafka.coordination.configs import desanitize
-from simplekafka.coordination.users import USERS
-from simplekafka.coordination.znodes import ZkPaths
+from simplekafka.broker.zookeeper_client import ZOOKEEPER_STOP_TIMEOUT, ZooKeeperClient
 from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
 
-# Shutdown waits at most this long (seconds) for each ZooKeeper step.
-ZOOKEEPER_STOP_TIMEOUT = 5.0
+__all__ = ["ZOOKEEPER_STOP_TIMEOUT", "KafkaBroker"]
 
 
 class KafkaBroker:
@@ -127,16 +142,8 @@ class KafkaBroker:
         self.broker_id = config.broker_id
         self.on_ready = on_ready
         self.ready = False
-        self.cluster_id: str | None = None
-        self.zk: Any = None
-        self.registration: Any = None
-        self.election: Any = None
-        self.controller: Controller | None = None
-        self.channel: ControllerChannel | None = None
-        self.port: Any = None  # the first listener's port (ports: every listener's)
-        self.factory: KafkaServerFactory | None = None
-        self.ports: dict[str, Any] = {}
-        self.factories: dict[str, KafkaServerFactory] = {}
+        self._stopping = False
+        self._stop_requested = False
         self.credentials = ScramCredentialCache()
         self.failed_logins = FailedAuthenticationDelay(
             config["connection.failed.authentication.delay.ms"] / 1000.0, reactor)
@@ -149,27 +156,23 @@ class KafkaBroker:
         # A broker's requests to itself (its controller's, its transaction coordinator's
         # markers) carry its own inter-broker principal, not User:ANONYMOUS.
         self.own_connection = own_connection(config)
-        self.gate: ReadinessGate | None = None
-        self.topic_configs: dict[str, dict[str, str]] = {}
-        self.dynamic_config = DynamicBrokerConfig(self.broker_id)
-        self.config_changes: ConfigChangeListener | None = None
         self.authorizer = build_authorizer(config)
-        self.acl_changes: AclChangeFollower | None = None
-        self._loops: list[task.LoopingCall] = []
-        self._checkpointing: defer.Deferred | None = None
-        self._stopping = False
-        self._stop_requested = False
+        self.zookeeper = ZooKeeperClient(config, reactor)
+        self.client_quotas = ClientQuotas(reactor, config["quota.window.num"],
+                                          config["quota.window.size.seconds"])
 
         self.static_log_config = LogConfig.from_kafka(
             {k: v for k, v in config.log_config_keys().items() if v is not None})
-        self.log_config = self.static_log_config  # plus dynamic broker configs
-        self.log_manager = LogManager(config.log_dirs, self.log_config)
+        self.log_manager = LogManager(config.log_dirs, self.static_log_config)
         # A rolled segment's fsync runs on a worker thread, not in the produce that rolled.
         call_in_thread = getattr(reactor, "callInThread", None)
         if call_in_thread is not None:  # a test's fake reactor has no threads: fsync inline
             self.log_manager.use_background(call_in_thread)
         if self.log_manager.recovered_unclean and self.log_manager.all_logs():
             log.warning("log directories were not shut down cleanly: logs recovered")
+        self.dynamic_configs = DynamicConfigManager(
+            config, reactor, lambda: self.zk, self.log_manager, self.static_log_config,
+            DYNAMIC_BROKER_KEYS, self.client_quotas, self.credentials)
         self.metadata_cache = MetadataCache()
         self.metadata_cache.listeners.append(self._metadata_changed)
         # Replication throttles (replication_quota.py): rates from dynamic broker configs,
@@ -178,17 +181,19 @@ class KafkaBroker:
                                                    self.topic_configs, reactor.seconds)
         self.follower_throttle = ReplicationThrottle(FOLLOWER_REPLICAS, self.broker_id,
                                                      self.topic_configs, reactor.seconds)
-        self._apply_throttle_rates()
+        self.dynamic_configs.throttles = (self.leader_throttle, self.follower_throttle)
+        self.dynamic_configs.apply_throttle_rates()
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
                                    config["replica.fetch.max.bytes"]),
             self._endpoint_of, self.follower_throttle)
-        self.isr_notifier = IsrChangeNotifier(self._write_isr_notification)
+        self.alter_partitions = AlterPartitionManager(self.broker_id, reactor, lambda: self.zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
                                               self.metadata_cache, self.log_config_for,
                                               fetchers=self.fetchers,
-                                              isr_writer=self._write_isr, reactor=reactor,
+                                              isr_writer=self.alter_partitions.write_isr,
+                                              reactor=reactor,
                                               min_insync_for=self.min_insync_replicas_for)
         self.replica_manager.leader_throttle = self.leader_throttle
         self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
@@ -209,8 +214,6 @@ class KafkaBroker:
             TransactionMarkerChannel(reactor, self.metadata_cache, lambda: self.marker_requests),
             self.group_coordinator.partition_of,
             ensure_offsets_topic=self.group_coordinator.metadata.ensure_offsets_topic)
-        self.client_quotas = ClientQuotas(reactor, config["quota.window.num"],
-                                          config["quota.window.size.seconds"])
         self.apis = self._build_apis()
         self.topic_admin = self.apis.topics
         self.fetch_handler = self.apis.fetch
@@ -218,10 +221,19 @@ class KafkaBroker:
         self.dispatcher.quotas = self.client_quotas
         self.apis.register(self.dispatcher)
         ClientQuotaApis(reactor, lambda: self.zk, self.authorizer).register(self.dispatcher)
-        SaslApis(self.credentials, reactor, lambda: self.zk).register(self.dispatcher)
+        SaslApis().register(self.dispatcher)
         UserScramCredentialApis(reactor, lambda: self.zk, self.authorizer).register(
             self.dispatcher)
+        self.socket_server = SocketServer(config, reactor, self.dispatcher,
+                                          self.connection_quotas, self.replica_manager,
+                                          self._authenticators, self.own_connection)
+        self.controller_service = ControllerService(
+            config, reactor, self.zookeeper, self.advertised_endpoints,
+            lambda: self.advertised_address, self._dispatch_own, self._endpoint_of,
+            self._last_known_leaders, lambda: self._stopping,
+            extra_channels=(self.marker_requests,))
         self.metrics = install_metrics(self)  # None unless metrics.listener is set
+        self.services = self._build_services()
 
     # -- wiring -------------------------------------------------------------------------
 
@@ -274,139 +286,170 @@ class KafkaBroker:
                                                   cache, auth),
         )
 
+    def _build_services(self) -> BrokerServices:
+        """The tree, in start order (docstring of this module); it stops in reverse."""
+        tree = BrokerServices()
+        metrics = self.metrics
+        if metrics is not None:
+            metrics_at = self.config.metrics_listener
+
+            def metrics_listen() -> None:
+                if metrics.port is None and metrics_at is not None:
+                    metrics.listen(*metrics_at)
+
+            tree.addService(Steps("metrics", metrics.stop, start=metrics_listen))
+
+        def close_logs() -> None:
+            self.replica_manager.shutdown()
+            self.log_manager.close()
+
+        tree.addService(Steps("logs", close_logs))
+        tree.addService(self.log_cleaner)
+        tree.addService(self.zookeeper)
+        tree.addService(self.controller_service)
+        tree.addService(self.socket_server)
+        scheduler = BrokerServices()
+        scheduler.setName("scheduler")
+        for periodic in scheduled_tasks(self.config, self.reactor, self.replica_manager,
+                                        self.log_manager, self.group_coordinator,
+                                        self.transaction_coordinator,
+                                        self.deletes_by_retention):
+            scheduler.addService(periodic)
+        tree.addService(scheduler)
+        tree.addService(self.dynamic_configs)
+        if isinstance(self.authorizer, AclAuthorizer):
+            authorizer = self.authorizer
+            follower: list[AclChangeFollower] = []
+
+            def follow_acls() -> None:
+                follower.append(AclChangeFollower(self.zk, authorizer,
+                                                  self.reactor.callFromThread))
+                follower[0].start()
+
+            def stop_following() -> None:
+                if follower:
+                    follower[0].stop()
+
+            tree.addService(Steps("acl-changes", stop_following, start=follow_acls))
+        tree.addService(self.alter_partitions)
+        return tree
+
+    def _authenticators(self, listener: Any) -> Callable[[Any], Any] | None:
+        """Each connection's SASL authenticator on a SASL listener (None: no SASL)."""
+        if not listener.uses_sasl:
+            return None
+        config = self.config
+        mechanisms = config["sasl.enabled.mechanisms"]
+        settings = SaslSettings(
+            listener.name, mechanisms,
+            jaas_for(config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
+            else {}, self.credentials.get, self.failed_logins, self.reactor,
+            max_receive_size=int(config.listener_setting(
+                listener.name, "sasl.server.max.receive.size",
+                config["sasl.server.max.receive.size"])),
+            reauth_ms={mechanism: reauth_ms(config, listener.name, mechanism)
+                       for mechanism in mechanisms},
+            oauthbearer=oauthbearer_validator(config, listener.name))
+        return lambda handler: SaslAuthentication(SaslServerAuthenticator(settings), handler)
+
+    # -- what the parts read ------------------------------------------------------------
+
     @property
     def stopping(self) -> bool:
         """True once shutdown has begun (after the controlled shutdown step)."""
         return self._stopping
 
     @property
+    def zk(self) -> Any:
+        """The ZooKeeper session while connected (None before and from the shutdown on)."""
+        return self.zookeeper.zk
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self.zookeeper.cluster_id
+
+    @property
+    def registration(self) -> Any:
+        return self.controller_service.registration
+
+    @property
+    def election(self) -> Any:
+        return self.controller_service.election
+
+    @property
+    def controller(self) -> Controller | None:
+        return self.controller_service.controller
+
+    @property
+    def channel(self) -> ControllerChannel | None:
+        return self.controller_service.channel
+
+    @property
     def is_controller(self) -> bool:
-        return self.controller is not None and self.controller.active
+        return self.controller_service.is_controller
+
+    @property
+    def gate(self) -> ReadinessGate | None:
+        return self.socket_server.gate
+
+    @property
+    def ports(self) -> dict[str, Any]:
+        return self.socket_server.ports
+
+    @property
+    def factories(self) -> dict[str, KafkaServerFactory]:
+        return self.socket_server.factories
+
+    @property
+    def port(self) -> Any:
+        """The first listener's port (``ports``: every listener's); None until bound."""
+        return self.socket_server.ports.get(self.config.listeners[0].name)
+
+    @property
+    def factory(self) -> KafkaServerFactory | None:
+        return self.socket_server.factories.get(self.config.listeners[0].name)
+
+    @property
+    def topic_configs(self) -> dict[str, dict[str, str]]:
+        return self.dynamic_configs.topic_configs
+
+    @property
+    def dynamic_config(self) -> Any:
+        return self.dynamic_configs.dynamic_config
+
+    @property
+    def log_config(self) -> LogConfig:
+        """The broker's log defaults: static, plus dynamic broker configs."""
+        return self.dynamic_configs.log_config
+
+    @property
+    def isr_notifier(self) -> Any:
+        return self.alter_partitions.notifier
 
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's overrides from ZooKeeper (as last read; {} if none)."""
-        return self.topic_configs.get(topic, {})
+        return self.dynamic_configs.topic_config(topic)
 
     def min_insync_replicas_for(self, topic: str) -> int:
         """min.insync.replicas for ``topic``: its override, else the broker's."""
-        value = self.topic_config(topic).get("min.insync.replicas")
-        if value is None:
-            value = self.dynamic_config.effective().get("min.insync.replicas", (None, 0))[0]
-        return int(value) if value is not None else self.config.min_insync_replicas
+        return self.dynamic_configs.min_insync_replicas_for(topic)
 
     def deletes_by_retention(self, topic: str) -> bool:
-        """Whether ``cleanup.policy`` (the topic's, else the broker's, dynamic or static)
-        includes ``delete``: a compact-only topic loses no segment to retention, as in Kafka."""
-        return self.log_config_for(topic).deletes
+        """Whether retention may delete the topic's segments (``cleanup.policy``)."""
+        return self.dynamic_configs.deletes_by_retention(topic)
 
     def log_config_for(self, topic: str) -> LogConfig:
-        overrides = self.topic_configs.get(topic)
-        if not overrides:
-            return self.log_config
-        try:
-            return LogConfig.from_kafka(overrides, base=self.log_config)
-        except ValueError as exc:
-            log.warning("topic %s: bad config override ignored (%s)", topic, exc)
-            return self.log_config
-
-    def _config_changed(self, entity_type: str, name: str, config: dict[str, str]) -> None:
-        """A ``/config/changes`` notification (config_changes.py): apply it to the logs
-        (topics, brokers) or to the SCRAM credentials (users)."""
-        if self.client_quotas.update(entity_type, name, config):
-            return  # a quota-only entity (users/<u>/clients/<c>, clients/<c>)
-        if entity_type == USERS:  # the znode's name is the user's, sanitized
-            self.credentials.update(desanitize(name), config)
-            log.info("SCRAM credentials of user %s updated", desanitize(name))
-            return
-        if entity_type == "topics":
-            self.topic_configs[name] = dict(config)
-            topics = {name}
-        elif self.dynamic_config.update(name, config):
-            self._apply_throttle_rates()
-            dynamic = {DYNAMIC_BROKER_KEYS[k]: v for k, (v, _s) in
-                       self.dynamic_config.effective().items() if k in DYNAMIC_BROKER_KEYS}
-            try:
-                self.log_config = LogConfig.from_kafka(dynamic, base=self.static_log_config)
-            except ValueError as exc:
-                log.warning("dynamic broker config ignored (%s)", exc)
-                return
-            topics = None
-        else:
-            return
-        for topic, index in self.log_manager.partitions():
-            if topics is None or topic in topics:
-                found = self.log_manager.get(topic, index)
-                if found is not None:
-                    found.update_config(self.log_config_for(topic))
-        log.info("config of %s/%s applied: %s", entity_type, name,
-                 config if entity_type == "topics" else redacted(config))
-
-    def _apply_throttle_rates(self) -> None:
-        """Throttled rates: the dynamic value (own, then cluster default), else the static."""
-        dynamic = self.dynamic_config.effective()
-        for throttle, key in ((self.leader_throttle, LEADER_RATE),
-                              (self.follower_throttle, FOLLOWER_RATE)):
-            value = dynamic[key][0] if key in dynamic else self.config[key]
-            try:
-                throttle.quota.set_rate(parse_rate(value))
-            except ThrottleConfigError as exc:
-                log.warning("%s ignored (%s)", key, exc)
+        return self.dynamic_configs.log_config_for(topic)
 
     # -- start --------------------------------------------------------------------------
 
     def listen(self) -> int:
         """Bind every listener (raises CannotListenError); returns the first one's port."""
-        self.gate = ReadinessGate(self.dispatcher)
-        if self.ready:
-            self.gate.open()
-        for listener in self.config.listeners:
-            factory = self._listener_factory(listener)
-            if listener.uses_tls:
-                from simplekafka.broker.security.tls import server_options
-
-                port = self.reactor.listenSSL(listener.port, factory,
-                                              server_options(self.config, listener.name),
-                                              interface=listener.host or "")
-            else:
-                port = self.reactor.listenTCP(listener.port, factory,
-                                              interface=listener.host or "")
-            self.factories[listener.name], self.ports[listener.name] = factory, port
-            self.connection_quotas.add_listener(listener.name, factory, port)
-            log.info("listener %s (%s) on %s:%d", listener.name, listener.security_protocol,
-                     listener.host, port.getHost().port)
-        self.connection_quotas.start()
-        log.info("inter-broker listener %s: this broker's requests to itself run as %s",
-                 self.own_connection.listener, self.own_connection.principal)
-        first = self.config.listeners[0].name
-        self.factory, self.port = self.factories[first], self.ports[first]
+        port = self.socket_server.bind()
         metrics_at = self.config.metrics_listener
         if self.metrics is not None and self.metrics.port is None and metrics_at is not None:
             self.metrics.listen(*metrics_at)
-        return self.port.getHost().port
-
-    def _listener_factory(self, listener: Any) -> KafkaServerFactory:
-        """The connection factory of one listener: SASL gate and TLS principal as it needs."""
-        authenticators = None
-        if listener.uses_sasl:
-            mechanisms = self.config["sasl.enabled.mechanisms"]
-            settings = SaslSettings(
-                listener.name, mechanisms,
-                jaas_for(self.config, listener.name, "PLAIN").users if "PLAIN" in mechanisms
-                else {}, self.credentials.get, self.failed_logins, self.reactor,
-                max_receive_size=int(self.config.listener_setting(
-                    listener.name, "sasl.server.max.receive.size",
-                    self.config["sasl.server.max.receive.size"])),
-                reauth_ms={mechanism: reauth_ms(self.config, listener.name, mechanism)
-                           for mechanism in mechanisms},
-                oauthbearer=oauthbearer_validator(self.config, listener.name))
-            authenticators = lambda handler: SaslServerAuthenticator(settings, handler)  # noqa: E731
-        from simplekafka.broker.security.tls import principal_of
-
-        tls_principal = principal_of if listener.security_protocol == "SSL" else None
-        assert self.gate is not None  # made by listen() first
-        return KafkaServerFactory(self.gate, self.config["socket.request.max.bytes"],
-                                  listener.name, authenticators, tls_principal,
-                                  self.connection_quotas, self.replica_manager)
+        return port
 
     def advertised_endpoints(self) -> tuple[tuple[str, str, int], ...]:
         """(listener, host, port) of every listener as registered in ZooKeeper: the
@@ -427,78 +470,13 @@ class KafkaBroker:
         return host, port
 
     def start(self) -> defer.Deferred:
-        """Listen, connect to ZooKeeper, register and join the election."""
+        """Listen, then start the service tree: connect to ZooKeeper, register, join the
+        election, follow config changes. Fails (having stopped what started) if a step fails."""
         if self.port is None:
             self.listen()
-        self._start_loops()
-        # A daemon thread, not the reactor's pool: a SIGTERM while ZooKeeper is still
-        # unreachable must not wait for the connection attempt to time out.
-        return _in_daemon_thread(self.reactor, self._connect_zookeeper).addCallback(
-            self._join_cluster)
+        return self.services.startService()
 
-    def _connect_zookeeper(self) -> Any:
-        from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
-        from simplekafka.coordination.registration import ensure_cluster_id
-        from simplekafka.coordination.session_file import publish_session
-
-        timeout_ms = (self.config["zookeeper.connection.timeout.ms"]
-                      or self.config["zookeeper.session.timeout.ms"])
-        zk = connect_zookeeper(self.config.zookeeper_connect, timeout=timeout_ms / 1000.0,
-                               session_timeout=self.config["zookeeper.session.timeout.ms"]
-                               / 1000.0, secure_acls=self.config["zookeeper.set.acl"])
-        ensure_kafka_paths(zk)
-        self.cluster_id = ensure_cluster_id(zk)
-        publish_session(zk)  # only when SIMPLEKAFKA_ZK_SESSION_FILE is set (fault-injection tests)
-        return zk
-
-    def _join_cluster(self, zk: Any) -> None:
-        from simplekafka.coordination.election import ControllerElection
-        from simplekafka.coordination.registration import BrokerRegistration
-
-        self.zk = zk
-        host, port = self.advertised_address
-        protocols = self.config.protocol_map
-        endpoints = self.advertised_endpoints()
-        self.registration = BrokerRegistration(
-            zk, self.broker_id, host, port, self.config.rack, endpoints=endpoints,
-            security_protocols=tuple((name, protocols[name]) for name, _h, _p in endpoints))
-        self.channel = ControllerChannel(self.reactor, self.broker_id, self._dispatch_own,
-                                         self._endpoint_of)
-        self.election = ControllerElection(
-            zk, self.broker_id, registration=self.registration,
-            on_elected=self._elected, on_resigned=self._resigned,
-            on_brokers_changed=self._brokers_changed,
-            call_soon=self.reactor.callFromThread)
-        self.controller = Controller(
-            self.broker_id, self.election, self._send_from_controller,
-            self.config["unclean.leader.election.enable"], call_later=self.reactor.callLater,
-            auto_rebalance=self.config["auto.leader.rebalance.enable"],
-            imbalance_check_seconds=self.config["leader.imbalance.check.interval.seconds"],
-            imbalance_percentage=self.config["leader.imbalance.per.broker.percentage"],
-            auto_reassign=AutoReassignSettings(
-                self.config["auto.reassign.on.membership.change"],
-                self.config["auto.reassign.grace.ms"],
-                self.config["auto.reassign.new.broker.delay.ms"],
-                self.config["auto.reassign.throttle.bytes"]),
-            last_known=self._last_known_leaders)
-        self.election.start()
-        self.config_changes = ConfigChangeListener(zk, self.broker_id,
-                                                   self.reactor.callFromThread,
-                                                   self._config_changed)
-        self.config_changes.start()
-        if isinstance(self.authorizer, AclAuthorizer):
-            self.acl_changes = AclChangeFollower(zk, self.authorizer, self.reactor.callFromThread)
-            self.acl_changes.start()
-        log.info("broker %d registering in ZooKeeper at %s", self.broker_id,
-                 self.config.zookeeper_connect)
-
-    def _send_from_controller(self, sends: list) -> None:
-        # Called from the election's event thread: hand over to the reactor.
-        self.reactor.callFromThread(self._send_on_reactor, sends)
-
-    def _send_on_reactor(self, sends: list) -> None:
-        if self.channel is not None and not self._stopping:
-            self.channel.send_all(sends)
+    # -- callbacks the parts were given -------------------------------------------------
 
     def _rack_of(self, broker_id: int) -> str | None:
         node = self.metadata_cache.brokers.get(broker_id)
@@ -539,216 +517,35 @@ class KafkaBroker:
                 leaders[(topic, index)] = partition.leader
         return leaders, set(cache.brokers)
 
-    def _elected(self, epoch: int) -> None:
-        log.info("broker %d is now the controller (epoch %d)", self.broker_id, epoch)
-        if self.controller is not None:
-            self.controller.on_elected(epoch)
-
-    def _resigned(self) -> None:
-        if self.controller is not None:
-            self.controller.on_resigned()
-
-    def _brokers_changed(self, changes: Any) -> None:
-        if self.controller is not None:
-            self.controller.on_brokers_changed(changes)
-
     def _metadata_changed(self) -> None:
         cache = self.metadata_cache
         if not self.ready and self.broker_id in cache.brokers and cache.is_alive(
                 cache.controller_id):
             self.ready = True
-            if self.gate is not None:
-                self.gate.open()
+            self.socket_server.open_gate()
             # Everything built at start-up (schemas, modules, kazoo) lives as long as the
             # process: keep it out of the garbage collector's full passes (shorter pauses).
             gc.freeze()
             if self.on_ready is not None:
                 self.on_ready(self)
 
-    def _start_loops(self) -> None:
-        def every(seconds: float, fn: Callable[[], Any]) -> None:
-            loop = task.LoopingCall(fn)
-            loop.clock = self.reactor
-            loop.start(seconds, now=False).addErrback(
-                lambda f: log.error("periodic task failed: %s", f.getTraceback()))
-            self._loops.append(loop)
-
-        every(self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0,
-              self._checkpoint_high_watermarks)
-        every(self.config["log.retention.check.interval.ms"] / 1000.0, self._enforce_retention)
-        if self.config["log.cleaner.enable"]:
-            self.log_cleaner.start()
-        every(self.config["offsets.retention.check.interval.ms"] / 1000.0,
-              self.group_coordinator.expire_offsets)
-        every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
-              / 1000.0, self.transaction_coordinator.abort_timed_out)
-        lag_max_ms = self.config["replica.lag.time.max.ms"]
-        every(max(lag_max_ms / 2, 100) / 1000.0,
-              lambda: self.replica_manager.maybe_shrink_isrs(lag_max_ms))
-        if self.config["log.flush.interval.ms"] is not None:
-            every(min(self.config["log.flush.interval.ms"], 1000) / 1000.0,
-                  self.log_manager.flush_if_due)
-
-    def _write_isr(self, partition: Any, isr: list[int]) -> defer.Deferred:
-        """Write a leader's ISR change to ZooKeeper on a worker thread, then have it
-        announced to the controller (batched with others, see isr.py)."""
-        if self.zk is None or self._stopping:
-            return defer.fail(ConnectionError("not connected to ZooKeeper"))
-        written = threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), write_isr, self.zk, partition.topic,
-            partition.index, self.broker_id, partition.leader_epoch, isr,
-            partition.controller_epoch, partition.partition_epoch)
-
-        def announce(version: int) -> int:
-            self.isr_notifier.changed(partition.topic, partition.index)
-            return version
-
-        return written.addCallback(announce)
-
-    def _write_isr_notification(self, partitions: list[tuple[str, int]]) -> defer.Deferred:
-        if self.zk is None or self._stopping:
-            return defer.fail(ConnectionError("not connected to ZooKeeper"))
-        return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
-                                         write_isr_change_notification, self.zk, partitions)
-
-    def _checkpoint_high_watermarks(self) -> defer.Deferred:
-        """Write the HW checkpoint on a worker thread: its two fsyncs would stall the reactor.
-        Producer snapshots of partitions with open transactions are written first."""
-        self.replica_manager.snapshot_producers()
-        marks = self.replica_manager.high_watermarks()  # taken on the reactor, consistent
-        self._checkpointing = threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(),
-            self.replica_manager.write_high_watermarks, marks)
-        return self._checkpointing
-
-    def _enforce_retention(self) -> None:
-        removed = self.log_manager.enforce_retention(
-            high_watermarks=self.replica_manager.high_watermarks(),
-            deletes=self.deletes_by_retention)
-        if removed:
-            log.info("retention removed %d segments", removed)
-
     # -- stop ---------------------------------------------------------------------------
 
     @defer.inlineCallbacks
     def stop(self) -> Any:
-        """Clean shutdown: stop serving, leave the cluster, flush, mark the logs clean."""
+        """Clean shutdown: move leadership away, then stop the service tree (stop serving,
+        leave the cluster, flush, mark the logs clean, close the ZooKeeper session)."""
         if self._stopping or self._stop_requested:
             return
         self._stop_requested = True
         log.info("broker %d shutting down", self.broker_id)
-        yield self._controlled_shutdown()
-        self._stopping = True
-        if self.config_changes is not None:
-            self.config_changes.stop()
-        if self.acl_changes is not None:
-            self.acl_changes.stop()
-        for loop in self._loops:
-            if loop.running:
-                loop.stop()
-        if self._checkpointing is not None and not self._checkpointing.called:
-            yield self._checkpointing  # the final checkpoint must not race a periodic one
-        self.connection_quotas.stop()
-        for port in self.ports.values():
-            yield defer.maybeDeferred(port.stopListening)
-        for factory in self.factories.values():
-            factory.close_all()
-        if self.channel is not None:
-            self.channel.close()
-        self.marker_requests.close()
-        pool = self.reactor.getThreadPool()
-        if self.election is not None:
-            yield self._bounded(threads.deferToThreadPool(
-                self.reactor, pool, self.election.stop, ZOOKEEPER_STOP_TIMEOUT), "resigning")
         if self.registration is not None:
-            yield self._bounded(threads.deferToThreadPool(
-                self.reactor, pool, self.registration.deregister), "deregistering")
-        self.log_cleaner.stop()
-        self.replica_manager.shutdown()
-        self.log_manager.close()
-        if self.zk is not None:
-            zk = self.zk
-            self.zk = None
-            yield self._bounded(threads.deferToThreadPool(
-                self.reactor, pool, _close_zookeeper, zk), "closing the ZooKeeper session")
-        if self.metrics is not None:
-            yield defer.maybeDeferred(self.metrics.stop)
+            yield controlled_shutdown(self.config, self.reactor, self.zk,
+                                      lambda: list(self.replica_manager.partitions.values()))
+        self._stopping = True
+        if self.services.running:
+            yield self.services.stopService()
+        # Listeners bound by listen() whose service never started (the start failed first).
+        yield self.socket_server.close()
         log.info("broker %d stopped cleanly", self.broker_id)
 
-    @defer.inlineCallbacks
-    def _controlled_shutdown(self) -> Any:
-        """Move leadership away before leaving (controlled.shutdown.enable).
-
-        The broker announces itself under ``/admin/controlled_shutdown/<id>``
-        (ephemeral); the controller moves its leaderships to other in-sync
-        replicas and drops it from ISRs. Meanwhile this broker keeps serving,
-        and waits (up to controlled.shutdown.timeout.ms) until it leads no
-        partition that another live, staying ISR member could lead.
-        """
-        if (not self.config["controlled.shutdown.enable"] or self.zk is None
-                or not self.zk.connected or self.registration is None):
-            return
-        pool = self.reactor.getThreadPool()
-        path = f"{CONTROLLED_SHUTDOWN_PATH}/{self.broker_id}"
-
-        def announce() -> None:
-            try:
-                self.zk.create(path, b"", ephemeral=True, makepath=True)
-            except NodeExistsError:
-                pass
-
-        def staying_brokers() -> set[int]:
-            live = {int(c) for c in self.zk.get_children(ZkPaths.BROKER_IDS) if c.isdigit()}
-            leaving = {int(c) for c in self.zk.get_children(CONTROLLED_SHUTDOWN_PATH)
-                       if c.isdigit()}
-            return live - leaving
-
-        deadline = self.reactor.seconds() + self.config["controlled.shutdown.timeout.ms"] / 1000
-        try:
-            yield threads.deferToThreadPool(self.reactor, pool, announce)
-            while self.reactor.seconds() < deadline:
-                staying = yield threads.deferToThreadPool(self.reactor, pool, staying_brokers)
-                movable = [p for p in self.replica_manager.partitions.values()
-                           if p.is_leader and set(p.isr) & staying]
-                if not movable:
-                    log.info("controlled shutdown: no leaderships left to move")
-                    return
-                yield task.deferLater(self.reactor, 0.2, lambda: None)
-            log.warning("controlled shutdown: still leading %d partitions at the timeout",
-                        len(movable))
-        except Exception as exc:
-            log.warning("controlled shutdown failed (%s); stopping anyway", exc)
-
-    def _bounded(self, work: defer.Deferred, what: str) -> defer.Deferred:
-        """Wait for ZooKeeper work at shutdown, but not forever (ZooKeeper may be gone)."""
-        connected = self.zk is not None and self.zk.connected
-        work.addTimeout(ZOOKEEPER_STOP_TIMEOUT if connected else 1.0, self.reactor)
-
-        def give_up(failure: Any) -> None:
-            log.warning("%s at shutdown failed: %s", what, failure.getErrorMessage())
-
-        return work.addErrback(give_up)
-
-
-def _in_daemon_thread(reactor: Any, fn: Callable[[], Any]) -> defer.Deferred:
-    """Run blocking ``fn`` on its own daemon thread; the result arrives on the reactor."""
-    result: defer.Deferred = defer.Deferred()
-
-    def run() -> None:
-        try:
-            value = fn()
-        except BaseException as exc:  # handed to the reactor as a failure
-            reactor.callFromThread(result.errback, exc)
-        else:
-            reactor.callFromThread(result.callback, value)
-
-    threading.Thread(target=run, daemon=True, name="zookeeper-connect").start()
-    return result
-
-
-def _close_zookeeper(zk: Any) -> None:
-    try:
-        zk.stop()
-        zk.close()
-    except Exception as exc:
-        log.warning("closing the ZooKeeper session: %s", exc)

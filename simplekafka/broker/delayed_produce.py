@@ -15,12 +15,17 @@ come in offset order: the queue is sorted by construction. So
   deadline it holds, not one timer per produce request. When it fires it
   answers REQUEST_TIMED_OUT to every waiter past its deadline and sets itself
   for the next one; waiters completed meanwhile are simply gone.
+
+Each round of completions runs inside ``completing``, a context manager the
+owner hands over (the ReplicaManager's, so that the answers one advance
+releases leave together: ``answers_together.py``); by default, none.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from twisted.internet import defer
@@ -40,6 +45,7 @@ class _Waiter:
 
 
 _NO_WAITERS: tuple[_Waiter, ...] = ()
+_NO_BLOCK: AbstractContextManager[Any] = nullcontext()
 
 
 class DelayedProduceQueue:
@@ -48,8 +54,10 @@ class DelayedProduceQueue:
     The deque is made at the first waiter: an empty one takes 760 bytes, and a
     broker hosts thousands of partitions that never see an acks=all produce."""
 
-    def __init__(self, clock: Any = None):
+    def __init__(self, clock: Any = None,
+                 completing: AbstractContextManager[Any] | None = None):
         self.clock = clock  # an IReactorTime; None: the global reactor, when a timeout is asked
+        self.completing = completing if completing is not None else _NO_BLOCK
         self._waiters: deque[_Waiter] | tuple[_Waiter, ...] = _NO_WAITERS
         self._timer: Any = None  # the one DelayedCall, for the earliest deadline
         self._timer_at = 0.0
@@ -86,10 +94,11 @@ class DelayedProduceQueue:
         waiters = self._waiters
         if not isinstance(waiters, deque):
             return
-        while waiters and waiters[0].offset <= high_watermark:
-            waiter = waiters.popleft()
-            if not waiter.deferred.called:
-                waiter.deferred.callback(code_for(waiter.min_insync))
+        with self.completing:
+            while waiters and waiters[0].offset <= high_watermark:
+                waiter = waiters.popleft()
+                if not waiter.deferred.called:
+                    waiter.deferred.callback(code_for(waiter.min_insync))
 
     def fail_all(self, code: ErrorCode) -> None:
         """Answer every waiter with ``code`` (the partition is no longer led here)."""

@@ -15,6 +15,9 @@ touching ``<path>.reached``, at the stage ``cleaned`` (the .cleaned files are
 written) or ``swap`` (the group is committed as .swap files), so that a test
 can SIGKILL the broker exactly there. The ``swap`` hold blocks the reactor (it
 is the swap's own window).
+
+In the broker's service tree it is a service: started after the logs are open
+(when ``log.cleaner.enable``), stopped before they close.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from twisted.application import service
 from twisted.internet import task, threads
 
 from simplekafka.storage import Log, LogManager
@@ -36,15 +40,17 @@ log = logging.getLogger(__name__)
 HOLD_ENV = "SIMPLEKAFKA_CLEANER_HOLD"
 
 
-class LogCleaner:
+class LogCleaner(service.Service):
     """Drives cleaning rounds; ``start`` and ``stop`` from the reactor."""
 
     def __init__(self, reactor: Any, log_manager: LogManager, config: Any,
                  high_watermarks: Any):
+        self.setName("log-cleaner")
         self.reactor = reactor
         self.log_manager = log_manager
         self.high_watermarks = high_watermarks
         self.backoff_s = config["log.cleaner.backoff.ms"] / 1000.0
+        self.enabled = config["log.cleaner.enable"]
         self.cleaner = Cleaner(config["log.cleaner.dedupe.buffer.size"],
                                config["message.max.decompressed.bytes"])
         self.rounds = 0
@@ -55,6 +61,15 @@ class LogCleaner:
         self._hold_stage, self._hold_partition, self._hold_path = _hold_from_environment()
         if self._hold_stage == "swap":
             Log.swap_hook = self._hold_at_swap
+
+    def startService(self) -> None:
+        service.Service.startService(self)
+        if self.enabled:
+            self.start()
+
+    def stopService(self) -> None:
+        service.Service.stopService(self)
+        self.stop()
 
     def start(self) -> None:
         self._loop = task.LoopingCall(self.maybe_clean)

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from twisted.internet import defer
 
 from simplekafka.broker.action_queue import ActionQueue
-from simplekafka.broker.answers_together import AnswersTogether
 from simplekafka.broker.delayed_produce import DelayedProduceQueue
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
@@ -82,7 +82,7 @@ class Partition:
     """Leader or follower state of one partition, around its storage Log."""
 
     def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log,
-                 clock: Any = None):
+                 clock: Any = None, completing: AbstractContextManager[Any] | None = None):
         self.topic = topic
         self.index = index
         self.local_broker_id = local_broker_id
@@ -100,10 +100,9 @@ class Partition:
         # Zero-copy fetches (fetch.zero.copy.enable): reads of at least this many bytes from
         # one segment answer with a FileRegion the connection sends by sendfile; None: bytes.
         self.zero_copy_from: int | None = None
-        # The ReplicaManager's (it hands them over): parked fetches woken at the end of a bulk
-        # append (action_queue.py); acks=all answers released together (answers_together.py).
+        # The ReplicaManager's (it hands it over): parked fetches woken at the end of a bulk
+        # append (action_queue.py).
         self.actions = ActionQueue()
-        self.answers = AnswersTogether()
         # What the leader knows of each follower: the LEO its last fetch asked from, when it
         # was last caught up (ms), and (time, leader LEO) at its previous fetch.
         self.follower_end_offsets: dict[int, int] = {}
@@ -119,8 +118,9 @@ class Partition:
         # write (Kafka's AlterPartitionManager). None: fetches propose none (unit tests).
         self.alter_isr: Callable[[Partition, list[int], str], None] | None = None
         self._append_listeners: list[Callable[[Partition], None]] = []
-        # acks=all produces waiting for the HW, in offset order (``clock`` times them out)
-        self._hw_waiters = DelayedProduceQueue(clock)
+        # acks=all produces waiting for the HW, in offset order (``clock`` times them out);
+        # each round of completions inside ``completing`` (the ReplicaManager's block).
+        self._hw_waiters = DelayedProduceQueue(clock, completing)
         self._snapshot_offset = -1  # where the last producer snapshot was taken
         self._rebuild_producer_state()
 
@@ -416,10 +416,7 @@ class Partition:
         return ErrorCode.NONE
 
     def _complete_hw_waiters(self) -> None:
-        # The produces it commits are mostly one producer's pipelined requests: their
-        # answers leave in one write per connection (answers_together.py).
-        with self.answers.together():
-            self._hw_waiters.complete(self.high_watermark, self._acks_code)
+        self._hw_waiters.complete(self.high_watermark, self._acks_code)
 
     def _check_hw_waiters(self) -> None:
         if self._hw_waiters:

@@ -139,8 +139,8 @@ class ReplicaManager:
         # fetch.zero.copy.enable: reads this big answer with a FileRegion (Partition.read).
         self.zero_copy_from: int | None = None
         # Kafka's ActionQueue: parked fetches woken once a bulk append is done; and the
-        # acks=all answers a HW advance releases, sent together. The partitions and the
-        # listeners' connections get these two (broker.py).
+        # acks=all answers a HW advance releases, sent together. The listeners' connections
+        # get both (server.py); the partitions the queue, and their DelayedProduce the block.
         self.actions = ActionQueue()
         self.answers = AnswersTogether()
         # Metrics hooks (simplekafka.broker.metrics), None when metrics are off.
@@ -357,11 +357,13 @@ class ReplicaManager:
             if partition is None:
                 config = self.log_config_for(topic) if self.log_config_for else None
                 log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
+                # acks=all answers one HW advance releases leave together (one write per
+                # connection: answers_together.py).
                 partition = Partition(topic, state.partition_index, self.broker_id, log_,
-                                      clock=self.reactor)
+                                      clock=self.reactor, completing=self.answers)
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
                 partition.zero_copy_from = self.zero_copy_from
-                partition.actions, partition.answers = self.actions, self.answers
+                partition.actions = self.actions
                 partition.alter_isr = self._change_isr
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition

@@ -121,7 +121,7 @@ def test_the_controllers_requests_to_its_own_broker_are_authorized(tmp_path):
     harness = broker_with_login(tmp_path)
     try:
         broker = harness.broker
-        # What _join_cluster wires up: the channel's local handler is the broker's own.
+        # What the ControllerService wires up: the channel's local handler is the broker's own.
         channel = ControllerChannel(harness.clock, BROKER_ID, broker._dispatch_own,
                                     lambda _b: None)
         response = answered(channel.send(BROKER_ID, ApiKey.UPDATE_METADATA, 5,

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
+from simplekafka.broker.apis.sasl import SaslAuthentication
 from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.security.credentials import ScramCredentialCache
 from simplekafka.broker.security.sasl import (
@@ -186,7 +187,8 @@ class Setup:
 
     def connect(self, peer_port: int = 5000):
         connection = KafkaConnection(self.dispatcher, 1 << 20, "SASL_PLAINTEXT",
-                                     SaslServerAuthenticator(self.settings, self.dispatcher))
+                                     SaslAuthentication(SaslServerAuthenticator(self.settings),
+                                                        self.dispatcher))
         transport = StringTransport(peerAddress=_Address("10.0.0.7", peer_port))
         connection.makeConnection(transport)
         return connection, transport

@@ -8,10 +8,11 @@ module              what it does
                     ``advertised.listeners``, the inter-broker listener
 ``tls``             PEM keystore/truststore into Twisted TLS options; the
                     principal of a client certificate
-``sasl``            the per-connection SASL authenticator (SaslHandshake,
-                    SaslAuthenticate, PLAIN, SCRAM and OAUTHBEARER), the
-                    failed-login delay
+``sasl``            the per-connection SASL authenticator's states (PLAIN,
+                    SCRAM and OAUTHBEARER), the failed-login delay; its
+                    frames and answers are ``broker.apis.sasl``'s
 ``credentials``     the SCRAM credentials from ``/config/users``
+``scram_users``     SCRAM users described and altered in ZooKeeper (KIP-554)
 ``inter_broker``    a broker's own login to another broker's listener
 ``certs``           a throwaway CA and certificates (``simplekafka certs``)
 ``authorizer``      ACLs (``/kafka-acl``), asked by every request handler

@@ -39,23 +39,25 @@ options from ``listener.name.<l>.oauthbearer.sasl.jaas.config``) checks it. A
 token also ends the session at its ``exp``: the lifetime answered is the
 smaller of what is left of the token and ``connections.max.reauth.ms``, and a
 session ends even without that key, as Kafka's ``ReauthInfo`` computes it.
+
+This module is the state machine and the mechanisms: it takes plain values
+(an API key, a mechanism's name, a client's token) and answers plain values
+(an error code, the server's token, a delay). Reading the frames and building
+the SaslHandshake and SaslAuthenticate answers is the handlers' part
+(``simplekafka.broker.apis.sasl``), as everything that builds a wire answer is.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from twisted.internet import defer, task
-
-from simplekafka.broker.server import CloseAfter, CloseConnection
-from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
-from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.jaas import JaasConfig
-from simplekafka.protocol.messages import decode_request, encode_response
 from simplekafka.protocol.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from simplekafka.protocol.sasl import (
     OAUTHBEARER,
@@ -68,9 +70,6 @@ from simplekafka.protocol.sasl import (
 )
 
 log = logging.getLogger(__name__)
-
-_HEADER_START = struct.Struct(">hhi")
-_API_KEY = struct.Struct(">h")
 
 
 def jaas_for(config: Any, listener: str, mechanism: str) -> JaasConfig:
@@ -143,15 +142,22 @@ MIN_REAUTH_INTERVAL = 1.0
 
 
 class SaslServerAuthenticator:
-    """One connection's authentication; ``receive`` takes its frames until ``complete``."""
+    """One connection's authentication: its state, the mechanism, the session.
+
+    ``route`` says where a logged-in connection's request goes; until
+    ``complete``, ``accepts`` says which request the state allows, and
+    ``handshake``, ``authenticate`` and ``failed`` move it on.
+    """
 
     INITIAL, AUTHENTICATE, RAW_TOKENS, FAILED = "initial", "authenticate", "raw", "failed"
     HANDSHAKE = "handshake"  # ApiVersions answered: only SaslHandshake may follow
     REAUTH = "reauth"  # a logged-in connection's SaslHandshake starts re-authentication
 
-    def __init__(self, settings: SaslSettings, handler: Callable[[bytes, Any], Any]):
+    # Where ``route`` sends a request.
+    TO_AUTHENTICATOR, TO_DISPATCHER, SESSION_OVER = "authenticator", "dispatcher", "over"
+
+    def __init__(self, settings: SaslSettings):
         self.settings = settings
-        self.handler = handler
         self.state = self.INITIAL
         self.complete = False
         self.mechanism: str | None = None
@@ -172,122 +178,84 @@ class SaslServerAuthenticator:
     def max_receive_size(self) -> int:
         return self.settings.max_receive_size
 
-    def takes(self, frame: bytes, connection: Any) -> bool:
-        """Whether ``frame`` is for the authenticator rather than the dispatcher.
+    def route(self, api_key: int | None, connection: Any) -> str:
+        """Where a request with ``api_key`` (None: too short to tell) goes.
 
         On a logged-in connection whose session ends, a SaslHandshake starts a
-        re-authentication, and any other request after the session's end closes
-        the connection (``CloseConnection``), as Kafka's processor does.
+        re-authentication, and any other request after the session's end is
+        SESSION_OVER (the connection closes), as Kafka's processor does.
         """
         if self.authenticating:
-            return True
+            return self.TO_AUTHENTICATOR
         if self.session_end is None:
-            return False
+            return self.TO_DISPATCHER
         now = self.settings.clock.seconds()
-        if (len(frame) >= 2 and _API_KEY.unpack_from(frame, 0)[0] == ApiKey.SASL_HANDSHAKE
+        if (api_key == ApiKey.SASL_HANDSHAKE
                 and (self._reauth_started is None
                      or now - self._reauth_started >= MIN_REAUTH_INTERVAL)):
             self._reauth_started = now
             self.reauthenticating = True
             self.state = self.REAUTH
-            return True
+            return self.TO_AUTHENTICATOR
         if now >= self.session_end:
             log.info("closing %s: the SASL session of %s on listener %s ended "
                      "(connections.max.reauth.ms) and it did not re-authenticate",
                      getattr(connection, "peer", "?"), getattr(connection, "principal", "?"),
                      self.settings.listener)
-            raise CloseConnection()
+            return self.SESSION_OVER
+        return self.TO_DISPATCHER
+
+    @property
+    def takes_raw_tokens(self) -> bool:
+        """After SaslHandshake v0 the tokens come as bare frames, not in requests."""
+        return self.state == self.RAW_TOKENS
+
+    def accepts(self, api_key: int) -> bool:
+        """Whether the state allows a request with ``api_key`` now (else: close)."""
+        if api_key == ApiKey.API_VERSIONS:
+            return self.state == self.INITIAL
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            return self.state in (self.INITIAL, self.HANDSHAKE, self.REAUTH)
+        if api_key == ApiKey.SASL_AUTHENTICATE:
+            return self.state == self.AUTHENTICATE
         return False
 
-    # -- the frames -----------------------------------------------------------------------
+    def api_versions_answered(self) -> None:
+        """An ApiVersions at a version the broker has was answered: no second one."""
+        self.state = self.HANDSHAKE
 
-    def receive(self, frame: bytes, connection: Any) -> Any:
-        peer = getattr(connection, "peer", "?")
-        if self.state == self.RAW_TOKENS:
-            return self._raw_token(frame, connection)
-        if len(frame) < _HEADER_START.size:
-            log.warning("closing %s: %d-byte frame before authentication", peer, len(frame))
-            raise CloseConnection()
-        api_key, version, correlation_id = _HEADER_START.unpack_from(frame, 0)
-        if api_key == ApiKey.API_VERSIONS and self.state == self.INITIAL:
-            low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
-            if low <= version <= high:  # answered: no second one (UNSUPPORTED_VERSION: retry)
-                self.state = self.HANDSHAKE
-            return self.handler(frame, connection)
-        if api_key == ApiKey.SASL_HANDSHAKE and self.state in (self.INITIAL, self.HANDSHAKE,
-                                                                self.REAUTH):
-            return self._handshake(frame, peer)
-        if api_key == ApiKey.SASL_AUTHENTICATE and self.state == self.AUTHENTICATE:
-            return self._authenticate(frame, connection)
-        log.warning("closing %s: api key %d (correlation id %d) before SASL authentication "
-                    "on listener %s", peer, api_key, correlation_id, self.settings.listener)
-        raise CloseConnection()
-
-    def _decode(self, frame: bytes, peer: str) -> tuple[Any, Any]:
-        try:
-            return decode_request(frame)
-        except ProtocolError as exc:
-            log.warning("closing %s: bad SASL request: %s", peer, exc)
-            raise CloseConnection() from None
-
-    def _handshake(self, frame: bytes, peer: str) -> Any:
-        header, request = self._decode(frame, peer)
+    def handshake(self, mechanism: str, version: int, peer: str) -> ErrorCode:
+        """A SaslHandshake (``version``: v0 means bare tokens follow). Anything but NONE
+        fails the authentication: the answer is sent, then the connection closes."""
         enabled = self.settings.mechanisms
-        mechanism = request.mechanism
-        response = lambda code: encode_response(  # noqa: E731
-            ApiKey.SASL_HANDSHAKE, header.api_version, header.correlation_id,
-            {"error_code": code, "mechanisms": enabled})
         if mechanism not in enabled:
             log.info("%s asked for SASL mechanism %r; enabled are %s", peer, mechanism, enabled)
             self.state = self.FAILED
-            return CloseAfter(response(ErrorCode.UNSUPPORTED_SASL_MECHANISM))
-        if self.reauthenticating and (mechanism != self.mechanism or header.api_version < 1):
+            return ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        if self.reauthenticating and (mechanism != self.mechanism or version < 1):
             log.info("closing %s: re-authentication asked for %r (SaslHandshake v%d); it must "
-                     "use %s, with SaslAuthenticate", peer, mechanism, header.api_version,
-                     self.mechanism)
+                     "use %s, with SaslAuthenticate", peer, mechanism, version, self.mechanism)
             self.state = self.FAILED
-            return CloseAfter(response(ErrorCode.UNSUPPORTED_SASL_MECHANISM))
+            return ErrorCode.UNSUPPORTED_SASL_MECHANISM
         self.mechanism = mechanism
         if mechanism in SCRAM_MECHANISMS:
             self._scram = ScramServer(SCRAM_MECHANISMS[mechanism],
                                       lambda user: self.settings.scram_lookup(user, mechanism))
         if mechanism == OAUTHBEARER:
             self._oauth = OAuthBearerServer(self.settings.oauthbearer)
-        self.state = self.AUTHENTICATE if header.api_version >= 1 else self.RAW_TOKENS
-        return response(ErrorCode.NONE)
-
-    def _authenticate(self, frame: bytes, connection: Any) -> Any:
-        header, request = self._decode(frame, connection.peer)
-
-        def answer(code: int = 0, message: str | None = None, data: bytes = b"",
-                   lifetime_ms: int = 0) -> bytes:
-            return encode_response(ApiKey.SASL_AUTHENTICATE, header.api_version,
-                                   header.correlation_id,
-                                   {"error_code": code, "error_message": message,
-                                    "auth_bytes": data, "session_lifetime_ms": lifetime_ms})
-
-        try:
-            challenge = self._step(request.auth_bytes, connection)
-        except SaslAuthenticationError as exc:
-            return self._failed(connection, answer(ErrorCode.SASL_AUTHENTICATION_FAILED,
-                                                   str(exc)))
-        return answer(data=challenge, lifetime_ms=self._lifetime_ms)
+        self.state = self.AUTHENTICATE if version >= 1 else self.RAW_TOKENS
+        return ErrorCode.NONE
 
     @property
-    def _lifetime_ms(self) -> int:
+    def lifetime_ms(self) -> int:
         """The session just begun, as SaslAuthenticate answers it (0: no end)."""
         if self.session_end is None or self.authenticating:
             return 0
         return self._session_lifetime_ms
 
-    def _raw_token(self, frame: bytes, connection: Any) -> Any:
-        try:
-            return self._step(frame, connection)
-        except SaslAuthenticationError:
-            return self._failed(connection, None)  # v0 has no way to say why: just close
-
-    def _step(self, token: bytes, connection: Any) -> bytes:
-        """Feed one client message to the mechanism; returns the server's next message."""
+    def authenticate(self, token: bytes, connection: Any) -> bytes:
+        """Feed one client message to the mechanism; returns the server's next message
+        (raises SaslAuthenticationError: then ``failed``)."""
         if self.mechanism == PLAIN:
             authzid, username, password = parse_plain(token)
             expected = self.settings.plain_users.get(username)
@@ -348,44 +316,16 @@ class SaslServerAuthenticator:
         self.complete = True
         connection.principal = principal
 
-    def _failed(self, connection: Any, response: bytes | None) -> defer.Deferred:
+    def failed(self, connection: Any) -> float:
+        """The login failed: how long to hold the answer before closing (seconds)."""
         self.state = self.FAILED
         host = connection.peer.rpartition(":")[0] or connection.peer
         delay = self.settings.delay.record(host)
         log.info("failed %s %sauthentication from %s on listener %s; answering in %.2f s, "
                  "then closing", self.mechanism, "re-" if self.reauthenticating else "",
                  connection.peer, self.settings.listener, delay)
-        return task.deferLater(self.settings.clock, delay, CloseAfter, response)
+        return delay
 
 
 def _equal(expected: str, given: str) -> bool:
-    import hmac
-
     return hmac.compare_digest(expected.encode(), given.encode())
-
-
-class SaslApis:
-    """The SASL requests that reach the dispatcher, i.e. outside an authentication:
-    on a listener without SASL, or again after a connection authenticated. Kafka
-    answers both with ILLEGAL_SASL_STATE (re-authentication, when
-    ``connections.max.reauth.ms`` is set, is the authenticator's: a SaslHandshake
-    reaches the dispatcher only without it, or sooner than a second after the last
-    one)."""
-
-    def __init__(self, credentials: Any, reactor: Any, zookeeper: Callable[[], Any]):
-        self.credentials = credentials
-        self.reactor = reactor
-        self.zookeeper = zookeeper
-
-    def register(self, dispatcher: Any) -> None:
-        dispatcher.register(ApiKey.SASL_HANDSHAKE, self.sasl_handshake)
-        dispatcher.register(ApiKey.SASL_AUTHENTICATE, self.sasl_authenticate)
-
-    def sasl_handshake(self, context: Any, request: Any) -> dict:
-        return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
-
-    def sasl_authenticate(self, context: Any, request: Any) -> dict:
-        return {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
-                "error_message": f"no SASL authentication in progress on this connection "
-                                 f"(listener {context.listener})",
-                "auth_bytes": b"", "session_lifetime_ms": 0}
