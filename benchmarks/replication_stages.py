@@ -16,6 +16,16 @@ consumer's delay (all on this machine's wall clock):
   HW -> consumer answer        the consumer's parked fetch answered
   answer -> consumed           loopback, the consumer's threads
 
+The two follower stages are split along the follower whose next fetch moved
+the high watermark (each follower is told apart by its connection's port):
+
+  append -> sent to it           the leader's send of the record to it (its fetch
+                                 parked: the same turn; else its next fetch's read)
+  sent -> it read it             the follower's wake-up
+  its read -> its next fetch     the follower's append and next request
+  next fetch -> leader read it   the leader's wake-up for that fetch
+  leader read it -> HW           recording its log end moves the HW
+
 Then the round trip of each follower's fetches (its answer read to its next
 fetch sent, the gaps between its fetches), the fetches the leader answered per
 record, and the leader's reactor: the share of the wall time it spent in turns
