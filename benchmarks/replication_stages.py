@@ -16,6 +16,16 @@ consumer's delay (all on this machine's wall clock):
   HW -> consumer answer        the consumer's parked fetch answered
   answer -> consumed           loopback, the consumer's threads
 
+The two follower stages are split along the follower whose next fetch moved
+the high watermark (each follower is told apart by its connection's port):
+
+  append -> sent to it           the leader's send of the record to it (its fetch
+                                 parked: the same turn; else its next fetch's read)
+  sent -> it read it             the follower's wake-up
+  its read -> its next fetch     the follower's append and next request
+  next fetch -> leader read it   the leader's wake-up for that fetch
+  leader read it -> HW           recording its log end moves the HW
+
 Then the round trip of each follower's fetches (its answer read to its next
 fetch sent, the gaps between its fetches), the fetches the leader answered per
 record, and the leader's reactor: the share of the wall time it spent in turns
@@ -54,6 +64,9 @@ from simplekafka.cluster import LocalCluster  # noqa: E402
 HOOK = Path(__file__).resolve().parent / "replication_trace"
 STAGES = ("producer -> leader read", "read -> append", "append -> followers have it",
           "-> high watermark", "HW -> consumer answer", "answer -> consumed", "end to end")
+# From the append to the HW along the follower whose next fetch moved the HW (the later one).
+HOPS = ("append -> sent to it", "sent -> it read it", "its read -> its next fetch",
+        "next fetch -> leader read it", "leader read it -> HW")
 
 
 def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
@@ -105,9 +118,19 @@ def analyse(trace: Path, delays: list[float]) -> dict:
     read = _first_times(leader["read"])
     appended = {stamp: (t, offset) for t, offset, stamps in leader["append"]
                 for stamp in stamps}
-    to_client = _first_times([(t, stamps) for t, kind, stamps in leader["sent"]
+    to_client = _first_times([(t, stamps) for t, kind, stamps, *_ in leader["sent"]
                               if kind == "client"])
     follower_reads = [_first_times(f["follower_read"]) for f in followers]
+    # Each follower by the port of its fetcher's connection (both ends note it).
+    ports = [next((row[2] for row in f["follower_read"] if row[1]), None) for f in followers]
+    sent_to = [_first_times([(t, stamps) for t, kind, stamps, *port in leader["sent"]
+                             if kind == "follower" and port and port[0] == p]) for p in ports]
+    fetch_sent = [sorted(t for t, *port in f["follower_fetch_sent"] if port and port[0] == p)
+                  for f, p in zip(followers, ports, strict=True)]
+    arrived = [sorted(t for t, kind, *port in leader["fetch_arrived"]
+                      if kind == "follower" and port and port[0] == p) for p in ports]
+    hops: dict[str, list[float]] = {name: [] for name in HOPS}
+    hop_total: list[float] = []
     hw_times = [t for t, _ in leader["high_watermark"]]
     hw_values = [hw for _, hw in leader["high_watermark"]]
     stamps = sorted(appended, key=lambda stamp: appended[stamp][1])  # offset order
@@ -132,10 +155,18 @@ def analyse(trace: Path, delays: list[float]) -> dict:
                 committed - have_it, answered - committed, consumed - answered,
                 consumed - produced), strict=True):
             found[name].append(seconds * 1000)
+        path = _later_follower(stamp, copied, sent_to, fetch_sent, arrived)
+        if path is not None:
+            sent, got, next_fetch, read_it = path
+            for name, seconds in zip(HOPS, (sent - appended_at, got - sent, next_fetch - got,
+                                            read_it - next_fetch,
+                                            max(committed, read_it) - read_it), strict=True):
+                hops[name].append(seconds * 1000)
+            hop_total.append((consumed - produced) * 1000)
     cycles = []
     for follower in followers:
-        sends = sorted(follower["follower_fetch_sent"])
-        answers = sorted(t for t, _ in follower["follower_read"])
+        sends = sorted(t for t, *_ in follower["follower_fetch_sent"])
+        answers = sorted(t for t, *_ in follower["follower_read"])
         to_next = []
         for answered_at in answers:
             after = bisect.bisect_left(sends, answered_at)
@@ -148,13 +179,37 @@ def analyse(trace: Path, delays: list[float]) -> dict:
         if leader["read"] else (0.0, 0.0)
     turns = [(t, wall, cpu) for t, wall, _events, cpu in leader["turn"] if start <= t <= end]
     span = max(end - start, 1e-9)
-    arrivals = [kind for t, kind in leader["fetch_arrived"] if start <= t <= end]
-    return {"stages": found, "cycles": cycles, "leader": {
+    arrivals = [kind for t, kind, *_ in leader["fetch_arrived"] if start <= t <= end]
+    return {"stages": found, "hops": hops, "hop_total": hop_total, "cycles": cycles,
+            "leader": {
         "busy_share": sum(w for _, w, _ in turns) / span,
         "cpu_share": sum(c for _, _, c in turns) / span,
         "turn_ms": _ms([w for _, w, _ in turns]),
         "follower_fetches_per_record": arrivals.count("follower") / max(len(stamps), 1),
         "consumer_fetches_per_record": arrivals.count("client") / max(len(stamps), 1)}}
+
+
+def _later_follower(stamp: int, copied: list, sent_to: list[dict[int, float]],
+                    fetch_sent: list[list[float]], arrived: list[list[float]]
+                    ) -> tuple[float, float, float, float] | None:
+    """Along the follower whose next fetch reached the leader last (the one that moved the
+    HW): the leader's send of ``stamp`` to it, its read, its next fetch, the leader's read."""
+    best = None
+    for number, got in enumerate(copied):
+        sent = sent_to[number].get(stamp)
+        if got is None or sent is None:
+            return None
+        after = bisect.bisect_left(fetch_sent[number], got)
+        if after == len(fetch_sent[number]):
+            return None
+        next_fetch = fetch_sent[number][after]
+        at = bisect.bisect_left(arrived[number], next_fetch)
+        if at == len(arrived[number]):
+            return None
+        path = (sent, got, next_fetch, arrived[number][at])
+        if best is None or path[3] > best[3]:
+            best = path
+    return best
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
@@ -177,6 +232,17 @@ def report(analysis: dict) -> dict:
     print(f"the {len(tail)} records at or above p99 ({threshold:.2f} ms), mean ms per stage:")
     for name, mean in share.items():
         print(f"  {name:30} {mean:8.3f}")
+    hops, hop_total = analysis["hops"], analysis["hop_total"]
+    hop_table: dict[str, dict] = {}
+    if hop_total:
+        print("append -> HW along the follower whose next fetch moved it:")
+        high = percentile(hop_total, 0.99)
+        hop_tail = [i for i, value in enumerate(hop_total) if value >= high]
+        for name, values in hops.items():
+            hop_table[name] = row = {**_quantiles(values), "tail_mean": sum(
+                values[i] for i in hop_tail) / len(hop_tail)}
+            print(f"  {name:28} " + " ".join(f"{row[q]:8.3f}" for q in ("p50", "p99", "max"))
+                  + f"   tail mean {row['tail_mean']:8.3f}")
     cycles = []
     for number, cycle in enumerate(analysis["cycles"], 1):
         gap, turn = _quantiles(cycle["gap_ms"]), _quantiles(cycle["answer_to_next_fetch_ms"])
@@ -192,6 +258,7 @@ def report(analysis: dict) -> dict:
           f"{100 * leader['cpu_share']:.0f} %; turns p50/p99 {turns['p50']:.3f}/"
           f"{turns['p99']:.3f} ms")
     return {"percentiles": table, "tail_mean_ms": share, "tail_records": len(tail),
+            "hops": hop_table,
             "records": len(total), "followers": cycles,
             "leader": {**{k: v for k, v in leader.items() if k != "turn_ms"}, "turn": turns}}
 

@@ -37,6 +37,9 @@ def test_every_record_is_traced_through_the_three_brokers(tmp_path, clients):
     assert set(found["percentiles"]) == {
         "producer -> leader read", "read -> append", "append -> followers have it",
         "-> high watermark", "HW -> consumer answer", "answer -> consumed", "end to end"}
+    assert set(found["hops"]) == {  # along the follower whose next fetch moved the HW
+        "append -> sent to it", "sent -> it read it", "its read -> its next fetch",
+        "next fetch -> leader read it", "leader read it -> HW"}
     assert len(found["followers"]) == 2 and all(f["fetches"] > 0 for f in found["followers"])
     assert 0 < found["leader"]["follower_fetches_per_record"]
     assert found["python_clients"] == bool(clients)

@@ -6,7 +6,8 @@ directory in SIMPLEKAFKA_REPLICATION_TRACE. Any other process (or no variable) l
 this module inert. For every ``LATENCY:<µs>`` stamp rdkafka_performance -l puts in its
 records it notes, on this machine's wall clock: when the leader read the produce,
 appended it (and at which offset), sent it to each follower and to the consumer; when
-a follower read it, and when each follower sent its fetches; when the leader's high
+a follower read it, and when each follower sent its fetches (each follower named by the
+port of its connection, as both ends see it); when the leader's high
 watermark moved; when each fetch reached the leader; and how long each reactor turn
 took, in wall and in CPU time. Written at exit as JSON, one file per broker.
 """
@@ -32,6 +33,18 @@ if _DIR and "broker" in sys.argv:
         "read", "append", "sent", "high_watermark", "fetch_arrived", "follower_read",
         "follower_fetch_sent", "turn")}
     _followers: set[int] = set()  # transports of replica fetchers' connections
+    _ports: dict[int, int] = {}  # transport -> the follower's port (names the follower)
+
+    def _port(transport, mine: bool) -> int:
+        """The follower end's port: the leader sees it as the peer's, the follower as its own."""
+        key = id(transport)
+        port = _ports.get(key)
+        if port is None:
+            try:
+                port = _ports[key] = (transport.getHost() if mine else transport.getPeer()).port
+            except Exception:
+                port = _ports[key] = -1
+        return port
     _tails: dict[tuple[str, int], bytes] = {}
 
     def _stamps(data, stream) -> list[int]:
@@ -48,7 +61,8 @@ if _DIR and "broker" in sys.argv:
             _followers.add(id(self.transport))
         if len(data) >= 6 and data[4:6] == b"\x00\x01":  # api key 1: a fetch
             _events["fetch_arrived"].append(
-                (now, "follower" if id(self.transport) in _followers else "client"))
+                (now, "follower" if id(self.transport) in _followers else "client",
+                 _port(self.transport, False)))
         stamps = _stamps(data, ("in", id(self)))
         if stamps:
             _events["read"].append((now, stamps))
@@ -60,7 +74,8 @@ if _DIR and "broker" in sys.argv:
         stamps = _stamps(data, ("out", id(transport)))
         if stamps:
             _events["sent"].append(
-                (now, "follower" if id(transport) in _followers else "client", stamps))
+                (now, "follower" if id(transport) in _followers else "client", stamps,
+                 _port(transport, False)))
 
     _send_now = socket_writer.SocketWriter.send_bytes
 
@@ -104,14 +119,15 @@ if _DIR and "broker" in sys.argv:
     _reader_data = channel.ResponseReader.dataReceived
 
     def _on_reader_data(self, data):
-        _events["follower_read"].append((_now(), _stamps(data, ("reader", id(self)))))
+        _events["follower_read"].append((_now(), _stamps(data, ("reader", id(self))),
+                                         _port(self.transport, True)))
         return _reader_data(self, data)
 
     channel.ResponseReader.dataReceived = _on_reader_data
     _reader_send = channel.ResponseReader.send
 
     def _on_reader_send(self, correlation_id, payload):
-        _events["follower_fetch_sent"].append(_now())
+        _events["follower_fetch_sent"].append((_now(), _port(self.transport, True)))
         return _reader_send(self, correlation_id, payload)
 
     channel.ResponseReader.send = _on_reader_send

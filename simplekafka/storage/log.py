@@ -500,13 +500,13 @@ class Log:
             if chunks:
                 start, first_size = 0, 0
             else:
-                found = segment.translate_offset(offset)
+                found = segment.batch_position(offset)
                 if found is None:
                     continue
-                start, first_size = found[0], found[1].size
+                start, first_size = found
             stop = segment.size
-            if limit < segment.next_offset:
-                cut_at = segment.translate_offset(limit)
+            if limit < segment.next_offset:  # the HW below the log end (acks=all)
+                cut_at = segment.batch_position(limit)
                 stop = cut_at[0] if cut_at else segment.size
             available = stop - start
             want = min(available, max(max_bytes - used, first_size))

@@ -14,8 +14,10 @@ never looks inside a batch beyond its 61-byte header.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
+from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -46,6 +48,8 @@ _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LAST_OFFSET_DELTA_AT = 23
 _RECOVERY_CHUNK = 4 * 1024 * 1024
+# How many of the latest appended batches a segment keeps the positions of (``batch_position``).
+RECENT_BATCHES = 64
 _INT32_MAX = (1 << 31) - 1
 
 Buffer = bytes | bytearray | memoryview
@@ -54,6 +58,38 @@ Buffer = bytes | bytearray | memoryview
 def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
     """``<directory>/<20-digit base offset><suffix>``, Kafka's naming."""
     return directory / f"{base_offset:020d}{suffix}"
+
+
+class _RecentBatches:
+    """Last offset, position and size of a segment's latest appended batches, in order
+    (between ``RECENT_BATCHES`` and twice that many; 24 bytes a batch in arrays)."""
+
+    __slots__ = ("first", "lasts", "positions", "sizes")
+
+    def __init__(self, first: int):
+        self.first = first  # the lowest offset answered: the offset after the batch before
+        self.lasts = array("q")
+        self.positions = array("q")
+        self.sizes = array("q")
+
+    def add(self, last_offset: int, position: int, size: int) -> None:
+        lasts = self.lasts
+        if len(lasts) >= 2 * RECENT_BATCHES:  # drop the older half, now and then
+            self.first = lasts[RECENT_BATCHES - 1] + 1
+            del lasts[:RECENT_BATCHES]
+            del self.positions[:RECENT_BATCHES]
+            del self.sizes[:RECENT_BATCHES]
+        lasts.append(last_offset)
+        self.positions.append(position)
+        self.sizes.append(size)
+
+    def find(self, offset: int) -> tuple[int, int] | None:
+        """(position, size) of the first batch whose last offset is >= ``offset``, if held."""
+        lasts = self.lasts
+        if not lasts or not self.first <= offset <= lasts[-1]:
+            return None
+        at = bisect.bisect_left(lasts, offset)
+        return self.positions[at], self.sizes[at]
 
 
 class LogSegment:
@@ -96,6 +132,9 @@ class LogSegment:
         # Its first HEADER_SIZE bytes as written, when the append had them in hand: the
         # woken fetch's header is then parsed from memory, not read back with a pread.
         self._last_head: bytes | None = None
+        # The latest batches this process appended, made at the first append (a replica
+        # never written carries none): see ``batch_position``.
+        self._recent: _RecentBatches | None = None
 
     # -- loading -----------------------------------------------------------------
     def load(self) -> None:
@@ -130,6 +169,7 @@ class LogSegment:
         self.next_offset = self.base_offset
         self._last_batch = None
         self._last_head = None
+        self._recent = None
         known = start == 0  # from an index entry, the first batch's predecessor is unknown
         for position, header in self.iter_headers(start):
             if known:
@@ -156,6 +196,7 @@ class LogSegment:
         self.max_timestamp = -1
         self._bytes_since_index_entry = 0
         self._last_batch = None
+        self._recent = None
         position = 0
         buffer = b""
         buffer_start = 0
@@ -259,6 +300,10 @@ class LogSegment:
         self._bytes_since_index_entry += size
         self._last_batch = (self.next_offset, last_offset, position, None)
         self._last_head = None
+        recent = self._recent
+        if recent is None:
+            recent = self._recent = _RecentBatches(self.next_offset)
+        recent.add(last_offset, position, size)
         self.next_offset = last_offset + 1
 
     # -- reading -----------------------------------------------------------------
@@ -331,6 +376,25 @@ class LogSegment:
             rel += batch_length + LOG_OVERHEAD
             position += batch_length + LOG_OVERHEAD
         return None
+
+    def batch_position(self, offset: int) -> tuple[int, int] | None:
+        """Position and size of the first batch whose last offset is >= ``offset`` (what
+        ``translate_offset`` finds), or None; for the log's reads.
+
+        With acks=all the high watermark trails the log end by the batches appended
+        while the followers fetch, so a consumer's read starts at one of the latest
+        batches but not the last, and ends at another (the HW): two index searches, two
+        preads and two header scans per woken fetch, on the leader's reactor between
+        the HW advance and the consumer's answer. The latest ``RECENT_BATCHES`` batches
+        are answered from memory instead; older offsets are searched as before.
+        """
+        recent = self._recent
+        if recent is not None:
+            found_recent = recent.find(offset)
+            if found_recent is not None:
+                return found_recent
+        found = self.translate_offset(offset)
+        return None if found is None else (found[0], found[1].size)
 
     def read(self, position: int, length: int) -> bytes:
         return os.pread(self._fd, length, position)

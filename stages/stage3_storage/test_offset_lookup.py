@@ -92,3 +92,54 @@ def test_an_offset_in_a_gap_before_the_last_batch_finds_that_batch(tmp_path):
     assert segment.translate_offset(0)[1].base_offset == 0
     assert segment.translate_offset(11) is None
     segment.close()
+
+
+def test_a_read_up_to_a_high_watermark_below_the_log_end_needs_no_index_search(tmp_path,
+                                                                              monkeypatch):
+    """With acks=all the high watermark trails the log end by the batches appended while
+    the followers fetch: a consumer woken by the HW reads from a batch that is no longer
+    the last, up to another (the HW), on the leader's reactor before its answer leaves.
+    Both ends are among the latest batches, found from memory (Kafka keeps the HW's file
+    position for this): no index search, no scan."""
+    log, batch = _log_of(tmp_path, 200)
+    segment = log.segments[-1]
+    searches = _scans(segment, monkeypatch)
+    for offset in range(200, 260):
+        log.append(batch, 0)
+        log.append(batch, 0)  # appended while the followers fetch: the HW trails by two
+        high_watermark = offset - 1
+        read = log.read(offset - 3, 1 << 20, high_watermark)
+        assert len(read) == 2 * len(batch) and int.from_bytes(read[:8], "big") == offset - 3
+    assert searches == []
+
+
+def test_the_remembered_batches_answer_what_the_scan_answers(tmp_path):
+    """``batch_position`` agrees with ``translate_offset`` for every offset, as batches come
+    and the oldest remembered ones are dropped, with cleaner gaps, after a truncation and
+    after recovery; offsets it does not hold are searched as before."""
+    from simplekafka.storage.segment import RECENT_BATCHES, LogSegment
+    segment = LogSegment(tmp_path, 0, LogConfig(), active=True, created_ms=0)
+    base = 0
+    for number in range(3 * RECENT_BATCHES):
+        count = 1 + number % 3
+        data = build_batch([Record(timestamp=1, key=None, value=b"v")] * count,
+                           base_offset=base)
+        segment.append([data], len(data), [(len(data), base + count - 1, 1)])
+        base += count + (2 if number % 5 == 0 else 0)  # a gap, as the cleaner leaves
+
+    def agree() -> None:
+        for offset in range(segment.base_offset, segment.next_offset + 2):
+            found = segment.translate_offset(offset)
+            assert segment.batch_position(offset) == (
+                None if found is None else (found[0], found[1].size)), offset
+
+    agree()
+    segment.truncate_to(base // 2)
+    agree()
+    data = build_batch([Record(timestamp=1, key=None, value=b"v")],
+                       base_offset=segment.next_offset)
+    segment.append([data], len(data), [(len(data), segment.next_offset, 1)])
+    agree()
+    segment.recover()
+    agree()
+    segment.close()
