@@ -17,7 +17,7 @@ from twisted.internet.testing import MemoryReactorClock
 from simplekafka.broker.broker import KafkaBroker
 from simplekafka.broker.config import BrokerConfig
 from simplekafka.broker.server import CloseConnection
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.legacy_records import build_message_set, parse_message_set
@@ -147,7 +147,8 @@ def test_api_versions_lists_client_apis_only(harness, version):
 
 
 def test_api_versions_probe_gets_error_35_in_v0_layout(harness):
-    frame = encode_request(ApiKey.API_VERSIONS, 3, 77, "probe", {
+    above = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1] + 1  # a version we do not speak
+    frame = encode_request(ApiKey.API_VERSIONS, above, 77, "probe", {
         "client_software_name": "x", "client_software_version": "1"})
     payload = harness.broker.dispatcher(frame, None)
     correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, payload)
