@@ -46,6 +46,14 @@ from simplekafka.protocol.sasl import (
 CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = dict(ADVERTISED_VERSIONS)
 CLIENT_VERSIONS[ApiKey.PRODUCE] = (3, CLIENT_VERSIONS[ApiKey.PRODUCE][1])
 CLIENT_VERSIONS[ApiKey.METADATA] = (1, CLIENT_VERSIONS[ApiKey.METADATA][1])
+# The broker speaks Kafka 3.9's versions; this client stays at the ones its requests and
+# answers are written for (by topic name, without KIP-951's leader hints): above these
+# the requests change shape (Fetch v13 and DeleteTopics v6 name topics by ID).
+_WRITTEN_FOR = {ApiKey.PRODUCE: 8, ApiKey.FETCH: 11, ApiKey.LIST_OFFSETS: 7,
+                ApiKey.METADATA: 8, ApiKey.OFFSET_FOR_LEADER_EPOCH: 3,
+                ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3}
+for _key, _high in _WRITTEN_FOR.items():
+    CLIENT_VERSIONS[_key] = (CLIENT_VERSIONS[_key][0], min(CLIENT_VERSIONS[_key][1], _high))
 
 HANDSHAKE_VERSION = min(2, CLIENT_VERSIONS[ApiKey.API_VERSIONS][1])
 MAX_CORRELATION_ID = 2**31 - 1
