@@ -69,7 +69,7 @@ class RequestDispatcher:
         self.requests_handled = 0
         # Told (api key, perf_counter() at arrival) as each request is answered, or fails:
         # the metrics' request counts and latency histogram (metrics.py); None: untimed.
-        self.on_answered: Callable[[int, float], None] | None = None
+        self.on_answered: Callable[[int, float, int], None] | None = None
         # The broker's ClientQuotas (client_quotas.py): asked only while a quota is set.
         self.quotas: Any = None
 
@@ -92,7 +92,7 @@ class RequestDispatcher:
         if api_key == ApiKey.API_VERSIONS and (
                 low_high is None or not low_high[0] <= api_version <= low_high[1]):
             if self.on_answered is not None:
-                self.on_answered(api_key, started)
+                self.on_answered(api_key, started, api_version)
             return api_versions_probe_response(correlation_id)
         handler = self._handlers.get(api_key)
         if low_high is None or handler is None:
@@ -132,7 +132,7 @@ class RequestDispatcher:
             body = encode_response_pieces(context.api_key, context.api_version,
                                           context.correlation_id, body)
         if self.on_answered is not None:
-            self.on_answered(context.api_key, started)
+            self.on_answered(context.api_key, started, context.api_version)
         return body
 
 

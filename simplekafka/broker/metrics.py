@@ -71,6 +71,9 @@ class BrokerMetrics:
         self.bytes_in: dict[str, int] = defaultdict(int)
         self.bytes_out: dict[str, int] = defaultdict(int)
         self.request_times: dict[int, RequestTimes] = {}  # by api key
+        # Requests by (api key, version): which versions clients chose (Kafka's
+        # RequestsPerSec with its version tag).
+        self.request_versions: dict[tuple[int, int], int] = defaultdict(int)
         # Consumer fetches by the role this broker had for the partition (KIP-392: a
         # follower serves consumers in its rack), and the leader's redirects to one.
         self.consumer_fetch_bytes = {"leader": 0, "follower": 0}
@@ -115,7 +118,8 @@ class BrokerMetrics:
                 self.bytes_out[topic["topic"]] += size
         return body
 
-    def on_request(self, api_key: int, started: float) -> None:
+    def on_request(self, api_key: int, started: float, api_version: int = -1) -> None:
+        self.request_versions[(api_key, api_version)] += 1
         elapsed_ms = (_perf_counter() - started) * 1000
         times = self.request_times.get(api_key)
         if times is None:
@@ -214,6 +218,13 @@ class BrokerMetrics:
             latency.add_sample(latency.name + "_sum", labels, times.sum_ms)
         yield requests
         yield latency
+        per_version = Metric("kafka_network_requestmetrics_requestspersec",
+                             "Requests handled, by request type and version", "counter")
+        for (api_key, version), count in sorted(self.request_versions.items()):
+            per_version.add_sample(per_version.name + "_total", {
+                "request": _REQUEST_NAMES.get(api_key, str(api_key)), "version": str(version)},
+                count)
+        yield per_version
 
     def _socket_sends(self) -> Any:
         """How answers left (server.py, socket_writer.py): whole in one send at once, or
