@@ -32,14 +32,17 @@ VERSION = 0
 TopicPartition = tuple[str, int]
 
 
-def write_lines_atomically(path: Path, lines: Iterable[str], durable: bool = True) -> None:
+def write_lines_atomically(path: Path, lines: Iterable[str], durable: bool = True,
+                           final_newline: bool = True) -> None:
     """Write ``path`` via a temporary file and a rename; ``durable``: fsync both first.
 
     Without ``durable`` a crash of the process still leaves the old or the new
     file whole (the rename is atomic); only a power cut may lose the change.
     """
     tmp = path.with_name(path.name + ".tmp")
-    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    data = "\n".join(lines).encode("utf-8")
+    if final_newline and data:
+        data += b"\n"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
@@ -135,7 +138,8 @@ PARTITION_METADATA = "partition.metadata"
 def write_partition_metadata(directory: Path, topic_id: bytes) -> None:
     """Write ``partition.metadata`` as Kafka writes it (temporary file, fsync, rename)."""
     write_lines_atomically(directory / PARTITION_METADATA,
-                           [f"version: {VERSION}", f"topic_id: {topic_id_text(topic_id)}"])
+                           [f"version: {VERSION}", f"topic_id: {topic_id_text(topic_id)}"],
+                           final_newline=False)  # Kafka's file ends without one
 
 
 def read_partition_metadata(directory: Path) -> bytes | None:
