@@ -60,7 +60,7 @@ def test_kafka_python_probes_then_retries_with_v2(server):
     finally:
         consumer.close()
     assert _versions_seen(server, API_VERSIONS)[:2] == [4, 2]
-    assert 8 in _versions_seen(server, METADATA)  # it trusts what we advertised
+    assert 12 in _versions_seen(server, METADATA)  # it trusts what we advertised
     assert not server.errors
 
 
