@@ -80,13 +80,14 @@ class FetchHandler:
         return self.fetches.waiting
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        ids = _TopicIds(self.cache, request, context.api_version, context.listener)
+        version = _version(context, request)
+        ids = _TopicIds(self.cache, request, version, getattr(context, "listener", None))
         replica_id = _replica_id(request)
         if replica_id >= 0 and self.authorizer.enabled and not \
                 self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
                                           ResourceType.CLUSTER, CLUSTER_NAME):
             # Not a broker: answered without a session, every partition it names refused.
-            return self.read(request, frozenset(ids.names), context.api_version)[0]
+            return self.read(request, frozenset(ids.names), version)[0]
         forgotten = getattr(request, "forgotten_topics_data", None)  # v7+ (sessions)
         session = self.sessions.context_for(
             getattr(request, "session_id", 0), getattr(request, "session_epoch", -1),
@@ -135,6 +136,14 @@ class FetchHandler:
         return frozenset(name for name in ids.names
                          if not authorize(context, AclOperation.READ, ResourceType.TOPIC,
                                           name))
+
+
+def _version(context: RequestContext | None, request: Any) -> int:
+    """The request's version (from the struct's schema when a unit test gives no context)."""
+    if context is not None:
+        return context.api_version
+    schema = getattr(request, "schema", None)
+    return getattr(schema, "version", None) or 11
 
 
 def _replica_id(request: Any) -> int:
