@@ -71,15 +71,19 @@ class FetchPartition:
     answer said, so a quiet partition can be recognised without reading it."""
 
     __slots__ = ("current_leader_epoch", "fetch_offset", "high_watermark",
-                 "last_stable_offset", "log_start_offset", "partition", "partition_max_bytes",
-                 "response_log_start_offset", "watched")
+                 "last_fetched_epoch", "last_stable_offset", "log_start_offset", "partition",
+                 "partition_max_bytes", "response_log_start_offset", "watched")
 
     def __init__(self, partition: int, fetch_offset: int, partition_max_bytes: int,
-                 current_leader_epoch: int = -1, log_start_offset: int = -1):
+                 current_leader_epoch: int = -1, log_start_offset: int = -1,
+                 last_fetched_epoch: int = -1):
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.partition_max_bytes = partition_max_bytes
         self.current_leader_epoch = current_leader_epoch
+        # Fetch v12+: the epoch of the last batch the fetcher holds (-1: not said); the
+        # leader checks that its log agrees up to fetch_offset (see read_from_log).
+        self.last_fetched_epoch = last_fetched_epoch
         self.log_start_offset = log_start_offset  # the follower's own (-1: a consumer)
         self.watched: Any = None  # the Partition a follower session listens on (settled)
         self.high_watermark = -1  # what the last answer naming it said (-1: never answered)
@@ -92,6 +96,7 @@ class FetchPartition:
         self.partition_max_bytes = newer.partition_max_bytes
         self.current_leader_epoch = newer.current_leader_epoch
         self.log_start_offset = newer.log_start_offset
+        self.last_fetched_epoch = newer.last_fetched_epoch
 
 
 class FetchTopic:
@@ -139,8 +144,9 @@ class FetchParams:
 class FetchPartitionData:
     """One partition's outcome (Kafka's ``FetchPartitionData``)."""
 
-    __slots__ = ("aborted_transactions", "error_code", "high_watermark", "last_stable_offset",
-                 "log_start_offset", "partition_index", "preferred_read_replica", "records")
+    __slots__ = ("aborted_transactions", "diverging_epoch", "error_code", "high_watermark",
+                 "last_stable_offset", "log_start_offset", "partition_index",
+                 "preferred_read_replica", "records")
 
     def __init__(self, partition_index: int, error_code: ErrorCode = ErrorCode.NONE):
         self.partition_index = partition_index
@@ -151,6 +157,8 @@ class FetchPartitionData:
         self.aborted_transactions: list[AbortedTxn] = []
         self.preferred_read_replica = -1
         self.records: bytes | FileRegion = b""  # a region: sent by sendfile
+        # (epoch, end offset) where the fetcher's log left this one (Fetch v12+); None: not.
+        self.diverging_epoch: tuple[int, int] | None = None
 
 
 class FetchResult:
@@ -238,6 +246,9 @@ class FetchMessages:
                     else:
                         partition = replicas.leader_partition(name, wanted.partition)
                     partition.check_leader_epoch(wanted.current_leader_epoch)
+                    if wanted.last_fetched_epoch >= 0 and _diverged(partition, wanted, answer):
+                        has_error = True  # answered now: the fetcher truncates first
+                        continue
                     preferred = -1
                     if selector is not None and client_rack and partition.is_leader:
                         preferred = selector.preferred_read_replica(
@@ -286,3 +297,18 @@ class FetchMessages:
                     log.exception("fetch from %s-%d failed", name, wanted.partition)
                     answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
         return FetchResult(responses, total, has_error)
+
+
+def _diverged(partition: Partition, wanted: FetchPartition, answer: FetchPartitionData) -> bool:
+    """Whether the fetcher's log left the leader's before ``fetch_offset``: the leader's
+    log has no batch of ``last_fetched_epoch``, or that epoch ends earlier here. Then the
+    answer carries no records but where the epoch ends here (the diverging epoch), and
+    the fetcher truncates to it (Kafka's truncation on fetch, KIP-595/Fetch v12)."""
+    epoch, end = partition.log.leader_epochs.end_offset_for(wanted.last_fetched_epoch)
+    if epoch == wanted.last_fetched_epoch and end >= wanted.fetch_offset:
+        return False
+    answer.diverging_epoch = (epoch, end)
+    answer.high_watermark = partition.high_watermark
+    answer.last_stable_offset = partition.last_stable_offset
+    answer.log_start_offset = partition.log_start_offset
+    return True

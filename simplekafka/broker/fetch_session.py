@@ -80,6 +80,9 @@ class FetchSession:
         self.swept = now
         self.last_fetch_ms = now_ms()  # when the follower last fetched (monotonic ms)
         self.waiter: Callable[[Any], None] | None = None  # a parked fetch's on_append
+        # Opened by topic IDs (Fetch v13+) or by names; the IDs its topics were named by.
+        self.uses_topic_ids = False
+        self.topic_ids: dict[str, bytes] = {}
 
     def apply(self, named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]) -> None:
         """Add or update the partitions a fetch names; drop the forgotten ones."""

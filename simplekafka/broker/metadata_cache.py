@@ -14,6 +14,7 @@ from typing import Any
 
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node, PartitionMetadata
+from simplekafka.protocol.topic_ids import ZERO_ID
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class MetadataCache:
     # broker id -> listener name -> Node: where each broker serves each listener.
     listener_nodes: dict[int, dict[str, Node]] = field(default_factory=dict)
     topics: dict[str, dict[int, CachedPartitionState]] = field(default_factory=dict)
+    # KIP-516: each topic's ID (UpdateMetadata v7+), and the way back from an ID to its name.
+    topic_ids: dict[str, bytes] = field(default_factory=dict)
+    topic_names_by_id: dict[bytes, str] = field(default_factory=dict)
     listeners: list[Callable[[], None]] = field(default_factory=list)
     # Told which (topic, partition)s an UpdateMetadata deleted (Kafka's
     # maybeUpdateMetadataCache returns them for the group coordinator).
@@ -65,6 +69,11 @@ class MetadataCache:
         states = []
         for topic_state in getattr(request, "topic_states", None) or []:
             states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
+            topic_id = getattr(topic_state, "topic_id", ZERO_ID)
+            if topic_id != ZERO_ID and self.topic_ids.get(topic_state.topic_name) != topic_id:
+                self._forget_id(topic_state.topic_name)
+                self.topic_ids[topic_state.topic_name] = topic_id
+                self.topic_names_by_id[topic_id] = topic_state.topic_name
         for p in getattr(request, "ungrouped_partition_states", None) or []:
             states.append((p.topic_name, p))
         deleted: list[tuple[str, int]] = []
@@ -76,6 +85,7 @@ class MetadataCache:
                         deleted.append((topic, p.partition_index))
                     if not partitions:
                         del self.topics[topic]
+                        self._forget_id(topic)
                 continue
             self.topics.setdefault(topic, {})[p.partition_index] = CachedPartitionState(
                 topic, p.partition_index, p.leader, p.leader_epoch, tuple(p.replicas),
@@ -89,8 +99,22 @@ class MetadataCache:
         return ErrorCode.NONE
 
     def remove_topic(self, topic: str) -> None:
+        self._forget_id(topic)
         if self.topics.pop(topic, None) is not None:
             self._changed()
+
+    def _forget_id(self, topic: str) -> None:
+        old = self.topic_ids.pop(topic, None)
+        if old is not None and self.topic_names_by_id.get(old) == topic:
+            del self.topic_names_by_id[old]
+
+    def topic_id(self, topic: str) -> bytes:
+        """The topic's ID (all zeros if unknown: a topic from before IDs, or none at all)."""
+        return self.topic_ids.get(topic, ZERO_ID)
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        """The name of the topic with this ID now; None if no such topic (deleted, or never)."""
+        return self.topic_names_by_id.get(topic_id)
 
     def _changed(self) -> None:
         for listener in list(self.listeners):

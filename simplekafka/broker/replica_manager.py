@@ -38,7 +38,8 @@ from simplekafka.broker.replication_quota import ReplicationThrottle
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
 from simplekafka.protocol.structs import TopicPartition
-from simplekafka.storage.errors import DescriptorsExhaustedError
+from simplekafka.protocol.topic_ids import ZERO_ID
+from simplekafka.storage.errors import DescriptorsExhaustedError, InconsistentTopicIdError
 
 if TYPE_CHECKING:
     from simplekafka.broker.collaborators import Reactor
@@ -343,20 +344,32 @@ class ReplicaManager:
             return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
         self.controller_epoch = request.controller_epoch
         errors = {}
+        ids = {ts.topic_name: ts.topic_id for ts in getattr(request, "topic_states", None) or []
+               if getattr(ts, "topic_id", ZERO_ID) != ZERO_ID}  # v5+ (KIP-516)
         for topic, state in _partition_states(request):
-            code = self._apply_partition_state(topic, state)
+            code = self._apply_partition_state(topic, state, ids.get(topic))
             errors[TopicPartition(topic, state.partition_index)] = code
         return PartitionErrors(ErrorCode.NONE, errors)
 
-    def _apply_partition_state(self, topic: str, state: Any) -> ErrorCode:
+    def _apply_partition_state(self, topic: str, state: Any,
+                               topic_id: bytes | None = None) -> ErrorCode:
         key = (topic, state.partition_index)
         if self.broker_id not in state.replicas:
             return ErrorCode.NONE  # not ours to hold
         partition = self.partitions.get(key)
         try:
+            if topic_id is not None:
+                # The log must be this topic's: one left by an earlier topic of the same
+                # name (its partition.metadata names another ID) is refused, as Kafka does.
+                existing = partition.log if partition is not None else \
+                    self.log_manager.get(topic, state.partition_index)
+                if existing is not None:
+                    existing.assign_topic_id(topic_id)
             if partition is None:
                 config = self.log_config_for(topic) if self.log_config_for else None
                 log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
+                if topic_id is not None:
+                    log_.assign_topic_id(topic_id)
                 # acks=all answers one HW advance releases leave together (one write per
                 # connection: answers_together.py).
                 partition = Partition(topic, state.partition_index, self.broker_id, log_,
@@ -382,6 +395,9 @@ class ReplicaManager:
                         before != (partition.leader_id, partition.leader_epoch)
                         or not self.fetchers.is_following(key)):
                     self.fetchers.follow(partition)
+        except InconsistentTopicIdError as exc:
+            log.error("%s-%d: not applied: %s", topic, state.partition_index, exc)
+            return ErrorCode.INCONSISTENT_TOPIC_ID
         except Exception as exc:
             if partition is None:
                 self._mark_offline(key, exc)

@@ -46,10 +46,13 @@ from simplekafka.protocol.sasl import (
 CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = dict(ADVERTISED_VERSIONS)
 CLIENT_VERSIONS[ApiKey.PRODUCE] = (3, CLIENT_VERSIONS[ApiKey.PRODUCE][1])
 CLIENT_VERSIONS[ApiKey.METADATA] = (1, CLIENT_VERSIONS[ApiKey.METADATA][1])
-# The group, transaction and admin APIs at the highest versions this client's code
-# builds and reads (the broker serves Kafka 3.9's; FindCoordinator v4 and OffsetFetch
-# v8, for one, batch their keys in a layout the client does not write yet).
+# The broker speaks Kafka 3.9's versions; this client stays at the highest versions its
+# requests and answers are written for. Above these the layouts change: Fetch v13 and
+# DeleteTopics v6 name topics by ID, FindCoordinator v4 and OffsetFetch v8 batch their
+# keys, Produce v10 and Fetch v12+ carry KIP-951's leader hints.
 CLIENT_MAX_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.PRODUCE: 8, ApiKey.FETCH: 11, ApiKey.LIST_OFFSETS: 7, ApiKey.METADATA: 8,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: 3, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3,
     ApiKey.OFFSET_COMMIT: 7, ApiKey.OFFSET_FETCH: 5, ApiKey.FIND_COORDINATOR: 2,
     ApiKey.JOIN_GROUP: 5, ApiKey.HEARTBEAT: 3, ApiKey.LEAVE_GROUP: 3, ApiKey.SYNC_GROUP: 3,
     ApiKey.DESCRIBE_GROUPS: 4, ApiKey.LIST_GROUPS: 2, ApiKey.DELETE_RECORDS: 1,

@@ -43,7 +43,7 @@ def add_partitions(zk: KazooClient, topic: str, total: int,
                          f"larger, got {total}", ErrorCode.INVALID_PARTITIONS)
     brokers = live_brokers(zk)
     new = _new_replicas(current, total, brokers, assignments)
-    grown = TopicAssignment({**current.partitions, **new})
+    grown = TopicAssignment({**current.partitions, **new}, topic_id=current.topic_id)
     if validate_only:
         return grown
     try:

@@ -29,6 +29,7 @@ from simplekafka.coordination.znodes import (
     ZkPaths,
 )
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.topic_ids import new_topic_id
 
 __all__ = [
     "MAX_TOPIC_NAME_LENGTH",
@@ -211,7 +212,9 @@ def create_topic_znodes(
 ) -> TopicAssignment:
     """Write a new topic's config and replica assignment (validated; nothing written on error)."""
     validate_topic_name(topic)
-    checked = TopicAssignment(_validate_assignment(assignment, None))
+    # Each topic created gets a new ID (KIP-516): a topic of the same name created after
+    # this one is deleted is a different topic, and clients can tell.
+    checked = TopicAssignment(_validate_assignment(assignment, None), topic_id=new_topic_id())
     topic_config = TopicConfig({str(k): str(v) for k, v in (config or {}).items()})
     existing = list_topics(zk)
     if topic in existing:

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from simplekafka.protocol.topic_ids import topic_id_from_text, topic_id_text
+
 __all__ = [
     "BrokerInfo",
     "ClusterId",
@@ -311,12 +313,15 @@ class TopicAssignment:
     """``/brokers/topics/<t>``: the replica list of every partition (first = preferred leader).
 
     While partitions move, Kafka (2.4+) writes version 2 with ``adding_replicas`` and
-    ``removing_replicas`` per moving partition; so do we.
+    ``removing_replicas`` per moving partition; so do we. A topic with an ID
+    (KIP-516, Kafka 2.8+) is written as version 3: ``"topic_id"`` in Kafka's
+    text form, and the two maps always present (empty when nothing moves).
     """
 
     partitions: dict[int, tuple[int, ...]]
     adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
     removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    topic_id: bytes | None = None  # 16 bytes; None: written before topic IDs (version 1/2)
 
     @property
     def replication_factor(self) -> int:
@@ -327,11 +332,14 @@ class TopicAssignment:
             "version": 1,
             "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
         }
-        if self.adding or self.removing:
+        if self.adding or self.removing or self.topic_id is not None:
             document["version"] = 2
             document["adding_replicas"] = {str(p): list(r) for p, r in sorted(self.adding.items())}
             document["removing_replicas"] = {str(p): list(r)
                                              for p, r in sorted(self.removing.items())}
+        if self.topic_id is not None:
+            document["version"] = 3
+            document["topic_id"] = topic_id_text(self.topic_id)
         return _dumps(document)
 
     @staticmethod
@@ -352,7 +360,13 @@ class TopicAssignment:
                         f"{what}: partition key {key!r} is not a number") from None
                 parsed[partition] = _int_list(replicas, what)
             maps.append(dict(sorted(parsed.items())))
-        return TopicAssignment(*maps)
+        topic_id = None
+        if "topic_id" in document:
+            try:
+                topic_id = topic_id_from_text(document["topic_id"])
+            except ValueError as exc:
+                raise ZnodeFormatError(f"{what}: topic_id: {exc}") from None
+        return TopicAssignment(*maps, topic_id=topic_id)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,10 @@ LATEST_TIMESTAMP = -1
 """ListOffsets' timestamp for "the end": the high watermark (a replica asks for the log end)."""
 MAX_TIMESTAMP = -3
 """ListOffsets' timestamp for "the record with the largest timestamp" (KIP-734, v7)."""
+EARLIEST_LOCAL_TIMESTAMP = -4
+"""ListOffsets' timestamp for "the first offset on local disk" (KIP-405, v8)."""
+LATEST_TIERED_TIMESTAMP = -5
+"""ListOffsets' timestamp for "the last offset in remote storage" (KIP-1005, v9)."""
 
 READ_UNCOMMITTED = 0
 """Fetch and ListOffsets isolation_level: everything below the high watermark."""
@@ -86,13 +90,13 @@ READ_COMMITTED = 1
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 8),
-    ApiKey.FETCH: (0, 11),
-    ApiKey.LIST_OFFSETS: (0, 7),
-    ApiKey.METADATA: (0, 8),
-    ApiKey.LEADER_AND_ISR: (0, 4),
+    ApiKey.PRODUCE: (0, 11),
+    ApiKey.FETCH: (0, 17),
+    ApiKey.LIST_OFFSETS: (0, 9),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.LEADER_AND_ISR: (0, 7),
     ApiKey.STOP_REPLICA: (0, 3),
-    ApiKey.UPDATE_METADATA: (0, 6),
+    ApiKey.UPDATE_METADATA: (0, 8),
     ApiKey.OFFSET_COMMIT: (2, 8),
     ApiKey.OFFSET_FETCH: (1, 8),
     ApiKey.FIND_COORDINATOR: (0, 4),
@@ -103,11 +107,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 4),
     ApiKey.API_VERSIONS: (0, 3),
-    ApiKey.CREATE_TOPICS: (0, 4),
-    ApiKey.DELETE_TOPICS: (0, 3),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_ACLS: (0, 3),

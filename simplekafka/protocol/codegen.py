@@ -32,6 +32,8 @@ from simplekafka.protocol.fields import (
     Struct,
     StructType,
     is_fixed,
+    retag,
+    untag,
 )
 
 
@@ -118,6 +120,14 @@ def _emit_write(schema: MessageSchema, ns: dict[str, Any], lines: list[str], get
             lines.append(f"{ind}_write{i}(out, {value})")
     if schema.flexible:
         tags = get.format(name="tagged_fields", default="None")
+        if schema.tagged:
+            i = len(ns)
+            ns[f"_retag{i}"] = retag(schema.tagged)
+            values = []
+            for k, tagged in enumerate(schema.tagged):
+                ns[f"_td{i}_{k}"] = tagged.default
+                values.append(get.format(name=tagged.name, default=f"_td{i}_{k}"))
+            tags = f"_retag{i}({tags}, {', '.join(values)})"
         lines.append(f"{ind}_write_tags(out, {tags})")
     lines.append(f"{ind}pass")
 
@@ -206,6 +216,10 @@ def _emit_read(
             lines.append(f"{ind}{target}.{f.name}, pos = _read{i}(buf, pos)")
     if schema.flexible:
         lines.append(f"{ind}{target}.tagged_fields, pos = _read_tags(buf, pos)")
+        if schema.tagged:
+            i = len(ns)
+            ns[f"_untag{i}"] = untag(schema.tagged, schema.name)
+            lines.append(f"{ind}_untag{i}({target})")
 
 
 def _fixed_runs(fields: Iterable[Field]) -> Iterator[tuple[list[Field], Field | None]]:

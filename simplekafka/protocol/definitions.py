@@ -69,28 +69,45 @@ class Versions:
         return self.text
 
 
+class One:
+    """A field that is one nested structure, not an array of them (Kafka's
+    ``"type": "LeaderIdAndEpoch"`` beside ``"[]LeaderIdAndEpoch"``)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: list[F]):
+        self.fields = fields
+
+
 class F:
     """A field declaration: name, type, the versions it exists in, nullability, default.
 
     ``type`` is ``"int32"``-style text, ``"[]int32"`` for an array of a
-    primitive, or a list of ``F`` for an array of structures.
+    primitive, a list of ``F`` for an array of structures, or ``One([...])`` for
+    a single nested structure.
     """
 
-    __slots__ = ("default", "name", "nullable", "type", "versions")
+    __slots__ = ("default", "name", "nullable", "tag", "tagged", "type", "versions")
 
     def __init__(
         self,
         name: str,
-        type: str | list[F],
+        type: str | list[F] | One,
         versions: str = "0+",
         nullable: str = "none",
         default: Any = _MISSING,
+        tag: int | None = None,
+        tagged: str = "none",
     ):
         self.name = name
         self.type = type
         self.versions = Versions(versions)
         self.nullable = Versions(nullable)
         self.default = default
+        # Kafka's "tag" and "taggedVersions": in those versions the field is not in wire
+        # order but in the tagged-field block, and only when it is not its default.
+        self.tag = tag
+        self.tagged = Versions(tagged)
 
 
 _SCALARS: dict[str, FieldType] = {
@@ -128,17 +145,21 @@ def build_struct(name: str, fields: list[F], version: int, flexible: bool) -> Sc
         if version not in f.versions:
             continue
         nullable = version in f.nullable
-        if isinstance(f.type, list):
+        if isinstance(f.type, One):
+            field_type = StructType(build_struct(f"{name}.{f.name}", f.type.fields, version,
+                                                 flexible))
+        elif isinstance(f.type, list):
             element = StructType(build_struct(f"{name}.{f.name}", f.type, version, flexible))
             field_type: FieldType = Array(element, nullable, flexible)
         elif f.type.startswith("[]"):
             field_type = Array(_scalar(f.type[2:], False, flexible), nullable, flexible)
         else:
             field_type = _scalar(f.type, nullable, flexible)
+        tag = f.tag if version in f.tagged else None
         if f.default is _MISSING:
-            concrete.append(Field(f.name, field_type))
+            concrete.append(Field(f.name, field_type, tag=tag))
         else:
-            concrete.append(Field(f.name, field_type, f.default))
+            concrete.append(Field(f.name, field_type, f.default, tag=tag))
     return Schema(name, concrete, flexible, version, _known_names(fields))
 
 
@@ -168,7 +189,7 @@ def _build_message_schema(message: Message, version: int) -> Schema:
 
 # --- Produce (0) -------------------------------------------------------------------------
 
-PRODUCE_REQUEST = Message("ProduceRequest", 0, "0-8", "9+", [
+PRODUCE_REQUEST = Message("ProduceRequest", 0, "0-11", "9+", [
     F("transactional_id", "string", "3+", nullable="3+", default=None),
     F("acks", "int16"),
     F("timeout_ms", "int32"),
@@ -181,7 +202,21 @@ PRODUCE_REQUEST = Message("ProduceRequest", 0, "0-8", "9+", [
     ]),
 ])
 
-PRODUCE_RESPONSE = Message("ProduceResponse", 0, "0-8", "9+", [
+# KIP-951 (v10+): a partition refused with NOT_LEADER_OR_FOLLOWER names the leader it knows,
+# and the answer carries that leader's endpoints, so a client need not ask Metadata first.
+_LEADER_ID_AND_EPOCH = [
+    F("leader_id", "int32", default=-1),
+    F("leader_epoch", "int32", default=-1),
+]
+
+_NODE_ENDPOINT = [
+    F("node_id", "int32"),
+    F("host", "string"),
+    F("port", "int32"),
+    F("rack", "string", nullable="0+", default=None),
+]
+
+PRODUCE_RESPONSE = Message("ProduceResponse", 0, "0-11", "9+", [
     F("responses", [
         F("name", "string"),
         F("partition_responses", [
@@ -195,15 +230,23 @@ PRODUCE_RESPONSE = Message("ProduceResponse", 0, "0-8", "9+", [
                 F("batch_index_error_message", "string", "8+", nullable="8+", default=None),
             ], "8+"),
             F("error_message", "string", "8+", nullable="8+", default=None),
+            F("current_leader", One(_LEADER_ID_AND_EPOCH), "10+", tag=0, tagged="10+"),
         ]),
     ]),
     F("throttle_time_ms", "int32", "1+"),
+    F("node_endpoints", _NODE_ENDPOINT, "10+", tag=0, tagged="10+"),
 ])
 
 # --- Fetch (1) ---------------------------------------------------------------------------
 
-FETCH_REQUEST = Message("FetchRequest", 1, "0-11", "12+", [
-    F("replica_id", "int32", default=-1),
+FETCH_REQUEST = Message("FetchRequest", 1, "0-17", "12+", [
+    F("cluster_id", "string", "12+", nullable="12+", default=None, tag=0, tagged="12+"),
+    F("replica_id", "int32", "0-14", default=-1),
+    # v15+ (KIP-903): a follower says who it is, and its broker epoch, here.
+    F("replica_state", One([
+        F("replica_id", "int32", default=-1),
+        F("replica_epoch", "int64", default=-1),
+    ]), "15+", tag=1, tagged="15+"),
     F("max_wait_ms", "int32"),
     F("min_bytes", "int32"),
     F("max_bytes", "int32", "3+", default=0x7FFFFFFF),
@@ -211,34 +254,50 @@ FETCH_REQUEST = Message("FetchRequest", 1, "0-11", "12+", [
     F("session_id", "int32", "7+"),
     F("session_epoch", "int32", "7+", default=-1),
     F("topics", [
-        F("topic", "string"),
+        F("topic", "string", "0-12"),
+        F("topic_id", "uuid", "13+"),  # KIP-516: topics by id from v13
         F("partitions", [
             F("partition", "int32"),
             F("current_leader_epoch", "int32", "9+", default=-1),
             F("fetch_offset", "int64"),
+            F("last_fetched_epoch", "int32", "12+", default=-1),
             F("log_start_offset", "int64", "5+", default=-1),
             F("partition_max_bytes", "int32"),
+            F("replica_directory_id", "uuid", "17+", tag=0, tagged="17+"),
         ]),
     ]),
     F("forgotten_topics_data", [
-        F("topic", "string", "7+"),
+        F("topic", "string", "7-12"),
+        F("topic_id", "uuid", "13+"),
         F("partitions", "[]int32", "7+"),
     ], "7+"),
     F("rack_id", "string", "11+"),
 ])
 
-FETCH_RESPONSE = Message("FetchResponse", 1, "0-11", "12+", [
+FETCH_RESPONSE = Message("FetchResponse", 1, "0-17", "12+", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16", "7+"),
     F("session_id", "int32", "7+"),
     F("responses", [
-        F("topic", "string"),
+        F("topic", "string", "0-12"),
+        F("topic_id", "uuid", "13+"),
         F("partitions", [
             F("partition_index", "int32"),
             F("error_code", "int16"),
             F("high_watermark", "int64"),
             F("last_stable_offset", "int64", "4+", default=-1),
             F("log_start_offset", "int64", "5+", default=-1),
+            # v12+: where the follower's log left the leader's (its last fetched epoch ends
+            # earlier here): it truncates to this before fetching again.
+            F("diverging_epoch", One([
+                F("epoch", "int32", default=-1),
+                F("end_offset", "int64", default=-1),
+            ]), "12+", tag=0, tagged="12+"),
+            F("current_leader", One(_LEADER_ID_AND_EPOCH), "12+", tag=1, tagged="12+"),
+            F("snapshot_id", One([
+                F("end_offset", "int64", default=-1),
+                F("epoch", "int32", default=-1),
+            ]), "12+", tag=2, tagged="12+"),
             F("aborted_transactions", [
                 F("producer_id", "int64", "4+"),
                 F("first_offset", "int64", "4+"),
@@ -247,11 +306,12 @@ FETCH_RESPONSE = Message("FetchResponse", 1, "0-11", "12+", [
             F("records", "records", nullable="0+"),
         ]),
     ]),
+    F("node_endpoints", _NODE_ENDPOINT, "16+", tag=0, tagged="16+"),
 ])
 
 # --- ListOffsets (2) ---------------------------------------------------------------------
 
-LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-7", "6+", [
+LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-9", "6+", [
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
     F("topics", [
@@ -265,7 +325,7 @@ LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", 2, "0-7", "6+", [
     ]),
 ])
 
-LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-7", "6+", [
+LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-9", "6+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", [
         F("name", "string"),
@@ -282,16 +342,17 @@ LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", 2, "0-7", "6+", [
 
 # --- Metadata (3) ------------------------------------------------------------------------
 
-METADATA_REQUEST = Message("MetadataRequest", 3, "0-8", "9+", [
+METADATA_REQUEST = Message("MetadataRequest", 3, "0-12", "9+", [
     F("topics", [
-        F("name", "string"),
+        F("topic_id", "uuid", "10+"),
+        F("name", "string", nullable="10+"),
     ], nullable="1+"),
     F("allow_auto_topic_creation", "bool", "4+", default=True),
     F("include_cluster_authorized_operations", "bool", "8-10"),
     F("include_topic_authorized_operations", "bool", "8+"),
 ])
 
-METADATA_RESPONSE = Message("MetadataResponse", 3, "0-8", "9+", [
+METADATA_RESPONSE = Message("MetadataResponse", 3, "0-12", "9+", [
     F("throttle_time_ms", "int32", "3+"),
     F("brokers", [
         F("node_id", "int32"),
@@ -303,7 +364,8 @@ METADATA_RESPONSE = Message("MetadataResponse", 3, "0-8", "9+", [
     F("controller_id", "int32", "1+", default=-1),
     F("topics", [
         F("error_code", "int16"),
-        F("name", "string"),
+        F("name", "string", nullable="12+"),
+        F("topic_id", "uuid", "10+"),
         F("is_internal", "bool", "1+", default=False),
         F("partitions", [
             F("error_code", "int16"),
@@ -333,15 +395,19 @@ _LEADER_AND_ISR_PARTITION = [
     F("adding_replicas", "[]int32", "3+"),
     F("removing_replicas", "[]int32", "3+"),
     F("is_new", "bool", "1+", default=False),
+    F("leader_recovery_state", "int8", "6+", default=0),
 ]
 
-LEADER_AND_ISR_REQUEST = Message("LeaderAndIsrRequest", 4, "0-4", "4+", [
+LEADER_AND_ISR_REQUEST = Message("LeaderAndIsrRequest", 4, "0-7", "4+", [
     F("controller_id", "int32"),
+    F("is_kraft_controller", "bool", "7+", default=False),
     F("controller_epoch", "int32"),
     F("broker_epoch", "int64", "2+", default=-1),
+    F("type", "int8", "5+"),  # 0: incremental, 1: full (every partition the broker hosts)
     F("ungrouped_partition_states", _LEADER_AND_ISR_PARTITION, "0-1"),
     F("topic_states", [
         F("topic_name", "string", "2+"),
+        F("topic_id", "uuid", "5+"),
         F("partition_states", _LEADER_AND_ISR_PARTITION, "2+"),
     ], "2+"),
     F("live_leaders", [
@@ -351,13 +417,20 @@ LEADER_AND_ISR_REQUEST = Message("LeaderAndIsrRequest", 4, "0-4", "4+", [
     ]),
 ])
 
-LEADER_AND_ISR_RESPONSE = Message("LeaderAndIsrResponse", 4, "0-4", "4+", [
+LEADER_AND_ISR_RESPONSE = Message("LeaderAndIsrResponse", 4, "0-7", "4+", [
     F("error_code", "int16"),
     F("partition_errors", [
-        F("topic_name", "string"),
+        F("topic_name", "string", "0-4"),
         F("partition_index", "int32"),
         F("error_code", "int16"),
-    ]),
+    ], "0-4"),
+    F("topics", [
+        F("topic_id", "uuid", "5+"),
+        F("partition_errors", [
+            F("partition_index", "int32", "5+"),
+            F("error_code", "int16", "5+"),
+        ], "5+"),
+    ], "5+"),
 ])
 
 STOP_REPLICA_REQUEST = Message("StopReplicaRequest", 5, "0-3", "2+", [
@@ -404,13 +477,16 @@ _UPDATE_METADATA_PARTITION = [
     F("offline_replicas", "[]int32", "4+"),
 ]
 
-UPDATE_METADATA_REQUEST = Message("UpdateMetadataRequest", 6, "0-6", "6+", [
+UPDATE_METADATA_REQUEST = Message("UpdateMetadataRequest", 6, "0-8", "6+", [
     F("controller_id", "int32"),
+    F("is_kraft_controller", "bool", "8+", default=False),
+    F("type", "int8", "8+", default=0, tag=0, tagged="8+"),
     F("controller_epoch", "int32"),
     F("broker_epoch", "int64", "5+", default=-1),
     F("ungrouped_partition_states", _UPDATE_METADATA_PARTITION, "0-4"),
     F("topic_states", [
         F("topic_name", "string", "5+"),
+        F("topic_id", "uuid", "7+"),
         F("partition_states", _UPDATE_METADATA_PARTITION, "5+"),
     ], "5+"),
     F("live_brokers", [
@@ -427,7 +503,7 @@ UPDATE_METADATA_REQUEST = Message("UpdateMetadataRequest", 6, "0-6", "6+", [
     ]),
 ])
 
-UPDATE_METADATA_RESPONSE = Message("UpdateMetadataResponse", 6, "0-6", "6+", [
+UPDATE_METADATA_RESPONSE = Message("UpdateMetadataResponse", 6, "0-8", "6+", [
     F("error_code", "int16"),
 ])
 
@@ -769,7 +845,7 @@ API_VERSIONS_RESPONSE = Message("ApiVersionsResponse", 18, "0-4", "3+", [
 
 # --- CreateTopics (19), DeleteTopics (20) ----------------------------------------------------
 
-CREATE_TOPICS_REQUEST = Message("CreateTopicsRequest", 19, "0-4", "5+", [
+CREATE_TOPICS_REQUEST = Message("CreateTopicsRequest", 19, "0-7", "5+", [
     F("topics", [
         F("name", "string"),
         F("num_partitions", "int32"),
@@ -787,25 +863,43 @@ CREATE_TOPICS_REQUEST = Message("CreateTopicsRequest", 19, "0-4", "5+", [
     F("validate_only", "bool", "1+", default=False),
 ])
 
-CREATE_TOPICS_RESPONSE = Message("CreateTopicsResponse", 19, "0-4", "5+", [
+CREATE_TOPICS_RESPONSE = Message("CreateTopicsResponse", 19, "0-7", "5+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", [
         F("name", "string"),
+        F("topic_id", "uuid", "7+"),
         F("error_code", "int16"),
         F("error_message", "string", "1+", nullable="0+", default=None),
+        F("topic_config_error_code", "int16", "5+", tag=0, tagged="5+"),
+        # v5+ (KIP-525): the created topic as it is, so a client need not describe it.
+        F("num_partitions", "int32", "5+", default=-1),
+        F("replication_factor", "int16", "5+", default=-1),
+        F("configs", [
+            F("name", "string", "5+"),
+            F("value", "string", "5+", nullable="5+"),
+            F("read_only", "bool", "5+"),
+            F("config_source", "int8", "5+", default=-1),
+            F("is_sensitive", "bool", "5+"),
+        ], "5+", nullable="5+"),
     ]),
 ])
 
-DELETE_TOPICS_REQUEST = Message("DeleteTopicsRequest", 20, "0-3", "4+", [
+DELETE_TOPICS_REQUEST = Message("DeleteTopicsRequest", 20, "0-6", "4+", [
+    F("topics", [  # v6+: by name or by id (KIP-516)
+        F("name", "string", "6+", nullable="6+", default=None),
+        F("topic_id", "uuid", "6+"),
+    ], "6+"),
     F("topic_names", "[]string", "0-5"),
     F("timeout_ms", "int32"),
 ])
 
-DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-3", "4+", [
+DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", 20, "0-6", "4+", [
     F("throttle_time_ms", "int32", "1+"),
     F("responses", [
-        F("name", "string"),
+        F("name", "string", nullable="6+"),
+        F("topic_id", "uuid", "6+"),
         F("error_code", "int16"),
+        F("error_message", "string", "5+", nullable="5+", default=None),
     ]),
 ])
 
@@ -1039,7 +1133,7 @@ INIT_PRODUCER_ID_RESPONSE = Message("InitProducerIdResponse", 22, "0-5", "2+", [
     F("producer_epoch", "int16"),
 ])
 
-OFFSET_FOR_LEADER_EPOCH_REQUEST = Message("OffsetForLeaderEpochRequest", 23, "0-3", "4+", [
+OFFSET_FOR_LEADER_EPOCH_REQUEST = Message("OffsetForLeaderEpochRequest", 23, "0-4", "4+", [
     F("replica_id", "int32", "3+", default=-2),
     F("topics", [
         F("topic", "string"),
@@ -1051,7 +1145,7 @@ OFFSET_FOR_LEADER_EPOCH_REQUEST = Message("OffsetForLeaderEpochRequest", 23, "0-
     ]),
 ])
 
-OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "0-3", "4+", [
+OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message("OffsetForLeaderEpochResponse", 23, "0-4", "4+", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", [
         F("topic", "string"),

@@ -339,11 +339,15 @@ class StructType(FieldType):
 class Field:
     """One named, typed field of a schema (at one version)."""
 
-    __slots__ = ("_fresh", "default", "name", "type")
+    __slots__ = ("_fresh", "default", "name", "tag", "type")
 
-    def __init__(self, name: str, type: FieldType, default: Any = _MISSING):
+    def __init__(self, name: str, type: FieldType, default: Any = _MISSING,
+                 tag: int | None = None):
         self.name = name
         self.type = type
+        # A tagged field (KIP-482) lives in the tagged-field block under this number, written
+        # only when its value is not the default; None: an ordinary field, in wire order.
+        self.tag = tag
         self.default = type.default() if default is _MISSING else default
         # Lists and structs must not be shared between messages: make a new one each time.
         self._fresh = default is _MISSING and isinstance(type, (Array, StructType))
@@ -416,6 +420,46 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def untag(tagged: tuple[Field, ...], schema_name: str) -> Callable[[Any], None]:
+    """What a decoder runs on a struct just read: its known tags decoded into their fields
+    (each from its own bytes, which must be used up), the unknown ones left as raw bytes."""
+
+    def apply(obj: Any) -> None:
+        raw = obj.tagged_fields
+        for f in tagged:
+            data = raw.pop(f.tag, None) if raw else None
+            if data is None:
+                setattr(obj, f.name, f.make_default())
+                continue
+            value, end = f.type.read(data, 0)
+            if end != len(data):
+                raise ProtocolError(
+                    f"tagged field {f.tag} ({schema_name}.{f.name}) is {len(data)} bytes but "
+                    f"its value ends at {end}", offset=None, expected=f"{f.type.name} {f.name}")
+            setattr(obj, f.name, value)
+
+    return apply
+
+
+def retag(tagged: tuple[Field, ...]) -> Callable[..., dict[int, bytes] | None]:
+    """What an encoder runs before the tagged-field block: the raw tags given, with each
+    known tagged field that differs from its default encoded under its tag (Kafka writes
+    a tagged field only then)."""
+
+    def apply(raw: dict[int, bytes] | None, *values: Any) -> dict[int, bytes] | None:
+        tags = dict(raw) if raw else {}
+        for f, value in zip(tagged, values, strict=True):
+            if value is _MISSING or value == f.default or (
+                    isinstance(f.type, StructType) and value == f.make_default()):
+                continue
+            out = bytearray()
+            f.type.write(out, value)
+            tags[f.tag] = bytes(out)  # type: ignore[index]
+        return tags
+
+    return apply
+
+
 def is_fixed(field_type: FieldType) -> bool:
     return field_type.fmt is not None and not isinstance(field_type, Uuid)
 
@@ -426,6 +470,7 @@ class MessageSchema(Protocol):
     name: str
     version: int | None
     fields: tuple[Field, ...]
+    tagged: tuple[Field, ...]
     flexible: bool
     min_size: int
     struct_class: type[Struct]

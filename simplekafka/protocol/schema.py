@@ -49,6 +49,8 @@ from simplekafka.protocol.fields import (
     StructType,
     Uuid,
     is_fixed,
+    retag,
+    untag,
 )
 
 # The field model lives in protocol.fields (which the compiler shares); it is re-exported
@@ -121,15 +123,22 @@ class Schema:
         known_names: Iterable[str] = (),
     ):
         self.name = name
-        self.fields: tuple[Field, ...] = tuple(fields)
+        given = tuple(fields)
+        # Tagged fields (KIP-482) are not in wire order: they ride in the tagged-field block.
+        self.fields: tuple[Field, ...] = tuple(f for f in given if f.tag is None)
+        self.tagged: tuple[Field, ...] = tuple(
+            sorted((f for f in given if f.tag is not None), key=lambda f: f.tag or 0))
+        if self.tagged and not flexible:
+            raise ValueError(f"{name}: tagged fields in a version that is not flexible")
         self.flexible = flexible
         self.version = version
         self.names = tuple(f.name for f in self.fields)
-        self.known_names = frozenset(known_names) | set(self.names)
+        tagged_names = tuple(f.name for f in self.tagged)
+        self.known_names = frozenset(known_names) | set(self.names) | set(tagged_names)
         if flexible:
             self.known_names |= {"tagged_fields"}
         self.min_size = sum(f.type.min_size for f in self.fields) + (1 if flexible else 0)
-        slots = self.names + (("tagged_fields",) if flexible else ())
+        slots = self.names + tagged_names + (("tagged_fields",) if flexible else ())
         namespace = {"__slots__": slots, "_schema": self, "_fields": slots}
         self.struct_class: type[Struct] = type(name.replace(".", "_"), (Struct,), namespace)
         # The fast paths, generated from the field list (protocol.codegen); ``source``
@@ -156,6 +165,9 @@ class Schema:
             )
         values = {}
         for f in self.fields:
+            value = given.get(f.name, _MISSING)
+            values[f.name] = f.make_default() if value is _MISSING else value
+        for f in self.tagged:
             value = given.get(f.name, _MISSING)
             values[f.name] = f.make_default() if value is _MISSING else value
         if self.flexible:
@@ -233,7 +245,15 @@ class Schema:
                     f"{self.name}.{f.name}: cannot encode {field_value!r} as {f.type.name}: {exc}"
                 ) from None
         if self.flexible:
-            p.write_tagged_fields(out, get("tagged_fields", None))
+            tags = get("tagged_fields", None)
+            if self.tagged:
+                try:
+                    tags = retag(self.tagged)(tags, *(get(f.name, f.default)
+                                                      for f in self.tagged))
+                except (struct.error, TypeError, AttributeError, ValueError,
+                        OverflowError) as exc:
+                    raise EncodeError(f"{self.name}: a tagged field: {exc}") from None
+            p.write_tagged_fields(out, tags)
 
     def encode(self, value: Any) -> bytes:
         """The bytes of ``value`` (Struct or dict) at this schema's version."""
@@ -291,6 +311,8 @@ def _walk_struct(schema: MessageSchema, buf: Buffer, pos: int,
         tags, pos = _walk_leaf("tagged_fields", None, "tagged_fields", p.read_tagged_fields,
                                buf, pos, visitor)
         setattr(obj, "tagged_fields", tags)  # noqa: B010  (a slot of this schema's class)
+        if schema.tagged:
+            untag(schema.tagged, schema.name)(obj)
     return obj, pos
 
 

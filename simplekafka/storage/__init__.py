@@ -11,6 +11,7 @@ from simplekafka.storage.epochs import EpochEntry, LeaderEpochCache
 from simplekafka.storage.errors import (
     CheckpointError,
     DescriptorsExhaustedError,
+    InconsistentTopicIdError,
     LogConfigError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -40,6 +41,7 @@ __all__ = [
     "DescriptorsExhaustedError",
     "EpochEntry",
     "FileRegion",
+    "InconsistentTopicIdError",
     "LeaderEpochCache",
     "Log",
     "LogConfig",

@@ -8,6 +8,9 @@ entry per line with space-separated fields::
     orders 0 1500
     orders 1 1499
 
+``partition.metadata`` (per partition, KIP-516) is the one of another shape:
+``version: 0`` and ``topic_id: <id>`` lines, the ID as Kafka prints it.
+
 ``leader-epoch-checkpoint`` (per partition) holds ``epoch start_offset``
 entries; ``replication-offset-checkpoint`` (high watermarks),
 ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` (per
@@ -22,20 +25,24 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from simplekafka.protocol.topic_ids import topic_id_from_text, topic_id_text
 from simplekafka.storage.errors import CheckpointError
 
 VERSION = 0
 TopicPartition = tuple[str, int]
 
 
-def write_lines_atomically(path: Path, lines: Iterable[str], durable: bool = True) -> None:
+def write_lines_atomically(path: Path, lines: Iterable[str], durable: bool = True,
+                           final_newline: bool = True) -> None:
     """Write ``path`` via a temporary file and a rename; ``durable``: fsync both first.
 
     Without ``durable`` a crash of the process still leaves the old or the new
     file whole (the rename is atomic); only a power cut may lose the change.
     """
     tmp = path.with_name(path.name + ".tmp")
-    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    data = "\n".join(lines).encode("utf-8")
+    if final_newline and data:
+        data += b"\n"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
@@ -123,3 +130,35 @@ def read_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
         (_integer(path, epoch), _integer(path, offset))
         for epoch, offset in _read_checkpoint(path, 2)
     ]
+
+
+PARTITION_METADATA = "partition.metadata"
+
+
+def write_partition_metadata(directory: Path, topic_id: bytes) -> None:
+    """Write ``partition.metadata`` as Kafka writes it (temporary file, fsync, rename)."""
+    write_lines_atomically(directory / PARTITION_METADATA,
+                           [f"version: {VERSION}", f"topic_id: {topic_id_text(topic_id)}"],
+                           final_newline=False)  # Kafka's file ends without one
+
+
+def read_partition_metadata(directory: Path) -> bytes | None:
+    """The topic ID in ``partition.metadata`` (None if there is no file); CheckpointError
+    if the file is not Kafka's format."""
+    path = directory / PARTITION_METADATA
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if fields.get("version") != str(VERSION) or "topic_id" not in fields:
+        raise CheckpointError(f"{path}: expected 'version: 0' and 'topic_id: <id>', got "
+                              f"{text!r:.80}")
+    try:
+        return topic_id_from_text(fields["topic_id"])
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None

@@ -46,6 +46,13 @@ class UnexpectedAppendOffsetError(StorageError):
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
+class InconsistentTopicIdError(StorageError):
+    """A log's ``partition.metadata`` names another topic ID than the one it is asked to be
+    (KIP-516): the directory holds an earlier topic of the same name, and is not used."""
+
+    error_code = ErrorCode.INCONSISTENT_TOPIC_ID
+
+
 class CheckpointError(StorageError):
     """A checkpoint file that does not parse; the message names the file and the line."""
 

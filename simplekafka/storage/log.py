@@ -34,10 +34,17 @@ from simplekafka.protocol.batch_header import (
 )
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.records import parse_batch
-from simplekafka.storage.checkpoints import fsync_directory
+from simplekafka.protocol.topic_ids import topic_id_text
+from simplekafka.storage.checkpoints import (
+    PARTITION_METADATA,
+    fsync_directory,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 from simplekafka.storage.config import LogConfig
 from simplekafka.storage.epochs import CHECKPOINT_NAME, LeaderEpochCache
 from simplekafka.storage.errors import (
+    InconsistentTopicIdError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     StorageError,
@@ -133,6 +140,9 @@ class Log:
         self.leader_epochs.truncate_from_start(self._log_start_offset)
         parsed = parse_partition_dir(directory.name)
         self.topic: str | None = parsed[0] if parsed else None
+        # The topic ID in partition.metadata (KIP-516); None: not known yet (a new log, or
+        # one written before topic IDs), until ``assign_topic_id``.
+        self.topic_id: bytes | None = None
         self.partition: int | None = parsed[1] if parsed else None
 
     # -- opening -------------------------------------------------------------------
@@ -215,7 +225,22 @@ class Log:
         log = cls(directory, config, segments, start, clock_ms)
         log.truncated_on_recovery = truncated
         log._snapshot_listing = snapshot_offsets_in(names)
+        if PARTITION_METADATA in names:  # read only if listed: no extra system call per log
+            log.topic_id = read_partition_metadata(directory)
         return log
+
+    def assign_topic_id(self, topic_id: bytes) -> None:
+        """Record the topic ID this log belongs to in ``partition.metadata`` (once, as Kafka
+        does when LeaderAndIsr first names the ID); a log that already belongs to another
+        ID is refused with InconsistentTopicIdError: it holds an earlier topic of that name."""
+        if self.topic_id == topic_id:
+            return
+        if self.topic_id is not None:
+            raise InconsistentTopicIdError(
+                f"log {self.directory} belongs to topic id {topic_id_text(self.topic_id)}, not "
+                f"{topic_id_text(topic_id)}")
+        write_partition_metadata(self.directory, topic_id)
+        self.topic_id = topic_id
 
     def take_snapshot_listing(self) -> list[int] | None:
         """The producer snapshot offsets seen when the log was opened, the first time it is

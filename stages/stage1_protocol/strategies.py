@@ -52,8 +52,12 @@ def for_type(field_type: FieldType, depth: int = 0) -> st.SearchStrategy[Any]:
 def for_schema(schema: Schema, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
     """Plain dicts holding a value for every field of ``schema``."""
     fields = {f.name: for_type(f.type, depth) for f in schema.fields}
+    # Tagged fields (KIP-482) take values too; the raw tags left over use only the tag
+    # numbers the schema does not know (a known one would be decoded into its field).
+    fields.update({f.name: for_type(f.type, depth) for f in schema.tagged})
+    known = {f.tag for f in schema.tagged}
     if schema.flexible:
         fields["tagged_fields"] = st.dictionaries(
-            st.integers(0, 20), st.binary(max_size=6), max_size=2
-        )
+            st.integers(0, 20).filter(lambda tag: tag not in known), st.binary(max_size=6),
+            max_size=2)
     return st.fixed_dictionaries(fields)

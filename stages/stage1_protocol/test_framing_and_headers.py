@@ -147,10 +147,10 @@ PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
     "0000002f"  # 47 api keys
-    "000000000008"  # Produce 0-8
-    "00010000000b"  # Fetch 0-11
-    "000200000007"  # ListOffsets 0-7
-    "000300000008"  # Metadata 0-8
+    "00000000000b"  # Produce 0-11
+    "000100000011"  # Fetch 0-17
+    "000200000009"  # ListOffsets 0-9
+    "00030000000c"  # Metadata 0-12
     "000800020008"  # OffsetCommit 2-8
     "000900010008"  # OffsetFetch 1-8
     "000a00000004"  # FindCoordinator 0-4
@@ -162,11 +162,11 @@ PROBE_ANSWER_HEX = (
     "001000000004"  # ListGroups 0-4
     "001100000001"  # SaslHandshake 0-1
     "001200000003"  # ApiVersions 0-3
-    "001300000004"  # CreateTopics 0-4
-    "001400000003"  # DeleteTopics 0-3
+    "001300000007"  # CreateTopics 0-7
+    "001400000006"  # DeleteTopics 0-6
     "001500000002"  # DeleteRecords 0-2
     "001600000005"  # InitProducerId 0-5
-    "001700020003"  # OffsetForLeaderEpoch 2-3
+    "001700020004"  # OffsetForLeaderEpoch 2-4
     "001800000003"  # AddPartitionsToTxn 0-3
     "001900000004"  # AddOffsetsToTxn 0-4
     "001a00000004"  # EndTxn 0-4

@@ -62,7 +62,7 @@ def test_kafka_python_probes_with_v4_then_retries_with_v3(server):
     finally:
         consumer.close()
     assert _versions_seen(server, API_VERSIONS)[:2] == [4, 3]
-    assert 8 in _versions_seen(server, METADATA)  # it trusts what we advertised
+    assert 12 in _versions_seen(server, METADATA)  # it trusts what we advertised
     assert not server.errors
 
 

@@ -141,8 +141,8 @@ def test_api_versions_lists_client_apis_only(harness, version):
     response = harness.request(ApiKey.API_VERSIONS, version, {})
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert response.error_code == 0
-    assert keys[ApiKey.PRODUCE] == (0, 8)
-    assert keys[ApiKey.FETCH] == (0, 11)
+    assert keys[ApiKey.PRODUCE] == (0, 11)
+    assert keys[ApiKey.FETCH] == (0, 17)
     assert not {4, 5, 6} & set(keys)
 
 

@@ -105,6 +105,8 @@ class KafkaApis:
         register(ApiKey.DELETE_RECORDS, self.delete_records)
         register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
         register(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers)
+        # CreateTopics v5+ answers the created topic's configs, as DescribeConfigs has them.
+        self.topics.topic_defaults = self.configs.topic_defaults
         register(ApiKey.CREATE_TOPICS, self.topics.create_topics)
         register(ApiKey.DELETE_TOPICS, self.topics.delete_topics)
         register(ApiKey.ELECT_LEADERS, self.elect_leaders)

@@ -14,6 +14,15 @@ on the cluster; partitions refused answer TOPIC_AUTHORIZATION_FAILED at once.
 A fetch that claims a replica id without ClusterAction is refused before its
 session is looked at: it neither opens, continues nor closes one, so it cannot
 evict that follower's session (a new session of a follower replaces its old one).
+
+Kafka 3.9's versions: v12 is flexible and carries each partition's last
+fetched epoch (a log that left the leader's gets a diverging epoch and no
+records); v13+ names topics by ID (KIP-516): an ID no topic has now answers
+UNKNOWN_TOPIC_ID, a session opened by names cannot go on by IDs or back
+(FETCH_SESSION_TOPIC_ID_ERROR), and a partition whose topic was re-created
+under the same name since the session learnt its ID answers UNKNOWN_TOPIC_ID
+too; v15+ says who a follower is in ``replica_state``; v16+ (KIP-951) names
+the leader a refused partition should go to, with its endpoint.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, Flag, Reactor
+from simplekafka.broker.apis.leader_hints import current_leaders, node_endpoints
 from simplekafka.broker.delayed_fetch import HW_NOTICE_SECONDS
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.fetch_messages import (
@@ -37,10 +47,12 @@ from simplekafka.broker.fetch_messages import (
 )
 from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
 from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_fetched
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.topic_ids import ZERO_ID
 
 __all__ = ["HW_NOTICE_SECONDS", "FetchHandler"]
 
@@ -51,8 +63,12 @@ class FetchHandler:
     def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Flag,
                  selector: RackAwareReplicaSelector | None = None,
                  authorizer: Authorizer = ALLOW_EVERYONE,
-                 sessions: FetchSessionCache | None = None):
+                 sessions: FetchSessionCache | None = None,
+                 cache: MetadataCache | None = None):
         self.authorizer = authorizer
+        # Topic IDs and leaders (the ReplicaManager's cache unless given): None in unit
+        # tests without one, where a topic has no ID.
+        self.cache = cache if cache is not None else getattr(replicas, "metadata_cache", None)
         self.sessions = sessions if sessions is not None else FetchSessionCache()
         self.reactor = reactor
         self.fetches = FetchMessages(replicas, reactor, is_stopping, selector)
@@ -65,82 +81,188 @@ class FetchHandler:
         return self.fetches.waiting
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
-        if request.replica_id >= 0 and self.authorizer.enabled and not \
+        version = _version(context, request)
+        ids = _TopicIds(self.cache, request, version, getattr(context, "listener", None))
+        replica_id = _replica_id(request)
+        if replica_id >= 0 and self.authorizer.enabled and not \
                 self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
                                           ResourceType.CLUSTER, CLUSTER_NAME):
             # Not a broker: answered without a session, every partition it names refused.
-            return self.read(request, frozenset(t.topic for t in request.topics))[0]
+            return self.read(request, frozenset(ids.names), version)[0]
         forgotten = getattr(request, "forgotten_topics_data", None)  # v7+ (sessions)
         session = self.sessions.context_for(
             getattr(request, "session_id", 0), getattr(request, "session_epoch", -1),
-            request.replica_id, _named(request),
-            [(f.topic, f.partitions) for f in forgotten] if forgotten else [])
+            replica_id, ids.named(request),
+            ids.forgotten(forgotten) if forgotten else [])
+        if session.error is None:
+            session.error = ids.check_session(session)
         if session.error is not None:
             return {"throttle_time_ms": 0, "error_code": session.error, "session_id": 0,
                     "responses": []}
-        refused = self._refused(context, request) if self.authorizer.enabled else frozenset()
+        refused = self._refused(context, replica_id, ids) if self.authorizer.enabled \
+            else frozenset()
         fetched = self.fetches.fetch_messages(_params(request, session, refused))
         version = getattr(context, "api_version", FIRST_V2_FETCH)  # None: a direct call
         if version < FIRST_V2_FETCH:  # message sets v0/v1 (message_format.py)
             fetched = down_convert_fetched(fetched, version, request, self.fetches.replicas)
         if isinstance(fetched, FetchResult):
-            return self._leaving(fetched, session, request.replica_id)
+            return self._leaving(fetched, session, replica_id, ids)
         # One callback shapes and counts a parked fetch's answer, the one step between the
         # append that wakes it and the dispatcher's encoding.
-        return fetched.addCallback(self._leaving, session, request.replica_id)
+        return fetched.addCallback(self._leaving, session, replica_id, ids)
 
-    def read(self, request: Any, refused: frozenset[str] = frozenset()
-             ) -> tuple[dict, int, bool]:
+    def read(self, request: Any, refused: frozenset[str] = frozenset(),
+             version: int = 11) -> tuple[dict, int, bool]:
         """Read the request's partitions once, without a session: (response body, bytes,
         any error?); the ``refused`` topics answer TOPIC_AUTHORIZATION_FAILED."""
+        ids = _TopicIds(self.cache, request, version)
         result = self.fetches.read_from_log(
-            _params(request, FetchContext(_named(request)), refused))
-        return _body(result.responses, 0), result.total_bytes, result.has_error
+            _params(request, FetchContext(ids.named(request)), refused))
+        return ids.body(result.responses, 0), result.total_bytes, result.has_error
 
-    def _leaving(self, result: FetchResult, session: FetchContext, replica_id: int) -> dict:
+    def _leaving(self, result: FetchResult, session: FetchContext, replica_id: int,
+                 ids: _TopicIds) -> dict:
         """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
-        body = _body(session.finish(result.responses), session.session_id)
+        body = ids.body(session.finish(result.responses), session.session_id, session)
         if self.on_consumer_answer is not None and replica_id < 0:
             self.on_consumer_answer(body)
         return body
 
-    def _refused(self, context: RequestContext, request: Any) -> frozenset[str]:
+    def _refused(self, context: RequestContext, replica_id: int,
+                 ids: _TopicIds) -> frozenset[str]:
         """The requested topics this principal may not fetch from."""
         authorize = self.authorizer.authorize
-        if request.replica_id >= 0:
+        if replica_id >= 0:
             if authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
                          CLUSTER_NAME):
                 return frozenset()
-            return frozenset(t.topic for t in request.topics)
-        return frozenset(t.topic for t in request.topics
+            return frozenset(ids.names)
+        return frozenset(name for name in ids.names
                          if not authorize(context, AclOperation.READ, ResourceType.TOPIC,
-                                          t.topic))
+                                          name))
 
 
-def _named(request: Any) -> list[FetchTopic]:
-    """The partitions the request names, with the fields older versions lack defaulted."""
-    return [FetchTopic(topic.topic, [
-        FetchPartition(wanted.partition, wanted.fetch_offset, wanted.partition_max_bytes,
-                       getattr(wanted, "current_leader_epoch", -1),  # v9+
-                       getattr(wanted, "log_start_offset", -1))  # v5+
-        for wanted in topic.partitions]) for topic in request.topics]
+def _version(context: RequestContext | None, request: Any) -> int:
+    """The request's version (from the struct's schema when a unit test gives no context)."""
+    if context is not None:
+        return context.api_version
+    schema = getattr(request, "schema", None)
+    return getattr(schema, "version", None) or 11
+
+
+def _replica_id(request: Any) -> int:
+    """Who fetches: a follower's broker id, or -1 for a consumer (v15+: in replica_state)."""
+    replica_id = getattr(request, "replica_id", None)
+    if replica_id is None:
+        return request.replica_state.replica_id
+    return replica_id
+
+
+class _TopicIds:
+    """A fetch's topics as names inside the broker and as the request named them outside
+    (v13+: by ID, KIP-516). An ID no topic has now is kept under a name no topic can
+    have, so that it is read as unknown and answered UNKNOWN_TOPIC_ID."""
+
+    def __init__(self, cache: MetadataCache | None, request: Any, version: int,
+                 listener: str | None = None):
+        self.cache = cache
+        self.version = version
+        self.listener = listener  # the endpoints named (v16+) are those of this listener
+        self.by_id = version >= 13
+        self.ids: dict[str, bytes] = {}  # name used inside -> the ID the request gave
+        self.names: list[str] = []
+        for topic in request.topics:
+            self.names.append(self._name(topic))
+
+    def _name(self, topic: Any) -> str:
+        if not self.by_id:
+            return topic.topic
+        topic_id = topic.topic_id
+        name = self.cache.topic_name(topic_id) if self.cache is not None else None
+        if name is None:
+            name = _unknown_name(topic_id)
+        self.ids[name] = topic_id
+        return name
+
+    def named(self, request: Any) -> list[FetchTopic]:
+        """The partitions the request names, with the fields older versions lack defaulted."""
+        return [FetchTopic(name, [
+            FetchPartition(wanted.partition, wanted.fetch_offset, wanted.partition_max_bytes,
+                           getattr(wanted, "current_leader_epoch", -1),  # v9+
+                           getattr(wanted, "log_start_offset", -1),  # v5+
+                           getattr(wanted, "last_fetched_epoch", -1))  # v12+
+            for wanted in topic.partitions]) for name, topic in zip(self.names, request.topics)]
+
+    def forgotten(self, forgotten: list[Any]) -> list[tuple[str, list[int]]]:
+        if not self.by_id:
+            return [(f.topic, f.partitions) for f in forgotten]
+        return [(self._name(f), f.partitions) for f in forgotten]
+
+    def check_session(self, session: FetchContext) -> ErrorCode | None:
+        """A session keeps to the way it was opened: by names (v12 and older) or by IDs."""
+        held = session.session
+        if held is None:
+            return None
+        if not session.incremental:
+            held.uses_topic_ids = self.by_id
+            held.topic_ids = dict(self.ids)
+            return None
+        if getattr(held, "uses_topic_ids", False) != self.by_id:
+            return ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+        held.topic_ids.update(self.ids)
+        return None
+
+    def body(self, responses: list[tuple[str, list[FetchPartitionData]]], session_id: int,
+             session: FetchContext | None = None) -> dict:
+        remembered = getattr(session.session, "topic_ids", {}) if session is not None and \
+            session.session is not None else {}
+        topics = []
+        leaders: set[int] = set()
+        for name, answers in responses:
+            topic = {"topic": name, "partitions": [_partition(p) for p in answers]}
+            if self.by_id:
+                topic_id = self.ids.get(name) or remembered.get(name) or self._id_of(name)
+                topic["topic_id"] = topic_id
+                if self.cache is not None and self._id_of(name) != topic_id:
+                    # The session's topic was deleted (and maybe created again) since.
+                    for entry in topic["partitions"]:
+                        entry.update(error_code=ErrorCode.UNKNOWN_TOPIC_ID, records=b"",
+                                     high_watermark=-1)
+            if self.version >= 12:
+                leaders |= current_leaders(self.cache, name, topic["partitions"])
+            topics.append(topic)
+        body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session_id,
+                "responses": topics}
+        if leaders and self.version >= 16:
+            body["node_endpoints"] = node_endpoints(self.cache, leaders, self.listener)
+        return body
+
+    def _id_of(self, name: str) -> bytes:
+        return self.cache.topic_id(name) if self.cache is not None else ZERO_ID
+
+
+def _unknown_name(topic_id: bytes) -> str:
+    """A name no topic can have (topic names are ASCII letters, digits, '.', '_', '-')."""
+    return f"<unknown topic id {topic_id.hex()}>"
 
 
 def _params(request: Any, partitions: FetchContext, refused: frozenset[str]) -> FetchParams:
-    return FetchParams(request.replica_id, request.max_wait_ms, request.min_bytes,
+    return FetchParams(_replica_id(request), request.max_wait_ms, request.min_bytes,
                        getattr(request, "max_bytes", 0x7FFFFFFF),  # v3+
                        getattr(request, "isolation_level", 0), partitions,  # v4+
                        getattr(request, "rack_id", None), refused)  # rack_id: v11+
 
 
-def _body(responses: list[tuple[str, list[FetchPartitionData]]], session_id: int) -> dict:
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session_id,
-            "responses": [{"topic": topic, "partitions": [{
-                "partition_index": p.partition_index, "error_code": p.error_code,
-                "high_watermark": p.high_watermark, "last_stable_offset": p.last_stable_offset,
-                "log_start_offset": p.log_start_offset,
-                "aborted_transactions": [
-                    {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
-                    for txn in p.aborted_transactions] if p.aborted_transactions else [],
-                "preferred_read_replica": p.preferred_read_replica, "records": p.records}
-                for p in answers]} for topic, answers in responses]}
+def _partition(p: FetchPartitionData) -> dict:
+    entry = {
+        "partition_index": p.partition_index, "error_code": p.error_code,
+        "high_watermark": p.high_watermark, "last_stable_offset": p.last_stable_offset,
+        "log_start_offset": p.log_start_offset,
+        "aborted_transactions": [
+            {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+            for txn in p.aborted_transactions] if p.aborted_transactions else [],
+        "preferred_read_replica": p.preferred_read_replica, "records": p.records}
+    if p.diverging_epoch is not None:
+        entry["diverging_epoch"] = {"epoch": p.diverging_epoch[0],
+                                    "end_offset": p.diverging_epoch[1]}
+    return entry

@@ -35,6 +35,7 @@ from simplekafka.broker.replica_manager import PartitionErrors, ReplicaManager
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.topic_ids import ZERO_ID
 
 TopicConfigReader = Callable[[Any, str], dict[str, str]]
 
@@ -59,23 +60,23 @@ class InterBrokerHandlers:
     def leader_and_isr(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
-            return partition_errors_response(PartitionErrors(stale, {}))
+            return leader_and_isr_response(PartitionErrors(stale, {}), request)
         topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
         topics |= {p.topic_name for p in (getattr(request, "ungrouped_partition_states", None)
                                           or [])}
         unknown = sorted(t for t in topics if t not in self.topic_configs)
         zk = self.zookeeper()
         if not unknown or zk is None:
-            return _frozen(partition_errors_response(
-                self.replica_manager.become_leader_or_follower(request)))
+            return _frozen(leader_and_isr_response(
+                self.replica_manager.become_leader_or_follower(request), request))
 
         def read_configs() -> dict[str, dict[str, str]]:
             return {t: self.read_topic_config(zk, t) for t in unknown}
 
         def apply(configs: dict[str, dict[str, str]]) -> dict:
             self.topic_configs.update(configs)
-            return _frozen(partition_errors_response(
-                self.replica_manager.become_leader_or_follower(request)))
+            return _frozen(leader_and_isr_response(
+                self.replica_manager.become_leader_or_follower(request), request))
 
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
@@ -117,6 +118,22 @@ def partition_errors_response(outcome: PartitionErrors) -> dict:
             "partition_errors": [{"topic_name": tp.topic, "partition_index": tp.partition,
                                   "error_code": code}
                                  for tp, code in outcome.partitions.items()]}
+
+
+def leader_and_isr_response(outcome: PartitionErrors, request: Any) -> dict:
+    """LeaderAndIsr's answer: v0-4 a flat list by topic name, v5+ grouped by topic ID
+    (KIP-516), the IDs the request named; the encoder keeps the shape its version has."""
+    answer = partition_errors_response(outcome)
+    ids = {ts.topic_name: ts.topic_id for ts in getattr(request, "topic_states", None) or []
+           if hasattr(ts, "topic_id")}
+    if ids:
+        grouped: dict[bytes, list[dict]] = {}
+        for tp, code in outcome.partitions.items():
+            grouped.setdefault(ids.get(tp.topic, ZERO_ID), []).append(
+                {"partition_index": tp.partition, "error_code": code})
+        answer["topics"] = [{"topic_id": topic_id, "partition_errors": errors}
+                            for topic_id, errors in grouped.items()]
+    return answer
 
 
 def _frozen(answer: Any) -> Any:

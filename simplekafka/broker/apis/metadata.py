@@ -9,6 +9,11 @@ auto.create.topics.enable is on (and, from v4, the client allows it); the
 answer is then LEADER_NOT_AVAILABLE until the controller has elected leaders,
 and the client simply asks again.
 
+From v10 each topic carries its ID (KIP-516); from v12 a client may ask by ID
+alone (a null name): an ID no topic has now answers UNKNOWN_TOPIC_ID with a
+null name, which is how a client holding a deleted topic's ID learns it is
+gone. Topics asked for by ID are never auto-created.
+
 With an authorizer, a principal sees only the topics it may Describe: asked for
 every topic, the others are left out; asked by name, they answer
 TOPIC_AUTHORIZATION_FAILED, as does an unknown topic it may not Create.
@@ -36,6 +41,7 @@ from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.messages import encode_response_body
+from simplekafka.protocol.topic_ids import ZERO_ID
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +112,7 @@ class MetadataHandler:
         everything = requested is None or (version == 0 and not requested)
         if not everything or self.authorizer.enabled or (version >= 8 and (
                 request.include_topic_authorized_operations
-                or request.include_cluster_authorized_operations)):
+                or getattr(request, "include_cluster_authorized_operations", False))):
             return self._answer(context, request)
         key = (version, context.listener, self.cluster_id())
         encoded = self._encoded.get(key)
@@ -127,6 +133,9 @@ class MetadataHandler:
         if requested is None or (version == 0 and not requested):
             topics = [self._topic(context, name, cache, False) for name in cache.topic_names()
                       if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)]
+        elif any(getattr(t, "topic_id", ZERO_ID) != ZERO_ID or t.name is None
+                 for t in requested):
+            topics = self._by_id(context, requested, version)
         else:
             topics = [self._topic(context, name, cache, allow_create)
                       if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
@@ -147,10 +156,31 @@ class MetadataHandler:
         answer = {"throttle_time_ms": 0, "brokers": brokers,
                   "cluster_id": self.cluster_id(), "controller_id": controller_id,
                   "topics": topics}
-        if version >= 8 and request.include_cluster_authorized_operations:
+        # v8-10 only: v11 dropped the cluster's authorized operations from Metadata.
+        if version >= 8 and getattr(request, "include_cluster_authorized_operations", False):
             answer["cluster_authorized_operations"] = self.authorizer.authorized_operations(
                 context, ResourceType.CLUSTER, CLUSTER_NAME)
         return answer
+
+    def _by_id(self, context: RequestContext, requested: list, version: int) -> list[dict]:
+        """Topics asked for by ID (v12+); before v12 an ID or a null name is refused, as
+        Kafka refuses it (INVALID_REQUEST)."""
+        topics: list[dict] = []
+        for wanted in requested:
+            topic_id = getattr(wanted, "topic_id", ZERO_ID)
+            if version < 12:
+                topics.append(_empty(ErrorCode.INVALID_REQUEST, wanted.name, topic_id))
+                continue
+            name = self.cache.topic_name(topic_id) if topic_id != ZERO_ID else wanted.name
+            if name is None:
+                topics.append(_empty(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
+            elif not self.authorizer.authorize(context, AclOperation.DESCRIBE,
+                                               ResourceType.TOPIC, name):
+                # Topic IDs are not secret: the ID is named, the name is not (Kafka's rule).
+                topics.append(_empty(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, topic_id))
+            else:
+                topics.append(self._topic(context, name, self.cache, False))
+        return topics
 
     def _topic(self, context: RequestContext, name: str, cache: MetadataCache,
                allow_create: bool) -> dict:
@@ -186,10 +216,15 @@ class MetadataHandler:
                 "isr_nodes": list(p.isr),
                 "offline_replicas": offline,
             })
-        return {"error_code": ErrorCode.NONE, "name": name,
+        return {"error_code": ErrorCode.NONE, "name": name, "topic_id": cache.topic_id(name),
                 "is_internal": name in INTERNAL_TOPICS, "partitions": answers}
 
 
 def _refused(name: str) -> dict:
-    return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name,
-            "is_internal": False, "partitions": []}
+    return _empty(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
+
+
+def _empty(code: ErrorCode, name: str | None, topic_id: bytes = ZERO_ID) -> dict:
+    """A topic answered with an error and no partitions."""
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
+            "partitions": []}

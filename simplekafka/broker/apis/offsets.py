@@ -4,7 +4,10 @@ ListOffsets answers the earliest offset (timestamp -2), the latest one a
 consumer may read (-1, the high watermark; the last stable offset for a
 read_committed consumer, isolation level 1) or the first offset whose record
 timestamp is at or after a given time, or (-3, KIP-734) the first record with
-the largest timestamp. OffsetForLeaderEpoch answers where a
+the largest timestamp. With no tiered storage (KIP-405) the local log is the
+whole log: the earliest local offset (-4, v8+) is the earliest offset, and the
+last tiered offset (-5, v9+, KIP-1005) is none (-1, with leader epoch -1), as
+Kafka answers without remote storage. OffsetForLeaderEpoch answers where a
 leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
 DeleteRecords moves where a partition starts (KIP-107). ListOffsets v0, which
@@ -31,7 +34,9 @@ from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import (
+    EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     READ_COMMITTED,
@@ -109,15 +114,17 @@ class ListOffsetsHandler:
                 read_committed: bool = False) -> None:
         partition = self.leaders.leader_partition(topic, wanted.partition_index)
         partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
-        if wanted.timestamp == EARLIEST_TIMESTAMP:
+        if wanted.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             answer["offset"] = partition.log_start_offset
+        elif wanted.timestamp == LATEST_TIERED_TIMESTAMP:
+            return  # nothing tiered: offset -1, timestamp -1, leader epoch -1
         elif wanted.timestamp == LATEST_TIMESTAMP:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.last_stable_offset if read_committed
                                 else partition.high_watermark)
         elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
             raise error_for(ErrorCode.INVALID_REQUEST,
-                             f"timestamp {wanted.timestamp} is not -1, -2, -3 or a time")
+                             f"timestamp {wanted.timestamp} is not -1 to -5 or a time")
         else:
             found = partition.log.find_offset_by_timestamp(wanted.timestamp)
             visible_end = (partition.last_stable_offset if read_committed

@@ -17,6 +17,11 @@ request is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is
 appended. Otherwise a transaction no coordinator knows of would be opened on
 the partition, never to be ended, and its last stable offset would hold every
 read_committed consumer of it for ever.
+
+From v10 (KIP-951) a partition refused with NOT_LEADER_OR_FOLLOWER names the
+leader this broker knows, and the answer carries its endpoint
+(``leader_hints``). v11 differs only in what a transactional producer may be
+told (TRANSACTION_ABORTABLE), which this broker answers the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, cast
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
+from simplekafka.broker.apis.leader_hints import current_leaders, node_endpoints
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.message_format import FIRST_V2_PRODUCE, to_record_batches
 from simplekafka.broker.replica_manager import PartitionResponse
@@ -34,6 +40,8 @@ from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
 
+LEADER_HINTS_VERSION = 10
+
 
 class ProduceHandler:
     """ApiKey.PRODUCE: see the module docstring."""
@@ -41,8 +49,29 @@ class ProduceHandler:
     def __init__(self, replica_manager: RecordAppender, authorizer: Authorizer = ALLOW_EVERYONE):
         self.replica_manager = replica_manager
         self.authorizer = authorizer
+        # Where leaders are, for KIP-951's hints (None in unit tests without a cache).
+        self.cache = getattr(replica_manager, "metadata_cache", None)
 
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
+        if context.api_version >= LEADER_HINTS_VERSION:
+            answer = self._answer(context, request)
+            if isinstance(answer, defer.Deferred):
+                return answer.addCallback(self._with_leader_hints, context.listener)
+            return self._with_leader_hints(answer, context.listener)
+        return self._answer(context, request)
+
+    def _with_leader_hints(self, body: dict | None, listener: str) -> dict | None:
+        if body is None:
+            return None
+        leaders: set[int] = set()
+        for topic in body["responses"]:
+            leaders |= current_leaders(self.cache, topic["name"], topic["partition_responses"])
+        if leaders:
+            body["node_endpoints"] = node_endpoints(self.cache, leaders, listener)
+        return body
+
+    def _answer(self, context: RequestContext, request: Any
+                ) -> dict | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
         # v0-2: message sets, converted in place; a corrupt one's partition is refused

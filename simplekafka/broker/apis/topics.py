@@ -12,11 +12,17 @@ All ZooKeeper calls run on a worker thread, never on the reactor.
 
 Creating needs Create on the cluster or on the topic, deleting Delete on the
 topic; a refused topic answers TOPIC_AUTHORIZATION_FAILED.
+
+Kafka 3.9's versions: CreateTopics v5+ answers each created topic's partition
+count, replication factor and configs (KIP-525), v7+ its new topic ID;
+DeleteTopics v6+ may name a topic by ID (KIP-516), an ID no topic has
+answering UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import NodeExistsError
@@ -49,9 +55,12 @@ from simplekafka.coordination.topics import (
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.topic_ids import ZERO_ID
 from simplekafka.storage import LogConfig
 
 log = logging.getLogger(__name__)
+
+DYNAMIC_TOPIC_CONFIG = 1  # Kafka's ConfigSource of a topic's own setting (as DescribeConfigs)
 
 
 class TopicAdmin:
@@ -68,6 +77,9 @@ class TopicAdmin:
         self.is_controller = is_controller
         self.log_config = log_config  # the broker's defaults, that topic configs override
         self._auto_creating: set[str] = set()
+        # Every topic key's (default, source) here (ConfigApis'; set when the handlers are
+        # registered): what CreateTopics v5+ answers for the keys a topic does not set.
+        self.topic_defaults: Callable[[], dict[str, tuple[str | None, int]]] = dict
 
     # -- Metadata's auto-create -----------------------------------------------------------
 
@@ -104,7 +116,8 @@ class TopicAdmin:
         waits = []
         validate_only = bool(getattr(request, "validate_only", False))
         for topic in request.topics:
-            result = {"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None}
+            result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.NONE,
+                                      "error_message": None}
             results.append(result)
             if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
@@ -161,9 +174,17 @@ class TopicAdmin:
                     raise TopicError(f"topic {topic.name!r} already exists",
                                      ErrorCode.TOPIC_ALREADY_EXISTS)
                 check_no_collision(topic.name, list_topics(self.zookeeper()))
-                return
-            create_topic(self.zookeeper(), topic.name, partitions, replication,
-                         topic_config, manual)
+                created = None
+            else:
+                created = create_topic(self.zookeeper(), topic.name, partitions, replication,
+                                       topic_config, manual)
+            # v5+: the topic as created (or as it would be); v7+: its ID.
+            result["num_partitions"] = len(manual) if manual else partitions
+            result["replication_factor"] = len(next(iter(manual.values()))) if manual \
+                else replication
+            result["configs"] = self._configs_of(topic_config)
+            if created is not None and created.topic_id is not None:
+                result["topic_id"] = created.topic_id
 
         def failed(failure: Any) -> None:
             if failure.check(TopicError):
@@ -178,15 +199,32 @@ class TopicAdmin:
         return in_worker_thread(reactor, work).addErrback(
             failed)
 
+    def _configs_of(self, overrides: dict[str, str]) -> list[dict]:
+        """Every config of a topic with ``overrides``, as CreateTopics v5+ lists them."""
+        entries = []
+        defaults = self.topic_defaults()
+        for key in sorted(set(defaults) | set(overrides)):
+            if key in overrides:
+                value, source = overrides[key], DYNAMIC_TOPIC_CONFIG
+            else:
+                value, source = defaults[key]
+            entries.append({"name": key, "value": value, "read_only": False,
+                            "config_source": source, "is_sensitive": False})
+        return entries
+
     # -- DeleteTopics -------------------------------------------------------------------
 
     def delete_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
-        results = []
+        results: list[dict[str, Any]] = []
         waits = []
-        for name in request.topic_names:
-            result = {"name": name, "error_code": ErrorCode.NONE}
+        for name, topic_id in self._deletion_targets(request):
+            result: dict[str, Any] = {"name": name, "topic_id": topic_id,
+                                      "error_code": ErrorCode.NONE}
             results.append(result)
-            if not self.is_controller():
+            if name is None:
+                result["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID
+                result["error_message"] = "no topic has this topic id"
+            elif not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
             elif not self.authorizer.authorize(context, AclOperation.DELETE,
                                                ResourceType.TOPIC, name):
@@ -206,6 +244,20 @@ class TopicAdmin:
             request.timeout_ms, lambda name: not self.cache.has_topic(name),
             results))
         return marked.addCallback(lambda _: body)
+
+    def _deletion_targets(self, request: Any) -> list[tuple[str | None, bytes]]:
+        """(name, ID) of each topic to delete: v0-5 by name, v6+ by name or by ID (an ID
+        no topic has: name None). The ID answered is the topic's, however it was named."""
+        topics = getattr(request, "topics", None)
+        if topics is None:  # v0-5
+            return [(name, self.cache.topic_id(name)) for name in request.topic_names]
+        targets: list[tuple[str | None, bytes]] = []
+        for topic in topics:
+            if topic.topic_id != ZERO_ID:
+                targets.append((self.cache.topic_name(topic.topic_id), topic.topic_id))
+            else:
+                targets.append((topic.name, self.cache.topic_id(topic.name or "")))
+        return targets
 
     def _mark_for_deletion(self, name: str, result: dict) -> defer.Deferred:
         def work() -> None:

@@ -30,6 +30,7 @@ class ControllerContext:
     moving: dict[TopicPartitionKey, tuple[tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=dict)
     read: set[TopicPartitionKey] = field(default_factory=set)  # states read from ZooKeeper
+    topic_ids: dict[str, bytes] = field(default_factory=dict)  # KIP-516, from the topic znodes
 
     def states_unread(self, keys: list[TopicPartitionKey]) -> list[TopicPartitionKey]:
         """Those of ``keys`` whose state znode was not read yet (absent ones count as read)."""

@@ -58,6 +58,7 @@ very same channel and request handlers a remote broker would use.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -120,6 +121,7 @@ from simplekafka.coordination.znodes import (
     ZkPaths,
     ZnodeFormatError,
 )
+from simplekafka.protocol.topic_ids import new_topic_id, topic_id_text
 
 log = logging.getLogger(__name__)
 
@@ -416,6 +418,8 @@ class Controller:
         if assignment is None:
             return []
         known = self.context.assignments[topic]
+        if assignment.topic_id is not None:
+            self.context.topic_ids[topic] = assignment.topic_id
         new = [(topic, p) for p in assignment.partitions if p not in known]
         self.context.assignments[topic] = dict(assignment.partitions)
         if not new:
@@ -482,6 +486,8 @@ class Controller:
         configs = read_topic_configs(self.zk, list(assignments))
         keys = []
         for topic, assignment in assignments.items():
+            self.context.topic_ids[topic] = (assignment.topic_id if assignment.topic_id
+                                             else self._assign_topic_id(topic))
             self.context.assignments[topic] = dict(assignment.partitions)
             for index, adding in assignment.adding.items():
                 self.context.moving[(topic, index)] = (adding,
@@ -490,6 +496,26 @@ class Controller:
             keys += [(topic, index) for index in assignment.partitions]
         if with_states:
             self._read_states(keys)
+
+    def _assign_topic_id(self, topic: str) -> bytes:
+        """A topic written before topic IDs (KIP-516) gets one, written into its znode (as
+        Kafka's controller does after an upgrade to 2.8+), conditional on the znode's
+        version so that a concurrent change (CreatePartitions) is not overwritten: the
+        change fires the topic's watch, and the next load assigns the ID then."""
+        topic_id = new_topic_id()
+        try:
+            data, stat = self.zk.get(ZkPaths.topic(topic))
+            current = TopicAssignment.from_json(data, topic)
+            if current.topic_id is not None:
+                return current.topic_id
+            self.election.fenced_transaction().set_data(
+                ZkPaths.topic(topic), dataclasses.replace(current, topic_id=topic_id).to_json(),
+                stat.version).commit()
+            log.info("controller: topic %s had no topic id; assigned %s", topic,
+                     topic_id_text(topic_id))
+        except (NoNodeError, WriteConflictError, ZnodeFormatError) as exc:
+            log.warning("controller: could not write a topic id for %s: %s", topic, exc)
+        return topic_id
 
     def _elect_leaders(self, keys: list[tuple[str, int]],
                        exclude: set[int] | frozenset[int] = frozenset()
@@ -661,6 +687,7 @@ class Controller:
         sends = self._requests().topic_deletion(topic, partitions)
         self._remove_topic_znodes(topic, partitions)
         self.context.assignments.pop(topic, None)
+        self.context.topic_ids.pop(topic, None)
         for index in partitions:
             self.context.states.pop((topic, index), None)
         log.info("controller: deleted topic %s", topic)
@@ -1021,7 +1048,8 @@ class Controller:
     def _write_assignment(self, topic: str, partitions: dict[int, tuple[int, ...]]) -> None:
         moving = {k[1]: v for k, v in self.context.moving.items() if k[0] == topic}
         assignment = TopicAssignment(dict(partitions), {p: a for p, (a, _r) in moving.items()},
-                                     {p: r for p, (_a, r) in moving.items()})
+                                     {p: r for p, (_a, r) in moving.items()},
+                                     topic_id=self.context.topic_ids.get(topic))
         self.election.fenced_transaction().set_data(
             ZkPaths.topic(topic), assignment.to_json()).commit()
         self.context.assignments[topic] = dict(partitions)

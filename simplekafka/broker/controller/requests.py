@@ -12,9 +12,12 @@ from collections.abc import Iterable
 from simplekafka.broker.controller.context import ControllerContext, TopicPartitionKey
 from simplekafka.broker.metadata_cache import LEADER_DURING_DELETE
 from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.topic_ids import ZERO_ID
 
-LEADER_AND_ISR_VERSION = 2
-UPDATE_METADATA_VERSION = 5
+# The versions that carry topic IDs (KIP-516), as a Kafka 3.9 controller sends them
+# (LeaderAndIsr v6 adds only the leader recovery state, always "recovered" here).
+LEADER_AND_ISR_VERSION = 6
+UPDATE_METADATA_VERSION = 7
 STOP_REPLICA_VERSION = 1
 LEADER_AND_ISR_PARTITIONS = 1000  # partition states per LeaderAndIsr request
 # Kafka's SecurityProtocol ids, as UpdateMetadata endpoints carry them.
@@ -57,7 +60,9 @@ class ControllerRequests:
             entry = self._partition_state_entry(key, with_offline)
             if entry is not None:
                 topics.setdefault(key[0], []).append(entry)
-        return [{"topic_name": t, "partition_states": states} for t, states in topics.items()]
+        ids = self.context.topic_ids
+        return [{"topic_name": t, "topic_id": ids.get(t, ZERO_ID), "partition_states": states}
+                for t, states in topics.items()]
 
     def update_metadata_body(self, broker_id: int, topic_states: list[dict]) -> dict:
         return {
@@ -108,6 +113,7 @@ class ControllerRequests:
                 leaders = {context.states[k][0].leader for k in chunk if k in context.states}
                 sends.append((broker_id, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, {
                     **self._header(broker_id),
+                    "type": 0,  # incremental: the partitions named, not all the broker hosts
                     "topic_states": self._grouped(chunk, with_offline=False),
                     "live_leaders": [{"broker_id": b, "host_name": context.brokers[b].host,
                                       "port": context.brokers[b].port}
@@ -153,7 +159,8 @@ class ControllerRequests:
                  "zk_version": 0, "replicas": list(replicas), "offline_replicas": []}
                 for index, replicas in partitions.items()]
         sends += [(b, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION,
-                   self.update_metadata_body(b, [{"topic_name": topic,
-                                                  "partition_states": gone}]))
+                   self.update_metadata_body(b, [{
+                       "topic_name": topic, "partition_states": gone,
+                       "topic_id": self.context.topic_ids.get(topic, ZERO_ID)}]))
                   for b in sorted(live)]
         return sends
