@@ -233,8 +233,9 @@ _KEYS: list[ConfigKey] = [
               "accepted, validated and described, not acted on: SimpleKafka's cleaner goes "
               "by the dirty ratio only.", 1),
     ConfigKey("log.message.downconversion.enable", _bool, True,
-              "Whether Kafka down-converts batches for old fetchers; accepted and described, "
-              "not acted on: SimpleKafka serves Fetch v4+ only, which needs no conversion."),
+              "Whether the broker down-converts batches for old fetchers (Fetch v0-3, message "
+              "formats v0/v1); the default of the topic config message.downconversion.enable; "
+              "false answers them UNSUPPORTED_VERSION."),
     ConfigKey("message.max.decompressed.bytes", _int, 64 * 1024 * 1024,
               "Largest size a compressed batch may decompress to when the broker decodes it "
               "(record checks, the log cleaner); more is refused as INVALID_RECORD. "
