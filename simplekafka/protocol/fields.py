@@ -426,6 +426,7 @@ class MessageSchema(Protocol):
     name: str
     version: int | None
     fields: tuple[Field, ...]
+    known_names: frozenset[str]
     flexible: bool
     min_size: int
     struct_class: type[Struct]
@@ -438,3 +439,5 @@ class MessageSchema(Protocol):
     def write(self, out: bytearray, value: Any) -> None: ...
 
     def write_slow(self, out: bytearray, value: Any) -> None: ...
+
+    def _write_slow(self, out: bytearray, value: Any) -> None: ...
