@@ -249,6 +249,8 @@ class BrokerInfo:
                 parsed.append((name, endpoint_host, int(port_text)))
             except ValueError:
                 raise ZnodeFormatError(f"{what}: bad port in endpoint {text!r:.60}") from None
+        host: object
+        port: object
         if parsed:
             listener, host, port = parsed[0]
         else:

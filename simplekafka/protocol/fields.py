@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
@@ -371,6 +371,10 @@ class Struct:
 
     def __new__(cls, schema: MessageSchema, /, **fields: Any) -> Struct:
         return schema.make(**fields)
+
+    if TYPE_CHECKING:
+        # Fields are the schema's, known at run time only: a type checker sees each as Any.
+        def __getattr__(self, name: str) -> Any: ...
 
     @property
     def schema(self) -> MessageSchema:

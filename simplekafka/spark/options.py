@@ -230,7 +230,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool | None) -> 
         )
     subscribe: tuple[str, ...] = ()
     pattern = None
-    assign = None
+    assign: dict[str, tuple[int, ...]] | None = None
     if given[0] == "subscribe":
         subscribe = tuple(t.strip() for t in options["subscribe"].split(",") if t.strip())
         if not subscribe:
