@@ -141,15 +141,17 @@ def _filters(args: argparse.Namespace) -> list[AclBindingFilter]:
     if pattern is None:
         raise CliError("remove needs a resource: --topic T, --group G, --transactional-id ID "
                        "or --cluster")
-    base = dict(resource_type=pattern.resource_type, name=pattern.name,
-                pattern_type=pattern.pattern_type)
     if not args.allow_principal and not args.deny_principal:
         operations = _operations(args) or [AclOperation.ANY]
-        return [AclBindingFilter(**base, operation=op) for op in operations]
+        return [AclBindingFilter(resource_type=pattern.resource_type, name=pattern.name,
+                                 pattern_type=pattern.pattern_type, operation=op)
+                for op in operations]
     if not args.operation:
         raise CliError("remove with a principal needs --operation")
-    return [AclBindingFilter(**base, principal=e.principal, host=e.host, operation=e.operation,
-                             permission=e.permission) for e in _entries(args)]
+    return [AclBindingFilter(resource_type=pattern.resource_type, name=pattern.name,
+                             pattern_type=pattern.pattern_type, principal=e.principal,
+                             host=e.host, operation=e.operation, permission=e.permission)
+            for e in _entries(args)]
 
 
 def _list_filter(args: argparse.Namespace) -> AclBindingFilter:
