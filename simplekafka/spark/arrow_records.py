@@ -26,6 +26,8 @@ the timestamp delta's varlong.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 import pyarrow as pa
 
