@@ -289,7 +289,8 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
              "replicating over SASL_SSL too")
     else:
         step("start ZooKeeper and three brokers (each a real process)")
-    cluster = LocalCluster(brokers=3, base_dir=Path(base_dir) / "cluster" if secure and base_dir else base_dir,
+    cluster_dir = Path(base_dir) / "cluster" if secure and base_dir else base_dir
+    cluster = LocalCluster(brokers=3, base_dir=cluster_dir,
                            broker_config=config, listeners=listeners, secure_zookeeper=secure)
     cluster.start()
     try:

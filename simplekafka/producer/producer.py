@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from simplekafka.client.client import KafkaClient
-from simplekafka.client.metadata import ClusterSnapshot
 from simplekafka.client.errors import (
     ClientClosedError,
     InvalidTopicError,
@@ -31,6 +30,7 @@ from simplekafka.client.errors import (
     SerializationError,
     UnknownTopicOrPartitionError,
 )
+from simplekafka.client.metadata import ClusterSnapshot
 from simplekafka.producer.accumulator import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,

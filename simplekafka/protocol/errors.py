@@ -361,10 +361,10 @@ def raise_for(code: int, message: str | None = None) -> None:
 
 
 __all__ = [
+    "ERROR_CLASSES",
     "CorruptBatchError",
     "CorruptMessageError",
     "DuplicateResourceError",
-    "ERROR_CLASSES",
     "ElectionNotNeededError",
     "ErrorCode",
     "GroupIdNotFoundError",
