@@ -34,6 +34,7 @@ from simplekafka.protocol.acls import (
     binding_problem,
 )
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import DeleteAclsResponseFilterResultsMatchingAcls
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,8 @@ class AclApis:
             self._apply, {"throttle_time_ms": 0, "filter_results": results})
 
 
-def _matching_acl(pattern: ResourcePattern, entry: AccessControlEntry) -> dict:
+def _matching_acl(pattern: ResourcePattern, entry: AccessControlEntry
+                  ) -> DeleteAclsResponseFilterResultsMatchingAcls:
     return {"error_code": ErrorCode.NONE, "error_message": None,
             "resource_type": pattern.resource_type, "resource_name": pattern.name,
             "pattern_type": pattern.pattern_type, "principal": entry.principal,

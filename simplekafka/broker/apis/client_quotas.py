@@ -31,6 +31,10 @@ from simplekafka.coordination.client_quotas import (
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    AlterClientQuotasResponseEntries,
+    DescribeClientQuotasResponse,
+)
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 _ANY = object()  # a component matching any name (the default included, as in Kafka)
@@ -79,11 +83,11 @@ class _Unsupported(Exception):
     pass
 
 
-def _describe_error(code: int, message: str | None) -> dict:
+def _describe_error(code: int, message: str | None) -> DescribeClientQuotasResponse:
     return {"error_code": code, "error_message": message, "entries": None}
 
 
-def _entry(entity: Any, code: int, message: str | None) -> dict:
+def _entry(entity: Any, code: int, message: str | None) -> AlterClientQuotasResponseEntries:
     return {"error_code": code, "error_message": message,
             "entity": [{"entity_type": p.entity_type, "entity_name": p.entity_name}
                        for p in entity]}

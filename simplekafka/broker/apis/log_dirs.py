@@ -22,6 +22,10 @@ from simplekafka.broker.replica_manager import LogDirDescription
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    DescribeLogDirsResponseResults,
+    DescribeLogDirsResponseResultsTopicsPartitions,
+)
 
 
 class LogDirs(Protocol):
@@ -49,8 +53,8 @@ class DescribeLogDirsHandler:
                 "results": [_result(d) for d in self.log_dirs.describe_log_dirs(wanted)]}
 
 
-def _result(described: LogDirDescription) -> dict:
-    topics: dict[str, list[dict]] = {}
+def _result(described: LogDirDescription) -> DescribeLogDirsResponseResults:
+    topics: dict[str, list[DescribeLogDirsResponseResultsTopicsPartitions]] = {}
     for (topic, index), (size, lag) in sorted(described.partitions.items()):
         topics.setdefault(topic, []).append({
             "partition_index": index, "partition_size": size, "offset_lag": lag,

@@ -32,6 +32,11 @@ from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    ProduceResponse,
+    ProduceResponseResponses,
+    ProduceResponseResponsesPartitionResponses,
+)
 
 FIRST_MAGIC_V2_VERSION = 3
 
@@ -43,7 +48,8 @@ class ProduceHandler:
         self.replica_manager = replica_manager
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
+    def __call__(self, context: RequestContext, request: Any
+                 ) -> ProduceResponse | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
         if version < FIRST_MAGIC_V2_VERSION:  # no magic v2 batches: nothing to append
@@ -80,7 +86,7 @@ class ProduceHandler:
                 for d in t.partition_data}
 
     def _append_allowed(self, request: Any, refused: dict,
-                        version: int) -> dict | defer.Deferred | None:
+                        version: int) -> ProduceResponse | defer.Deferred | None:
         entries = {(topic.name, data.index): data.records
                    for topic in request.topic_data for data in topic.partition_data
                    if (topic.name, data.index) not in refused}
@@ -125,12 +131,13 @@ class _Unsupported(dict):
         return PartitionResponse(ErrorCode.UNSUPPORTED_VERSION)
 
 
-def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any) -> dict:
+def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any
+                   ) -> ProduceResponse:
     """The ProduceResponse for ``request``, its partitions in the order they were asked."""
-    responses = []
+    responses: list[ProduceResponseResponses] = []
     for topic in request.topic_data:
         name = topic.name
-        partition_responses = []
+        partition_responses: list[ProduceResponseResponsesPartitionResponses] = []
         for data in topic.partition_data:
             outcome = results[(name, data.index)]
             partition_responses.append({

@@ -33,6 +33,7 @@ from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import FindCoordinatorResponse
 
 # The first version of each request that may hear PRODUCER_FENCED (Kafka's KIP-588 mapping).
 PRODUCER_FENCED_SINCE = {
@@ -77,7 +78,7 @@ class TransactionApis:
         ]:
             dispatcher.register(key, handler)
 
-    def find_coordinator(self, context: RequestContext, request: Any) -> dict:
+    def find_coordinator(self, context: RequestContext, request: Any) -> FindCoordinatorResponse:
         """FindCoordinator with key type 1: the leader of the id's __transaction_state
         partition."""
         return _find_coordinator_answer(*self.coordinator.find_coordinator(request.key or ""))
