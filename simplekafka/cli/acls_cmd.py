@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.cli import CliError
 from simplekafka.cli.client_common import kafka_errors_are_one_line
@@ -36,6 +36,9 @@ from simplekafka.protocol.acls import (
     ResourceType,
     binding_problem,
 )
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 _JAAS_FIELD = r'{}\s*=\s*"([^"]*)"'
@@ -265,7 +268,7 @@ def _with_zookeeper(args: argparse.Namespace, work: dict) -> int:
         zk.close()
 
 
-def _zookeeper_action(zk: Any, args: argparse.Namespace, work: dict) -> int:
+def _zookeeper_action(zk: KazooClient, args: argparse.Namespace, work: dict) -> int:
     from simplekafka.coordination.acls import add_entries, read_all, remove_matching
 
     stored = [AclBinding(p, e) for p, entries in read_all(zk).items() for e in entries]

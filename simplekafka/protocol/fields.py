@@ -373,8 +373,11 @@ class Struct:
         return schema.make(**fields)
 
     if TYPE_CHECKING:
-        # Fields are the schema's, known at run time only: a type checker sees each as Any.
+        # Fields are the schema's, known at run time only: a type checker sees each as Any
+        # (the slots still refuse a misspelt name when the code runs).
         def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     @property
     def schema(self) -> MessageSchema:

@@ -34,6 +34,7 @@ from simplekafka.protocol.acls import (
     binding_problem,
 )
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.message_types import DeleteAclsResponseFilterResultsMatchingAcls
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class AclApis:
 
     # -- DescribeAcls ---------------------------------------------------------------------
 
-    def describe_acls(self, context: RequestContext, request: Any) -> dict:
+    def describe_acls(self, context: RequestContext, request: Struct) -> dict:
         def answer(code: ErrorCode, message: str | None = None,
                    found: list[AclBinding] | None = None) -> dict:
             by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
@@ -104,7 +105,7 @@ class AclApis:
 
     # -- CreateAcls -----------------------------------------------------------------------
 
-    def create_acls(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def create_acls(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         results: list[dict[str, Any]] = [{"error_code": ErrorCode.NONE, "error_message": None}
                                          for _ in request.creations]
         refused = self._refusal(context, AclOperation.ALTER)
@@ -158,7 +159,7 @@ class AclApis:
 
     # -- DeleteAcls -----------------------------------------------------------------------
 
-    def delete_acls(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def delete_acls(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         results: list[dict[str, Any]] = [
             {"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": []}
             for _ in request.filters]

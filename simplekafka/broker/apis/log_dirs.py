@@ -14,7 +14,7 @@ CLUSTER_AUTHORIZATION_FAILED at the top from v3 (v0-v2 have nowhere to put it).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from simplekafka.broker.apis.collaborators import Authorizer
 from simplekafka.broker.dispatch import RequestContext
@@ -22,6 +22,7 @@ from simplekafka.broker.replica_manager import LogDirDescription
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.message_types import (
     DescribeLogDirsResponseResults,
     DescribeLogDirsResponseResultsTopicsPartitions,
@@ -42,7 +43,7 @@ class DescribeLogDirsHandler:
         self.log_dirs = log_dirs
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Struct) -> dict:
         if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
                                          CLUSTER_NAME):
             return {"throttle_time_ms": 0, "results": [],

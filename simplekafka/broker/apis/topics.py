@@ -49,6 +49,7 @@ from simplekafka.coordination.topics import (
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.storage import LogConfig
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class TopicAdmin:
 
     # -- CreateTopics -------------------------------------------------------------------
 
-    def create_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
+    def create_topics(self, context: RequestContext, request: Struct) -> defer.Deferred | dict:
         results = []
         waits = []
         validate_only = bool(getattr(request, "validate_only", False))
@@ -165,7 +166,7 @@ class TopicAdmin:
             create_topic(self.zookeeper(), topic.name, partitions, replication,
                          topic_config, manual)
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if failure.check(TopicError):
                 result["error_code"] = failure.value.error_code
                 result["error_message"] = str(failure.value)
@@ -180,7 +181,7 @@ class TopicAdmin:
 
     # -- DeleteTopics -------------------------------------------------------------------
 
-    def delete_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
+    def delete_topics(self, context: RequestContext, request: Struct) -> defer.Deferred | dict:
         results = []
         waits = []
         for name in request.topic_names:
@@ -214,7 +215,7 @@ class TopicAdmin:
             except NodeExistsError:
                 pass  # already being deleted
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             log.error("marking %s for deletion failed: %s", name, failure.getErrorMessage())
             result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
 

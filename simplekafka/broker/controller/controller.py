@@ -61,7 +61,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -120,6 +120,9 @@ from simplekafka.coordination.znodes import (
     ZkPaths,
     ZnodeFormatError,
 )
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -1111,7 +1114,7 @@ class Controller:
         return self._requests().leader_and_isr(keys, only)
 
 
-def read_topic_config(zk: Any, topic: str) -> dict[str, str]:
+def read_topic_config(zk: KazooClient, topic: str) -> dict[str, str]:
     """A topic's overrides from ``/config/topics/<t>`` ({} when there are none)."""
     try:
         data, _stat = zk.get(ZkPaths.topic_config(topic))
@@ -1120,7 +1123,7 @@ def read_topic_config(zk: Any, topic: str) -> dict[str, str]:
     return dict(TopicConfig.from_json(data, topic).config)
 
 
-def read_topic_configs(zk: Any, topics: list[str]) -> dict[str, dict[str, str]]:
+def read_topic_configs(zk: KazooClient, topics: list[str]) -> dict[str, dict[str, str]]:
     """``read_topic_config`` for many topics, pipelined; an unreadable one counts as no
     overrides (broker defaults), with a warning."""
     sent = [(topic, zk.get_async(ZkPaths.topic_config(topic))) for topic in topics]
