@@ -18,6 +18,11 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# Strict encoding (simplekafka.protocol.schema): every encode, in this process and in the
+# brokers and clients it starts (they inherit the environment), refuses a dict key that no
+# version of the message has, so a misspelt field fails the test that sends it.
+os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
+
 # Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
 pytest_plugins = ["simplekafka.coordination.pytest_plugin"]
 

@@ -62,6 +62,7 @@ from simplekafka.coordination.client_quotas import (
     sanitize,
 )
 from simplekafka.protocol.api import INTER_BROKER_KEYS, ApiKey
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.messages import response_schema
 
 log = logging.getLogger(__name__)
@@ -357,7 +358,7 @@ class ClientQuotas:
 
     # -- around each request (the dispatcher calls these while ``enabled``) ----------------
 
-    def before(self, context: Any, request: Any) -> None:
+    def before(self, context: Any, request: Struct) -> None:
         """Cap a consumer's fetch at its quota's window, as Kafka does."""
         if context.api_key == ApiKey.FETCH and request.replica_id < 0 and self.fetch.enabled:
             cap = self.fetch.max_value_in_window(user_of(context.principal),
@@ -365,7 +366,7 @@ class ClientQuotas:
             if cap is not None and request.max_bytes > cap:
                 request.max_bytes = max(int(cap), 1)
 
-    def after(self, result: Any, context: Any, request: Any, frame_size: int, started: float,
+    def after(self, result: Any, context: Any, request: Struct, frame_size: int, started: float,
               connection: Any) -> Any:
         """The handler's result with ``throttle_time_ms`` set, the connection muted."""
         handled = time.perf_counter() - started
@@ -374,7 +375,7 @@ class ClientQuotas:
                                       connection)
         return self._throttle(result, context, request, frame_size, handled, connection)
 
-    def _throttle(self, body: Any, context: Any, request: Any, frame_size: int,
+    def _throttle(self, body: Any, context: Any, request: Struct, frame_size: int,
                   handled: float, connection: Any) -> Any:
         if isinstance(body, Failure) or context.api_key in EXEMPT_KEYS:
             return body

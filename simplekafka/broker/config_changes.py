@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.coordination.client_quotas import CLIENTS, config_location, list_entities
 from simplekafka.coordination.configs import (
@@ -28,6 +28,9 @@ from simplekafka.coordination.configs import (
 from simplekafka.coordination.notifications import NotificationListener
 from simplekafka.coordination.users import USERS, user_znodes
 from simplekafka.coordination.znodes import ZkPaths
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +46,8 @@ class ConfigChangeListener:
     reactor (through ``call_soon``) for every entity named by a notification not seen yet.
     Notifications older than 15 minutes are purged (``coordination.notifications``)."""
 
-    def __init__(self, zk: Any, broker_id: int, call_soon: Callable[..., Any], apply: Apply):
+    def __init__(self, zk: KazooClient, broker_id: int, call_soon: Callable[..., Any],
+                 apply: Apply):
         self.zk = zk
         self.broker_id = broker_id
         self.call_soon = call_soon

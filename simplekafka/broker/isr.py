@@ -26,11 +26,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
+from twisted.python.failure import Failure
 
 from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, PartitionState, ZkPaths
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ class IsrWriteRefused(RuntimeError):
     """The state znode changed since the leader last heard from the controller."""
 
 
-def write_isr(zk: Any, topic: str, partition: int, leader: int, leader_epoch: int,
+def write_isr(zk: KazooClient, topic: str, partition: int, leader: int, leader_epoch: int,
               isr: list[int], controller_epoch: int, partition_epoch: int) -> int:
     """Write a leader's new ISR to ZooKeeper conditionally; returns the new znode version.
 
@@ -94,7 +98,7 @@ def write_isr(zk: Any, topic: str, partition: int, leader: int, leader_epoch: in
     return stat.version
 
 
-def write_isr_change_notification(zk: Any, partitions: list[tuple[str, int]]) -> None:
+def write_isr_change_notification(zk: KazooClient, partitions: list[tuple[str, int]]) -> None:
     """One ``/isr_change_notification/isr_change_<seq>`` naming ``partitions`` (worker thread)."""
     notice = PartitionRefs(tuple(PartitionRef(topic, index) for topic, index in partitions))
     zk.create(ZkPaths.ISR_CHANGE_PREFIX, notice.to_json(), sequence=True, makepath=True)
@@ -129,7 +133,7 @@ class IsrChangeNotifier:
         self.notifications += 1
         written = self._write(batch)
 
-        def failed(failure: Any) -> None:  # the ISRs are written; the controller learns later
+        def failed(failure: Failure) -> None:  # the ISRs are written; the controller learns later
             log.warning("ISR change notification for %d partition(s) not written: %s",
                         len(batch), failure.getErrorMessage())
 

@@ -32,6 +32,7 @@ from twisted.web import resource, server
 from simplekafka.broker.gc_pauses import BUCKETS as GC_BUCKETS
 from simplekafka.broker.gc_pauses import GcPauses
 from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.fields import Struct
 
 log = logging.getLogger(__name__)
 
@@ -422,7 +423,7 @@ class _MetricsResource(resource.Resource):
         super().__init__()
         self.metrics = metrics
 
-    def render_GET(self, request: Any) -> bytes:
+    def render_GET(self, request: Struct) -> bytes:
         if request.path == b"/metrics":
             request.setHeader(b"content-type", CONTENT_TYPE_LATEST.encode())
             return generate_latest(self.metrics.registry)

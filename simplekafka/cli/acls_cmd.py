@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.cli import CliError
 from simplekafka.cli.client_common import kafka_errors_are_one_line
@@ -36,6 +36,9 @@ from simplekafka.protocol.acls import (
     ResourceType,
     binding_problem,
 )
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 _JAAS_FIELD = r'{}\s*=\s*"([^"]*)"'
@@ -141,15 +144,17 @@ def _filters(args: argparse.Namespace) -> list[AclBindingFilter]:
     if pattern is None:
         raise CliError("remove needs a resource: --topic T, --group G, --transactional-id ID "
                        "or --cluster")
-    base = dict(resource_type=pattern.resource_type, name=pattern.name,
-                pattern_type=pattern.pattern_type)
     if not args.allow_principal and not args.deny_principal:
         operations = _operations(args) or [AclOperation.ANY]
-        return [AclBindingFilter(**base, operation=op) for op in operations]
+        return [AclBindingFilter(resource_type=pattern.resource_type, name=pattern.name,
+                                 pattern_type=pattern.pattern_type, operation=op)
+                for op in operations]
     if not args.operation:
         raise CliError("remove with a principal needs --operation")
-    return [AclBindingFilter(**base, principal=e.principal, host=e.host, operation=e.operation,
-                             permission=e.permission) for e in _entries(args)]
+    return [AclBindingFilter(resource_type=pattern.resource_type, name=pattern.name,
+                             pattern_type=pattern.pattern_type, principal=e.principal,
+                             host=e.host, operation=e.operation, permission=e.permission)
+            for e in _entries(args)]
 
 
 def _list_filter(args: argparse.Namespace) -> AclBindingFilter:
@@ -263,7 +268,7 @@ def _with_zookeeper(args: argparse.Namespace, work: dict) -> int:
         zk.close()
 
 
-def _zookeeper_action(zk: Any, args: argparse.Namespace, work: dict) -> int:
+def _zookeeper_action(zk: KazooClient, args: argparse.Namespace, work: dict) -> int:
     from simplekafka.coordination.acls import add_entries, read_all, remove_matching
 
     stored = [AclBinding(p, e) for p, entries in read_all(zk).items() for e in entries]

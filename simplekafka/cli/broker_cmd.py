@@ -11,8 +11,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.cli import CliError, key_values
+
+if TYPE_CHECKING:
+    from twisted.python.failure import Failure
+
+    from simplekafka.broker.config import BrokerConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -103,9 +109,11 @@ def _tag_log_records(broker_id: int) -> None:
     logging.setLogRecordFactory(tagged)
 
 
-def serve(config: object) -> int:
+def serve(config: BrokerConfig) -> int:
     """Run the reactor with one broker until it is told to stop; returns the exit code."""
-    from twisted.internet import reactor
+    from twisted.internet import reactor as installed
+
+    reactor: Any = installed  # whichever reactor is installed: its interfaces are run-time facts
     from twisted.internet.error import CannotListenError
 
     from simplekafka.broker.broker import KafkaBroker
@@ -128,7 +136,7 @@ def serve(config: object) -> int:
         raise CliError(f"cannot listen on {config.listen_host}:{config.listen_port}: "
                        f"{exc.socketError}") from None
 
-    def failed(failure: object) -> None:
+    def failed(failure: Failure) -> None:
         log.error("broker %d could not start: %s", broker.broker_id,
                   failure.getErrorMessage())
         exit_code[0] = 1

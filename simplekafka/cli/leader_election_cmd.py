@@ -95,9 +95,13 @@ def leader_election(args: argparse.Namespace) -> int:
                    "the controller", args.timeout,
                    error=lambda _: CliError(f"the controller did not act within "
                                             f"{args.timeout:g} s (is a broker running?)"))
-        moved, stayed = [], []
+        moved: list[str] = []
+        stayed: list[str] = []
         for topic, index in wanted:
-            replicas = read_topic_assignment(zk, topic).partitions[index]
+            assignment = read_topic_assignment(zk, topic)
+            if assignment is None:
+                raise CliError(f"topic {topic!r} was deleted during the election")
+            replicas = assignment.partitions[index]
             found = read_partition_state(zk, topic, index)
             leader = found[0].leader if found else -1
             (moved if replicas and leader == replicas[0] else stayed).append(

@@ -241,12 +241,12 @@ def check(acknowledged: Iterable[Delivered], consumed: Iterable[Delivered]) -> C
         partition_report = reports[where]
         highest_read = -1
         for record in sorted(acks, key=lambda r: r.offset):
-            offsets = offsets_of.get(record.identity)
-            if not offsets:
+            found = offsets_of.get(record.identity)
+            if not found:
                 partition_report.lost.append(record)
                 continue
             # A retried send may be stored twice; what counts is the copy it was acked for.
-            read_at = record.offset if record.offset in offsets else offsets[0]
+            read_at = record.offset if record.offset in found else found[0]
             if read_at != record.offset or read_at < highest_read:
                 partition_report.reordered.append(record)
             highest_read = max(highest_read, read_at)

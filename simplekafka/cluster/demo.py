@@ -188,15 +188,15 @@ def produce(cluster: LocalCluster, deliveries: DeliveryLog, first: int, count: i
     if secure is not None:
         from confluent_kafka import Producer as SecureProducer
 
-        producer = SecureProducer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"),
-                                   **secure, "acks": "all", "linger.ms": 5,
-                                   "message.timeout.ms": 60_000})
+        secure_producer = SecureProducer({"bootstrap.servers": cluster.bootstrap("SASL_SSL"),
+                                          **secure, "acks": "all", "linger.ms": 5,
+                                          "message.timeout.ms": 60_000})
         for number in range(first, first + count):
-            producer.produce(TOPIC, key=str(number % 7).encode(),
+            secure_producer.produce(TOPIC, key=str(number % 7).encode(),
                              value=f"payment-{number:05d}".encode(),
                              on_delivery=deliveries.confluent_callback)
-            producer.poll(0)
-        producer.flush(60)
+            secure_producer.poll(0)
+        secure_producer.flush(60)
         return
     from simplekafka.producer import Producer
 
@@ -250,10 +250,11 @@ def _consume_secure(cluster: LocalCluster, deliveries: DeliveryLog, timeout: flo
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(positions[p] < e for p, e in ends.items()):
             for message in consumer.consume(500, 0.5):
-                if message.error() is None:
-                    deliveries.consumed(message.topic(), message.partition(), message.offset(),
-                                        message.key(), message.value())
-                    positions[message.partition()] = message.offset() + 1
+                topic, partition, offset = message.topic(), message.partition(), message.offset()
+                if (message.error() is None and topic is not None and partition is not None
+                        and offset is not None):
+                    deliveries.consumed(topic, partition, offset, message.key(), message.value())
+                    positions[partition] = offset + 1
                     read += 1
         return read
     finally:
@@ -288,11 +289,12 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
              "replicating over SASL_SSL too")
     else:
         step("start ZooKeeper and three brokers (each a real process)")
-    cluster = LocalCluster(brokers=3, base_dir=Path(base_dir) / "cluster" if secure else base_dir,
+    cluster_dir = Path(base_dir) / "cluster" if secure and base_dir else base_dir
+    cluster = LocalCluster(brokers=3, base_dir=cluster_dir,
                            broker_config=config, listeners=listeners, secure_zookeeper=secure)
     cluster.start()
     try:
-        if secure:
+        if clients is not None:  # the secure demo
             add_secure_user(cluster)
             say(f"SASL_SSL bootstrap servers: {cluster.bootstrap('SASL_SSL')}")
             say(f"client settings: security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
@@ -317,7 +319,7 @@ def run_demo(base_dir: Path | None = None, interactive: bool = False, keep: bool
         for partition in range(PARTITIONS):
             cluster.wait_for_isr(TOPIC, partition, cluster.replicas_of(TOPIC, partition))
         say(partition_table(cluster, TOPIC, PARTITIONS))
-        if secure:
+        if clients is not None:  # the secure demo
             step(f"ACLs: User:{SECURE_USER[0]} may write and read {TOPIC!r}, nothing else")
             grant_secure_acls(cluster, say, clients)
             with operator_admin(cluster, clients) as admin:

@@ -146,9 +146,10 @@ class Faults:
 
     def _signal(self, broker_id: int, signum: int) -> None:
         broker = self.cluster.brokers.get(broker_id)
-        if broker is None or not broker.is_running:
+        pid = broker.pid if broker is not None and broker.is_running else None
+        if pid is None:
             raise ClusterError(f"broker {broker_id} is not running")
-        os.kill(broker.pid, signum)
+        os.kill(pid, signum)
 
     def describe(self) -> str:
         """The seed and every fault so far, one per line."""
@@ -156,8 +157,10 @@ class Faults:
         return "\n".join(lines)
 
 
-def _wait_until_stopped(pid: int, timeout: float = 5.0) -> None:
+def _wait_until_stopped(pid: int | None, timeout: float = 5.0) -> None:
     """Signals are delivered asynchronously: wait until Linux shows the process stopped."""
+    if pid is None:  # gone already: nothing to wait for
+        return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

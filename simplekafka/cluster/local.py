@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.broker.config import is_sensitive
 from simplekafka.coordination.processes import LOOPBACK, free_port, wait_until
@@ -37,6 +37,9 @@ from simplekafka.coordination.zk_security import (
     client_jaas_text,
     kafka_opts_for,
 )
+
+if TYPE_CHECKING:
+    from simplekafka.coordination import EmbeddedZooKeeper
 
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
@@ -80,6 +83,10 @@ class BrokerProcess:
     @property
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def running_process(self) -> subprocess.Popen | None:
+        """The process if it is still running (what a signal may be sent to)."""
+        return self.process if self.is_running else None
 
     @property
     def address(self) -> str:
@@ -234,7 +241,7 @@ class LocalCluster:
         self.zookeeper_login = ("kafka", secrets.token_urlsafe(12)) if secure_zookeeper else None
         if secure_zookeeper:
             self.broker_config.setdefault("zookeeper.set.acl", "true")
-        self._zookeeper = None
+        self._zookeeper: EmbeddedZooKeeper | None = None
         self._zk_client = None
         self.brokers: dict[int, BrokerProcess] = {}
         for broker_id in range(1, brokers + 1):
@@ -322,7 +329,8 @@ class LocalCluster:
         self._close_zk()
         running = [b for b in self.brokers.values() if b.is_running]
         for broker in running:
-            broker.process.send_signal(signal.SIGTERM)
+            if (process := broker.running_process()) is not None:
+                process.send_signal(signal.SIGTERM)
         for broker in running:
             self._reap(broker, DEFAULT_STOP_TIMEOUT)
         if self._zookeeper is not None:
@@ -340,15 +348,15 @@ class LocalCluster:
     def kill(self, broker_id: int) -> None:
         """SIGKILL a broker: a crash, with no deregistration and no flush."""
         broker = self._broker(broker_id)
-        if broker.is_running:
-            broker.process.kill()
+        if (process := broker.running_process()) is not None:
+            process.kill()
         self._reap(broker, DEFAULT_STOP_TIMEOUT)
 
     def terminate(self, broker_id: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
         """SIGTERM a broker and wait for its clean shutdown; returns its exit code."""
         broker = self._broker(broker_id)
-        if broker.is_running:
-            broker.process.send_signal(signal.SIGTERM)
+        if (process := broker.running_process()) is not None:
+            process.send_signal(signal.SIGTERM)
         return self._reap(broker, timeout)
 
     def restart(self, broker_id: int, wait: bool = True) -> None:
@@ -379,7 +387,8 @@ class LocalCluster:
                     continue
                 if not broker.is_running:
                     raise ClusterError(
-                        f"broker {broker_id} exited with code {broker.process.returncode} "
+                        f"broker {broker_id} exited with code "
+                        f"{broker.process.returncode if broker.process else None} "
                         f"while starting; last lines of {broker.log_file}:\n{tail(broker.log_file)}"
                     )
                 try:

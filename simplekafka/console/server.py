@@ -17,10 +17,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 from urllib.parse import unquote
 
-from twisted.internet import reactor, threads
+from twisted.internet import reactor as installed_reactor
+from twisted.internet import threads
 from twisted.python import log
 from twisted.web import resource, server
 
@@ -84,6 +85,12 @@ ROUTES = [
 ]
 
 
+@overload
+def query_int(args: dict[bytes, list[bytes]], name: str, default: int, low: int,
+              high: int) -> int: ...
+@overload
+def query_int(args: dict[bytes, list[bytes]], name: str, default: None, low: int,
+              high: int) -> int | None: ...
 def query_int(args: dict[bytes, list[bytes]], name: str, default: int | None,
               low: int, high: int) -> int | None:
     """An integer query parameter within [low, high], or a 400 naming it."""
@@ -253,7 +260,8 @@ class ApiResource(resource.Resource):
                           for k, v in match.groupdict().items()}
                 if None in params.values():
                     return _finish_json(request, 400, {"error": "the path is not UTF-8"})
-                return self._dispatch(request, route, params)
+                return self._dispatch(request, route,
+                                      {k: v for k, v in params.items() if v is not None})
         if allowed:
             request.setHeader(b"allow", ", ".join(allowed).encode())
             return _finish_json(request, 405, {"error": f"use {' or '.join(allowed)}"})
@@ -410,6 +418,7 @@ def serve(bootstrap_servers: str, host: str = "127.0.0.1", port: int = 8080,
     """Run the console until the reactor stops (SIGTERM or Ctrl-C)."""
     service = ConsoleService(bootstrap_servers)
     service.start_background()
+    reactor: Any = installed_reactor  # whichever is installed: its interfaces are run-time facts
     reactor.suggestThreadPoolSize(16)
     listening = reactor.listenTCP(port, make_site(service), interface=host)
     if on_listening is not None:

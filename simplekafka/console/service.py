@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from simplekafka.admin import Admin
@@ -58,7 +59,7 @@ from simplekafka.protocol.acls import (
     ResourcePattern,
     ResourceType,
 )
-from simplekafka.protocol.structs import TopicPartition
+from simplekafka.protocol.structs import PartitionMetadata, TopicPartition
 
 T = TypeVar("T")
 
@@ -562,7 +563,7 @@ class ConsoleService:
             self._unknown_topic(name)
         self.call(lambda: self.admin.delete_topic(name, timeout_ms=REQUEST_TIMEOUT_MS))
 
-    def _partitions_of(self, name: str) -> list[int]:
+    def _partitions_of(self, name: str) -> list[PartitionMetadata]:
         if not TOPIC_NAME.match(name):
             self._unknown_topic(name)
         return self.call(lambda: self.admin.describe_topics([name]))[name].partitions
@@ -742,7 +743,7 @@ class ConsoleService:
         futures = [producer.send(name, value, key=key, headers=headers, partition=partition)
                    for key, value, headers, partition in prepared]
         producer.flush(REQUEST_TIMEOUT_MS / 1000)
-        answers = [self.call(lambda f=f: f.get(REQUEST_TIMEOUT_MS / 1000)) for f in futures]
+        answers = [self.call(partial(f.get, REQUEST_TIMEOUT_MS / 1000)) for f in futures]
         return {"offsets": [{"partition": a.partition, "offset": a.offset} for a in answers]}
 
     def _get_producer(self) -> Producer:
@@ -902,7 +903,7 @@ class ConsoleService:
 
     # ----- ACLs ---------------------------------------------------------------------
 
-    def list_acls(self, query: Mapping[str, str]) -> list[dict[str, Any]]:
+    def list_acls(self, query: Mapping[str, str | None]) -> list[dict[str, Any]]:
         """The ACLs a filter of query parameters selects (each optional: any)."""
         wanted = _acl_filter(query, "query parameter")
         return [_acl_json(b) for b in self.call(lambda: self.admin.describe_acls(wanted))]

@@ -187,7 +187,7 @@ class Consumer:
             self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
             self._topics = []
         else:
-            names = [topics] if isinstance(topics, str) else list(topics)
+            names = [topics] if isinstance(topics, str) else list(topics or ())  # never None here
             if not names or not all(isinstance(t, str) and t for t in names):
                 raise ValueError(f"topics must be non-empty topic names, not {topics!r}")
             self._pattern = None

@@ -35,6 +35,7 @@ from simplekafka.protocol.compression import (
     DecompressedTooLargeError,
 )
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.message_types import FetchRequest, FetchRequestTopicsPartitions
 from simplekafka.protocol.records import parse_batch, parse_control_marker
 from simplekafka.protocol.structs import TopicPartition
 
@@ -141,10 +142,11 @@ class Fetcher:
         return state.read_replica
 
     def _send(self, node_id: int, tps: list[TopicPartition]) -> None:
-        topics: dict[str, list[dict[str, int]]] = {}
+        topics: dict[str, list[FetchRequestTopicsPartitions]] = {}
         epochs: dict[TopicPartition, int] = {}
         for tp in tps:
             state = self.states[tp]
+            assert state.fetch_offset is not None  # send_fetches picks positioned ones only
             state.in_flight = True
             epochs[tp] = state.epoch
             topics.setdefault(tp.topic, []).append(
@@ -156,7 +158,7 @@ class Fetcher:
                     "partition_max_bytes": self.max_partition_fetch_bytes,
                 }
             )
-        body = {
+        body: FetchRequest = {
             "replica_id": -1,
             "max_wait_ms": self.fetch_max_wait_ms,
             "min_bytes": self.fetch_min_bytes,

@@ -73,7 +73,7 @@ def assign_replicas(
             f"available brokers ({len(brokers)})"
         )
     racks = dict(racks or {})
-    with_rack = {b: racks[b] for b in brokers if racks.get(b) is not None}
+    with_rack: dict[int, str] = {b: rack for b in brokers if (rack := racks.get(b)) is not None}
     if with_rack and len(with_rack) != len(brokers):
         missing = sorted(set(brokers) - set(with_rack))
         raise AssignmentError(f"brokers {missing} have no rack while others do; "
@@ -82,7 +82,7 @@ def assign_replicas(
     start = random.randrange(count) if start_index is None else start_index % count
     shift = random.randrange(count) if replica_shift is None else replica_shift % count
     if with_rack:
-        arranged = rack_alternated_brokers(with_rack)  # type: ignore[arg-type]
+        arranged = rack_alternated_brokers(with_rack)
         rack_of = with_rack
     else:
         arranged = brokers

@@ -131,7 +131,8 @@ class PollingHandler(SequentialThreadingHandler):
         for fd, flags in wanted.items():
             poller.register(fd, flags)
         wait_ms = None if timeout is None else max(0, math.ceil(timeout * 1000))
-        readable, writable = [], []
+        readable: list[Any] = []
+        writable: list[Any] = []
         for fd, events in poller.poll(wait_ms):
             for flags, obj in objects.get(fd, ()):
                 if events & (flags | _BROKEN):

@@ -16,10 +16,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +37,7 @@ def sequence_of(child: str) -> int:
         return -1
 
 
-def purge_obsolete(zk: Any, path: str, children: list[str], now_ms: float,
+def purge_obsolete(zk: KazooClient, path: str, children: list[str], now_ms: float,
                    expiration_ms: int = CHANGE_EXPIRATION_MS) -> list[str]:
     """Delete the notifications under ``path`` created more than ``expiration_ms`` before
     ``now_ms`` (wall-clock milliseconds, as ZooKeeper's ctime); returns the deleted names."""
@@ -56,7 +59,7 @@ class NotificationListener:
     """Calls ``handle(child)`` (on the watch thread) for every notification under ``path``
     newer than the last one handled, in sequence order; then purges the expired ones."""
 
-    def __init__(self, zk: Any, path: str, handle: Callable[[str], None],
+    def __init__(self, zk: KazooClient, path: str, handle: Callable[[str], None],
                  expiration_ms: int = CHANGE_EXPIRATION_MS,
                  clock: Callable[[], float] = time.time):
         self.zk = zk

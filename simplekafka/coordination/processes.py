@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 LOOPBACK = "127.0.0.1"
 
@@ -28,7 +28,7 @@ def free_port(host: str = LOOPBACK) -> int:
         return sock.getsockname()[1]
 
 
-def pid_alive(pid: int | None) -> bool:
+def pid_alive(pid: int | None) -> TypeGuard[int]:
     """True if a process with this pid runs (a zombie, ours or another's, does not count)."""
     if not pid:
         return False
@@ -77,7 +77,7 @@ def command_line(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace")
 
 
-def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0) -> bool:
+def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0) -> TypeGuard[int]:
     """SIGTERM (then SIGKILL after ``timeout``) a recorded pid whose command line holds ``marker``.
 
     A pid read back from a file may have been recycled by something else by

@@ -13,12 +13,16 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 SESSION_FILE_ENV = "SIMPLEKAFKA_ZK_SESSION_FILE"
 
 
-def publish_session(zk: Any, path: str | os.PathLike | None = None) -> None:
+def publish_session(zk: KazooClient, path: str | os.PathLike | None = None) -> None:
     """Write ``zk``'s session to ``path`` (default: the env variable) now and on each reconnect."""
     path = path or os.environ.get(SESSION_FILE_ENV)
     if not path:

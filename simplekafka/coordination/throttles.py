@@ -13,7 +13,11 @@ are in ``broker/replication_quota.py``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -94,7 +98,7 @@ def throttled_brokers(current: Mapping[tuple[str, int], Sequence[int]],
     return sorted(brokers)
 
 
-def write_throttles(zk: Any, current: Mapping[tuple[str, int], Sequence[int]],
+def write_throttles(zk: KazooClient, current: Mapping[tuple[str, int], Sequence[int]],
                     target: Mapping[tuple[str, int], Sequence[int]], rate: int) -> None:
     """Set a reassignment's throttles in ZooKeeper directly (the controller's automatic
     mode, ``reassign --execute --zookeeper``); other overrides are kept."""
@@ -114,7 +118,7 @@ def write_throttles(zk: Any, current: Mapping[tuple[str, int], Sequence[int]],
                             {**own, **dict.fromkeys(RATE_KEYS, str(rate))})
 
 
-def clear_throttles(zk: Any, topics: Sequence[str], brokers: Sequence[int]) -> None:
+def clear_throttles(zk: KazooClient, topics: Sequence[str], brokers: Sequence[int]) -> None:
     """Remove the throttle configs of ``topics`` and ``brokers`` (what --verify does)."""
     from simplekafka.coordination.configs import (
         BROKERS,

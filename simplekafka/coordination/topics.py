@@ -252,8 +252,8 @@ def create_topic(
     validate_topic_name(topic)
     brokers = live_brokers(zk)
     if replica_assignment is not None:
-        assignment = _validate_assignment(replica_assignment, set(brokers))
-        return create_topic_znodes(zk, topic, assignment, config)
+        return create_topic_znodes(
+            zk, topic, _validate_assignment(replica_assignment, set(brokers)), config)
     if not isinstance(partitions, int) or partitions <= 0:
         raise TopicError(f"number of partitions must be at least 1, got {partitions}",
                          ErrorCode.INVALID_PARTITIONS)

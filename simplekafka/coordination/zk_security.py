@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def _system_properties(kafka_opts: str) -> dict[str, str]:
     return found
 
 
-def zookeeper_login(environ: dict[str, str] | None = None) -> tuple[str, str] | None:
+def zookeeper_login(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """(username, password) for ZooKeeper, from ``KAFKA_OPTS``'s JAAS file; None if none named.
 
     Raises :class:`ZooKeeperLoginError` when a file is named but cannot be

@@ -251,6 +251,8 @@ class BrokerInfo:
                 parsed.append((name, endpoint_host, int(port_text)))
             except ValueError:
                 raise ZnodeFormatError(f"{what}: bad port in endpoint {text!r:.60}") from None
+        host: object
+        port: object
         if parsed:
             listener, host, port = parsed[0]
         else:
@@ -366,7 +368,8 @@ class TopicAssignment:
                 topic_id = topic_id_from_text(document["topic_id"])
             except ValueError as exc:
                 raise ZnodeFormatError(f"{what}: topic_id: {exc}") from None
-        return TopicAssignment(*maps, topic_id=topic_id)
+        partitions, adding, removing = (maps + [{}, {}])[:3]
+        return TopicAssignment(partitions, adding, removing, topic_id=topic_id)
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,12 @@ class Stream(threading.Thread):
                 "retry.backoff.ms": 100, "log_level": 2})
             for number in range(self.first, self.first + self.count):
                 key, value = str(number % 7).encode(), f"payment-{number:05d}".encode()
-                extra = {} if self.partition is None else {"partition": self.partition}
-                producer.produce(demo.TOPIC, key=key, value=value,
-                                 on_delivery=self.log.confluent_callback, **extra)
+                if self.partition is None:
+                    producer.produce(demo.TOPIC, key=key, value=value,
+                                     on_delivery=self.log.confluent_callback)
+                else:
+                    producer.produce(demo.TOPIC, key=key, value=value, partition=self.partition,
+                                     on_delivery=self.log.confluent_callback)
                 producer.poll(0.002)
             if producer.flush(90) != 0:
                 self.error = TimeoutError("records still unanswered after 90 s")

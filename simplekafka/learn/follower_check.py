@@ -149,7 +149,7 @@ class Pair:
     def follow(self, leader: Any) -> None:
         self.recording, self.replay = _Recording(leader), _Replay(leader)
         self.mine.follow(self.recording)
-        self.theirs.follow(self.replay)
+        self.theirs.follow(self.replay)  # type: ignore[arg-type]  # answers as a Leader does
 
     def close(self) -> None:
         for log in self.logs:

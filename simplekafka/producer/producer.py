@@ -30,6 +30,7 @@ from simplekafka.client.errors import (
     SerializationError,
     UnknownTopicOrPartitionError,
 )
+from simplekafka.client.metadata import ClusterSnapshot
 from simplekafka.producer.accumulator import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,
@@ -52,7 +53,7 @@ from simplekafka.protocol.structs import TopicPartition
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _new_record = tuple.__new__
 _time_ns = time.time_ns
-_NO_HEADERS: tuple = ()
+_NO_HEADERS: list[tuple[str, bytes | None]] = []  # shared, never appended to
 Serializer = Callable[[Any], bytes | None]
 Partitioner = Callable[[str, bytes | None, Sequence[int]], int]
 
@@ -162,7 +163,7 @@ class Producer:
         self._append = self.accumulator.append
         self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._size_limit = min(max_request_size, buffer_memory + BATCH_OVERHEAD)
-        self._snapshot = None
+        self._snapshot: ClusterSnapshot | None = None
         self._closed = False
         self._sender.start()
 

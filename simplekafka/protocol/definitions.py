@@ -145,12 +145,13 @@ def build_struct(name: str, fields: list[F], version: int, flexible: bool) -> Sc
         if version not in f.versions:
             continue
         nullable = version in f.nullable
+        field_type: FieldType
         if isinstance(f.type, One):
             field_type = StructType(build_struct(f"{name}.{f.name}", f.type.fields, version,
                                                  flexible))
         elif isinstance(f.type, list):
             element = StructType(build_struct(f"{name}.{f.name}", f.type, version, flexible))
-            field_type: FieldType = Array(element, nullable, flexible)
+            field_type = Array(element, nullable, flexible)
         elif f.type.startswith("[]"):
             field_type = Array(_scalar(f.type[2:], False, flexible), nullable, flexible)
         else:

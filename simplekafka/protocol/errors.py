@@ -255,6 +255,62 @@ class NotControllerError(KafkaError):
     error_code = ErrorCode.NOT_CONTROLLER
 
 
+class InvalidRequestError(KafkaError):
+    error_code = ErrorCode.INVALID_REQUEST
+
+
+class PolicyViolationError(KafkaError):
+    error_code = ErrorCode.POLICY_VIOLATION
+
+
+class InvalidConfigError(KafkaError):
+    error_code = ErrorCode.INVALID_CONFIG
+
+
+class InvalidPartitionsError(KafkaError):
+    error_code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(KafkaError):
+    error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class NonEmptyGroupError(KafkaError):
+    error_code = ErrorCode.NON_EMPTY_GROUP
+
+
+class GroupIdNotFoundError(KafkaError):
+    error_code = ErrorCode.GROUP_ID_NOT_FOUND
+
+
+class SecurityDisabledError(KafkaError):
+    error_code = ErrorCode.SECURITY_DISABLED
+
+
+class DuplicateResourceError(KafkaError):
+    error_code = ErrorCode.DUPLICATE_RESOURCE
+
+
+class ResourceNotFoundError(KafkaError):
+    error_code = ErrorCode.RESOURCE_NOT_FOUND
+
+
+class ElectionNotNeededError(KafkaError):
+    error_code = ErrorCode.ELECTION_NOT_NEEDED
+
+
+class UnsupportedSaslMechanismError(KafkaError):
+    error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+
+
+class UnacceptableCredentialError(KafkaError):
+    error_code = ErrorCode.UNACCEPTABLE_CREDENTIAL
+
+
+class NoReassignmentInProgressError(KafkaError):
+    error_code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+
+
 def error_class_name(code: ErrorCode) -> str:
     """``NOT_LEADER_OR_FOLLOWER`` -> ``NotLeaderOrFollowerError`` (never ``...ErrorError``)."""
     words = code.name.lower().split("_")
@@ -310,13 +366,41 @@ def raise_for(code: int, message: str | None = None) -> None:
 __all__ = [
     "ERROR_CLASSES",
     "CorruptBatchError",
+    "CorruptMessageError",
+    "DuplicateResourceError",
+    "ElectionNotNeededError",
     "ErrorCode",
+    "GroupIdNotFoundError",
+    "InvalidConfigError",
+    "InvalidPartitionsError",
+    "InvalidReplicationFactorError",
+    "InvalidRequestError",
+    "InvalidTopicError",
     "KafkaError",
+    "LeaderNotAvailableError",
+    "MessageTooLargeError",
+    "NoReassignmentInProgressError",
+    "NonEmptyGroupError",
+    "NotControllerError",
+    "NotEnoughReplicasError",
+    "NotLeaderOrFollowerError",
+    "OffsetOutOfRangeError",
+    "PolicyViolationError",
     "ProtocolError",
+    "RequestTimedOutError",
+    "ResourceNotFoundError",
+    "SecurityDisabledError",
+    "TopicAlreadyExistsError",
+    "UnacceptableCredentialError",
+    "UnknownServerError",
+    "UnknownTopicOrPartitionError",
+    "UnsupportedSaslMechanismError",
+    "UnsupportedVersionError",
+    "code_text",
     "error_class",
     "error_class_name",
-    "code_text",
     "error_for",
     "raise_for",
-    *(cls.__name__ for cls in ERROR_CLASSES.values()),
 ]
+# The generated classes too (a type checker sees only the declared ones above).
+__all__ += [cls.__name__ for cls in ERROR_CLASSES.values() if cls.__name__ not in __all__]

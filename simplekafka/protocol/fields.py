@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
@@ -376,6 +376,13 @@ class Struct:
     def __new__(cls, schema: MessageSchema, /, **fields: Any) -> Struct:
         return schema.make(**fields)
 
+    if TYPE_CHECKING:
+        # Fields are the schema's, known at run time only: a type checker sees each as Any
+        # (the slots still refuse a misspelt name when the code runs).
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
     @property
     def schema(self) -> MessageSchema:
         """The schema (name and version) this struct was built or decoded with."""
@@ -471,6 +478,7 @@ class MessageSchema(Protocol):
     version: int | None
     fields: tuple[Field, ...]
     tagged: tuple[Field, ...]
+    known_names: frozenset[str]
     flexible: bool
     min_size: int
     struct_class: type[Struct]
@@ -483,3 +491,5 @@ class MessageSchema(Protocol):
     def write(self, out: bytearray, value: Any) -> None: ...
 
     def write_slow(self, out: bytearray, value: Any) -> None: ...
+
+    def _write_slow(self, out: bytearray, value: Any) -> None: ...

@@ -11,12 +11,20 @@ field with its byte range). The fast paths are generated from the same list by
 
 Decoded messages are :class:`Struct` objects: attribute access by snake_case
 field name, ``to_dict()`` for plain data. For encoding, plain dicts work
-wherever a Struct is expected, and missing fields take their defaults, so one
-response object can be encoded at whatever version the client asked for.
+wherever a Struct is expected, and missing fields take their defaults (as in
+Kafka's generated message classes), so one response object can be encoded at
+whatever version the client asked for: a field of another version of the same
+message is dropped. A key that no version of the message has (a misspelling) is
+an :class:`EncodeError` naming the message, version and path. ``write_slow``
+always checks; the compiled ``write`` checks only when strict encoding is on
+(:func:`strict_encoding`, or ``SIMPLEKAFKA_STRICT_ENCODE=1`` in the
+environment, which the test suite sets), because a key-set check per nested
+dict would cost the hot path about a tenth of its time.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -81,7 +89,25 @@ __all__ = [
     "StructType",
     "Uuid",
     "is_fixed",
+    "strict_encoding",
 ]
+
+STRICT_ENV = "SIMPLEKAFKA_STRICT_ENCODE"
+"""Set to ``1`` to make every ``Schema.write`` refuse unknown keys (the test suite does)."""
+
+_strict = os.environ.get(STRICT_ENV, "") not in ("", "0")
+
+
+def strict_encoding(on: bool | None = None) -> bool:
+    """Whether ``Schema.write`` checks dict keys before encoding; ``on`` sets it.
+
+    Returns the previous setting, so a caller can restore it.
+    """
+    global _strict
+    previous = _strict
+    if on is not None:
+        _strict = on
+    return previous
 
 
 def _getter(value: Any) -> Callable[[str, Any], Any]:
@@ -134,9 +160,9 @@ class Schema:
         self.version = version
         self.names = tuple(f.name for f in self.fields)
         tagged_names = tuple(f.name for f in self.tagged)
-        self.known_names = frozenset(known_names) | set(self.names) | set(tagged_names)
-        if flexible:
-            self.known_names |= {"tagged_fields"}
+        # tagged_fields in every version, as Kafka's classes keep unknown tagged fields in all
+        self.known_names = (frozenset(known_names) | set(self.names) | set(tagged_names)
+                            | {"tagged_fields"})
         self.min_size = sum(f.type.min_size for f in self.fields) + (1 if flexible else 0)
         slots = self.names + tagged_names + (("tagged_fields",) if flexible else ())
         namespace = {"__slots__": slots, "_schema": self, "_fields": slots}
@@ -205,6 +231,8 @@ class Schema:
 
     def write(self, out: bytearray, value: Any) -> None:
         """Append the encoding of ``value`` (a Struct, a dict, or any object with attributes)."""
+        if _strict:
+            self.check(value)
         mark = len(out)
         try:
             self._write_fast(out, value)
@@ -214,14 +242,26 @@ class Schema:
             self.write_slow(out, value)  # raises EncodeError naming the field
             raise EncodeError(f"{self.name}: cannot encode {value!r}") from None
 
+    def check(self, value: Any) -> None:
+        """Raise :class:`EncodeError` if a dict in ``value`` has a key no version has.
+
+        The error names the message, the version and the path, e.g. ``ProduceResponse
+        v8: unknown field responses[0].partition_responses[0].eror_code``.
+        """
+        _check_keys(self, value, "", self)
+
     def write_slow(self, out: bytearray, value: Any) -> None:
         """Encode field by field, naming the field that fails (reference and diagnosis path)."""
+        self.check(value)
+        self._write_slow(out, value)
+
+    def _write_slow(self, out: bytearray, value: Any) -> None:
         get = _getter(value)
         for f in self.fields:
             field_value = get(f.name, f.default)
             try:
                 if isinstance(f.type, StructType):
-                    f.type.schema.write_slow(out, field_value)
+                    f.type.schema._write_slow(out, field_value)
                 elif isinstance(f.type, Array) and isinstance(f.type.element, StructType):
                     if field_value is None:
                         f.type.write(out, None)
@@ -231,7 +271,7 @@ class Schema:
                     else:
                         out += p.INT32.pack(len(field_value))
                     for item in field_value:
-                        f.type.element.schema.write_slow(out, item)
+                        f.type.element.schema._write_slow(out, item)
                 elif isinstance(f.type, Fixed):
                     out += f.type.struct.pack(field_value)
                 else:
@@ -264,6 +304,29 @@ class Schema:
     def __repr__(self) -> str:
         version = "" if self.version is None else f" v{self.version}"
         return f"<Schema {self.name}{version}: {', '.join(self.names)}>"
+
+
+def _check_keys(schema: MessageSchema, value: Any, path: str, top: MessageSchema) -> None:
+    """The walk behind ``Schema.check``: every dict's keys against its schema's names."""
+    if isinstance(value, Mapping):
+        unknown = value.keys() - schema.known_names
+        if unknown:
+            names = ", ".join(path + str(name) for name in sorted(unknown, key=str))
+            raise EncodeError(f"{top.name} v{top.version}: unknown field {names}")
+        get: Callable[[str, Any], Any] = value.get
+    elif isinstance(value, Struct):  # its slots are its schema's: only its children to walk
+        get = _getter(value)
+    else:
+        return  # None (the encoder names it) or any object with attributes: nothing to list
+    for f in schema.fields:
+        t = f.type
+        if isinstance(t, StructType):
+            _check_keys(t.schema, get(f.name, None), f"{path}{f.name}.", top)
+        elif isinstance(t, Array) and isinstance(t.element, StructType):
+            items = get(f.name, None)
+            if isinstance(items, (list, tuple)):
+                for index, item in enumerate(items):
+                    _check_keys(t.element.schema, item, f"{path}{f.name}[{index}].", top)
 
 
 # --- the interpreter ---------------------------------------------------------------------

@@ -26,6 +26,8 @@ the timestamp delta's varlong.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 import pyarrow as pa
 
@@ -115,7 +117,7 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
             return None
         if stretch:  # lengths vary here: the plain loop for a while
             taken = min(stretch, left)
-            starts = []
+            starts: list[int] = []
             append = starts.append
             for _ in range(taken):
                 if pos >= end:
@@ -165,8 +167,7 @@ def _record_starts(section: bytes, count: int, base: int) -> np.ndarray | None:
         stretch = 0 if run >= 16 else max(16, stretch)
     if pos != end:
         return None
-    starts = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return starts + base
+    return (np.concatenate(parts) if len(parts) > 1 else parts[0]) + base
 
 
 def _binary(buf: np.ndarray, at: np.ndarray, length: np.ndarray, kind: pa.DataType) -> pa.Array:
@@ -271,7 +272,7 @@ def decode_columns(
         log_append.append(header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else -1)
         batch_starts.append((pos, length))
         length += len(section)
-    starts_parts = []
+    starts_parts: list[np.ndarray] = []
     offset_in_buf = 0
     for i, section in enumerate(sections):
         starts = _record_starts(section, counts[i], offset_in_buf)
@@ -316,6 +317,7 @@ def decode_columns(
         appended >= 0, appended, np.repeat(np.array(base_ts, np.int64), counts_arr) + ts_delta
     )
     keep = (offsets >= low) & (offsets < high)
+    pick: np.ndarray | slice
     if not keep.all():
         pick = np.nonzero(keep)[0]
     else:
@@ -334,7 +336,7 @@ def decode_columns(
     return DecodedRecords(buf_bytes, arrays, headers), next_fetch
 
 
-def _raise_corrupt(records: bytes | memoryview, pos: int) -> None:
+def _raise_corrupt(records: bytes | memoryview, pos: int) -> NoReturn:
     parse_batch(records, pos)  # names the damage
     raise CorruptBatchError(
         "record batch fields do not add up", ErrorCode.CORRUPT_MESSAGE, offset=pos,

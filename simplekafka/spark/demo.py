@@ -29,9 +29,10 @@ WATERMARK = "1 second"
 def topic_size(cluster: LocalCluster, topic: str) -> dict[int, int]:
     """Records per partition (end offset minus start offset)."""
     from simplekafka.consumer import Consumer
+    from simplekafka.protocol.structs import TopicPartition
 
     with Consumer(bootstrap_servers=cluster.bootstrap_servers) as consumer:
-        tps = [(topic, p) for p in consumer.partitions_for(topic)]
+        tps = [TopicPartition(topic, p) for p in consumer.partitions_for(topic)]
         starts = consumer.beginning_offsets(tps)
         return {tp.partition: end - starts[tp]
                 for tp, end in consumer.end_offsets(tps).items()}

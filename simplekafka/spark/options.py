@@ -230,7 +230,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool | None) -> 
         )
     subscribe: tuple[str, ...] = ()
     pattern = None
-    assign = None
+    assign: dict[str, tuple[int, ...]] | None = None
     if given[0] == "subscribe":
         subscribe = tuple(t.strip() for t in options["subscribe"].split(",") if t.strip())
         if not subscribe:
@@ -253,12 +253,12 @@ def parse_source_options(options: Mapping[str, str], streaming: bool | None) -> 
                                 allow_latest=True, allow_earliest=False)
     if streaming is False and starting.kind == "latest":
         raise SparkOptionError("option startingOffsets cannot be 'latest' for a batch read")
-    for point, shown in ((starting, "startingOffsets"), (ending, "endingOffsets")):
+    for point, option in ((starting, "startingOffsets"), (ending, "endingOffsets")):
         if point is not None and point.kind == "offsets" and assign is not None:
             extra = [f"{t}-{p}" for t, parts in point.offsets.items() for p in parts
                      if p not in assign.get(t, ())]
             if extra:
-                raise SparkOptionError(f"option {shown} names {extra[0]}, which assign does not")
+                raise SparkOptionError(f"option {option} names {extra[0]}, which assign does not")
     for name in _SOURCE_CLIENT_INTS:
         _positive_int(options, "kafka." + name, "kafka." + name)
     max_per_trigger = _positive_int(options, "maxoffsetspertrigger", "maxOffsetsPerTrigger")

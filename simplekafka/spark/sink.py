@@ -38,7 +38,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import (
@@ -68,7 +68,7 @@ log = logging.getLogger("simplekafka.spark")
 BATCH_HEADER = "simplekafka.spark.batch"
 
 # kafka.<name> options the Producer understands, and how to convert them.
-_PRODUCER_OPTIONS = {
+_PRODUCER_OPTIONS: dict[str, tuple[str, Callable[[str], object]]] = {
     "acks": ("acks", str),
     "linger.ms": ("linger_ms", float),
     "batch.size": ("batch_size", int),
@@ -234,7 +234,7 @@ def write_rows(options: SinkOptions, rows: Iterator, streaming: bool) -> SinkCom
     marker = None
     skip: Counter = Counter()
     producer = shared_producer(options)
-    if streaming and batch_id is not None and query_id:
+    if streaming and context is not None and batch_id is not None and query_id:
         marker = f"{query_id}:{batch_id}:{context.partitionId()}"
         if options.dedup and records:
             skip = already_written(producer.client, {r[0] for r in records}, marker,

@@ -285,7 +285,8 @@ class KafkaStreamReader(_ViewHolder, DataSourceStreamReader, SupportsTriggerAvai
         return [KafkaInputPartition(r.topic, r.partition, r.start, r.end)
                 for r in plan_ranges(begin, until, self.options.min_partitions)]
 
-    def read(self, partition: KafkaInputPartition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator:
+        assert isinstance(partition, KafkaInputPartition)  # planned by partitions() above
         return read_partition(self.options, partition)
 
     def commit(self, end: dict) -> None:
@@ -323,5 +324,6 @@ class KafkaBatchReader(_ViewHolder, DataSourceReader):
         finally:
             self.close_view()
 
-    def read(self, partition: KafkaInputPartition) -> Iterator:
+    def read(self, partition: InputPartition) -> Iterator:
+        assert isinstance(partition, KafkaInputPartition)  # planned by partitions() above
         return read_partition(self.options, partition)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from simplekafka.protocol import ProtocolError, Struct, decode_request, decode_response
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey, request_schema, response_schema
 from simplekafka.protocol.definitions import MESSAGES
-from simplekafka.protocol.schema import EncodeError
+from simplekafka.protocol.schema import EncodeError, strict_encoding
 from stages.stage1_protocol.strategies import for_schema
 
 EVERY_SCHEMA = [
@@ -83,6 +83,45 @@ def test_fields_of_other_versions_are_accepted_and_dropped():
     v4 = response_schema(ApiKey.FETCH, 4)
     assert v4.decode(v4.encode(body)).to_dict() == {"throttle_time_ms": 5, "responses": []}
     assert Struct(v4, **body).to_dict() == {"throttle_time_ms": 5, "responses": []}
+
+
+def test_a_misspelt_key_is_an_error_naming_its_path():
+    """A key that no version of the message has fails, in the slow and in the strict path."""
+    schema = response_schema(ApiKey.PRODUCE, 8)
+    body = {"responses": [{"name": "t", "partition_responses": [
+        {"index": 0, "eror_code": 1, "base_offset": 0}]}], "throttle_time_ms": 0}
+    expected = "ProduceResponse v8: unknown field responses[0].partition_responses[0].eror_code"
+    with pytest.raises(EncodeError) as caught:
+        schema.write_slow(bytearray(), body)
+    assert str(caught.value) == expected
+    previous = strict_encoding(True)
+    try:
+        with pytest.raises(EncodeError, match=r"responses\[0\]\.partition_responses"):
+            schema.encode(body)
+        with pytest.raises(EncodeError, match="unknown field throtle_time_ms"):
+            schema.encode({"responses": [], "throtle_time_ms": 0})
+    finally:
+        strict_encoding(previous)
+
+
+def test_the_compiled_check_is_off_unless_strict():
+    """Without strict encoding the compiled path does not look at keys (the hot path's cost)."""
+    schema = response_schema(ApiKey.PRODUCE, 8)
+    previous = strict_encoding(False)
+    try:
+        assert schema.encode({"responses": [], "throtle_time_ms": 5}) == schema.encode({})
+    finally:
+        strict_encoding(previous)
+
+
+@pytest.mark.parametrize(("message", "version"), EVERY_SCHEMA)
+def test_a_missing_field_takes_its_default_in_both_paths(message, version):
+    """As in Kafka's generated classes: an absent field is its default, fast or slow."""
+    schema = message.schema(version)
+    slow = bytearray()
+    schema.write_slow(slow, {})
+    assert schema.encode({}) == bytes(slow)
+    assert schema.encode(schema.make()) == bytes(slow)
 
 
 def test_struct_access_and_equality():

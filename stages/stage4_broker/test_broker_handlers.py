@@ -70,11 +70,12 @@ class Harness:
              isr: tuple[int, ...] = (BROKER_ID,)) -> None:
         states = [{"partition_index": p, "controller_epoch": self.controller_epoch,
                    "leader": BROKER_ID, "leader_epoch": leader_epoch, "isr": list(isr),
-                   "zk_version": leader_epoch, "replicas": list(isr),
-                   "offline_replicas": []} for p in range(partitions)]
+                   "zk_version": leader_epoch, "replicas": list(isr)}
+                  for p in range(partitions)]
         metadata = self.request(ApiKey.UPDATE_METADATA, 5, {
             "controller_id": BROKER_ID, "controller_epoch": self.controller_epoch,
-            "topic_states": [{"topic_name": topic, "partition_states": states}],
+            "topic_states": [{"topic_name": topic, "partition_states": [
+                {**state, "offline_replicas": []} for state in states]}],
             "live_brokers": [{"id": BROKER_ID, "rack": None, "endpoints": [
                 {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT",
                  "security_protocol": 0}]}],

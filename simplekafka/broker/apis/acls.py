@@ -34,6 +34,8 @@ from simplekafka.protocol.acls import (
     binding_problem,
 )
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import DeleteAclsResponseFilterResultsMatchingAcls
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,7 @@ class AclApis:
 
     # -- DescribeAcls ---------------------------------------------------------------------
 
-    def describe_acls(self, context: RequestContext, request: Any) -> dict:
+    def describe_acls(self, context: RequestContext, request: Struct) -> dict:
         def answer(code: ErrorCode, message: str | None = None,
                    found: list[AclBinding] | None = None) -> dict:
             by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
@@ -103,7 +105,7 @@ class AclApis:
 
     # -- CreateAcls -----------------------------------------------------------------------
 
-    def create_acls(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def create_acls(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         results: list[dict[str, Any]] = [{"error_code": ErrorCode.NONE, "error_message": None}
                                          for _ in request.creations]
         refused = self._refusal(context, AclOperation.ALTER)
@@ -157,7 +159,7 @@ class AclApis:
 
     # -- DeleteAcls -----------------------------------------------------------------------
 
-    def delete_acls(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def delete_acls(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         results: list[dict[str, Any]] = [
             {"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": []}
             for _ in request.filters]
@@ -199,7 +201,8 @@ class AclApis:
             self._apply, {"throttle_time_ms": 0, "filter_results": results})
 
 
-def _matching_acl(pattern: ResourcePattern, entry: AccessControlEntry) -> dict:
+def _matching_acl(pattern: ResourcePattern, entry: AccessControlEntry
+                  ) -> DeleteAclsResponseFilterResultsMatchingAcls:
     return {"error_code": ErrorCode.NONE, "error_message": None,
             "resource_type": pattern.resource_type, "resource_name": pattern.name,
             "pattern_type": pattern.pattern_type, "principal": entry.principal,

@@ -13,7 +13,7 @@ Alter needs AlterConfigs, as in Kafka.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.broker.apis.collaborators import in_worker_thread
 from simplekafka.coordination.client_quotas import (
@@ -31,6 +31,14 @@ from simplekafka.coordination.client_quotas import (
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    AlterClientQuotasResponseEntries,
+    DescribeClientQuotasResponse,
+)
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 _ANY = object()  # a component matching any name (the default included, as in Kafka)
@@ -46,7 +54,7 @@ class ClientQuotaApis:
         dispatcher.register(ApiKey.DESCRIBE_CLIENT_QUOTAS, self.describe)
         dispatcher.register(ApiKey.ALTER_CLIENT_QUOTAS, self.alter)
 
-    def describe(self, context: Any, request: Any) -> Any:
+    def describe(self, context: Any, request: Struct) -> Any:
         if not self.authorizer.authorize(context, AclOperation.DESCRIBE_CONFIGS,
                                          ResourceType.CLUSTER, CLUSTER_NAME):
             return _describe_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -62,7 +70,7 @@ class ClientQuotaApis:
             return _describe_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
         return in_worker_thread(self.reactor, _describe, zk, wanted, request.strict)
 
-    def alter(self, context: Any, request: Any) -> Any:
+    def alter(self, context: Any, request: Struct) -> Any:
         if not self.authorizer.authorize(context, AclOperation.ALTER_CONFIGS,
                                          ResourceType.CLUSTER, CLUSTER_NAME):
             return {"entries": [_entry(e.entity, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -79,11 +87,11 @@ class _Unsupported(Exception):
     pass
 
 
-def _describe_error(code: int, message: str | None) -> dict:
+def _describe_error(code: int, message: str | None) -> DescribeClientQuotasResponse:
     return {"error_code": code, "error_message": message, "entries": None}
 
 
-def _entry(entity: Any, code: int, message: str | None) -> dict:
+def _entry(entity: Any, code: int, message: str | None) -> AlterClientQuotasResponseEntries:
     return {"error_code": code, "error_message": message,
             "entity": [{"entity_type": p.entity_type, "entity_name": p.entity_name}
                        for p in entity]}
@@ -131,7 +139,7 @@ def _matches(wanted: dict[str, Any], entity_type: str, znode: str | None, strict
     return znode == want
 
 
-def _describe(zk: Any, wanted: dict[str, Any], strict: bool) -> dict:
+def _describe(zk: KazooClient, wanted: dict[str, Any], strict: bool) -> dict:
     if IP in wanted:
         return {"error_code": 0, "entries": []}  # SimpleKafka stores no ip quotas
     entries = []
@@ -144,7 +152,7 @@ def _describe(zk: Any, wanted: dict[str, Any], strict: bool) -> dict:
     return {"error_code": 0, "error_message": None, "entries": entries}
 
 
-def _alter(zk: Any, request: Any) -> dict:
+def _alter(zk: KazooClient, request: Struct) -> dict:
     results = []
     for entry in request.entries:
         try:

@@ -17,7 +17,6 @@ which has no such field, both would be INVALID_REQUEST).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from simplekafka.broker.apis.collaborators import Authorizer
 from simplekafka.broker.apis.groups import UNKNOWN_AUTHORIZED_OPERATIONS
@@ -26,6 +25,7 @@ from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 
 ENDPOINT_BROKERS = 1
 ENDPOINT_CONTROLLERS = 2
@@ -40,7 +40,7 @@ class DescribeClusterHandler:
         self.cluster_id = cluster_id
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Struct) -> dict:
         endpoint_type = getattr(request, "endpoint_type", ENDPOINT_BROKERS)
         if endpoint_type != ENDPOINT_BROKERS:
             if context.api_version == 0:

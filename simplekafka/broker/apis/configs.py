@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.apis.collaborators import (
     Authorizer,
@@ -79,6 +80,10 @@ from simplekafka.coordination.topics import TopicError, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError
+from simplekafka.protocol.fields import Struct
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +274,7 @@ class ConfigApis:
 
     # -- DescribeConfigs ------------------------------------------------------------------
 
-    def describe_configs(self, context: RequestContext, request: Any) -> defer.Deferred:
+    def describe_configs(self, context: RequestContext, request: Struct) -> defer.Deferred:
         version = context.api_version
         synonyms = bool(getattr(request, "include_synonyms", False))
         documented = bool(getattr(request, "include_documentation", False))
@@ -349,7 +354,7 @@ class ConfigApis:
                         entries.append(entry(key, default, source, False, chain, hidden))
                 return answer(ErrorCode.NONE, None, entries)
 
-            def failed(failure: Any) -> dict:
+            def failed(failure: Failure) -> dict:
                 log.warning("describing topic %r failed: %s", name, failure.getErrorMessage())
                 return answer(ErrorCode.UNKNOWN_SERVER_ERROR, failure.getErrorMessage())
 
@@ -404,14 +409,14 @@ class ConfigApis:
 
     # -- AlterConfigs and IncrementalAlterConfigs -----------------------------------------
 
-    def alter_configs(self, context: RequestContext, request: Any) -> defer.Deferred:
+    def alter_configs(self, context: RequestContext, request: Struct) -> defer.Deferred:
         def change(_current: dict[str, str], resource: Any) -> dict[str, str]:
             return {c.name: c.value for c in resource.configs if c.value is not None}
 
         return self._alter(context, request, change)
 
     def incremental_alter_configs(self, context: RequestContext,
-                                  request: Any) -> defer.Deferred:
+                                  request: Struct) -> defer.Deferred:
         def change(current: dict[str, str], resource: Any) -> dict[str, str]:
             updated = dict(current)
             for c in resource.configs:
@@ -442,7 +447,7 @@ class ConfigApis:
 
         return self._alter(context, request, change)
 
-    def _alter(self, context: RequestContext, request: Any,
+    def _alter(self, context: RequestContext, request: Struct,
                change: Callable[[dict[str, str], Any], dict[str, str]]) -> defer.Deferred:
         zk = self.zookeeper()
         validate_only = bool(request.validate_only)
@@ -485,7 +490,7 @@ class ConfigApis:
         return in_worker_thread(self.reactor, work).addCallback(
             lambda results: {"throttle_time_ms": 0, "responses": results})
 
-    def _entity(self, zk: Any, kind: int, name: str) -> tuple[str, str]:
+    def _entity(self, zk: KazooClient, kind: int, name: str) -> tuple[str, str]:
         if kind == TOPIC_RESOURCE:
             validate_topic_name(name)  # TopicError: INVALID_TOPIC_EXCEPTION
             if not zk.exists(ZkPaths.topic(name)):

@@ -24,7 +24,7 @@ All ZooKeeper calls run on a worker thread, never on the reactor.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError
 
@@ -43,6 +43,10 @@ from simplekafka.coordination.topics import (
 from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 PREFERRED = 0
 UNCLEAN = 1
@@ -58,7 +62,7 @@ class ElectLeadersHandler:
         self.zookeeper = zookeeper
         self.authorizer = authorizer
 
-    def __call__(self, context: Any, request: Any) -> Any:
+    def __call__(self, context: Any, request: Struct) -> Any:
         wanted = (None if request.topic_partitions is None else
                   [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
         if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER,
@@ -81,7 +85,8 @@ class ElectLeadersHandler:
 Outcomes = dict[tuple[str, int], tuple[ErrorCode, str | None]]
 
 
-def elect_preferred(zk: Any, wanted: list[tuple[str, int]] | None, timeout: float) -> Outcomes:
+def elect_preferred(zk: KazooClient, wanted: list[tuple[str, int]] | None,
+                    timeout: float) -> Outcomes:
     """Ask the controller for a preferred election of ``wanted`` (None: all); per-partition
     outcomes. Blocking: run it on a worker thread."""
     deadline = time.monotonic() + timeout
@@ -103,7 +108,8 @@ def elect_preferred(zk: Any, wanted: list[tuple[str, int]] | None, timeout: floa
     return results
 
 
-def elect_unclean(zk: Any, wanted: list[tuple[str, int]] | None, timeout: float) -> Outcomes:
+def elect_unclean(zk: KazooClient, wanted: list[tuple[str, int]] | None,
+                  timeout: float) -> Outcomes:
     """Ask the controller for an unclean election of the partitions of ``wanted`` (None:
     all) that have no live leader; per-partition outcomes. Blocking."""
     deadline = time.monotonic() + timeout
@@ -122,7 +128,7 @@ def elect_unclean(zk: Any, wanted: list[tuple[str, int]] | None, timeout: float)
     return results
 
 
-def _known_partitions(zk: Any, wanted: list[tuple[str, int]] | None
+def _known_partitions(zk: KazooClient, wanted: list[tuple[str, int]] | None
                       ) -> tuple[dict[str, dict[int, list[int]]], list[tuple[str, int]], Outcomes]:
     """Assignments of the topics asked for, the partitions that exist (all, for None),
     and UNKNOWN_TOPIC_OR_PARTITION for the others."""
@@ -149,7 +155,7 @@ def _timed_out(keys: list[tuple[str, int]]) -> Outcomes:
                                 "the controller did not act in time (another election running?)"))
 
 
-def _run_election(zk: Any, path: str, keys: list[tuple[str, int]], deadline: float) -> bool:
+def _run_election(zk: KazooClient, path: str, keys: list[tuple[str, int]], deadline: float) -> bool:
     """Write the election znode and wait until the controller has removed it."""
     payload = PartitionRefs(tuple(PartitionRef(t, p) for t, p in keys)).to_json()
     written = False
@@ -166,7 +172,7 @@ def _run_election(zk: Any, path: str, keys: list[tuple[str, int]], deadline: flo
     return False
 
 
-def _leader(zk: Any, key: tuple[str, int]) -> int:
+def _leader(zk: KazooClient, key: tuple[str, int]) -> int:
     found = read_partition_state(zk, *key)
     return found[0].leader if found else -1
 

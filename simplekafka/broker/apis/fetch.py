@@ -219,7 +219,7 @@ class _TopicIds:
         topics = []
         leaders: set[int] = set()
         for name, answers in responses:
-            topic = {"topic": name, "partitions": [_partition(p) for p in answers]}
+            topic: dict[str, Any] = {"topic": name, "partitions": [_partition(p) for p in answers]}
             if self.by_id:
                 topic_id = self.ids.get(name) or remembered.get(name) or self._id_of(name)
                 topic["topic_id"] = topic_id
@@ -231,8 +231,8 @@ class _TopicIds:
             if self.version >= 12:
                 leaders |= current_leaders(self.cache, name, topic["partitions"])
             topics.append(topic)
-        body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session_id,
-                "responses": topics}
+        body: dict[str, Any] = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                                "session_id": session_id, "responses": topics}
         if leaders and self.version >= 16:
             body["node_endpoints"] = node_endpoints(self.cache, leaders, self.listener)
         return body
@@ -254,7 +254,7 @@ def _params(request: Any, partitions: FetchContext, refused: frozenset[str]) -> 
 
 
 def _partition(p: FetchPartitionData) -> dict:
-    entry = {
+    entry: dict[str, Any] = {
         "partition_index": p.partition_index, "error_code": p.error_code,
         "high_watermark": p.high_watermark, "last_stable_offset": p.last_stable_offset,
         "log_start_offset": p.log_start_offset,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 from twisted.internet import defer
 
@@ -58,6 +58,17 @@ from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponseGroups,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    OffsetCommitResponseTopicsPartitions,
+    SyncGroupResponse,
+)
 from simplekafka.protocol.structs import Node
 
 log = logging.getLogger(__name__)
@@ -79,9 +90,11 @@ def _host(peer: str) -> str:
     return peer.rsplit(":", 1)[0] if peer and ":" in peer else (peer or "")
 
 
+R = TypeVar("R")
+
 def commit_readable_topics(authorizer: Authorizer, context: RequestContext, request: Any,
                            commit: Callable[[RequestContext, Any], Any],
-                           answer: Callable[[Any], dict]) -> dict | defer.Deferred:
+                           answer: Callable[[Any], R]) -> R | defer.Deferred:
     """Commit the offsets of the topics ``context`` may Read; the others answer
     TOPIC_AUTHORIZATION_FAILED. OffsetCommit and TxnOffsetCommit check it alike, as Kafka."""
     refused = [t for t in request.topics if not authorizer.authorize(
@@ -101,7 +114,8 @@ class GroupApis:
     """The group requests' handlers, over one GroupCoordinator."""
 
     def __init__(self, coordinator: GroupCoordinator, authorizer: Authorizer = ALLOW_EVERYONE,
-                 find_transaction_coordinator: Callable[[RequestContext, Any], dict]
+                 find_transaction_coordinator: Callable[[RequestContext, Any],
+                                                        FindCoordinatorResponse]
                  | None = None):
         self.coordinator = coordinator
         self.authorizer = authorizer
@@ -129,10 +143,10 @@ class GroupApis:
         ]:
             dispatcher.register(key, handler)
 
-    def find_coordinator(self, context: RequestContext, request: Any) -> dict:
+    def find_coordinator(self, context: RequestContext, request: Any) -> FindCoordinatorResponse:
         if context.api_version < 4:
             return self._find_one(context, request)
-        coordinators = []  # v4+ (KIP-699): every key of the batch answered on its own
+        coordinators: list[Any] = []  # v4+ (KIP-699): every key of the batch answered on its own
         for key in request.coordinator_keys:
             found = self._find_one(context, SimpleNamespace(key=key, key_type=request.key_type))
             coordinators.append({"key": key, "node_id": found["node_id"],
@@ -141,7 +155,7 @@ class GroupApis:
                                  "error_message": found["error_message"]})
         return {"throttle_time_ms": 0, "coordinators": coordinators}
 
-    def _find_one(self, context: RequestContext, request: Any) -> dict:
+    def _find_one(self, context: RequestContext, request: Any) -> FindCoordinatorResponse:
         if getattr(request, "key_type", 0) == COORDINATOR_KEY_TRANSACTION:
             if not self.authorizer.authorize(context, AclOperation.DESCRIBE,
                                              ResourceType.TRANSACTIONAL_ID, request.key):
@@ -156,7 +170,8 @@ class GroupApis:
         code, node = self.coordinator.find_coordinator(request.key or "", context.listener)
         return _find_coordinator_answer(code, node)
 
-    def join_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def join_group(self, context: RequestContext, request: Any
+                   ) -> JoinGroupResponse | defer.Deferred:
         if not self._group(context, AclOperation.READ, request.group_id):
             return _join_answer(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         version = context.api_version
@@ -165,7 +180,7 @@ class GroupApis:
                      request.reason)
         protocol_type = request.protocol_type
 
-        def answer(result: JoinResult) -> dict:
+        def answer(result: JoinResult) -> JoinGroupResponse:
             body = _join_answer(result)
             if result.error_code == ErrorCode.NONE:  # the group's, which the member's matches
                 body["protocol_type"] = protocol_type
@@ -179,7 +194,8 @@ class GroupApis:
             [(p.name, bytes(p.metadata or b"")) for p in request.protocols],
             require_known_member_id=version >= 4), answer)
 
-    def sync_group(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def sync_group(self, context: RequestContext, request: Any
+                   ) -> SyncGroupResponse | defer.Deferred:
         if not self._group(context, AclOperation.READ, request.group_id):
             return _sync_answer(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         if context.api_version >= 5:
@@ -190,7 +206,8 @@ class GroupApis:
             {a.member_id: bytes(a.assignment or b"") for a in request.assignments}),
             _sync_answer)
 
-    def _sync_group_v5(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def _sync_group_v5(self, context: RequestContext, request: Any
+                       ) -> SyncGroupResponse | defer.Deferred:
         """SyncGroup v5+: the member's protocol type and name must be the group's (a null
         one is not checked), and the answer names the group's."""
         group = self.coordinator.groups.get(request.group_id)
@@ -200,7 +217,7 @@ class GroupApis:
                     or request.protocol_name not in (None, group.protocol)):
             return _sync_answer(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
 
-        def answer(result: SyncResult) -> dict:
+        def answer(result: SyncResult) -> SyncGroupResponse:
             body = _sync_answer(result)
             if result.error_code == ErrorCode.NONE and group is not None:
                 body["protocol_type"] = group.protocol_type
@@ -212,7 +229,7 @@ class GroupApis:
             request.generation_id,
             {a.member_id: bytes(a.assignment or b"") for a in request.assignments}), answer)
 
-    def heartbeat(self, context: RequestContext, request: Any) -> dict:
+    def heartbeat(self, context: RequestContext, request: Any) -> HeartbeatResponse:
         if not self._group(context, AclOperation.READ, request.group_id):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
         return {"throttle_time_ms": 0,
@@ -220,7 +237,7 @@ class GroupApis:
                     request.group_id, request.member_id,
                     getattr(request, "group_instance_id", None), request.generation_id)}
 
-    def leave_group(self, context: RequestContext, request: Any) -> dict:
+    def leave_group(self, context: RequestContext, request: Any) -> LeaveGroupResponse:
         if not self._group(context, AclOperation.READ, request.group_id):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
                     "members": []}
@@ -240,7 +257,8 @@ class GroupApis:
             {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
             for member_id, instance_id, code in result.members]}
 
-    def offset_commit(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def offset_commit(self, context: RequestContext, request: Any
+                      ) -> OffsetCommitResponse | defer.Deferred:
         if not self.authorizer.enabled:
             return now_or_later(self._offset_commit(context, request), _commit_answer)
         if not self._group(context, AclOperation.READ, request.group_id):
@@ -349,14 +367,15 @@ class GroupApis:
             groups.append(answer)
         return {"throttle_time_ms": 0, "groups": groups}
 
-    def delete_groups(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def delete_groups(self, context: RequestContext, request: Any
+                      ) -> DeleteGroupsResponse | defer.Deferred:
         asked = list(request.groups_names)
         refused = [g for g in asked if not self._group(context, AclOperation.DELETE, g)]
         if not refused:
             return now_or_later(self.coordinator.delete_groups(asked), _delete_answer)
         allowed = [g for g in asked if g not in refused]
 
-        def answer(results: list[tuple[str, ErrorCode]]) -> dict:
+        def answer(results: list[tuple[str, ErrorCode]]) -> DeleteGroupsResponse:
             outcome = dict(results)
             outcome.update(dict.fromkeys(refused, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             return _delete_answer([(g, outcome[g]) for g in asked])
@@ -400,14 +419,14 @@ def _offset_delete_answer(code: ErrorCode, outcome: dict[tuple[str, int], ErrorC
         for t in request.topics]}
 
 
-def _find_coordinator_answer(code: ErrorCode, node: Node | None) -> dict:
+def _find_coordinator_answer(code: ErrorCode, node: Node | None) -> FindCoordinatorResponse:
     return {"throttle_time_ms": 0, "error_code": code,
             "error_message": None if code == ErrorCode.NONE else code.name,
             "node_id": node.node_id if node else -1,
             "host": node.host if node else "", "port": node.port if node else -1}
 
 
-def _join_answer(result: JoinResult) -> dict:
+def _join_answer(result: JoinResult) -> JoinGroupResponse:
     return {"throttle_time_ms": 0, "error_code": result.error_code,
             "generation_id": result.generation, "protocol_name": result.protocol,
             "leader": result.leader, "member_id": result.member_id,
@@ -415,20 +434,20 @@ def _join_answer(result: JoinResult) -> dict:
                          "metadata": m.metadata} for m in result.members]}
 
 
-def _sync_answer(result: SyncResult) -> dict:
+def _sync_answer(result: SyncResult) -> SyncGroupResponse:
     return {"throttle_time_ms": 0, "error_code": result.error_code,
             "assignment": result.assignment}
 
 
-def _commit_answer(result: CommitResult) -> dict:
-    by_topic: dict[str, list[dict]] = {}
+def _commit_answer(result: CommitResult) -> OffsetCommitResponse:
+    by_topic: dict[str, list[OffsetCommitResponseTopicsPartitions]] = {}
     for topic, index, code in result:
         by_topic.setdefault(topic, []).append({"partition_index": index, "error_code": code})
     return {"throttle_time_ms": 0,
             "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
 
 
-def _description(d: GroupDescription) -> dict:
+def _description(d: GroupDescription) -> DescribeGroupsResponseGroups:
     return {"error_code": d.error_code, "group_id": d.group_id, "group_state": d.state,
             "protocol_type": d.protocol_type, "protocol_data": d.protocol,
             "authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
@@ -438,6 +457,6 @@ def _description(d: GroupDescription) -> dict:
                         for m in d.members]}
 
 
-def _delete_answer(results: list[tuple[str, ErrorCode]]) -> dict:
+def _delete_answer(results: list[tuple[str, ErrorCode]]) -> DeleteGroupsResponse:
     return {"throttle_time_ms": 0, "results": [
         {"group_id": group_id, "error_code": code} for group_id, code in results]}

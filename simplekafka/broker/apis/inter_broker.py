@@ -35,6 +35,7 @@ from simplekafka.broker.replica_manager import PartitionErrors, ReplicaManager
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.topic_ids import ZERO_ID
 
 TopicConfigReader = Callable[[Any, str], dict[str, str]]
@@ -57,7 +58,7 @@ class InterBrokerHandlers:
         self.reactor = reactor
         self.broker_epoch = broker_epoch  # our /brokers/ids znode's czxid, once registered
 
-    def leader_and_isr(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def leader_and_isr(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
             return leader_and_isr_response(PartitionErrors(stale, {}), request)
@@ -80,7 +81,7 @@ class InterBrokerHandlers:
 
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
-    def update_metadata(self, context: RequestContext, request: Any) -> dict:
+    def update_metadata(self, context: RequestContext, request: Struct) -> dict:
         stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
             return {"error_code": stale}
@@ -90,7 +91,7 @@ class InterBrokerHandlers:
                 self.topic_configs.pop(topic, None)
         return {"error_code": code}
 
-    def stop_replica(self, context: RequestContext, request: Any) -> dict:
+    def stop_replica(self, context: RequestContext, request: Struct) -> dict:
         stale = self._refused(context) or self._stale_broker_epoch(request)
         if stale is not None:
             return partition_errors_response(PartitionErrors(stale, {}))
@@ -103,7 +104,7 @@ class InterBrokerHandlers:
             return None
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
-    def _stale_broker_epoch(self, request: Any) -> ErrorCode | None:
+    def _stale_broker_epoch(self, request: Struct) -> ErrorCode | None:
         """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""
         ours = self.broker_epoch()
         theirs = getattr(request, "broker_epoch", -1)

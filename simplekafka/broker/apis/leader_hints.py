@@ -9,6 +9,9 @@ there without asking Metadata first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
 
@@ -17,9 +20,10 @@ LEADER_HINT_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENC
 its endpoint; Produce v10+)."""
 
 
-def current_leaders(cache: MetadataCache | None, topic: str, entries: list[dict]) -> set[int]:
+def current_leaders(cache: MetadataCache | None, topic: str, entries: Sequence[Any]
+                    ) -> set[int]:
     """Fill ``current_leader`` of each entry refused for want of the leader; the leaders."""
-    leaders = set()
+    leaders: set[int] = set()
     if cache is None:
         return leaders
     for entry in entries:
@@ -33,7 +37,7 @@ def current_leaders(cache: MetadataCache | None, topic: str, entries: list[dict]
 
 
 def node_endpoints(cache: MetadataCache | None, leaders: set[int],
-                   listener: str | None = None) -> list[dict]:
+                   listener: str | None = None) -> list[Any]:
     """The endpoints of ``leaders`` (KIP-951), as Metadata would name them."""
     if cache is None:
         return []

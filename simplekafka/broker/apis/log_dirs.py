@@ -14,7 +14,7 @@ CLUSTER_AUTHORIZATION_FAILED at the top from v3 (v0-v2 have nowhere to put it).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from simplekafka.broker.apis.collaborators import Authorizer
 from simplekafka.broker.dispatch import RequestContext
@@ -22,6 +22,11 @@ from simplekafka.broker.replica_manager import LogDirDescription
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    DescribeLogDirsResponseResults,
+    DescribeLogDirsResponseResultsTopicsPartitions,
+)
 
 
 class LogDirs(Protocol):
@@ -38,7 +43,7 @@ class DescribeLogDirsHandler:
         self.log_dirs = log_dirs
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: Struct) -> dict:
         if not self.authorizer.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER,
                                          CLUSTER_NAME):
             return {"throttle_time_ms": 0, "results": [],
@@ -49,8 +54,8 @@ class DescribeLogDirsHandler:
                 "results": [_result(d) for d in self.log_dirs.describe_log_dirs(wanted)]}
 
 
-def _result(described: LogDirDescription) -> dict:
-    topics: dict[str, list[dict]] = {}
+def _result(described: LogDirDescription) -> DescribeLogDirsResponseResults:
+    topics: dict[str, list[DescribeLogDirsResponseResultsTopicsPartitions]] = {}
     for (topic, index), (size, lag) in sorted(described.partitions.items()):
         topics.setdefault(topic, []).append({
             "partition_index": index, "partition_size": size, "offset_lag": lag,

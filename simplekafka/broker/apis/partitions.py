@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.apis.collaborators import (
     Authorizer,
@@ -30,6 +31,7 @@ from simplekafka.coordination.partitions import add_partitions
 from simplekafka.coordination.topics import TopicError
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ class CreatePartitionsHandler:
         self.is_controller = is_controller
         self.topics = topics  # its wait for the controller's metadata
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         results: list[dict] = []
         work: list[defer.Deferred] = []
         totals: dict[str, int] = {}
@@ -90,7 +92,7 @@ class CreatePartitionsHandler:
 
     def _add(self, topic: str, total: int, assignments: list[list[int]] | None,
              validate_only: bool, result: dict) -> defer.Deferred:
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if failure.check(TopicError):
                 result["error_code"] = failure.value.error_code
                 result["error_message"] = str(failure.value)

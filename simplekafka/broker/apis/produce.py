@@ -39,6 +39,11 @@ from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    ProduceResponse,
+    ProduceResponseResponses,
+    ProduceResponseResponsesPartitionResponses,
+)
 
 LEADER_HINTS_VERSION = 10
 
@@ -52,7 +57,8 @@ class ProduceHandler:
         # Where leaders are, for KIP-951's hints (None in unit tests without a cache).
         self.cache = getattr(replica_manager, "metadata_cache", None)
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred | None:
+    def __call__(self, context: RequestContext, request: Any
+                 ) -> ProduceResponse | defer.Deferred | None:
         if context.api_version >= LEADER_HINTS_VERSION:
             answer = self._answer(context, request)
             if isinstance(answer, defer.Deferred):
@@ -60,7 +66,8 @@ class ProduceHandler:
             return self._with_leader_hints(answer, context.listener)
         return self._answer(context, request)
 
-    def _with_leader_hints(self, body: dict | None, listener: str) -> dict | None:
+    def _with_leader_hints(self, body: ProduceResponse | None, listener: str
+                           ) -> ProduceResponse | None:
         if body is None:
             return None
         leaders: set[int] = set()
@@ -71,7 +78,7 @@ class ProduceHandler:
         return body
 
     def _answer(self, context: RequestContext, request: Any
-                ) -> dict | defer.Deferred | None:
+                ) -> ProduceResponse | defer.Deferred | None:
         acks = request.acks
         version = context.api_version
         # v0-2: message sets, converted in place; a corrupt one's partition is refused
@@ -108,7 +115,7 @@ class ProduceHandler:
                 for d in t.partition_data}
 
     def _append_allowed(self, request: Any, refused: dict,
-                        version: int) -> dict | defer.Deferred | None:
+                        version: int) -> ProduceResponse | defer.Deferred | None:
         entries = {(topic.name, data.index): data.records
                    for topic in request.topic_data for data in topic.partition_data
                    if (topic.name, data.index) not in refused}
@@ -148,12 +155,13 @@ class _Every(dict):
         return PartitionResponse(self.code)
 
 
-def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any) -> dict:
+def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any
+                   ) -> ProduceResponse:
     """The ProduceResponse for ``request``, its partitions in the order they were asked."""
-    responses = []
+    responses: list[ProduceResponseResponses] = []
     for topic in request.topic_data:
         name = topic.name
-        partition_responses = []
+        partition_responses: list[ProduceResponseResponsesPartitionResponses] = []
         for data in topic.partition_data:
             outcome = results[(name, data.index)]
             partition_responses.append({

@@ -14,8 +14,6 @@ transactional id).
 
 from __future__ import annotations
 
-from typing import Any
-
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer
@@ -29,6 +27,7 @@ from simplekafka.broker.transaction.coordinator import (
 from simplekafka.broker.transaction.producer_ids import ProducerIdManager
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError
+from simplekafka.protocol.fields import Struct
 
 PRODUCER_FENCED_SINCE = 4
 """The first InitProducerId version that may hear PRODUCER_FENCED (KIP-588)."""
@@ -44,7 +43,7 @@ class InitProducerIdHandler:
         self.transactions = transactions
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         refused = self._refused(context, request.transactional_id)
         if refused is not None:
             return _answer(InitProducerIdResult(refused))

@@ -18,7 +18,7 @@ All ZooKeeper calls run on a worker thread, never on the reactor.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -39,6 +39,10 @@ from simplekafka.coordination.topics import read_topic_assignment
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 WRITE_ATTEMPTS = 10
 Key = tuple[str, int]
@@ -76,7 +80,7 @@ class _ClusterRequestHandler:
 class AlterPartitionReassignmentsHandler(_ClusterRequestHandler):
     """ApiKey.ALTER_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __call__(self, context: Any, request: Any) -> Any:
+    def __call__(self, context: Any, request: Struct) -> Any:
         zk, refusal = self._zookeeper_for(context, AclOperation.ALTER)
         if refusal is not None:
             return refusal
@@ -86,7 +90,7 @@ class AlterPartitionReassignmentsHandler(_ClusterRequestHandler):
             _alter_response)
 
 
-def _pending(zk: Any) -> tuple[dict[Key, list[int]], Any]:
+def _pending(zk: KazooClient) -> tuple[dict[Key, list[int]], Any]:
     """The znode's targets and its stat (None when absent)."""
     try:
         data, stat = zk.get(ZkPaths.REASSIGN_PARTITIONS)
@@ -98,7 +102,7 @@ def _pending(zk: Any) -> tuple[dict[Key, list[int]], Any]:
         return {}, stat
 
 
-def alter_reassignments(zk: Any, wanted: dict[Key, list[int] | None]
+def alter_reassignments(zk: KazooClient, wanted: dict[Key, list[int] | None]
                         ) -> dict[Key, tuple[ErrorCode, str | None]]:
     """Validate each partition's target and merge the valid ones into the znode. Blocking."""
     live = {int(b) for b in zk.get_children(ZkPaths.BROKER_IDS) if b.isdigit()}
@@ -128,7 +132,7 @@ def alter_reassignments(zk: Any, wanted: dict[Key, list[int] | None]
     return results | dict.fromkeys(valid, (ErrorCode.NONE, None))
 
 
-def _merge(zk: Any, targets: dict[Key, list[int] | None]) -> None:
+def _merge(zk: KazooClient, targets: dict[Key, list[int] | None]) -> None:
     """Targets into the znode; None takes the partition out (a cancel)."""
     for _attempt in range(WRITE_ATTEMPTS):
         pending, stat = _pending(zk)
@@ -164,7 +168,7 @@ def _alter_response(results: dict[Key, tuple[ErrorCode, str | None]]) -> dict:
 class ListPartitionReassignmentsHandler(_ClusterRequestHandler):
     """ApiKey.LIST_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __call__(self, context: Any, request: Any) -> Any:
+    def __call__(self, context: Any, request: Struct) -> Any:
         zk, refusal = self._zookeeper_for(context, AclOperation.DESCRIBE)
         if refusal is not None:
             return refusal
@@ -173,7 +177,7 @@ class ListPartitionReassignmentsHandler(_ClusterRequestHandler):
         return in_worker_thread(self.reactor, list_reassignments, zk, wanted)
 
 
-def list_reassignments(zk: Any, wanted: set[Key] | None) -> dict:
+def list_reassignments(zk: KazooClient, wanted: set[Key] | None) -> dict:
     """The ongoing reassignments (of ``wanted`` only, unless None). Blocking."""
     pending, _stat = _pending(zk)
     topics: dict[str, list[dict]] = {}

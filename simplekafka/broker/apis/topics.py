@@ -55,6 +55,7 @@ from simplekafka.coordination.topics import (
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.topic_ids import ZERO_ID
 from simplekafka.storage import LogConfig
 
@@ -111,7 +112,7 @@ class TopicAdmin:
 
     # -- CreateTopics -------------------------------------------------------------------
 
-    def create_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
+    def create_topics(self, context: RequestContext, request: Struct) -> defer.Deferred | dict:
         results = []
         waits = []
         validate_only = bool(getattr(request, "validate_only", False))
@@ -186,7 +187,7 @@ class TopicAdmin:
             if created is not None and created.topic_id is not None:
                 result["topic_id"] = created.topic_id
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if failure.check(TopicError):
                 result["error_code"] = failure.value.error_code
                 result["error_message"] = str(failure.value)
@@ -204,6 +205,7 @@ class TopicAdmin:
         entries = []
         defaults = self.topic_defaults()
         for key in sorted(set(defaults) | set(overrides)):
+            value: str | None
             if key in overrides:
                 value, source = overrides[key], DYNAMIC_TOPIC_CONFIG
             else:
@@ -214,7 +216,7 @@ class TopicAdmin:
 
     # -- DeleteTopics -------------------------------------------------------------------
 
-    def delete_topics(self, context: RequestContext, request: Any) -> defer.Deferred | dict:
+    def delete_topics(self, context: RequestContext, request: Struct) -> defer.Deferred | dict:
         results: list[dict[str, Any]] = []
         waits = []
         for name, topic_id in self._deletion_targets(request):
@@ -266,7 +268,7 @@ class TopicAdmin:
             except NodeExistsError:
                 pass  # already being deleted
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             log.error("marking %s for deletion failed: %s", name, failure.getErrorMessage())
             result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
 

@@ -36,6 +36,7 @@ from simplekafka.coordination.topics import TopicError, validate_topic_name
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 
 
 class ProducerStates(Protocol):
@@ -70,7 +71,7 @@ class TransactionToolApis:
         dispatcher.register(ApiKey.DESCRIBE_TRANSACTIONS, self.describe_transactions)
         dispatcher.register(ApiKey.LIST_TRANSACTIONS, self.list_transactions)
 
-    def describe_producers(self, context: RequestContext, request: Any) -> dict:
+    def describe_producers(self, context: RequestContext, request: Struct) -> dict:
         topics = []
         for topic in request.topics:
             code, message = self._topic_error(context, topic.name)
@@ -98,7 +99,7 @@ class TransactionToolApis:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         return ErrorCode.NONE, None
 
-    def list_transactions(self, context: RequestContext, request: Any) -> dict:
+    def list_transactions(self, context: RequestContext, request: Struct) -> dict:
         listing = self.transactions.list_transactions(
             set(request.producer_id_filters), set(request.state_filters),
             getattr(request, "duration_filter", -1))
@@ -111,7 +112,7 @@ class TransactionToolApis:
                     if authorize(context, AclOperation.DESCRIBE,
                                  ResourceType.TRANSACTIONAL_ID, tid)]}
 
-    def describe_transactions(self, context: RequestContext, request: Any) -> dict:
+    def describe_transactions(self, context: RequestContext, request: Struct) -> dict:
         return {"throttle_time_ms": 0, "transaction_states": [
             self._describe(context, tid) for tid in request.transactional_ids]}
 

@@ -40,6 +40,8 @@ from simplekafka.broker.transaction.coordinator import TransactionCoordinator
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import FindCoordinatorResponse
 
 # The first version of each request that may hear PRODUCER_FENCED (Kafka's KIP-588 mapping).
 PRODUCER_FENCED_SINCE = {
@@ -84,12 +86,12 @@ class TransactionApis:
         ]:
             dispatcher.register(key, handler)
 
-    def find_coordinator(self, context: RequestContext, request: Any) -> dict:
+    def find_coordinator(self, context: RequestContext, request: Struct) -> FindCoordinatorResponse:
         """FindCoordinator with key type 1: the leader of the id's __transaction_state
         partition."""
         return _find_coordinator_answer(*self.coordinator.find_coordinator(request.key or ""))
 
-    def add_partitions_to_txn(self, context: RequestContext, request: Any
+    def add_partitions_to_txn(self, context: RequestContext, request: Struct
                               ) -> dict | defer.Deferred:
         version = context.api_version
         wanted = [(t.name, index) for t in request.v3_and_below_topics for index in t.partitions]
@@ -115,7 +117,7 @@ class TransactionApis:
             request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch, wanted), answer)
 
-    def add_offsets_to_txn(self, context: RequestContext, request: Any
+    def add_offsets_to_txn(self, context: RequestContext, request: Struct
                            ) -> dict | defer.Deferred:
         refused = self._refused(context, request.transactional_id, request.group_id)
         if refused is not None:
@@ -124,7 +126,7 @@ class TransactionApis:
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.group_id), self._code_answer(ApiKey.ADD_OFFSETS_TO_TXN, context))
 
-    def end_txn(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def end_txn(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         refused = self._refused(context, request.transactional_id)
         if refused is not None:
             return self._code_answer(ApiKey.END_TXN, context)(refused)
@@ -132,7 +134,7 @@ class TransactionApis:
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.committed), self._code_answer(ApiKey.END_TXN, context))
 
-    def txn_offset_commit(self, context: RequestContext, request: Any
+    def txn_offset_commit(self, context: RequestContext, request: Struct
                           ) -> dict | defer.Deferred:
         version = context.api_version
 
@@ -154,7 +156,7 @@ class TransactionApis:
         return commit_readable_topics(self.authorizer, context, request,
                                       self._txn_offset_commit, answer)
 
-    def _txn_offset_commit(self, context: RequestContext, request: Any
+    def _txn_offset_commit(self, context: RequestContext, request: Struct
                            ) -> CommitResult | defer.Deferred:
         if context.api_version < 3:
             return self.groups.txn_offset_commit(request.group_id, request.producer_id,

@@ -29,6 +29,7 @@ from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.records import build_end_txn_marker
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -48,7 +49,7 @@ class WriteTxnMarkersHandler:
         # (producer id, __consumer_offsets partition, committed) once a marker is written there
         self.on_offsets_marker = on_offsets_marker
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
         if not self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
                                          ResourceType.CLUSTER, CLUSTER_NAME):
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

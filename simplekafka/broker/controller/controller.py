@@ -62,7 +62,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -122,6 +122,9 @@ from simplekafka.coordination.znodes import (
     ZnodeFormatError,
 )
 from simplekafka.protocol.topic_ids import new_topic_id, topic_id_text
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -1139,7 +1142,7 @@ class Controller:
         return self._requests().leader_and_isr(keys, only)
 
 
-def read_topic_config(zk: Any, topic: str) -> dict[str, str]:
+def read_topic_config(zk: KazooClient, topic: str) -> dict[str, str]:
     """A topic's overrides from ``/config/topics/<t>`` ({} when there are none)."""
     try:
         data, _stat = zk.get(ZkPaths.topic_config(topic))
@@ -1148,7 +1151,7 @@ def read_topic_config(zk: Any, topic: str) -> dict[str, str]:
     return dict(TopicConfig.from_json(data, topic).config)
 
 
-def read_topic_configs(zk: Any, topics: list[str]) -> dict[str, dict[str, str]]:
+def read_topic_configs(zk: KazooClient, topics: list[str]) -> dict[str, dict[str, str]]:
     """``read_topic_config`` for many topics, pipelined; an unreadable one counts as no
     overrides (broker defaults), with a warning."""
     sent = [(topic, zk.get_async(ZkPaths.topic_config(topic))) for topic in topics]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.collaborators import (
     Config,
@@ -147,7 +148,7 @@ class CoordinatorLog:
             log.info("created %s: %d partitions, replication factor %d", topic, partitions,
                      replication)
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if not failure.check(TopicError):
                 log.warning("creating %s failed: %s", topic, failure.getErrorMessage())
 

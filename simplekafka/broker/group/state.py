@@ -168,7 +168,7 @@ class Group:
                 prefix, _ = _SUBSCRIPTION_PREFIX.read(member.metadata_for(self.protocol), 0)
             except Exception:  # any malformed metadata: unknown, as in Kafka
                 return None
-            topics.update(prefix.topics or ())  # type: ignore[attr-defined]  # a built struct
+            topics.update(prefix.topics or ())
         return topics
 
     def summary(self) -> str:

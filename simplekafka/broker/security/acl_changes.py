@@ -12,7 +12,7 @@ update.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simplekafka.broker.security.authorizer import AclAuthorizer
 from simplekafka.coordination.acls import (
@@ -24,11 +24,14 @@ from simplekafka.coordination.acls import (
 from simplekafka.coordination.notifications import NotificationListener
 from simplekafka.coordination.znodes import ZkPaths
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 class AclChangeFollower:
     """Loads the ACLs into ``authorizer`` and applies every later change."""
 
-    def __init__(self, zk: Any, authorizer: AclAuthorizer, call_soon: Callable[..., Any]):
+    def __init__(self, zk: KazooClient, authorizer: AclAuthorizer, call_soon: Callable[..., Any]):
         self.zk = zk
         self.authorizer = authorizer
         self.call_soon = call_soon

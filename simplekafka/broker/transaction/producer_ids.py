@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
@@ -20,12 +20,15 @@ from twisted.internet import defer
 from simplekafka.broker.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.protocol.errors import ErrorCode, error_for
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 
 
-def reserve_block(zk: Any, broker_id: int, size: int) -> tuple[int, int]:
+def reserve_block(zk: KazooClient, broker_id: int, size: int) -> tuple[int, int]:
     """Reserve the next ``size`` producer ids in ZooKeeper; returns (first, last) inclusive."""
     while True:
         try:

@@ -74,7 +74,7 @@ def check_header_and_api_versions(learner: ModuleType, _workdir: Path) -> None:
         raise failure
 
 
-BATCHES = [
+BATCHES: list[tuple[list[tuple[bytes | None, bytes | None]], int, int]] = [
     ([(b"k", b"hello")], 0, 1_700_000_000_000),
     ([(b"k", b"hi")], 7, 1_700_000_000_001),  # batchLength 59: a length's low bits vary
     ([(None, b"v1"), (b"key-2", None), (b"", b"x" * 200)], 41, 1_700_000_123_456),

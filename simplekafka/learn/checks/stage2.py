@@ -295,7 +295,7 @@ def _znode(steps: Steps, admin: KazooClient, path: str) -> tuple[bytes, Any]:
         raise steps.fail(f"{path} does not exist", Text("the znode"), Text("no znode")) from None
 
 
-def _check_registered(steps: Steps, learner: ModuleType, admin: KazooClient, zk: Any,
+def _check_registered(steps: Steps, learner: ModuleType, admin: KazooClient, zk: KazooClient,
                       session: str, broker_id: int, host: str, port: int,
                       rack: str | None) -> int:
     """register_broker on a free id: an ephemeral znode of ours, Kafka's payload, czxid back."""
@@ -419,7 +419,7 @@ def _check_reads(steps: Steps, learner: ModuleType, admin: KazooClient) -> None:
               controller)
 
 
-def _check_won(steps: Steps, learner: ModuleType, admin: KazooClient, zk: Any, session: str,
+def _check_won(steps: Steps, learner: ModuleType, admin: KazooClient, zk: KazooClient, session: str,
                broker_id: int, epoch: int, version: int) -> None:
     before = _now_ms()
     outcome = _run(steps, f"elect_controller(session {session}, {broker_id}): /controller is "
@@ -540,7 +540,7 @@ def check_fencing(learner: ModuleType, workdir: Path) -> None:
     topic = "orders"
     path = ZkPaths.partition_state(topic, 0)
 
-    def write(what: str, zk: Any, epoch_version: int, partition: int, state: PartitionState,
+    def write(what: str, zk: KazooClient, epoch_version: int, partition: int, state: PartitionState,
               version: int) -> Outcome:
         return _run(steps, f"update_partition_state({what}, controller_epoch_version="
                     f"{epoch_version}, {topic!r}, {partition}, leader {state.leader} leader "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import Steps
@@ -237,8 +239,16 @@ def check_recovery(learner: ModuleType, workdir: Path) -> None:
     check_recovery_boundaries(learner, workdir)
 
 
+class LearnerSegment(Protocol):
+    """What the checks call on the learner's segment (their class, found at run time)."""
+
+    def append(self, batch: bytes) -> object: ...
+
+    def index_entries(self) -> Iterable[Iterable[int]]: ...
+
+
 def _recover(learner: ModuleType, directory: Path, interval: int, contents: bytes,
-             steps: Steps, what: str) -> tuple[object, int]:
+             steps: Steps, what: str) -> tuple[LearnerSegment, int]:
     """Write ``contents`` as the .log, reopen the segment, recover(); (segment, its answer)."""
     for stale in directory.iterdir():
         stale.unlink()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -38,6 +39,11 @@ from simplekafka.protocol.records import build_batch, parse_batches
 HOST = "127.0.0.1"
 START_TIMEOUT = 60.0
 CLIENT_TIMEOUT = 90.0
+
+
+def _reference_api_versions(version: int, request: Any) -> dict:
+    """The reference broker's ApiVersions body (its handler reads no broker state)."""
+    return reference.Broker.api_versions(None, version, request)  # type: ignore[arg-type]
 
 
 def _request(api_key: ApiKey, version: int, body: dict) -> Any:
@@ -189,7 +195,7 @@ def _feed_pieces(learner: ModuleType, steps: Steps, pieces: list[bytes],
 def _expect_frames(learner: ModuleType, steps: Steps, payloads: list[bytes],
                    splittings: Iterator[list[int]]) -> None:
     stream = b"".join(encode_frame(p) for p in payloads)
-    ends = []
+    ends: list[int] = []
     for payload in payloads:
         ends.append((ends[-1] if ends else 0) + 4 + len(payload))
     for cuts in splittings:
@@ -276,7 +282,7 @@ class FakeBroker:
 
     def api_versions(self, version: int, request: Any) -> dict:
         self.calls.append(f"api_versions({version})")
-        return reference.Broker.api_versions(None, version, request)
+        return _reference_api_versions(version, request)
 
     def metadata(self, version: int, request: Any) -> dict:
         names = None if request.topics is None else [t.name for t in request.topics]
@@ -383,7 +389,7 @@ def _expected_response(req: Req, broker: FakeBroker) -> bytes | None:
     """The response payload SimpleKafka's rules give ``req`` (None: none, or a close)."""
     if req.answer == "probe":
         return encode_response(ApiKey.API_VERSIONS, 0, req.correlation_id, {
-            "error_code": 35, "api_keys": reference.Broker.api_versions(None, 0, None)[
+            "error_code": 35, "api_keys": _reference_api_versions(0, None)[
                 "api_keys"]})
     if req.answer == "close":
         return None
@@ -442,8 +448,8 @@ class Scenario:
             version = 0 if req.answer == "probe" else req.version
             failure = byte_diff(
                 f"{how}: the response to {req.what}", expected, got[n],
-                lambda data, k=req.api_key, v=version: dissect_frame(
-                    data, prefix=False, response=True, api_key=k, api_version=v))
+                partial(dissect_frame, prefix=False, response=True, api_key=req.api_key,
+                        api_version=version))
             if failure:
                 raise failure
         if len(got) > len(wanted):
@@ -479,7 +485,7 @@ def check_request_loop(learner: ModuleType, workdir: Path) -> None:
     probe = _answered_stream()[0]
     closing = _closing_requests()[2]
     after = _req("ApiVersions v0", ApiKey.API_VERSIONS, 0, 22, {})
-    with served(Path(learner.__file__).parent, workdir, steps) as port:
+    with served(Path(learner.__file__ or ".").parent, workdir, steps) as port:
         with socket.create_connection((HOST, port), 10) as connection:
             connection.settimeout(30)
             connection.sendall(b"".join(encode_frame(r.payload) for r in (probe, closing, after)))
@@ -505,17 +511,17 @@ def check_api_versions(learner: ModuleType, workdir: Path) -> None:
             body = _call(steps, f"api_versions({version}, request)", broker.api_versions,
                          version, _request(ApiKey.API_VERSIONS, version, {}))
             expected = encode_response(ApiKey.API_VERSIONS, version, 7,
-                                       reference.Broker.api_versions(None, version, None))
+                                       _reference_api_versions(version, None))
             got = encode_response(ApiKey.API_VERSIONS, version, 7, body)
             failure = byte_diff(
                 f"the ApiVersions v{version} answer", expected, got,
-                lambda data, v=version: dissect_frame(data, prefix=False, response=True,
-                                                      api_key=18, api_version=v))
+                partial(dissect_frame, prefix=False, response=True, api_key=18,
+                        api_version=version))
             if failure:
                 raise failure
     finally:
         broker.close()
-    with served(Path(learner.__file__).parent, workdir, steps) as port:
+    with served(Path(learner.__file__ or ".").parent, workdir, steps) as port:
         request = encode_frame(encode_request(ApiKey.API_VERSIONS, 0, 99, "learn-check", {}))
         with socket.create_connection((HOST, port), 10) as connection:
             connection.settimeout(30)
@@ -528,7 +534,7 @@ def check_api_versions(learner: ModuleType, workdir: Path) -> None:
                 answer += chunk
         steps.step(f"ApiVersions v0 over TCP -> {len(answer)} bytes")
         expected = encode_frame(encode_response(
-            ApiKey.API_VERSIONS, 0, 99, reference.Broker.api_versions(None, 0, None)))
+            ApiKey.API_VERSIONS, 0, 99, _reference_api_versions(0, None)))
         steps.expect("the framed ApiVersions answer over TCP", expected.hex(" "),
                      answer.hex(" "))
 
@@ -563,7 +569,7 @@ def check_metadata(learner: ModuleType, workdir: Path) -> None:
                           "topics": topics, "allow_auto_topic_creation": True}))
     finally:
         both.close()
-    with served(Path(learner.__file__).parent, workdir, steps) as port:
+    with served(Path(learner.__file__ or ".").parent, workdir, steps) as port:
         out = _run(steps, ["kcat", "-L", "-b", f"{HOST}:{port}", "-t", "orders", "-m", "30"],
                    "kcat -L")
         steps.step("kcat said:\n" + out)
@@ -685,7 +691,7 @@ def check_produce(learner: ModuleType, workdir: Path) -> None:
                         _raw_log(both.data_dir / "orders-0"), dissect_records)
     if failure:
         raise failure
-    with served(Path(learner.__file__).parent, workdir, steps) as port:
+    with served(Path(learner.__file__ or ".").parent, workdir, steps) as port:
         _run(steps, ["kcat", "-P", "-b", f"{HOST}:{port}", "-t", "events", "-p", "0",
                      "-m", "30"], "kcat produces three messages", stdin="one\ntwo\nthree\n")
     steps.expect("events-0 on disk after kcat -P",
@@ -742,7 +748,7 @@ def check_fetch(learner: ModuleType, workdir: Path) -> None:
                                    "partition_max_bytes": max_bytes}]}]}))
     finally:
         both.close()
-    with served(Path(learner.__file__).parent, workdir, steps) as port:
+    with served(Path(learner.__file__ or ".").parent, workdir, steps) as port:
         bootstrap = f"{HOST}:{port}"
         _run(steps, ["kcat", "-P", "-b", bootstrap, "-t", "events", "-p", "0", "-m", "30"],
              "kcat produces three messages", stdin="one\ntwo\nthree\n")
@@ -762,9 +768,13 @@ def _confluent_round_trip(steps: Steps, bootstrap: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                          "enable.idempotence": False, "api.version.request.timeout.ms": 30000})
     failures: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err:
+            failures.append(str(err))
+
     for key, value in sent:
-        producer.produce("round-trip", value=value, key=key, partition=0,
-                         on_delivery=lambda err, _msg: err and failures.append(str(err)))
+        producer.produce("round-trip", value=value, key=key, partition=0, on_delivery=delivered)
     left = producer.flush(CLIENT_TIMEOUT)
     steps.step(f"confluent-kafka Producer sends {len(sent)} records; "
                f"{left} undelivered, errors {failures}")

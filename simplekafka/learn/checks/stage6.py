@@ -311,12 +311,13 @@ def _one_step(steps: Steps, reference: Any, mine: Any, number: int, op: tuple) -
         with reference.condition:
             ready, _wait = reference.ready_partitions(now)
             drained = [reference.pop(tp) for tp in ready]
-        expected = [_batch_view(b) for b in drained]
-        got = [_batch_view(b) for b in mine.drain(now)]
-        steps.step(f"{call} -> {len(got)} batch(es)")
-        if expected != got:
+        expected_batches = [_batch_view(b) for b in drained]
+        got_batches = [_batch_view(b) for b in mine.drain(now)]
+        steps.step(f"{call} -> {len(got_batches)} batch(es)")
+        if expected_batches != got_batches:
             raise Mismatch(f"{call}: the batches taken "
-                                   "(partition, created, records, size)", expected, got)
+                                   "(partition, created, records, size)", expected_batches,
+                           got_batches)
 
 
 def check_accumulator(learner: ModuleType, _workdir: Path) -> None:
@@ -614,7 +615,7 @@ class GroupUnderTest:
                 raise self.steps.fail(error.summary, error.expected, error.got)
             if isinstance(error, (NotImplementedError, ExerciseFailed)):
                 raise error
-            frames = [f for f in traceback.extract_tb(error.__traceback__)
+            frames = [f for f in traceback.extract_tb(error.__traceback__ if error else None)
                       if f.filename == getattr(self.learner, "__file__", None)]
             failure = self.steps.fail(f"{tracked.name}'s member raised {type(error).__name__}: "
                                       f"{error}", "no exception",

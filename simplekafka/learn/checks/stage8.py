@@ -331,7 +331,8 @@ def _log_layout(client: Any, topic: str, end: int) -> list[str]:
     from simplekafka.protocol.records import parse_batches
     from simplekafka.spark.fetching import fetch_body
 
-    lines, position = [], 0
+    lines: list[str] = []
+    position = 0
     while position < end:
         answer = wait_for(client.send(client.leader_for(topic, 0), ApiKey.FETCH, fetch_body(
             TopicPartition(topic, 0), position, 100, 1 << 22, 1 << 22)), 30)
@@ -513,7 +514,7 @@ def _expected_batches(servers: str, topic: str, start: Offsets | None, options: 
         if start is None:
             start = view.resolve(parsed.starting, tps)
         latest = view.offsets(tps, LATEST_TIMESTAMP)
-        batches = []
+        batches: list[tuple[Offsets, Offsets, list[tuple]]] = []
         while True:
             new = [TopicPartition(t, p) for (t, p) in latest if (t, p) not in start]
             earliest = view.offsets(new, EARLIEST_TIMESTAMP)

@@ -120,6 +120,7 @@ class _Writer:
                            marker_commit=commit), high_watermark)
 
     def _append(self, event: Event, high_watermark: int | None) -> None:
+        assert event.batch is not None  # only a batch's event is appended
         event.header = read_header(event.batch)
         completed = _apply(self.table, event, self.high_watermark)
         if completed is not None and completed.aborted:  # as Partition._end_transaction

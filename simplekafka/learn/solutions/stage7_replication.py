@@ -250,6 +250,7 @@ class Follower:
         if latest < 0:
             self.truncated = True
             return
+        assert self.leader is not None, "follow() names the leader before any step"
         error, leader_epoch, end_offset = self.leader.offsets_for_leader_epoch(latest)
         if error != ErrorCode.NONE:
             return
@@ -272,6 +273,7 @@ class Follower:
           next step truncates by epoch again (``self.truncated = False``).
         * Any other error changes nothing (the next step fetches again).
         """
+        assert self.leader is not None, "follow() names the leader before any step"
         answer = self.leader.fetch(self.log.log_end_offset)
         if answer.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             self.truncated = False

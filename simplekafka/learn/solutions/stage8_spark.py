@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pyspark.sql.datasource import DataSource
+from pyspark.sql.datasource import DataSource, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
@@ -240,7 +240,7 @@ def read_range(client: KafkaClient, topic: str, partition: int, start: int,
                     if batch.timestamp_type == 1:
                         stamp, kind = batch.header.max_timestamp, 1
                     else:
-                        stamp, kind = record.timestamp, 0
+                        stamp, kind = record.timestamp or 0, 0  # parsed: always set
                     yield (record.key, record.value, topic, partition, record.offset,
                            EPOCH + timedelta(milliseconds=stamp), kind)
             position = batch.next_offset
@@ -263,6 +263,8 @@ class StreamReader(KafkaStreamReader):
     partitions included; fixed at the start of an availableNow run),
     ``commit`` and ``stop``.
     """
+
+    _view: ClusterView | None = None  # yours (the base class's holds its own kind)
 
     @property
     def view(self) -> ClusterView:
@@ -303,12 +305,13 @@ class StreamReader(KafkaStreamReader):
         return [KafkaInputPartition(r.topic, r.partition, r.start, r.end)
                 for r in plan_ranges(begin, until, self.options.min_partitions)]
 
-    def read(self, partition: KafkaInputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
         """One task (run in a Spark Python worker): the partition's range as rows.
 
         ``shared_client(self.options)`` is the worker's client; ``read_range``
         is yours.
         """
+        assert isinstance(partition, KafkaInputPartition)  # planned by partitions() above
         client = shared_client(self.options)
         return read_range(client, partition.topic, partition.partition, partition.start,
                           partition.end)
