@@ -368,7 +368,7 @@ class TopicAssignment:
                 topic_id = topic_id_from_text(document["topic_id"])
             except ValueError as exc:
                 raise ZnodeFormatError(f"{what}: topic_id: {exc}") from None
-        partitions, adding, removing = (maps + [{}, {}])[:3]
+        partitions, adding, removing = [*maps, {}, {}][:3]
         return TopicAssignment(partitions, adding, removing, topic_id=topic_id)
 
 
