@@ -40,6 +40,11 @@ CASES = [  # (label, records per batch, requests, bytes per read or 0 for whole 
 ]
 
 
+
+def _without_offline(state: dict) -> dict:
+    """LeaderAndIsr v2's partition state: UpdateMetadata's without ``offline_replicas``."""
+    return {k: v for k, v in state.items() if k != "offline_replicas"}
+
 def leading_broker(data_dir: str, metrics: bool = False) -> KafkaBroker:
     """A broker that leads topic ``t`` (this script plays the controller); ``metrics``:
     with its metrics hooks in, as a LocalCluster broker runs (nothing listens)."""
@@ -59,7 +64,9 @@ def leading_broker(data_dir: str, metrics: bool = False) -> KafkaBroker:
                 {"broker_id": 1, "host_name": "127.0.0.1", "port": 9092}]})]:
         broker.dispatcher(encode_request(key, version, 0, "bench", {
             "controller_id": 1, "controller_epoch": 1,
-            "topic_states": [{"topic_name": "t", "partition_states": [state]}], **body}))
+            "topic_states": [{"topic_name": "t", "partition_states": [
+                state if key == ApiKey.UPDATE_METADATA else _without_offline(state)]}],
+            **body}))
     return broker
 
 

@@ -46,6 +46,11 @@ LEADER, FOLLOWERS = 1, (2, 3)
 READ_SIZES = (1, 5, 30)  # produce requests per read
 
 
+
+def _without_offline(state: dict) -> dict:
+    """LeaderAndIsr v2's partition state: UpdateMetadata's without ``offline_replicas``."""
+    return {k: v for k, v in state.items() if k != "offline_replicas"}
+
 def leading_broker(data_dir: str) -> KafkaBroker:
     """Broker 1 leading ``t`` with replicas and ISR 1, 2, 3 (this script plays the controller)."""
     broker = KafkaBroker(BrokerConfig.from_properties({
@@ -64,7 +69,9 @@ def leading_broker(data_dir: str) -> KafkaBroker:
                 {"broker_id": LEADER, "host_name": "127.0.0.1", "port": 9092}]})]:
         broker.dispatcher(encode_request(key, version, 0, "bench", {
             "controller_id": LEADER, "controller_epoch": 1,
-            "topic_states": [{"topic_name": "t", "partition_states": [state]}], **body}))
+            "topic_states": [{"topic_name": "t", "partition_states": [
+                state if key == ApiKey.UPDATE_METADATA else _without_offline(state)]}],
+            **body}))
     return broker
 
 

@@ -38,6 +38,7 @@ from simplekafka.coordination.reassignment import (
 from simplekafka.coordination.topics import read_topic_assignment
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
+from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.fields import Struct
 
@@ -48,14 +49,21 @@ WRITE_ATTEMPTS = 10
 Key = tuple[str, int]
 
 
-def _refused() -> dict:
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "error_message": None, "responses": [], "topics": []}
+def _refused(api_key: ApiKey) -> dict:
+    return _whole_request_error(api_key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
 
 
-def _no_zookeeper() -> dict:
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
-            "error_message": "not connected to ZooKeeper yet", "responses": [], "topics": []}
+def _no_zookeeper(api_key: ApiKey) -> dict:
+    return _whole_request_error(api_key, ErrorCode.NOT_CONTROLLER,
+                                "not connected to ZooKeeper yet")
+
+
+def _whole_request_error(api_key: ApiKey, code: ErrorCode, message: str | None) -> dict:
+    """An answer refusing the whole request, in the layout of its API (Alter answers
+    ``responses``, List answers ``topics``)."""
+    per_topic = "responses" if api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS else "topics"
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+            per_topic: []}
 
 
 class _ClusterRequestHandler:
@@ -70,10 +78,10 @@ class _ClusterRequestHandler:
     def _zookeeper_for(self, context: Any, operation: AclOperation) -> tuple[Any, dict | None]:
         """(the ZooKeeper client, None), or (None, the error answer) when refused or absent."""
         if not self.authorizer.authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME):
-            return None, _refused()
+            return None, _refused(context.api_key)
         zk = self.zookeeper()
         if zk is None:
-            return None, _no_zookeeper()
+            return None, _no_zookeeper(context.api_key)
         return zk, None
 
 
