@@ -80,6 +80,9 @@ def main() -> None:
                        .option("topic", args.exactly_once).option("exactlyOnce", "true")
                        .option("checkpointLocation", f"{args.checkpoint}-sink")
                        .trigger(availableNow=True).start())
+    while any(query.isActive for query in queries):
+        spark.streams.awaitAnyTermination()  # raises the first query's failure
+        spark.streams.resetTerminated()
     for query in queries:
         query.awaitTermination()
     print("done", flush=True)
