@@ -70,11 +70,7 @@ def start_restart_job(cluster, topic: str, checkpoint, out, stall: int = -1,
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    # A Python worker has 15 s (Spark's default) to connect back to the JVM that started
-    # it; on a loaded two-core machine importing pyspark took longer, and the query died.
-    env = {**os.environ, "PYTHONPATH": str(root), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_SUBMIT_ARGS": "--conf spark.python.authenticate.socketTimeout=180s "
-                                  "pyspark-shell"}
+    env = {**os.environ, "PYTHONPATH": str(root), "SPARK_LOCAL_IP": "127.0.0.1"}
     command = [sys.executable, "-m", "stages.stage8_spark.restart_job",
                cluster.bootstrap_servers, topic, str(checkpoint), str(out)]
     if stall >= 0:
