@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from simplekafka.cli import main
+from tests.test_bench_latency_clients import rows as lead_table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,6 +52,23 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     c_rows = [name for name in latency if name.startswith("C client")]
     assert c_rows[0] == "C client, pacing thread at SCHED_IDLE p50", c_rows[:3]
     assert "| SimpleKafka, 3 brokers RF 3, acks=all |" in result.stdout
+    # The lead table (Python clients against Redis): printed before the figures' table,
+    # each system's numbers parse, with the ratios, the load average and sleeping pacers.
+    printed = result.stdout
+    assert printed.index("Python clients, two processes") < printed.index(
+        "simplekafka bench (tiny)")
+    for system, (p50, p99, p999, top, ratio) in lead_table_rows(printed).items():
+        assert 0 < p50 <= p99 <= p999 <= top and ratio > 0, system
+    assert re.search(r"RF 3 acks=all / 1 broker at p99: [\d.]+", printed)
+    assert re.search(r"load average [\d.]+ at the start, [\d.]+ at the end", printed)
+    assert "pacing by sleeping" in printed and f"{os.cpu_count()} cores" in printed
+    for ratio in ("1 broker / Redis p99", "RF 3 / Redis p99", "RF 3 / 1 broker p99"):
+        assert f"Python clients, two processes: {ratio}" in latency
+    # Sleeping pacers: no producer process near a whole core (a spinning one is at 100 %).
+    shares = [f["value"] for f in run["figures"] if f["scenario"] == "latency"
+              and f["name"].endswith("producer process CPU")]
+    assert len(shares) == 3 and all(share < 90 for share in shares), shares
+    assert (out / "latency_clients.md").read_text().strip() in printed
     # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]
     assert "C client, 1 broker, acks=1 p99" in names

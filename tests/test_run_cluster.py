@@ -19,31 +19,14 @@ pytestmark = pytest.mark.integration  # starts real processes
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.timeout(900)  # a minute of failover and a minute of Spark, on a loaded machine
-def test_run_cluster_runs_the_failover_demo_to_the_end(tmp_path):
-    env = {**os.environ, "SIMPLEKAFKA_DEMO_DIR": str(tmp_path)}
-    result = subprocess.run([str(ROOT / "run_cluster.sh")], cwd=ROOT, env=env,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                            timeout=800)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-4000:]
-    assert "new leader of partition 0: broker" in output
-    assert "nothing acknowledged was lost" in output
-    assert "is back in every ISR" in output
-    # The last step: the Spark consumer counts the topic per window, every record once.
-    assert "the Spark consumer: 'payments' records per partition and 1 second window" in output
-    assert "second (UTC)" in output
-    assert "Spark counted every record once" in output
-    assert "stopping the brokers and ZooKeeper" in output
-    # It stopped what it started: no broker of this run is left.
-    leftovers = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
-    assert leftovers.stdout.strip() == ""
-
-
 @pytest.mark.timeout(1200)
-def test_spark_step_on_a_standalone_cluster_counts_every_record_once(tmp_path):
+def test_run_cluster_runs_the_failover_demo_to_the_end_with_spark_on_a_standalone_cluster(
+        tmp_path):
     """``./run_cluster.sh --spark-master URL`` against ``simplekafka spark up --workers 2``:
-    the Spark step's executors run on both workers, and it counts every record once."""
+    the failover demo to the end, then the Spark step, whose executors run on both
+    workers, counts every record once. One run for both: the demo without
+    ``--spark-master`` differs only in the master its Spark step gets (local[2],
+    test_no_spark_ends_after_the_failover), and each run costs minutes of the suite."""
     import json
 
     spark_dir = tmp_path / "spark"
@@ -61,9 +44,16 @@ def test_spark_step_on_a_standalone_cluster_counts_every_record_once(tmp_path):
                                 timeout=900)
         output = result.stdout + result.stderr
         assert result.returncode == 0, output[-4000:]
+        assert "new leader of partition 0: broker" in output
         assert "nothing acknowledged was lost" in output
+        assert "is back in every ISR" in output
+        # The last step: the Spark consumer counts the topic per window, every record once.
+        assert "the Spark consumer: 'payments' records per partition and 1 second window" \
+            in output
         assert f"(PySpark {state['master_url']}, format 'simplekafka'" in output
+        assert "second (UTC)" in output
         assert "Spark counted every record once" in output
+        assert "stopping the brokers and ZooKeeper" in output
         # The application's executors ran on both workers (each keeps a directory per app).
         for worker in state["workers"]:
             assert list(Path(worker["work_dir"]).glob("app-*/*/stderr")), worker
@@ -158,5 +148,8 @@ def test_no_spark_ends_after_the_failover(monkeypatch):
     monkeypatch.setattr(cluster_demo, "run_demo",
                         lambda *args, **kwargs: asked.append(kwargs["after_failover"]) or 0)
     assert spark_demo.main(["--no-spark"]) == 0
-    assert spark_demo.main([]) == 0
-    assert asked == [None, spark_demo.spark_consumer]
+    assert spark_demo.main([]) == 0  # the Spark step on local[2]
+    assert spark_demo.main(["--spark-master", "spark://127.0.0.1:7077"]) == 0
+    assert asked[:2] == [None, spark_demo.spark_consumer]
+    assert asked[2].func is spark_demo.spark_consumer
+    assert asked[2].keywords == {"master": "spark://127.0.0.1:7077"}

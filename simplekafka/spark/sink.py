@@ -291,9 +291,14 @@ def committed_batches(producer: Producer, group_id: str, tp: TopicPartition) -> 
     from simplekafka.client.group_protocol import find_coordinator
 
     client = producer.client
-    coordinator = find_coordinator(client, group_id, client.request_timeout_ms)
-    offsets = fetch_offsets(client, coordinator, group_id, [tp], client.request_timeout_ms)
-    return max(offsets.get(tp, 0), 0)
+
+    def attempt(deadline) -> int:  # a coordinator still loading its partition answers
+        remaining = max(1, int(deadline.remaining() * 1000))  # a retriable error
+        coordinator = find_coordinator(client, group_id, remaining)
+        offsets = fetch_offsets(client, coordinator, group_id, [tp], remaining)
+        return max(offsets.get(tp, 0), 0)
+
+    return client.call_with_retries(attempt, client.request_timeout_ms)
 
 
 def commit_exactly_once(options: SinkOptions, messages: list, batch_id: int) -> None:

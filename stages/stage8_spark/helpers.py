@@ -58,11 +58,12 @@ def wait_until(condition, what: str, timeout: float = 120.0, every: float = 0.5)
 
 
 def start_restart_job(cluster, topic: str, checkpoint, out, stall: int = -1,
-                      exactly_once: str | None = None, master: str | None = None,
-                      event_log=None):
+                      exactly_once: str | None = None, sink_stall: int = -1,
+                      master: str | None = None, event_log=None):
     """``restart_job.py`` as its own driver process (a session leader: killpg kills its JVM
-    and Python workers too); its output on ``stdout``. ``master``: on that Spark cluster
-    (its executors are the workers' processes, not the driver's)."""
+    and Python workers too); its output on ``stdout``. ``exactly_once``: a second query
+    into that topic, exactly once (``sink_stall``: the batch it stops in). ``master``: on
+    that Spark cluster (its executors are the workers' processes, not the driver's)."""
     import os
     import subprocess
     import sys
@@ -76,6 +77,8 @@ def start_restart_job(cluster, topic: str, checkpoint, out, stall: int = -1,
         command += ["--stall-batch", str(stall)]
     if exactly_once:
         command += ["--exactly-once", exactly_once]
+    if sink_stall >= 0:
+        command += ["--sink-stall-batch", str(sink_stall)]
     if master:
         command += ["--master", master]
     if event_log is not None:

@@ -7,10 +7,14 @@ values to ``OUT/batch-<id>.txt``, replacing the file when a batch is replayed
 (an idempotent sink keyed by batch id). With ``--stall-batch N`` it stops in
 the middle of batch N (after touching ``OUT/stalled``) until it is killed.
 
-With ``--exactly-once SINK`` the values go to the topic SINK through the
-simplekafka sink in exactly-once mode instead (each micro-batch one
-transaction); ``--stall-batch N`` then stops with batch N's transaction open
-(the sink's SIMPLEKAFKA_SPARK_SINK_STALL hook).
+With ``--exactly-once SINK`` a second query runs beside it in the same driver:
+it reads TOPIC too and writes the values to the topic SINK through the
+simplekafka sink in exactly-once mode (each micro-batch one transaction;
+checkpoint ``CHECKPOINT-sink``); ``--sink-stall-batch M`` stops it with batch
+M's transaction open (the sink's SIMPLEKAFKA_SPARK_SINK_STALL hook, touching
+``OUT/stalled-sink``). One driver, SIGKILLed once, then serves both restart
+scenarios: a driver start (and, on a cluster, its executors) costs minutes on
+a loaded machine.
 
 ``--master URL`` runs the executors on that Spark cluster rather than
 ``local[2]``; ``--event-log DIR`` keeps Spark's event log there (which
@@ -33,11 +37,13 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--stall-batch", type=int, default=-1)
     parser.add_argument("--exactly-once", metavar="SINK")
+    parser.add_argument("--sink-stall-batch", type=int, default=-1)
     parser.add_argument("--master", default=None)
     parser.add_argument("--event-log", default=None)
     args = parser.parse_args()
-    if args.exactly_once and args.stall_batch >= 0:
-        os.environ["SIMPLEKAFKA_SPARK_SINK_STALL"] = f"{args.stall_batch}:{args.out / 'stalled'}"
+    if args.exactly_once and args.sink_stall_batch >= 0:
+        os.environ["SIMPLEKAFKA_SPARK_SINK_STALL"] = (f"{args.sink_stall_batch}:"
+                                                      f"{args.out / 'stalled-sink'}")
     from simplekafka.spark.session import local_spark
 
     spark = local_spark("simplekafka-restart-job", master=args.master, event_log=args.event_log)
@@ -58,16 +64,27 @@ def main() -> None:
               .option("startingOffsets", "earliest")
               .option("maxOffsetsPerTrigger", "100")
               .load())
+    queries = [stream.writeStream.foreachBatch(write_batch)
+               .option("checkpointLocation", args.checkpoint)
+               .trigger(availableNow=True).start()]
     if args.exactly_once:
-        writer = (stream.select("value").writeStream.format("simplekafka")
-                  .option("kafka.bootstrap.servers", args.servers)
-                  .option("topic", args.exactly_once).option("exactlyOnce", "true"))
-    else:
-        writer = stream.writeStream.foreachBatch(write_batch)
-    query = (writer.option("checkpointLocation", args.checkpoint)
-             .trigger(availableNow=True)
-             .start())
-    query.awaitTermination()
+        # Spark gives a query's Python source runner 10 s to connect back to the JVM: two
+        # starting at once on a loaded machine missed that, so the second starts once the
+        # first has planned a batch.
+        deadline = time.monotonic() + 600
+        while queries[0].lastProgress is None and queries[0].isActive \
+                and not (args.out / "stalled").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        queries.append(stream.select("value").writeStream.format("simplekafka")
+                       .option("kafka.bootstrap.servers", args.servers)
+                       .option("topic", args.exactly_once).option("exactlyOnce", "true")
+                       .option("checkpointLocation", f"{args.checkpoint}-sink")
+                       .trigger(availableNow=True).start())
+    while any(query.isActive for query in queries):
+        spark.streams.awaitAnyTermination()  # raises the first query's failure
+        spark.streams.resetTerminated()
+    for query in queries:
+        query.awaitTermination()
     print("done", flush=True)
     spark.stop()
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import signal
-
 import pytest
 
-from stages.stage8_spark.helpers import new_topic, produce, start_restart_job, wait_until
+from stages.stage8_spark.helpers import new_topic, produce, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +90,6 @@ def _values(spark, cluster, topic) -> list[bytes]:
 @pytest.mark.parametrize("dedup", ["true", "false"])
 def test_replayed_sink_batch(spark, spark_cluster, tmp_path, dedup):
     """Spark replays a batch whose commit is missing: with dedup nothing is written twice."""
-    from stages.stage8_spark.helpers import produce
 
     source = new_topic(spark_cluster)
     sink = new_topic(spark_cluster)
@@ -162,37 +158,5 @@ def read_committed(cluster, topic: str, partitions: int = 3) -> list[tuple[bytes
     return got
 
 
-def exactly_once_sink_driver_sigkilled(cluster, tmp_path, patience: float = 240,
-                                       **driver) -> None:
-    """Each micro-batch is one transaction: the driver is SIGKILLed with batch 1's records
-    written but not committed; restarted from the checkpoint, it replays batch 1, whose
-    open transaction the new driver aborted, and read_committed readers see every record
-    once. ``driver``: ``master``/``event_log`` for ``start_restart_job``."""
-    source, sink = new_topic(cluster), new_topic(cluster)
-    produced = produce(cluster, source, 300)
-    out, checkpoint = tmp_path / "out", tmp_path / "cp"
-    job = start_restart_job(cluster, source, checkpoint, out, stall=1, exactly_once=sink,
-                            **driver)
-    try:
-        wait_until(lambda: (out / "stalled").exists() or job.poll() is not None,
-                   "the job to stall in batch 1's transaction", timeout=patience)
-        assert job.poll() is None, job.stdout.read()
-        os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-        job.wait(30)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    assert (checkpoint / "offsets" / "1").exists() and not (checkpoint / "commits" / "1").exists()
-    job = start_restart_job(cluster, source, checkpoint, out, exactly_once=sink, **driver)
-    try:
-        output, _ = job.communicate(timeout=patience + 60)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    assert job.returncode == 0, output[-3000:]
-    assert sorted(read_committed(cluster, sink)) == sorted(produced)
-
-
-@pytest.mark.timeout(900)  # two Spark drivers, one after the other, on a loaded machine
-def test_exactly_once_sink_driver_sigkilled_inside_a_transaction(spark_cluster, tmp_path):
-    exactly_once_sink_driver_sigkilled(spark_cluster, tmp_path)
+# The exactly-once sink through a driver SIGKILLed inside a transaction runs beside the
+# source's restart, in one driver: test_source_restart.py's driver_sigkilled_mid_batch.

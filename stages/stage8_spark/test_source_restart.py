@@ -53,18 +53,38 @@ def _read_batches(out: Path) -> list[str]:
 
 def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
                                **driver) -> None:
-    """The driver (its own process) is SIGKILLed in batch 2 and started again from the
-    checkpoint: every record is read once. ``driver``: ``master``/``event_log`` for
-    ``start_restart_job`` (test_standalone.py runs it on a Spark cluster); ``patience``:
-    seconds a driver may take to start and reach the batch."""
-    topic = new_topic(cluster)
+    """The driver (its own process) is SIGKILLed mid-batch and started again from the
+    checkpoints: every record is read once. It runs two queries over one topic, so one
+    driver (and one kill) serves both restart scenarios:
+
+    * into files, one per batch id, SIGKILLed in batch 2: the restarted driver replays
+      batch 2, and every record is in the files once;
+    * into a topic through the exactly-once sink, each micro-batch one transaction,
+      SIGKILLed with batch 1's records written but not committed: the restarted driver
+      aborts that open transaction (its ``init_transactions`` fences the old one) and
+      replays batch 1; read_committed readers see every record once.
+
+    ``driver``: ``master``/``event_log`` for ``start_restart_job`` (test_standalone.py runs
+    it on a Spark cluster); ``patience``: seconds a driver may take to start and reach the
+    batches."""
+    from stages.stage8_spark.test_sink import read_committed
+
+    topic, sink = new_topic(cluster), new_topic(cluster)
     produced = [v.decode() for v in produce(cluster, topic, 450)]
     out = tmp_path / "out"
     checkpoint = tmp_path / "cp"
-    job = start_restart_job(cluster, topic, checkpoint, out, stall=2, **driver)
+    sink_checkpoint = tmp_path / "cp-sink"
+    job = start_restart_job(cluster, topic, checkpoint, out, stall=2, exactly_once=sink,
+                            sink_stall=1, **driver)
     try:
-        wait_until(lambda: (out / "stalled").exists() or job.poll() is not None,
-                   "the job to reach batch 2", timeout=patience)
+        try:
+            wait_until(lambda: ((out / "stalled").exists() and (out / "stalled-sink").exists())
+                       or job.poll() is not None,
+                       "the job to reach batch 2, and batch 1's transaction", timeout=patience)
+        except AssertionError as timed_out:
+            reached = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                             if p.parent.name in ("out", "offsets", "commits"))
+            raise AssertionError(f"{timed_out}; written: {reached}") from None
         assert job.poll() is None, job.stdout.read()
         os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         job.wait(30)
@@ -73,8 +93,10 @@ def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
             os.killpg(job.pid, signal.SIGKILL)
     assert not (out / "batch-2.txt").exists()
     assert (checkpoint / "offsets" / "2").exists() and not (checkpoint / "commits" / "2").exists()
+    assert (sink_checkpoint / "offsets" / "1").exists()
+    assert not (sink_checkpoint / "commits" / "1").exists()
     more = [v.decode() for v in produce(cluster, topic, 150, start=450)]
-    job = start_restart_job(cluster, topic, checkpoint, out, **driver)
+    job = start_restart_job(cluster, topic, checkpoint, out, exactly_once=sink, **driver)
     try:
         output, _ = job.communicate(timeout=patience + 60)
     finally:
@@ -83,9 +105,13 @@ def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
     assert job.returncode == 0, output[-3000:]
     got = _read_batches(out)
     assert sorted(got) == sorted(produced + more)  # every record, once
+    committed = [v.decode() for v in read_committed(cluster, sink)]
+    assert sorted(committed) == sorted(produced + more)  # once, the open transaction aborted
 
 
-def test_driver_sigkilled_mid_batch_resumes_every_record_once(spark_cluster, tmp_path):
+@pytest.mark.timeout(900)  # two Spark drivers, one after the other, on a loaded machine
+def test_driver_sigkilled_mid_batch_resumes_every_record_once_in_files_and_exactly_once_sink(
+        spark_cluster, tmp_path):
     driver_sigkilled_mid_batch(spark_cluster, tmp_path)
 
 

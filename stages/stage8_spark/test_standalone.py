@@ -2,8 +2,9 @@
 
 One cluster for the module, started as a user starts it (``simplekafka spark
 up --workers 2``: a master and two workers, each its own JVM with one core),
-and the scenarios of test_source_restart.py and test_sink.py run unchanged
-with the cluster's master URL. Each scenario shows, from Spark's event log,
+and the scenarios of test_source_restart.py run unchanged with the cluster's
+master URL (its driver restart carries the exactly-once sink's too: one
+driver, killed once, for both). Each scenario shows, from Spark's event log,
 that tasks ran on executors of both workers: the readers planned on the
 driver ran in the workers' Python processes, which imported SimpleKafka from
 the zip the session shipped.
@@ -24,7 +25,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from stages.stage8_spark.test_sink import exactly_once_sink_driver_sigkilled
 from stages.stage8_spark.test_source_restart import (
     driver_sigkilled_mid_batch,
     leader_sigkilled_mid_query,
@@ -91,18 +91,15 @@ def test_spark_status_names_both_workers_alive(standalone):
     assert len(again.stderr.strip().splitlines()) == 1
 
 
-def test_driver_sigkilled_mid_batch_on_the_cluster(standalone, spark_cluster, tmp_path):
+def test_driver_sigkilled_mid_batch_on_the_cluster_resumes_files_and_exactly_once_sink(
+        standalone, spark_cluster, tmp_path):
+    """One driver runs both restart scenarios (files per batch, the exactly-once sink):
+    each driver start on the cluster also starts two executor JVMs and their Python
+    workers, which is most of the module's time."""
     events = tmp_path / "events"
     driver_sigkilled_mid_batch(spark_cluster, tmp_path, PATIENCE,
                                master=standalone["master_url"], event_log=events)
     assert len(assert_tasks_on_both_workers(events, standalone)) == 2  # killed, then resumed
-
-
-def test_exactly_once_sink_on_the_cluster(standalone, spark_cluster, tmp_path):
-    events = tmp_path / "events"
-    exactly_once_sink_driver_sigkilled(spark_cluster, tmp_path, PATIENCE,
-                                       master=standalone["master_url"], event_log=events)
-    assert len(assert_tasks_on_both_workers(events, standalone)) == 2
 
 
 @pytest.fixture(scope="module")
