@@ -48,6 +48,7 @@ from typing import Any
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
+from simplekafka.broker.fetch_messages import fetch_replica_id
 from simplekafka.coordination.client_quotas import (
     CLIENTS,
     CONSUMER_BYTE_RATE,
@@ -360,7 +361,8 @@ class ClientQuotas:
 
     def before(self, context: Any, request: Struct) -> None:
         """Cap a consumer's fetch at its quota's window, as Kafka does."""
-        if context.api_key == ApiKey.FETCH and request.replica_id < 0 and self.fetch.enabled:
+        if context.api_key == ApiKey.FETCH and fetch_replica_id(request) < 0 \
+                and self.fetch.enabled:
             cap = self.fetch.max_value_in_window(user_of(context.principal),
                                                  context.client_id or "")
             if cap is not None and request.max_bytes > cap:
@@ -380,7 +382,7 @@ class ClientQuotas:
         if isinstance(body, Failure) or context.api_key in EXEMPT_KEYS:
             return body
         api_key = context.api_key
-        if api_key == ApiKey.FETCH and request.replica_id >= 0:
+        if api_key == ApiKey.FETCH and fetch_replica_id(request) >= 0:
             return body  # a follower: replication throttles, not client quotas
         user = user_of(context.principal)
         client_id = context.client_id or ""

@@ -807,7 +807,7 @@ class ConsoleService:
             raise bad_request("execute must be true or false")
         target = _reset_target(body.get("to"))
         partitions = body.get("partitions")
-        if partitions is not None:
+        if "partitions" in body:  # absent: every partition; present: a list (never null)
             if topic is None:
                 raise bad_request("partitions needs topic")
             if not isinstance(partitions, list) or not partitions:
@@ -863,7 +863,7 @@ class ConsoleService:
             raise bad_request("partitions must be a non-empty list of partition numbers "
                               "(leave it out for every partition)")
         partitions = body.get("partitions")
-        if partitions is not None:
+        if "partitions" in body:  # absent: every partition; present: a list (never null)
             if topic is None:
                 raise bad_request("partitions needs topic")
             if not isinstance(partitions, list) or not partitions:

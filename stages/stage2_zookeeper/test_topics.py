@@ -88,7 +88,9 @@ def test_create_topic_writes_config_and_a_rack_aware_assignment(zk, three_racked
 @pytest.mark.integration
 def test_create_topic_with_an_explicit_assignment(zk, three_racked_brokers):
     create_topic(zk, "manual", 0, 0, replica_assignment={0: [3, 1], 1: [1, 2]})
-    assert read_topic_assignment(zk, "manual") == TopicAssignment({0: (3, 1), 1: (1, 2)})
+    assignment = read_topic_assignment(zk, "manual")
+    assert assignment.partitions == TopicAssignment({0: (3, 1), 1: (1, 2)}).partitions
+    assert assignment.topic_id is not None  # created with its ID (KIP-516)
 
 
 @pytest.mark.integration

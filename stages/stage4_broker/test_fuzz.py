@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from simplekafka.cluster import LocalCluster
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.legacy_records import build_message_set
 from simplekafka.protocol.messages import decode_response, encode_request
@@ -114,6 +114,8 @@ def wait_for_log_growth(cluster: LocalCluster, before: int, timeout: float = 5.0
     assert log_size(cluster) > before, "the broker closed a connection without a log line"
 
 
+API_VERSIONS_MAX = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]  # above it: the probe answer
+
 def header(api_key: int, version: int, correlation_id: int, client_id: bytes = b"fuzz") -> bytes:
     """A request header v1 built by hand, so that any key and version can be sent."""
     return struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
@@ -167,7 +169,7 @@ def test_unknown_api_key_closes_the_connection(fuzz_cluster, witness, api_key):
     assert_still_serving(fuzz_cluster, witness)
 
 
-@pytest.mark.parametrize("version", [3, 4, 9, 32767])
+@pytest.mark.parametrize("version", [API_VERSIONS_MAX + 1, 9, 32767])
 def test_api_versions_probe_gets_error_35_in_v0_format(fuzz_cluster, witness, version):
     with connect(fuzz_cluster.broker_ports[1]) as sock:
         sock.sendall(frame(header(ApiKey.API_VERSIONS, version, 21) + b"\x00\x01\x02"))
@@ -175,7 +177,7 @@ def test_api_versions_probe_gets_error_35_in_v0_format(fuzz_cluster, witness, ve
         assert answer_id == 21
         assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
         advertised = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-        assert advertised[ApiKey.API_VERSIONS] == (0, 2)
+        assert advertised[ApiKey.API_VERSIONS] == (0, API_VERSIONS_MAX)
         assert ApiKey.LEADER_AND_ISR not in advertised
         # The connection stays usable: the client retries with an older version.
         assert request(sock, ApiKey.API_VERSIONS, 0, {}).error_code == 0
@@ -326,8 +328,10 @@ def _well_formed(rng: random.Random, correlation_id: int) -> tuple[bytes, Expect
     choice = rng.random()
     topic, partition = rng.choice(TOPIC_NAMES), _partition(rng)
     if choice < 0.15:
-        api_key, version, body = ApiKey.API_VERSIONS, rng.randint(0, 5), {}
-        if version > 2:  # the probe: answered in v0 format with error 35
+        api_key, version, body = ApiKey.API_VERSIONS, rng.randint(0, 6), {}
+        if version >= 3:  # flexible: the client's software name and version (KIP-511)
+            body = {"client_software_name": "fuzz", "client_software_version": "1.0"}
+        if version > API_VERSIONS_MAX:  # the probe: answered in v0 format with error 35
             payload = header(api_key, version, correlation_id) + rng.randbytes(4)
             return payload, Expect(api_key, 0, correlation_id, ErrorCode.UNSUPPORTED_VERSION)
     elif choice < 0.35:

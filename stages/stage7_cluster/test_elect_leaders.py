@@ -23,7 +23,7 @@ CONFIG = {
 
 
 def test_elect_leaders_is_advertised_as_implemented():
-    assert SUPPORTED_VERSIONS[ApiKey.ELECT_LEADERS] == (0, 1)  # v1 carries the election type
+    assert SUPPORTED_VERSIONS[ApiKey.ELECT_LEADERS] == (0, 2)  # v1+ carries the election type
 
 
 def leader_election(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess:

@@ -44,6 +44,7 @@ from simplekafka.broker.fetch_messages import (
     FetchResult,
     FetchSource,
     FetchTopic,
+    fetch_replica_id,
 )
 from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
 from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_fetched
@@ -150,12 +151,7 @@ def _version(context: RequestContext | None, request: Any) -> int:
     return getattr(schema, "version", None) or 11
 
 
-def _replica_id(request: Any) -> int:
-    """Who fetches: a follower's broker id, or -1 for a consumer (v15+: in replica_state)."""
-    replica_id = getattr(request, "replica_id", None)
-    if replica_id is None:
-        return request.replica_state.replica_id
-    return replica_id
+_replica_id = fetch_replica_id
 
 
 class _TopicIds:
