@@ -10,8 +10,10 @@ driver ran in the workers' Python processes, which imported SimpleKafka from
 the zip the session shipped.
 
 A worker's one core is taken by whichever application holds it, so the
-drivers started as processes of their own (the restart scenarios) run
-before the module's one in-process SparkSession exists.
+drivers started as processes of their own (the restart scenarios) and the
+tiny run of benchmarks/bench_spark.py's standalone part (an application of
+its own, stopped at its end) run before the module's one in-process
+SparkSession exists.
 """
 
 from __future__ import annotations
