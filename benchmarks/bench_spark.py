@@ -249,8 +249,16 @@ def memory() -> str:
             f"{sum(workers)} MB")
 
 
-def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Path) -> None:
-    """The window count and the source alone on a standalone cluster (two workers if ours)."""
+#: --tiny's records and maxOffsetsPerTrigger (the suite runs the standalone part so too).
+TINY_RECORDS, TINY_PER_TRIGGER = 20_000, 5_000
+
+
+def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Path,
+                 topic: str = "events") -> None:
+    """The window count and the source alone on a standalone cluster (two workers if ours).
+
+    stages/stage8_spark/test_standalone.py runs it against that module's cluster.
+    """
     from simplekafka.cluster.spark_standalone import SparkStandalone
     from simplekafka.spark.session import tasks_by_executor
 
@@ -262,12 +270,12 @@ def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Pat
         events = work / "events"
         spark = spark_session(master, events)
         where = f"standalone {master}"
-        run_available_now(stream(spark, bootstrap, "events", per_trigger), work / "swarm",
+        run_available_now(stream(spark, bootstrap, topic, per_trigger), work / "swarm",
                           aggregate=True)
         report(f"window count by key, Arrow, {where}: " + describe(run_available_now(
-            stream(spark, bootstrap, "events", per_trigger), work / "sagg", aggregate=True)))
+            stream(spark, bootstrap, topic, per_trigger), work / "sagg", aggregate=True)))
         report(f"source alone into noop, Arrow, {where}: " + describe(run_available_now(
-            stream(spark, bootstrap, "events", per_trigger), work / "salone", aggregate=False)))
+            stream(spark, bootstrap, topic, per_trigger), work / "salone", aggregate=False)))
         spark.stop()
         tasks = next(iter(tasks_by_executor(events).values()), {})
         report(f"tasks per executor (id@worker) on {where}: "
@@ -291,7 +299,7 @@ def main() -> None:
                          help="also on this Spark cluster (spark://HOST:PORT)")
     args = parser.parse_args()
     if args.tiny:
-        args.records, args.per_trigger = 20_000, 5_000
+        args.records, args.per_trigger = TINY_RECORDS, TINY_PER_TRIGGER
     print(f"bench_spark{' (tiny)' if args.tiny else ''}: {args.records:,} records, "
           f"maxOffsetsPerTrigger {args.per_trigger:,}; {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
