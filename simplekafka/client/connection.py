@@ -51,7 +51,8 @@ CLIENT_VERSIONS[ApiKey.METADATA] = (1, CLIENT_VERSIONS[ApiKey.METADATA][1])
 # DeleteTopics v6 name topics by ID, FindCoordinator v4 and OffsetFetch v8 batch their
 # keys, Produce v10 and Fetch v12+ carry KIP-951's leader hints.
 CLIENT_MAX_VERSIONS: dict[ApiKey, int] = {
-    ApiKey.PRODUCE: 8, ApiKey.FETCH: 11, ApiKey.LIST_OFFSETS: 7, ApiKey.METADATA: 8,
+    ApiKey.API_VERSIONS: 2, ApiKey.PRODUCE: 8, ApiKey.FETCH: 11, ApiKey.LIST_OFFSETS: 7,
+    ApiKey.METADATA: 8,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: 3, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3,
     ApiKey.OFFSET_COMMIT: 7, ApiKey.OFFSET_FETCH: 5, ApiKey.FIND_COORDINATOR: 2,
     ApiKey.JOIN_GROUP: 5, ApiKey.HEARTBEAT: 3, ApiKey.LEAVE_GROUP: 3, ApiKey.SYNC_GROUP: 3,
