@@ -84,7 +84,7 @@ class FetchHandler:
     def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
         version = _version(context, request)
         ids = _TopicIds(self.cache, request, version, getattr(context, "listener", None))
-        replica_id = _replica_id(request)
+        replica_id = fetch_replica_id(request)
         if replica_id >= 0 and self.authorizer.enabled and not \
                 self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
                                           ResourceType.CLUSTER, CLUSTER_NAME):
@@ -149,9 +149,6 @@ def _version(context: RequestContext | None, request: Any) -> int:
         return context.api_version
     schema = getattr(request, "schema", None)
     return getattr(schema, "version", None) or 11
-
-
-_replica_id = fetch_replica_id
 
 
 class _TopicIds:
@@ -243,7 +240,7 @@ def _unknown_name(topic_id: bytes) -> str:
 
 
 def _params(request: Any, partitions: FetchContext, refused: frozenset[str]) -> FetchParams:
-    return FetchParams(_replica_id(request), request.max_wait_ms, request.min_bytes,
+    return FetchParams(fetch_replica_id(request), request.max_wait_ms, request.min_bytes,
                        getattr(request, "max_bytes", 0x7FFFFFFF),  # v3+
                        getattr(request, "isolation_level", 0), partitions,  # v4+
                        getattr(request, "rack_id", None), refused)  # rack_id: v11+
