@@ -36,6 +36,12 @@ class DelayedCall(Protocol):
     def reset(self, seconds_from_now: float) -> None: ...
 
 
+class Clock(Protocol):
+    """The reactor's time (Twisted's IReactorTime.seconds; a test's ``task.Clock``)."""
+
+    def seconds(self) -> float: ...
+
+
 class Reactor(Protocol):
     """The part of Twisted's reactor the broker uses: timers and the worker-thread pool."""
 
