@@ -49,6 +49,7 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from simplekafka.broker.fetch_messages import fetch_replica_id
+from simplekafka.broker.server import KafkaConnection
 from simplekafka.coordination.client_quotas import (
     CLIENTS,
     CONSUMER_BYTE_RATE,
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
 
     from simplekafka.broker.collaborators import Reactor
     from simplekafka.broker.dispatch import RequestContext
-    from simplekafka.broker.server import KafkaConnection
     from simplekafka.protocol.message_types import FetchResponse
 
 log = logging.getLogger(__name__)
@@ -377,7 +377,7 @@ class ClientQuotas:
                 request.max_bytes = max(int(cap), 1)
 
     def after(self, result: object, context: RequestContext, request: Struct, frame_size: int,
-              started: float, connection: KafkaConnection | None) -> object:
+              started: float, connection: object) -> object:
         """The handler's result with ``throttle_time_ms`` set, the connection muted."""
         handled = time.perf_counter() - started
         if isinstance(result, defer.Deferred):
@@ -386,7 +386,7 @@ class ClientQuotas:
         return self._throttle(result, context, request, frame_size, handled, connection)
 
     def _throttle(self, body: object, context: RequestContext, request: Struct,
-                  frame_size: int, handled: float, connection: KafkaConnection | None) -> object:
+                  frame_size: int, handled: float, connection: object) -> object:
         if isinstance(body, Failure) or context.api_key in EXEMPT_KEYS:
             return body
         api_key = context.api_key
@@ -427,12 +427,13 @@ class ClientQuotas:
                                    lambda: body)
         return body
 
-    def mute(self, connection: KafkaConnection | None, seconds: float) -> None:
-        """Read nothing more from ``connection`` for ``seconds`` (a longer mute wins)."""
-        if connection is None or not hasattr(connection, "mute"):
+    def mute(self, connection: object, seconds: float) -> None:
+        """Read nothing more from ``connection`` for ``seconds`` (a longer mute wins); only a
+        client's connection mutes (not the broker's own, nor a unit test's None)."""
+        if not isinstance(connection, KafkaConnection):
             return
         until = self.clock() + seconds
-        if getattr(connection, "muted_until", 0.0) >= until:
+        if connection.muted_until >= until:
             return
         connection.muted_until = until
         if not connection.muted:
