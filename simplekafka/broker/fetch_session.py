@@ -49,12 +49,15 @@ import itertools
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from simplekafka.broker.fetch_messages import FetchPartition, FetchPartitionData, FetchTopic
 from simplekafka.broker.isr import now_ms
 from simplekafka.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -79,7 +82,7 @@ class FetchSession:
         self.unsettled: set[PartitionKey] = set()
         self.swept = now
         self.last_fetch_ms = now_ms()  # when the follower last fetched (monotonic ms)
-        self.waiter: Callable[[Any], None] | None = None  # a parked fetch's on_append
+        self.waiter: Callable[[Partition], None] | None = None  # a parked fetch's on_append
         # Opened by topic IDs (Fetch v13+) or by names; the IDs its topics were named by.
         self.uses_topic_ids = False
         self.topic_ids: dict[str, bytes] = {}
@@ -113,7 +116,7 @@ class FetchSession:
         partitions = self.partitions
         return _grouped((key, partitions[key]) for key in self.unsettled if key in partitions)
 
-    def settle(self, topic: str, index: int, partition: Any) -> None:
+    def settle(self, topic: str, index: int, partition: Partition) -> None:
         """``partition`` was quiet for the follower: leave it out until it changes."""
         key = (topic, index)
         wanted = self.partitions.get(key)
@@ -125,7 +128,7 @@ class FetchSession:
             partition.add_append_listener(self._changed)
             wanted.watched = partition
 
-    def _changed(self, partition: Any) -> None:
+    def _changed(self, partition: Partition) -> None:
         """A settled partition fired (append, high watermark, log start): examine it again."""
         key = (partition.topic, partition.index)
         wanted = self.partitions.get(key)
@@ -156,7 +159,7 @@ class FetchSession:
         self.waiter = None
 
 
-def _grouped(items: Any) -> list[FetchTopic]:
+def _grouped(items: Iterable[tuple[PartitionKey, FetchPartition]]) -> list[FetchTopic]:
     grouped: dict[str, list[FetchPartition]] = {}
     for (topic, _index), wanted in items:
         grouped.setdefault(topic, []).append(wanted)
@@ -184,15 +187,15 @@ class FetchContext:
         """Whether the fetch stands for any partition (settled ones too: it may park)."""
         return bool(self._named)
 
-    def settle(self, topic: str, index: int, partition: Any) -> None:
+    def settle(self, topic: str, index: int, partition: Partition) -> None:
         """A quiet partition of a follower's incremental fetch (see FollowerSessionContext)."""
 
-    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
+    def wait_on_session(self, waiter: Callable[[Partition], None]) -> bool:
         """Let the session wake a parked fetch when a settled partition changes; False if
         it has none to (the parked fetch listens on its partitions itself)."""
         return False
 
-    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
+    def stop_waiting(self, waiter: Callable[[Partition], None]) -> None:
         """The parked fetch is answered: the session no longer wakes it."""
 
     def fetch_offset(self, key: PartitionKey) -> int | None:
@@ -227,7 +230,7 @@ class FullFetchContext(FetchContext):
         assert self.session is not None
         return bool(self.session.partitions)
 
-    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
+    def stop_waiting(self, waiter: Callable[[Partition], None]) -> None:
         assert self.session is not None
         if self.session.waiter == waiter:
             self.session.waiter = None
@@ -272,11 +275,11 @@ class FollowerSessionContext(IncrementalFetchContext):
         assert self.session is not None
         return self.session.unsettled_topics()
 
-    def settle(self, topic: str, index: int, partition: Any) -> None:
+    def settle(self, topic: str, index: int, partition: Partition) -> None:
         assert self.session is not None
         self.session.settle(topic, index, partition)
 
-    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
+    def wait_on_session(self, waiter: Callable[[Partition], None]) -> bool:
         assert self.session is not None
         self.session.waiter = waiter
         return True

@@ -25,9 +25,10 @@ import logging
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar, cast
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.action_queue import ActionQueue
 from simplekafka.broker.answers_together import AnswersTogether
@@ -42,7 +43,8 @@ from simplekafka.protocol.topic_ids import ZERO_ID
 from simplekafka.storage.errors import DescriptorsExhaustedError, InconsistentTopicIdError
 
 if TYPE_CHECKING:
-    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.collaborators import DelayedCall, Reactor
+    from simplekafka.protocol.fields import Struct
     from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
@@ -336,7 +338,7 @@ class ReplicaManager:
 
     # -- controller requests ------------------------------------------------------------
 
-    def become_leader_or_follower(self, request: Any) -> PartitionErrors:
+    def become_leader_or_follower(self, request: Struct) -> PartitionErrors:
         """Apply a LeaderAndIsr request; the outcome names every partition's error code."""
         if request.controller_epoch < self.controller_epoch:
             log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d < %d",
@@ -351,7 +353,7 @@ class ReplicaManager:
             errors[TopicPartition(topic, state.partition_index)] = code
         return PartitionErrors(ErrorCode.NONE, errors)
 
-    def _apply_partition_state(self, topic: str, state: Any,
+    def _apply_partition_state(self, topic: str, state: Struct,
                                topic_id: bytes | None = None) -> ErrorCode:
         key = (topic, state.partition_index)
         if self.broker_id not in state.replicas:
@@ -425,7 +427,7 @@ class ReplicaManager:
         else:
             log.error("%s-%d: offline, its log cannot be opened", *key, exc_info=exc)
 
-    def stop_replicas(self, request: Any) -> PartitionErrors:
+    def stop_replicas(self, request: Struct) -> PartitionErrors:
         """Apply StopReplica (v0-3 shapes): forget the partitions, deleting their logs if asked."""
         if request.controller_epoch < self.controller_epoch:
             return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
@@ -494,7 +496,7 @@ class ReplicaManager:
                      partition.index, why, old_isr, new_isr, version)
             partition.apply_isr(new_isr, version)
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if partition.leader_epoch == epoch:
                 partition.isr_change_pending = False
             log.warning("%s-%d: ISR %s to %s not written (%s); keeping %s", partition.topic,
@@ -536,7 +538,7 @@ class ReplicaManager:
         self.checkpoint_high_watermarks()
 
 
-def _partition_states(request: Any) -> list[tuple[str, Any]]:
+def _partition_states(request: Struct) -> list[tuple[str, Struct]]:
     """(topic, partition state) pairs from either LeaderAndIsr shape (v0-1 or v2+)."""
     states = []
     for topic_state in getattr(request, "topic_states", None) or []:
@@ -576,7 +578,10 @@ def _wait_for_acks(results: dict, waits: list[tuple[PartitionResponse, defer.Def
     return finished
 
 
-def _cancel_timer(result: Any, timer: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _cancel_timer(result: _T, timer: DelayedCall) -> _T:
     if timer.active():
         timer.cancel()
     return result

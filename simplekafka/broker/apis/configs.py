@@ -603,7 +603,8 @@ def broker_config_problem(config: Mapping[str, str], per_broker: bool) -> str | 
             value = spec.parse(config[key])
         except (TypeError, ValueError) as exc:
             return f"Invalid value {config[key]} for configuration {key}: {exc}"
-        if spec.minimum is not None and value is not None and value < spec.minimum:
+        if spec.minimum is not None and isinstance(value, (int, float)) \
+                and value < spec.minimum:
             return (f"Invalid value {config[key]} for configuration {key}: Value must be at "
                     f"least {spec.minimum}")
     for key in sorted(DYNAMIC_BROKER_ONLY_KEYS & names):
