@@ -62,7 +62,7 @@ class LogDirMover:
             if self._call.getTime() <= self.reactor.seconds():
                 return
             self._call.cancel()
-        self._call = self.reactor.callLater(0, self._step)
+        self._call = self.reactor.callLater(0, self.step)
 
     def stop(self) -> None:
         self._stopped = True
@@ -70,7 +70,9 @@ class LogDirMover:
             self._call.cancel()
         self._call = None
 
-    def _step(self) -> None:
+    def step(self) -> None:
+        """One round: a chunk per moving replica, swaps for those caught up (the reactor
+        calls it until nothing is moving; a test may call it itself)."""
         self._call = None
         more = False
         for key in self.moving():
@@ -85,7 +87,7 @@ class LogDirMover:
                 self.log_manager.remove_future(*key)
                 self._generations.pop(key, None)
         if not self._stopped and self.log_manager.futures:
-            self._call = self.reactor.callLater(0 if more else IDLE_S, self._step)
+            self._call = self.reactor.callLater(0 if more else IDLE_S, self.step)
 
     def _advance(self, key: tuple[str, int], partition: Partition) -> bool:
         """One chunk copied (True: more is waiting), or the swap if caught up."""
