@@ -65,7 +65,7 @@ def test_a_move_copies_while_appends_go_on_then_swaps_byte_for_byte(tmp_path):
 
 
 def test_a_move_to_the_current_directory_cancels_one_under_way(tmp_path):
-    dirs, manager, partition, clock, mover = setup(tmp_path)
+    dirs, manager, partition, _, _ = setup(tmp_path)
     append(partition, 5)
     assert manager.create_future(*KEY, dirs[1]) is not None
     assert manager.create_future(*KEY, dirs[0]) is None
@@ -112,7 +112,7 @@ def test_a_restart_mid_move_picks_the_future_log_up(tmp_path):
 
 
 def test_a_swap_cut_between_its_renames_is_finished_at_start(tmp_path):
-    dirs, manager, partition, clock, mover = setup(tmp_path)
+    dirs, manager, partition, _, _ = setup(tmp_path)
     append(partition, 10)
     future = manager.create_future(*KEY, dirs[1])
     future.append_as_follower(everything(partition.log))
@@ -136,3 +136,37 @@ def test_a_replica_not_created_yet_is_created_in_the_preferred_directory(tmp_pat
     assert manager.get_or_create("later", 0).directory.parent == dirs[1]
     assert manager.get_or_create("later", 1).directory.parent == dirs[0]
     manager.close()
+
+
+def test_describe_log_dirs_shows_the_future_replica_and_alter_answers_as_kafka(tmp_path):
+    from simplekafka.broker.apis.log_dirs import AlterReplicaLogDirsHandler, _result
+    from simplekafka.broker.metadata_cache import MetadataCache
+    from simplekafka.broker.replica_manager import ReplicaManager
+    from simplekafka.protocol.errors import ErrorCode
+
+    dirs, manager, partition, clock, _ = setup(tmp_path)
+    append(partition, 30)
+    replicas = ReplicaManager(1, manager, MetadataCache(), reactor=clock)
+    replicas.partitions[KEY] = partition
+    replicas.log_dir_mover.chunk_bytes = 2048
+    b = str(dirs[1].absolute())
+    answer = AlterReplicaLogDirsHandler(replicas)(None, {"dirs": [
+        {"path": b, "topics": [{"name": "orders", "partitions": [0, 7]}]},
+        {"path": "/elsewhere", "topics": [{"name": "other", "partitions": [0]}]}]})
+    codes = {(t["topic_name"], p["partition_index"]): p["error_code"]
+             for t in answer["results"] for p in t["partitions"]}
+    assert codes == {("orders", 0): ErrorCode.NONE,
+                     ("orders", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                     ("other", 0): ErrorCode.LOG_DIR_NOT_FOUND}
+    replicas.log_dir_mover.step()  # one chunk: the future replica lags
+    described = {d.path: _result(d) for d in replicas.describe_log_dirs(None)}
+    (future,) = described[b]["topics"][0]["partitions"]
+    assert future["is_future_key"] and future["offset_lag"] > 0
+    (current,) = described[str(dirs[0].absolute())]["topics"][0]["partitions"]
+    assert not current["is_future_key"] and current["partition_size"] == partition.log.size
+    clock.advance(1)  # the rest, and the swap
+    clock.advance(1)
+    described = {d.path: _result(d) for d in replicas.describe_log_dirs(None)}
+    assert described[str(dirs[0].absolute())]["topics"] == []
+    assert described[b]["topics"][0]["partitions"][0]["is_future_key"] is False
+    replicas.log_dir_mover.stop()

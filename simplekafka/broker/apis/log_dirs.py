@@ -69,7 +69,7 @@ class DescribeLogDirsHandler:
                                          CLUSTER_NAME):
             return {"throttle_time_ms": 0, "results": [],
                     "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
-        topics = request.get("topics")
+        topics = request["topics"]
         wanted = None if topics is None else {
             (t["topic"], index) for t in topics for index in t["partitions"]}
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
