@@ -23,7 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from simplekafka.storage.errors import StorageError
+from simplekafka.storage.errors import StorageError, UnexpectedAppendOffsetError
 
 if TYPE_CHECKING:
     from simplekafka.broker.collaborators import DelayedCall, Reactor
@@ -104,8 +104,11 @@ class LogDirMover:
             future.delete_records_before(current.log_start_offset)
         if future.log_end_offset < current.log_end_offset:
             data = current.read(future.log_end_offset, self.chunk_bytes)
-            if data:
+            try:
                 future.append_as_follower(data)
+            except UnexpectedAppendOffsetError:  # batch bounds no longer meet: copy afresh
+                future.truncate_fully_and_start_at(current.log_start_offset)
+                return True
             if future.log_end_offset < current.log_end_offset:
                 return True
         cleaning = self.log_manager.cleaner_manager.in_progress
