@@ -170,3 +170,31 @@ def test_describe_log_dirs_shows_the_future_replica_and_alter_answers_as_kafka(t
     assert described[str(dirs[0].absolute())]["topics"] == []
     assert described[b]["topics"][0]["partitions"][0]["is_future_key"] is False
     replicas.log_dir_mover.stop()
+
+
+def test_a_restarted_broker_resumes_the_move_when_leader_and_isr_brings_the_partition(
+        tmp_path):
+    from types import SimpleNamespace
+
+    from simplekafka.broker.metadata_cache import MetadataCache
+    from simplekafka.broker.replica_manager import ReplicaManager
+
+    dirs, manager, partition, clock, mover = setup(tmp_path)
+    append(partition, 40)
+    manager.create_future(*KEY, dirs[1])
+    mover.step()  # part of it, then the broker stops
+    expected = everything(partition.log)
+    manager.close()
+    again = LogManager(dirs, LogConfig(segment_bytes=4096))
+    replicas = ReplicaManager(1, again, MetadataCache(), reactor=clock)
+    state = SimpleNamespace(topic_name="orders", partition_index=0, leader=1, leader_epoch=4,
+                            isr=[1], replicas=[1], zk_version=0, controller_epoch=1)
+    replicas.become_leader_or_follower(SimpleNamespace(
+        controller_epoch=1, controller_id=1, topic_states=[],
+        ungrouped_partition_states=[state]))
+    run(clock, 20)
+    moved = replicas.partitions[KEY]
+    assert moved.log.directory == dirs[1] / "orders-0" and not again.futures
+    assert everything(moved.log) == expected
+    replicas.shutdown()
+    again.close()
