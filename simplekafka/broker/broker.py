@@ -57,7 +57,7 @@ from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
-from simplekafka.broker.apis.log_dirs import DescribeLogDirsHandler
+from simplekafka.broker.apis.log_dirs import AlterReplicaLogDirsHandler, DescribeLogDirsHandler
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import (
     DeleteRecordsHandler,
@@ -294,6 +294,7 @@ class KafkaBroker:
             acls=AclApis(auth, reactor, zookeeper),
             describe_cluster=DescribeClusterHandler(cache, lambda: self.cluster_id, auth),
             describe_log_dirs=DescribeLogDirsHandler(replicas, auth),
+            alter_replica_log_dirs=AlterReplicaLogDirsHandler(replicas, auth),
             transaction_tools=TransactionToolApis(replicas, self.transaction_coordinator,
                                                   cache, auth),
         )

@@ -71,6 +71,8 @@ class BrokerProcess:
     metrics_port: int | None = None  # its metrics.listener on 127.0.0.1 (None: off)
     # Ports of its listeners besides PLAINTEXT (listener name -> port on 127.0.0.1).
     listener_ports: dict[str, int] = field(default_factory=dict)
+    # Its further log directories (log.dirs after data_dir): LocalCluster(log_dirs=N).
+    more_data_dirs: list[Path] = field(default_factory=list)
     process: subprocess.Popen | None = field(default=None, repr=False)
     has_served: bool = False
     log_offset: int = 0  # where this process's lines start in log_file
@@ -176,7 +178,8 @@ class LocalCluster:
     ``broker_config`` holds Kafka-style keys passed to every broker with
     ``--set``; ``racks`` gives broker i the rack ``racks[i-1]``. Each broker
     serves Prometheus metrics on a free port of its own (``metrics_urls``)
-    unless ``metrics`` is False.
+    unless ``metrics`` is False. ``log_dirs`` gives each broker that many log
+    directories (``data``, ``data-2``, ...; ``log.dirs`` lists them all).
 
     ``listeners`` names listeners each broker serves besides PLAINTEXT (which
     stays first: the cluster's own probes use it), e.g. ``["SASL_SSL"]``; each
@@ -218,6 +221,7 @@ class LocalCluster:
         secure_zookeeper: bool = False,
         ports: Sequence[int] | None = None,
         zookeeper_port: int = 0,
+        log_dirs: int = 1,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
@@ -253,6 +257,8 @@ class LocalCluster:
                 rack=racks[broker_id - 1] if racks else None,
                 metrics_port=free_port() if metrics else None,
                 listener_ports={name: free_port() for name in self.listeners},
+                more_data_dirs=[self.base_dir / f"broker-{broker_id}" / f"data-{number}"
+                                for number in range(2, log_dirs + 1)],
             )
         self._started = False
 
@@ -444,8 +450,13 @@ class LocalCluster:
         return self.base_dir / f"broker-{broker_id}" / "zookeeper-session"
 
     def partition_dir(self, broker_id: int, topic: str, partition: int) -> Path:
-        """The directory holding broker ``broker_id``'s replica of ``topic``-``partition``."""
-        return self._broker(broker_id).data_dir / f"{topic}-{partition}"
+        """The directory holding broker ``broker_id``'s replica of ``topic``-``partition``
+        (in whichever of its log directories it is; the first if none holds it)."""
+        broker = self._broker(broker_id)
+        for directory in broker.more_data_dirs:
+            if (directory / f"{topic}-{partition}").is_dir():
+                return directory / f"{topic}-{partition}"
+        return broker.data_dir / f"{topic}-{partition}"
 
     def controller_id(self) -> int | None:
         """The broker id in ``/controller``, or None while there is no controller."""
@@ -576,7 +587,7 @@ class LocalCluster:
             "--broker-id", str(broker.broker_id),
             "--host", LOOPBACK,
             "--port", str(broker.port),
-            "--data-dir", str(broker.data_dir),
+            "--data-dir", ",".join(map(str, [broker.data_dir, *broker.more_data_dirs])),
             "--zookeeper", self.zookeeper_connect,
         ]
         if broker.rack:

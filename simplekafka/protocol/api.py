@@ -133,6 +133,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),

@@ -146,7 +146,7 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "0000002f"  # 47 api keys
+    "00000030"  # 48 api keys
     "00000000000b"  # Produce 0-11
     "000100000011"  # Fetch 0-17
     "000200000009"  # ListOffsets 0-9
@@ -177,6 +177,7 @@ PROBE_ANSWER_HEX = (
     "001f00000003"  # DeleteAcls 0-3
     "002000000004"  # DescribeConfigs 0-4
     "002100000002"  # AlterConfigs 0-2
+    "002200000002"  # AlterReplicaLogDirs 0-2
     "002300000004"  # DescribeLogDirs 0-4
     "002400000002"  # SaslAuthenticate 0-2
     "002500000003"  # CreatePartitions 0-3

@@ -10,7 +10,7 @@ API                                         module
 ==========================================  ==============================
 ApiVersions, Metadata                       ``apis.metadata``
 DescribeCluster                             ``apis.cluster``
-DescribeLogDirs                             ``apis.log_dirs``
+DescribeLogDirs, AlterReplicaLogDirs        ``apis.log_dirs``
 DescribeProducers, DescribeTransactions,    ``apis.transaction_tools``
 ListTransactions
 Produce                                     ``apis.produce``
@@ -44,7 +44,7 @@ from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
-from simplekafka.broker.apis.log_dirs import DescribeLogDirsHandler
+from simplekafka.broker.apis.log_dirs import AlterReplicaLogDirsHandler, DescribeLogDirsHandler
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import (
     DeleteRecordsHandler,
@@ -90,6 +90,7 @@ class KafkaApis:
     acls: AclApis
     describe_cluster: DescribeClusterHandler
     describe_log_dirs: DescribeLogDirsHandler
+    alter_replica_log_dirs: AlterReplicaLogDirsHandler
     transaction_tools: TransactionToolApis
 
     def register(self, dispatcher: Any) -> None:
@@ -98,6 +99,7 @@ class KafkaApis:
         register(ApiKey.METADATA, self.metadata)
         register(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster)
         register(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs)
+        register(ApiKey.ALTER_REPLICA_LOG_DIRS, self.alter_replica_log_dirs)
         register(ApiKey.PRODUCE, self.produce)
         register(ApiKey.FETCH, self.fetch)
         register(ApiKey.LIST_OFFSETS, self.list_offsets)
