@@ -170,8 +170,7 @@ class Meanwhile:
         self._action = action
         self.fired = False
 
-    # Any: a stand-in forwards the whole of kazoo's (untyped) client API.
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # forwards kazoo's whole (untyped) client API
         attribute = getattr(self._zk, name)
         if name not in self._methods:
             return attribute
