@@ -277,6 +277,13 @@ def _produce(cluster: LocalCluster, broker: int, values: list[bytes], steps: Ste
     return offsets[0]
 
 
+def _leader_epoch(cluster: LocalCluster) -> int:
+    state = cluster.partition_state(TOPIC, 0)
+    if state is None:  # (the topic is made before anything asks)
+        raise RuntimeError(f"{TOPIC}-0 has no state znode")
+    return state.leader_epoch
+
+
 @contextmanager
 def _leader(cluster: LocalCluster, broker: int) -> Iterator[reference.Leader]:
     from simplekafka.client import KafkaClient
@@ -284,8 +291,7 @@ def _leader(cluster: LocalCluster, broker: int) -> Iterator[reference.Leader]:
     client = KafkaClient(cluster.brokers[broker].address, client_id="learn-follower",
                          request_timeout_ms=10_000)
     try:
-        state = cluster.partition_state(TOPIC, 0)
-        yield reference.Leader(client, -1, TOPIC, 0, REPLICA_ID, state.leader_epoch)
+        yield reference.Leader(client, -1, TOPIC, 0, REPLICA_ID, _leader_epoch(cluster))
     finally:
         client.close()
 
@@ -374,7 +380,7 @@ def run(learner: ModuleType, workdir: Path) -> None:
         faults.expire_session(1)
         new_leader = cluster.wait_for_leader(TOPIC, 0, not_=1, timeout=60)
         steps.step(f"broker 1 is killed, broker 2 resumes; broker {new_leader} leads epoch "
-                   f"{cluster.partition_state(TOPIC, 0).leader_epoch}")
+                   f"{_leader_epoch(cluster)}")
         start = _produce(cluster, 2, [f"c{i}".encode() for i in range(2)], steps)
         steps.step(f"(broker 2 had copied {start - paused_at} of b0..b2 when it was paused: "
                    f"your follower's records from offset {start} on are not on it)")
