@@ -126,14 +126,14 @@ class DeliveryLog:
 
     def confluent_callback(self, error: object, message: ConfluentMessage) -> None:
         """A confluent-kafka ``on_delivery`` callback that records acks and failures."""
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
         if error is not None:
             self.failed()
-        elif topic is None or partition is None or offset is None:  # librdkafka sets all three
+            return
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if topic is None or partition is None or offset is None:  # librdkafka sets all three
             raise ValueError(f"a delivery report without its topic, partition or offset: "
                              f"{topic!r}, {partition!r}, {offset!r}")
-        else:
-            self.acknowledged(topic, partition, offset, message.key(), message.value())
+        self.acknowledged(topic, partition, offset, message.key(), message.value())
 
     def track(self, future: RecordFuture, key: object = None, value: object = None
               ) -> RecordFuture:
