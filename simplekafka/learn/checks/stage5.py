@@ -143,7 +143,7 @@ class Pair:
 
     def __init__(self, learner: ModuleType, steps: Steps, settings: CoreSettings) -> None:
         self.mine: Core = learner.ConnectionCore(**settings)
-        self.ref: Core = reference.ConnectionCore(**settings)
+        self.ref = reference.ConnectionCore(**settings)
         self.steps = steps
 
     def send(self, api_key: ApiKey, body: object, context: object,
@@ -180,7 +180,7 @@ class Pair:
         self.steps.step(f"the broker answers: {len(_frames(data))} frame(s) "
                         f"(read by SimpleKafka's receive_data)")
         receive_data = reference.ConnectionCore.receive_data
-        expected = [r.context for r in receive_data(self.ref, data)]  # type: ignore[arg-type]  # ref is one
+        expected = [r.context for r in receive_data(self.ref, data)]
         try:
             # SimpleKafka's method on the learner's core, on purpose (the state is theirs).
             got = [r.context for r in receive_data(self.mine, data)]  # type: ignore[arg-type]
