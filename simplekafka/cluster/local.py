@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from simplekafka.broker.config import is_sensitive
 from simplekafka.coordination.processes import LOOPBACK, free_port, wait_until
@@ -39,7 +39,12 @@ from simplekafka.coordination.zk_security import (
 )
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
     from simplekafka.coordination import EmbeddedZooKeeper
+    from simplekafka.coordination.znodes import PartitionState
+
+T = TypeVar("T")
 
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
@@ -426,7 +431,7 @@ class LocalCluster:
     # -- what ZooKeeper says (the truth the controller writes) -----------------
 
     @property
-    def zk(self) -> Any:
+    def zk(self) -> KazooClient:
         """A kazoo client on the cluster's ZooKeeper, opened on first use, closed by stop()."""
         if self._zk_client is None:
             from simplekafka.coordination.connection import connect_zookeeper
@@ -470,7 +475,7 @@ class LocalCluster:
             return None
         return ControllerInfo.from_json(data).broker_id
 
-    def partition_state(self, topic: str, partition: int) -> Any:
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """The partition's state znode (leader, leader_epoch, isr), or None if there is none."""
         from simplekafka.coordination.topics import read_partition_state
 
@@ -502,10 +507,12 @@ class LocalCluster:
 
         return sorted(int(child) for child in self.zk.get_children(ZkPaths.BROKER_IDS))
 
-    def wait_for(self, condition: Callable[[], Any], what: str, timeout: float = 60.0,
-                 interval: float = 0.1) -> Any:
+    def wait_for(self, condition: Callable[[], T | None], what: str, timeout: float = 60.0,
+                 interval: float = 0.1) -> T:
         """Poll ``condition`` until it returns something true, else raise ClusterError."""
-        return wait_until(condition, what, timeout, interval, error=ClusterError)
+        found = wait_until(condition, what, timeout, interval, error=ClusterError)
+        assert found is not None  # (wait_until returns only a true value)
+        return found
 
     def wait_for_znode_gone(self, broker_id: int, timeout: float = 60.0) -> None:
         """Wait until ``/brokers/ids/<id>`` has vanished (the session expired or was closed)."""
