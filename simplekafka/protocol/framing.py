@@ -10,6 +10,7 @@ buffering the body, so a peer cannot make it hold gigabytes by announcing them
 from __future__ import annotations
 
 import struct
+from collections.abc import Sized
 from typing import Any
 
 from simplekafka.protocol.errors import ProtocolError
@@ -113,11 +114,15 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     return _SIZE.pack(len(payload)) + bytes(payload)
 
 
-def frame_pieces(payload: bytes | list[Any]) -> list[Any]:
+# list[Any]: the pieces are bytes and held record sets (Sized), which the broker's send
+# path tells apart itself; its writer is typed for bytes today (broker/server.py).
+def frame_pieces(payload: bytes | list[Sized]) -> list[Any]:
     """A payload framed as pieces to send in turn: ``[frame]`` for bytes; for a pieced
     payload (``encode_response`` of a Fetch answer holding file regions) the length
     prefix joins its first piece and held values stay as they are."""
-    if type(payload) is not list:
+    if not isinstance(payload, list):
         return [_SIZE.pack(len(payload)) + bytes(payload)]
     first = payload[0]
+    if not isinstance(first, bytes):  # PiecedOutput.pieces starts with the header's bytes
+        raise TypeError(f"a pieced payload starts with bytes, not {type(first).__name__}")
     return [_SIZE.pack(sum(len(piece) for piece in payload)) + first, *payload[1:]]
