@@ -16,6 +16,7 @@ after the block.
 from __future__ import annotations
 
 from collections.abc import Callable
+
 from simplekafka.broker.socket_writer import Piece
 
 Writer = Callable[[list[Piece]], None]

@@ -125,9 +125,11 @@ class FetchHandler:
         return fetched.addCallback(self._leaving, session, replica_id, ids)
 
     def read(self, request: FetchRequest, refused: frozenset[str] = frozenset(),
-             version: int = 11) -> tuple[FetchResponse, int, bool]:
+             version: int | None = None) -> tuple[FetchResponse, int, bool]:
         """Read the request's partitions once, without a session: (response body, bytes,
         any error?); the ``refused`` topics answer TOPIC_AUTHORIZATION_FAILED."""
+        if version is None:
+            version = _version(None, request)
         ids = _TopicIds(self.cache, request, version)
         result = self.fetches.read_from_log(
             _params(request, version, FetchContext(ids.named(request)), refused))

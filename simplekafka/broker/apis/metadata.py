@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from simplekafka.broker.apis.collaborators import Authorizer, Config, TopicCreator
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.metadata_cache import CachedPartitionState, MetadataCache
-from simplekafka.broker.server import KafkaConnection
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.broker.server import KafkaConnection
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -163,9 +163,9 @@ class MetadataHandler:
                         name is not None:
                     topic["topic_authorized_operations"] = \
                         self.authorizer.authorized_operations(context, ResourceType.TOPIC, name)
-        brokers: list[MetadataResponseBrokers] = [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                   for b in sorted(cache.brokers_on(context.listener).values(),
-                                   key=lambda b: b.node_id)]
+        brokers: list[MetadataResponseBrokers] = [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(cache.brokers_on(context.listener).values(), key=lambda b: b.node_id)]
         controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
         answer: MetadataResponse = {"throttle_time_ms": 0, "brokers": brokers,
                                     "cluster_id": self.cluster_id(),
