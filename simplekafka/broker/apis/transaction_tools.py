@@ -23,10 +23,10 @@ transaction (the others are left out).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from simplekafka.broker.apis.collaborators import Authorizer
-from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.dispatch import RequestContext, RequestDispatcher
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.producer_state import ActiveProducer
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -66,7 +66,7 @@ class TransactionToolApis:
         self.cache = cache
         self.authorizer = authorizer
 
-    def register(self, dispatcher: Any) -> None:
+    def register(self, dispatcher: RequestDispatcher) -> None:
         dispatcher.register(ApiKey.DESCRIBE_PRODUCERS, self.describe_producers)
         dispatcher.register(ApiKey.DESCRIBE_TRANSACTIONS, self.describe_transactions)
         dispatcher.register(ApiKey.LIST_TRANSACTIONS, self.list_transactions)
