@@ -13,9 +13,11 @@ gets the right treatment:
   connection is closed with a log line (what Kafka does), and other connections
   carry on.
 
-Handlers take a RequestContext and the decoded request Struct and return a
-response (a dict or Struct), None for "no response" (acks=0), or a Deferred of
-either. Register more with ``dispatcher.register(ApiKey.X, handler)``.
+Handlers take a RequestContext and the decoded request (a Struct, typed as its
+message's TypedDict from ``protocol.message_types`` and read by key) and return
+the response's TypedDict (or bytes already encoded), None for "no response"
+(acks=0), or a Deferred of either. Register more with
+``dispatcher.register(ApiKey.X, handler)``.
 """
 
 from __future__ import annotations

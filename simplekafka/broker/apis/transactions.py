@@ -22,6 +22,7 @@ v4+ is Kafka's broker-to-coordinator batch (KIP-890): not served, so not adverti
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import defer
 
@@ -32,7 +33,7 @@ from simplekafka.broker.apis.groups import (
     partition_commits,
 )
 from simplekafka.broker.coordinator.runtime import now_or_later
-from simplekafka.broker.dispatch import RequestContext, RequestDispatcher
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.group.coordinator import CommitResult, GroupCoordinator
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.broker.transaction.coordinator import TransactionCoordinator
@@ -76,7 +77,7 @@ class TransactionApis:
             return ErrorCode.GROUP_AUTHORIZATION_FAILED
         return None
 
-    def register(self, dispatcher: RequestDispatcher) -> None:
+    def register(self, dispatcher: Any) -> None:
         for key, handler in [
             (ApiKey.ADD_PARTITIONS_TO_TXN, self.add_partitions_to_txn),
             (ApiKey.ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn),
