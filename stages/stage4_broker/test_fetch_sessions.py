@@ -14,6 +14,7 @@ from twisted.internet import task
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.fetch_session import EVICTION_SECONDS, FetchSessionCache
 from simplekafka.broker.partition import Partition
+from simplekafka.protocol.api import ApiKey, request_schema
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import Record, build_batch
 from simplekafka.storage import Log, LogConfig
@@ -55,14 +56,14 @@ def produce(partition: Partition) -> None:
 
 def fetch(handler, offsets: dict[int, int], session_id: int = 0, epoch: int = -1,
           forgotten: tuple[int, ...] = (), max_wait_ms: int = 500):
-    partitions = [SimpleNamespace(partition=p, fetch_offset=o, partition_max_bytes=BIG,
-                                  current_leader_epoch=-1, log_start_offset=-1)
+    partitions = [dict(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                       current_leader_epoch=-1, log_start_offset=-1)
                   for p, o in offsets.items()]
-    request = SimpleNamespace(
+    request = request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
         replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=BIG, isolation_level=0,
         session_id=session_id, session_epoch=epoch,
-        topics=[SimpleNamespace(topic="t", partitions=partitions)] if partitions else [],
-        forgotten_topics_data=[SimpleNamespace(topic="t", partitions=list(forgotten))]
+        topics=[dict(topic="t", partitions=partitions)] if partitions else [],
+        forgotten_topics_data=[dict(topic="t", partitions=list(forgotten))]
         if forgotten else [])
     answer = handler(None, request)
     if not isinstance(answer, dict):
@@ -183,13 +184,13 @@ def followed(tmp_path):
                            sessions=FetchSessionCache(clock=clock.seconds))
 
     def follower_fetch(offsets, session_id=0, epoch=0, max_wait_ms=0):
-        request = SimpleNamespace(
+        request = request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
             replica_id=2, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=BIG,
             isolation_level=0, session_id=session_id, session_epoch=epoch,
             forgotten_topics_data=[],
-            topics=[SimpleNamespace(topic="t", partitions=[
-                SimpleNamespace(partition=p, fetch_offset=o, partition_max_bytes=BIG,
-                                current_leader_epoch=0, log_start_offset=0)
+            topics=[dict(topic="t", partitions=[
+                dict(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                     current_leader_epoch=0, log_start_offset=0)
                 for p, o in offsets.items()])] if offsets else [])
         return handler(None, request)
 

@@ -35,7 +35,6 @@ LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.cluster import DescribeClusterHandler
@@ -62,6 +61,7 @@ from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
+from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.protocol.api import ApiKey
 
 
@@ -93,7 +93,7 @@ class KafkaApis:
     alter_replica_log_dirs: AlterReplicaLogDirsHandler
     transaction_tools: TransactionToolApis
 
-    def register(self, dispatcher: Any) -> None:
+    def register(self, dispatcher: RequestDispatcher) -> None:
         register = dispatcher.register
         register(ApiKey.API_VERSIONS, self.api_versions)
         register(ApiKey.METADATA, self.metadata)
