@@ -503,7 +503,10 @@ class KafkaBroker:
     def _dispatch_own(self, payload: bytes,
                       _connection: object = None) -> bytes | defer.Deferred | None:
         """A request from this broker to itself, as its own inter-broker principal."""
-        return self.dispatcher(payload, self.own_connection)
+        # The controller's requests (LeaderAndIsr, UpdateMetadata, StopReplica) are answered
+        # whole: an answer in pieces is a Fetch's, a Failure travels inside a Deferred.
+        return cast("bytes | defer.Deferred | None",
+                    self.dispatcher(payload, self.own_connection))
 
     # (host, port) or (host, port, login): its callers' types (replica_fetcher.py) name only
     # the first form yet, so the tuple's items stay unchecked here.

@@ -70,6 +70,9 @@ class ServingReactor(Reactor, Protocol):
     def listenTCP(self, port: int, factory: object, backlog: int = 50,
                   interface: str = "") -> ListeningPort: ...
 
+    def listenSSL(self, port: int, factory: object, contextFactory: object,
+                  backlog: int = 50, interface: str = "") -> ListeningPort: ...
+
     def callInThread(self, callable: Callable[..., object], *args: object,
                      **kw: object) -> None: ...
 

@@ -26,7 +26,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -148,8 +148,10 @@ class RequestDispatcher:
         if body is None or isinstance(body, Failure):
             answer = body
         else:
-            answer = encode_response_pieces(context.api_key, context.api_version,
-                                            context.correlation_id, body)
+            # The pieces after the header are the body's own record sets: bytes, or the
+            # file regions the fetch read put there (socket_writer's Piece).
+            answer = cast(Response, encode_response_pieces(
+                context.api_key, context.api_version, context.correlation_id, body))
         if self.on_answered is not None:
             self.on_answered(context.api_key, context.api_version, started)
         return answer

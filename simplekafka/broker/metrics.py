@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from simplekafka.broker.metadata_cache import MetadataCache
     from simplekafka.broker.replica_manager import ReplicaManager
     from simplekafka.broker.replication_quota import ReplicationThrottle
+    from simplekafka.protocol.message_types import FetchResponse
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ class BrokerMetrics:
         else:
             self.isr_expands += 1
 
-    def on_fetch_answer(self, body: dict) -> dict:
+    def on_fetch_answer(self, body: FetchResponse) -> FetchResponse:
         """A consumer's Fetch answer leaves: count its record bytes per topic."""
         replicas = self.broker.replica_manager
         for topic in body["responses"]:

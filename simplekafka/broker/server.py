@@ -36,7 +36,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
@@ -49,6 +49,7 @@ from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, frame
 
 if TYPE_CHECKING:
     from simplekafka.broker.connection_quotas import ConnectionQuotas
+    from simplekafka.broker.security.tls import PeerCertified
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class Authenticator(Protocol):
 # Builds the per-connection gate of a SASL listener; None: no SASL.
 AuthenticatorFactory = Callable[[RequestHandler], Authenticator]
 # Reads the principal of a TLS client's certificate from the transport (security/tls.py).
-TlsPrincipal = Callable[[object], str]
+TlsPrincipal = Callable[["PeerCertified"], str]
 
 
 class SharedQueues(Protocol):
@@ -380,7 +381,7 @@ class KafkaConnection(Int32StringReceiver):
         elif self._queue or isinstance(result, CloseAfter):
             self._fill_answer(result, self._take_slot())  # behind answers still awaited
         elif result is not None and not self._refusing:
-            self._send(frame_pieces(result))
+            self._send(_framed(result))
 
     def mute(self) -> None:
         """Stop reading requests (Kafka mutes a throttled client's channel, KIP-219)."""
@@ -431,20 +432,28 @@ class KafkaConnection(Int32StringReceiver):
                 queue.clear()
                 self._waiting_bytes = 0
                 if slot.response is not None and not self._refusing:
-                    ready += frame_pieces(slot.response)  # a CloseAfter's last answer
+                    ready += _framed(slot.response)  # a CloseAfter's last answer
                 self._send(ready)  # the answers before the close still leave
                 if not self._refusing:
                     self._refusing = True
                     self._close_after_gathered()
                 return
             if slot.response is not None and not self._refusing:
-                ready += frame_pieces(slot.response)
+                ready += _framed(slot.response)
         self._send(ready)
         if (self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2
                 and self._waiting_bytes < self.MAX_IN_FLIGHT_BYTES // 2 and not self._refusing):
             self._reading_paused = False
             if not self.muted:
                 self.transport.resumeProducing()
+
+
+def _framed(response: Response) -> list[Piece]:
+    """A response's frame pieces: its header bytes prefixed with the length, then its
+    record sets as they are (bytes, or file regions the writer sends itself)."""
+    # frame_pieces keeps the piece type it is given; mypy cannot pick it out of the
+    # Response union, so it is named here once.
+    return cast("list[Piece]", frame_pieces(response))
 
 
 def _joined(frames: list[Piece]) -> list[Piece]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 from twisted.internet import defer
 
+from simplekafka.broker.collaborators import ListeningPort, ServingReactor
 from simplekafka.broker.readiness import ReadinessGate
 from simplekafka.broker.server import AuthenticatorFactory, KafkaServerFactory, SharedQueues
 
@@ -37,33 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class _Address(Protocol):
-    @property
-    def port(self) -> int: ...
-
-
-class _Port(Protocol):
-    """A bound listener's port (Twisted's IListeningPort, a zope interface)."""
-
-    def getHost(self) -> _Address: ...
-
-    def stopListening(self) -> object: ...
-
-
-class ListeningReactor(Protocol):
-    """What the socket server asks of the reactor: ports (IReactorTCP, IReactorSSL)."""
-
-    def listenTCP(self, port: int, factory: KafkaServerFactory, backlog: int = 50,
-                  interface: str = "") -> _Port: ...
-
-    def listenSSL(self, port: int, factory: KafkaServerFactory, contextFactory: object,
-                  backlog: int = 50, interface: str = "") -> _Port: ...
-
-
 class SocketServer(service.Service):
     """Every listener's port and connection factory, by listener name."""
 
-    def __init__(self, config: BrokerConfig, reactor: ListeningReactor,
+    def __init__(self, config: BrokerConfig, reactor: ServingReactor,
                  dispatcher: RequestDispatcher, connection_quotas: ConnectionQuotas,
                  replica_manager: SharedQueues,
                  authenticators: Callable[[Listener], AuthenticatorFactory | None],
@@ -77,7 +55,7 @@ class SocketServer(service.Service):
         self.authenticators = authenticators  # listener -> authenticator factory or None
         self.own_connection = own_connection
         self.gate: ReadinessGate | None = None
-        self.ports: dict[str, _Port] = {}
+        self.ports: dict[str, ListeningPort] = {}
         self.factories: dict[str, KafkaServerFactory] = {}
         self.ready = False  # the gate opens when it is made, if the broker is ready by then
         self.closed = False

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sized
-from typing import Any
+from typing import TypeVar
 
 from simplekafka.protocol.errors import ProtocolError
 
 _SIZE = struct.Struct(">i")
+
+#: A piece of a pieced payload: bytes, or a value its sender writes itself (a file region).
+_Piece = TypeVar("_Piece", bound=Sized)
 DEFAULT_MAX_LENGTH = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
 
@@ -114,9 +117,7 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     return _SIZE.pack(len(payload)) + bytes(payload)
 
 
-# list[Any]: the pieces are bytes and held record sets (Sized), which the broker's send
-# path tells apart itself; its writer is typed for bytes today (broker/server.py).
-def frame_pieces(payload: bytes | list[Sized]) -> list[Any]:
+def frame_pieces(payload: bytes | list[_Piece]) -> list[bytes | _Piece]:
     """A payload framed as pieces to send in turn: ``[frame]`` for bytes; for a pieced
     payload (``encode_response`` of a Fetch answer holding file regions) the length
     prefix joins its first piece and held values stay as they are."""
