@@ -266,7 +266,8 @@ class KafkaBroker:
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None), auth),
-            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator),
+            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator,
+                             zookeeper),
             transactions=transactions,
             elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
