@@ -186,7 +186,7 @@ class KafkaBroker:
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
-                                   config["replica.fetch.max.bytes"]),
+                                   config["replica.fetch.max.bytes"], self._broker_epoch),
             self._endpoint_of, self.follower_throttle)
         self.alter_partitions = AlterPartitionManager(self.broker_id, reactor, lambda: self.zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
@@ -372,6 +372,11 @@ class KafkaBroker:
     @property
     def registration(self) -> Any:
         return self.controller_service.registration
+
+    def _broker_epoch(self) -> int:
+        """Our registration znode's czxid (Fetch v15+ names it), -1 before we registered."""
+        epoch = getattr(self.registration, "epoch", None)
+        return -1 if epoch is None else epoch
 
     @property
     def election(self) -> Any:
