@@ -4,7 +4,8 @@ The stage 1 demo's tiny server (ApiVersions and Metadata only) is started on a
 free loopback port, and each real client is pointed at it: confluent-kafka and
 kcat (librdkafka, which asks with ApiVersions v3, the flexible version we speak
 since Kafka 3.9's levels, so it needs no retry), kafka-python (asks with v4,
-Kafka 3.9's newest, which we speak too: no retry either) and aiokafka (v0 only). Each must get as far as a topic list.
+Kafka 3.9's newest, which we speak too: no retry either) and aiokafka (v0
+only). Each must get as far as a topic list.
 """
 
 from __future__ import annotations

@@ -241,7 +241,7 @@ def ctx(version: int = 5, client_id: str = "test"):
                            listener="PLAINTEXT", principal="User:ANONYMOUS")
 
 
-class req(dict):  # noqa: N801 (reads like the call it replaces)
+class req(dict):
     """A decoded request as the handlers read it: by field name (``request["group_id"]``),
     or as an attribute."""
 

@@ -356,7 +356,7 @@ def test_a_diverging_epoch_in_the_answer_truncates_the_follower(tmp_path):
                                     lambda broker: ("127.0.0.1", 9000 + broker))
     manager.follow(partition)
     leader = PlayedLeader(reactor)
-    header, asked = leader.request()  # OffsetForLeaderEpoch first, at Kafka 3.9's v4
+    header, _ = leader.request()  # OffsetForLeaderEpoch first, at Kafka 3.9's v4
     assert (header.api_key, header.api_version) == (ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)
     # A leader that does not know yet (an old answer): it keeps our log as it is.
     leader.answer(header, {"throttle_time_ms": 0, "topics": [{"topic": "t", "partitions": [
