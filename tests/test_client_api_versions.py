@@ -109,8 +109,8 @@ def test_clients_pick_kafka_3_9_versions(cluster):
     # kafka-python 3 pick when a broker offers Kafka 3.9's versions.
     # Kafka 3.9's newest where the client knows them: OffsetCommit v9 and OffsetFetch v9
     # (KIP-848's shapes, as classic groups), ListGroups v5 from librdkafka, ApiVersions v4
-    # from kafka-python (v3 from librdkafka); FindCoordinator v6 from our own client (both
-    # others stop at v2).
+    # from kafka-python (v3 from librdkafka); FindCoordinator v6 from kafka-python 3 (which
+    # knows Kafka's message definitions; librdkafka stops at v2).
     for request, version in [("ApiVersions", 3), ("ApiVersions", 4), ("FindCoordinator", 6),
                              ("JoinGroup", 7), ("SyncGroup", 5), ("LeaveGroup", 5),
                              ("OffsetCommit", 9), ("OffsetFetch", 9), ("InitProducerId", 4),
