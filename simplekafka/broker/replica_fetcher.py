@@ -84,6 +84,10 @@ _RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
               ErrorCode.INCONSISTENT_TOPIC_ID}
 _SESSION_LOST = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
                  ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR}
+# A partition answered so is held by the leader's session as it was first named (a topic
+# ID the leader did not know yet stays unknown there): the next fetch opens a new session.
+_STALE_IN_SESSION = {ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
+                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 Key = tuple[str, int]
 T = TypeVar("T")
 # An inlineCallbacks body: each step yields a Deferred of its own result type, which is
@@ -441,7 +445,7 @@ class ReplicaFetcher:
             else:
                 self._session_knows = positions
         names = {topic_id: name for name, topic_id in self._topic_ids.items()}
-        back_off = False
+        back_off = stale = False
         out_of_range = []
         for topic in response["responses"]:
             name = names.get(topic["topic_id"], "") if version >= FIRST_FETCH_BY_ID \
@@ -480,6 +484,9 @@ class ReplicaFetcher:
                         log.warning("fetch of %s-%d from leader %d: error %d", *key,
                                     self.leader_id, code)
                     back_off = True
+                    stale = stale or code in _STALE_IN_SESSION
+        if stale:
+            self._reset_session()
         if out_of_range:
             yield self._handle_out_of_range(out_of_range)
         if back_off:

@@ -376,3 +376,27 @@ def test_a_diverging_epoch_in_the_answer_truncates_the_follower(tmp_path):
     wanted = fetch.topics[0].partitions[0]
     assert (wanted.fetch_offset, wanted.last_fetched_epoch) == (2, 1)
     manager.shutdown()
+
+
+def test_a_topic_id_the_leader_did_not_know_yet_opens_a_new_session(tmp_path):
+    """The follower learnt the ID (LeaderAndIsr) before the leader's cache did: the leader's
+    session holds the partition as unknown and answers UNKNOWN_TOPIC_ID; the follower's
+    next fetch is a full one that opens a new session (where the ID is known now)."""
+    partition = follower_partition(tmp_path, leader_epoch=0)
+    partition.log.assign_topic_id(TOPIC_ID)
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    leader = PlayedLeader(reactor)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch) == (0, 0)  # a full fetch opens a session
+    unknown = fetch_answer_by_id(b"", high_watermark=-1,
+                                 error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+    unknown["session_id"] = 55
+    leader.answer(header, unknown)
+    reactor.advance(BACKOFF)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch) == (0, 0)  # not 55's next epoch
+    assert fetch.topics[0].topic_id == TOPIC_ID
+    manager.shutdown()
