@@ -12,8 +12,9 @@ and TxnOffsetCommit, as OffsetCommit, Read on each topic (the others are
 committed; a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED).
 
 Versions: v3 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn is the flexible
-encoding; their v4 (and TxnOffsetCommit's) may hear TRANSACTION_ABORTABLE
-(KIP-890), which this coordinator never answers. TxnOffsetCommit v3 (KIP-447)
+encoding; AddOffsetsToTxn's and EndTxn's v4 (and TxnOffsetCommit's) may hear
+TRANSACTION_ABORTABLE (KIP-890), which this coordinator answers only to the
+broker's ``verify_only`` (below). TxnOffsetCommit v3 (KIP-447)
 names the consumer's generation, member id and instance id, checked as an
 OffsetCommit's (a zombie consumer's producer cannot commit).
 
@@ -24,9 +25,10 @@ answered on its own: an unknown partition fails the transaction's others with
 OPERATION_NOT_ATTEMPTED, ``verify_only`` asks whether each partition is in the
 ongoing transaction (NONE) or not (TRANSACTION_ABORTABLE) without adding it,
 and otherwise the partitions are added as a client's v3 request adds them. v5
-is v4 (it tells the coordinator that the sender knows TRANSACTION_ABORTABLE).
-A leader of SimpleKafka never sends it: its produce path checks transactions
-itself.
+is v4 (it tells the coordinator that the sender knows TRANSACTION_ABORTABLE),
+as in Kafka 3.9, which answers TRANSACTION_ABORTABLE to a verification of either
+version. A leader of SimpleKafka never sends it: its produce path checks
+transactions itself. An empty batch is answered empty (Kafka's would never be).
 """
 
 from __future__ import annotations
