@@ -196,7 +196,7 @@ class KafkaBroker:
         self.fetchers = ReplicaFetcherManager(
             reactor, FetchSettings(self.broker_id, config["replica.fetch.wait.max.ms"],
                                    config["replica.fetch.min.bytes"],
-                                   config["replica.fetch.max.bytes"]),
+                                   config["replica.fetch.max.bytes"], self._broker_epoch),
             self._endpoint_of, self.follower_throttle)
         self.alter_partitions = AlterPartitionManager(self.broker_id, reactor, lambda: self.zk)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
@@ -278,7 +278,8 @@ class KafkaBroker:
             inter_broker=InterBrokerHandlers(
                 replicas, cache, self.topic_configs, read_topic_config, zookeeper, reactor,
                 lambda: getattr(self.registration, "epoch", None), auth),
-            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator),
+            groups=GroupApis(self.group_coordinator, auth, transactions.find_coordinator,
+                             zookeeper),
             transactions=transactions,
             elect_leaders=ElectLeadersHandler(reactor, zookeeper, auth),
             alter_reassignments=AlterPartitionReassignmentsHandler(reactor, zookeeper, auth),
@@ -389,6 +390,11 @@ class KafkaBroker:
     @property
     def registration(self) -> BrokerRegistration | None:
         return self.controller_service.registration
+
+    def _broker_epoch(self) -> int:
+        """Our registration znode's czxid (Fetch v15+ names it), -1 before we registered."""
+        epoch = getattr(self.registration, "epoch", None)
+        return -1 if epoch is None else epoch
 
     @property
     def election(self) -> ControllerElection | None:

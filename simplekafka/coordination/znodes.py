@@ -67,6 +67,9 @@ class ZkPaths:
     ACL_CHANGES = "/kafka-acl-changes"
     ACLS_EXTENDED = "/kafka-acl-extended"
     ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+    #: Offsets committed with OffsetCommit v0 (coordination.consumer_offsets), as the old
+    #: ZooKeeper consumers kept them and Kafka 3.9 still wrote them.
+    CONSUMERS = "/consumers"
 
     #: Persistent parents created on first contact, as Kafka's brokers do at startup.
     PERSISTENT_PATHS = (
@@ -111,6 +114,10 @@ class ZkPaths:
     @staticmethod
     def delete_topic(topic: str) -> str:
         return f"{ZkPaths.DELETE_TOPICS}/{topic}"
+
+    @staticmethod
+    def consumer_offset(group: str, topic: str, partition: int) -> str:
+        return f"{ZkPaths.CONSUMERS}/{group}/offsets/{topic}/{partition}"
 
 
 T = TypeVar("T")

@@ -241,8 +241,14 @@ def ctx(version: int = 5, client_id: str = "test"):
                            listener="PLAINTEXT", principal="User:ANONYMOUS")
 
 
-def req(**fields):
-    return SimpleNamespace(**fields)
+class req(dict):
+    """A decoded request as the handlers read it: by field name (``request["group_id"]``),
+    or as an attribute."""
+
+    __getattr__ = dict.__getitem__
+
+    def __missing__(self, key: str) -> None:
+        return None  # a field the test leaves out is null, as the decoder's default
 
 
 def join(coordinator, member_id="", protocols=(("range", b"m"),), version=5,

@@ -140,6 +140,7 @@ class PartitionCommit(NamedTuple):
     offset: int
     leader_epoch: int = -1
     metadata: str = ""
+    commit_timestamp: int = -1  # OffsetCommit v1's; -1: when the coordinator takes it
 
 
 class GroupCoordinator:
@@ -720,7 +721,8 @@ class GroupCoordinator:
             if cache.partition(p.topic, p.partition) is None:
                 part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            value = OffsetValue(p.offset, p.leader_epoch, metadata, now)
+            value = OffsetValue(p.offset, p.leader_epoch, metadata,
+                                p.commit_timestamp if p.commit_timestamp >= 0 else now)
             accepted.append(((p.topic, p.partition), value, part))
         if not accepted:
             return answer()

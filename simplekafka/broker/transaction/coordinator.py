@@ -315,6 +315,20 @@ class TransactionCoordinator:
                 partitions), start_ms=meta.start_ms if ongoing else now)
         return self._store(meta, transition).addCallback(everyone)
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (KIP-890), as Kafka 3.9's
+        ``handleVerifyPartitionsInTransaction``: is each partition in the ongoing
+        transaction (NONE) or not (TRANSACTION_ABORTABLE)? Nothing is written."""
+        meta, code = self._checked(transactional_id, producer_id, producer_epoch)
+        if code is None and meta is not None and meta.state in (S.PREPARE_COMMIT,
+                                                                S.PREPARE_ABORT):
+            code = ErrorCode.CONCURRENT_TRANSACTIONS
+        if code is not None or meta is None:
+            return dict.fromkeys(partitions, code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        return {tp: ErrorCode.NONE if tp in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                for tp in partitions}
+
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
                     group_id: str) -> CodeAnswer:
         """The group's ``__consumer_offsets`` partition joins the transaction."""
