@@ -25,7 +25,9 @@ set +e
 # names them in the rerun summary (-rR).
 # Most of the wall time is spent waiting on real processes, so the suite runs on
 # several pytest workers (SIMPLEKAFKA_TEST_WORKERS, 0 for one process); a test
-# module, and all of Spark, stays on one worker (conftest.py's worker_group).
+# module, and all of Spark, stays on one worker (conftest.py's worker_group); the units
+# go out longest first, by tools/test_durations.json (python tools/test_durations.py
+# RUN.xml writes it anew from a run with --junitxml=RUN.xml).
 "$VENV/bin/python" -m pytest --reruns 1 --reruns-delay 2 \
   -rR -n "${SIMPLEKAFKA_TEST_WORKERS:-3}" --dist loadscope --durations 40 "$@"
 status=$?
