@@ -8,6 +8,7 @@ run alone.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -18,9 +19,12 @@ import pytest
 from conftest import DURATIONS, UNKNOWN_TEST_SECONDS, longest_first, unit_seconds, worker_group
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-
-from test_durations import node_id  # noqa: E402
+_spec = importlib.util.spec_from_file_location("test_durations_tool",
+                                               ROOT / "tools" / "test_durations.py")
+assert _spec is not None and _spec.loader is not None
+_tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_tool)
+node_id = _tool.node_id
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="5">
