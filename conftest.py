@@ -30,7 +30,8 @@ os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
 # inherit the environment) runs its JVM with the serial collector and the client compiler
 # only, as our ZooKeeper and Spark daemons do: a test's queries are small and short, and on
 # two busy cores the server compiler's threads cost more than they win (a driver's start
-# and first query took a third less so). Only speed changes, never what a test checks.
+# and first queries took a third to a half less so). Only speed changes, never what a test
+# checks.
 SPARK_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                       f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' pyspark-shell")
