@@ -373,26 +373,30 @@ class GroupApis:
         if context.api_version == 0:
             return self._offset_fetch_from_zookeeper(context, request["group_id"],
                                                      request["topics"] or [])
+        stable = context.api_version >= 7 and request["require_stable"]
         if context.api_version < 8:
-            return self._offset_fetch_group(context, request["group_id"], request["topics"])
+            return self._offset_fetch_group(context, request["group_id"], request["topics"],
+                                            stable)
         groups: list[OffsetFetchResponseGroups] = []  # v8+ (KIP-709): each on its own
         for asked in request["groups"]:  # v9's member id and epoch: not checked (classic)
-            one = self._offset_fetch_group(context, asked["group_id"], asked["topics"])
+            one = self._offset_fetch_group(context, asked["group_id"], asked["topics"],
+                                           stable)
             groups.append({"group_id": asked["group_id"],
                            "error_code": one.get("error_code", ErrorCode.NONE),
                            "topics": one.get("topics", [])})
         return {"throttle_time_ms": 0, "groups": groups}
 
     def _offset_fetch_group(self, context: RequestContext, group_id: str,
-                            topics: Sequence[OffsetFetchRequestTopics] | None
-                            ) -> OffsetFetchResponse:
+                            topics: Sequence[OffsetFetchRequestTopics] | None,
+                            require_stable: bool = False) -> OffsetFetchResponse:
         refused: set[str] = set()
         if not self._group(context, AclOperation.DESCRIBE, group_id):
             result = OffsetFetchResult(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         else:
             result = self.coordinator.offset_fetch(
                 group_id, None if topics is None else
-                [(t["name"], index) for t in topics for index in t["partition_indexes"]])
+                [(t["name"], index) for t in topics for index in t["partition_indexes"]],
+                require_stable)
             if self.authorizer.enabled and result.error_code == ErrorCode.NONE:
                 result, refused = self._visible_offsets(context, topics is None, result)
         if result.error_code != ErrorCode.NONE:
@@ -403,7 +407,7 @@ class GroupApis:
                 "partition_index": found.partition, "committed_offset": found.offset,
                 "committed_leader_epoch": found.leader_epoch, "metadata": found.metadata,
                 "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED if found.topic in refused
-                else ErrorCode.NONE})
+                else found.error_code})
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
                 "topics": [{"name": name, "partitions": parts}
                            for name, parts in by_topic.items()]}
