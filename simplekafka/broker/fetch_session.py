@@ -24,6 +24,14 @@ what the fetch reads and which outcomes its answer names:
   starts over with epoch 0.
 * epoch -1 with a ``session_id``: close that session, then a full fetch.
 
+A session opened by topic IDs (Fetch v13+) may name an ID this broker's metadata
+cache does not know yet (the client learnt it first): the partition is held
+under a name no topic can have (``unknown_topic_name``) and answered
+UNKNOWN_TOPIC_ID. Each later fetch of the session asks the cache again and,
+once it knows the ID, holds the partition under its topic's name, so the
+client's session reads it without opening a new one (Kafka's
+``maybeResolveUnknownName``).
+
 A follower's session goes further, so that an idle follower's fetch costs the
 same at 10 partitions as at 10,000. Once a partition was found quiet for it (in
 sync, caught up, nothing new: ``Partition.record_quiet_follower_fetch``), the
@@ -66,6 +74,13 @@ EVICTION_SECONDS = 120.0  # Kafka's min.incremental.fetch.session.eviction.ms
 SWEEP_SECONDS = 60.0  # a follower session re-examines every partition this often
 
 PartitionKey = tuple[str, int]
+TopicNames = Callable[[bytes], str | None]  # a topic ID's name, None if unknown
+
+
+def unknown_topic_name(topic_id: bytes) -> str:
+    """Where a session holds an ID the cache does not know: a name no topic can have
+    (topic names are ASCII letters, digits, '.', '_', '-')."""
+    return f"<unknown topic id {topic_id.hex()}>"
 
 
 class FetchSession:
@@ -107,6 +122,29 @@ class FetchSession:
                 self.unsettled.discard(key)
                 if dropped is not None:
                     self._unwatch(dropped)
+
+    def resolve_unknown_names(self, topic_name: TopicNames) -> None:
+        """Hold a partition named by an ID the cache did not know under its topic's name
+        once the cache knows it (see the module docstring); the order is kept."""
+        renamed: dict[str, str] = {}
+        for name, topic_id in list(self.topic_ids.items()):
+            if name == unknown_topic_name(topic_id):
+                resolved = topic_name(topic_id)
+                if resolved is not None:
+                    renamed[name] = resolved
+                    del self.topic_ids[name]
+                    self.topic_ids[resolved] = topic_id
+        if not renamed:
+            return
+        partitions: OrderedDict[PartitionKey, FetchPartition] = OrderedDict()
+        for (name, index), wanted in self.partitions.items():
+            key = (renamed.get(name, name), index)
+            if key in partitions:  # already held by its name: one partition, one entry
+                self._unwatch(wanted)
+                continue
+            partitions[key] = wanted
+        self.partitions = partitions
+        self.unsettled = {(renamed.get(name, name), index) for name, index in self.unsettled}
 
     def topics(self) -> list[FetchTopic]:
         return _grouped(self.partitions.items())
@@ -312,9 +350,10 @@ class FetchSessionCache:
         return len(self.sessions)
 
     def context_for(self, session_id: int, epoch: int, replica_id: int,
-                    named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]
-                    ) -> FetchContext:
-        """Open, continue or close a fetch's session; see the module docstring."""
+                    named: list[FetchTopic], forgotten: list[tuple[str, list[int]]],
+                    topic_name: TopicNames | None = None) -> FetchContext:
+        """Open, continue or close a fetch's session; see the module docstring.
+        ``topic_name`` resolves the IDs a session by topic IDs held as unknown."""
         session_id = session_id or INVALID_SESSION_ID
         now = self.clock()
         self._drop_abandoned_follower_session(now)
@@ -340,6 +379,8 @@ class FetchSessionCache:
             session.swept = now
             session.unsettled = set(session.partitions)
         self.sessions.move_to_end(session_id)
+        if session.uses_topic_ids and topic_name is not None:
+            session.resolve_unknown_names(topic_name)  # before the request's names are applied
         session.apply(named, forgotten)
         if session.replica_id >= 0:
             return FollowerSessionContext(session)

@@ -84,8 +84,12 @@ _RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
               ErrorCode.INCONSISTENT_TOPIC_ID}
 _SESSION_LOST = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
                  ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR}
-# A partition answered so is held by the leader's session as it was first named (a topic
-# ID the leader did not know yet stays unknown there): the next fetch opens a new session.
+# A partition answered so may be held by the leader's session under a topic ID it no
+# longer stands for: the next fetch opens a new session. A SimpleKafka or Kafka leader
+# resolves an ID it learns later within the session (Kafka's follower does not reopen);
+# the reopen is what recovers a topic re-created between two fetches, whose new ID this
+# follower does not send unless the partition's position changed (Kafka's follower
+# replaces the old ID in its session instead).
 _STALE_IN_SESSION = {ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
                      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 Key = tuple[str, int]

@@ -18,7 +18,8 @@ evict that follower's session (a new session of a follower replaces its old one)
 Kafka 3.9's versions: v12 is flexible and carries each partition's last
 fetched epoch (a log that left the leader's gets a diverging epoch and no
 records); v13+ names topics by ID (KIP-516): an ID no topic has now answers
-UNKNOWN_TOPIC_ID, a session opened by names cannot go on by IDs or back
+UNKNOWN_TOPIC_ID (in a session, until the broker learns the ID: then the session
+reads it, ``fetch_session.py``), a session opened by names cannot go on by IDs or back
 (FETCH_SESSION_TOPIC_ID_ERROR), and a partition whose topic was re-created
 under the same name since the session learnt its ID answers UNKNOWN_TOPIC_ID
 too; v15+ says who a follower is in ``replica_state``; v16+ (KIP-951) names
@@ -45,7 +46,11 @@ from simplekafka.broker.fetch_messages import (
     FetchTopic,
     fetch_replica_id,
 )
-from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
+from simplekafka.broker.fetch_session import (
+    FetchContext,
+    FetchSessionCache,
+    unknown_topic_name,
+)
 from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_fetched
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
@@ -106,7 +111,8 @@ class FetchHandler:
             request["session_id"] if sessions else 0,
             request["session_epoch"] if sessions else -1,
             replica_id, ids.named(request),
-            ids.forgotten(forgotten) if forgotten else [])
+            ids.forgotten(forgotten) if forgotten else [],
+            self.cache.topic_name if self.cache is not None else None)
         if session.error is None:
             session.error = ids.check_session(session)
         if session.error is not None:
@@ -187,7 +193,7 @@ class _TopicIds:
         topic_id = topic["topic_id"]
         name = self.cache.topic_name(topic_id) if self.cache is not None else None
         if name is None:
-            name = _unknown_name(topic_id)
+            name = unknown_topic_name(topic_id)
         self.ids[name] = topic_id
         return name
 
@@ -256,11 +262,6 @@ class _TopicIds:
 
     def _id_of(self, name: str) -> bytes:
         return self.cache.topic_id(name) if self.cache is not None else ZERO_ID
-
-
-def _unknown_name(topic_id: bytes) -> str:
-    """A name no topic can have (topic names are ASCII letters, digits, '.', '_', '-')."""
-    return f"<unknown topic id {topic_id.hex()}>"
 
 
 def _params(request: FetchRequest, version: int, partitions: FetchContext,
