@@ -5,9 +5,11 @@ Keep each fixture small and add new ones below the others; several stages share 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -22,6 +24,17 @@ if os.environ.get("CI"):
 # brokers and clients it starts (they inherit the environment), refuses a dict key that no
 # version of the message has, so a misspelt field fails the test that sends it.
 os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
+
+# Every Spark driver the suite starts (this process's SparkSession, and the drivers started
+# as processes: restart jobs, demos, notebooks, benchmarks in tiny mode, all of which
+# inherit the environment) runs its JVM with the serial collector and the client compiler
+# only, as our ZooKeeper and Spark daemons do: a test's queries are small and short, and on
+# two busy cores the server compiler's threads cost more than they win (a driver's start
+# and first queries took a third to a half less so). Only speed changes, never what a test
+# checks.
+SPARK_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
+                      f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' pyspark-shell")
 
 # Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
 pytest_plugins = ["simplekafka.coordination.pytest_plugin"]
@@ -108,13 +121,47 @@ def worker_group(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+# Longest unit first: a 15-minute unit handed out last would end the run alone, long after
+# the other workers ran out of work. xdist orders units by their number of tests; we order
+# them by the seconds each took in a full run (tools/test_durations.json, written from a
+# run's junit XML by tools/test_durations.py). A unit the file does not know (new, renamed)
+# counts UNKNOWN_TEST_SECONDS a test. Only the order depends on the file, never a result.
+DURATIONS = Path(__file__).resolve().parent / "tools" / "test_durations.json"
+UNKNOWN_TEST_SECONDS = 1.0
+
+
+def unit_seconds() -> dict[str, float]:
+    """Seconds per worker_group unit from the last recorded full run ({} if none)."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def longest_first(units: dict[str, dict[str, bool]],
+                  seconds: dict[str, float]) -> list[tuple[str, dict[str, bool]]]:
+    """``units`` (unit -> its tests) ordered by their expected seconds, the longest first."""
+    return sorted(units.items(),
+                  key=lambda unit: -seconds.get(unit[0], UNKNOWN_TEST_SECONDS * len(unit[1])))
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: fine without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleAndSparkScheduling(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the first hand-out: the queue is complete now
+                units = longest_first(dict(self.workqueue), unit_seconds())
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return ModuleAndSparkScheduling(config, log)
 

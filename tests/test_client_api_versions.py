@@ -16,6 +16,7 @@ import uuid
 import confluent_kafka
 import pytest
 from confluent_kafka import Consumer as CkConsumer
+from confluent_kafka import ConsumerGroupType
 from confluent_kafka import Producer as CkProducer
 from confluent_kafka.admin import AdminClient
 
@@ -69,6 +70,11 @@ def run_confluent_group(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     listed = admin.list_consumer_groups().result(30)
     assert group in {g.group_id for g in listed.valid}
+    # ListGroups v5 (KIP-848): every group of a ZooKeeper-mode broker is classic.
+    classic = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30)
+    assert {g.type for g in classic.valid if g.group_id == group} == {ConsumerGroupType.CLASSIC}
+    new_protocol = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30)
+    assert group not in {g.group_id for g in new_protocol.valid}
     described = admin.describe_consumer_groups([group])[group].result(30)
     assert described.group_id == group
 
@@ -101,10 +107,14 @@ def test_clients_pick_kafka_3_9_versions(cluster):
     print("versions seen:", {k: sorted(v) for k, v in sorted(seen.items())})
     # Above what the broker advertised before (Kafka 2.4's): what librdkafka 2.x and
     # kafka-python 3 pick when a broker offers Kafka 3.9's versions.
-    for request, version in [("ApiVersions", 3), ("FindCoordinator", 4), ("JoinGroup", 7),
-                             ("SyncGroup", 5), ("LeaveGroup", 5), ("OffsetCommit", 8),
-                             ("OffsetFetch", 8), ("InitProducerId", 4), ("ListGroups", 4),
-                             ("DescribeGroups", 5)]:
+    # Kafka 3.9's newest where the client knows them: OffsetCommit v9 and OffsetFetch v9
+    # (KIP-848's shapes, as classic groups), ListGroups v5 from librdkafka, ApiVersions v4
+    # from kafka-python (v3 from librdkafka); FindCoordinator v6 from kafka-python 3 (which
+    # knows Kafka's message definitions; librdkafka stops at v2).
+    for request, version in [("ApiVersions", 3), ("ApiVersions", 4), ("FindCoordinator", 6),
+                             ("JoinGroup", 7), ("SyncGroup", 5), ("LeaveGroup", 5),
+                             ("OffsetCommit", 9), ("OffsetFetch", 9), ("InitProducerId", 4),
+                             ("ListGroups", 5), ("DescribeGroups", 5)]:
         assert version in seen.get(request, set()), (request, sorted(seen.get(request, [])))
     software = {labels["client_software_name"]
                 for url in cluster.metrics_urls.values()

@@ -108,7 +108,7 @@ def test_the_starter_keeps_signatures_docstrings_and_the_given_parts():
     from simplekafka.learn.runner import starter_source
 
     starter = starter_source(STAGES[4])
-    assert "def fetch(self, version: int, request: Any) -> dict:" in starter
+    assert "def fetch(self, version: int, request: Struct) -> dict:" in starter
     assert "from simplekafka.learn.segment_log import OffsetOutOfRangeError, SegmentLog" in starter
     assert "def create_topic(self, name: str) -> SegmentLog:" in starter  # given, body kept
     assert "self.logs[name] = SegmentLog.open(self.data_dir" in starter

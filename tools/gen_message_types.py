@@ -42,8 +42,9 @@ Written by ``tools/gen_message_types.py`` from :mod:`simplekafka.protocol.defini
 TypedDict per message and per nested structure; the keys are the fields of every
 version, so one dict can be encoded at any version (fields of other versions
 are dropped). Keys that may be left out take their defaults when encoded, as in
-Kafka's generated message classes. Record sets are ``Sized``: bytes, or the
-broker's file region that the sender writes itself.
+Kafka's generated message classes. A request's record sets are bytes (as
+decoded); a response's are ``Sized``: bytes, or the broker's file region that
+the sender writes itself.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def _span(outer: tuple[int, int], versions: Versions) -> tuple[int, int]:
     return max(outer[0], versions.low), min(outer[1], versions.high)
 
 
-def _emit(name: str, fields: list[F], span: tuple[int, int], out: list[str]) -> None:
+def _emit(name: str, fields: list[F], span: tuple[int, int], out: list[str],
+          request: bool = False) -> None:
     """Append the TypedDict ``name`` for ``fields`` (nested ones first) to ``out``."""
     required: list[str] = []
     optional: list[str] = []
@@ -73,14 +75,16 @@ def _emit(name: str, fields: list[F], span: tuple[int, int], out: list[str]) -> 
         nullable = max(inner[0], f.nullable.low) <= min(inner[1], f.nullable.high)
         if isinstance(f.type, One):  # one nested structure, not an array of them
             nested = name + _camel(f.name)
-            _emit(nested, f.type.fields, inner, out)
+            _emit(nested, f.type.fields, inner, out, request)
             text = nested
         elif isinstance(f.type, list):
             nested = name + _camel(f.name)
-            _emit(nested, f.type, inner, out)
+            _emit(nested, f.type, inner, out, request)
             text = f"Sequence[{nested}]"
         elif f.type.startswith("[]"):
             text = f"Sequence[{_SCALAR_TYPES[f.type[2:]]}]"
+        elif f.type == "records" and request:
+            text = "bytes"  # decoded from the wire; only an answer holds a file region
         else:
             text = _SCALAR_TYPES[f.type]
         if nullable:
@@ -105,7 +109,8 @@ def generate() -> str:
     names: list[str] = []
     for _, pair in sorted(MESSAGES.items()):
         for message in pair:
-            _emit(message.name, message.fields, (message.valid.low, message.valid.high), out)
+            _emit(message.name, message.fields, (message.valid.low, message.valid.high), out,
+                  message.name.endswith("Request"))
             names.append(message.name)
     body = "\n".join(out).replace("\n\n\n", "\n\n\n")
     exports = "".join(f'    "{n}",\n' for n in sorted(names))

@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from simplekafka.admin import acls, configs, groups, users
 from simplekafka.client.client import Deadline, KafkaClient
+from simplekafka.client.connection import Body, BodyFactory
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from simplekafka.protocol.acls import AclBinding, AclBindingFilter
 from simplekafka.protocol.api import ApiKey
@@ -432,7 +432,7 @@ class Admin:
 
     # ----- plumbing --------------------------------------------------------------
 
-    def _to_controller(self, api_key: ApiKey, body: Any, timeout_ms: int):
+    def _to_controller(self, api_key: ApiKey, body: Body | BodyFactory, timeout_ms: int):
         def attempt(deadline: Deadline):
             controller = self.client.controller_id(max(1, int(deadline.remaining() * 1000)))
             answer = self.client.request(

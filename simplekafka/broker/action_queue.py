@@ -26,9 +26,15 @@ timer in between.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Protocol
 
 log = logging.getLogger(__name__)
+
+
+class Wakeable(Protocol):
+    """What the queue wakes: a partition, whose parked fetches re-examine it."""
+
+    def wake_listeners(self) -> None: ...
 
 
 class ActionQueue:
@@ -42,7 +48,7 @@ class ActionQueue:
 
     def __init__(self) -> None:
         self._depth = 0
-        self._pending: dict[int, Any] = {}  # id(partition) -> partition, first-fired order
+        self._pending: dict[int, Wakeable] = {}  # id(partition) -> partition, first-fired order
 
     def wakeups_after(self) -> ActionQueue:
         """A block whose partitions' listeners run once, when the outermost block closes."""
@@ -62,7 +68,7 @@ class ActionQueue:
             except Exception:  # as Kafka's tryCompleteActions: the others still wake
                 log.exception("waking the listeners of %s failed", partition)
 
-    def defer_wakeup(self, partition: Any) -> bool:
+    def defer_wakeup(self, partition: Wakeable) -> bool:
         """Note ``partition`` for the open block's end; False (the caller wakes now) if none."""
         if not self._depth:
             return False

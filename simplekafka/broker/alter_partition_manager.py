@@ -12,35 +12,37 @@ a write fails at once, and the leader keeps its old ISR.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from twisted.application import service
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
+from simplekafka.broker.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.isr import IsrChangeNotifier, write_isr, write_isr_change_notification
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
 
 
 class AlterPartitionManager(service.Service):
     """``write_isr(partition, isr)`` for the ReplicaManager; fires with the znode's version."""
 
-    def __init__(self, broker_id: int, reactor: Any, zookeeper: Callable[[], Any]) -> None:
+    def __init__(self, broker_id: int, reactor: Reactor, zookeeper: ZooKeeperHandle) -> None:
         self.setName("alter-partition-manager")
         self.broker_id = broker_id
         self.reactor = reactor
         self.zookeeper = zookeeper
         self.notifier = IsrChangeNotifier(self._write_notification)
 
-    def write_isr(self, partition: Any, isr: list[int]) -> defer.Deferred:
+    def write_isr(self, partition: Partition, isr: list[int]) -> defer.Deferred:
         """Write a leader's ISR change to ZooKeeper on a worker thread, then have it
         announced to the controller (batched with others, see isr.py)."""
         zk = self.zookeeper()
         if zk is None or not self.running:
             return defer.fail(ConnectionError("not connected to ZooKeeper"))
-        written = threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), write_isr, zk, partition.topic,
-            partition.index, self.broker_id, partition.leader_epoch, isr,
-            partition.controller_epoch, partition.partition_epoch)
+        written = in_worker_thread(
+            self.reactor, write_isr, zk, partition.topic, partition.index, self.broker_id,
+            partition.leader_epoch, isr, partition.controller_epoch, partition.partition_epoch)
 
         def announce(version: int) -> int:
             self.notifier.changed(partition.topic, partition.index)
@@ -52,5 +54,4 @@ class AlterPartitionManager(service.Service):
         zk = self.zookeeper()
         if zk is None or not self.running:
             return defer.fail(ConnectionError("not connected to ZooKeeper"))
-        return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
-                                         write_isr_change_notification, zk, partitions)
+        return in_worker_thread(self.reactor, write_isr_change_notification, zk, partitions)

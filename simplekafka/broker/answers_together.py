@@ -16,9 +16,10 @@ after the block.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-Writer = Callable[[list[Any]], None]
+from simplekafka.broker.socket_writer import Piece
+
+Writer = Callable[[list[Piece]], None]
 
 
 class AnswersTogether:
@@ -28,7 +29,7 @@ class AnswersTogether:
 
     def __init__(self) -> None:
         self._depth = 0
-        self._held: dict[int, tuple[Writer, list[Any]]] = {}
+        self._held: dict[int, tuple[Writer, list[Piece]]] = {}
 
     def together(self) -> AnswersTogether:
         """Gather the answers written inside the block; send them per connection at its end."""
@@ -45,7 +46,7 @@ class AnswersTogether:
         for write, frames in held.values():
             write(frames)
 
-    def hold(self, owner: object, write: Writer, frames: list[Any]) -> bool:
+    def hold(self, owner: object, write: Writer, frames: list[Piece]) -> bool:
         """Keep ``frames`` for ``write`` (the ``owner`` connection's) if a block is open."""
         if not self._depth:
             return False

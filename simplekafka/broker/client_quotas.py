@@ -43,12 +43,13 @@ import logging
 import struct
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from simplekafka.broker.fetch_messages import fetch_replica_id
+from simplekafka.broker.server import KafkaConnection
 from simplekafka.coordination.client_quotas import (
     CLIENTS,
     CONSUMER_BYTE_RATE,
@@ -65,6 +66,13 @@ from simplekafka.coordination.client_quotas import (
 from simplekafka.protocol.api import INTER_BROKER_KEYS, ApiKey
 from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.messages import response_schema
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IReactorTime
+
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.dispatch import RequestContext
+    from simplekafka.protocol.message_types import FetchResponse
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +299,7 @@ def _memory_entity(entity: Entity) -> tuple[str | None, str | None]:
     return user, client
 
 
-def fetch_response_bytes(body: Any) -> int:
+def fetch_response_bytes(body: FetchResponse) -> int:
     """The record bytes of a Fetch answer (what ``consumer_byte_rate`` counts)."""
     size = 0
     for topic in body["responses"]:
@@ -302,7 +310,7 @@ def fetch_response_bytes(body: Any) -> int:
     return size
 
 
-def without_records(body: Any) -> None:
+def without_records(body: FetchResponse) -> None:
     """A throttled Fetch answer's records dropped (Kafka answers it empty): every partition
     stays, with its offsets, so a fetch session's view of it is unchanged."""
     for topic in body["responses"]:
@@ -325,7 +333,7 @@ def with_throttle_time(encoded: bytes | bytearray, api_key: int, api_version: in
 class ClientQuotas:
     """The broker's three quota managers, fed by config changes and by the dispatcher."""
 
-    def __init__(self, reactor: Any, samples: int = 11, window_seconds: int = 1,
+    def __init__(self, reactor: Reactor, samples: int = 11, window_seconds: int = 1,
                  clock: Callable[[], float] = time.monotonic):
         self.reactor = reactor
         self.clock = clock
@@ -359,7 +367,7 @@ class ClientQuotas:
 
     # -- around each request (the dispatcher calls these while ``enabled``) ----------------
 
-    def before(self, context: Any, request: Struct) -> None:
+    def before(self, context: RequestContext, request: Struct) -> None:
         """Cap a consumer's fetch at its quota's window, as Kafka does."""
         if context.api_key == ApiKey.FETCH and fetch_replica_id(request) < 0 \
                 and self.fetch.enabled:
@@ -368,8 +376,8 @@ class ClientQuotas:
             if cap is not None and request.max_bytes > cap:
                 request.max_bytes = max(int(cap), 1)
 
-    def after(self, result: Any, context: Any, request: Struct, frame_size: int, started: float,
-              connection: Any) -> Any:
+    def after(self, result: object, context: RequestContext, request: Struct, frame_size: int,
+              started: float, connection: object) -> object:
         """The handler's result with ``throttle_time_ms`` set, the connection muted."""
         handled = time.perf_counter() - started
         if isinstance(result, defer.Deferred):
@@ -377,8 +385,8 @@ class ClientQuotas:
                                       connection)
         return self._throttle(result, context, request, frame_size, handled, connection)
 
-    def _throttle(self, body: Any, context: Any, request: Struct, frame_size: int,
-                  handled: float, connection: Any) -> Any:
+    def _throttle(self, body: object, context: RequestContext, request: Struct,
+                  frame_size: int, handled: float, connection: object) -> object:
         if isinstance(body, Failure) or context.api_key in EXEMPT_KEYS:
             return body
         api_key = context.api_key
@@ -391,7 +399,8 @@ class ClientQuotas:
         if api_key == ApiKey.PRODUCE:
             bandwidth = self.produce.record(user, client_id, frame_size, now_ms)
         elif api_key == ApiKey.FETCH and isinstance(body, Mapping):
-            fetched = fetch_response_bytes(body)
+            # The API key says which answer it is: a Fetch answer.
+            fetched = fetch_response_bytes(cast("FetchResponse", body))
             bandwidth = self.fetch.record(user, client_id, fetched, now_ms)
         requests = 0
         if not (api_key == ApiKey.PRODUCE and body is None):  # acks=0: Kafka skips it
@@ -401,7 +410,7 @@ class ClientQuotas:
             return body
         if fetched:  # a throttled fetch leaves empty, its bytes uncounted (Kafka's way)
             self.fetch.unrecord(user, client_id, fetched, now_ms)
-            without_records(body)
+            without_records(cast("FetchResponse", body))
         self.mute(connection, throttle / 1000.0)
         if body is None:
             return None
@@ -410,18 +419,21 @@ class ClientQuotas:
         elif isinstance(body, bytes | bytearray):
             body = with_throttle_time(body, api_key, context.api_version, throttle)
         elif hasattr(body, "throttle_time_ms"):
-            body.throttle_time_ms = throttle
+            setattr(body, "throttle_time_ms", throttle)  # noqa: B010 (a Struct, any answer)
         if context.api_version < CLIENT_THROTTLES_FROM.get(api_key, 1 << 15):
             # an older client does not throttle itself: the answer waits out the throttle
-            return task.deferLater(self.reactor, throttle / 1000.0, lambda: body)
+            # The reactor is an IReactorTime through zope, which a Protocol cannot name.
+            return task.deferLater(cast("IReactorTime", self.reactor), throttle / 1000.0,
+                                   lambda: body)
         return body
 
-    def mute(self, connection: Any, seconds: float) -> None:
-        """Read nothing more from ``connection`` for ``seconds`` (a longer mute wins)."""
-        if connection is None or not hasattr(connection, "mute"):
+    def mute(self, connection: object, seconds: float) -> None:
+        """Read nothing more from ``connection`` for ``seconds`` (a longer mute wins); only a
+        client's connection mutes (not the broker's own, nor a unit test's None)."""
+        if not isinstance(connection, KafkaConnection):
             return
         until = self.clock() + seconds
-        if getattr(connection, "muted_until", 0.0) >= until:
+        if connection.muted_until >= until:
             return
         connection.muted_until = until
         if not connection.muted:
@@ -429,7 +441,7 @@ class ClientQuotas:
             connection.mute()
             self.reactor.callLater(seconds, self._unmute, connection)
 
-    def _unmute(self, connection: Any) -> None:
+    def _unmute(self, connection: KafkaConnection) -> None:
         left = connection.muted_until - self.clock()
         if left > 0.0005:
             self.reactor.callLater(left, self._unmute, connection)

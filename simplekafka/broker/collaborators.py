@@ -11,11 +11,14 @@ imports the request handlers; the handlers' own Protocols (``Leaders``,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from twisted.internet import defer, threads
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from twisted.internet.address import IPv4Address, IPv6Address
+    from twisted.internet.interfaces import IReactorFromThreads
     from twisted.python.threadpool import ThreadPool
 
     from simplekafka.storage import LogConfig
@@ -33,20 +36,51 @@ class DelayedCall(Protocol):
     def reset(self, seconds_from_now: float) -> None: ...
 
 
+class Clock(Protocol):
+    """The reactor's time (Twisted's IReactorTime.seconds; a test's ``task.Clock``)."""
+
+    def seconds(self) -> float: ...
+
+
 class Reactor(Protocol):
     """The part of Twisted's reactor the broker uses: timers and the worker-thread pool."""
 
-    def callLater(self, delay: float, callable: Callable[..., Any], *args: Any,
-                  **kw: Any) -> DelayedCall: ...
+    def callLater(self, delay: float, callable: Callable[..., object], *args: object,
+                  **kw: object) -> DelayedCall: ...
+
+    def callFromThread(self, callable: Callable[..., object], *args: object,
+                       **kw: object) -> None: ...
 
     def seconds(self) -> float: ...
 
     def getThreadPool(self) -> ThreadPool: ...
 
 
+class ListeningPort(Protocol):
+    """A bound listening port (Twisted's IListeningPort)."""
+
+    def getHost(self) -> IPv4Address | IPv6Address: ...
+
+    def stopListening(self) -> defer.Deferred[None] | None: ...
+
+
+class ServingReactor(Reactor, Protocol):
+    """The whole reactor the composition root holds: it also listens and runs threads."""
+
+    def listenTCP(self, port: int, factory: object, backlog: int = 50,
+                  interface: str = "") -> ListeningPort: ...
+
+    def listenSSL(self, port: int, factory: object, contextFactory: object,
+                  backlog: int = 50, interface: str = "") -> ListeningPort: ...
+
+    def callInThread(self, callable: Callable[..., object], *args: object,
+                     **kw: object) -> None: ...
+
+
 class Config(Protocol):
     """Broker configuration values by their Kafka key (``BrokerConfig``)."""
 
+    # The value's type depends on the key (an int, a list of str, None...): truly dynamic.
     def __getitem__(self, key: str) -> Any: ...
 
 
@@ -59,13 +93,18 @@ class RecordAppender(Protocol):
 
 
 # Read when asked, because they change after the parts are built.
-ZooKeeperHandle = Callable[[], Any]  # the connected KazooClient, or None
+ZooKeeperHandle = Callable[[], "KazooClient"]  # the connected KazooClient, or None
 Flag = Callable[[], bool]
 LogConfigSource = Callable[[], "LogConfig"]
 
 
-def in_worker_thread(reactor: Reactor, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
+_T = TypeVar("_T")
+
+
+def in_worker_thread(reactor: Reactor, fn: Callable[..., _T],
+                     *args: object) -> defer.Deferred[_T]:
     """Run blocking ``fn`` (ZooKeeper, fsync) on the reactor's thread pool; the Deferred
     fires on the reactor thread."""
     # Twisted types its reactors as zope interfaces, which a Protocol cannot name.
-    return threads.deferToThreadPool(cast(Any, reactor), reactor.getThreadPool(), fn, *args)
+    return threads.deferToThreadPool(cast("IReactorFromThreads", reactor),
+                                     reactor.getThreadPool(), fn, *args)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from simplekafka.broker.kafka_configs import (
     KAFKA_BROKER_CONFIGS,
@@ -37,6 +37,9 @@ from simplekafka.broker.security.listeners import (
     parse_protocol_map,
 )
 
+#: A parsed configuration value: what a key's parser returns (its type depends on the key).
+ConfigValue: TypeAlias = "str | int | float | bool | list[str] | None"
+
 
 class ConfigError(ValueError):
     """A configuration key or value the broker cannot use (message is one line)."""
@@ -45,19 +48,19 @@ class ConfigError(ValueError):
 # -- value parsers: each turns the text form into a typed value or raises ValueError ---------
 
 
-def _int(text: str) -> int:
+def _int(text: object) -> int:
     return int(str(text).strip())
 
 
-def _long_or_none(text: str) -> int | None:
+def _long_or_none(value: object) -> int | None:
     """Kafka writes 'no limit' as Long.MAX_VALUE; we also accept an empty value or 'none'."""
-    text = str(text).strip()
+    text = str(value).strip()
     if text.lower() in ("", "none", "null", str(2**63 - 1)):
         return None
     return int(text)
 
 
-def _bool(text: str) -> bool:
+def _bool(text: object) -> bool:
     if isinstance(text, bool):
         return text
     lowered = str(text).strip().lower()
@@ -68,16 +71,16 @@ def _bool(text: str) -> bool:
     raise ValueError("expected true or false")
 
 
-def _str(text: str) -> str:
+def _str(text: object) -> str:
     return str(text).strip()
 
 
-def _str_or_none(text: str) -> str | None:
-    text = str(text).strip()
+def _str_or_none(value: object) -> str | None:
+    text = str(value).strip()
     return text or None
 
 
-def _replica_selector(text: str) -> str | None:
+def _replica_selector(text: object) -> str | None:
     from simplekafka.broker.replica_selector import KNOWN_SELECTORS
 
     name = _str_or_none(text)
@@ -86,14 +89,14 @@ def _replica_selector(text: str) -> str | None:
     return name
 
 
-def _float(text: str) -> float:
-    value = float(text)
+def _float(text: object) -> float:
+    value = float(text if isinstance(text, (int, float)) else str(text))
     if not value > 0:
         raise ValueError("expected a positive number")
     return value
 
 
-def _list(text: str) -> list[str]:
+def _list(text: object) -> list[str]:
     if isinstance(text, (list, tuple)):
         return [str(item).strip() for item in text if str(item).strip()]
     return [item.strip() for item in str(text).split(",") if item.strip()]
@@ -104,8 +107,8 @@ class ConfigKey:
     """One documented key: its parser, default, lower bound and what it does."""
 
     name: str
-    parse: Callable[[str], Any]
-    default: Any
+    parse: Callable[[object], ConfigValue]
+    default: ConfigValue
     doc: str
     minimum: int | None = None
 
@@ -375,7 +378,7 @@ KAFKA_STATIC_KEYS = frozenset(
 PASSWORD_KEYS = frozenset(k for k, spec in KAFKA_BROKER_CONFIGS.items() if spec.sensitive)
 
 # Kafka keys whose default SimpleKafka changes, and why (the docs list them: never silently
-# different from Kafka). Any other key of KEYS that Kafka has defaults as Kafka's does.
+# different from Kafka). Every other key of KEYS that Kafka has defaults as Kafka's does.
 DEFAULTS_DIFFERENT_FROM_KAFKA: dict[str, str] = {
     "broker.id": "required: SimpleKafka never generates a broker id (Kafka's -1 has "
                  "ZooKeeper hand one out)",
@@ -413,7 +416,7 @@ def not_acted_on() -> list[KafkaConfigKey]:
     return [spec for name, spec in sorted(KAFKA_BROKER_CONFIGS.items()) if not acted_on(name)]
 
 
-_PARSER_TYPES: dict[Callable[[str], Any], str] = {
+_PARSER_TYPES: dict[Callable[[object], ConfigValue], str] = {
     _int: "INT", _bool: "BOOLEAN", _list: "LIST", _float: "DOUBLE", _long_or_none: "LONG"}
 
 
@@ -436,7 +439,7 @@ def is_sensitive(name: str) -> bool:
     return name in PASSWORD_KEYS or (name not in KEYS and name not in KAFKA_BROKER_CONFIGS)
 
 
-def redacted(config: Mapping[str, Any]) -> dict[str, Any]:
+def redacted(config: Mapping[str, object]) -> dict[str, object]:
     """``config`` with each sensitive value replaced by ``[hidden]`` (for logs and messages)."""
     return {key: "[hidden]" if is_sensitive(key) else value for key, value in config.items()}
 
@@ -474,7 +477,7 @@ class BrokerConfig:
     there, so a broker that got a BrokerConfig can trust every value in it.
     """
 
-    def __init__(self, values: dict[str, Any], ignored: Iterable[str] = (),
+    def __init__(self, values: dict[str, ConfigValue], ignored: Iterable[str] = (),
                  given: Iterable[str] = ()):
         self._values = values
         self.ignored_keys = sorted(ignored)
@@ -484,13 +487,15 @@ class BrokerConfig:
         self.kafka_values: dict[str, str] = {}
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, Any]) -> BrokerConfig:
+    def from_properties(cls, properties: Mapping[str, object]) -> BrokerConfig:
+        """Parse and check ``properties`` (text from a file, or Python values)."""
         values = {name: key.default for name, key in KEYS.items()}
         ignored = []
         kafka_values: dict[str, str] = {}
         for name, raw in properties.items():
             if name in IGNORED_KAFKA_KEYS:  # Kafka's, not acted on: typed as Kafka types it
-                problem = check_value(name, raw)
+                problem = check_value(name, raw if raw is None or isinstance(raw, str)
+                                      else str(raw))
                 if problem is not None:
                     raise ConfigError(f"configuration key {name}: cannot parse its value"
                                       if is_sensitive(name) else problem)
@@ -511,7 +516,8 @@ class BrokerConfig:
                 else:
                     detail = str(exc) if "expected" in str(exc) else f"cannot parse {raw!r}"
                 raise ConfigError(f"configuration key {name}: {detail}") from None
-            if key.minimum is not None and value is not None and value < key.minimum:
+            if key.minimum is not None and isinstance(value, (int, float)) \
+                    and value < key.minimum:
                 raise ConfigError(f"configuration key {name}: {value} is below {key.minimum}")
             if isinstance(value, int) and not isinstance(value, bool) and value > INT32_MAX \
                     and name in INT32_KEYS:
@@ -522,15 +528,17 @@ class BrokerConfig:
         config._check()
         return config
 
+    # The value's type depends on the key (``broker.id`` an int, ``log.dirs`` a list of
+    # str, an unset key None): truly dynamic; the properties below name the common ones.
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, ConfigValue]:
         return dict(self._values)
 
     def _check(self) -> None:
         for required in ("broker.id", "zookeeper.connect", "log.dirs"):
-            if self._values[required] in (None, "", []):
+            if self[required] in (None, "", []):
                 raise ConfigError(f"configuration key {required} is required")
         try:
             names = {listener.name for listener in self.listeners}
@@ -550,16 +558,16 @@ class BrokerConfig:
         from simplekafka.broker.connection_quotas import ConnectionQuotaError, parse_overrides
 
         try:
-            parse_overrides(self._values["max.connections.per.ip.overrides"])
+            parse_overrides(self["max.connections.per.ip.overrides"])
         except ConnectionQuotaError as exc:
             raise ConfigError(str(exc)) from None
         from simplekafka.broker.security.authorizer import ACL_AUTHORIZER_NAMES
 
-        authorizer = self._values["authorizer.class.name"]
+        authorizer = self["authorizer.class.name"]
         if authorizer and authorizer not in ACL_AUTHORIZER_NAMES:
             raise ConfigError(f"authorizer.class.name: {authorizer!r} is not supported "
                               "(use kafka.security.authorizer.AclAuthorizer)")
-        if self._values["metrics.listener"]:
+        if self["metrics.listener"]:
             try:
                 self.metrics_listener  # noqa: B018 (parsed to check it)
             except ValueError as exc:
@@ -570,7 +578,7 @@ class BrokerConfig:
         )
 
         try:
-            parse_connect_string(self._values["zookeeper.connect"])
+            parse_connect_string(self["zookeeper.connect"])
         except ZooKeeperConnectError as exc:
             raise ConfigError(f"zookeeper.connect: {exc}") from None
         from simplekafka.storage import LogConfig
@@ -585,27 +593,27 @@ class BrokerConfig:
 
     @property
     def broker_id(self) -> int:
-        return self._values["broker.id"]
+        return self["broker.id"]
 
     @property
     def rack(self) -> str | None:
-        return self._values["broker.rack"]
+        return self["broker.rack"]
 
     @property
     def listeners(self) -> list[Listener]:
         """Every listener, in the order of ``listeners``, with its security protocol."""
-        return parse_listeners(self._values["listeners"], self.protocol_map)
+        return parse_listeners(self["listeners"], self.protocol_map)
 
     @property
     def protocol_map(self) -> dict[str, str]:
-        return parse_protocol_map(self._values["listener.security.protocol.map"])
+        return parse_protocol_map(self["listener.security.protocol.map"])
 
     @property
     def advertised_listeners(self) -> dict[str, tuple[str, int]]:
         """Listener name -> (host, port) clients are told (listeners where not advertised)."""
         advertised = {listener.name: (listener.host, listener.port)
                       for listener in self.listeners}
-        for text in self._values["advertised.listeners"] or []:
+        for text in self["advertised.listeners"] or []:
             name, host, port = parse_endpoint(text)
             advertised[name] = (host, port)
         return advertised
@@ -613,11 +621,12 @@ class BrokerConfig:
     @property
     def inter_broker_listener(self) -> str:
         return inter_broker_listener_name(self.listeners,
-                                          self._values["inter.broker.listener.name"],
-                                          self._values["security.inter.broker.protocol"])
+                                          self["inter.broker.listener.name"],
+                                          self["security.inter.broker.protocol"])
 
-    def listener_setting(self, listener: str, key: str, default: Any = None) -> Any:
-        """A setting for one listener: ``listener.name.<l>.<key>``, else ``key``."""
+    def listener_setting(self, listener: str, key: str, default: ConfigValue = None) -> Any:
+        """A setting for one listener: ``listener.name.<l>.<key>``, else ``key`` (its type
+        depends on the key, as ``config[key]``'s)."""
         return listener_setting(self._values, listener, key, default)
 
     @property
@@ -637,7 +646,7 @@ class BrokerConfig:
     @property
     def metrics_listener(self) -> tuple[str, int] | None:
         """(host, port) of the metrics listener, or None when metrics are off."""
-        text = self._values["metrics.listener"]
+        text = self["metrics.listener"]
         if not text:
             return None
         from simplekafka.broker.metrics import parse_listener as parse_metrics_listener
@@ -646,42 +655,42 @@ class BrokerConfig:
 
     @property
     def log_dirs(self) -> list[Path]:
-        return [Path(item) for item in self._values["log.dirs"]]
+        return [Path(item) for item in self["log.dirs"]]
 
     @property
     def zookeeper_connect(self) -> str:
-        return self._values["zookeeper.connect"]
+        return self["zookeeper.connect"]
 
     @property
     def min_insync_replicas(self) -> int:
-        return self._values["min.insync.replicas"]
+        return self["min.insync.replicas"]
 
     @property
     def default_replication_factor(self) -> int:
-        return self._values["default.replication.factor"]
+        return self["default.replication.factor"]
 
     @property
     def retention_ms(self) -> int:
         """log.retention.ms, else .minutes, else .hours, as Kafka resolves them."""
-        if self._values["log.retention.ms"] is not None:
-            return self._values["log.retention.ms"]
-        if self._values["log.retention.minutes"] is not None:
-            return self._values["log.retention.minutes"] * 60_000
-        return self._values["log.retention.hours"] * 3_600_000
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60_000
+        return self["log.retention.hours"] * 3_600_000
 
     @property
     def roll_ms(self) -> int:
-        if self._values["log.roll.ms"] is not None:
-            return self._values["log.roll.ms"]
-        return self._values["log.roll.hours"] * 3_600_000
+        if self["log.roll.ms"] is not None:
+            return self["log.roll.ms"]
+        return self["log.roll.hours"] * 3_600_000
 
     @property
     def roll_jitter_ms(self) -> int:
-        if self._values["log.roll.jitter.ms"] is not None:
-            return self._values["log.roll.jitter.ms"]
-        return self._values["log.roll.jitter.hours"] * 3_600_000
+        if self["log.roll.jitter.ms"] is not None:
+            return self["log.roll.jitter.ms"]
+        return self["log.roll.jitter.hours"] * 3_600_000
 
-    def log_config_keys(self) -> dict[str, Any]:
+    def log_config_keys(self) -> dict[str, ConfigValue]:
         """The log settings as Kafka's topic-level keys (segment.bytes, retention.ms, ...)."""
         return {
             "segment.bytes": self["log.segment.bytes"],

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from simplekafka.coordination.client_quotas import CLIENTS, config_location, list_entities
 from simplekafka.coordination.configs import (
@@ -46,7 +46,7 @@ class ConfigChangeListener:
     reactor (through ``call_soon``) for every entity named by a notification not seen yet.
     Notifications older than 15 minutes are purged (``coordination.notifications``)."""
 
-    def __init__(self, zk: KazooClient, broker_id: int, call_soon: Callable[..., Any],
+    def __init__(self, zk: KazooClient, broker_id: int, call_soon: Callable[..., object],
                  apply: Apply):
         self.zk = zk
         self.broker_id = broker_id

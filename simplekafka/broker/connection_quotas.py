@@ -31,9 +31,16 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from twisted.internet import task
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IReactorTime
+
+    from simplekafka.broker.collaborators import DelayedCall, Reactor
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.server import KafkaConnection, KafkaServerFactory
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +69,18 @@ def parse_overrides(text: str | None) -> dict[str, int]:
     return overrides
 
 
-def _limit(value: Any) -> int:
-    return NO_LIMIT if value in (None, "") else int(value)
+def _limit(value: object) -> int:
+    if value is None or value == "":
+        return NO_LIMIT
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise ConnectionQuotaError(f"not a connection limit: {value!r}")
 
 
 class ConnectionQuotas:
     """The broker's connection limits and idle close, shared by every listener's factory."""
 
-    def __init__(self, config: Any, reactor: Any,
+    def __init__(self, config: BrokerConfig, reactor: Reactor,
                  clock: Callable[[], float] = time.monotonic):
         self.reactor = reactor
         self.clock = clock
@@ -93,18 +104,18 @@ class ConnectionQuotas:
         self.by_listener: dict[str, int] = {}
         self.accepted: dict[str, deque[float]] = {}  # per listener: admission times, last 1 s
         self.accepted_all: deque[float] = deque()
-        self.waiting: dict[str, deque[Any]] = {}
-        self.ports: dict[str, Any] = {}
-        self.factories: dict[str, Any] = {}
+        self.waiting: dict[str, deque[KafkaConnection]] = {}
+        self.ports: dict[str, object] = {}  # listening ports: paused and resumed if they can
+        self.factories: dict[str, KafkaServerFactory] = {}
         self.rejected = 0  # connections closed over max.connections.per.ip
         self.idle_closed = 0
         self._paused: set[str] = set()
-        self._pump_call: Any = None
+        self._pump_call: DelayedCall | None = None
         self._idle_loop: task.LoopingCall | None = None
 
     # -- set-up ----------------------------------------------------------------------------
 
-    def add_listener(self, name: str, factory: Any, port: Any) -> None:
+    def add_listener(self, name: str, factory: KafkaServerFactory, port: object) -> None:
         self.factories[name], self.ports[name] = factory, port
 
     def start(self) -> None:
@@ -112,7 +123,8 @@ class ConnectionQuotas:
         if self.idle_ms is None or self._idle_loop is not None:
             return
         self._idle_loop = task.LoopingCall(self.close_idle)
-        self._idle_loop.clock = self.reactor
+        # Twisted names its reactor types as zope interfaces, which a Protocol cannot name.
+        self._idle_loop.clock = cast("IReactorTime", self.reactor)
         self._idle_loop.start(min(max(self.idle_ms / 10_000.0, 0.05), 30.0), now=False)
 
     def stop(self) -> None:
@@ -138,7 +150,7 @@ class ConnectionQuotas:
         self.by_ip[host] = self.by_ip.get(host, 0) + 1
         return True
 
-    def opened(self, connection: Any) -> None:
+    def opened(self, connection: KafkaConnection) -> None:
         """A connection was made: serve it now, or leave it waiting unread."""
         listener = connection.listener
         queue = self.waiting.setdefault(listener, deque())
@@ -150,7 +162,7 @@ class ConnectionQuotas:
             queue.append(connection)
         self._pump()
 
-    def closed(self, connection: Any) -> None:
+    def closed(self, connection: KafkaConnection) -> None:
         host = connection.host
         if host in self.by_ip:
             self.by_ip[host] -= 1
@@ -194,7 +206,7 @@ class ConnectionQuotas:
     def _rate_allows(self, listener: str) -> bool:
         return self._rate_wait(listener) <= 0
 
-    def _admit(self, connection: Any) -> None:
+    def _admit(self, connection: KafkaConnection) -> None:
         listener = connection.listener
         self.by_listener[listener] = self.by_listener.get(listener, 0) + 1
         if listener != self.inter_broker:
@@ -228,8 +240,8 @@ class ConnectionQuotas:
 
     def _accepting(self, listener: str, accept: bool) -> None:
         port = self.ports.get(listener)
-        if port is None or not hasattr(port, "stopReading"):
-            return
+        if not (hasattr(port, "stopReading") and hasattr(port, "startReading")):
+            return  # none (yet), or a port that cannot pause
         if accept and listener in self._paused:
             self._paused.discard(listener)
             port.startReading()

@@ -13,14 +13,22 @@ znode; the controller's side is the same election (``controller.elections``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Generator, Iterable
+from typing import TYPE_CHECKING, cast
 
 from kazoo.exceptions import NodeExistsError
-from twisted.internet import defer, task, threads
+from twisted.internet import defer, task
 
+from simplekafka.broker.collaborators import Reactor, in_worker_thread
 from simplekafka.broker.controller import CONTROLLED_SHUTDOWN_PATH
 from simplekafka.coordination.znodes import ZkPaths
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from twisted.internet.interfaces import IReactorTime
+
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +36,9 @@ POLL_SECONDS = 0.2
 
 
 @defer.inlineCallbacks
-def controlled_shutdown(config: Any, reactor: Any, zk: Any,
-                        partitions: Callable[[], Iterable[Any]]) -> Any:
+def controlled_shutdown(config: BrokerConfig, reactor: Reactor, zk: KazooClient | None,
+                        partitions: Callable[[], Iterable[Partition]]
+                        ) -> Generator[defer.Deferred, set[int] | None, None]:
     """Announce the shutdown and wait until no leadership here could move (or the timeout).
 
     ``partitions`` gives this broker's partitions (``is_leader``, ``isr``); a
@@ -37,7 +46,6 @@ def controlled_shutdown(config: Any, reactor: Any, zk: Any,
     """
     if not config["controlled.shutdown.enable"] or zk is None or not zk.connected:
         return
-    pool = reactor.getThreadPool()
     path = f"{CONTROLLED_SHUTDOWN_PATH}/{config.broker_id}"
 
     def announce() -> None:
@@ -53,15 +61,16 @@ def controlled_shutdown(config: Any, reactor: Any, zk: Any,
 
     deadline = reactor.seconds() + config["controlled.shutdown.timeout.ms"] / 1000
     try:
-        yield threads.deferToThreadPool(reactor, pool, announce)
-        movable: list[Any] = []
+        yield in_worker_thread(reactor, announce)
+        movable: list[Partition] = []
         while reactor.seconds() < deadline:
-            staying = yield threads.deferToThreadPool(reactor, pool, staying_brokers)
+            staying = (yield in_worker_thread(reactor, staying_brokers)) or set()
             movable = [p for p in partitions() if p.is_leader and set(p.isr) & staying]
             if not movable:
                 log.info("controlled shutdown: no leaderships left to move")
                 return
-            yield task.deferLater(reactor, POLL_SECONDS, lambda: None)
+            # The reactor is an IReactorTime through zope, which a Protocol cannot name.
+            yield task.deferLater(cast("IReactorTime", reactor), POLL_SECONDS, lambda: None)
         log.warning("controlled shutdown: still leading %d partitions at the timeout",
                     len(movable))
     except Exception as exc:

@@ -15,18 +15,26 @@ the reactor with ``callFromThread``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, cast
 
 from twisted.application import service
 from twisted.internet import defer, threads
 
 from simplekafka.broker.controller import Controller
 from simplekafka.broker.controller.auto_reassign import AutoReassignSettings
-from simplekafka.broker.controller.channel import ControllerChannel
+from simplekafka.broker.controller.channel import ControllerChannel, Endpoint, LocalHandler
+from simplekafka.broker.controller.controller import LastKnown
+from simplekafka.broker.controller.requests import Send
 from simplekafka.broker.zookeeper_client import ZOOKEEPER_STOP_TIMEOUT, ZooKeeperClient
-from simplekafka.coordination.election import ControllerElection
+from simplekafka.coordination.election import BrokerChanges, ControllerElection
 from simplekafka.coordination.registration import BrokerRegistration
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IReactorFromThreads
+
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +42,11 @@ log = logging.getLogger(__name__)
 class ControllerService(service.Service):
     """``registration``, ``election``, ``controller`` and ``channel`` once started."""
 
-    def __init__(self, config: Any, reactor: Any, zookeeper: ZooKeeperClient,
+    def __init__(self, config: BrokerConfig, reactor: Reactor, zookeeper: ZooKeeperClient,
                  endpoints: Callable[[], tuple[tuple[str, str, int], ...]],
                  advertised_address: Callable[[], tuple[str, int]],
-                 dispatch_own: Callable[..., Any], endpoint_of: Callable[[int], Any],
-                 last_known_leaders: Callable[[], Any],
+                 dispatch_own: LocalHandler, endpoint_of: Callable[[int], Endpoint | None],
+                 last_known_leaders: Callable[[], LastKnown],
                  is_stopping: Callable[[], bool],
                  extra_channels: tuple[ControllerChannel, ...] = ()) -> None:
         self.setName("controller")
@@ -53,8 +61,8 @@ class ControllerService(service.Service):
         self.last_known_leaders = last_known_leaders
         self.is_stopping = is_stopping
         self.extra_channels = extra_channels  # closed with the controller's (markers)
-        self.registration: Any = None
-        self.election: Any = None
+        self.registration: BrokerRegistration | None = None
+        self.election: ControllerElection | None = None
         self.controller: Controller | None = None
         self.channel: ControllerChannel | None = None
 
@@ -95,27 +103,28 @@ class ControllerService(service.Service):
                  config.zookeeper_connect)
 
     @defer.inlineCallbacks
-    def stopService(self) -> Any:
+    def stopService(self) -> Generator[defer.Deferred, object, None]:
         service.Service.stopService(self)
         if self.channel is not None:
             self.channel.close()
         for channel in self.extra_channels:
             channel.close()
         pool = self.reactor.getThreadPool()
+        reactor = cast("IReactorFromThreads", self.reactor)  # a zope interface: see Reactor
         if self.election is not None:
             yield self.zookeeper.bounded(threads.deferToThreadPool(
-                self.reactor, pool, self.election.stop, ZOOKEEPER_STOP_TIMEOUT), "resigning")
+                reactor, pool, self.election.stop, ZOOKEEPER_STOP_TIMEOUT), "resigning")
         if self.registration is not None:
             yield self.zookeeper.bounded(threads.deferToThreadPool(
-                self.reactor, pool, self.registration.deregister), "deregistering")
+                reactor, pool, self.registration.deregister), "deregistering")
 
     # -- the election's callbacks ---------------------------------------------------------
 
-    def _send_from_controller(self, sends: list) -> None:
+    def _send_from_controller(self, sends: list[Send]) -> None:
         # Called from the election's event thread: hand over to the reactor.
         self.reactor.callFromThread(self._send_on_reactor, sends)
 
-    def _send_on_reactor(self, sends: list) -> None:
+    def _send_on_reactor(self, sends: list[Send]) -> None:
         if self.channel is not None and not self.is_stopping():
             self.channel.send_all(sends)
 
@@ -128,6 +137,6 @@ class ControllerService(service.Service):
         if self.controller is not None:
             self.controller.on_resigned()
 
-    def _brokers_changed(self, changes: Any) -> None:
+    def _brokers_changed(self, changes: BrokerChanges) -> None:
         if self.controller is not None:
             self.controller.on_brokers_changed(changes)

@@ -22,14 +22,16 @@ partitions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
 from simplekafka.protocol.api import READ_COMMITTED
 
 if TYPE_CHECKING:
+    from simplekafka.broker.collaborators import DelayedCall
     from simplekafka.broker.fetch_messages import FetchMessages, FetchParams, FetchResult
+    from simplekafka.broker.partition import Partition
 
 # A parked follower fetch told an old high watermark is answered for the new one after
 # this long at most (sooner if records come); see the module docstring.
@@ -43,9 +45,9 @@ class DelayedFetch:
         self.fetches = fetches
         self.params = params
         self.result: defer.Deferred = defer.Deferred()
-        self.timer: Any = None
+        self.timer: DelayedCall | None = None
         # The partitions it listens on, and where it reads each.
-        self.partitions: list[Any] = []
+        self.partitions: list[Partition] = []
         self.offsets: dict[tuple[str, int], int] = {}
         get_partition = fetches.replicas.get_partition
         for topic in params.partitions.topics():
@@ -67,7 +69,7 @@ class DelayedFetch:
             self.params.max_wait_ms / 1000.0, self.complete)
         return self.result
 
-    def on_append(self, partition: Any) -> None:
+    def on_append(self, partition: Partition) -> None:
         if self.result.called:
             return
         params = self.params
@@ -80,7 +82,7 @@ class DelayedFetch:
             # the next append brings, or within HW_NOTICE_SECONDS, not at max_wait.
             self._answer_within(HW_NOTICE_SECONDS)
         if params.min_bytes <= 1:
-            # Any visible byte will do: answer as soon as this partition has some past the
+            # One visible byte will do: answer as soon as this partition has some past the
             # fetch offset, without re-reading every partition of the fetch on each append.
             visible_end = partition.log_end_offset if self.is_follower \
                 else partition.last_stable_offset if self.read_committed \

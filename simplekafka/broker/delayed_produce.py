@@ -26,9 +26,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from twisted.internet import defer
+
+if TYPE_CHECKING:
+    from simplekafka.broker.collaborators import DelayedCall, Reactor
 
 from simplekafka.protocol.errors import ErrorCode
 
@@ -45,7 +48,7 @@ class _Waiter:
 
 
 _NO_WAITERS: tuple[_Waiter, ...] = ()
-_NO_BLOCK: AbstractContextManager[Any] = nullcontext()
+_NO_BLOCK: AbstractContextManager[object] = nullcontext()
 
 
 class DelayedProduceQueue:
@@ -54,12 +57,12 @@ class DelayedProduceQueue:
     The deque is made at the first waiter: an empty one takes 760 bytes, and a
     broker hosts thousands of partitions that never see an acks=all produce."""
 
-    def __init__(self, clock: Any = None,
-                 completing: AbstractContextManager[Any] | None = None):
+    def __init__(self, clock: Reactor | None = None,
+                 completing: AbstractContextManager[object] | None = None):
         self.clock = clock  # an IReactorTime; None: the global reactor, when a timeout is asked
         self.completing = completing if completing is not None else _NO_BLOCK
         self._waiters: deque[_Waiter] | tuple[_Waiter, ...] = _NO_WAITERS
-        self._timer: Any = None  # the one DelayedCall, for the earliest deadline
+        self._timer: DelayedCall | None = None  # the one DelayedCall, for the earliest deadline
         self._timer_at = 0.0
 
     def __len__(self) -> int:
@@ -110,10 +113,10 @@ class DelayedProduceQueue:
 
     # -- timeouts ---------------------------------------------------------------------------
 
-    def _clock(self) -> Any:
+    def _clock(self) -> Reactor:
         if self.clock is None:
             from twisted.internet import reactor
-            self.clock = reactor
+            self.clock = cast("Reactor", reactor)
         return self.clock
 
     def _schedule(self, deadline: float) -> None:

@@ -13,9 +13,11 @@ gets the right treatment:
   connection is closed with a log line (what Kafka does), and other connections
   carry on.
 
-Handlers take a RequestContext and the decoded request Struct and return a
-response (a dict or Struct), None for "no response" (acks=0), or a Deferred of
-either. Register more with ``dispatcher.register(ApiKey.X, handler)``.
+Handlers take a RequestContext and the decoded request (a Struct, typed as its
+message's TypedDict from ``protocol.message_types`` and read by key) and return
+the response's TypedDict (or bytes already encoded), None for "no response"
+(acks=0), or a Deferred of either. Register more with
+``dispatcher.register(ApiKey.X, handler)``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import logging
 import struct
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from simplekafka.broker.server import ANONYMOUS, CloseConnection
+from simplekafka.broker.server import ANONYMOUS, CloseConnection, Response
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.messages import (
@@ -37,6 +39,9 @@ from simplekafka.protocol.messages import (
     decode_request,
     encode_response_pieces,
 )
+
+if TYPE_CHECKING:
+    from simplekafka.broker.client_quotas import ClientQuotas
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +61,16 @@ class RequestContext(NamedTuple):
     # the listener it arrived on; the authorizer decides on these two.
     principal: str = ANONYMOUS
     listener: str = "PLAINTEXT"
-    # The connection itself (server.KafkaConnection; None in unit tests), for what a
-    # request leaves on it: ApiVersions v3's client software name and version.
-    connection: Any = None
+    # The connection itself (server.KafkaConnection; the broker's own connection for its
+    # requests to itself; None in unit tests), for what a request leaves on it: ApiVersions
+    # v3's client software name and version.
+    connection: object = None
 
 
-Handler = Callable[[RequestContext, Any], Any]
+# The one place the API key picks the request's type: each handler takes its own request
+# TypedDict (protocol.message_types), which the decoded Struct of that key stands for, and
+# answers its response (a dict, bytes already encoded, None, or a Deferred of one).
+Handler = Callable[[RequestContext, Any], object]
 
 
 class RequestDispatcher:
@@ -75,7 +84,7 @@ class RequestDispatcher:
         # (metrics.py); None: untimed.
         self.on_answered: Callable[[int, int, float], None] | None = None
         # The broker's ClientQuotas (client_quotas.py): asked only while a quota is set.
-        self.quotas: Any = None
+        self.quotas: ClientQuotas | None = None
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         self._handlers[int(api_key)] = handler
@@ -83,7 +92,8 @@ class RequestDispatcher:
     def handles(self, api_key: int) -> bool:
         return int(api_key) in self._handlers
 
-    def __call__(self, frame: bytes, connection: Any = None) -> bytes | defer.Deferred | None:
+    def __call__(self, frame: bytes, connection: object = None
+                 ) -> Response | Failure | defer.Deferred | None:
         """Handle one frame; raises CloseConnection when the connection must close."""
         started = _perf_counter()
         peer = getattr(connection, "peer", "?")
@@ -113,6 +123,7 @@ class RequestDispatcher:
             log.warning("closing %s: cannot decode %s v%d request (correlation id %d): %s",
                         peer, ApiKey(api_key).name, api_version, correlation_id, exc)
             raise CloseConnection() from None
+        assert body is not None  # only an ApiVersions probe decodes to None: answered above
         context = _new_context(RequestContext, (
             _KEYS[api_key], api_version, correlation_id, header.client_id, peer,
             getattr(connection, "principal", ANONYMOUS), getattr(connection, "listener",
@@ -130,14 +141,20 @@ class RequestDispatcher:
             return result.addBoth(self._answered, context, started)
         return self._answered(result, context, started)
 
-    def _answered(self, body: Any, context: RequestContext, started: float) -> Any:
+    def _answered(self, body: object, context: RequestContext, started: float
+                  ) -> Response | Failure | None:
         """The handler's answer encoded (None stays None: no response), and timed."""
-        if body is not None and not isinstance(body, Failure):
-            body = encode_response_pieces(context.api_key, context.api_version,
-                                          context.correlation_id, body)
+        answer: Response | Failure | None
+        if body is None or isinstance(body, Failure):
+            answer = body
+        else:
+            # The pieces after the header are the body's own record sets: bytes, or the
+            # file regions the fetch read put there (socket_writer's Piece).
+            answer = cast(Response, encode_response_pieces(
+                context.api_key, context.api_version, context.correlation_id, body))
         if self.on_answered is not None:
             self.on_answered(context.api_key, context.api_version, started)
-        return body
+        return answer
 
 
 # Built once per request with every field given: tuple.__new__ skips the NamedTuple's

@@ -18,8 +18,8 @@ configs first) and stops following at shutdown.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 
@@ -36,6 +36,12 @@ from simplekafka.coordination.configs import desanitize
 from simplekafka.coordination.users import USERS
 from simplekafka.storage import LogConfig, LogManager
 
+if TYPE_CHECKING:
+    from simplekafka.broker.client_quotas import ClientQuotas
+    from simplekafka.broker.collaborators import Reactor, ZooKeeperHandle
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.security.credentials import ScramCredentialCache
+
 log = logging.getLogger(__name__)
 
 
@@ -46,10 +52,10 @@ class DynamicConfigManager(service.Service):
     its topic key (``log.retention.ms`` -> ``retention.ms``).
     """
 
-    def __init__(self, config: Any, reactor: Any, zookeeper: Callable[[], Any],
+    def __init__(self, config: BrokerConfig, reactor: Reactor, zookeeper: ZooKeeperHandle,
                  log_manager: LogManager, static_log_config: LogConfig,
-                 dynamic_log_keys: Mapping[str, str], client_quotas: Any,
-                 credentials: Any) -> None:
+                 dynamic_log_keys: Mapping[str, str], client_quotas: ClientQuotas,
+                 credentials: ScramCredentialCache) -> None:
         self.setName("dynamic-config-manager")
         self.config = config
         self.broker_id = config.broker_id

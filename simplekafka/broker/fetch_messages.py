@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from twisted.internet import defer
 
@@ -46,9 +46,12 @@ from simplekafka.protocol.errors import ErrorCode, KafkaError
 from simplekafka.storage import FileRegion
 
 if TYPE_CHECKING:
+    from simplekafka.broker.collaborators import Reactor
     from simplekafka.broker.partition import Partition
     from simplekafka.broker.replica_selector import RackAwareReplicaSelector
     from simplekafka.broker.replication_quota import ReplicationThrottle
+    from simplekafka.protocol.fields import Struct
+    from simplekafka.protocol.message_types import FetchRequest
     from simplekafka.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -57,12 +60,12 @@ PartitionKey = tuple[str, int]
 
 
 
-def fetch_replica_id(request: Any) -> int:
+def fetch_replica_id(request: FetchRequest | Struct) -> int:
     """Who sends a Fetch request: a follower's broker id, or -1 for a consumer. Up to v14 in
     ``replica_id``; v15+ (KIP-903) in ``replica_state``."""
     replica_id = getattr(request, "replica_id", None)
     if replica_id is None:
-        return request.replica_state.replica_id
+        return request["replica_state"]["replica_id"]
     return replica_id
 
 class FetchSource(Protocol):
@@ -94,7 +97,8 @@ class FetchPartition:
         # leader checks that its log agrees up to fetch_offset (see read_from_log).
         self.last_fetched_epoch = last_fetched_epoch
         self.log_start_offset = log_start_offset  # the follower's own (-1: a consumer)
-        self.watched: Any = None  # the Partition a follower session listens on (settled)
+        # The Partition a follower session listens on (settled).
+        self.watched: Partition | None = None
         self.high_watermark = -1  # what the last answer naming it said (-1: never answered)
         self.last_stable_offset = -1
         self.response_log_start_offset = -1
@@ -187,7 +191,7 @@ class FetchMessages:
     """Kafka's ``ReplicaManager.fetchMessages`` and ``readFromLog`` (see the module
     docstring); ``waiting`` counts the fetches parked right now."""
 
-    def __init__(self, replicas: FetchSource, reactor: Any, is_stopping: Callable[[], bool],
+    def __init__(self, replicas: FetchSource, reactor: Reactor, is_stopping: Callable[[], bool],
                  selector: RackAwareReplicaSelector | None = None):
         self.replicas = replicas
         self.reactor = reactor

@@ -24,6 +24,14 @@ what the fetch reads and which outcomes its answer names:
   starts over with epoch 0.
 * epoch -1 with a ``session_id``: close that session, then a full fetch.
 
+A session opened by topic IDs (Fetch v13+) may name an ID this broker's metadata
+cache does not know yet (the client learnt it first): the partition is held
+under a name no topic can have (``unknown_topic_name``) and answered
+UNKNOWN_TOPIC_ID. Each later fetch of the session asks the cache again and,
+once it knows the ID, holds the partition under its topic's name, so the
+client's session reads it without opening a new one (Kafka's
+``maybeResolveUnknownName``).
+
 A follower's session goes further, so that an idle follower's fetch costs the
 same at 10 partitions as at 10,000. Once a partition was found quiet for it (in
 sync, caught up, nothing new: ``Partition.record_quiet_follower_fetch``), the
@@ -49,12 +57,15 @@ import itertools
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from simplekafka.broker.fetch_messages import FetchPartition, FetchPartitionData, FetchTopic
 from simplekafka.broker.isr import now_ms
 from simplekafka.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from simplekafka.broker.partition import Partition
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -63,6 +74,13 @@ EVICTION_SECONDS = 120.0  # Kafka's min.incremental.fetch.session.eviction.ms
 SWEEP_SECONDS = 60.0  # a follower session re-examines every partition this often
 
 PartitionKey = tuple[str, int]
+TopicNames = Callable[[bytes], str | None]  # a topic ID's name, None if unknown
+
+
+def unknown_topic_name(topic_id: bytes) -> str:
+    """Where a session holds an ID the cache does not know: a name no topic can have
+    (topic names are ASCII letters, digits, '.', '_', '-')."""
+    return f"<unknown topic id {topic_id.hex()}>"
 
 
 class FetchSession:
@@ -79,7 +97,7 @@ class FetchSession:
         self.unsettled: set[PartitionKey] = set()
         self.swept = now
         self.last_fetch_ms = now_ms()  # when the follower last fetched (monotonic ms)
-        self.waiter: Callable[[Any], None] | None = None  # a parked fetch's on_append
+        self.waiter: Callable[[Partition], None] | None = None  # a parked fetch's on_append
         # Opened by topic IDs (Fetch v13+) or by names; the IDs its topics were named by.
         self.uses_topic_ids = False
         self.topic_ids: dict[str, bytes] = {}
@@ -105,6 +123,29 @@ class FetchSession:
                 if dropped is not None:
                     self._unwatch(dropped)
 
+    def resolve_unknown_names(self, topic_name: TopicNames) -> None:
+        """Hold a partition named by an ID the cache did not know under its topic's name
+        once the cache knows it (see the module docstring); the order is kept."""
+        renamed: dict[str, str] = {}
+        for name, topic_id in list(self.topic_ids.items()):
+            if name == unknown_topic_name(topic_id):
+                resolved = topic_name(topic_id)
+                if resolved is not None:
+                    renamed[name] = resolved
+                    del self.topic_ids[name]
+                    self.topic_ids[resolved] = topic_id
+        if not renamed:
+            return
+        partitions: OrderedDict[PartitionKey, FetchPartition] = OrderedDict()
+        for (name, index), wanted in self.partitions.items():
+            key = (renamed.get(name, name), index)
+            if key in partitions:  # already held by its name: one partition, one entry
+                self._unwatch(wanted)
+                continue
+            partitions[key] = wanted
+        self.partitions = partitions
+        self.unsettled = {(renamed.get(name, name), index) for name, index in self.unsettled}
+
     def topics(self) -> list[FetchTopic]:
         return _grouped(self.partitions.items())
 
@@ -113,7 +154,7 @@ class FetchSession:
         partitions = self.partitions
         return _grouped((key, partitions[key]) for key in self.unsettled if key in partitions)
 
-    def settle(self, topic: str, index: int, partition: Any) -> None:
+    def settle(self, topic: str, index: int, partition: Partition) -> None:
         """``partition`` was quiet for the follower: leave it out until it changes."""
         key = (topic, index)
         wanted = self.partitions.get(key)
@@ -125,7 +166,7 @@ class FetchSession:
             partition.add_append_listener(self._changed)
             wanted.watched = partition
 
-    def _changed(self, partition: Any) -> None:
+    def _changed(self, partition: Partition) -> None:
         """A settled partition fired (append, high watermark, log start): examine it again."""
         key = (partition.topic, partition.index)
         wanted = self.partitions.get(key)
@@ -156,7 +197,7 @@ class FetchSession:
         self.waiter = None
 
 
-def _grouped(items: Any) -> list[FetchTopic]:
+def _grouped(items: Iterable[tuple[PartitionKey, FetchPartition]]) -> list[FetchTopic]:
     grouped: dict[str, list[FetchPartition]] = {}
     for (topic, _index), wanted in items:
         grouped.setdefault(topic, []).append(wanted)
@@ -184,15 +225,15 @@ class FetchContext:
         """Whether the fetch stands for any partition (settled ones too: it may park)."""
         return bool(self._named)
 
-    def settle(self, topic: str, index: int, partition: Any) -> None:
+    def settle(self, topic: str, index: int, partition: Partition) -> None:
         """A quiet partition of a follower's incremental fetch (see FollowerSessionContext)."""
 
-    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
+    def wait_on_session(self, waiter: Callable[[Partition], None]) -> bool:
         """Let the session wake a parked fetch when a settled partition changes; False if
         it has none to (the parked fetch listens on its partitions itself)."""
         return False
 
-    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
+    def stop_waiting(self, waiter: Callable[[Partition], None]) -> None:
         """The parked fetch is answered: the session no longer wakes it."""
 
     def fetch_offset(self, key: PartitionKey) -> int | None:
@@ -227,7 +268,7 @@ class FullFetchContext(FetchContext):
         assert self.session is not None
         return bool(self.session.partitions)
 
-    def stop_waiting(self, waiter: Callable[[Any], None]) -> None:
+    def stop_waiting(self, waiter: Callable[[Partition], None]) -> None:
         assert self.session is not None
         if self.session.waiter == waiter:
             self.session.waiter = None
@@ -272,11 +313,11 @@ class FollowerSessionContext(IncrementalFetchContext):
         assert self.session is not None
         return self.session.unsettled_topics()
 
-    def settle(self, topic: str, index: int, partition: Any) -> None:
+    def settle(self, topic: str, index: int, partition: Partition) -> None:
         assert self.session is not None
         self.session.settle(topic, index, partition)
 
-    def wait_on_session(self, waiter: Callable[[Any], None]) -> bool:
+    def wait_on_session(self, waiter: Callable[[Partition], None]) -> bool:
         assert self.session is not None
         self.session.waiter = waiter
         return True
@@ -309,9 +350,10 @@ class FetchSessionCache:
         return len(self.sessions)
 
     def context_for(self, session_id: int, epoch: int, replica_id: int,
-                    named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]
-                    ) -> FetchContext:
-        """Open, continue or close a fetch's session; see the module docstring."""
+                    named: list[FetchTopic], forgotten: list[tuple[str, list[int]]],
+                    topic_name: TopicNames | None = None) -> FetchContext:
+        """Open, continue or close a fetch's session; see the module docstring.
+        ``topic_name`` resolves the IDs a session by topic IDs held as unknown."""
         session_id = session_id or INVALID_SESSION_ID
         now = self.clock()
         self._drop_abandoned_follower_session(now)
@@ -337,6 +379,8 @@ class FetchSessionCache:
             session.swept = now
             session.unsettled = set(session.partitions)
         self.sessions.move_to_end(session_id)
+        if session.uses_topic_ids and topic_name is not None:
+            session.resolve_unknown_names(topic_name)  # before the request's names are applied
         session.apply(named, forgotten)
         if session.replica_id >= 0:
             return FollowerSessionContext(session)

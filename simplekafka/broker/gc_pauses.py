@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import gc
 import time
-from typing import Any
 
 #: Pause buckets, in seconds (a young collection takes tens of microseconds).
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
@@ -39,7 +38,7 @@ class GcPauses:
         if self._callback in gc.callbacks:
             gc.callbacks.remove(self._callback)
 
-    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
             return

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 from twisted.python.failure import Failure
@@ -35,6 +35,7 @@ from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, Partiti
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
+    from twisted.internet import defer
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class IsrChangeNotifier:
     ``write`` runs the blocking write off the reactor and returns a Deferred.
     """
 
-    def __init__(self, write: Callable[[list[tuple[str, int]]], Any]) -> None:
+    def __init__(self, write: Callable[[list[tuple[str, int]]], defer.Deferred]) -> None:
         self._write = write
         self._pending: dict[tuple[str, int], None] = {}  # in order of change, no repeats
         self._writing = False
@@ -137,7 +138,7 @@ class IsrChangeNotifier:
             log.warning("ISR change notification for %d partition(s) not written: %s",
                         len(batch), failure.getErrorMessage())
 
-        def next_batch(_: Any) -> None:
+        def next_batch(_: object) -> None:
             self._writing = False
             if self._pending:
                 self._write_pending()

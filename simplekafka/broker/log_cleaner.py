@@ -26,14 +26,22 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from twisted.application import service
-from twisted.internet import task, threads
+from twisted.internet import task
 
+from simplekafka.broker.collaborators import in_worker_thread
 from simplekafka.storage import Log, LogManager
 from simplekafka.storage.cleaner import Cleaner, CleanPlan, CleanResult
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IReactorTime
+
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +51,8 @@ HOLD_ENV = "SIMPLEKAFKA_CLEANER_HOLD"
 class LogCleaner(service.Service):
     """Drives cleaning rounds; ``start`` and ``stop`` from the reactor."""
 
-    def __init__(self, reactor: Any, log_manager: LogManager, config: Any,
-                 high_watermarks: Any):
+    def __init__(self, reactor: Reactor, log_manager: LogManager, config: BrokerConfig,
+                 high_watermarks: Callable[[], Mapping[tuple[str, int], int]]):
         self.setName("log-cleaner")
         self.reactor = reactor
         self.log_manager = log_manager
@@ -73,7 +81,8 @@ class LogCleaner(service.Service):
 
     def start(self) -> None:
         self._loop = task.LoopingCall(self.maybe_clean)
-        self._loop.clock = self.reactor
+        # Twisted names its reactor types as zope interfaces, which a Protocol cannot name.
+        self._loop.clock = cast("IReactorTime", self.reactor)
         self._loop.start(self.backoff_s, now=False).addErrback(
             lambda f: log.error("log cleaner failed: %s", f.getTraceback()))
 
@@ -140,8 +149,7 @@ class LogCleaner(service.Service):
         log.info("log cleaner: cleaned %s-%d: %s", *plan.topic_partition,
                  result.stats.summary())
         entries = manager.checkpoint_entries(self.log_manager.logs)
-        threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
-                                  manager.write_checkpoints, entries).addErrback(
+        in_worker_thread(self.reactor, manager.write_checkpoints, entries).addErrback(
             lambda f: log.warning("cleaner checkpoint not written: %s", f.getErrorMessage()))
         if not self._stopped:
             self.reactor.callLater(0, self.maybe_clean)  # more may be due: no backoff

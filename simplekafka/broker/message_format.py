@@ -26,7 +26,7 @@ is the reason that switch exists (docs/further/old-message-formats.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
@@ -42,6 +42,9 @@ from simplekafka.protocol.legacy_records import (
 )
 from simplekafka.protocol.records import Record, build_batch, parse_batches
 from simplekafka.storage import FileRegion
+
+if TYPE_CHECKING:
+    from simplekafka.protocol.message_types import FetchRequest, ProduceRequest
 
 FIRST_V2_PRODUCE = 3  # Produce v3+ carries RecordBatch v2 only
 FIRST_V2_FETCH = 4  # Fetch v4+ answers RecordBatch v2 as stored
@@ -73,20 +76,24 @@ def up_convert(records: bytes | None,
                        compression=codec)
 
 
-def to_record_batches(request: Any) -> dict[tuple[str, int], PartitionResponse]:
+def to_record_batches(request: ProduceRequest) -> dict[tuple[str, int], PartitionResponse]:
     """Convert a Produce v0-2 request's message sets in place; the partitions refused.
 
     A refused partition (a corrupt message) is not appended; the others are.
     """
     refused = {}
-    for topic in request.topic_data:
-        for data in topic.partition_data:
+    for topic in request["topic_data"]:
+        for data in topic["partition_data"]:
+            records = data["records"]
+            if records is not None and not isinstance(records, bytes):
+                continue  # decoded sets are bytes: nothing else to convert
             try:
-                data.records = up_convert(data.records)
+                # In place: the decoded request is a Struct, its fields attributes.
+                setattr(data, "records", up_convert(records))  # noqa: B010
             except CorruptBatchError as exc:
                 response = PartitionResponse(exc.error_code)
                 response.error_message = str(exc)
-                refused[(topic.name, data.index)] = response
+                refused[(topic["name"], data["index"])] = response
     return refused
 
 
@@ -128,7 +135,8 @@ def _bytes(records: bytes | FileRegion) -> bytes:
     return records
 
 
-def down_convert_fetched(fetched: FetchResult | defer.Deferred, api_version: int, request: Any,
+def down_convert_fetched(fetched: FetchResult | defer.Deferred, api_version: int,
+                         request: FetchRequest,
                          replicas: FetchSource) -> FetchResult | defer.Deferred:
     """:func:`down_convert_answers` now, or when a parked fetch completes."""
     if isinstance(fetched, FetchResult):
@@ -136,7 +144,7 @@ def down_convert_fetched(fetched: FetchResult | defer.Deferred, api_version: int
     return fetched.addCallback(down_convert_answers, api_version, request, replicas)
 
 
-def down_convert_answers(result: FetchResult, api_version: int, request: Any,
+def down_convert_answers(result: FetchResult, api_version: int, request: FetchRequest,
                          replicas: FetchSource) -> FetchResult:
     """Each partition's records as message sets of ``api_version``'s format, in place.
 
@@ -144,8 +152,8 @@ def down_convert_answers(result: FetchResult, api_version: int, request: Any,
     answers UNSUPPORTED_VERSION and no records, as Kafka does.
     """
     magic = fetch_magic(api_version)
-    offsets = {(topic.topic, wanted.partition): wanted.fetch_offset
-               for topic in request.topics for wanted in topic.partitions}
+    offsets = {(topic["topic"], wanted["partition"]): wanted["fetch_offset"]
+               for topic in request["topics"] for wanted in topic["partitions"]}
     for topic, answers in result.responses:
         for answer in answers:
             local = replicas.get_partition(topic, answer.partition_index)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.structs import Node, PartitionMetadata
 from simplekafka.protocol.topic_ids import ZERO_ID
+
+if TYPE_CHECKING:
+    from simplekafka.protocol.fields import Struct
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class MetadataCache:
     deletion_listeners: list[Callable[[list[tuple[str, int]]], None]] = field(
         default_factory=list)
 
-    def apply_update_metadata(self, request: Any) -> ErrorCode:
+    def apply_update_metadata(self, request: Struct) -> ErrorCode:
         """Apply an UpdateMetadata (v5+ shape: topic_states; v0-4: ungrouped_partition_states)."""
         if request.controller_epoch < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH

@@ -22,17 +22,34 @@ import json
 import logging
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from twisted.web import resource, server
 
+from simplekafka.broker.client_quotas import ClientQuotas
+from simplekafka.broker.fetch_session import FetchSessionCache
 from simplekafka.broker.gc_pauses import BUCKETS as GC_BUCKETS
 from simplekafka.broker.gc_pauses import GcPauses
+from simplekafka.broker.socket_writer import SendCounts
+from simplekafka.json_values import JsonObject
 from simplekafka.protocol.api import ApiKey
-from simplekafka.protocol.fields import Struct
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from twisted.internet.defer import Deferred
+    from twisted.web.server import Request
+
+    from simplekafka.broker.collaborators import ListeningPort, ServingReactor
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.group.coordinator import GroupCoordinator
+    from simplekafka.broker.metadata_cache import MetadataCache
+    from simplekafka.broker.replica_manager import ReplicaManager
+    from simplekafka.broker.replication_quota import ReplicationThrottle
+    from simplekafka.protocol.message_types import FetchResponse
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +80,61 @@ def parse_listener(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port_text)
 
 
+class ScrapedBroker(Protocol):
+    """What a scrape reads from the broker (``KafkaBroker``). Its optional parts (the
+    listeners' factories, client quotas, fetch sessions, ApiVersions' client software) are
+    found with ``getattr``, so a unit test's broker may leave them out."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def reactor(self) -> ServingReactor: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def is_controller(self) -> bool: ...
+
+    @property
+    def zk(self) -> KazooClient: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def metadata_cache(self) -> MetadataCache: ...
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator: ...
+
+    @property
+    def leader_throttle(self) -> ReplicationThrottle: ...
+
+    @property
+    def follower_throttle(self) -> ReplicationThrottle: ...
+
+
+class TimedDispatcher(Protocol):
+    """The request dispatcher's hook for each answered request (``RequestDispatcher``)."""
+
+    on_answered: Callable[[int, int, float], None] | None
+
+
 class BrokerMetrics:
     """The counters the hooks feed, and what a scrape reads from the broker."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: ScrapedBroker) -> None:
         self.broker = broker
         self.messages_in: dict[str, int] = defaultdict(int)
         self.bytes_in: dict[str, int] = defaultdict(int)
@@ -85,7 +153,7 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
         ProcessCollector(registry=self.registry)
-        self.port: Any = None
+        self.port: ListeningPort | None = None
 
     # -- hooks (called on the reactor thread while serving) -----------------------------
 
@@ -100,7 +168,7 @@ class BrokerMetrics:
         else:
             self.isr_expands += 1
 
-    def on_fetch_answer(self, body: dict) -> dict:
+    def on_fetch_answer(self, body: FetchResponse) -> FetchResponse:
         """A consumer's Fetch answer leaves: count its record bytes per topic."""
         replicas = self.broker.replica_manager
         for topic in body["responses"]:
@@ -130,7 +198,7 @@ class BrokerMetrics:
         times.buckets[_bucket_of(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
 
 
-    def time_requests(self, dispatcher: Any) -> None:
+    def time_requests(self, dispatcher: TimedDispatcher) -> None:
         """Count and time every request the dispatcher handles: it tells ``on_request``
         as it answers (a hook, not a wrapper: no layer and no callback of its own)."""
         dispatcher.on_answered = self.on_request
@@ -140,7 +208,7 @@ class BrokerMetrics:
     def describe(self) -> list:
         return []
 
-    def collect(self) -> Any:
+    def collect(self) -> Iterator[Metric]:
         yield from self._gc_pauses()
         yield from self._topic_counters()
         yield from self._consumer_fetches()
@@ -155,7 +223,7 @@ class BrokerMetrics:
         yield from self._groups()
         yield from self._client_software()
 
-    def _topic_counters(self) -> Any:
+    def _topic_counters(self) -> Iterator[Metric]:
         for name, per_topic, doc in (
                 ("messagesin", self.messages_in, "Records appended by clients"),
                 ("bytesin", self.bytes_in, "Bytes of record batches appended by clients"),
@@ -166,7 +234,7 @@ class BrokerMetrics:
                 metric.add_sample(metric.name + "_total", {"topic": topic}, value)
             yield metric
 
-    def _consumer_fetches(self) -> Any:
+    def _consumer_fetches(self) -> Iterator[Metric]:
         served = Metric("kafka_server_consumerfetch_bytes",
                         "Record bytes sent to consumers, by this broker's role for the "
                         "partition (a follower serves consumers in its rack, KIP-392)",
@@ -179,7 +247,7 @@ class BrokerMetrics:
         redirects.add_sample(redirects.name + "_total", {}, self.preferred_read_replica_answers)
         yield redirects
 
-    def _gc_pauses(self) -> Any:
+    def _gc_pauses(self) -> Iterator[Metric]:
         pauses = self.gc_pauses
         metric = Metric("python_gc_pause_seconds",
                         "Garbage collections and how long each stopped the broker, by "
@@ -201,7 +269,7 @@ class BrokerMetrics:
         longest.add_sample(longest.name, {}, pauses.longest)
         yield longest
 
-    def _request_metrics(self) -> Any:
+    def _request_metrics(self) -> Iterator[Metric]:
         requests = Metric("kafka_network_requestmetrics_requests",
                           "Requests handled, by request type and version", "counter")
         latency = Metric("kafka_network_requestmetrics_totaltimems",
@@ -224,7 +292,7 @@ class BrokerMetrics:
         yield requests
         yield latency
 
-    def _socket_sends(self) -> Any:
+    def _socket_sends(self) -> Iterator[Metric]:
         """How answers left (server.py, socket_writer.py): whole in one send at once, or
         (partly) through Twisted's buffer at the reactor's next poll; and the fetched
         record bytes sent by sendfile (zero-copy) or read into Python."""
@@ -232,10 +300,12 @@ class BrokerMetrics:
                         "Response writes on client listeners: sent whole at once (direct) "
                         "or left, at least partly, to the reactor's next poll (buffered)",
                         "counter")
-        factories = getattr(self.broker, "factories", {}).values()
+        factories: Mapping[str, object] = getattr(self.broker, "factories", {})
+        sends = [counts for counts in (getattr(f, "sends", None) for f in factories.values())
+                 if isinstance(counts, SendCounts)]
         for path in ("direct", "buffered"):
             metric.add_sample(metric.name + "_total", {"path": path},
-                              sum(getattr(f.sends, path) for f in factories))
+                              sum(getattr(counts, path) for counts in sends))
         yield metric
         records = Metric("kafka_network_fetch_record_bytes",
                          "Fetched record bytes sent from segment files: by sendfile, page "
@@ -243,10 +313,10 @@ class BrokerMetrics:
                          "TLS, a full socket's bridge)", "counter")
         for path, field in (("zero_copy", "sendfile_bytes"), ("copied", "region_copied_bytes")):
             records.add_sample(records.name + "_total", {"path": path},
-                               sum(getattr(f.sends, field) for f in factories))
+                               sum(getattr(counts, field) for counts in sends))
         yield records
 
-    def _replica_manager(self) -> Any:
+    def _replica_manager(self) -> Iterator[Metric]:
         partitions = self.broker.replica_manager.partitions.values()
         leaders = [p for p in partitions if p.is_leader]
         under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
@@ -268,11 +338,11 @@ class BrokerMetrics:
             metric.add_sample(prefix + name + "_total", {}, value)
             yield metric
 
-    def _client_quotas(self) -> Any:
+    def _client_quotas(self) -> Iterator[Metric]:
         """Per user and client id, as Kafka's Produce/Fetch/Request quota MBeans: the rate
         measured for the quota, its bound, and the throttle time handed out."""
         quotas = getattr(self.broker, "client_quotas", None)
-        if quotas is None:
+        if not isinstance(quotas, ClientQuotas):
             return
         now_ms = quotas.clock() * 1000
         for kind, manager, rate_name in (("produce", quotas.produce, "byte_rate"),
@@ -293,7 +363,7 @@ class BrokerMetrics:
                 throttle.add_sample(throttle.name + "_total", labels, sensor.throttle_ms_total)
             yield from (rate, bound, throttle)
 
-    def _replication_throttles(self) -> Any:
+    def _replication_throttles(self) -> Iterator[Metric]:
         """Kafka's LeaderReplication / FollowerReplication quotas: bytes counted against
         them (moving replicas outside the ISR) and the rate in force."""
         counted = Metric("kafka_server_replication_throttledbytes",
@@ -308,9 +378,9 @@ class BrokerMetrics:
         yield counted
         yield rate
 
-    def _fetch_sessions(self) -> Any:
+    def _fetch_sessions(self) -> Iterator[Metric]:
         sessions = getattr(getattr(self.broker, "fetch_handler", None), "sessions", None)
-        if sessions is None:
+        if not isinstance(sessions, FetchSessionCache):
             return
         prefix = "kafka_server_fetchsessioncache_"
         count = Metric(prefix + "numincrementalfetchsessions",
@@ -327,7 +397,7 @@ class BrokerMetrics:
         evictions.add_sample(evictions.name + "_total", {}, sessions.evictions)
         yield evictions
 
-    def _controller(self) -> Any:
+    def _controller(self) -> Iterator[Metric]:
         active = 1 if self.broker.is_controller else 0
         offline = 0
         if active:  # as in Kafka, only the active controller reports offline partitions
@@ -343,7 +413,7 @@ class BrokerMetrics:
             metric.add_sample(prefix + name, {}, value)
             yield metric
 
-    def _logs(self) -> Any:
+    def _logs(self) -> Iterator[Metric]:
         metric = Metric("kafka_log_log_size", "Bytes of a local replica's log", "gauge")
         for (topic, index), partition in sorted(self.broker.replica_manager.partitions.items()):
             try:
@@ -353,11 +423,12 @@ class BrokerMetrics:
             metric.add_sample(metric.name, {"topic": topic, "partition": str(index)}, size)
         yield metric
 
-    def _client_software(self) -> Any:
+    def _client_software(self) -> Iterator[Metric]:
         """ApiVersions v3+ requests by the software the client named (KIP-511): which
         clients, at which versions, talk to this broker."""
         apis = getattr(self.broker, "apis", None)
-        counts = getattr(getattr(apis, "api_versions", None), "client_software", {})
+        counts: Mapping[tuple[str, str], int] = getattr(
+            getattr(apis, "api_versions", None), "client_software", {})
         metric = Metric("kafka_server_clientsoftware_apiversions",
                         "ApiVersions requests by client software name and version",
                         "counter")
@@ -367,7 +438,7 @@ class BrokerMetrics:
                               count)
         yield metric
 
-    def _groups(self) -> Any:
+    def _groups(self) -> Iterator[Metric]:
         groups = getattr(self.broker.group_coordinator, "groups", {})
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
         metric = Metric(prefix + "numgroups", "Groups this broker coordinates", "gauge")
@@ -383,10 +454,10 @@ class BrokerMetrics:
 
     # -- health ---------------------------------------------------------------------------
 
-    def health(self) -> tuple[int, dict[str, Any]]:
+    def health(self) -> tuple[int, JsonObject]:
         """(200, ...) while registered and serving; (503, reason) otherwise."""
         broker = self.broker
-        if broker.stopping or getattr(broker, "_stop_requested", False):
+        if broker.stopping or broker.shutting_down:
             return 503, {"status": "unavailable", "reason": "shutting down"}
         zk = broker.zk
         if zk is None or not zk.connected:
@@ -408,7 +479,7 @@ class BrokerMetrics:
         log.info("metrics on http://%s:%d/metrics", host or "0.0.0.0", bound)
         return bound
 
-    def stop(self) -> Any:
+    def stop(self) -> Deferred[None] | None:
         self.gc_pauses.uninstall()
         if self.port is not None:
             port, self.port = self.port, None
@@ -423,7 +494,7 @@ class _MetricsResource(resource.Resource):
         super().__init__()
         self.metrics = metrics
 
-    def render_GET(self, request: Struct) -> bytes:
+    def render_GET(self, request: Request) -> bytes:
         if request.path == b"/metrics":
             request.setHeader(b"content-type", CONTENT_TYPE_LATEST.encode())
             return generate_latest(self.metrics.registry)
@@ -437,13 +508,14 @@ class _MetricsResource(resource.Resource):
         return json.dumps({"error": "GET /metrics or /health"}).encode()
 
 
-def install(broker: Any) -> BrokerMetrics | None:
-    """Metrics for ``broker`` if ``metrics.listener`` is set: hooks in, listener later."""
+def install(broker: ScrapedBroker, dispatcher: TimedDispatcher) -> BrokerMetrics | None:
+    """Metrics for ``broker`` if ``metrics.listener`` is set: hooks in, listener later (the
+    Fetch handler's hook, ``on_fetch_answer``, the broker sets: the domain never imports
+    the handlers)."""
     if broker.config.metrics_listener is None:
         return None
     metrics = BrokerMetrics(broker)
     broker.replica_manager.on_append = metrics.on_append
     broker.replica_manager.on_isr_change = metrics.on_isr_change
-    broker.apis.fetch.on_consumer_answer = metrics.on_fetch_answer
-    metrics.time_requests(broker.dispatcher)
+    metrics.time_requests(dispatcher)
     return metrics

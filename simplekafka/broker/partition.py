@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from twisted.internet import defer
 
@@ -59,6 +59,7 @@ from simplekafka.storage.producer_snapshot import (
 from simplekafka.storage.validator import needs_record_checks, validate_records
 
 if TYPE_CHECKING:
+    from simplekafka.broker.collaborators import Reactor
     from simplekafka.broker.fetch_messages import FetchPartition
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,8 @@ class Partition:
     """Leader or follower state of one partition, around its storage Log."""
 
     def __init__(self, topic: str, index: int, local_broker_id: int, log_: Log,
-                 clock: Any = None, completing: AbstractContextManager[Any] | None = None):
+                 clock: Reactor | None = None,
+                 completing: AbstractContextManager[object] | None = None):
         self.topic = topic
         self.index = index
         self.local_broker_id = local_broker_id

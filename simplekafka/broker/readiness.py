@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from twisted.internet import defer
 
 from simplekafka.protocol.api import ApiKey
 
 log = logging.getLogger(__name__)
+_Answer = TypeVar("_Answer")
 
 PASSED_BEFORE_READY = frozenset(int(k) for k in (
     ApiKey.API_VERSIONS, ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA))
@@ -33,15 +35,15 @@ PASSED_BEFORE_READY = frozenset(int(k) for k in (
 _API_KEY = struct.Struct(">h")
 
 
-class ReadinessGate:
+class ReadinessGate(Generic[_Answer]):
     """What connections call for each frame: the dispatcher, or a wait for readiness first."""
 
-    def __init__(self, dispatcher: Any) -> None:
+    def __init__(self, dispatcher: Callable[[bytes, object], _Answer]) -> None:
         self.dispatcher = dispatcher
         self.is_open = False
-        self._held: list[tuple[defer.Deferred, bytes, Any]] = []
+        self._held: list[tuple[defer.Deferred, bytes, object]] = []
 
-    def __call__(self, frame: bytes, connection: Any = None) -> Any:
+    def __call__(self, frame: bytes, connection: object = None) -> _Answer | defer.Deferred:
         if self.is_open or len(frame) < _API_KEY.size or (
                 _API_KEY.unpack_from(frame)[0] in PASSED_BEFORE_READY):
             return self.dispatcher(frame, connection)

@@ -22,32 +22,57 @@ partitions waiting for truncation are looked for before each fetch.
 A leader that fences the follower (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER)
 or does not know its epoch yet (UNKNOWN_LEADER_EPOCH) is asked again after a
 short back-off; the controller's next LeaderAndIsr settles who leads.
+
+The versions are a Kafka 3.9 follower's (its inter-broker protocol 3.9): Fetch
+v17, topics named by their IDs (which LeaderAndIsr brought, KIP-516), the
+follower and its broker epoch in ``replica_state`` (KIP-903), each partition's
+last fetched epoch checked by the leader (a log that left the leader's is
+answered with the diverging epoch, where the follower truncates, as after an
+OffsetForLeaderEpoch answer: Kafka's truncation on fetch); Fetch v12, by name,
+while a partition has no topic ID (a topic from before topic IDs), as Kafka
+falls back; a session opened one way is not continued the other (a full fetch
+opens a new one). OffsetForLeaderEpoch v4, ListOffsets v9.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
 
-from twisted.internet import defer, task
+from twisted.internet import defer
 
+from simplekafka.broker.collaborators import DelayedCall, Reactor
 from simplekafka.broker.controller.channel import ResponseReader, connect_reader
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.replication_quota import ReplicationThrottle
 from simplekafka.protocol.api import EARLIEST_TIMESTAMP, ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    FetchRequest,
+    FetchRequestForgottenTopicsData,
+    FetchRequestTopics,
+    FetchRequestTopicsPartitions,
+    ListOffsetsRequest,
+    ListOffsetsRequestTopicsPartitions,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestTopicsPartitions,
+)
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.storage import UnexpectedAppendOffsetError
 from simplekafka.storage.epochs import end_offset_for_epoch
 
 log = logging.getLogger(__name__)
 
-FETCH_VERSION = 11
-OFFSET_FOR_LEADER_EPOCH_VERSION = 3
-LIST_OFFSETS_VERSION = 5
+FETCH_VERSION = 17  # Kafka 3.9's follower: topics by ID, the follower in replica_state
+FETCH_VERSION_BY_NAME = 12  # ... and its fallback while a partition has no topic ID
+FIRST_FETCH_BY_ID = 13
+FIRST_FETCH_REPLICA_STATE = 15
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+LIST_OFFSETS_VERSION = 9
 CLIENT_ID = "simplekafka-replica-fetcher"
 BACKOFF = 0.2  # seconds after an error before trying again
 REQUEST_TIMEOUT = 10.0  # seconds beyond the long poll before a silent leader is dropped
@@ -55,7 +80,35 @@ SWEEP_SECONDS = 60.0  # an incremental fetch looks at every partition's position
 
 _RETRIABLE = {ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
               ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-              ErrorCode.LEADER_NOT_AVAILABLE}
+              ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_ID,
+              ErrorCode.INCONSISTENT_TOPIC_ID}
+_SESSION_LOST = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                 ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR}
+# A partition answered so may be held by the leader's session under a topic ID it no
+# longer stands for: the next fetch opens a new session. A SimpleKafka or Kafka leader
+# resolves an ID it learns later within the session (Kafka's follower does not reopen);
+# the reopen is what recovers a topic re-created between two fetches, whose new ID this
+# follower does not send unless the partition's position changed (Kafka's follower
+# replaces the old ID in its session instead).
+_STALE_IN_SESSION = {ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID,
+                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+Key = tuple[str, int]
+T = TypeVar("T")
+# An inlineCallbacks body: each step yields a Deferred of its own result type, which is
+# why Twisted's inlineCallbacks takes Deferred[Any] (the one Any here); it returns a T.
+Steps: TypeAlias = Generator[defer.Deferred[Any], object, T]
+Position = tuple[int, int, int]  # log end offset, log start offset, leader epoch followed
+
+
+def _no_broker_epoch() -> int:
+    return -1
+
+
+def _pause(reactor: Reactor, seconds: float) -> defer.Deferred[None]:
+    """Fires after ``seconds`` on ``reactor`` (a back-off in the fetch loop)."""
+    waiter: defer.Deferred[None] = defer.Deferred()
+    reactor.callLater(seconds, waiter.callback, None)
+    return waiter
 
 
 @dataclass
@@ -66,6 +119,9 @@ class FetchSettings:
     max_wait_ms: int = 500
     min_bytes: int = 1
     max_bytes: int = 1 << 20
+    # This broker's epoch (its registration znode's czxid), for Fetch v15+'s replica_state;
+    # -1 before it registered, as Kafka's supplier answers.
+    broker_epoch: Callable[[], int] = field(default=_no_broker_epoch)
 
 
 @dataclass
@@ -74,13 +130,16 @@ class _FollowerState:
     truncated: bool = False  # truncation by epoch done for the epoch it follows
     epoch: int = -1
     caught_up: bool = False  # our LEO reached the leader's HW in the last answer
+    # Send our last fetched epoch for the leader to check (Fetch v12+); off once the
+    # leader could not say where we diverge (then OffsetForLeaderEpoch settles it).
+    check_epoch: bool = True
 
 
 
 class ReplicaFetcher:
     """Fetches, for this broker, every partition led by one leader broker."""
 
-    def __init__(self, reactor: Any, leader_id: int, settings: FetchSettings,
+    def __init__(self, reactor: Reactor, leader_id: int, settings: FetchSettings,
                  endpoint_of: Callable[[int], tuple[str, int] | None],
                  throttle: ReplicationThrottle | None = None):
         self.reactor = reactor
@@ -94,14 +153,16 @@ class ReplicaFetcher:
         self._connection: ResponseReader | None = None
         self._correlation = itertools.count(1)
         self._loop_done: defer.Deferred | None = None
-        self._timer: Any = None  # the request timer (an IDelayedCall), see _watch
+        self._timer: DelayedCall | None = None  # the request timer, see _watch
         self._waiting: defer.Deferred | None = None
         self._generation = 0
         # The fetch session with this leader (KIP-227): its id and next epoch (0: the next
         # fetch is full and opens one), and what the session holds per partition.
         self.session_id = 0
         self.session_epoch = 0
-        self._session_knows: dict[tuple[str, int], tuple[int, int, int]] = {}
+        self._session_knows: dict[Key, Position] = {}
+        self._session_by_id = False  # the session names topics by ID (Fetch v13+)
+        self._topic_ids: dict[str, bytes] = {}  # of the topics followed (and just removed)
         # What an incremental fetch looks at: partitions whose position may have moved, and
         # removed ones the session must forget; and those waiting for truncation by epoch.
         self._moved: set[tuple[str, int]] = set()
@@ -116,6 +177,9 @@ class ReplicaFetcher:
         key = (partition.topic, partition.index)
         self.states[key] = _FollowerState(partition, truncated=False,
                                           epoch=partition.leader_epoch)
+        topic_id = partition.log.topic_id
+        if topic_id:
+            self._topic_ids[partition.topic] = topic_id
         self._to_truncate.add(key)
         self._moved.add(key)
         self._removed.discard(key)
@@ -153,6 +217,8 @@ class ReplicaFetcher:
         self.session_epoch = 0
         self._session_knows = {}
         self._removed = set()
+        self._topic_ids = {topic: topic_id for topic, topic_id in self._topic_ids.items()
+                           if any(key[0] == topic for key in self.states)}
 
     def _drop_connection(self) -> None:
         self._reset_session()
@@ -161,7 +227,7 @@ class ReplicaFetcher:
             connection.transport.loseConnection()
 
     @defer.inlineCallbacks
-    def _run(self, generation: int) -> Any:
+    def _run(self, generation: int) -> Steps[None]:
         failures = 0
         while self.running and self.states and generation == self._generation:
             try:
@@ -181,7 +247,7 @@ class ReplicaFetcher:
                         exc or type(exc).__name__)
                 self._drop_connection()
                 if self.running:
-                    yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+                    yield _pause(self.reactor, BACKOFF)
 
     def _pending_truncation(self) -> list[_FollowerState]:
         pending = []
@@ -196,13 +262,17 @@ class ReplicaFetcher:
     # -- requests -----------------------------------------------------------------------
 
     @defer.inlineCallbacks
-    def _request(self, api_key: ApiKey, version: int, body: dict, timeout: float) -> Any:
+    def _request(self, api_key: ApiKey, version: int,
+                 body: FetchRequest | OffsetForLeaderEpochRequest | ListOffsetsRequest,
+                 timeout: float) -> Steps[Struct]:
         connection = self._connection
         if connection is None or connection.transport is None or not connection.connected:
             address = self.endpoint_of(self.leader_id)
             if address is None:
                 raise ConnectionError(f"leader {self.leader_id} has no known address")
-            connection = yield connect_reader(self.reactor, *address)
+            connected = yield connect_reader(self.reactor, *address)
+            assert isinstance(connected, ResponseReader)
+            connection = connected
             if not self.running:
                 connection.transport.loseConnection()
                 raise ConnectionError("fetcher stopped")
@@ -216,6 +286,7 @@ class ReplicaFetcher:
         except defer.CancelledError:
             raise TimeoutError(f"no answer from leader {self.leader_id} "
                                f"within {timeout:g} s") from None
+        assert isinstance(frame, bytes)
         return decode_response(api_key, version, frame)[1]
 
     def _watch(self, waiter: defer.Deferred, timeout: float) -> None:
@@ -241,7 +312,8 @@ class ReplicaFetcher:
     # -- truncation by leader epoch (KIP-101) -------------------------------------------
 
     @defer.inlineCallbacks
-    def _truncate(self, states: list[_FollowerState]) -> Any:
+    def _truncate(self, states: list[_FollowerState]
+                  ) -> Steps[None]:
         """One OffsetForLeaderEpoch round for ``states``; done ones are marked truncated."""
         asking = {}
         for state in states:
@@ -252,14 +324,16 @@ class ReplicaFetcher:
             asking[(state.partition.topic, state.partition.index)] = (state, latest)
         if not asking:
             return
-        topics: dict[str, list[dict]] = {}
+        topics: dict[str, list[OffsetForLeaderEpochRequestTopicsPartitions]] = {}
         for (topic, index), (state, latest) in asking.items():
             topics.setdefault(topic, []).append({
                 "partition": index, "current_leader_epoch": state.epoch, "leader_epoch": latest})
-        body = {"replica_id": self.settings.broker_id,
-                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
+        body: OffsetForLeaderEpochRequest = {
+            "replica_id": self.settings.broker_id,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         response = yield self._request(ApiKey.OFFSET_FOR_LEADER_EPOCH,
                                        OFFSET_FOR_LEADER_EPOCH_VERSION, body, REQUEST_TIMEOUT)
+        assert isinstance(response, Struct)
         retry_later = False
         for topic in response.topics:
             for answer in topic.partitions:
@@ -281,35 +355,43 @@ class ReplicaFetcher:
                         or now_latest == latest:
                     state.truncated = True
         if retry_later:
-            yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+            yield _pause(self.reactor, BACKOFF)
 
     # -- fetching -----------------------------------------------------------------------
 
     @defer.inlineCallbacks
-    def _fetch_once(self) -> Any:
+    def _fetch_once(self) -> Steps[None]:
         """One fetch in the session with the leader (KIP-227): after the first (full) one,
         only partitions whose position changed are named and removed ones forgotten; the
         answer names only partitions with news. A round in which the replication throttle
         holds partitions back is a full fetch without a session (a session would go on
         fetching what the request leaves out)."""
-        topics: dict[str, list[dict]] = {}
-        positions: dict[tuple[str, int], tuple[int, int, int]] = {}
+        positions: dict[Key, Position] = {}
         throttle = self.throttle
         held_back = False
         now = self.reactor.seconds()
+        sent: dict[Key, _FollowerState]
         if throttle is not None and throttle.quota.limited:
-            sent: dict[tuple[str, int], _FollowerState] = {}
+            sent = {}
             for key, state in self.states.items():
                 if throttle.holds_back(*key, state.caught_up):
                     held_back = True
                     continue  # a moving replica over the follower rate: not this round
                 sent[key] = state
-            looked_at: Any = sent
         else:
             sent = dict(self.states)
-            looked_at = sent
-            if self.session_epoch > 0 and now - self._swept < SWEEP_SECONDS:
-                looked_at = self._moved  # the session knows where the others are
+        if not sent:  # every partition is held back: wait for the quota to refill
+            wait = throttle.quota.seconds_until_available() if throttle is not None else BACKOFF
+            yield _pause(self.reactor, min(max(wait, 0.01), 1.0))
+            return
+        # Kafka's choice: by topic ID (v17) when every partition has one, else by name (v12).
+        by_id = all(state.partition.log.topic_id for state in sent.values())
+        version = FETCH_VERSION if by_id else FETCH_VERSION_BY_NAME
+        if self.session_epoch > 0 and by_id != self._session_by_id:
+            self._reset_session()  # a session goes on the way it was opened: a new one
+        looked_at: set[Key] | dict[Key, _FollowerState] = sent
+        if not held_back and self.session_epoch > 0 and now - self._swept < SWEEP_SECONDS:
+            looked_at = self._moved  # the session knows where the others are
         if looked_at is sent:
             self._swept = now
         for key in looked_at:
@@ -318,21 +400,23 @@ class ReplicaFetcher:
                 partition = followed.partition
                 positions[key] = (partition.log_end_offset, partition.log_start_offset,
                                   followed.epoch)
-        if not sent:  # every partition is held back: wait for the quota to refill
-            wait = throttle.quota.seconds_until_available() if throttle is not None else BACKOFF
-            yield task.deferLater(self.reactor, min(max(wait, 0.01), 1.0), lambda: None)
-            return
         self._moved = set()  # a failed fetch resets the session: the next one is full
         if held_back and self.session_id:
             self._reset_session()  # the leader evicts the idle session in time
         session_id, epoch = (0, -1) if held_back else (self.session_id, self.session_epoch)
         incremental = epoch > 0
+        last_epochs: dict[Key, int] = {}  # what each partition named says it fetched last
+        topics: dict[str, list[FetchRequestTopicsPartitions]] = {}
         for key, position in positions.items():
             if incremental and self._session_knows.get(key) == position:
                 continue  # the session has it where it is
+            state = sent[key]
+            last = state.partition.log.leader_epochs.latest_epoch if state.check_epoch else -1
+            last_epochs[key] = last
             topics.setdefault(key[0], []).append({
                 "partition": key[1], "current_leader_epoch": position[2],
-                "fetch_offset": position[0], "log_start_offset": position[1],
+                "fetch_offset": position[0], "last_fetched_epoch": last,
+                "log_start_offset": position[1],
                 "partition_max_bytes": self.settings.max_bytes})
         forgotten: dict[str, list[int]] = {}
         removed, self._removed = self._removed, set()
@@ -342,52 +426,56 @@ class ReplicaFetcher:
             for topic, index in removed:
                 if (topic, index) not in sent:
                     forgotten.setdefault(topic, []).append(index)
-        body = {"replica_id": self.settings.broker_id, "max_wait_ms": self.settings.max_wait_ms,
-                "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes,
-                "isolation_level": 0, "session_id": session_id, "session_epoch": epoch,
-                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-                "forgotten_topics_data": [{"topic": t, "partitions": p}
-                                          for t, p in forgotten.items()],
-                "rack_id": ""}
-        response = yield self._request(ApiKey.FETCH, FETCH_VERSION, body,
+        body = self._fetch_body(version, session_id, epoch, topics, forgotten)
+        response = yield self._request(ApiKey.FETCH, version, body,
                                        self.settings.max_wait_ms / 1000.0 + REQUEST_TIMEOUT)
+        assert isinstance(response, Struct)
         self.fetches += 1
-        if response.error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                                   ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+        if response["error_code"] in _SESSION_LOST:
             log.info("fetch session with leader %d lost (%s); starting a new one",
-                     self.leader_id, ErrorCode(response.error_code).name)
+                     self.leader_id, ErrorCode(response["error_code"]).name)
             self._reset_session()
             return
-        if held_back or response.session_id == 0:
+        if held_back or response["session_id"] == 0:
             self._reset_session()  # no session this round (or the leader keeps none)
         else:
-            self.session_id = response.session_id
+            self.session_id = response["session_id"]
             self.session_epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
+            self._session_by_id = by_id
             if incremental:
                 for key in removed:
                     self._session_knows.pop(key, None)
                 self._session_knows.update(positions)
             else:
                 self._session_knows = positions
-        back_off = False
+        names = {topic_id: name for name, topic_id in self._topic_ids.items()}
+        back_off = stale = False
         out_of_range = []
-        for topic in response.responses:
-            for answer in topic.partitions:
-                key = (topic.topic, answer.partition_index)
+        for topic in response["responses"]:
+            name = names.get(topic["topic_id"], "") if version >= FIRST_FETCH_BY_ID \
+                else topic["topic"]
+            for answer in topic["partitions"]:
+                key = (name, answer["partition_index"])
                 found = sent.get(key)
                 if found is None or self.states.get(key) is not found:
                     continue  # removed or re-added while the fetch was out
                 state = found
                 self._moved.add(key)  # its log end or start may move now
-                code = answer.error_code
-                if code == ErrorCode.NONE:
-                    records = bytes(answer.records or b"")
+                code = answer["error_code"]
+                diverging = answer["diverging_epoch"]
+                if code == ErrorCode.NONE and (diverging["epoch"] >= 0
+                                               or diverging["end_offset"] >= 0):
+                    self._diverged(key, state, last_epochs.get(key, -1), diverging["epoch"],
+                                   diverging["end_offset"])
+                elif code == ErrorCode.NONE:
+                    records = bytes(answer["records"] or b"")
                     if throttle is not None:
                         throttle.record(*key, state.caught_up, len(records))
                     try:
-                        state.partition.append_as_follower(records, answer.high_watermark,
-                                                           answer.log_start_offset)
-                        state.caught_up = state.partition.log_end_offset >= answer.high_watermark
+                        state.partition.append_as_follower(records, answer["high_watermark"],
+                                                           answer["log_start_offset"])
+                        state.caught_up = \
+                            state.partition.log_end_offset >= answer["high_watermark"]
                     except UnexpectedAppendOffsetError as exc:
                         # Our log and the leader's disagree on where batches start:
                         # truncate by epoch again rather than retry the same append.
@@ -400,37 +488,89 @@ class ReplicaFetcher:
                         log.warning("fetch of %s-%d from leader %d: error %d", *key,
                                     self.leader_id, code)
                     back_off = True
+                    stale = stale or code in _STALE_IN_SESSION
+        if stale:
+            self._reset_session()
         if out_of_range:
             yield self._handle_out_of_range(out_of_range)
         if back_off:
-            yield task.deferLater(self.reactor, BACKOFF, lambda: None)
+            yield _pause(self.reactor, BACKOFF)
+
+    def _fetch_body(self, version: int, session_id: int, session_epoch: int,
+                    topics: dict[str, list[FetchRequestTopicsPartitions]],
+                    forgotten: dict[str, list[int]]) -> FetchRequest:
+        """The Fetch request at ``version``: topics by ID from v13, the follower in
+        ``replica_state`` from v15 (with its broker epoch), in ``replica_id`` before."""
+        by_id = version >= FIRST_FETCH_BY_ID
+        body: FetchRequest = {
+            "max_wait_ms": self.settings.max_wait_ms, "min_bytes": self.settings.min_bytes,
+            "max_bytes": self.settings.max_bytes, "isolation_level": 0,
+            "session_id": session_id, "session_epoch": session_epoch, "rack_id": "",
+            "topics": [self._topic_entry(by_id, t, p) for t, p in topics.items()],
+            "forgotten_topics_data": [self._forgotten_entry(by_id, t, p)
+                                      for t, p in forgotten.items()]}
+        if version >= FIRST_FETCH_REPLICA_STATE:
+            body["replica_state"] = {"replica_id": self.settings.broker_id,
+                                     "replica_epoch": self.settings.broker_epoch()}
+        else:
+            body["replica_id"] = self.settings.broker_id
+        return body
+
+    def _topic_entry(self, by_id: bool, topic: str,
+                     partitions: list[FetchRequestTopicsPartitions]) -> FetchRequestTopics:
+        if by_id:
+            return {"topic_id": self._topic_ids[topic], "partitions": partitions}
+        return {"topic": topic, "partitions": partitions}
+
+    def _forgotten_entry(self, by_id: bool, topic: str, partitions: list[int]
+                         ) -> FetchRequestForgottenTopicsData:
+        if by_id:
+            return {"topic_id": self._topic_ids[topic], "partitions": partitions}
+        return {"topic": topic, "partitions": partitions}
+
+    def _diverged(self, key: Key, state: _FollowerState, sent_epoch: int, leader_epoch: int,
+                  leader_end_offset: int) -> None:
+        """The leader says our log left its own (Fetch v12+'s diverging epoch): truncate as
+        after an OffsetForLeaderEpoch answer (Kafka's truncation on fetch). An answer that
+        moves nothing hands the partition to OffsetForLeaderEpoch, without the check."""
+        partition = state.partition
+        before = (partition.log_end_offset, partition.log.leader_epochs.latest_epoch)
+        log.info("%s: diverges from leader %d's log at epoch %d, end offset %d; truncating",
+                 partition, self.leader_id, leader_epoch, leader_end_offset)
+        truncate_by_epoch(partition, sent_epoch, leader_epoch, leader_end_offset)
+        if (partition.log_end_offset, partition.log.leader_epochs.latest_epoch) == before:
+            state.check_epoch = False
+            self._truncate_again(key, state)
 
     @defer.inlineCallbacks
-    def _handle_out_of_range(self, states: list[_FollowerState]) -> Any:
+    def _handle_out_of_range(self, states: list[_FollowerState]
+                             ) -> Steps[None]:
         """Our LEO is outside the leader's log: ahead (truncate by epoch again) or behind
         its start (retention moved it: start over empty at the leader's log start)."""
-        topics: dict[str, list[dict]] = {}
+        topics: dict[str, list[ListOffsetsRequestTopicsPartitions]] = {}
         for state in states:
             topics.setdefault(state.partition.topic, []).append({
                 "partition_index": state.partition.index, "current_leader_epoch": state.epoch,
                 "timestamp": EARLIEST_TIMESTAMP})
-        body = {"replica_id": self.settings.broker_id, "isolation_level": 0,
-                "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+        body: ListOffsetsRequest = {
+            "replica_id": self.settings.broker_id, "isolation_level": 0,
+            "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
         response = yield self._request(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body,
                                        REQUEST_TIMEOUT)
+        assert isinstance(response, Struct)
         by_key = {(s.partition.topic, s.partition.index): s for s in states}
-        for topic in response.topics:
-            for answer in topic.partitions:
-                found = by_key.get((topic.name, answer.partition_index))
-                if found is None or answer.error_code != ErrorCode.NONE:
+        for topic in response["topics"]:
+            for answer in topic["partitions"]:
+                key = (topic["name"], answer["partition_index"])
+                found = by_key.get(key)
+                if found is None or answer["error_code"] != ErrorCode.NONE:
                     continue
                 state = found
                 partition = state.partition
-                key = (topic.name, answer.partition_index)
-                if partition.log_end_offset < answer.offset:
+                if partition.log_end_offset < answer["offset"]:
                     log.info("%s: behind the leader's log start %d: starting over there",
-                             partition, answer.offset)
-                    partition.start_over_at(answer.offset)
+                             partition, answer["offset"])
+                    partition.start_over_at(answer["offset"])
                     self._moved.add(key)
                 else:
                     self._truncate_again(key, state)
@@ -482,7 +622,7 @@ def truncate_by_epoch(partition: Partition, asked_epoch: int, leader_epoch: int,
 class ReplicaFetcherManager:
     """One ReplicaFetcher per leader broker; partitions move between them on LeaderAndIsr."""
 
-    def __init__(self, reactor: Any, settings: FetchSettings,
+    def __init__(self, reactor: Reactor, settings: FetchSettings,
                  endpoint_of: Callable[[int], tuple[str, int] | None],
                  throttle: ReplicationThrottle | None = None):
         self.reactor = reactor

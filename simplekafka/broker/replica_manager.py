@@ -25,12 +25,14 @@ import logging
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar, cast
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.action_queue import ActionQueue
 from simplekafka.broker.answers_together import AnswersTogether
+from simplekafka.broker.log_dir_mover import LogDirMover
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.producer_state import ActiveProducer
@@ -42,7 +44,8 @@ from simplekafka.protocol.topic_ids import ZERO_ID
 from simplekafka.storage.errors import DescriptorsExhaustedError, InconsistentTopicIdError
 
 if TYPE_CHECKING:
-    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.collaborators import DelayedCall, Reactor
+    from simplekafka.protocol.fields import Struct
     from simplekafka.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
@@ -73,6 +76,9 @@ class LogDirDescription(NamedTuple):
     partitions: dict[tuple[str, int], tuple[int, int]]
     total_bytes: int = -1
     usable_bytes: int = -1
+    # future replicas moving into this directory (AlterReplicaLogDirs), as ``partitions``
+    # with the lag behind the current log: DescribeLogDirs' is_future_key
+    futures: Mapping[tuple[str, int], tuple[int, int]] = {}
 
 
 class Followers(Protocol):
@@ -163,6 +169,8 @@ class ReplicaManager:
             }
         except Exception as exc:
             log.warning("high watermark checkpoint unreadable (%s); starting from 0", exc)
+        # Copies replicas moving between log directories (AlterReplicaLogDirs).
+        self.log_dir_mover = LogDirMover(log_manager, self.partitions, self.reactor)
 
     # -- lookups for request handlers ---------------------------------------------------
 
@@ -198,6 +206,7 @@ class ReplicaManager:
         directory whose file system cannot be read answers KAFKA_STORAGE_ERROR."""
         by_dir: dict[Path, dict[tuple[str, int], tuple[int, int]]] = {
             directory: {} for directory in self.log_manager.log_dirs}
+        futures = self._describe_futures(wanted)
         for key, log_ in self.log_manager.logs.items():
             if wanted is not None and key not in wanted:
                 continue
@@ -214,8 +223,58 @@ class ReplicaManager:
                 described.append(LogDirDescription(path, ErrorCode.KAFKA_STORAGE_ERROR, {}))
                 continue
             described.append(LogDirDescription(path, ErrorCode.NONE, partitions,
-                                               usage.total, usage.free))
+                                               usage.total, usage.free,
+                                               futures.get(directory, {})))
         return described
+
+    def _describe_futures(self, wanted: set[tuple[str, int]] | None
+                          ) -> dict[Path, dict[tuple[str, int], tuple[int, int]]]:
+        """Future logs by directory: (size, how far behind the current log's end)."""
+        found: dict[Path, dict[tuple[str, int], tuple[int, int]]] = {}
+        for key, future in self.log_manager.futures.items():
+            if wanted is not None and key not in wanted:
+                continue
+            current = self.log_manager.get(*key)
+            lag = max(current.log_end_offset - future.log_end_offset, 0) if current else -1
+            found.setdefault(future.directory.parent, {})[key] = (future.size, lag)
+        return found
+
+    # -- AlterReplicaLogDirs ------------------------------------------------------------
+
+    def alter_replica_log_dirs(self, wanted: Mapping[tuple[str, int], str]
+                               ) -> dict[tuple[str, int], ErrorCode]:
+        """Move each replica to the log directory named by its absolute path, as Kafka's
+        ``alterReplicaLogDirs``: a path not among ``log.dirs`` is LOG_DIR_NOT_FOUND; a
+        replica this broker does not host yet is REPLICA_NOT_AVAILABLE, and is created in
+        that directory when it comes (UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know
+        it either); one already there is NONE (a move elsewhere under
+        way is cancelled); else a future log is made there and the move starts (NONE)."""
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        for key, path in wanted.items():
+            topic, index = key
+            directory = self.log_manager.log_dir(path)
+            if len(f"{topic}-{index}.{'0' * 32}-future") > 255:
+                errors[key] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif directory is None:
+                errors[key] = ErrorCode.LOG_DIR_NOT_FOUND
+            elif key in self.offline_partitions:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif key not in self.partitions:
+                self.log_manager.prefer_dir(topic, index, directory)
+                known = self.metadata_cache.partition(topic, index) is not None
+                errors[key] = (ErrorCode.REPLICA_NOT_AVAILABLE if known
+                               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                self.log_manager.prefer_dir(topic, index, directory)
+                try:
+                    if self.log_manager.create_future(topic, index, directory) is not None:
+                        log.info("%s-%d: moving to log directory %s", topic, index, path)
+                        self.log_dir_mover.wake()
+                    errors[key] = ErrorCode.NONE
+                except Exception as exc:
+                    log.error("%s-%d: cannot move to %s: %s", topic, index, path, exc)
+                    errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        return errors
 
     # -- DescribeProducers --------------------------------------------------------------
 
@@ -336,7 +395,7 @@ class ReplicaManager:
 
     # -- controller requests ------------------------------------------------------------
 
-    def become_leader_or_follower(self, request: Any) -> PartitionErrors:
+    def become_leader_or_follower(self, request: Struct) -> PartitionErrors:
         """Apply a LeaderAndIsr request; the outcome names every partition's error code."""
         if request.controller_epoch < self.controller_epoch:
             log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d < %d",
@@ -351,7 +410,7 @@ class ReplicaManager:
             errors[TopicPartition(topic, state.partition_index)] = code
         return PartitionErrors(ErrorCode.NONE, errors)
 
-    def _apply_partition_state(self, topic: str, state: Any,
+    def _apply_partition_state(self, topic: str, state: Struct,
                                topic_id: bytes | None = None) -> ErrorCode:
         key = (topic, state.partition_index)
         if self.broker_id not in state.replicas:
@@ -380,6 +439,8 @@ class ReplicaManager:
                 partition.alter_isr = self._change_isr
                 partition.restore_high_watermark(self._checkpointed_hw.get(key, 0))
                 self.partitions[key] = partition
+                if key in self.log_manager.futures:  # a move a restart interrupted goes on
+                    self.log_dir_mover.wake()
             if state.leader == self.broker_id:
                 applied = partition.make_leader(
                     state.leader_epoch, list(state.isr), list(state.replicas),
@@ -425,7 +486,7 @@ class ReplicaManager:
         else:
             log.error("%s-%d: offline, its log cannot be opened", *key, exc_info=exc)
 
-    def stop_replicas(self, request: Any) -> PartitionErrors:
+    def stop_replicas(self, request: Struct) -> PartitionErrors:
         """Apply StopReplica (v0-3 shapes): forget the partitions, deleting their logs if asked."""
         if request.controller_epoch < self.controller_epoch:
             return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
@@ -494,7 +555,7 @@ class ReplicaManager:
                      partition.index, why, old_isr, new_isr, version)
             partition.apply_isr(new_isr, version)
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if partition.leader_epoch == epoch:
                 partition.isr_change_pending = False
             log.warning("%s-%d: ISR %s to %s not written (%s); keeping %s", partition.topic,
@@ -528,6 +589,7 @@ class ReplicaManager:
                    if partition.producers.ongoing or (force and len(partition.producers)))
 
     def shutdown(self) -> None:
+        self.log_dir_mover.stop()
         if self.fetchers is not None:
             self.fetchers.shutdown()
         for partition in self.partitions.values():
@@ -536,7 +598,7 @@ class ReplicaManager:
         self.checkpoint_high_watermarks()
 
 
-def _partition_states(request: Any) -> list[tuple[str, Any]]:
+def _partition_states(request: Struct) -> list[tuple[str, Struct]]:
     """(topic, partition state) pairs from either LeaderAndIsr shape (v0-1 or v2+)."""
     states = []
     for topic_state in getattr(request, "topic_states", None) or []:
@@ -576,7 +638,10 @@ def _wait_for_acks(results: dict, waits: list[tuple[PartitionResponse, defer.Def
     return finished
 
 
-def _cancel_timer(result: Any, timer: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _cancel_timer(result: _T, timer: DelayedCall) -> _T:
     if timer.active():
         timer.cancel()
     return result

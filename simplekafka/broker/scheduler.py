@@ -23,17 +23,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
+from simplekafka.broker.collaborators import in_worker_thread
 from simplekafka.broker.services import PeriodicTask
+
+if TYPE_CHECKING:
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.group.coordinator import GroupCoordinator
+    from simplekafka.broker.replica_manager import ReplicaManager
+    from simplekafka.broker.transaction.coordinator import TransactionCoordinator
+    from simplekafka.storage import LogManager
 
 log = logging.getLogger(__name__)
 
 
-def scheduled_tasks(config: Any, reactor: Any, replica_manager: Any, log_manager: Any,
-                    group_coordinator: Any, transaction_coordinator: Any,
+def scheduled_tasks(config: BrokerConfig, reactor: Reactor, replica_manager: ReplicaManager,
+                    log_manager: LogManager, group_coordinator: GroupCoordinator,
+                    transaction_coordinator: TransactionCoordinator,
                     deletes_by_retention: Callable[[str], bool]) -> list[PeriodicTask]:
     """The periodic tasks in the order they start (they stop in the reverse one)."""
 
@@ -41,8 +51,7 @@ def scheduled_tasks(config: Any, reactor: Any, replica_manager: Any, log_manager
         """Producer snapshots of partitions with open transactions are written first."""
         replica_manager.snapshot_producers()
         marks = replica_manager.high_watermarks()  # taken on the reactor, consistent
-        return threads.deferToThreadPool(reactor, reactor.getThreadPool(),
-                                         replica_manager.write_high_watermarks, marks)
+        return in_worker_thread(reactor, replica_manager.write_high_watermarks, marks)
 
     def enforce_retention() -> None:
         removed = log_manager.enforce_retention(

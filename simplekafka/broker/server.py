@@ -36,7 +36,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from twisted.internet import defer, protocol
 from twisted.protocols.basic import Int32StringReceiver
@@ -44,8 +44,12 @@ from twisted.python.failure import Failure
 
 from simplekafka.broker.action_queue import ActionQueue
 from simplekafka.broker.answers_together import AnswersTogether
-from simplekafka.broker.socket_writer import SendCounts, SocketWriter
+from simplekafka.broker.socket_writer import Piece, SendCounts, SocketWriter
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, frame_pieces
+
+if TYPE_CHECKING:
+    from simplekafka.broker.connection_quotas import ConnectionQuotas
+    from simplekafka.broker.security.tls import PeerCertified
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +82,46 @@ class _Slot:
     def __init__(self) -> None:
         self.size = 0  # the request's frame bytes, while its answer is awaited
         self.done = False
-        self.response: bytes | list[Any] | None = None  # a list: pieces (frame_pieces)
+        self.response: Response | None = None
         self.close = False
 
 
-RequestHandler = Callable[[bytes, "KafkaConnection"], "bytes | defer.Deferred | None"]
-# Builds the per-connection gate of a SASL listener (security/sasl.py); None: no SASL.
-AuthenticatorFactory = Callable[[RequestHandler], Any]
+# An encoded answer: its bytes, or a list of pieces (a Fetch answer's file regions among
+# them) that ``frame_pieces`` frames.
+Response = bytes | list[Piece]
+# What a handler gives for a frame: an answer, CloseAfter, None (no answer), or a Deferred
+# of one of them.
+Answer = Response | CloseAfter | defer.Deferred | None
+RequestHandler = Callable[[bytes, "KafkaConnection"], Answer]
+
+
+class Authenticator(Protocol):
+    """The per-connection gate of a SASL listener (``apis/sasl.py``'s SaslAuthentication):
+    it takes the connection's frames until the login is complete."""
+
+    @property
+    def authenticating(self) -> bool: ...
+
+    @property
+    def max_receive_size(self) -> int: ...
+
+    def takes(self, frame: bytes, connection: KafkaConnection) -> bool: ...
+
+    def receive(self, frame: bytes, connection: KafkaConnection) -> Answer: ...
+
+
+# Builds the per-connection gate of a SASL listener; None: no SASL.
+AuthenticatorFactory = Callable[[RequestHandler], Authenticator]
+# Reads the principal of a TLS client's certificate from the transport (security/tls.py).
+TlsPrincipal = Callable[["PeerCertified"], str]
+
+
+class SharedQueues(Protocol):
+    """What a listener's connections share with the ReplicaManager: parked fetches woken
+    after a read, answers released together."""
+
+    actions: ActionQueue
+    answers: AnswersTogether
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -102,8 +139,8 @@ class KafkaConnection(Int32StringReceiver):
     MAX_IN_FLIGHT_BYTES = 16 << 20
 
     def __init__(self, handler: RequestHandler, max_length: int | None = None,
-                 listener: str = "PLAINTEXT", authenticator: Any = None,
-                 tls_principal: Callable[[Any], str] | None = None):
+                 listener: str = "PLAINTEXT", authenticator: Authenticator | None = None,
+                 tls_principal: TlsPrincipal | None = None):
         self.handler = handler
         if max_length is not None:
             self.MAX_LENGTH = max_length
@@ -122,7 +159,7 @@ class KafkaConnection(Int32StringReceiver):
         self._refusing = False
         self._reading_paused = False
         self._waiting_bytes = 0  # frame bytes of the requests whose answers are awaited
-        self._outgoing: list[bytes] | None = None  # set while responses are being gathered
+        self._outgoing: list[Piece] | None = None  # set while responses are being gathered
         self.writes = 0  # transport writes made (for tests: coalescing)
         # Writes sent whole at once / left (partly) to Twisted's buffer; shared by a
         # listener's connections (the broker's metrics read it).
@@ -258,20 +295,20 @@ class KafkaConnection(Int32StringReceiver):
         )
         self._refuse()
 
-    def _gathered(self, work: Callable[..., None], *args: Any) -> None:
+    def _gathered(self, work: Callable[[list[bytes]], None], frames: list[bytes]) -> None:
         """Run ``work``, sending every response it produces in one transport write."""
         if self._outgoing is not None:
-            work(*args)  # already gathering: the outer call sends
+            work(frames)  # already gathering: the outer call sends
             return
-        outgoing: list[bytes] = []
+        outgoing: list[Piece] = []
         self._outgoing = outgoing
         try:
-            work(*args)
+            work(frames)
         finally:
             self._outgoing = None
             self._send(outgoing)
 
-    def _send(self, frames: list[bytes]) -> None:
+    def _send(self, frames: list[Piece]) -> None:
         if not frames:
             return
         if self._outgoing is not None:
@@ -281,11 +318,11 @@ class KafkaConnection(Int32StringReceiver):
             return
         self._write_now(frames)
 
-    def _write_held(self, frames: list[bytes]) -> None:
+    def _write_held(self, frames: list[Piece]) -> None:
         if self.connected and not self._refusing:
             self._write_now(frames)
 
-    def _write_now(self, frames: list[Any]) -> None:
+    def _write_now(self, frames: list[Piece]) -> None:
         self.writes += 1
         self.last_active = time.monotonic()
         writer = self._writer
@@ -344,7 +381,7 @@ class KafkaConnection(Int32StringReceiver):
         elif self._queue or isinstance(result, CloseAfter):
             self._fill_answer(result, self._take_slot())  # behind answers still awaited
         elif result is not None and not self._refusing:
-            self._send(frame_pieces(result))
+            self._send(_framed(result))
 
     def mute(self) -> None:
         """Stop reading requests (Kafka mutes a throttled client's channel, KIP-219)."""
@@ -368,7 +405,7 @@ class KafkaConnection(Int32StringReceiver):
         self._queue.append(slot)
         return slot
 
-    def _fill_answer(self, answer: Any, slot: _Slot) -> None:
+    def _fill_answer(self, answer: Response | CloseAfter | None, slot: _Slot) -> None:
         if isinstance(answer, CloseAfter):
             self._fill(slot, answer.response, close=True)
         else:
@@ -379,7 +416,7 @@ class KafkaConnection(Int32StringReceiver):
             log.error("request from %s failed: %s", self.peer, failure.getTraceback())
         self._fill(slot, None, close=True)
 
-    def _fill(self, slot: _Slot, response: bytes | None, close: bool = False) -> None:
+    def _fill(self, slot: _Slot, response: Response | None, close: bool = False) -> None:
         slot.done = True
         slot.response = response
         slot.close = close
@@ -387,7 +424,7 @@ class KafkaConnection(Int32StringReceiver):
 
     def _write_ready_responses(self) -> None:
         queue = self._queue
-        ready = []
+        ready: list[Piece] = []
         while queue and queue[0].done:
             slot = queue.popleft()
             self._waiting_bytes -= slot.size
@@ -395,14 +432,14 @@ class KafkaConnection(Int32StringReceiver):
                 queue.clear()
                 self._waiting_bytes = 0
                 if slot.response is not None and not self._refusing:
-                    ready += frame_pieces(slot.response)  # a CloseAfter's last answer
+                    ready += _framed(slot.response)  # a CloseAfter's last answer
                 self._send(ready)  # the answers before the close still leave
                 if not self._refusing:
                     self._refusing = True
                     self._close_after_gathered()
                 return
             if slot.response is not None and not self._refusing:
-                ready += frame_pieces(slot.response)
+                ready += _framed(slot.response)
         self._send(ready)
         if (self._reading_paused and len(queue) < self.MAX_IN_FLIGHT // 2
                 and self._waiting_bytes < self.MAX_IN_FLIGHT_BYTES // 2 and not self._refusing):
@@ -411,9 +448,17 @@ class KafkaConnection(Int32StringReceiver):
                 self.transport.resumeProducing()
 
 
-def _joined(frames: list[Any]) -> list[Any]:
+def _framed(response: Response) -> list[Piece]:
+    """A response's frame pieces: its header bytes prefixed with the length, then its
+    record sets as they are (bytes, or file regions the writer sends itself)."""
+    # frame_pieces keeps the piece type it is given; mypy cannot pick it out of the
+    # Response union, so it is named here once.
+    return cast("list[Piece]", frame_pieces(response))
+
+
+def _joined(frames: list[Piece]) -> list[Piece]:
     """Consecutive frames of bytes as one piece (one send), file regions between them."""
-    out: list[Any] = []
+    out: list[Piece] = []
     run: list[bytes] = []
     for frame in frames:
         if type(frame) is bytes:
@@ -438,8 +483,8 @@ class KafkaServerFactory(protocol.ServerFactory):
 
     def __init__(self, handler: RequestHandler, max_length: int, listener: str = "PLAINTEXT",
                  authenticator_factory: AuthenticatorFactory | None = None,
-                 tls_principal: Callable[[Any], str] | None = None,
-                 quotas: Any = None, replicas: Any = None):
+                 tls_principal: TlsPrincipal | None = None,
+                 quotas: ConnectionQuotas | None = None, replicas: SharedQueues | None = None):
         self.handler = handler
         # The ReplicaManager whose ActionQueue and AnswersTogether the connections share.
         self.replicas = replicas

@@ -20,12 +20,21 @@ and one at its place in the shutdown.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, cast
 
 from twisted.application import service
 from twisted.application.internet import TimerService
 from twisted.internet import defer, task
+from twisted.python.failure import Failure
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IReactorTime
+
+    from simplekafka.broker.collaborators import Reactor
+
+#: A start or stop step: done when it returns, or when the Deferred it returns fires.
+Step = Callable[[], "defer.Deferred | None"]
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +45,7 @@ class BrokerServices(service.MultiService):
 
     def __init__(self) -> None:
         super().__init__()
-        self._started: list[service.IService] = []
+        self._started: list[service.Service] = []
         self._stop_asked = False
 
     def startService(self) -> defer.Deferred:
@@ -63,8 +72,9 @@ class BrokerServices(service.MultiService):
                     lambda failure, which=child: self._start_failed(which, failure))
         return defer.succeed(None)
 
-    def _start_failed(self, child: service.IService, failure: Any = None) -> defer.Deferred:
-        failure = failure if failure is not None else _current_failure()
+    def _start_failed(self, child: service.Service,
+                      failure: Failure | None = None) -> defer.Deferred:
+        failure = failure if failure is not None else Failure()
         if child in self._started:
             self._started.remove(child)  # its start did not finish: nothing to stop
         log.error("%s did not start: %s", _name(child), failure.getErrorMessage())
@@ -79,7 +89,7 @@ class BrokerServices(service.MultiService):
 
     def _stop_started(self) -> defer.Deferred:
         @defer.inlineCallbacks
-        def stop_each() -> Any:
+        def stop_each() -> Generator[defer.Deferred, object, None]:
             while self._started:
                 child = self._started.pop()
                 try:
@@ -94,8 +104,8 @@ class PeriodicTask(TimerService):
     """``callable`` every ``seconds``, the first call one interval after the start; a call
     that returns a Deferred is waited for, and a stop waits for the call in progress."""
 
-    def __init__(self, name: str, seconds: float, callable: Callable[[], Any],
-                 clock: Any) -> None:
+    def __init__(self, name: str, seconds: float, callable: Callable[[], object],
+                 clock: Reactor) -> None:
         super().__init__(seconds, callable)
         self.setName(name)
         self.clock = clock
@@ -104,11 +114,12 @@ class PeriodicTask(TimerService):
         service.Service.startService(self)
         function, args, kwargs = self.call
         self._loop = task.LoopingCall(function, *args, **kwargs)
-        self._loop.clock = self.clock
+        # Twisted names its reactor types as zope interfaces, which a Protocol cannot name.
+        self._loop.clock = cast("IReactorTime", self.clock)
         self._loopFinished = self._loop.start(self.step, now=False)
         self._loopFinished.addErrback(self._failed)
 
-    def _failed(self, why: Any) -> None:
+    def _failed(self, why: Failure) -> None:
         self._loop.running = False  # as TimerService: no second stop of a dead loop
         log.error("periodic task %s failed: %s", self.name, why.getTraceback())
 
@@ -117,29 +128,22 @@ class Steps(service.Service):
     """A child of the tree that is a call at its start and one at its stop (either may
     return a Deferred; ``start`` None: nothing to start)."""
 
-    def __init__(self, name: str, stop: Callable[[], Any],
-                 start: Callable[[], Any] | None = None) -> None:
+    def __init__(self, name: str, stop: Step, start: Step | None = None) -> None:
         self.setName(name)
         self._start, self._stop = start, stop
 
-    def startService(self) -> Any:
+    def startService(self) -> defer.Deferred | None:
         service.Service.startService(self)
         return self._start() if self._start is not None else None
 
-    def stopService(self) -> Any:
+    def stopService(self) -> defer.Deferred | None:
         service.Service.stopService(self)
         return self._stop()
 
 
-def _stop_of(child: Any) -> Callable[[], Any]:
+def _stop_of(child: service.Service) -> Callable[[], object]:
     return child.stopService
 
 
-def _name(child: Any) -> str:
+def _name(child: object) -> str:
     return getattr(child, "name", None) or type(child).__name__
-
-
-def _current_failure() -> Any:
-    from twisted.python.failure import Failure
-
-    return Failure()

@@ -18,14 +18,22 @@ controller's metadata names this broker); each listener's connection factory
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 from twisted.internet import defer
 
+from simplekafka.broker.collaborators import ListeningPort, ServingReactor
 from simplekafka.broker.readiness import ReadinessGate
-from simplekafka.broker.server import KafkaServerFactory
+from simplekafka.broker.server import AuthenticatorFactory, KafkaServerFactory, SharedQueues
+
+if TYPE_CHECKING:
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.connection_quotas import ConnectionQuotas
+    from simplekafka.broker.dispatch import RequestDispatcher
+    from simplekafka.broker.security.inter_broker import OwnConnection
+    from simplekafka.broker.security.listeners import Listener
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +41,11 @@ log = logging.getLogger(__name__)
 class SocketServer(service.Service):
     """Every listener's port and connection factory, by listener name."""
 
-    def __init__(self, config: Any, reactor: Any, dispatcher: Any, connection_quotas: Any,
-                 replica_manager: Any, authenticators: Callable[[Any], Any],
-                 own_connection: Any) -> None:
+    def __init__(self, config: BrokerConfig, reactor: ServingReactor,
+                 dispatcher: RequestDispatcher, connection_quotas: ConnectionQuotas,
+                 replica_manager: SharedQueues,
+                 authenticators: Callable[[Listener], AuthenticatorFactory | None],
+                 own_connection: OwnConnection) -> None:
         self.setName("socket-server")
         self.config = config
         self.reactor = reactor
@@ -45,7 +55,7 @@ class SocketServer(service.Service):
         self.authenticators = authenticators  # listener -> authenticator factory or None
         self.own_connection = own_connection
         self.gate: ReadinessGate | None = None
-        self.ports: dict[str, Any] = {}
+        self.ports: dict[str, ListeningPort] = {}
         self.factories: dict[str, KafkaServerFactory] = {}
         self.ready = False  # the gate opens when it is made, if the broker is ready by then
         self.closed = False
@@ -85,7 +95,7 @@ class SocketServer(service.Service):
                  self.own_connection.listener, self.own_connection.principal)
         return self.ports[self.config.listeners[0].name].getHost().port
 
-    def _listener_factory(self, listener: Any) -> KafkaServerFactory:
+    def _listener_factory(self, listener: Listener) -> KafkaServerFactory:
         """The connection factory of one listener: SASL gate and TLS principal as it needs."""
         from simplekafka.broker.security.tls import principal_of
 
@@ -111,7 +121,7 @@ class SocketServer(service.Service):
         return self.close()
 
     @defer.inlineCallbacks
-    def close(self) -> Any:
+    def close(self) -> Generator[defer.Deferred[object], object, None]:
         """Stop accepting, drop every connection (Kafka's stopProcessingRequests)."""
         if self.closed:
             return

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 from twisted.internet.interfaces import IPullProducer, ISSLTransport, ITCPTransport
 from zope.interface import implementer  # type: ignore[import-untyped]
@@ -57,6 +58,31 @@ ZERO_COPY_MIN_BYTES = 32 * 1024
 BRIDGE_BYTES = 4096
 
 Piece = bytes | FileRegion
+
+
+class WriteTransport(Protocol):
+    """What the writer uses of a Twisted transport (ITCPTransport's methods: Twisted's
+    interfaces are zope interfaces, which a type checker cannot hold a class to)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def getHandle(self) -> socket.socket: ...
+
+    def registerProducer(self, producer: object, streaming: bool) -> None: ...
+
+    def unregisterProducer(self) -> None: ...
+
+    def abortConnection(self) -> None: ...
+
+
+class _Queued:
+    """A piece waiting behind Twisted's buffer, and how many of its bytes have left."""
+
+    __slots__ = ("done", "piece")
+
+    def __init__(self, piece: Piece) -> None:
+        self.piece = piece
+        self.done = 0
 
 
 def can_sendfile() -> bool:
@@ -84,7 +110,7 @@ class SendCounts:
         self.region_copied_bytes = 0
 
 
-def is_plain_tcp(transport: Any) -> bool:
+def is_plain_tcp(transport: object) -> bool:
     """A TCP transport that sends what it is given as it is (not TLS)."""
     return ITCPTransport.providedBy(transport) and not ISSLTransport.providedBy(transport)
 
@@ -97,14 +123,14 @@ class SocketWriter:
     everything left at once; ``lost`` is called when the connection is gone.
     """
 
-    def __init__(self, transport: Any, counts: SendCounts | None = None):
+    def __init__(self, transport: WriteTransport, counts: SendCounts | None = None):
         self.transport = transport
         self.counts = counts if counts is not None else SendCounts()
         self.direct = is_plain_tcp(transport)
         self._fileno = transport.getHandle().fileno() if self.direct else -1
         self._socket = transport.getHandle() if self.direct else None
-        # What waits behind Twisted's buffer: [piece, bytes of it already sent].
-        self._queue: deque[list[Any]] = deque()
+        # What waits behind Twisted's buffer.
+        self._queue: deque[_Queued] = deque()
         self._twisted_holds = False  # registered as producer, waiting for Twisted's drain
         self._registering = False
         self._lost = False
@@ -136,13 +162,13 @@ class SocketWriter:
         for piece in pieces:
             if type(piece) is FileRegion:
                 if run:
-                    queue.append([run[0] if len(run) == 1 else b"".join(run), 0])
+                    queue.append(_Queued(run[0] if len(run) == 1 else b"".join(run)))
                     run = []
-                queue.append([piece, 0])
+                queue.append(_Queued(piece))
             else:
                 run.append(piece)  # type: ignore[arg-type]
         if run:
-            queue.append([run[0] if len(run) == 1 else b"".join(run), 0])
+            queue.append(_Queued(run[0] if len(run) == 1 else b"".join(run)))
         if not self._twisted_holds:
             self._pump()
         return not self._twisted_holds
@@ -181,8 +207,8 @@ class SocketWriter:
         counts = self.counts
         while queue:
             item = queue[0]
-            piece, done = item
-            if type(piece) is not FileRegion:
+            piece, done = item.piece, item.done
+            if not isinstance(piece, FileRegion):
                 sent = self.send_bytes(memoryview(piece)[done:] if done else piece)
                 queue.popleft()
                 if done + sent < len(piece):
@@ -215,8 +241,8 @@ class SocketWriter:
                 self._abort(piece, exc)
                 return
             counts.region_copied_bytes += len(bridge)
-            item[1] = done + len(bridge)
-            if item[1] == piece.length:
+            item.done = done + len(bridge)
+            if item.done == piece.length:
                 piece.close()
                 queue.popleft()
             self._hand_over(bridge)
@@ -249,7 +275,7 @@ class SocketWriter:
         """Release every region still waiting; nothing more is sent."""
         self._lost = True
         while self._queue:
-            piece = self._queue.popleft()[0]
+            piece = self._queue.popleft().piece
             if type(piece) is FileRegion:
                 piece.close()
 

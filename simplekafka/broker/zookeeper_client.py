@@ -14,16 +14,25 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from twisted.application import service
 from twisted.internet import defer, threads
+from twisted.python.failure import Failure
 
 from simplekafka.coordination.connection import connect_zookeeper, ensure_kafka_paths
 from simplekafka.coordination.registration import ensure_cluster_id
 from simplekafka.coordination.session_file import publish_session
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from twisted.internet.interfaces import IReactorFromThreads, IReactorTime
+
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.config import BrokerConfig
+
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # Shutdown waits at most this long (seconds) for each ZooKeeper step.
 ZOOKEEPER_STOP_TIMEOUT = 5.0
@@ -32,11 +41,11 @@ ZOOKEEPER_STOP_TIMEOUT = 5.0
 class ZooKeeperClient(service.Service):
     """``zk`` is the kazoo client once started (None before and after)."""
 
-    def __init__(self, config: Any, reactor: Any) -> None:
+    def __init__(self, config: BrokerConfig, reactor: Reactor) -> None:
         self.setName("zookeeper")
         self.config = config
         self.reactor = reactor
-        self.zk: Any = None
+        self.zk: KazooClient | None = None
         self.cluster_id: str | None = None
         self._stopped = False
 
@@ -45,7 +54,7 @@ class ZooKeeperClient(service.Service):
         self._stopped = False
         return _in_daemon_thread(self.reactor, self._connect).addCallback(self._connected)
 
-    def _connect(self) -> Any:
+    def _connect(self) -> KazooClient:
         timeout_ms = (self.config["zookeeper.connection.timeout.ms"]
                       or self.config["zookeeper.session.timeout.ms"])
         zk = connect_zookeeper(self.config.zookeeper_connect, timeout=timeout_ms / 1000.0,
@@ -56,7 +65,7 @@ class ZooKeeperClient(service.Service):
         publish_session(zk)  # only when SIMPLEKAFKA_ZK_SESSION_FILE is set (fault-injection tests)
         return zk
 
-    def _connected(self, zk: Any) -> None:
+    def _connected(self, zk: KazooClient) -> None:
         if self._stopped:  # stopped while connecting: the late session is closed, not used
             self.reactor.getThreadPool().callInThread(close_zookeeper, zk)
             return
@@ -73,7 +82,8 @@ class ZooKeeperClient(service.Service):
             return None
         zk, self.zk = self.zk, None  # the broker sees no session from here on
         return self.bounded(threads.deferToThreadPool(
-            self.reactor, self.reactor.getThreadPool(), close_zookeeper, zk),
+            cast("IReactorFromThreads", self.reactor), self.reactor.getThreadPool(),
+            close_zookeeper, zk),
             "closing the ZooKeeper session", connected=False)
 
     def bounded(self, work: defer.Deferred, what: str,
@@ -81,17 +91,18 @@ class ZooKeeperClient(service.Service):
         """Wait for ZooKeeper work at shutdown, but not forever (ZooKeeper may be gone)."""
         if connected is None:
             connected = self.connected
-        work.addTimeout(ZOOKEEPER_STOP_TIMEOUT if connected else 1.0, self.reactor)
+        work.addTimeout(ZOOKEEPER_STOP_TIMEOUT if connected else 1.0,
+                        cast("IReactorTime", self.reactor))
 
-        def give_up(failure: Any) -> None:
+        def give_up(failure: Failure) -> None:
             log.warning("%s at shutdown failed: %s", what, failure.getErrorMessage())
 
         return work.addErrback(give_up)
 
 
-def _in_daemon_thread(reactor: Any, fn: Callable[[], Any]) -> defer.Deferred:
+def _in_daemon_thread(reactor: Reactor, fn: Callable[[], _T]) -> defer.Deferred[_T]:
     """Run blocking ``fn`` on its own daemon thread; the result arrives on the reactor."""
-    result: defer.Deferred = defer.Deferred()
+    result: defer.Deferred[_T] = defer.Deferred()
 
     def run() -> None:
         try:
@@ -105,7 +116,7 @@ def _in_daemon_thread(reactor: Any, fn: Callable[[], Any]) -> defer.Deferred:
     return result
 
 
-def close_zookeeper(zk: Any) -> None:
+def close_zookeeper(zk: KazooClient) -> None:
     try:
         zk.stop()
         zk.close()

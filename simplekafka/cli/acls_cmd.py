@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from simplekafka.cli import CliError
 from simplekafka.cli.client_common import kafka_errors_are_one_line
@@ -39,6 +39,9 @@ from simplekafka.protocol.acls import (
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
+
+    from simplekafka.admin import Admin
+    from simplekafka.client.security import ClientSecurity
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 _JAAS_FIELD = r'{}\s*=\s*"([^"]*)"'
@@ -194,7 +197,7 @@ def _client_properties(path: Path | None) -> dict[str, str]:
     return properties
 
 
-def client_security_of(properties: dict[str, str]) -> Any:
+def client_security_of(properties: dict[str, str]) -> ClientSecurity:
     """A Java client's security properties as our client's ``ClientSecurity`` (ValueError
     for what it cannot use): the SASL login from ``sasl.jaas.config``, PEM stores only."""
     import re
@@ -310,7 +313,7 @@ def _with_brokers(args: argparse.Namespace, work: dict, properties: dict[str, st
             client.close()
 
 
-def _act(admin: Any, args: argparse.Namespace, work: dict) -> int:
+def _act(admin: Admin, args: argparse.Namespace, work: dict) -> int:
     """add, remove or list through the Admin."""
     if args.action == "add":
         admin.create_acls(work["bindings"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.cli import CliError
 from simplekafka.cli.client_common import (
@@ -32,6 +32,9 @@ from simplekafka.cli.client_common import (
     bootstrap,
     kafka_errors_are_one_line,
 )
+
+if TYPE_CHECKING:
+    from simplekafka.admin import Admin
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -184,7 +187,8 @@ def _print_throttle(rate: int | None) -> None:
         print(f"The inter-broker throttle limit was set to {rate} B/s")
 
 
-def _set_throttles_over_kafka_protocol(admin: Any, current: dict, plan: dict, rate: int) -> None:
+def _set_throttles_over_kafka_protocol(admin: Admin, current: dict, plan: dict,
+                                       rate: int) -> None:
     from simplekafka.coordination.throttles import (
         RATE_KEYS,
         reassignment_throttles,
@@ -284,7 +288,7 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _remove_throttles(admin: Any, topics: list[str]) -> None:
+def _remove_throttles(admin: Admin, topics: list[str]) -> None:
     """Every move is done: clear the throttles --execute --throttle set (Kafka's --verify)."""
     from simplekafka.coordination.throttles import RATE_KEYS, REPLICAS_KEYS
 

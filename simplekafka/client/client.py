@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from simplekafka.client.errors import (
     ClientClosedError,
@@ -34,6 +34,8 @@ from simplekafka.client.security import ClientSecurity
 from simplekafka.client.transport import NetworkThread
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import MetadataRequest
 
 T = TypeVar("T")
 DEFAULT_PORT = 9092
@@ -91,8 +93,8 @@ class Deadline:
 def metadata_request(topics: list[str] | None, allow_auto_create: bool = False):
     """A Metadata request body factory (fields differ by version)."""
 
-    def body(version: int) -> dict[str, Any]:
-        fields: dict[str, Any] = {
+    def body(version: int) -> MetadataRequest:
+        fields: MetadataRequest = {
             "topics": None if topics is None else [{"name": t} for t in topics]
         }
         if version >= 4:
@@ -169,7 +171,7 @@ class KafkaClient:
         self,
         node_id: int,
         api_key: ApiKey,
-        body: Any,
+        body: object,
         expect_response: bool = True,
         timeout_ms: int | None = None,
     ) -> Future:
@@ -187,8 +189,8 @@ class KafkaClient:
         )
 
     def request(
-        self, node_id: int, api_key: ApiKey, body: Any, timeout_ms: int | None = None
-    ) -> Any:
+        self, node_id: int, api_key: ApiKey, body: object, timeout_ms: int | None = None
+    ) -> Struct:
         """``send`` and wait for the answer; raises the future's error."""
         timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         future = self.send(node_id, api_key, body, timeout_ms=int(timeout * 1000))
@@ -383,7 +385,7 @@ class KafkaClient:
         self.close()
 
 
-def wait_for(future: Future, timeout: float) -> Any:
+def wait_for(future: Future[T], timeout: float) -> T:
     """The future's result, or ``KafkaTimeoutError`` after ``timeout`` seconds."""
     try:
         return future.result(timeout)

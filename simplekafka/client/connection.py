@@ -21,13 +21,14 @@ writes whatever ``data_to_send()`` returns and feeds whatever arrives to
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from simplekafka.client.errors import IncompatibleBrokerError, KafkaConnectionError, error_for
 from simplekafka.protocol.api import ADVERTISED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.framing import FrameDecoder, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
 from simplekafka.protocol.oauthbearer import UnsecuredTokenProvider, client_first_message
@@ -68,8 +69,16 @@ for _key, _high in CLIENT_MAX_VERSIONS.items():
 HANDSHAKE_VERSION = min(2, CLIENT_VERSIONS[ApiKey.API_VERSIONS][1])
 MAX_CORRELATION_ID = 2**31 - 1
 
-Body = dict[str, Any] | Any
+# A request body: a Struct, a dict (its TypedDict in protocol.message_types) or any object
+# with the fields as attributes; the schema of the negotiated version encodes it.
+Body = object
 BodyFactory = Callable[[int], Body]
+
+
+class TokenProvider(Protocol):
+    """An OAUTHBEARER token source (kafka-python's shape); ``extensions()`` is optional."""
+
+    def token(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -81,13 +90,13 @@ class SaslCredentials:
     mechanism: str
     username: str
     password: str = ""
-    token_provider: Any = None
+    token_provider: TokenProvider | None = None
 
     def oauthbearer_message(self) -> bytes:
         """The OAUTHBEARER client message, with a token fresh from the provider."""
-        provider: Any = self.token_provider or UnsecuredTokenProvider.for_principal(
+        provider: TokenProvider = self.token_provider or UnsecuredTokenProvider.for_principal(
             self.username)
-        extensions = provider.extensions() if hasattr(provider, "extensions") else {}
+        extensions: Mapping[str, str] | None = getattr(provider, "extensions", dict)()
         return client_first_message(provider.token(), extensions=extensions or {})
 
 
@@ -97,7 +106,7 @@ class InFlightRequest:
 
     api_key: ApiKey
     body: Body | BodyFactory
-    context: Any = None
+    context: object = None  # the caller's, handed back with the response untouched
     expect_response: bool = True
     correlation_id: int = -1
     api_version: int = -1
@@ -109,10 +118,10 @@ class Response:
     """A decoded answer to ``request`` (``body`` is the response Struct)."""
 
     request: InFlightRequest
-    body: Any
+    body: Struct
 
     @property
-    def context(self) -> Any:
+    def context(self) -> object:
         return self.request.context
 
 
@@ -192,7 +201,7 @@ class ConnectionCore:
         self,
         api_key: ApiKey,
         body: Body | BodyFactory,
-        context: Any = None,
+        context: object = None,
         expect_response: bool = True,
     ) -> InFlightRequest:
         """Queue a request; its bytes appear in ``data_to_send()`` when it may go.
@@ -302,7 +311,7 @@ class ConnectionCore:
             return None
         return Response(request, body)
 
-    def _handle_handshake(self, request: InFlightRequest, body: Any) -> None:
+    def _handle_handshake(self, request: InFlightRequest, body: Struct) -> None:
         versions = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
         if body.error_code == ErrorCode.UNSUPPORTED_VERSION:
             ours = versions.get(int(ApiKey.API_VERSIONS))
@@ -328,7 +337,7 @@ class ConnectionCore:
     def _authenticate(self, token: bytes) -> None:
         self._send_internal(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
 
-    def _handle_sasl(self, request: InFlightRequest, body: Any) -> None:
+    def _handle_sasl(self, request: InFlightRequest, body: Struct) -> None:
         sasl = self.sasl
         assert sasl is not None
         if body.error_code:

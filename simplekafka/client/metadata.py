@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.structs import Node, PartitionMetadata
 
 
@@ -26,6 +27,10 @@ class TopicMetadata:
     partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
 
 
+# A Metadata response: the decoded Struct, or the same shape as dicts (MetadataResponse).
+MetadataBody = Struct | Mapping[str, object]
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
     """An immutable view of one Metadata response (safe to share between threads)."""
@@ -36,7 +41,7 @@ class ClusterSnapshot:
     topics: dict[str, TopicMetadata]
 
     @classmethod
-    def from_response(cls, body: Any) -> ClusterSnapshot:
+    def from_response(cls, body: MetadataBody) -> ClusterSnapshot:
         """Build from a decoded MetadataResponse Struct (or the same shape as dicts)."""
         get = _getter(body)
         brokers = {}
@@ -68,7 +73,7 @@ class ClusterSnapshot:
         return cls(get(body, "cluster_id", None), int(controller), brokers, topics)
 
 
-def _getter(body: Any):
+def _getter(body: MetadataBody):  # -> a reader of the body's (dynamic) fields
     if isinstance(body, dict):
         return lambda obj, name, default=None: obj.get(name, default)
     return lambda obj, name, default=None: getattr(obj, name, default)
@@ -99,7 +104,7 @@ class ClusterMetadata:
     def cluster_id(self) -> str | None:
         return self.snapshot.cluster_id
 
-    def update(self, body: Any) -> ClusterSnapshot:
+    def update(self, body: MetadataBody) -> ClusterSnapshot:
         """Take in a Metadata response; a partial response (some topics) is merged."""
         fresh = ClusterSnapshot.from_response(body)
         with self._lock:
@@ -116,7 +121,7 @@ class ClusterMetadata:
             self._stale = False
         return self.snapshot
 
-    def replace(self, body: Any) -> ClusterSnapshot:
+    def replace(self, body: MetadataBody) -> ClusterSnapshot:
         """Take in a full (all topics) Metadata response: topics not in it are forgotten."""
         fresh = ClusterSnapshot.from_response(body)
         with self._lock:

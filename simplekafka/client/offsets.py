@@ -9,11 +9,12 @@ layer, so the consumer and the admin cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from simplekafka.client.client import Deadline, KafkaClient, wait_for
 from simplekafka.client.errors import KafkaError, error_for
 from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import OffsetFetchRequest, OffsetFetchRequestTopics
 from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 
@@ -84,9 +85,9 @@ def _ask_leaders(client: KafkaClient, asks: list[dict[TopicPartition, int]], tim
 
 
 def offset_fetch_request(group_id: str,
-                         partitions: Iterable[TopicPartition] | None) -> dict[str, Any]:
+                         partitions: Iterable[TopicPartition] | None) -> OffsetFetchRequest:
     """An OffsetFetch body for ``partitions`` (None: every partition the group committed)."""
-    topics = None
+    topics: list[OffsetFetchRequestTopics] | None = None
     if partitions is not None:
         wanted: dict[str, list[int]] = {}
         for tp in partitions:
@@ -95,7 +96,8 @@ def offset_fetch_request(group_id: str,
     return {"group_id": group_id, "require_stable": False, "topics": topics}
 
 
-def committed_offsets(answer: Any, group_id: str) -> dict[TopicPartition, OffsetAndMetadata | None]:
+def committed_offsets(answer: Struct, group_id: str
+                      ) -> dict[TopicPartition, OffsetAndMetadata | None]:
     """The committed offsets in an OffsetFetch answer (None where nothing is committed).
 
     Raises the named error of the answer's top-level or first partition error.

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
-from typing import Any
 
-from simplekafka.client.connection import SaslCredentials
+from simplekafka.client.connection import SaslCredentials, TokenProvider
 from simplekafka.protocol.sasl import MECHANISMS, OAUTHBEARER
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -35,7 +34,7 @@ def client_security(security_protocol: str = "PLAINTEXT", sasl_mechanism: str | 
                     sasl_plain_password: str | None = None, ssl_cafile: str | None = None,
                     ssl_certfile: str | None = None, ssl_keyfile: str | None = None,
                     ssl_check_hostname: bool = True,
-                    sasl_oauth_token_provider: Any = None) -> ClientSecurity:
+                    sasl_oauth_token_provider: TokenProvider | None = None) -> ClientSecurity:
     """Check the settings (ValueError, one line) and build the connection's security."""
     protocol = security_protocol.upper()
     if protocol not in PROTOCOLS:

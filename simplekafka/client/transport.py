@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
 from simplekafka.client.connection import ConnectionCore, InFlightRequest, SaslCredentials
 from simplekafka.client.errors import (
@@ -46,12 +45,17 @@ class _Pending:
     deadline: float
 
 
+def _pending(context: object) -> _Pending | None:
+    """The transport's own token on a request (every request it sends carries one)."""
+    return context if isinstance(context, _Pending) else None
+
+
 @dataclass
 class _Submission:
     node_id: int
     address: tuple[str, int]
     api_key: ApiKey
-    body: Any
+    body: object  # a request body (client.connection.Body)
     expect_response: bool
     pending: _Pending
 
@@ -113,7 +117,7 @@ class NetworkThread:
         node_id: int,
         address: tuple[str, int],
         api_key: ApiKey,
-        body: Any,
+        body: object,
         timeout: float,
         expect_response: bool = True,
     ) -> Future:
@@ -249,9 +253,9 @@ class NetworkThread:
     def _collect_outgoing(self, conn: _BrokerSocket) -> None:
         conn.outbuf += conn.core.data_to_send()
         for request, exc in conn.core.pop_failed():
-            self._finish(conn.node_id, request.context, error=_as_kafka_error(exc))
+            self._finish(conn.node_id, _pending(request.context), error=_as_kafka_error(exc))
         for request in conn.core.completed_without_response():
-            self._finish(conn.node_id, request.context, result=None)
+            self._finish(conn.node_id, _pending(request.context), result=None)
 
     def _update_interest(self) -> None:
         for conn in list(self._connections.values()):
@@ -334,7 +338,7 @@ class NetworkThread:
                     f"broker {conn.node_id} at {_fmt(conn.address)} closed the connection"
                 )
             for response in conn.core.receive_data(data):
-                self._finish(conn.node_id, response.context, result=response.body)
+                self._finish(conn.node_id, _pending(response.context), result=response.body)
             self._collect_outgoing(conn)
             # A TLS socket hands out one record per recv and may hold more already read.
             if len(data) < _READ_CHUNK and not (isinstance(conn.sock, ssl.SSLSocket)
@@ -361,7 +365,8 @@ class NetworkThread:
                 )
                 continue
             requests = conn.core.in_flight() + conn.core.waiting()
-            if any(r.context is not None and now > r.context.deadline for r in requests):
+            if any((p := _pending(r.context)) is not None and now > p.deadline
+                   for r in requests):
                 self._close_connection(
                     conn,
                     KafkaTimeoutError(
@@ -384,7 +389,7 @@ class NetworkThread:
             pass
         conn.sock.close()
         for request in conn.core.fail_all():
-            pending: _Pending | None = request.context
+            pending = _pending(request.context)
             if pending is None:
                 continue
             exc: KafkaError = error
@@ -401,7 +406,7 @@ class NetworkThread:
         self,
         node_id: int,
         pending: _Pending | None,
-        result: Any = None,
+        result: object = None,
         error: BaseException | None = None,
     ) -> None:
         if pending is None:

@@ -25,10 +25,13 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.records import parse_batches
+
+if TYPE_CHECKING:
+    from simplekafka.producer.futures import RecordFuture
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Delivered:
         return (self.topic, self.partition, self.key, self.value)
 
 
-def _as_bytes(data: Any) -> bytes | None:
+def _as_bytes(data: object) -> bytes | None:
     if data is None or isinstance(data, bytes):
         return data
     if isinstance(data, str):
@@ -56,11 +59,37 @@ def _as_bytes(data: Any) -> bytes | None:
     raise TypeError(f"keys and values must be bytes, str or None, not {type(data).__name__}")
 
 
-def delivered(topic: str, partition: int, offset: int, key: Any, value: Any) -> Delivered:
+def delivered(topic: str, partition: int, offset: int, key: object, value: object
+              ) -> Delivered:
     """A Delivered from loose values (str keys and values are UTF-8 encoded)."""
     if not isinstance(offset, int) or offset < 0:
         raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
     return Delivered(str(topic), int(partition), offset, _as_bytes(key), _as_bytes(value))
+
+
+class ConfluentMessage(Protocol):
+    """What a delivery callback reads of a confluent-kafka ``Message``."""
+
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+    def key(self) -> object: ...
+    def value(self) -> object: ...
+
+
+class ConsumedRecord(Protocol):
+    """A consumed record of any client: ours, kafka-python's."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> object: ...
+    @property
+    def value(self) -> object: ...
 
 
 class DeliveryLog:
@@ -77,7 +106,7 @@ class DeliveryLog:
         self.failed_sends = 0
 
     def acknowledged(self, topic: str, partition: int, offset: int,
-                     key: Any = None, value: Any = None) -> None:
+                     key: object = None, value: object = None) -> None:
         """Note a send the cluster acknowledged at ``offset``."""
         record = delivered(topic, partition, offset, key, value)
         with self._lock:
@@ -89,23 +118,27 @@ class DeliveryLog:
             self.failed_sends += 1
 
     def consumed(self, topic: str, partition: int, offset: int,
-                 key: Any = None, value: Any = None) -> None:
+                 key: object = None, value: object = None) -> None:
         """Note a record a consumer read."""
         record = delivered(topic, partition, offset, key, value)
         with self._lock:
             self._consumed.append(record)
 
-    def confluent_callback(self, error: Any, message: Any) -> None:
+    def confluent_callback(self, error: object, message: ConfluentMessage) -> None:
         """A confluent-kafka ``on_delivery`` callback that records acks and failures."""
         if error is not None:
             self.failed()
-        else:
-            self.acknowledged(message.topic(), message.partition(), message.offset(),
-                              message.key(), message.value())
+            return
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if topic is None or partition is None or offset is None:  # librdkafka sets all three
+            raise ValueError(f"a delivery report without its topic, partition or offset: "
+                             f"{topic!r}, {partition!r}, {offset!r}")
+        self.acknowledged(topic, partition, offset, message.key(), message.value())
 
-    def track(self, future: Any, key: Any = None, value: Any = None) -> Any:
+    def track(self, future: RecordFuture, key: object = None, value: object = None
+              ) -> RecordFuture:
         """Record the outcome of one of our Producer's send() futures when it completes."""
-        def done(completed: Any) -> None:
+        def done(completed: RecordFuture) -> None:
             if completed.exception() is not None:
                 self.failed()
             else:
@@ -115,7 +148,7 @@ class DeliveryLog:
         future.add_done_callback(done)
         return future
 
-    def consumed_all(self, records: Iterable[Any]) -> None:
+    def consumed_all(self, records: Iterable[ConsumedRecord]) -> None:
         """Note consumed records that have topic, partition, offset, key and value attributes."""
         for record in records:
             self.consumed(record.topic, record.partition, record.offset, record.key, record.value)

@@ -34,11 +34,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.cluster.checker import DeliveryLog
 from simplekafka.cluster.faults import Faults
 from simplekafka.cluster.local import LocalCluster
+
+if TYPE_CHECKING:
+    from simplekafka.admin import Admin
 
 TOPIC = "payments"
 PARTITIONS = 3
@@ -108,7 +111,7 @@ FORBIDDEN_TOPIC = "audit"
 
 
 @contextlib.contextmanager
-def operator_admin(cluster: LocalCluster, clients: dict | None) -> Iterator[Any]:
+def operator_admin(cluster: LocalCluster, clients: dict | None) -> Iterator[Admin]:
     """The operator's admin client: over PLAINTEXT, or in the secure demo (``clients``:
     the demo user's settings, for the CA) logged in as the brokers' user over SASL_SSL,
     since there a PLAINTEXT client is User:ANONYMOUS and may do nothing."""

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from simplekafka.broker.config import is_sensitive
 from simplekafka.coordination.processes import LOOPBACK, free_port, wait_until
@@ -39,7 +39,12 @@ from simplekafka.coordination.zk_security import (
 )
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
     from simplekafka.coordination import EmbeddedZooKeeper
+    from simplekafka.coordination.znodes import PartitionState
+
+T = TypeVar("T")
 
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
@@ -71,6 +76,8 @@ class BrokerProcess:
     metrics_port: int | None = None  # its metrics.listener on 127.0.0.1 (None: off)
     # Ports of its listeners besides PLAINTEXT (listener name -> port on 127.0.0.1).
     listener_ports: dict[str, int] = field(default_factory=dict)
+    # Its further log directories (log.dirs after data_dir): LocalCluster(log_dirs=N).
+    more_data_dirs: list[Path] = field(default_factory=list)
     process: subprocess.Popen | None = field(default=None, repr=False)
     has_served: bool = False
     log_offset: int = 0  # where this process's lines start in log_file
@@ -176,7 +183,8 @@ class LocalCluster:
     ``broker_config`` holds Kafka-style keys passed to every broker with
     ``--set``; ``racks`` gives broker i the rack ``racks[i-1]``. Each broker
     serves Prometheus metrics on a free port of its own (``metrics_urls``)
-    unless ``metrics`` is False.
+    unless ``metrics`` is False. ``log_dirs`` gives each broker that many log
+    directories (``data``, ``data-2``, ...; ``log.dirs`` lists them all).
 
     ``listeners`` names listeners each broker serves besides PLAINTEXT (which
     stays first: the cluster's own probes use it), e.g. ``["SASL_SSL"]``; each
@@ -218,6 +226,7 @@ class LocalCluster:
         secure_zookeeper: bool = False,
         ports: Sequence[int] | None = None,
         zookeeper_port: int = 0,
+        log_dirs: int = 1,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers must be a positive integer, got {brokers!r}")
@@ -253,6 +262,8 @@ class LocalCluster:
                 rack=racks[broker_id - 1] if racks else None,
                 metrics_port=free_port() if metrics else None,
                 listener_ports={name: free_port() for name in self.listeners},
+                more_data_dirs=[self.base_dir / f"broker-{broker_id}" / f"data-{number}"
+                                for number in range(2, log_dirs + 1)],
             )
         self._started = False
 
@@ -420,7 +431,7 @@ class LocalCluster:
     # -- what ZooKeeper says (the truth the controller writes) -----------------
 
     @property
-    def zk(self) -> Any:
+    def zk(self) -> KazooClient:
         """A kazoo client on the cluster's ZooKeeper, opened on first use, closed by stop()."""
         if self._zk_client is None:
             from simplekafka.coordination.connection import connect_zookeeper
@@ -444,8 +455,13 @@ class LocalCluster:
         return self.base_dir / f"broker-{broker_id}" / "zookeeper-session"
 
     def partition_dir(self, broker_id: int, topic: str, partition: int) -> Path:
-        """The directory holding broker ``broker_id``'s replica of ``topic``-``partition``."""
-        return self._broker(broker_id).data_dir / f"{topic}-{partition}"
+        """The directory holding broker ``broker_id``'s replica of ``topic``-``partition``
+        (in whichever of its log directories it is; the first if none holds it)."""
+        broker = self._broker(broker_id)
+        for directory in broker.more_data_dirs:
+            if (directory / f"{topic}-{partition}").is_dir():
+                return directory / f"{topic}-{partition}"
+        return broker.data_dir / f"{topic}-{partition}"
 
     def controller_id(self) -> int | None:
         """The broker id in ``/controller``, or None while there is no controller."""
@@ -459,7 +475,7 @@ class LocalCluster:
             return None
         return ControllerInfo.from_json(data).broker_id
 
-    def partition_state(self, topic: str, partition: int) -> Any:
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """The partition's state znode (leader, leader_epoch, isr), or None if there is none."""
         from simplekafka.coordination.topics import read_partition_state
 
@@ -491,10 +507,12 @@ class LocalCluster:
 
         return sorted(int(child) for child in self.zk.get_children(ZkPaths.BROKER_IDS))
 
-    def wait_for(self, condition: Callable[[], Any], what: str, timeout: float = 60.0,
-                 interval: float = 0.1) -> Any:
+    def wait_for(self, condition: Callable[[], T | None], what: str, timeout: float = 60.0,
+                 interval: float = 0.1) -> T:
         """Poll ``condition`` until it returns something true, else raise ClusterError."""
-        return wait_until(condition, what, timeout, interval, error=ClusterError)
+        found = wait_until(condition, what, timeout, interval, error=ClusterError)
+        assert found is not None  # (wait_until returns only a true value)
+        return found
 
     def wait_for_znode_gone(self, broker_id: int, timeout: float = 60.0) -> None:
         """Wait until ``/brokers/ids/<id>`` has vanished (the session expired or was closed)."""
@@ -576,7 +594,7 @@ class LocalCluster:
             "--broker-id", str(broker.broker_id),
             "--host", LOOPBACK,
             "--port", str(broker.port),
-            "--data-dir", str(broker.data_dir),
+            "--data-dir", ",".join(map(str, [broker.data_dir, *broker.more_data_dirs])),
             "--zookeeper", self.zookeeper_connect,
         ]
         if broker.rack:

@@ -21,7 +21,7 @@ an unsecured token naming its principal (librdkafka's
 
 from __future__ import annotations
 
-from typing import Any
+import os
 
 from simplekafka.broker.security.certs import CertificateFiles
 
@@ -82,7 +82,7 @@ def secure_broker_config(certs: CertificateFiles | None, plain_users: dict[str, 
 def client_config(listener: str, certs: CertificateFiles | None = None,
                   mechanism: str | None = None, user: str | None = None,
                   password: str | None = None,
-                  client_certificate: Any = None,
+                  client_certificate: str | os.PathLike[str] | None = None,
                   oauthbearer_config: str = "") -> dict[str, str]:
     """confluent-kafka settings for one listener (``client_certificate``: a PEM path);
     OAUTHBEARER: librdkafka's unsecured tokens for principal ``user``, with

@@ -25,7 +25,6 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from simplekafka.coordination.processes import LOOPBACK, pid_alive, stop_recorded_pid, wait_until
 from simplekafka.coordination.zookeeper_server import _LIBC, _die_with_parent, find_java
@@ -298,7 +297,7 @@ class SparkStandalone:
         _write_json(self.base_dir / STATE_FILE, self.state(status))
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _write_json(path: Path, data: object) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(data, indent=2) + "\n")
     temporary.replace(path)

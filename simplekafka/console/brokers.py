@@ -24,13 +24,15 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.framing import encode_frame
 from simplekafka.protocol.messages import encode_request
+from simplekafka.protocol.structs import Node
 
 PROBE_TIMEOUT_S = 0.8
 SCRAPE_TIMEOUT_S = 2.0
@@ -75,7 +77,7 @@ class BrokerWatch:
         self._seen: dict[int, SeenBroker] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="console-probe")
 
-    def saw(self, brokers: Iterable[Any]) -> None:
+    def saw(self, brokers: Iterable[Node]) -> None:
         """Remember the brokers of a Metadata answer (``Node``s), with their latest address."""
         with self._lock:
             for b in brokers:
@@ -95,7 +97,7 @@ class BrokerWatch:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> list[Any]:
+def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> list[Metric]:
     """The metric families at a Prometheus text endpoint (OSError/ValueError if it fails)."""
     with urllib.request.urlopen(url, timeout=timeout) as answer:
         text = answer.read().decode("utf-8")
@@ -140,7 +142,7 @@ class BrokerMetrics:
             self._urls[broker.node_id] = url
         return url
 
-    def _scrape(self, broker: SeenBroker) -> list[Any] | None:
+    def _scrape(self, broker: SeenBroker) -> list[Metric] | None:
         url = self.url(broker)
         if url is None:
             return None
@@ -152,9 +154,9 @@ class BrokerMetrics:
             return None
         return families
 
-    def scrape_all(self) -> dict[int, list[Any]]:
+    def scrape_all(self) -> dict[int, list[Metric]]:
         """Families per broker id, for the brokers whose metrics answered."""
-        found: dict[int, list[Any]] = {}
+        found: dict[int, list[Metric]] = {}
         for broker in self.watch.seen():
             families = self._scrape(broker)
             if families is not None:
@@ -162,7 +164,7 @@ class BrokerMetrics:
         return found
 
 
-def topic_counters(families: list[Any]) -> dict[str, dict[str, float]]:
+def topic_counters(families: list[Metric]) -> dict[str, dict[str, float]]:
     """topic -> {"messages_in", "bytes_in", "bytes_out"} counter values of one scrape."""
     out: dict[str, dict[str, float]] = {}
     for family in families:
@@ -174,6 +176,14 @@ def topic_counters(families: list[Any]) -> dict[str, dict[str, float]]:
             if topic is not None and sample.name.endswith("_total"):
                 out.setdefault(topic, {})[field] = sample.value
     return out
+
+
+class ThroughputSeries(TypedDict):
+    """``GET /api/metrics/throughput``: each topic's points, one per scrape."""
+
+    interval_ms: int
+    #: topic -> [{"t_ms", "messages_in_per_s", ...}] (a rate is None when unknown)
+    topics: dict[str, list[dict[str, float | None]]]
 
 
 class ThroughputSampler:
@@ -260,11 +270,11 @@ class ThroughputSampler:
             self._last = scraped
             self._last_time = now
 
-    def series(self) -> dict[str, Any]:
+    def series(self) -> ThroughputSeries:
         """{"interval_ms", "topics": {topic: [{t_ms, messages_in_per_s, ...}]}}."""
         with self._lock:
             points = list(self._points)
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[str, list[dict[str, float | None]]] = {}
         names = sorted({t for _, point in points for t in point})
         for t_ms, point in points:
             for topic in names:

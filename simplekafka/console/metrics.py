@@ -8,7 +8,7 @@ protocol (OffsetFetch and ListOffsets) when Prometheus scrapes it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -23,10 +23,10 @@ class GroupLagCollector:
     def __init__(self, service: ConsoleService) -> None:
         self.service = service
 
-    def describe(self) -> list:
+    def describe(self) -> list[Metric]:
         return []
 
-    def collect(self) -> Any:
+    def collect(self) -> Iterator[Metric]:
         lag = Metric("kafka_consumergroup_lag", "Latest offset minus committed offset",
                      "gauge")
         current = Metric("kafka_consumergroup_current_offset", "Committed offset", "gauge")

@@ -7,32 +7,31 @@ server's own code (a generated document would agree with every bug).
 
 from __future__ import annotations
 
-from typing import Any
-
 from simplekafka.console.service import (
     DEFAULT_RECORDS_LIMIT,
     MAX_PARTITIONS,
     MAX_RECORDS_LIMIT,
     MAX_RECORDS_PER_POST,
 )
+from simplekafka.json_values import JsonArray, JsonObject, JsonValue
 
 TOPIC_PATTERN = r"^[a-zA-Z0-9._-]{1,249}$"
 
 
-def _ref(name: str) -> dict[str, str]:
+def _ref(name: str) -> JsonObject:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+def _json(schema: JsonObject, description: str) -> JsonObject:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _error(description: str) -> dict[str, Any]:
+def _error(description: str) -> JsonObject:
     return _json(_ref("Error"), description)
 
 
-def _int(minimum: int | None = None, maximum: int | None = None, **extra: Any) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer", **extra}
+def _int(minimum: int | None = None, maximum: int | None = None, **extra: JsonValue) -> JsonObject:
+    schema: JsonObject = {"type": "integer", **extra}
     if minimum is not None:
         schema["minimum"] = minimum
     if maximum is not None:
@@ -40,9 +39,9 @@ def _int(minimum: int | None = None, maximum: int | None = None, **extra: Any) -
     return schema
 
 
-def _object(properties: dict[str, Any], required: list[str] | None = None,
-            closed: bool = False) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
+def _object(properties: JsonObject, required: JsonArray | None = None,
+            closed: bool = False) -> JsonObject:
+    schema: JsonObject = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
     if closed:
@@ -50,22 +49,22 @@ def _object(properties: dict[str, Any], required: list[str] | None = None,
     return schema
 
 
-NULLABLE_STRING = {"type": "string", "nullable": True}
-NULLABLE_INT = {"type": "integer", "nullable": True}
-ENCODING = {"type": "string", "enum": ["base64", None], "nullable": True,
+NULLABLE_STRING: JsonObject = {"type": "string", "nullable": True}
+NULLABLE_INT: JsonObject = {"type": "integer", "nullable": True}
+ENCODING: JsonObject = {"type": "string", "enum": ["base64", None], "nullable": True,
             "description": "base64 when the bytes are not UTF-8 text"}
 
 # What ZooKeeper refuses in a znode path (names are stored there): controls, surrogates
 # (so characters beyond U+FFFF), private use, U+FFF0 and above.
 REFUSED = "\\x00-\\x1f\\x7f-\\x9f\\ud800-\\uf8ff\\ufff0-\\uffff"
 NO_CONTROLS = f"^[^{REFUSED}]+$"
-ACL_OPERATIONS = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
+ACL_OPERATIONS: JsonArray = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
                   "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE"]
-ACL_RESOURCE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"]
-ACL_FIELDS = ["principal", "host", "operation", "permission_type", "resource_type",
+ACL_RESOURCE_TYPES: JsonArray = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"]
+ACL_FIELDS: JsonArray = ["principal", "host", "operation", "permission_type", "resource_type",
               "resource_name", "pattern_type"]
-SCRAM_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
-ACL_FILTER_PROPERTIES: dict[str, Any] = {
+SCRAM_MECHANISMS: JsonArray = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+ACL_FILTER_PROPERTIES: JsonObject = {
     "principal": {"type": "string"}, "host": {"type": "string"},
     "operation": {"type": "string", "enum": ["ANY", *ACL_OPERATIONS]},
     "permission_type": {"type": "string", "enum": ["ANY", "ALLOW", "DENY"]},
@@ -76,7 +75,7 @@ ACL_FILTER_PROPERTIES: dict[str, Any] = {
                      "description": "MATCH: every pattern that applies to resource_name"},
 }
 
-SCHEMAS: dict[str, Any] = {
+SCHEMAS: JsonObject = {
     "Error": _object({"error": {"type": "string"}}, ["error"]),
     "Broker": _object({"id": _int(), "host": {"type": "string"}, "port": _int(0, 65535),
                        "rack": NULLABLE_STRING}, ["id", "host", "port", "rack"]),
@@ -307,14 +306,14 @@ SCHEMAS: dict[str, Any] = {
     }, ["cluster_id", "controller_id", "brokers", "topics"]),
 }
 
-TOPIC_NAME_PARAM = {"name": "name", "in": "path", "required": True,
+TOPIC_NAME_PARAM: JsonObject = {"name": "name", "in": "path", "required": True,
                     "schema": {"type": "string"}, "description": "topic name"}
-GROUP_ID_PARAM = {"name": "group_id", "in": "path", "required": True,
+GROUP_ID_PARAM: JsonObject = {"name": "group_id", "in": "path", "required": True,
                   "schema": {"type": "string"}}
-BROKER_ID_PARAM = {"name": "broker_id", "in": "path", "required": True,
+BROKER_ID_PARAM: JsonObject = {"name": "broker_id", "in": "path", "required": True,
                    "schema": {"type": "string", "pattern": "^([0-9]{1,9}|default)$"},
                    "description": "a broker id, or default (the cluster-wide dynamic default)"}
-USER_PARAM = {"name": "user", "in": "path", "required": True,
+USER_PARAM: JsonObject = {"name": "user", "in": "path", "required": True,
               "schema": {"type": "string", "minLength": 1, "not": {"enum": [".", ".."]},
                          "description": "any name but . and .. (brokers keep it "
                                         "URL-encoded in its znode, as Kafka does)"}}
@@ -322,12 +321,12 @@ UNREACHABLE = _error("the cluster did not answer in time")
 BAD_INPUT = _error("bad input (the message says what)")
 
 
-def _body(schema_name: str) -> dict[str, Any]:
+def _body(schema_name: str) -> JsonObject:
     return {"required": True,
             "content": {"application/json": {"schema": _ref(schema_name)}}}
 
 
-PATHS: dict[str, Any] = {
+PATHS: JsonObject = {
     "/api/cluster": {"get": {
         "summary": "Cluster id, controller and brokers", "operationId": "getCluster",
         "responses": {"200": _json(_ref("Cluster"), "the cluster"), "503": UNREACHABLE}}},
@@ -529,14 +528,16 @@ def _tag(path: str) -> str:
             "users": "users", "metrics": "metrics"}.get(parts[2], "cluster")
 
 
-def document() -> dict[str, Any]:
+def document() -> JsonObject:
     """The whole OpenAPI 3.0 document (a fresh copy), each operation tagged by resource."""
     import copy
 
     paths = copy.deepcopy(PATHS)
     for path, item in paths.items():
+        if not isinstance(item, dict):
+            continue
         for method, operation in item.items():
-            if method != "parameters":
+            if method != "parameters" and isinstance(operation, dict):
                 operation["tags"] = [_tag(path)]
     return copy.deepcopy({
         "openapi": "3.0.3",

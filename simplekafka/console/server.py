@@ -17,12 +17,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import IO, Any, Protocol, overload
 from urllib.parse import unquote
 
 from twisted.internet import reactor as installed_reactor
 from twisted.internet import threads
+from twisted.internet.defer import Deferred
 from twisted.python import log
+from twisted.python.failure import Failure
 from twisted.web import resource, server
 
 from simplekafka.console import metrics, openapi
@@ -34,12 +36,30 @@ from simplekafka.console.service import (
     ConsoleService,
     bad_request,
 )
+from simplekafka.json_values import JsonValue
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_CONTAINS = 1000
 MAX_BODY_BYTES = 4 * 1024 * 1024
-Handler = Callable[..., tuple[int, Any]]
-NO_BODY = object()  # an optional body that was left out (unlike a JSON null)
+#: A route handler's answer: the status and a JSON-ready value (dicts, lists, TypedDicts).
+Answer = tuple[int, object]
+Handler = Callable[..., Answer]
+
+
+class WebRequest(Protocol):
+    """What the console uses of ``twisted.web.server.Request`` (whose ``args`` and
+    ``content`` are declared ``None`` until the request is parsed)."""
+
+    path: bytes
+    method: bytes
+    args: dict[bytes, list[bytes]]
+    content: IO[bytes]
+
+    def setHeader(self, name: bytes, value: bytes) -> None: ...
+    def setResponseCode(self, code: int, message: bytes | None = None) -> None: ...
+    def write(self, data: bytes) -> None: ...
+    def finish(self) -> None: ...
+    def notifyFinish(self) -> Deferred[None]: ...
 
 
 @dataclass(frozen=True)
@@ -124,32 +144,32 @@ class ConsoleApp:
     def __init__(self, service: ConsoleService) -> None:
         self.service = service
 
-    def get_cluster(self, request: Any) -> tuple[int, Any]:
+    def get_cluster(self, request: WebRequest) -> Answer:
         return 200, self.service.cluster()
 
-    def get_overview(self, request: Any) -> tuple[int, Any]:
+    def get_overview(self, request: WebRequest) -> Answer:
         return 200, self.service.overview()
 
-    def list_topics(self, request: Any) -> tuple[int, Any]:
+    def list_topics(self, request: WebRequest) -> Answer:
         return 200, self.service.list_topics()
 
-    def create_topic(self, request: Any, body: Any) -> tuple[int, Any]:
+    def create_topic(self, request: WebRequest, body: JsonValue) -> Answer:
         return 201, self.service.create_topic(body)
 
-    def get_topic(self, request: Any, name: str) -> tuple[int, Any]:
+    def get_topic(self, request: WebRequest, name: str) -> Answer:
         return 200, self.service.topic(name)
 
-    def delete_topic(self, request: Any, name: str) -> tuple[int, Any]:
+    def delete_topic(self, request: WebRequest, name: str) -> Answer:
         self.service.delete_topic(name)
         return 204, None
 
-    def get_topic_configs(self, request: Any, name: str) -> tuple[int, Any]:
+    def get_topic_configs(self, request: WebRequest, name: str) -> Answer:
         return 200, self.service.topic_configs(name)
 
-    def alter_topic_configs(self, request: Any, body: Any, name: str) -> tuple[int, Any]:
+    def alter_topic_configs(self, request: WebRequest, body: JsonValue, name: str) -> Answer:
         return 200, self.service.alter_topic_configs(name, body)
 
-    def get_records(self, request: Any, name: str) -> tuple[int, Any]:
+    def get_records(self, request: WebRequest, name: str) -> Answer:
         args = request.args
         partition = (None if query_text(args, "partition") in (None, "all")
                      else query_int(args, "partition", None, 0, MAX_PARTITIONS))
@@ -163,72 +183,74 @@ class ConsoleApp:
         return 200, self.service.records(name, partition, offset, limit, since_ms, until_ms,
                                          contains)
 
-    def produce(self, request: Any, body: Any, name: str) -> tuple[int, Any]:
+    def produce(self, request: WebRequest, body: JsonValue, name: str) -> Answer:
         return 200, self.service.produce(name, body)
 
-    def list_groups(self, request: Any) -> tuple[int, Any]:
+    def list_groups(self, request: WebRequest) -> Answer:
         return 200, self.service.list_groups()
 
-    def get_group(self, request: Any, group_id: str) -> tuple[int, Any]:
+    def get_group(self, request: WebRequest, group_id: str) -> Answer:
         return 200, self.service.group(group_id)
 
-    def delete_group(self, request: Any, group_id: str) -> tuple[int, Any]:
+    def delete_group(self, request: WebRequest, group_id: str) -> Answer:
         self.service.delete_group(group_id)
         return 204, None
 
-    def reset_offsets(self, request: Any, body: Any, group_id: str) -> tuple[int, Any]:
+    def reset_offsets(self, request: WebRequest, body: JsonValue, group_id: str) -> Answer:
         return 200, self.service.reset_offsets(group_id, body)
 
-    def elect_leaders(self, request: Any, body: Any) -> tuple[int, Any]:
-        return 200, self.service.elect_leaders({} if body is NO_BODY else body)
+    def elect_leaders(self, request: WebRequest, body: JsonValue) -> Answer:
+        return 200, self.service.elect_leaders(body)
 
-    def list_brokers(self, request: Any) -> tuple[int, Any]:
+    def list_brokers(self, request: WebRequest) -> Answer:
         return 200, self.service.brokers()
 
-    def get_broker_configs(self, request: Any, broker_id: str) -> tuple[int, Any]:
+    def get_broker_configs(self, request: WebRequest, broker_id: str) -> Answer:
         return 200, self.service.broker_configs(broker_id)
 
-    def alter_broker_configs(self, request: Any, body: Any, broker_id: str) -> tuple[int, Any]:
+    def alter_broker_configs(self, request: WebRequest, body: JsonValue, broker_id: str) -> Answer:
         return 200, self.service.alter_broker_configs(broker_id, body)
 
-    def list_acls(self, request: Any) -> tuple[int, Any]:
+    def list_acls(self, request: WebRequest) -> Answer:
         query = {}
         for key in request.args:
             name = key.decode("utf-8", "replace")
             query[name] = query_text(request.args, name)
         return 200, self.service.list_acls(query)
 
-    def create_acl(self, request: Any, body: Any) -> tuple[int, Any]:
+    def create_acl(self, request: WebRequest, body: JsonValue) -> Answer:
         return 201, self.service.create_acl(body)
 
-    def delete_acls(self, request: Any, body: Any) -> tuple[int, Any]:
+    def delete_acls(self, request: WebRequest, body: JsonValue) -> Answer:
         return 200, self.service.delete_acls(body)
 
-    def list_users(self, request: Any) -> tuple[int, Any]:
+    def list_users(self, request: WebRequest) -> Answer:
         return 200, self.service.list_users()
 
-    def put_user(self, request: Any, body: Any, user: str) -> tuple[int, Any]:
+    def put_user(self, request: WebRequest, body: JsonValue, user: str) -> Answer:
         return 200, self.service.put_user(user, body)
 
-    def delete_user(self, request: Any, user: str) -> tuple[int, Any]:
+    def delete_user(self, request: WebRequest, user: str) -> Answer:
         self.service.delete_user(user, query_text(request.args, "mechanism"))
         return 204, None
 
-    def get_throughput(self, request: Any) -> tuple[int, Any]:
+    def get_throughput(self, request: WebRequest) -> Answer:
         return 200, self.service.throughput()
 
-    def get_openapi(self, request: Any) -> tuple[int, Any]:
+    def get_openapi(self, request: WebRequest) -> Answer:
         return 200, openapi.document()
 
 
-def _parse_body(request: Any, required: bool) -> Any:
+def _parse_body(request: WebRequest, required: bool) -> JsonValue:
+    """The JSON body; a body left out is 400 where required, else ``{}`` (unlike a JSON
+    null, which the handler refuses)."""
     raw = request.content.read(MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
         raise bad_request(f"the body is larger than {MAX_BODY_BYTES} bytes")
     if not raw.strip():
         if required:
             raise bad_request("the body must be JSON")
-        return NO_BODY
+        return {}
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
@@ -245,7 +267,7 @@ class ApiResource(resource.Resource):
         self.app = app
         self.swagger_dir = swagger_dir
 
-    def render(self, request: Any) -> Any:
+    def render(self, request: WebRequest) -> bytes | int:
         path = request.path.decode("latin-1")
         if path.rstrip("/") == "/api/docs" or path.startswith("/api/docs/"):
             return self._docs(request, path)
@@ -267,7 +289,7 @@ class ApiResource(resource.Resource):
             return _finish_json(request, 405, {"error": f"use {' or '.join(allowed)}"})
         return _finish_json(request, 404, {"error": f"no such API route: {path}"})
 
-    def _dispatch(self, request: Any, route: Route, params: dict[str, str]) -> Any:
+    def _dispatch(self, request: WebRequest, route: Route, params: dict[str, str]) -> bytes | int:
         handler = getattr(self.app, route.handler)
         try:
             if route.has_body:
@@ -280,17 +302,18 @@ class ApiResource(resource.Resource):
         finished = [False]
         request.notifyFinish().addBoth(lambda _: finished.__setitem__(0, True))
 
-        def answer(result: tuple[int, Any]) -> None:
+        def answer(result: Answer) -> None:
             if not finished[0]:
                 status, value = result
                 request.write(_json_bytes(request, status, value))
                 request.finish()
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             if finished[0]:
                 return
-            if failure.check(ApiError):
-                status, message = failure.value.status, failure.value.message
+            error = failure.value
+            if isinstance(error, ApiError):
+                status, message = error.status, error.message
             else:
                 log.err(failure, "console: unexpected error")
                 status, message = 500, f"internal error: {failure.getErrorMessage()}"
@@ -300,7 +323,7 @@ class ApiResource(resource.Resource):
         threads.deferToThread(call).addCallbacks(answer, failed)
         return server.NOT_DONE_YET
 
-    def _docs(self, request: Any, path: str) -> bytes:
+    def _docs(self, request: WebRequest, path: str) -> bytes:
         if self.swagger_dir is None:
             return _finish_json(request, 404, {"error": "swagger-ui-bundle is not installed"})
         if path.rstrip("/") == "/api/docs":
@@ -319,7 +342,7 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _json_bytes(request: Any, status: int, value: Any) -> bytes:
+def _json_bytes(request: WebRequest, status: int, value: object) -> bytes:
     request.setResponseCode(status)
     if status == 204:
         return b""
@@ -328,11 +351,11 @@ def _json_bytes(request: Any, status: int, value: Any) -> bytes:
     return json.dumps(value).encode()
 
 
-def _finish_json(request: Any, status: int, value: Any) -> bytes:
+def _finish_json(request: WebRequest, status: int, value: object) -> bytes:
     return _json_bytes(request, status, value)
 
 
-def _static(request: Any, path: Path) -> bytes:
+def _static(request: WebRequest, path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except OSError:
@@ -353,7 +376,7 @@ class PageResource(resource.Resource):
         super().__init__()
         self.service = service
 
-    def render_GET(self, request: Any) -> Any:
+    def render_GET(self, request: WebRequest) -> bytes | int:
         path = request.path.decode("latin-1")
         if path == "/metrics":
             return self._metrics(request)
@@ -364,13 +387,13 @@ class PageResource(resource.Resource):
             return _static(request, STATIC_DIR / name)
         return _finish_json(request, 404, {"error": f"not found: {path}"})
 
-    def _metrics(self, request: Any) -> Any:
+    def _metrics(self, request: WebRequest) -> int:
         def answer(text: bytes) -> None:
             request.setHeader(b"content-type", metrics.CONTENT_TYPE.encode())
             request.write(text)
             request.finish()
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             request.setResponseCode(503)
             request.setHeader(b"content-type", b"text/plain; charset=utf-8")
             request.write(f"cluster unreachable: {failure.getErrorMessage()}\n".encode())
@@ -390,7 +413,7 @@ class RootResource(resource.Resource):
         self.api = ApiResource(app, swagger_dir)
         self.page = PageResource(app.service)
 
-    def render(self, request: Any) -> Any:
+    def render(self, request: WebRequest) -> bytes | int:
         path = request.path
         if path == b"/api" or path.startswith(b"/api/"):
             return self.api.render(request)

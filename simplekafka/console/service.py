@@ -15,9 +15,10 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 from simplekafka.admin import Admin
 from simplekafka.admin import configs as admin_configs
@@ -45,9 +46,16 @@ from simplekafka.client.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedSaslMechanismError,
 )
+from simplekafka.client.metadata import ClusterSnapshot
 from simplekafka.client.offsets import list_offsets
-from simplekafka.console.brokers import BrokerMetrics, BrokerWatch, ThroughputSampler
-from simplekafka.consumer import Consumer
+from simplekafka.console.brokers import (
+    BrokerMetrics,
+    BrokerWatch,
+    ThroughputSampler,
+    ThroughputSeries,
+)
+from simplekafka.consumer import Consumer, ConsumerRecord
+from simplekafka.json_values import JsonArray, JsonObject, JsonValue
 from simplekafka.producer import Producer
 from simplekafka.protocol.acls import (
     AccessControlEntry,
@@ -62,6 +70,46 @@ from simplekafka.protocol.acls import (
 from simplekafka.protocol.structs import PartitionMetadata, TopicPartition
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Enum)
+
+
+class HeaderJson(TypedDict):
+    key: str
+    value: str | None
+    encoding: str | None
+
+
+class RecordJson(TypedDict):
+    """One record in ``GET /api/topics/{name}/records`` (the OpenAPI ``Record``)."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    key: str | None
+    value: str | None
+    headers: list[HeaderJson]
+    encoding: str | None
+    value_json: JsonValue
+
+
+class PartitionPosition(TypedDict):
+    partition: int
+    earliest_offset: int
+    latest_offset: int
+    next_offset: int
+
+
+class RecordsPage(TypedDict):
+    """``GET /api/topics/{name}/records``: the records and where each partition stands."""
+
+    topic: str
+    partition: int | None
+    earliest_offset: int | None
+    latest_offset: int | None
+    next_offset: int | None
+    records: list[RecordJson]
+    partitions: list[PartitionPosition]
+    complete: bool
 
 #: Kafka's rule for topic names (``org.apache.kafka.common.internals.Topic``).
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -129,7 +177,7 @@ def text_or_base64(data: bytes | None) -> tuple[str | None, str | None]:
         return base64.b64encode(data).decode("ascii"), "base64"
 
 
-def _field(record: Mapping[str, Any], name: str, index: int) -> bytes | None:
+def _field(record: Mapping[str, JsonValue], name: str, index: int) -> bytes | None:
     value = record.get(name)
     if value is None:
         return None
@@ -143,7 +191,7 @@ def _field(record: Mapping[str, Any], name: str, index: int) -> bytes | None:
     return value.encode("utf-8")
 
 
-def _headers(record: Mapping[str, Any], index: int) -> list[tuple[str, bytes | None]]:
+def _headers(record: Mapping[str, JsonValue], index: int) -> list[tuple[str, bytes | None]]:
     """A new record's headers: ``[{"key", "value"}]``, values as the record's encoding."""
     headers = record.get("headers")
     if headers is None:
@@ -153,21 +201,22 @@ def _headers(record: Mapping[str, Any], index: int) -> list[tuple[str, bytes | N
     found = []
     for number, header in enumerate(headers):
         where = f"records[{index}].headers[{number}]"
+        key = header.get("key") if isinstance(header, dict) else None
         if not isinstance(header, dict) or set(header) - {"key", "value"} \
-                or not isinstance(header.get("key"), str):
+                or not isinstance(key, str):
             raise bad_request(f"{where} must be {{\"key\": string, \"value\": string or null}}")
         value = _field({**header, "encoding": record.get("encoding")}, "value", index)
-        found.append((header["key"], value))
+        found.append((key, value))
     return found
 
 
-def check_topic_name(name: Any) -> str:
+def check_topic_name(name: object) -> str:
     if not isinstance(name, str) or not TOPIC_NAME.match(name) or name in (".", ".."):
         raise bad_request("a topic name is 1 to 249 of the characters a-z A-Z 0-9 . _ -")
     return name
 
 
-def check_int(value: Any, what: str, low: int, high: int) -> int:
+def check_int(value: object, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise bad_request(f"{what} must be an integer")
     if not low <= value <= high:
@@ -175,7 +224,7 @@ def check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
-def _reset_target(to: Any) -> admin_groups.ResetTarget:
+def _reset_target(to: JsonValue) -> admin_groups.ResetTarget:
     """"earliest", "latest", "current", an offset, {"datetime": ISO 8601},
     {"shift_by": N} or {"duration": ISO 8601 duration back from now}."""
     if isinstance(to, str) and to in ("earliest", "latest", "current"):
@@ -208,7 +257,7 @@ ACL_FIELDS = {"principal", "host", "operation", "permission_type", "resource_typ
 SCRAM_MECHANISM_NAMES = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def _enum(enum_type: Any, value: Any, what: str, allowed: Any) -> Any:
+def _enum(enum_type: type[E], value: JsonValue, what: str, allowed: Iterable[E]) -> E:
     """A Kafka enum from its exact upper-case name (READ, TOPIC, ALLOW, LITERAL)."""
     names = [m.name for m in allowed]
     if not isinstance(value, str) or value not in names:
@@ -216,38 +265,45 @@ def _enum(enum_type: Any, value: Any, what: str, allowed: Any) -> Any:
     return enum_type[value]
 
 
-def _acl_filter(fields: Mapping[str, Any], what: str) -> AclBindingFilter:
+def _acl_filter(fields: Mapping[str, JsonValue], what: str) -> AclBindingFilter:
     unknown = set(fields) - ACL_FIELDS
     if unknown:
         raise bad_request(f"unknown {what}s: {', '.join(sorted(unknown))}")
     values = dict(fields)
+    texts: dict[str, str | None] = {}
     for key in ("principal", "host", "resource_name"):
-        if key in values and not isinstance(values[key], str):
+        text = values.get(key)
+        if key in values and not isinstance(text, str):
             raise bad_request(f"{key} must be a string")
+        texts[key] = text if isinstance(text, str) else None
     return AclBindingFilter(
         resource_type=_enum(ResourceType, values.get("resource_type", "ANY"), "resource_type",
                             [m for m in ResourceType if m.value >= 1]),
-        name=values.get("resource_name"),
+        name=texts["resource_name"],
         pattern_type=_enum(PatternType, values.get("pattern_type", "ANY"), "pattern_type",
                            [m for m in PatternType if m.value >= 1]),
-        principal=values.get("principal"), host=values.get("host"),
+        principal=texts["principal"], host=texts["host"],
         operation=_enum(AclOperation, values.get("operation", "ANY"), "operation",
                         [m for m in AclOperation if m.value >= 1]),
         permission=_enum(AclPermissionType, values.get("permission_type", "ANY"),
                          "permission_type", [m for m in AclPermissionType if m.value >= 1]))
 
 
-def _acl_binding(body: Any) -> AclBinding:
+def _acl_binding(body: JsonValue) -> AclBinding:
     if not isinstance(body, dict):
         raise bad_request("the body must be one ACL binding (a JSON object)")
     unknown = set(body) - ACL_FIELDS
     if unknown:
         raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
+    texts: dict[str, str] = {}
     for key in ("principal", "resource_name"):
-        if not isinstance(body.get(key), str) or not body[key] or _has_control(body[key]):
+        text = body.get(key)
+        if not isinstance(text, str) or not text or _has_control(text):
             raise bad_request(f"{key} must be a non-empty string without characters "
                               "ZooKeeper refuses (controls, non-BMP)")
-    if ":" not in body["principal"]:
+        texts[key] = text
+    principal, resource_name = texts["principal"], texts["resource_name"]
+    if ":" not in principal:
         raise bad_request("principal is TYPE:NAME, e.g. User:alice")
     host = body.get("host", "*")
     if not isinstance(host, str) or not host or _has_control(host):
@@ -257,24 +313,41 @@ def _acl_binding(body: Any) -> AclBinding:
             _enum(ResourceType, body.get("resource_type"), "resource_type",
                   [ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
                    ResourceType.TRANSACTIONAL_ID]),
-            body["resource_name"],
+            resource_name,
             _enum(PatternType, body.get("pattern_type", "LITERAL"), "pattern_type",
                   [PatternType.LITERAL, PatternType.PREFIXED])),
         AccessControlEntry(
-            body["principal"], host,
+            principal, host,
             _enum(AclOperation, body.get("operation"), "operation",
                   [m for m in AclOperation if m.value >= 2]),
             _enum(AclPermissionType, body.get("permission_type", "ALLOW"), "permission_type",
                   [AclPermissionType.ALLOW, AclPermissionType.DENY])))
 
 
-def _acl_json(binding: AclBinding) -> dict[str, Any]:
+def _acl_json(binding: AclBinding) -> JsonObject:
     return {"principal": binding.entry.principal, "host": binding.entry.host,
             "operation": binding.entry.operation.name,
             "permission_type": binding.entry.permission.name,
             "resource_type": binding.pattern.resource_type.name,
             "resource_name": binding.pattern.name,
             "pattern_type": binding.pattern.pattern_type.name}
+
+
+def _partition_numbers(body: Mapping[str, JsonValue], has_topic: bool) -> list[int] | None:
+    """The body's "partitions": absent, every partition (None); present, a non-empty list
+    of partition numbers (never null), which needs a topic."""
+    if "partitions" not in body:
+        return None
+    partitions = body["partitions"]
+    if not has_topic:
+        raise bad_request("partitions needs topic")
+    if not isinstance(partitions, list) or not partitions:
+        raise bad_request("partitions must be a non-empty list of partition numbers")
+    return [check_int(p, "a partition", 0, MAX_PARTITIONS) for p in partitions]
+
+
+def _under_replicated(p: PartitionMetadata) -> bool:
+    return len(p.isr) < len(p.replicas) or p.leader < 0
 
 
 def _has_control(text: str) -> bool:
@@ -290,18 +363,18 @@ def _check_user_name(name: str) -> None:
         raise bad_request("a user name is not empty, . or ..")
 
 
-def _check_mechanism(mechanism: Any) -> str:
-    if mechanism not in SCRAM_MECHANISM_NAMES:
+def _check_mechanism(mechanism: JsonValue) -> str:
+    if not isinstance(mechanism, str) or mechanism not in SCRAM_MECHANISM_NAMES:
         raise bad_request(f"mechanism must be {' or '.join(SCRAM_MECHANISM_NAMES)}, "
                           f"not {mechanism!r}")
     return mechanism
 
 
-def _record_order(record: dict[str, Any]) -> tuple[int, int, int]:
+def _record_order(record: RecordJson) -> tuple[int, int, int]:
     return record["timestamp"], record["partition"], record["offset"]
 
 
-def _json_value(data: bytes | None) -> Any:
+def _json_value(data: bytes | None) -> JsonValue:
     """The parsed value if it is a JSON object or array (what is worth pretty-printing),
     else None."""
     if not data or data.lstrip()[:1] not in (b"{", b"["):
@@ -358,7 +431,7 @@ class ConsoleService:
 
     # ----- cluster ------------------------------------------------------------------
 
-    def cluster(self) -> dict[str, Any]:
+    def cluster(self) -> JsonObject:
         described = self.call(self.admin.describe_cluster)
         return {
             "cluster_id": described.cluster_id,
@@ -367,10 +440,10 @@ class ConsoleService:
                         for b in described.brokers],
         }
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> JsonObject:
         """Brokers (with reachability), controller and every topic's partitions."""
         snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
-        topics = []
+        topics: JsonArray = []
         for name in sorted(snapshot.topics):
             meta = snapshot.topics[name]
             if meta.error_code:
@@ -388,7 +461,7 @@ class ConsoleService:
             "topics": topics,
         }
 
-    def _brokers_json(self, snapshot: Any) -> list[dict[str, Any]]:
+    def _brokers_json(self, snapshot: ClusterSnapshot) -> JsonArray:
         """Every broker ever seen: in Metadata now (``registered``) and answering now.
 
         A stopped broker stays in Metadata until its ZooKeeper session expires; the
@@ -402,14 +475,14 @@ class ConsoleService:
                  "reachable": b.node_id in snapshot.brokers and answering.get(b.node_id, False)}
                 for b in self.watch.seen()]
 
-    def brokers(self) -> list[dict[str, Any]]:
+    def brokers(self) -> JsonArray:
         snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
         return self._brokers_json(snapshot)
 
     # ----- configs ------------------------------------------------------------------
 
     @staticmethod
-    def _configs_json(entries: Mapping[str, Any]) -> dict[str, Any]:
+    def _configs_json(entries: Mapping[str, admin_configs.ConfigEntry]) -> JsonObject:
         return {"configs": [{"name": e.name, "value": e.value, "source": e.source,
                              "read_only": e.read_only, "sensitive": e.is_sensitive,
                              "is_default": e.is_default}
@@ -426,29 +499,29 @@ class ConsoleService:
             raise ApiError(404, f"unknown broker {broker!r} (or it is down)")
         return str(int(broker))
 
-    def topic_configs(self, name: str) -> dict[str, Any]:
+    def topic_configs(self, name: str) -> JsonObject:
         self._partitions_of(name)  # 404 for an unknown topic
         return self._configs_json(self.call(lambda: self.admin.describe_configs("topic", name)))
 
-    def alter_topic_configs(self, name: str, body: Any) -> dict[str, Any]:
+    def alter_topic_configs(self, name: str, body: JsonValue) -> JsonObject:
         changes = self._config_changes(body)
         self._partitions_of(name)
         self.call(lambda: self.admin.alter_configs("topic", name, *changes))
         return self.topic_configs(name)
 
-    def broker_configs(self, broker: str) -> dict[str, Any]:
+    def broker_configs(self, broker: str) -> JsonObject:
         resource = self._broker_resource(broker)
         return self._configs_json(
             self.call(lambda: self.admin.describe_configs("broker", resource)))
 
-    def alter_broker_configs(self, broker: str, body: Any) -> dict[str, Any]:
+    def alter_broker_configs(self, broker: str, body: JsonValue) -> JsonObject:
         changes = self._config_changes(body)
         resource = self._broker_resource(broker)
         self.call(lambda: self.admin.alter_configs("broker", resource, *changes))
         return self.broker_configs(broker)
 
     @staticmethod
-    def _config_changes(body: Any) -> tuple[dict[str, str], list[str]]:
+    def _config_changes(body: JsonValue) -> tuple[dict[str, str], list[str]]:
         """{"set": {k: v}, "delete": [k]} -> (set, delete), checked before anything is sent."""
         if not isinstance(body, dict):
             raise bad_request('the body must be {"set": {name: value}, "delete": [name]}')
@@ -468,17 +541,16 @@ class ConsoleService:
         if len(set(names)) != len(names):
             raise bad_request("each config name once: in set or in delete")
         return ({k: (str(v).lower() if isinstance(v, bool) else str(v))
-                 for k, v in set_configs.items()}, list(delete))
+                 for k, v in set_configs.items()}, [k for k in delete if isinstance(k, str)])
 
     # ----- topics -------------------------------------------------------------------
 
     @staticmethod
-    def _partition_json(p: Any) -> dict[str, Any]:
+    def _partition_json(p: PartitionMetadata) -> JsonObject:
         return {"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
-                "isr": list(p.isr),
-                "under_replicated": len(p.isr) < len(p.replicas) or p.leader < 0}
+                "isr": list(p.isr), "under_replicated": _under_replicated(p)}
 
-    def list_topics(self) -> list[dict[str, Any]]:
+    def list_topics(self) -> JsonArray:
         described = self.call(lambda: self.admin.describe_topics(None))
         return [{
             "name": d.name,
@@ -486,10 +558,10 @@ class ConsoleService:
             "partitions": len(d.partitions),
             "replication_factor": max((len(p.replicas) for p in d.partitions), default=0),
             "under_replicated_partitions": sum(
-                1 for p in d.partitions if self._partition_json(p)["under_replicated"]),
+                1 for p in d.partitions if _under_replicated(p)),
         } for d in sorted(described.values(), key=lambda d: d.name)]
 
-    def create_topic(self, body: Any) -> dict[str, Any]:
+    def create_topic(self, body: JsonValue) -> JsonObject:
         if not isinstance(body, dict):
             raise bad_request("the body must be a JSON object")
         unknown = set(body) - {"name", "partitions", "replication_factor", "configs"}
@@ -508,7 +580,7 @@ class ConsoleService:
             timeout_ms=REQUEST_TIMEOUT_MS))
         return self.topic(name)
 
-    def topic(self, name: str) -> dict[str, Any]:
+    def topic(self, name: str) -> JsonObject:
         """Partitions with leader, replicas, ISR, log start and end offsets and size.
 
         The size is the leader replica's log in bytes, from DescribeLogDirs asked of
@@ -517,24 +589,26 @@ class ConsoleService:
         if not TOPIC_NAME.match(name):
             self._unknown_topic(name)
         described = self.call(lambda: self.admin.describe_topics([name]))[name]
-        partitions = [self._partition_json(p) for p in described.partitions]
         earliest, latest = self._offsets(name, described.partitions)
-        sizes = self._log_sizes(name, partitions)
-        for p in partitions:
-            p["earliest_offset"] = p["log_start_offset"] = earliest.get(p["partition"])
-            p["latest_offset"] = p["log_end_offset"] = latest.get(p["partition"])
-            p["size_bytes"] = sizes.get((p["leader"], name, p["partition"]))
+        sizes = self._log_sizes(name, described.partitions)
+        partitions: JsonArray = []
+        for p in described.partitions:
+            partition = self._partition_json(p)
+            partition["earliest_offset"] = partition["log_start_offset"] = earliest.get(p.partition)
+            partition["latest_offset"] = partition["log_end_offset"] = latest.get(p.partition)
+            partition["size_bytes"] = sizes.get((p.leader, name, p.partition))
+            partitions.append(partition)
         return {"name": name, "internal": described.is_internal, "partitions": partitions}
 
-    def _log_sizes(self, name: str, partitions: list[dict[str, Any]]
+    def _log_sizes(self, name: str, partitions: list[PartitionMetadata]
                    ) -> dict[tuple[int, str, int], int]:
         """``(leader, topic, partition): bytes`` from each leader's DescribeLogDirs."""
-        leaders = sorted({p["leader"] for p in partitions if p["leader"] >= 0})
+        leaders = sorted({p.leader for p in partitions if p.leader >= 0})
         if not leaders:
             return {}
         try:
             described = self.call(lambda: self.admin.describe_log_dirs({name: [
-                p["partition"] for p in partitions]}, brokers=leaders))
+                p.partition for p in partitions]}, brokers=leaders))
         except ApiError:
             return {}
         return {(broker, topic, partition): size
@@ -545,7 +619,8 @@ class ConsoleService:
     def _unknown_topic(name: str) -> None:
         raise ApiError(404, f"unknown topic {name!r}")
 
-    def _offsets(self, topic: str, partitions: list[Any]) -> tuple[dict[int, int], dict[int, int]]:
+    def _offsets(self, topic: str, partitions: list[PartitionMetadata]
+                 ) -> tuple[dict[int, int], dict[int, int]]:
         """Earliest and latest offsets of the partitions that have a leader (others: none)."""
         led = [TopicPartition(topic, p.partition) for p in partitions if p.leader >= 0]
         if not led:
@@ -572,7 +647,7 @@ class ConsoleService:
 
     def records(self, name: str, partition: int | None, offset: int | None, limit: int,
                 since_ms: int | None = None, until_ms: int | None = None,
-                contains: str | None = None) -> dict[str, Any]:
+                contains: str | None = None) -> RecordsPage:
         """One partition's records from ``offset`` (``partition`` given, no filters), or
         every partition's, merged by timestamp and filtered."""
         filtered = since_ms is not None or until_ms is not None or contains is not None
@@ -583,7 +658,7 @@ class ConsoleService:
         return self._filtered_records(name, partition, limit, since_ms, until_ms, contains)
 
     def _partition_records(self, name: str, partition: int, offset: int | None,
-                           limit: int) -> dict[str, Any]:
+                           limit: int) -> RecordsPage:
         """Up to ``limit`` records of one partition from ``offset`` (default: the earliest)."""
         known = self._partitions_of(name)
         if partition not in {p.partition for p in known}:
@@ -594,7 +669,7 @@ class ConsoleService:
             raise ApiError(503, f"{name}-{partition} has no leader now")
         start = earliest[partition] if offset is None else max(offset, earliest[partition])
         end = min(latest[partition], start + limit)
-        out: list[dict[str, Any]] = []
+        out: list[RecordJson] = []
         if start < end:
             consumer = Consumer(client=self.client, enable_auto_commit=False,
                                 max_poll_records=limit, request_timeout_ms=REQUEST_TIMEOUT_MS)
@@ -620,7 +695,7 @@ class ConsoleService:
 
     def _filtered_records(self, name: str, partition: int | None, limit: int,
                           since_ms: int | None, until_ms: int | None,
-                          contains: str | None) -> dict[str, Any]:
+                          contains: str | None) -> RecordsPage:
         """The first ``limit`` records by timestamp at or after ``since_ms`` (ListOffsets by
         time finds where to start in each partition), before ``until_ms``, whose key or
         value contains ``contains``; each partition is read to its end as it was when
@@ -638,7 +713,7 @@ class ConsoleService:
             starts = {tp.partition: latest[tp.partition] if found.get(tp, -1) < 0
                       else max(found[tp], earliest[tp.partition]) for tp in tps}
         positions = dict(starts)
-        matches: dict[int, list[dict[str, Any]]] = {p: [] for p in latest}
+        matches: dict[int, list[RecordJson]] = {p: [] for p in latest}
         scanned = dict.fromkeys(latest, 0)
 
         def done(p: int) -> bool:
@@ -684,7 +759,7 @@ class ConsoleService:
                     positions[p] >= latest[p] or len(matches[p]) >= limit for p in latest)}
 
     @staticmethod
-    def _wanted(record: Any, since_ms: int | None, until_ms: int | None,
+    def _wanted(record: ConsumerRecord, since_ms: int | None, until_ms: int | None,
                 contains: str | None) -> bool:
         if since_ms is not None and record.timestamp < since_ms:
             return False
@@ -696,10 +771,10 @@ class ConsoleService:
         return any(needle in part for part in (record.key or b"", record.value or b""))
 
     @staticmethod
-    def _record_json(record: Any, partition: int) -> dict[str, Any]:
+    def _record_json(record: ConsumerRecord, partition: int) -> RecordJson:
         key, key_encoding = text_or_base64(record.key)
         value, value_encoding = text_or_base64(record.value)
-        headers = []
+        headers: list[HeaderJson] = []
         for header_key, header_value in record.headers or []:
             text, encoding = text_or_base64(header_value)
             headers.append({"key": header_key, "value": text, "encoding": encoding})
@@ -712,13 +787,13 @@ class ConsoleService:
                 "key": key, "value": value, "headers": headers, "encoding": encoding,
                 "value_json": _json_value(record.value)}
 
-    def produce(self, name: str, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict) or not isinstance(body.get("records"), list):
+    def produce(self, name: str, body: JsonValue) -> JsonObject:
+        records = body.get("records") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or not isinstance(records, list):
             raise bad_request('the body must be {"records": [{"key", "value", "headers", '
                               '"partition"}]}')
         if set(body) != {"records"}:
             raise bad_request(f"unknown fields: {', '.join(sorted(set(body) - {'records'}))}")
-        records = body["records"]
         if not 1 <= len(records) <= MAX_RECORDS_PER_POST:
             raise bad_request(f"send 1 to {MAX_RECORDS_PER_POST} records")
         known = {p.partition for p in self._partitions_of(name)}
@@ -732,9 +807,10 @@ class ConsoleService:
                                   f"{', '.join(sorted(unknown))}")
             if record.get("encoding") not in (None, "base64"):
                 raise bad_request(f"records[{index}].encoding must be 'base64' or absent")
-            partition = record.get("partition")
+            wanted = record.get("partition")
+            partition = None if wanted is None else check_int(
+                wanted, f"records[{index}].partition", 0, MAX_PARTITIONS)
             if partition is not None:
-                check_int(partition, f"records[{index}].partition", 0, MAX_PARTITIONS)
                 if partition not in known:
                     raise ApiError(404, f"topic {name!r} has no partition {partition}")
             prepared.append((_field(record, "key", index), _field(record, "value", index),
@@ -758,15 +834,16 @@ class ConsoleService:
 
     # ----- groups -------------------------------------------------------------------
 
-    def list_groups(self) -> list[dict[str, Any]]:
+    def list_groups(self) -> JsonArray:
         found = self.call(self.admin.list_groups)
         return [{"group_id": g, "protocol_type": t} for g, t in found]
 
-    def group(self, group_id: str) -> dict[str, Any]:
+    def group(self, group_id: str) -> JsonObject:
         described = self._existing_group(group_id)
-        partitions = [{"topic": tp.topic, "partition": tp.partition, "committed": o.committed,
-                       "latest": o.end, "lag": o.lag}
-                      for tp, o in sorted(described.offsets.items())]
+        partitions: JsonArray = [
+            {"topic": tp.topic, "partition": tp.partition, "committed": o.committed,
+             "latest": o.end, "lag": o.lag}
+            for tp, o in sorted(described.offsets.items())]
         return {
             "group_id": described.group_id,
             "state": described.state,
@@ -779,10 +856,10 @@ class ConsoleService:
                                         for tp in m.assignment]}
                         for m in described.members],
             "partitions": partitions,
-            "total_lag": sum(p["lag"] or 0 for p in partitions),
+            "total_lag": sum(o.lag or 0 for o in described.offsets.values()),
         }
 
-    def _existing_group(self, group_id: str) -> Any:
+    def _existing_group(self, group_id: str) -> admin_groups.GroupDescription:
         if not group_id:
             raise ApiError(404, "unknown group ''")
         described = self.call(lambda: self.admin.describe_group(group_id))
@@ -791,7 +868,7 @@ class ConsoleService:
             raise ApiError(404, f"unknown group {group_id!r}")
         return described
 
-    def reset_offsets(self, group_id: str, body: Any) -> dict[str, Any]:
+    def reset_offsets(self, group_id: str, body: JsonValue) -> JsonObject:
         """The plan of new offsets (``admin.groups.plan_reset``, the CLI's planner), committed
         only with ``"execute": true``, as kafka-consumer-groups.sh --execute."""
         if not isinstance(body, dict):
@@ -799,21 +876,13 @@ class ConsoleService:
         unknown = set(body) - {"topic", "to", "partitions", "execute"}
         if unknown:
             raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
-        topic = body.get("topic")
-        if topic is not None:
-            check_topic_name(topic)
+        wanted_topic = body.get("topic")
+        topic = None if wanted_topic is None else check_topic_name(wanted_topic)
         execute = body.get("execute", False)
         if not isinstance(execute, bool):
             raise bad_request("execute must be true or false")
         target = _reset_target(body.get("to"))
-        partitions = body.get("partitions")
-        if "partitions" in body:  # absent: every partition; present: a list (never null)
-            if topic is None:
-                raise bad_request("partitions needs topic")
-            if not isinstance(partitions, list) or not partitions:
-                raise bad_request("partitions must be a non-empty list of partition numbers")
-            for p in partitions:
-                check_int(p, "a partition", 0, MAX_PARTITIONS)
+        partitions = _partition_numbers(body, topic is not None)
         group = self._existing_group(group_id)
         if group.members:
             raise ApiError(409, f"group {group_id!r} has {len(group.members)} active members; "
@@ -846,7 +915,7 @@ class ConsoleService:
 
     # ----- leader election ------------------------------------------------------------
 
-    def elect_leaders(self, body: Any) -> dict[str, Any]:
+    def elect_leaders(self, body: JsonValue) -> JsonObject:
         """Preferred leader election (ElectLeaders) for a topic's partitions, or all.
 
         Each partition's result: "elected" (its preferred replica leads now),
@@ -858,20 +927,13 @@ class ConsoleService:
         unknown = set(body) - {"topic", "partitions"}
         if unknown:
             raise bad_request(f"unknown fields: {', '.join(sorted(unknown))}")
-        topic = body.get("topic")
+        wanted_topic = body.get("topic")
         if "partitions" in body and body["partitions"] is None:
             raise bad_request("partitions must be a non-empty list of partition numbers "
                               "(leave it out for every partition)")
-        partitions = body.get("partitions")
-        if "partitions" in body:  # absent: every partition; present: a list (never null)
-            if topic is None:
-                raise bad_request("partitions needs topic")
-            if not isinstance(partitions, list) or not partitions:
-                raise bad_request("partitions must be a non-empty list of partition numbers")
-            for p in partitions:
-                check_int(p, "a partition", 0, MAX_PARTITIONS)
-        if topic is not None:
-            check_topic_name(topic)
+        partitions = _partition_numbers(body, wanted_topic is not None)
+        if wanted_topic is not None:
+            topic = check_topic_name(wanted_topic)
             known = {p.partition for p in self._partitions_of(topic)}
             missing = sorted(set(partitions or ()) - known)
             if missing:
@@ -882,12 +944,13 @@ class ConsoleService:
         outcomes = self.call(lambda: self.admin.elect_leaders(wanted,
                                                               timeout_ms=REQUEST_TIMEOUT_MS))
         snapshot = self.call(lambda: self.client.refresh_metadata(None, REQUEST_TIMEOUT_MS))
-        leaders, preferred = {}, {}
+        leaders: dict[tuple[str, int], int] = {}
+        preferred: dict[tuple[str, int], int] = {}
         for name, meta in snapshot.topics.items():
-            for index, p in meta.partitions.items():
-                leaders[(name, index)] = p.leader
-                preferred[(name, index)] = p.replicas[0] if p.replicas else -1
-        results = []
+            for index, described in meta.partitions.items():
+                leaders[(name, index)] = described.leader
+                preferred[(name, index)] = described.replicas[0] if described.replicas else -1
+        results: JsonArray = []
         for (topic, partition), error in sorted(outcomes.items()):
             if isinstance(error, KafkaTimeoutError | RequestTimedOutError):
                 raise ApiError(503, str(error))
@@ -903,18 +966,18 @@ class ConsoleService:
 
     # ----- ACLs ---------------------------------------------------------------------
 
-    def list_acls(self, query: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    def list_acls(self, query: Mapping[str, str | None]) -> JsonArray:
         """The ACLs a filter of query parameters selects (each optional: any)."""
         wanted = _acl_filter(query, "query parameter")
         return [_acl_json(b) for b in self.call(lambda: self.admin.describe_acls(wanted))]
 
-    def create_acl(self, body: Any) -> dict[str, Any]:
+    def create_acl(self, body: JsonValue) -> JsonObject:
         """Store one binding (CreateAcls); the broker checks it as Kafka does."""
         binding = _acl_binding(body)
         self.call(lambda: self.admin.create_acls([binding]))
         return {"created": [_acl_json(binding)]}
 
-    def delete_acls(self, body: Any) -> dict[str, Any]:
+    def delete_acls(self, body: JsonValue) -> JsonObject:
         """Delete every ACL the filter selects (DeleteAcls); answers the deleted ones."""
         if not isinstance(body, dict):
             raise bad_request("the body must be a JSON object (a filter; {} selects all)")
@@ -926,13 +989,13 @@ class ConsoleService:
 
     # ----- SCRAM users --------------------------------------------------------------
 
-    def list_users(self) -> list[dict[str, Any]]:
+    def list_users(self) -> JsonArray:
         found = self.call(lambda: self.admin.describe_users())
         return [{"name": name, "mechanisms": [{"mechanism": c.mechanism,
                                                "iterations": c.iterations} for c in infos]}
                 for name, infos in sorted(found.items())]
 
-    def put_user(self, name: str, body: Any) -> dict[str, Any]:
+    def put_user(self, name: str, body: JsonValue) -> JsonObject:
         """Add or replace one mechanism's credential (AlterUserScramCredentials upsert)."""
         _check_user_name(name)
         if not isinstance(body, dict):
@@ -951,19 +1014,19 @@ class ConsoleService:
             raise bad_request(str(exc)) from None
         return {"name": name, "mechanism": mechanism, "iterations": iterations}
 
-    def delete_user(self, name: str, mechanism: Any) -> None:
+    def delete_user(self, name: str, mechanism: str | None) -> None:
         _check_user_name(name)
-        mechanism = _check_mechanism(mechanism)
-        self.call(lambda: self.admin.delete_user(name, mechanism))
+        checked = _check_mechanism(mechanism)
+        self.call(lambda: self.admin.delete_user(name, checked))
 
     # ----- throughput -------------------------------------------------------------------
 
-    def throughput(self) -> dict[str, Any]:
+    def throughput(self) -> ThroughputSeries:
         return self.throughput_sampler.series()
 
     # ----- group lag for Prometheus ---------------------------------------------------
 
-    def group_offsets(self) -> list[tuple[str, Any]]:
+    def group_offsets(self) -> list[tuple[str, admin_groups.GroupDescription]]:
         """(group id, description) of every group that answers; for GET /metrics."""
         found = []
         for group_id, _ in self.call(self.admin.list_groups):

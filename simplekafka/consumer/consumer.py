@@ -43,8 +43,9 @@ from simplekafka.protocol.api import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
+# A deserializer makes the application's own keys and values (of its chosen type) from bytes.
 Deserializer = Callable[[bytes | None], Any]
-RebalanceCallback = Callable[[list[TopicPartition]], Any]
+RebalanceCallback = Callable[[list[TopicPartition]], object]
 log = logging.getLogger(__name__)
 
 EARLIEST = EARLIEST_TIMESTAMP
@@ -598,7 +599,7 @@ class Consumer:
         self,
         offsets: Mapping[TopicPartition | tuple[str, int], int] | None = None,
         asynchronous: bool = False,
-        callback: Callable[[dict, BaseException | None], Any] | None = None,
+        callback: Callable[[dict, BaseException | None], object] | None = None,
     ) -> Future | None:
         """Commit offsets to the group: by default the position of every assigned partition.
 

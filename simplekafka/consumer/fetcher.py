@@ -35,6 +35,7 @@ from simplekafka.protocol.compression import (
     DecompressedTooLargeError,
 )
 from simplekafka.protocol.errors import CorruptBatchError, ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.message_types import FetchRequest, FetchRequestTopicsPartitions
 from simplekafka.protocol.records import parse_batch, parse_control_marker
 from simplekafka.protocol.structs import TopicPartition
@@ -48,6 +49,7 @@ class ConsumerRecord(NamedTuple):
     offset: int
     timestamp: int
     timestamp_type: int
+    # What the consumer's deserializers made of the bytes: the application's own types.
     key: Any
     value: Any
     headers: list[tuple[str, bytes | None]]
@@ -217,7 +219,7 @@ class Fetcher:
             self._take_response(future.result(), epochs)
             self.send_fetches()
 
-    def _take_response(self, body: Any, epochs: dict[TopicPartition, int]) -> None:
+    def _take_response(self, body: Struct, epochs: dict[TopicPartition, int]) -> None:
         refresh = False
         for topic in body.responses:
             for part in topic.partitions:

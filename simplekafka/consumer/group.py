@@ -25,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from typing import Any
 
 from simplekafka.client.client import Deadline, KafkaClient, coordinator_connection
 from simplekafka.client.errors import KafkaError, KafkaTimeoutError, error_for
@@ -41,6 +40,7 @@ from simplekafka.client.offsets import committed_offsets, offset_fetch_request
 from simplekafka.consumer.assignors import assignor_for
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -111,8 +111,8 @@ class GroupMember:
     def coordinator_dead(self) -> None:
         self.coordinator_id = None
 
-    def send_to_coordinator(self, api_key: ApiKey, body: Any, deadline: Deadline,
-                            timeout_ms: int | None = None) -> Any:
+    def send_to_coordinator(self, api_key: ApiKey, body: object, deadline: Deadline,
+                            timeout_ms: int | None = None) -> Struct:
         """Send to the coordinator; a coordinator error or lost connection forgets it."""
         node = self.coordinator(deadline)
         try:
@@ -177,7 +177,7 @@ class GroupMember:
         return partitions
 
     def _rebalance_request(self, api_key: ApiKey, body: dict, deadline: Deadline,
-                           doing: str) -> Any:
+                           doing: str) -> Struct | None:
         """JoinGroup or SyncGroup: the answer, or None when the round must start again."""
         try:
             answer = self.send_to_coordinator(api_key, body, deadline,
@@ -202,7 +202,7 @@ class GroupMember:
             raise error_for(code, f"{doing} group {self.group_id!r}")
         return answer
 
-    def _lead(self, answer: Any, partition_counts: Callable[[set[str]], Mapping[str, int]],
+    def _lead(self, answer: Struct, partition_counts: Callable[[set[str]], Mapping[str, int]],
               ) -> list[dict]:
         """As the leader: run the agreed assignor over every member's subscription."""
         assignor = assignor_for(answer.protocol_name)
@@ -345,7 +345,7 @@ class GroupMember:
         sent.add_done_callback(done)
         return result
 
-    def check_commit_answer(self, answer: Any, generation: int = -1) -> None:
+    def check_commit_answer(self, answer: Struct, generation: int = -1) -> None:
         """Raise the commit's error; ``generation`` is the one the commit was sent with."""
         for topic in answer.topics:
             for part in topic.partitions:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import math
 import re
 import select
-from typing import Any
+from typing import Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, NodeExistsError
@@ -59,12 +60,23 @@ def parse_connect_string(connect_string: str) -> tuple[str, str | None]:
     return hosts, chroot or None
 
 
-_FROM_KAFKA_OPTS: Any = object()
+class _Login(enum.Enum):
+    FROM_KAFKA_OPTS = "the login KAFKA_OPTS names"
+
+
+_FROM_KAFKA_OPTS = _Login.FROM_KAFKA_OPTS
+
+
+class _HasFileno(Protocol):
+    def fileno(self) -> int: ...
+
+
+Selectable = int | _HasFileno  # what select() waits on: a descriptor or a socket
 
 
 def connect_zookeeper(connect_string: str, timeout: float = 15.0,
                       session_timeout: float = DEFAULT_SESSION_TIMEOUT,
-                      login: tuple[str, str] | None = _FROM_KAFKA_OPTS,
+                      login: tuple[str, str] | _Login | None = _FROM_KAFKA_OPTS,
                       secure_acls: bool | None = None) -> KazooClient:
     """A started KazooClient for ``connect_string``; the chroot is created if absent.
 
@@ -80,7 +92,7 @@ def connect_zookeeper(connect_string: str, timeout: float = 15.0,
     client: ``client.stop()`` and ``client.close()`` when done.
     """
     hosts, chroot = parse_connect_string(connect_string)
-    if login is _FROM_KAFKA_OPTS:
+    if login is _Login.FROM_KAFKA_OPTS:
         try:
             login = zookeeper_login()
         except ZooKeeperLoginError as exc:
@@ -118,11 +130,12 @@ class PollingHandler(SequentialThreadingHandler):
     which ``select.select`` refuses).
     """
 
-    def select(self, rlist: list[Any], wlist: list[Any], xlist: list[Any],
-               timeout: float | None = None) -> tuple[list[Any], list[Any], list[Any]]:
+    def select(self, rlist: list[Selectable], wlist: list[Selectable], xlist: list[Selectable],
+               timeout: float | None = None
+               ) -> tuple[list[Selectable], list[Selectable], list[Selectable]]:
         poller = select.poll()
         wanted: dict[int, int] = {}
-        objects: dict[int, list[Any]] = {}
+        objects: dict[int, list[tuple[int, Selectable]]] = {}
         for flags, group in ((_READABLE, rlist), (_WRITABLE, wlist)):
             for obj in group:
                 fd = obj if isinstance(obj, int) else obj.fileno()
@@ -131,8 +144,8 @@ class PollingHandler(SequentialThreadingHandler):
         for fd, flags in wanted.items():
             poller.register(fd, flags)
         wait_ms = None if timeout is None else max(0, math.ceil(timeout * 1000))
-        readable: list[Any] = []
-        writable: list[Any] = []
+        readable: list[Selectable] = []
+        writable: list[Selectable] = []
         for fd, events in poller.poll(wait_ms):
             for flags, obj in objects.get(fd, ()):
                 if events & (flags | _BROKEN):

@@ -31,7 +31,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -86,7 +86,7 @@ class WriteConflictError(RuntimeError):
     ``results`` holds kazoo's per-operation results (exceptions for the failed ones).
     """
 
-    def __init__(self, message: str, results: list[Any]):
+    def __init__(self, message: str, results: list[object]):
         super().__init__(message)
         self.results = results
 
@@ -147,6 +147,12 @@ def read_controller_epoch(zk: KazooClient) -> tuple[int, int]:
     return decode_controller_epoch(data), stat.version
 
 
+class PendingMulti(Protocol):
+    """A multi sent without waiting (kazoo's IAsyncResult): ``get`` waits for its results."""
+
+    def get(self) -> list[object]: ...
+
+
 class FencedTransaction:
     """A kazoo multi that begins with a check of ``/controller_epoch``'s version.
 
@@ -180,17 +186,17 @@ class FencedTransaction:
         self._transaction.check(path, version)
         return self
 
-    def commit(self) -> list[Any]:
+    def commit(self) -> list[object]:
         """Apply all operations atomically, or none; returns results without the check."""
         return self.results(self._transaction.commit())
 
-    def commit_async(self) -> Any:
+    def commit_async(self) -> PendingMulti:
         """Send the multi without waiting (kazoo's IAsyncResult); pass ``.get()`` to
         ``results``. Many sent before the first is awaited share the round trips, as
         Kafka's controller pipelines its per-partition multis."""
         return self._transaction.commit_async()
 
-    def results(self, results: list[Any]) -> list[Any]:
+    def results(self, results: list[object]) -> list[object]:
         """Interpret a committed multi's results (see the class docstring)."""
         if isinstance(results[0], (BadVersionError, NoNodeError)):
             if self._on_moved is not None:
@@ -209,7 +215,7 @@ class FencedTransaction:
 @dataclass
 class _Event:
     kind: str
-    payload: Any = None
+    payload: Callable[[], object] | None = None  # what a "call" event runs
     done: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
 
 
@@ -227,17 +233,17 @@ class ControllerElection:
         zk: KazooClient,
         broker_id: int,
         registration: BrokerRegistration | None = None,
-        on_elected: Callable[[int], Any] | None = None,
-        on_resigned: Callable[[], Any] | None = None,
-        on_brokers_changed: Callable[[BrokerChanges], Any] | None = None,
-        on_controller_changed: Callable[[int | None], Any] | None = None,
-        on_topics_changed: Callable[[TopicChanges], Any] | None = None,
+        on_elected: Callable[[int], object] | None = None,
+        on_resigned: Callable[[], object] | None = None,
+        on_brokers_changed: Callable[[BrokerChanges], object] | None = None,
+        on_controller_changed: Callable[[int | None], object] | None = None,
+        on_topics_changed: Callable[[TopicChanges], object] | None = None,
         call_soon: CallSoon = call_directly,
     ):
         self.zk = zk
         self.broker_id = broker_id
         self.registration = registration
-        self._callbacks = {
+        self._callbacks: dict[str, Callable[..., object] | None] = {
             "elected": on_elected, "resigned": on_resigned,
             "brokers_changed": on_brokers_changed, "controller_changed": on_controller_changed,
             "topics_changed": on_topics_changed,
@@ -325,7 +331,7 @@ class ControllerElection:
 
     # ---- event plumbing ---------------------------------------------------------------
 
-    def _enqueue(self, kind: str, payload: Any = None) -> None:
+    def _enqueue(self, kind: str, payload: Callable[[], object] | None = None) -> None:
         self._events.put(_Event(kind, payload))
 
     def _on_session_state(self, state: str) -> None:
@@ -353,7 +359,7 @@ class ControllerElection:
     def _on_topics_watch(self, event: WatchedEvent) -> None:
         self._enqueue("topics_changed")
 
-    def _deliver(self, name: str, *args: Any) -> None:
+    def _deliver(self, name: str, *args: object) -> None:
         callback = self._callbacks[name]
         if callback is not None:
             self._call_soon(lambda: callback(*args))
@@ -378,7 +384,8 @@ class ControllerElection:
                 return
             if event.kind == "call":
                 try:
-                    event.done.set_result(event.payload())
+                    call = event.payload
+                    event.done.set_result(call() if call is not None else None)
                 except BaseException as exc:  # handed to the caller through the future
                     event.done.set_exception(exc)
                 continue

@@ -20,15 +20,16 @@ import concurrent.futures
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 __all__ = ["CallSoon", "LoopHandoff", "call_directly"]
 
 T = TypeVar("T")
-CallSoon = Callable[[Callable[[], Any]], Any]
+P = ParamSpec("P")
+CallSoon = Callable[[Callable[[], object]], object]
 
 
-def call_directly(fn: Callable[[], Any]) -> None:
+def call_directly(fn: Callable[[], object]) -> None:
     """The trivial ``call_soon``: run at once, on whatever thread we are on."""
     fn()
 
@@ -42,15 +43,15 @@ class LoopHandoff:
             max_workers=max_workers, thread_name_prefix="zk-blocking")
         self._closed = threading.Event()
 
-    def deliver(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    def deliver(self, fn: Callable[P, object], *args: P.args, **kwargs: P.kwargs) -> None:
         """Schedule ``fn(*args, **kwargs)`` on the loop (callable from any thread)."""
         self.call_soon(functools.partial(fn, *args, **kwargs))
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., None]:
+    def wrap(self, fn: Callable[P, object]) -> Callable[P, None]:
         """A function that, called on any thread, runs ``fn`` with its arguments on the loop."""
 
         @functools.wraps(fn)
-        def on_loop(*args: Any, **kwargs: Any) -> None:
+        def on_loop(*args: P.args, **kwargs: P.kwargs) -> None:
             self.deliver(fn, *args, **kwargs)
 
         return on_loop
@@ -58,9 +59,9 @@ class LoopHandoff:
     def run_blocking(
         self,
         fn: Callable[..., T],
-        *args: Any,
-        on_result: Callable[[T], Any] | None = None,
-        on_error: Callable[[BaseException], Any] | None = None,
+        *args: object,
+        on_result: Callable[[T], object] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
     ) -> concurrent.futures.Future[T]:
         """Run blocking ``fn(*args)`` on a worker thread; report back on the loop.
 

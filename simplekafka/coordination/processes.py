@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeGuard, TypeVar
+from typing import TypeGuard, TypeVar
 
 LOOPBACK = "127.0.0.1"
 
@@ -96,5 +96,5 @@ def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0) -> Ty
     return True
 
 
-__all__: list[Any] = ["LOOPBACK", "command_line", "free_port", "pid_alive", "stop_recorded_pid",
+__all__: list[str] = ["LOOPBACK", "command_line", "free_port", "pid_alive", "stop_recorded_pid",
                       "wait_until"]

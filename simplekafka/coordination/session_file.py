@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -29,7 +29,7 @@ def publish_session(zk: KazooClient, path: str | os.PathLike | None = None) -> N
         return
     target = Path(path)
 
-    def write(_state: Any = None) -> None:
+    def write(_state: object = None) -> None:
         client_id = zk.client_id
         if not client_id:
             return

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import WatchedEvent
 
 from simplekafka.coordination.assignment import AssignmentError, assign_replicas
 from simplekafka.coordination.znodes import (
@@ -165,7 +166,7 @@ def read_partition_states_of(zk: KazooClient, keys: Iterable[tuple[str, int]]
 
 
 def read_topic_assignments(zk: KazooClient, topics: Iterable[str],
-                           watch: Callable[[Any], None] | None = None
+                           watch: Callable[[WatchedEvent], object] | None = None
                            ) -> dict[str, TopicAssignment]:
     """``read_topic_assignment`` for many topics, pipelined; topics gone meanwhile are left
     out. With ``watch``, each read also leaves a data watch on the topic's znode (set by the
@@ -274,7 +275,7 @@ def create_topic(
 
 class _Creates(Protocol):
     def create(self, path: str, value: bytes = b"", ephemeral: bool = False,
-               sequence: bool = False) -> Any: ...
+               sequence: bool = False) -> object: ...
 
 
 def add_partition_state_creation(transaction: _Creates, zk: KazooClient, topic: str,

@@ -27,7 +27,6 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import NoAuthError
@@ -123,7 +122,7 @@ class KafkaAclKazooClient(KazooClient):
     """
 
     def create_async(self, path: str, value: bytes = b"", acl: list[ACL] | None = None,
-                     *args: Any, **kwargs: Any) -> Any:
+                     *args: object, **kwargs: object) -> object:
         return super().create_async(path, value, acl if acl is not None else kafka_acls(path),
                                     *args, **kwargs)
 

@@ -14,8 +14,9 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
+from simplekafka.json_values import JsonMapping, JsonObject
 from simplekafka.protocol.topic_ids import topic_id_from_text, topic_id_text
 
 __all__ = [
@@ -66,6 +67,9 @@ class ZkPaths:
     ACL_CHANGES = "/kafka-acl-changes"
     ACLS_EXTENDED = "/kafka-acl-extended"
     ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+    #: Offsets committed with OffsetCommit v0 (coordination.consumer_offsets), as the old
+    #: ZooKeeper consumers kept them and Kafka 3.9 still wrote them.
+    CONSUMERS = "/consumers"
 
     #: Persistent parents created on first contact, as Kafka's brokers do at startup.
     PERSISTENT_PATHS = (
@@ -111,8 +115,15 @@ class ZkPaths:
     def delete_topic(topic: str) -> str:
         return f"{ZkPaths.DELETE_TOPICS}/{topic}"
 
+    @staticmethod
+    def consumer_offset(group: str, topic: str, partition: int) -> str:
+        return f"{ZkPaths.CONSUMERS}/{group}/offsets/{topic}/{partition}"
 
-def _loads(data: bytes | None, what: str) -> dict[str, Any]:
+
+T = TypeVar("T")
+
+
+def _loads(data: bytes | None, what: str) -> JsonObject:
     try:
         value = json.loads(data or b"")
     except (ValueError, UnicodeDecodeError) as exc:
@@ -122,11 +133,11 @@ def _loads(data: bytes | None, what: str) -> dict[str, Any]:
     return value
 
 
-def _dumps(value: dict[str, Any]) -> bytes:
+def _dumps(value: JsonMapping) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
+def _field(obj: JsonMapping, key: str, kind: type[T], what: str) -> T:
     try:
         value = obj[key]
     except KeyError:
@@ -136,12 +147,23 @@ def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], what: s
     return value
 
 
-def _int_list(value: Any, what: str) -> tuple[int, ...]:
+def _int_list(value: object, what: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(
         isinstance(v, int) and not isinstance(v, bool) for v in value
     ):
         raise ZnodeFormatError(f"{what}: expected a list of broker ids, got {value!r:.80}")
     return tuple(value)
+
+
+def _timestamp(obj: JsonMapping) -> int:
+    """The "timestamp" (ms, written as a string), or 0 where it is missing or not a number."""
+    value = obj.get("timestamp", 0)
+    if not isinstance(value, str | int | float):
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        return 0
 
 
 def _now_ms() -> int:
@@ -215,7 +237,7 @@ class BrokerInfo:
         plaintext = [(h, p) for name, h, p in endpoints
                      if self.security_protocol_of(name) == "PLAINTEXT"]
         host, port = plaintext[0] if plaintext else (None, -1)
-        payload: dict[str, Any] = {
+        payload: JsonObject = {
             "listener_security_protocol_map": {name: self.security_protocol_of(name)
                                                for name, _h, _p in endpoints},
             "endpoints": [f"{name}://{h}:{p}" for name, h, p in endpoints],
@@ -262,10 +284,7 @@ class BrokerInfo:
         protocols = obj.get("listener_security_protocol_map") or {}
         if not isinstance(protocols, dict) or all(k == v for k, v in protocols.items()):
             protocols = {}  # the default mapping is not kept (equal to what was written)
-        try:
-            timestamp = int(obj.get("timestamp", 0))
-        except (TypeError, ValueError):
-            timestamp = 0
+        timestamp = _timestamp(obj)
         return BrokerInfo(broker_id, host, port, rack, timestamp, listener,
                           tuple(parsed) if len(parsed) > 1 else (),
                           tuple(sorted((str(k), str(v)) for k, v in protocols.items())))
@@ -289,10 +308,7 @@ class ControllerInfo:
     def from_json(data: bytes) -> ControllerInfo:
         what = ZkPaths.CONTROLLER
         obj = _loads(data, what)
-        try:
-            timestamp = int(obj.get("timestamp", 0))
-        except (TypeError, ValueError):
-            timestamp = 0
+        timestamp = _timestamp(obj)
         return ControllerInfo(_field(obj, "brokerid", int, what), timestamp)
 
 
@@ -330,7 +346,7 @@ class TopicAssignment:
         return len(next(iter(self.partitions.values()))) if self.partitions else 0
 
     def to_json(self) -> bytes:
-        document: dict[str, Any] = {
+        document: JsonObject = {
             "version": 1,
             "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
         }
@@ -365,7 +381,10 @@ class TopicAssignment:
         topic_id = None
         if "topic_id" in document:
             try:
-                topic_id = topic_id_from_text(document["topic_id"])
+                raw_id = document["topic_id"]
+                if not isinstance(raw_id, str):
+                    raise ValueError(f"not a string: {raw_id!r:.40}")
+                topic_id = topic_id_from_text(raw_id)
             except ValueError as exc:
                 raise ZnodeFormatError(f"{what}: topic_id: {exc}") from None
         partitions, adding, removing = [*maps, {}, {}][:3]

@@ -23,13 +23,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 from simplekafka.learn.report import Steps
 from simplekafka.learn.solutions import stage7_replication as reference
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import build_batch, parse_batches
+
+if TYPE_CHECKING:
+    from simplekafka.cluster import LocalCluster
+    from simplekafka.storage import Log
+
+FetchAnswer = reference.FetchAnswer
 
 TOPIC = "learn-follower"
 REPLICA_ID = 3  # the learner's follower: assigned, never a running broker
@@ -41,6 +47,26 @@ CONFIG = {
 }
 
 
+class Leader(Protocol):
+    """What a follower asks of its leader (SimpleKafka's given ``Leader``, or a script)."""
+
+    @property
+    def leader_epoch(self) -> int: ...
+    def offsets_for_leader_epoch(self, epoch: int) -> tuple[int, int, int]: ...
+    def fetch(self, fetch_offset: int) -> FetchAnswer: ...
+
+
+class Follower(Protocol):
+    """The exercise's contract: what the check reads and calls of the learner's Follower."""
+
+    log: Log
+    high_watermark: int
+    truncated: bool
+
+    def follow(self, leader: Leader) -> None: ...
+    def step(self) -> None: ...
+
+
 class _Mismatch(Exception):
     """The reference follower asked something else than the learner's did."""
 
@@ -49,18 +75,18 @@ class _Mismatch(Exception):
 class _Call:
     api: str  # "OffsetForLeaderEpoch" or "Fetch"
     argument: int  # the epoch asked, or the fetch offset
-    answer: Any
+    answer: FetchAnswer | tuple[int, ...]  # Fetch's, or OffsetForLeaderEpoch's
 
     def describe(self) -> str:
-        if self.api == "Fetch":
-            answer = self.answer
+        answer = self.answer
+        if isinstance(answer, FetchAnswer):
             error = "" if answer.error_code == ErrorCode.NONE else \
                 f"error {ErrorCode(answer.error_code).name}, "
             offsets = _offsets(answer.records)
             got = f"records at {offsets[0]}..{offsets[-1]}" if offsets else "no records"
             return f"Fetch(offset {self.argument}) -> {error}{got}, HW {answer.high_watermark}"
-        error, epoch, end = self.answer
-        shown = f"error {ErrorCode(error).name}" if error else f"({epoch}, {end})"
+        code, epoch, end = answer
+        shown = f"error {ErrorCode(code).name}" if code else f"({epoch}, {end})"
         return f"OffsetForLeaderEpoch(epoch {self.argument}) -> {shown}"
 
 
@@ -71,11 +97,15 @@ def _offsets(records: bytes) -> list[int]:
 class _Recording:
     """The learner's follower's leader: the real one, each call noted."""
 
-    def __init__(self, leader: Any) -> None:
+    def __init__(self, leader: Leader) -> None:
         self.leader = leader
         self.calls: list[_Call] = []
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def leader_epoch(self) -> int:
+        return self.leader.leader_epoch
+
+    def __getattr__(self, name: str) -> object:  # the rest of the leader, as it is
         return getattr(self.leader, name)
 
     def offsets_for_leader_epoch(self, epoch: int) -> tuple[int, int, int]:
@@ -83,7 +113,7 @@ class _Recording:
         self.calls.append(_Call("OffsetForLeaderEpoch", epoch, tuple(answer)))
         return answer
 
-    def fetch(self, fetch_offset: int) -> Any:
+    def fetch(self, fetch_offset: int) -> FetchAnswer:
         answer = self.leader.fetch(fetch_offset)
         self.calls.append(_Call("Fetch", fetch_offset, answer))
         return answer
@@ -92,35 +122,44 @@ class _Recording:
 class _Replay:
     """SimpleKafka's follower's leader: the learner's answers, if it asks the same."""
 
-    def __init__(self, leader: Any) -> None:
+    def __init__(self, leader: Leader) -> None:
         self.leader = leader
         self.calls: list[_Call] = []
         self.asked: list[str] = []
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def leader_epoch(self) -> int:
+        return self.leader.leader_epoch
+
+    def __getattr__(self, name: str) -> object:  # the rest of the leader, as it is
         return getattr(self.leader, name)
 
-    def _answer(self, api: str, argument: int) -> Any:
+    def _answer(self, api: str, argument: int) -> FetchAnswer | tuple[int, ...]:
         self.asked.append(f"{api}({'epoch' if api != 'Fetch' else 'offset'} {argument})")
         if not self.calls or (self.calls[0].api, self.calls[0].argument) != (api, argument):
             raise _Mismatch
         return self.calls.pop(0).answer
 
     def offsets_for_leader_epoch(self, epoch: int) -> tuple[int, int, int]:
-        return self._answer("OffsetForLeaderEpoch", epoch)
+        answer = self._answer("OffsetForLeaderEpoch", epoch)
+        assert isinstance(answer, tuple)  # (recorded from the same call)
+        error, found_epoch, end = answer
+        return error, found_epoch, end
 
-    def fetch(self, fetch_offset: int) -> Any:
-        return self._answer("Fetch", fetch_offset)
+    def fetch(self, fetch_offset: int) -> FetchAnswer:
+        answer = self._answer("Fetch", fetch_offset)
+        assert isinstance(answer, FetchAnswer)  # (recorded from the same call)
+        return answer
 
 
-def _contents(log: Any) -> list[tuple[int, int, bytes | None]]:
+def _contents(log: Log) -> list[tuple[int, int, bytes | None]]:
     """(offset, leader epoch, value) of every record in a Log."""
     data = log.read(log.log_start_offset, 1 << 30)
     return [(r.offset, batch.header.partition_leader_epoch, r.value)
             for batch in parse_batches(data) for r in batch]
 
 
-def _state(follower: Any) -> dict:
+def _state(follower: Follower | reference.Follower) -> dict:
     log = follower.log
     return {"log end offset": log.log_end_offset,
             "epochs": [tuple(e) for e in log.leader_epochs.entries],
@@ -143,10 +182,10 @@ class Pair:
 
     def restart(self) -> None:
         """New Follower objects on the same logs (the HW starts at 0 again)."""
-        self.mine = self.learner.Follower(self.logs[0])
+        self.mine: Follower = self.learner.Follower(self.logs[0])
         self.theirs = reference.Follower(self.logs[1])
 
-    def follow(self, leader: Any) -> None:
+    def follow(self, leader: Leader) -> None:
         self.recording, self.replay = _Recording(leader), _Replay(leader)
         self.mine.follow(self.recording)
         self.theirs.follow(self.replay)  # type: ignore[arg-type]  # answers as a Leader does
@@ -203,8 +242,8 @@ class Pair:
         for _ in range(MAX_STEPS):
             calls = self.step()
             last = calls[-1] if calls else None
-            if last is not None and last.api == "Fetch" and not last.answer.records \
-                    and last.answer.error_code == ErrorCode.NONE:
+            if last is not None and isinstance(last.answer, FetchAnswer) \
+                    and not last.answer.records and last.answer.error_code == ErrorCode.NONE:
                 return
             if last is not None and _is_error(last):
                 time.sleep(0.1)  # the leader is not ready yet: as the fetcher backs off
@@ -213,19 +252,19 @@ class Pair:
 
 
 def _is_error(call: _Call) -> bool:
-    if call.api == "Fetch":
+    if isinstance(call.answer, FetchAnswer):
         return call.answer.error_code != ErrorCode.NONE
     return call.answer[0] != ErrorCode.NONE
 
 
-def _leader_contents(cluster: Any, broker: int) -> list[tuple[int, int, bytes | None]]:
+def _leader_contents(cluster: LocalCluster, broker: int) -> list[tuple[int, int, bytes | None]]:
     from simplekafka.cluster.checker import read_partition_dir
 
     return [(r.offset, r.leader_epoch, r.value)
             for r in read_partition_dir(cluster.partition_dir(broker, TOPIC, 0))]
 
 
-def _produce(cluster: Any, broker: int, values: list[bytes], steps: Steps) -> int:
+def _produce(cluster: LocalCluster, broker: int, values: list[bytes], steps: Steps) -> int:
     """One batch per value, acks=1, through ``broker`` only (the other may be paused)."""
     from simplekafka.producer import Producer
 
@@ -238,15 +277,21 @@ def _produce(cluster: Any, broker: int, values: list[bytes], steps: Steps) -> in
     return offsets[0]
 
 
+def _leader_epoch(cluster: LocalCluster) -> int:
+    state = cluster.partition_state(TOPIC, 0)
+    if state is None:  # (the topic is made before anything asks)
+        raise RuntimeError(f"{TOPIC}-0 has no state znode")
+    return state.leader_epoch
+
+
 @contextmanager
-def _leader(cluster: Any, broker: int) -> Iterator[Any]:
+def _leader(cluster: LocalCluster, broker: int) -> Iterator[reference.Leader]:
     from simplekafka.client import KafkaClient
 
     client = KafkaClient(cluster.brokers[broker].address, client_id="learn-follower",
                          request_timeout_ms=10_000)
     try:
-        state = cluster.partition_state(TOPIC, 0)
-        yield reference.Leader(client, -1, TOPIC, 0, REPLICA_ID, state.leader_epoch)
+        yield reference.Leader(client, -1, TOPIC, 0, REPLICA_ID, _leader_epoch(cluster))
     finally:
         client.close()
 
@@ -256,21 +301,21 @@ class _ScriptedLeader:
 
     leader_epoch = 0
 
-    def __init__(self, fetches: list[Any], epochs: list[tuple[int, int, int]]) -> None:
+    def __init__(self, fetches: list[FetchAnswer], epochs: list[tuple[int, int, int]]) -> None:
         self.fetches, self.epochs = list(fetches), list(epochs)
 
     def offsets_for_leader_epoch(self, epoch: int) -> tuple[int, int, int]:
         return self.epochs.pop(0) if self.epochs else (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
 
-    def fetch(self, fetch_offset: int) -> Any:
+    def fetch(self, fetch_offset: int) -> FetchAnswer:
         if self.fetches:
             return self.fetches.pop(0)
-        return SimpleNamespace(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, records=b"",
-                               high_watermark=-1)
+        return FetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, records=b"",
+                           high_watermark=-1)
 
 
-def _fetch_answer(error: int, high_watermark: int, records: bytes = b"") -> Any:
-    return SimpleNamespace(error_code=int(error), records=records, high_watermark=high_watermark)
+def _fetch_answer(error: int, high_watermark: int, records: bytes = b"") -> FetchAnswer:
+    return FetchAnswer(error_code=int(error), records=records, high_watermark=high_watermark)
 
 
 def _scripted(learner: ModuleType, workdir: Path, steps: Steps) -> None:
@@ -335,7 +380,7 @@ def run(learner: ModuleType, workdir: Path) -> None:
         faults.expire_session(1)
         new_leader = cluster.wait_for_leader(TOPIC, 0, not_=1, timeout=60)
         steps.step(f"broker 1 is killed, broker 2 resumes; broker {new_leader} leads epoch "
-                   f"{cluster.partition_state(TOPIC, 0).leader_epoch}")
+                   f"{_leader_epoch(cluster)}")
         start = _produce(cluster, 2, [f"c{i}".encode() for i in range(2)], steps)
         steps.step(f"(broker 2 had copied {start - paused_at} of b0..b2 when it was paused: "
                    f"your follower's records from offset {start} on are not on it)")
@@ -361,6 +406,6 @@ def run(learner: ModuleType, workdir: Path) -> None:
         cluster.cleanup()
 
 
-def _expect_same_log(steps: Steps, pair: Pair, cluster: Any, broker: int) -> None:
+def _expect_same_log(steps: Steps, pair: Pair, cluster: LocalCluster, broker: int) -> None:
     steps.expect(f"your follower's log differs from broker {broker}'s (the leader's)",
                  _leader_contents(cluster, broker), _contents(pair.mine.log))

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 from simplekafka.learn.catalog import STAGES
 from simplekafka.learn.loader import load_learner_module
@@ -35,16 +35,16 @@ class Plugged:
                 f"runs as {self.target}")
 
 
-def _resolve(obj: Any, dotted: str) -> Any:
+def _resolve(obj: object, dotted: str) -> object:
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def _set(target: str, value: Any) -> None:
+def _set(target: str, value: object) -> None:
     module_name, _, attribute = target.partition(":")
     owner_path, _, name = attribute.rpartition(".")
-    owner = importlib.import_module(module_name)
+    owner: object = importlib.import_module(module_name)
     if owner_path:
         owner = _resolve(owner, owner_path)
     if not hasattr(owner, name):
@@ -70,7 +70,7 @@ def plugs_for(directory: Path, stages: Iterable[int] | None = None) -> list[Plug
 def install(directory: Path, stages: Iterable[int] | None = None) -> list[Plugged]:
     """Set each passed exercise's learner functions into SimpleKafka; returns what was set."""
     plugged = plugs_for(directory, stages)
-    modules: dict[int, Any] = {}
+    modules: dict[int, ModuleType] = {}
     for plug in plugged:
         if plug.stage not in modules:
             modules[plug.stage] = load_learner_module(directory, STAGES[plug.stage].module)

@@ -29,10 +29,12 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from types import FrameType, ModuleType
+from typing import Protocol
 
 from simplekafka.learn import plug
 from simplekafka.learn.loader import load_learner_module
+from simplekafka.protocol.fields import Struct
 
 HOST = "127.0.0.1"
 FETCH_RETRY_S = 0.05
@@ -47,27 +49,37 @@ def _fetched_bytes(body: dict | None) -> int:
                for p in t.get("partitions", []))
 
 
+class Broker(Protocol):
+    """Stage 4's contract: the learner's Broker (one handler per API, and close)."""
+
+    def api_versions(self, version: int, request: Struct) -> dict: ...
+    def metadata(self, version: int, request: Struct) -> dict: ...
+    def produce(self, version: int, request: Struct) -> dict | None: ...
+    def fetch(self, version: int, request: Struct) -> dict: ...
+    def close(self) -> None: ...
+
+
 class SharedBroker:
     """The learner's Broker behind one lock; its fetch waits for data up to max_wait_ms."""
 
-    def __init__(self, broker: Any):
+    def __init__(self, broker: Broker):
         self._broker = broker
         self._lock = threading.Lock()
 
-    def _call(self, name: str, version: int, request: Any) -> Any:
+    def _call(self, name: str, version: int, request: Struct) -> dict | None:
         with self._lock:
             return getattr(self._broker, name)(version, request)
 
-    def api_versions(self, version: int, request: Any) -> Any:
+    def api_versions(self, version: int, request: Struct) -> dict | None:
         return self._call("api_versions", version, request)
 
-    def metadata(self, version: int, request: Any) -> Any:
+    def metadata(self, version: int, request: Struct) -> dict | None:
         return self._call("metadata", version, request)
 
-    def produce(self, version: int, request: Any) -> Any:
+    def produce(self, version: int, request: Struct) -> dict | None:
         return self._call("produce", version, request)
 
-    def fetch(self, version: int, request: Any) -> Any:
+    def fetch(self, version: int, request: Struct) -> dict | None:
         deadline = time.monotonic() + getattr(request, "max_wait_ms", 0) / 1000.0
         while True:
             body = self._call("fetch", version, request)
@@ -84,7 +96,7 @@ class LearnerServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, module: Any, broker: SharedBroker, port: int):
+    def __init__(self, module: ModuleType, broker: SharedBroker, port: int):
         super().__init__((HOST, port), _Socket)
         self.module = module
         self.broker = broker
@@ -109,7 +121,7 @@ class _Socket(socketserver.BaseRequestHandler):
                   file=sys.stderr, flush=True)
 
 
-def _stop(_signum: int, _frame: Any) -> None:
+def _stop(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM: close the logs cleanly, as on Ctrl-C
 
 

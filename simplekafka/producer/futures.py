@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from simplekafka.client.errors import KafkaTimeoutError
+
+if TYPE_CHECKING:  # the batch module imports this one
+    from simplekafka.producer.accumulator import ProducerBatch
 
 
 class RecordMetadata(NamedTuple):
@@ -35,7 +38,7 @@ class BatchResult:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], Any]]] = []
+        self._callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], object]]] = []
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
@@ -62,7 +65,8 @@ class BatchResult:
         for future, callback in callbacks:
             _call_safely(callback, future)
 
-    def add_callback(self, future: RecordFuture, callback: Callable[[RecordFuture], Any]) -> None:
+    def add_callback(self, future: RecordFuture,
+                     callback: Callable[[RecordFuture], object]) -> None:
         with self._lock:
             if not self._event.is_set():
                 self._callbacks.append((future, callback))
@@ -70,7 +74,7 @@ class BatchResult:
         _call_safely(callback, future)
 
 
-def _call_safely(callback: Callable[[RecordFuture], Any], future: RecordFuture) -> None:
+def _call_safely(callback: Callable[[RecordFuture], object], future: RecordFuture) -> None:
     try:
         callback(future)
     except Exception:  # a user callback must not kill the sender thread
@@ -88,7 +92,7 @@ class RecordFuture:
 
     __slots__ = ("_batch", "_index")
 
-    def __init__(self, batch: Any, index: int) -> None:
+    def __init__(self, batch: ProducerBatch, index: int) -> None:
         self._batch = batch
         self._index = index
 
@@ -114,8 +118,8 @@ class RecordFuture:
         offset = base + self._index if base >= 0 else -1
         record = self._batch.records[self._index]
         timestamp = outcome.log_append_time
-        if timestamp < 0:
-            timestamp = record.timestamp
+        if timestamp < 0:  # the producer stamps every record (so never -1 here)
+            timestamp = record.timestamp if record.timestamp is not None else -1
         tp = self._batch.tp
         return RecordMetadata(
             tp.topic,
@@ -134,7 +138,7 @@ class RecordFuture:
             raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
         return outcome.error
 
-    def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
+    def add_done_callback(self, callback: Callable[[RecordFuture], object]) -> None:
         """Run ``callback(future)`` when done (on the producer's sender thread)."""
         self._batch.result.add_callback(self, callback)
 

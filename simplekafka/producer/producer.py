@@ -48,13 +48,16 @@ from simplekafka.producer.transactions import (
 )
 from simplekafka.protocol.compression import Compression
 from simplekafka.protocol.records import Record
-from simplekafka.protocol.structs import TopicPartition
+from simplekafka.protocol.structs import OffsetAndMetadata, TopicPartition
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _new_record = tuple.__new__
 _time_ns = time.time_ns
 _NO_HEADERS: list[tuple[str, bytes | None]] = []  # shared, never appended to
+# A serializer takes the application's own keys and values, of whatever type it chose (as
+# kafka-python's): Any, so that a serializer of dicts or of str is one.
 Serializer = Callable[[Any], bytes | None]
+Offset = int | OffsetAndMetadata  # what send_offsets_to_transaction commits
 Partitioner = Callable[[str, bytes | None, Sequence[int]], int]
 
 
@@ -66,7 +69,7 @@ def _parse_acks(acks: int | str) -> int:
     raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
 
 
-def _to_bytes(data: Any, serializer: Serializer | None, what: str) -> bytes | None:
+def _to_bytes(data: object, serializer: Serializer | None, what: str) -> bytes | None:
     if serializer is not None:
         try:
             data = serializer(data)
@@ -172,8 +175,8 @@ class Producer:
     def send(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: object = None,
+        key: object = None,
         headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
@@ -308,8 +311,9 @@ class Producer:
         """Start a transaction: what is sent from now on commits or aborts together."""
         self._txn().begin()
 
-    def send_offsets_to_transaction(self, offsets: Mapping[Any, Any],
-                                    group_metadata_or_group_id: Any,
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Offset]
+                                    | Mapping[tuple[str, int], Offset],
+                                    group_metadata_or_group_id: object,
                                     timeout: float | None = None) -> None:
         """Commit a consumer group's offsets as part of this transaction (read-process-write).
 

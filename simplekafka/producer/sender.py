@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any
 
 from simplekafka.client.client import KafkaClient
 from simplekafka.client.errors import (
@@ -30,6 +29,8 @@ from simplekafka.producer.accumulator import ProducerBatch, RecordAccumulator
 from simplekafka.producer.transactions import TransactionManager
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import ProduceRequest, ProduceRequestTopicDataPartitionData
 from simplekafka.protocol.records import build_batch
 from simplekafka.protocol.structs import TopicPartition
 
@@ -204,7 +205,7 @@ class Sender(threading.Thread):
         return batch.encoded
 
     def _send(self, node_id: int, batches: list[ProducerBatch]) -> None:
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[str, list[ProduceRequestTopicDataPartitionData]] = {}
         for batch in batches:
             try:
                 records = self._encode(batch)
@@ -218,7 +219,7 @@ class Sender(threading.Thread):
         batches = [b for b in batches if not b.result.done]
         if not batches:
             return
-        body = {
+        body: ProduceRequest = {
             "transactional_id": None if self.transactions is None
             else self.transactions.transactional_id,
             "acks": self.acks,
@@ -266,7 +267,7 @@ class Sender(threading.Thread):
                 for batch in batches:
                     self._succeed(batch, -1, -1)
                 return
-            answers: dict[TopicPartition, Any] = {}
+            answers: dict[TopicPartition, Struct] = {}
             for topic in body.responses:
                 for part in topic.partition_responses:
                     answers[TopicPartition(topic.name, part.index)] = part

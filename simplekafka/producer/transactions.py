@@ -23,7 +23,6 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from simplekafka.client.client import Deadline, KafkaClient
 from simplekafka.client.errors import (
@@ -35,6 +34,7 @@ from simplekafka.client.errors import (
 from simplekafka.client.group_protocol import find_coordinator
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -127,12 +127,12 @@ class TransactionManager:
 
     # -- talking to the coordinator ------------------------------------------------------
 
-    def _call(self, api_key: ApiKey, body: dict, answer_code: Callable[[Any], ErrorCode],
-              timeout_ms: int, what: str) -> Any:
+    def _call(self, api_key: ApiKey, body: dict, answer_code: Callable[[Struct], ErrorCode],
+              timeout_ms: int, what: str) -> Struct:
         """Send one request to the transaction coordinator, retried until it answers without
         a retriable error (re-finding the coordinator when it moved)."""
 
-        def attempt(deadline: Deadline) -> Any:
+        def attempt(deadline: Deadline) -> Struct:
             if self._coordinator is None:
                 self._coordinator = self._find(deadline)
             try:
@@ -207,7 +207,7 @@ class TransactionManager:
         for tp in wanted:
             topics.setdefault(tp.topic, []).append(tp.partition)
 
-        def worst(answer: Any) -> ErrorCode:
+        def worst(answer: Struct) -> ErrorCode:
             codes = [ErrorCode.of(p.partition_error_code)
                      for t in answer.results_by_topic_v3_and_below
                      for p in t.results_by_partition]

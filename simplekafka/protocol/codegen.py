@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import cast
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
@@ -39,7 +39,7 @@ from simplekafka.protocol.fields import (
 
 def compile_read(schema: MessageSchema) -> Callable[[Buffer, int], tuple[Struct, int]]:
     """The schema's decoder: ``read(buf, pos) -> (struct, new_pos)``."""
-    ns: dict[str, Any] = {
+    ns: dict[str, object] = {
         "_new": object.__new__,
         "_len": len,
         "_range": range,
@@ -52,19 +52,20 @@ def compile_read(schema: MessageSchema) -> Callable[[Buffer, int], tuple[Struct,
     lines = ["def read(buf, pos):"]
     _emit_read(schema, ns, lines, "    ", "obj")
     lines.append("    return obj, pos")
-    return _define(schema, "read", lines, ns)
+    return cast("Callable[[Buffer, int], tuple[Struct, int]]", _define(schema, "read", lines, ns))
 
-def _define(schema: MessageSchema, name: str, lines: list[str], ns: dict[str, Any]) -> Any:
-    """Compile the generated function, keeping its text in ``schema.source``."""
+def _define(schema: MessageSchema, name: str, lines: list[str], ns: dict[str, object]) -> object:
+    """Compile the generated function, keeping its text in ``schema.source``; what it is,
+    the caller knows (the generated text is not type-checked)."""
     source = "\n".join(lines) + "\n"
     schema.source[name] = source
     exec(compile(source, f"<{schema.name} v{schema.version} {name}>", "exec"), ns)
     return ns[name]
 
 
-def compile_write(schema: MessageSchema) -> Callable[[bytearray, Any], None]:
+def compile_write(schema: MessageSchema) -> Callable[[bytearray, object], None]:
     """The schema's encoder: ``write(out, value)`` for a Struct, a dict or any object."""
-    ns: dict[str, Any] = {
+    ns: dict[str, object] = {
         "_getattr": getattr,
         "_dict": dict,
         "_isinstance": isinstance,
@@ -82,9 +83,9 @@ def compile_write(schema: MessageSchema) -> Callable[[bytearray, Any], None]:
     _emit_write(schema, ns, lines, "get({name!r}, {default})")
     lines.append("    else:")
     _emit_write(schema, ns, lines, "_getattr(value, {name!r}, {default})")
-    return _define(schema, "write", lines, ns)
+    return cast("Callable[[bytearray, object], None]", _define(schema, "write", lines, ns))
 
-def _emit_write(schema: MessageSchema, ns: dict[str, Any], lines: list[str], get: str) -> None:
+def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], get: str) -> None:
     """Emit the body that writes every field of ``schema``, reading them with ``get``."""
     ind = "        "
     for run, f in _fixed_runs(schema.fields):
@@ -133,7 +134,7 @@ def _emit_write(schema: MessageSchema, ns: dict[str, Any], lines: list[str], get
 
 
 def _emit_read(
-    schema: MessageSchema, ns: dict[str, Any], lines: list[str], ind: str, target: str
+    schema: MessageSchema, ns: dict[str, object], lines: list[str], ind: str, target: str
 ) -> None:
     """Emit code that reads one ``schema`` struct at ``pos`` into the variable ``target``.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import Any
+from typing import Protocol
 
 import cramjam
 
@@ -145,7 +145,13 @@ def decompress(codec: int | str | Compression, data: bytes | bytearray | memoryv
         ) from None
 
 
-def _bounded(module: Any, name: str, data: bytes | bytearray | memoryview,
+class _DecompressInto(Protocol):
+    """What ``_bounded`` uses of a cramjam codec module."""
+
+    def decompress_into(self, data: bytes | bytearray | memoryview, out: bytearray) -> int: ...
+
+
+def _bounded(module: _DecompressInto, name: str, data: bytes | bytearray | memoryview,
              max_bytes: int) -> bytes:
     """Decompress into a buffer of a first guess, then once more of ``max_bytes + 1`` if needed."""
     size = min(max(len(data) * _FIRST_GUESS_RATIO, 4096), max_bytes + 1)

@@ -18,7 +18,7 @@ controller.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Final
 
 from simplekafka.protocol.schema import (
     BOOL,
@@ -39,7 +39,7 @@ from simplekafka.protocol.schema import (
     StructType,
 )
 
-_MISSING: Any = object()
+_MISSING: Final = object()  # "no default given" (identity only)
 
 
 class Versions:
@@ -95,7 +95,7 @@ class F:
         type: str | list[F] | One,
         versions: str = "0+",
         nullable: str = "none",
-        default: Any = _MISSING,
+        default: object = _MISSING,
         tag: int | None = None,
         tagged: str = "none",
     ):

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import bitstring
 
@@ -50,7 +51,7 @@ class Node:
     offset: int
     length: int
     type: str
-    value: Any = None
+    value: object = None  # what the bytes decode to (a number, text, bytes) or a summary
     children: list[Node] = field(default_factory=list)
     note: str = ""
     space: str = ""  # "" for the frame's own bytes, "decompressed" inside a compressed batch
@@ -179,12 +180,15 @@ class _TreeBuilder(SchemaVisitor):
             node.length = end - node.offset
 
     def field(self, name: str, field_type: FieldType | None, type_name: str, start: int,
-              end: int, value: Any) -> None:
+              end: int, value: object) -> None:
         parent = self.stack[-1][0]
         node = Node(name, start, end - start, type_name, value, space=self.walker.space)
         parent.children.append(node)
         if isinstance(field_type, Records):
-            node.value = None if value is None else f"{len(value)} bytes"
+            if not isinstance(value, bytes | bytearray | memoryview):  # null: no record set
+                node.value = None
+                return
+            node.value = f"{len(value)} bytes"
             if value and is_message_set(value):  # formats v0/v1: Produce v0-2, Fetch v0-3
                 _MessageSetWalker(self.walker.data[:end], self.walker.space,
                                   self.walker.buffers).messages(node, end - len(value), end)
@@ -240,7 +244,18 @@ _HEADER_FIELDS = [
 ]
 
 
-def attribute_bits(attributes: int) -> dict[str, Any]:
+class AttributeBits(TypedDict):
+    """A RecordBatch's attribute bits: each (raw bits, meaning), and all 16 as text."""
+
+    compression: tuple[int, str]
+    timestamp_type: tuple[int, str]
+    is_transactional: tuple[int, bool]
+    is_control: tuple[int, bool]
+    has_delete_horizon: tuple[int, bool]
+    bits: str
+
+
+def attribute_bits(attributes: int) -> AttributeBits:
     """A RecordBatch's attributes int16, bit by bit (bit 0 is the least significant)."""
     bits = bitstring.Bits(uint=attributes & 0xFFFF, length=16)
     codec = bits[13:16].uint
@@ -311,14 +326,14 @@ class _BatchWalker(_Walker):
         attributes = node.child("attributes")
         bits = attribute_bits(values["attributes"])
         attributes.note = f"bits {bits['bits'][:8]} {bits['bits'][8:]}"
-        for bit_name, label in [
-            ("compression", "bits 0-2"),
-            ("timestamp_type", "bit 3"),
-            ("is_transactional", "bit 4"),
-            ("is_control", "bit 5"),
-            ("has_delete_horizon", "bit 6"),
-        ]:
-            raw, meaning = bits[bit_name]
+        described: list[tuple[str, str, tuple[int, object]]] = [
+            ("compression", "bits 0-2", bits["compression"]),
+            ("timestamp_type", "bit 3", bits["timestamp_type"]),
+            ("is_transactional", "bit 4", bits["is_transactional"]),
+            ("is_control", "bit 5", bits["is_control"]),
+            ("has_delete_horizon", "bit 6", bits["has_delete_horizon"]),
+        ]
+        for bit_name, label, (raw, meaning) in described:
             attributes.children.append(Node(
                 bit_name, attributes.offset, 2, label, f"{raw} ({meaning})", space=self.space))
         codec = bits["compression"][0]
@@ -376,8 +391,8 @@ class _RecordWalker(_Walker):
                     offset=min(pos, end),
                     expected=f"record {index} to end at offset {end}",
                 )
-            delta = node.child("offset_delta").value
-            ts_delta = node.child("timestamp_delta").value
+            delta = _int_value(node.child("offset_delta"))
+            ts_delta = _int_value(node.child("timestamp_delta"))
             node.value = (
                 f"offset {self.header['base_offset'] + delta}, "
                 f"timestamp {self.header['base_timestamp'] + ts_delta}"
@@ -412,7 +427,7 @@ class _RecordWalker(_Walker):
         if end > len(self.data):
             raise p.short_read(body, length, len(self.data) - body, f"{length} bytes of {name}")
         raw = bytes(self.data[body:end])
-        value: Any = raw
+        value: bytes | str = raw
         if text:
             value = raw.decode("utf-8", errors="replace")
         parent.children.append(Node(name, body, length, "bytes", value, space=self.space))
@@ -495,6 +510,14 @@ def _codec_name(codec: int) -> str:
         return f"unknown codec {codec}"
 
 
+def _int_value(node: Node) -> int:
+    """A varint leaf's value (the walker made it an int)."""
+    value = node.value
+    if not isinstance(value, int):
+        raise TypeError(f"{node.name} holds {value!r}, not a number")
+    return value
+
+
 def _note_control_record(record: Node) -> None:
     """Say what a control record's key and value mean (a transaction's commit or abort)."""
     for child in record.children:
@@ -509,7 +532,7 @@ def _note_control_record(record: Node) -> None:
             child.note = f"end transaction marker: version {version}, coordinator epoch {epoch}"
 
 
-def _meaning(name: str, value: Any) -> str:
+def _meaning(name: str, value: object) -> str:
     """What a number means, for the fields whose numbers are names: API keys, error codes."""
     if not isinstance(value, int):
         return ""
@@ -528,21 +551,21 @@ def _meaning(name: str, value: Any) -> str:
 
 
 # The ACL APIs' numbered fields (their names appear in no other message).
-_ACL_ENUMS: dict[str, Any] = {
+_ACL_ENUMS: dict[str, type[AclOperation | AclPermissionType | PatternType]] = {
     "operation": AclOperation, "permission_type": AclPermissionType,
     "pattern_type": PatternType, "pattern_type_filter": PatternType,
     "resource_pattern_type": PatternType,
 }
 
 
-def _fixed_reader(st):
-    def read(buf: Buffer, pos: int) -> tuple[Any, int]:
+def _fixed_reader(st: struct.Struct) -> Callable[[Buffer, int], tuple[int | float, int]]:
+    def read(buf: Buffer, pos: int) -> tuple[int | float, int]:
         return p.read_fixed(st, buf, pos, _type_name(st))
 
     return read
 
 
-def _type_name(st) -> str:
+def _type_name(st: struct.Struct) -> str:
     return {"b": "int8", "h": "int16", "i": "int32", "q": "int64", "I": "uint32",
             "d": "float64"}[st.format[-1]]
 

@@ -122,6 +122,7 @@ class ErrorCode(enum.IntEnum):
     FETCH_SESSION_TOPIC_ID_ERROR = (106, True)
     MISMATCHED_ENDPOINT_TYPE = (114, False)
     UNSUPPORTED_ENDPOINT_TYPE = (115, False)
+    TRANSACTION_ABORTABLE = (120, False)  # KIP-890: abort and go on (not a fatal error)
 
     @classmethod
     def of(cls, code: int) -> ErrorCode:

@@ -14,15 +14,18 @@ part of ``Schema`` that field types, structs and the compiler use.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence, Sized
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
+T = TypeVar("T")
+E = TypeVar("E")
+Number: TypeAlias = int | float  # bool is an int
 
-_MISSING: Any = object()
+_MISSING: Final = object()  # "no default given" (identity only: never a field value)
 SMALL_ARRAY = 17  # arrays of fixed-width values shorter than this use precompiled structs
 
 
@@ -33,30 +36,30 @@ class EncodeError(ProtocolError, ValueError):
 # --- field types -----------------------------------------------------------------------
 
 
-class FieldType:
-    """How one field's value is laid out; subclasses implement ``read`` and ``write``."""
+class FieldType(Generic[T]):
+    """How one field's value (a ``T``) is laid out; subclasses implement ``read`` and ``write``."""
 
     name = "?"
     fmt: str | None = None  # struct format char, for fixed-width types only
     min_size = 0  # the fewest bytes a value can take (for sanity checks on counts)
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[T, int]:
         raise NotImplementedError
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: T) -> None:
         raise NotImplementedError
 
-    def default(self) -> Any:
-        return None
+    def default(self) -> T:
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return self.name
 
 
-class Fixed(FieldType):
+class Fixed(FieldType[Number]):
     """A fixed-width big-endian number (or bool)."""
 
-    def __init__(self, name: str, fmt: str, lo: float, hi: float, default: Any = 0):
+    def __init__(self, name: str, fmt: str, lo: float, hi: float, default: Number = 0):
         self.name = name
         self.fmt = fmt
         self.struct = struct.Struct(">" + fmt)
@@ -64,13 +67,13 @@ class Fixed(FieldType):
         self.lo, self.hi = lo, hi
         self._default = default
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[Number, int]:
         return p.read_fixed(self.struct, buf, pos, self.name)
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: Number) -> None:
         out += self.struct.pack(value)
 
-    def default(self) -> Any:
+    def default(self) -> Number:
         return self._default
 
 
@@ -84,31 +87,31 @@ BOOL = Fixed("bool", "?", 0, 1, default=False)
 FLOAT64 = Fixed("float64", "d", float("-inf"), float("inf"), default=0.0)
 
 
-class Uuid(FieldType):
+class Uuid(FieldType[bytes]):
     """16 raw bytes (topic ids); all zeros means "no id"."""
 
     name = "uuid"
     fmt = "16s"
     min_size = 16
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[bytes, int]:
         if pos + 16 > len(buf):
             raise p.short_read(pos, 16, len(buf) - pos, self.name)
         return bytes(buf[pos : pos + 16]), pos + 16
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: bytes) -> None:
         if len(value) != 16:
             raise EncodeError(f"uuid must be 16 bytes, got {len(value)}")
         out += value
 
-    def default(self) -> Any:
+    def default(self) -> bytes:
         return bytes(16)
 
 
 UUID = Uuid()
 
 
-class String(FieldType):
+class String(FieldType[str | None]):
     """UTF-8 text: int16 length, or a compact varint length in flexible versions."""
 
     def __init__(self, nullable: bool = False, compact: bool = False):
@@ -117,12 +120,12 @@ class String(FieldType):
         self.name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + "string"
         self.min_size = 1 if compact else 2
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[str | None, int]:
         if self.compact:
             return p.read_compact_string(buf, pos, self.nullable)
         return p.read_string(buf, pos, self.nullable)
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: str | None) -> None:
         if value is None and not self.nullable:
             raise EncodeError("null given for a non-nullable string")
         if self.compact:
@@ -130,11 +133,11 @@ class String(FieldType):
         else:
             p.write_string(out, value)
 
-    def default(self) -> Any:
+    def default(self) -> str | None:
         return None if self.nullable else ""
 
 
-class Bytes(FieldType):
+class Bytes(FieldType[Buffer | None]):
     """Raw bytes: int32 length, or a compact varint length in flexible versions."""
 
     kind = "bytes"
@@ -145,12 +148,12 @@ class Bytes(FieldType):
         self.name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + self.kind
         self.min_size = 1 if compact else 4
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[Buffer | None, int]:
         if self.compact:
             return p.read_compact_bytes(buf, pos, self.nullable)
         return p.read_bytes(buf, pos, self.nullable)
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: Buffer | None) -> None:
         if value is None and not self.nullable:
             raise EncodeError(f"null given for non-nullable {self.kind}")
         if self.compact:
@@ -158,7 +161,7 @@ class Bytes(FieldType):
         else:
             p.write_bytes(out, value)
 
-    def default(self) -> Any:
+    def default(self) -> Buffer | None:
         return None if self.nullable else b""
 
 
@@ -174,7 +177,7 @@ class Records(Bytes):
 
     kind = "records"
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: Sized | None) -> None:
         if value is None or isinstance(value, bytes | bytearray | memoryview):
             Bytes.write(self, out, value)
             return
@@ -186,7 +189,7 @@ class Records(Bytes):
             out += p.INT32.pack(len(value))
         out.hold(value)
 
-    def default(self) -> Any:
+    def default(self) -> bytes:
         return b""
 
 
@@ -199,15 +202,15 @@ class PiecedOutput(bytearray):
 
     def __init__(self, initial: bytes = b""):
         super().__init__(initial)
-        self.held: list[tuple[int, Any]] = []
+        self.held: list[tuple[int, Sized]] = []
 
-    def hold(self, value: Any) -> None:
+    def hold(self, value: Sized) -> None:
         """Keep ``value`` (its length already encoded) at the current position."""
         self.held.append((len(self), value))
 
-    def pieces(self) -> list[Any]:
+    def pieces(self) -> list[Sized]:
         """The message as bytes and held values, in order."""
-        out: list[Any] = []
+        out: list[Sized] = []
         start = 0
         for position, value in self.held:
             if position > start:
@@ -219,10 +222,10 @@ class PiecedOutput(bytearray):
         return out
 
 
-class Array(FieldType):
+class Array(FieldType["list[E] | None"]):
     """A list of one element type: int32 count (-1 = null) or compact ``count + 1``."""
 
-    def __init__(self, element: FieldType, nullable: bool = False, compact: bool = False):
+    def __init__(self, element: FieldType[E], nullable: bool = False, compact: bool = False):
         self.element = element
         self.nullable = nullable
         self.compact = compact
@@ -267,7 +270,7 @@ class Array(FieldType):
             )
         return count, pos
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[list[E] | None, int]:
         count, pos = self.read_count(buf, pos)
         if count < 0:
             return None, pos
@@ -279,14 +282,14 @@ class Array(FieldType):
                 items = struct.unpack_from(f">{count}{self._fixed_fmt}", buf, pos)
             return list(items), pos + count * element_size
         read = self._read_element
-        values: list[Any] = []
+        values: list[E] = []
         append = values.append
         for _ in range(count):
             item, pos = read(buf, pos)
             append(item)
         return values, pos
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: Sequence[E] | None) -> None:
         if value is None:
             if not self.nullable:
                 raise EncodeError(f"null given for non-nullable array {self.name}")
@@ -311,11 +314,11 @@ class Array(FieldType):
         for item in value:
             write(out, item)
 
-    def default(self) -> Any:
+    def default(self) -> list[E] | None:
         return []
 
 
-class StructType(FieldType):
+class StructType(FieldType["Struct"]):
     """A nested structure (array elements, mostly)."""
 
     def __init__(self, schema: MessageSchema):
@@ -323,13 +326,13 @@ class StructType(FieldType):
         self.name = schema.name
         self.min_size = schema.min_size
 
-    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
+    def read(self, buf: Buffer, pos: int) -> tuple[Struct, int]:
         return self.schema.read(buf, pos)
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: object) -> None:
         self.schema.write(out, value)
 
-    def default(self) -> Any:
+    def default(self) -> Struct:
         return self.schema.make()
 
 
@@ -341,7 +344,9 @@ class Field:
 
     __slots__ = ("_fresh", "default", "name", "tag", "type")
 
-    def __init__(self, name: str, type: FieldType, default: Any = _MISSING,
+    # A schema's fields mix value types (int, str, list, Struct...): which one a field holds
+    # is its type's, known when the schema is built, so the list sees ``FieldType[Any]``.
+    def __init__(self, name: str, type: FieldType[Any], default: object = _MISSING,
                  tag: int | None = None):
         self.name = name
         self.type = type
@@ -352,7 +357,7 @@ class Field:
         # Lists and structs must not be shared between messages: make a new one each time.
         self._fresh = default is _MISSING and isinstance(type, (Array, StructType))
 
-    def make_default(self) -> Any:
+    def make_default(self) -> object:
         """The default value, freshly made where it is mutable."""
         return self.type.default() if self._fresh else self.default
 
@@ -373,30 +378,31 @@ class Struct:
     _schema: MessageSchema
     _fields: tuple[str, ...] = ()
 
-    def __new__(cls, schema: MessageSchema, /, **fields: Any) -> Struct:
+    def __new__(cls, schema: MessageSchema, /, **fields: object) -> Struct:
         return schema.make(**fields)
 
     if TYPE_CHECKING:
-        # Fields are the schema's, known at run time only: a type checker sees each as Any
-        # (the slots still refuse a misspelt name when the code runs).
+        # Fields are the schema's, known at run time only: a type checker sees each as Any,
+        # read as an attribute or an item (the slots still refuse a misspelt name when the
+        # code runs); a TypedDict of protocol.message_types types a message whole.
         def __getattr__(self, name: str) -> Any: ...
 
-        def __setattr__(self, name: str, value: Any) -> None: ...
+        def __setattr__(self, name: str, value: object) -> None: ...
 
     @property
     def schema(self) -> MessageSchema:
         """The schema (name and version) this struct was built or decoded with."""
         return self._schema
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain nested dicts and lists, for printing, comparing and JSON."""
         return {name: _plain(getattr(self, name)) for name in self._fields}
 
-    def items(self) -> list[tuple[str, Any]]:
+    def items(self) -> list[tuple[str, object]]:
         """(field name, value) pairs in wire order."""
         return [(name, getattr(self, name)) for name in self._fields]
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> Any:  # the schema's field: see __getattr__
         if name not in self._fields:
             raise KeyError(name)
         return getattr(self, name)
@@ -415,7 +421,7 @@ class Struct:
         return f"{self._schema.name}({inner})"
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, Struct):
         return value.to_dict()
     if isinstance(value, Mapping):
@@ -427,11 +433,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def untag(tagged: tuple[Field, ...], schema_name: str) -> Callable[[Any], None]:
+def untag(tagged: tuple[Field, ...], schema_name: str) -> Callable[[Struct], None]:
     """What a decoder runs on a struct just read: its known tags decoded into their fields
     (each from its own bytes, which must be used up), the unknown ones left as raw bytes."""
 
-    def apply(obj: Any) -> None:
+    def apply(obj: Struct) -> None:
         raw = obj.tagged_fields
         for f in tagged:
             data = raw.pop(f.tag, None) if raw else None
@@ -453,7 +459,7 @@ def retag(tagged: tuple[Field, ...]) -> Callable[..., dict[int, bytes] | None]:
     known tagged field that differs from its default encoded under its tag (Kafka writes
     a tagged field only then)."""
 
-    def apply(raw: dict[int, bytes] | None, *values: Any) -> dict[int, bytes] | None:
+    def apply(raw: dict[int, bytes] | None, *values: object) -> dict[int, bytes] | None:
         tags = dict(raw) if raw else {}
         for f, value in zip(tagged, values, strict=True):
             if value is _MISSING or value == f.default or (
@@ -484,12 +490,12 @@ class MessageSchema(Protocol):
     struct_class: type[Struct]
     source: dict[str, str]
     read: Callable[[Buffer, int], tuple[Struct, int]]
-    _write_fast: Callable[[bytearray, Any], None]
+    _write_fast: Callable[[bytearray, object], None]
 
-    def make(self, **fields: Any) -> Struct: ...
+    def make(self, **fields: object) -> Struct: ...
 
-    def write(self, out: bytearray, value: Any) -> None: ...
+    def write(self, out: bytearray, value: object) -> None: ...
 
-    def write_slow(self, out: bytearray, value: Any) -> None: ...
+    def write_slow(self, out: bytearray, value: object) -> None: ...
 
-    def _write_slow(self, out: bytearray, value: Any) -> None: ...
+    def _write_slow(self, out: bytearray, value: object) -> None: ...

@@ -10,11 +10,15 @@ buffering the body, so a peer cannot make it hold gigabytes by announcing them
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Sized
+from typing import TypeVar
 
 from simplekafka.protocol.errors import ProtocolError
 
 _SIZE = struct.Struct(">i")
+
+#: A piece of a pieced payload: bytes, or a value its sender writes itself (a file region).
+_Piece = TypeVar("_Piece", bound=Sized)
 DEFAULT_MAX_LENGTH = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
 
@@ -113,11 +117,13 @@ def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
     return _SIZE.pack(len(payload)) + bytes(payload)
 
 
-def frame_pieces(payload: bytes | list[Any]) -> list[Any]:
+def frame_pieces(payload: bytes | list[_Piece]) -> list[bytes | _Piece]:
     """A payload framed as pieces to send in turn: ``[frame]`` for bytes; for a pieced
     payload (``encode_response`` of a Fetch answer holding file regions) the length
     prefix joins its first piece and held values stay as they are."""
-    if type(payload) is not list:
+    if not isinstance(payload, list):
         return [_SIZE.pack(len(payload)) + bytes(payload)]
     first = payload[0]
+    if not isinstance(first, bytes):  # PiecedOutput.pieces starts with the header's bytes
+        raise TypeError(f"a pieced payload starts with bytes, not {type(first).__name__}")
     return [_SIZE.pack(sum(len(piece) for piece in payload)) + first, *payload[1:]]

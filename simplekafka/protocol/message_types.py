@@ -6,8 +6,9 @@ Written by ``tools/gen_message_types.py`` from :mod:`simplekafka.protocol.defini
 TypedDict per message and per nested structure; the keys are the fields of every
 version, so one dict can be encoded at any version (fields of other versions
 are dropped). Keys that may be left out take their defaults when encoded, as in
-Kafka's generated message classes. Record sets are ``Sized``: bytes, or the
-broker's file region that the sender writes itself.
+Kafka's generated message classes. A request's record sets are bytes (as
+decoded); a response's are ``Sized``: bytes, or the broker's file region that
+the sender writes itself.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TypedDict
 
 class _ProduceRequestTopicDataPartitionDataRequired(TypedDict):
     index: int
-    records: Sized | None
+    records: bytes | None
 
 
 class ProduceRequestTopicDataPartitionData(_ProduceRequestTopicDataPartitionDataRequired, total=False):

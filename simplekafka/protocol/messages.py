@@ -20,7 +20,8 @@ they retry with a version we speak.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from collections.abc import Sized
+from typing import NamedTuple
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.api import (
@@ -34,6 +35,7 @@ from simplekafka.protocol.api import (
 )
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
 from simplekafka.protocol.fields import PiecedOutput
+from simplekafka.protocol.message_types import ApiVersionsResponse
 from simplekafka.protocol.schema import Schema, Struct
 
 Buffer = bytes | bytearray | memoryview
@@ -203,9 +205,11 @@ def _decode_probe(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
 
 
 def encode_request(
-    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: object
 ) -> bytes:
-    """A request payload (header + body, without the 4-byte length prefix)."""
+    """A request payload (header + body, without the 4-byte length prefix); ``body`` is a
+    Struct, a dict (its TypedDict in ``protocol.message_types``) or any object with the
+    fields as attributes."""
     out = bytearray(p.INT16.pack(api_key))
     out += p.INT16.pack(api_version)
     out += p.INT32.pack(correlation_id)
@@ -216,7 +220,7 @@ def encode_request(
     return bytes(out)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: object) -> bytes:
     """A response payload (header + body, without the 4-byte length prefix); ``body`` may
     be already encoded (bytes from ``encode_response_body``, e.g. a cached answer)."""
     out = bytearray(p.INT32.pack(correlation_id))
@@ -233,8 +237,8 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     return bytes(out)
 
 
-def encode_response_pieces(api_key: int, api_version: int, correlation_id: int, body: Any
-                           ) -> bytes | list[Any]:
+def encode_response_pieces(api_key: int, api_version: int, correlation_id: int, body: object
+                           ) -> bytes | list[Sized]:
     """``encode_response``, where a Fetch answer may hold record sets that are not bytes
     (the broker's file regions): such an answer comes as a list of pieces
     (``PiecedOutput.pieces``), to be framed with ``framing.frame_pieces``."""
@@ -249,7 +253,7 @@ def encode_response_pieces(api_key: int, api_version: int, correlation_id: int, 
     return out.pieces() if out.held else bytes(out)
 
 
-def encode_response_body(api_key: int, api_version: int, body: Any) -> bytes:
+def encode_response_body(api_key: int, api_version: int, body: object) -> bytes:
     """A response body alone, to keep and answer many requests with (no header)."""
     out = bytearray()
     response_schema(api_key, api_version).write(out, body)
@@ -273,7 +277,7 @@ def decode_response(api_key: int, api_version: int, payload: Buffer) -> tuple[in
         return correlation_id, response_schema(api_key, 0).decode(payload[pos:])
 
 
-def api_versions_body(error_code: int = ErrorCode.NONE) -> dict[str, Any]:
+def api_versions_body(error_code: int = ErrorCode.NONE) -> ApiVersionsResponse:
     """The ApiVersions response body listing what clients may use (inter-broker keys left out)."""
     return {
         "error_code": int(error_code),

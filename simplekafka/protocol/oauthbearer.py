@@ -44,10 +44,10 @@ import binascii
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from simplekafka.json_values import JsonMapping, JsonObject
 from simplekafka.protocol.sasl import OAUTHBEARER, SaslAuthenticationError
 
 __all__ = ["OAuthBearerServer", "TokenRejected", "UnsecuredTokenProvider", "UnsecuredValidator",
@@ -104,12 +104,12 @@ def parse_client_first(message: bytes) -> tuple[str, str, dict[str, str]]:
 # -- unsecured JWS ------------------------------------------------------------------------------
 
 
-def _b64url(data: dict[str, Any]) -> str:
+def _b64url(data: JsonMapping) -> str:
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def unsecured_jws(claims: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str:
+def unsecured_jws(claims: JsonMapping, header: JsonMapping | None = None) -> str:
     """``base64url(header).base64url(claims).`` with ``{"alg":"none"}`` as the default header."""
     return f"{_b64url(dict(header or {'alg': 'none'}))}.{_b64url(dict(claims))}."
 
@@ -134,7 +134,7 @@ class TokenRejected(Exception):
         return text + "}"
 
 
-def _decode_part(part: str) -> dict[str, Any]:
+def _decode_part(part: str) -> JsonObject:
     try:
         decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     except (binascii.Error, ValueError):
@@ -144,7 +144,7 @@ def _decode_part(part: str) -> dict[str, Any]:
     return decoded
 
 
-def _number(claims: dict[str, Any], name: str) -> float | None:
+def _number(claims: JsonMapping, name: str) -> float | None:
     value = claims.get(name)
     if value is None:
         return None
@@ -160,7 +160,7 @@ class ValidatedToken:
     principal: str
     expires_ms: int
     scope: frozenset[str]
-    claims: dict[str, Any]
+    claims: JsonObject
 
 
 class UnsecuredValidator:
@@ -220,7 +220,7 @@ class UnsecuredValidator:
                                 f"scope ({missing[0]})", self.required_scope)
         return ValidatedToken(principal, round(expires * 1000), scope, claims)
 
-    def _scope(self, claims: dict[str, Any]) -> frozenset[str]:
+    def _scope(self, claims: JsonMapping) -> frozenset[str]:
         value = claims.get(self.scope_claim)
         if isinstance(value, str):  # a string is a single scope, as Kafka reads it
             return frozenset([value.strip()]) if value.strip() else frozenset()
@@ -286,12 +286,12 @@ class UnsecuredTokenProvider:
     ``token()`` is a new token, valid from now.
     """
 
-    def __init__(self, options: Mapping[str, str], clock: Any = time.time):
+    def __init__(self, options: Mapping[str, str], clock: Callable[[], float] = time.time):
         self.options = dict(options)
         self.clock = clock
         self.principal_claim = self.options.get("unsecuredLoginPrincipalClaimName") or "sub"
         self.lifetime = float(self.options.get("unsecuredLoginLifetimeSeconds") or 3600)
-        self.claims: dict[str, Any] = {}
+        self.claims: JsonObject = {}
         for key, value in self.options.items():
             kind, _, name = key.partition("_")
             if kind == "unsecuredLoginStringClaim":

@@ -223,6 +223,9 @@ def _encode_headers(headers: Iterable[Header] | Mapping[str, bytes | None]) -> b
     return b"".join(parts)
 
 
+# A record to build comes in one of three shapes (a Record, a (key, value) pair, a dict),
+# each field of the caller's type, checked one by one in the loop below (a hot path: no
+# narrowing beyond the checks it already makes), so these take and give Any.
 def _unpack_record(rec: Any) -> tuple[Any, Any, Any, Any]:
     """(timestamp, key, value, headers) from a Record, a (key, value) pair or a dict."""
     if isinstance(rec, Record):

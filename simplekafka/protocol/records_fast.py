@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from itertools import repeat
-from typing import Any
+from typing import TypeVar
+
+R = TypeVar("R", bound=tuple)  # the record type: a tuple (offset, timestamp, key, value, headers)
 
 ZIGZAG = tuple((z >> 1) ^ -(z & 1) for z in range(1 << 14))
 """The zigzag-decoded value of every one- and two-byte varint, by its 14 payload bits."""
@@ -53,8 +55,8 @@ def _leading(column: bytes, allowed: bytes) -> int:
 
 
 def decode_run(
-    data: bytes, pos: int, left: int, base_offset: int, base_ts: int, records: list[Any],
-    record_type: type[tuple],
+    data: bytes, pos: int, left: int, base_offset: int, base_ts: int, records: list[R],
+    record_type: type[R],
 ) -> tuple[int, int]:
     """Decode the run of same-shaped records at ``pos``; (records taken, new position).
 
@@ -165,7 +167,7 @@ def decode_run(
     else:
         values = [data[at : at + value_len] for at in range(value_at, stop, stride)]
     # Record tuples made by map() in C, each with its own empty headers list, as one by one.
-    fresh_lists: Iterator[list[Any]] = map(list, repeat((), run))
+    fresh_lists: Iterator[list[tuple[str, bytes | None]]] = map(list, repeat((), run))
     records += map(
         tuple.__new__, repeat(record_type, run), zip(offsets, timestamps, keys, values, fresh_lists)
     )

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.codegen import compile_read, compile_write
@@ -110,14 +109,19 @@ def strict_encoding(on: bool | None = None) -> bool:
     return previous
 
 
-def _getter(value: Any) -> Callable[[str, Any], Any]:
+# Reads a field value (or the default given) from a dict or an object; the field type's
+# write checks the value.
+FieldGetter = Callable[[str, object], object]
+
+
+def _getter(value: object) -> FieldGetter:
     """How to read field values from a Struct, a dict, or any object with attributes."""
     if isinstance(value, Mapping):
         return value.get
     if value is None:
         raise EncodeError("None given where a structure was expected")
 
-    def get(name: str, default: Any) -> Any:
+    def get(name: str, default: object) -> object:
         return getattr(value, name, default)
 
     return get
@@ -171,25 +175,25 @@ class Schema:
         # keeps the text of each generated function.
         self.source: dict[str, str] = {}
         self.read: Callable[[Buffer, int], tuple[Struct, int]] = compile_read(self)
-        self._write_fast: Callable[[bytearray, Any], None] = compile_write(self)
+        self._write_fast: Callable[[bytearray, object], None] = compile_write(self)
 
     # -- building values ----------------------------------------------------------------
 
-    def make(self, **fields: Any) -> Struct:
+    def make(self, **fields: object) -> Struct:
         """A Struct of this schema; missing fields take their defaults."""
         obj = object.__new__(self.struct_class)
         for name, value in self._fill(fields).items():
             setattr(obj, name, value)
         return obj
 
-    def _fill(self, given: dict[str, Any]) -> dict[str, Any]:
+    def _fill(self, given: dict[str, object]) -> dict[str, object]:
         unknown = set(given) - self.known_names
         if unknown:
             raise TypeError(
                 f"{self.name} has no field(s) {', '.join(sorted(unknown))}; "
                 f"fields: {', '.join(self.names)}"
             )
-        values = {}
+        values: dict[str, object] = {}
         for f in self.fields:
             value = given.get(f.name, _MISSING)
             values[f.name] = f.make_default() if value is _MISSING else value
@@ -229,7 +233,7 @@ class Schema:
 
     # -- encoding -----------------------------------------------------------------------
 
-    def write(self, out: bytearray, value: Any) -> None:
+    def write(self, out: bytearray, value: object) -> None:
         """Append the encoding of ``value`` (a Struct, a dict, or any object with attributes)."""
         if _strict:
             self.check(value)
@@ -242,7 +246,7 @@ class Schema:
             self.write_slow(out, value)  # raises EncodeError naming the field
             raise EncodeError(f"{self.name}: cannot encode {value!r}") from None
 
-    def check(self, value: Any) -> None:
+    def check(self, value: object) -> None:
         """Raise :class:`EncodeError` if a dict in ``value`` has a key no version has.
 
         The error names the message, the version and the path, e.g. ``ProduceResponse
@@ -250,12 +254,12 @@ class Schema:
         """
         _check_keys(self, value, "", self)
 
-    def write_slow(self, out: bytearray, value: Any) -> None:
+    def write_slow(self, out: bytearray, value: object) -> None:
         """Encode field by field, naming the field that fails (reference and diagnosis path)."""
         self.check(value)
         self._write_slow(out, value)
 
-    def _write_slow(self, out: bytearray, value: Any) -> None:
+    def _write_slow(self, out: bytearray, value: object) -> None:
         get = _getter(value)
         for f in self.fields:
             field_value = get(f.name, f.default)
@@ -266,6 +270,8 @@ class Schema:
                     if field_value is None:
                         f.type.write(out, None)
                         continue
+                    if not isinstance(field_value, Collection):
+                        raise TypeError(f"{type(field_value).__name__} is not a list")
                     if f.type.compact:
                         p.write_unsigned_varint(out, len(field_value) + 1)
                     else:
@@ -285,7 +291,10 @@ class Schema:
                     f"{self.name}.{f.name}: cannot encode {field_value!r} as {f.type.name}: {exc}"
                 ) from None
         if self.flexible:
-            tags = get("tagged_fields", None)
+            raw = get("tagged_fields", None)
+            if raw and not isinstance(raw, dict):
+                raise EncodeError(f"{self.name}.tagged_fields: {raw!r} is not a dict of tags")
+            tags = raw if isinstance(raw, dict) else None
             if self.tagged:
                 try:
                     tags = retag(self.tagged)(tags, *(get(f.name, f.default)
@@ -295,7 +304,7 @@ class Schema:
                     raise EncodeError(f"{self.name}: a tagged field: {exc}") from None
             p.write_tagged_fields(out, tags)
 
-    def encode(self, value: Any) -> bytes:
+    def encode(self, value: object) -> bytes:
         """The bytes of ``value`` (Struct or dict) at this schema's version."""
         out = bytearray()
         self.write(out, value)
@@ -306,14 +315,14 @@ class Schema:
         return f"<Schema {self.name}{version}: {', '.join(self.names)}>"
 
 
-def _check_keys(schema: MessageSchema, value: Any, path: str, top: MessageSchema) -> None:
+def _check_keys(schema: MessageSchema, value: object, path: str, top: MessageSchema) -> None:
     """The walk behind ``Schema.check``: every dict's keys against its schema's names."""
     if isinstance(value, Mapping):
         unknown = value.keys() - schema.known_names
         if unknown:
             names = ", ".join(path + str(name) for name in sorted(unknown, key=str))
             raise EncodeError(f"{top.name} v{top.version}: unknown field {names}")
-        get: Callable[[str, Any], Any] = value.get
+        get: FieldGetter = value.get
     elif isinstance(value, Struct):  # its slots are its schema's: only its children to walk
         get = _getter(value)
     else:
@@ -353,7 +362,7 @@ class SchemaVisitor:
         """The struct or array entered last ends at ``end``."""
 
     def field(self, name: str, field_type: FieldType | None, type_name: str, start: int,
-              end: int, value: Any) -> None:
+              end: int, value: object) -> None:
         """A leaf field read from ``start`` to ``end``."""
 
     def failed(self, exc: ProtocolError, name: str, type_name: str) -> ProtocolError:
@@ -380,7 +389,7 @@ def _walk_struct(schema: MessageSchema, buf: Buffer, pos: int,
 
 
 def _walk_value(name: str, field_type: FieldType, buf: Buffer, pos: int,
-                visitor: SchemaVisitor) -> tuple[Any, int]:
+                visitor: SchemaVisitor) -> tuple[object, int]:
     if isinstance(field_type, StructType):
         visitor.enter(name, field_type.name, pos, None, pos)
         value, end = _walk_struct(field_type.schema, buf, pos, visitor)
@@ -392,7 +401,7 @@ def _walk_value(name: str, field_type: FieldType, buf: Buffer, pos: int,
         if count < 0:
             visitor.leave(body)
             return None, body
-        items = []
+        items: list[object] = []
         for index in range(count):
             item, body = _walk_value(str(index), field_type.element, buf, body, visitor)
             items.append(item)
@@ -403,8 +412,8 @@ def _walk_value(name: str, field_type: FieldType, buf: Buffer, pos: int,
 
 
 def _walk_leaf(name: str, field_type: FieldType | None, type_name: str,
-               read: Callable[[Buffer, int], tuple[Any, int]], buf: Buffer, pos: int,
-               visitor: SchemaVisitor) -> tuple[Any, int]:
+               read: Callable[[Buffer, int], tuple[object, int]], buf: Buffer, pos: int,
+               visitor: SchemaVisitor) -> tuple[object, int]:
     try:
         value, end = read(buf, pos)
         visitor.field(name, field_type, type_name, pos, end, value)

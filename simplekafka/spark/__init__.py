@@ -119,9 +119,15 @@ What is guaranteed
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -135,6 +141,9 @@ from pyspark.sql.types import (
 
 from simplekafka.spark.fetching import DataLossError
 from simplekafka.spark.options import SparkOptionError, parse_sink_options, parse_source_options
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 FORMAT = "simplekafka"
 
@@ -177,7 +186,7 @@ class SimpleKafkaDataSource(DataSource):
         options = parse_source_options(self.options, streaming=None)
         return kafka_schema(options.include_headers)
 
-    def streamReader(self, schema: StructType) -> Any:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from simplekafka.spark.source import KafkaStreamReader
 
         # Raising here would hide the message behind a bug of PySpark 4.3's runner
@@ -187,19 +196,19 @@ class SimpleKafkaDataSource(DataSource):
         except SparkOptionError as exc:
             return KafkaStreamReader(None, error=exc)
 
-    def reader(self, schema: StructType) -> Any:
+    def reader(self, schema: StructType) -> DataSourceReader:
         from simplekafka.spark.source import KafkaBatchReader
 
         return KafkaBatchReader(parse_source_options(self.options, streaming=False))
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from simplekafka.spark.sink import KafkaStreamWriter, check_sink_schema
 
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options)
         return KafkaStreamWriter(options)
 
-    def writer(self, schema: StructType, overwrite: bool) -> Any:
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from simplekafka.spark.sink import KafkaBatchWriter, check_sink_schema
 
         options = parse_sink_options(self.options)
@@ -213,7 +222,7 @@ class SimpleKafkaDataSource(DataSource):
 HIDE_TRACEBACK = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
 
 
-def register(spark: Any, short_errors: bool = True) -> None:
+def register(spark: SparkSession, short_errors: bool = True) -> None:
     """Register the ``simplekafka`` format with a SparkSession (idempotent).
 
     Spark reports an exception raised in a data source's Python worker with

@@ -17,10 +17,14 @@ import functools
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.cluster import demo as cluster_demo
 from simplekafka.cluster.local import LocalCluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
 WINDOW = "1 second"
 WATERMARK = "1 second"
@@ -38,8 +42,8 @@ def topic_size(cluster: LocalCluster, topic: str) -> dict[int, int]:
                 for tp, end in consumer.end_offsets(tps).items()}
 
 
-def windowed_counts(spark: Any, bootstrap_servers: str, topic: str,
-                    checkpoint: Path) -> tuple[dict, Any]:
+def windowed_counts(spark: SparkSession, bootstrap_servers: str, topic: str,
+                    checkpoint: Path) -> tuple[dict, StreamingQuery]:
     """Records per (window of record time, partition), over everything the topic holds now."""
     from pyspark.sql import functions as F
 
@@ -55,7 +59,7 @@ def windowed_counts(spark: Any, bootstrap_servers: str, topic: str,
                           "partition", "records"))
     counts: dict[tuple[str, int], int] = {}
 
-    def keep(batch: Any, _batch_id: int) -> None:  # update mode: changed windows only
+    def keep(batch: DataFrame, _batch_id: int) -> None:  # update mode: changed windows only
         for row in batch.collect():
             counts[(row["start"], row["partition"])] = row["records"]
 

@@ -17,9 +17,12 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.spark import register
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: What a session on a cluster asks each executor for (a standalone worker offers 768m).
 EXECUTOR_MEMORY = "512m"
@@ -32,7 +35,7 @@ class SparkSetupError(RuntimeError):
 
 
 def local_spark(app_name: str = "simplekafka", cores: int = 2, master: str | None = None,
-                event_log: str | os.PathLike | None = None) -> Any:
+                event_log: str | os.PathLike | None = None) -> SparkSession:
     """Spark, quiet, on 127.0.0.1, UTC, few shuffle partitions; ``local[cores]`` by default.
 
     Spark's default of 200 shuffle partitions costs about ten times more per
@@ -117,7 +120,7 @@ def package_zip() -> Path:
     return target
 
 
-def ship_simplekafka(spark: Any, module: str = "simplekafka.spark.source") -> list[str]:
+def ship_simplekafka(spark: SparkSession, module: str = "simplekafka.spark.source") -> list[str]:
     """``addPyFile`` the package zip, then check every executor imports ``module`` from it.
 
     Returns where each task of the check found ``simplekafka`` (one per
@@ -131,9 +134,9 @@ def ship_simplekafka(spark: Any, module: str = "simplekafka.spark.source") -> li
     return check_executors(spark, module, hint=f"SimpleKafka is shipped to them as {shipped}")
 
 
-def check_executors(spark: Any, module: str, hint: str = "") -> list[str]:
+def check_executors(spark: SparkSession, module: str, hint: str = "") -> list[str]:
     """Import ``module`` in a task per executor core; a one-line SparkSetupError if one fails."""
-    def imported(_: Any) -> list[tuple[str, str]]:
+    def imported(_: object) -> list[tuple[str, str]]:
         import importlib
         import os
 

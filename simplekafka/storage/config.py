@@ -93,6 +93,7 @@ class LogConfig:
         if self.flush_ms is not None:
             _at_least("flush_ms", self.flush_ms, 0)
 
+    # Any: passed through to dataclasses.replace, which mypy checks field by field.
     def replace(self, **changes: Any) -> LogConfig:
         """A copy with some fields changed (validated like the original)."""
         return dataclasses.replace(self, **changes)
@@ -120,7 +121,7 @@ class LogConfig:
         retention and roll settings, ``.ms`` wins over ``.minutes`` over
         ``.hours`` as in Kafka. ``base`` gives the values of keys not present.
         """
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {}  # field name -> value of that field's type
         for field, keys in _KAFKA_KEYS.items():
             for key, scale in keys:
                 if key in settings:

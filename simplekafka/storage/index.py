@@ -33,7 +33,6 @@ import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -53,7 +52,7 @@ class _MappedIndex:
         self._max_bytes = max(max_bytes - max_bytes % self._entry_size, self._entry_size)
         self._max_entries = self._max_bytes // self._entry_size
         # The entries: a bytearray while writable, the file's bytes (or map) once read.
-        self._mm: Any = None
+        self._mm: bytearray | mmap.mmap | bytes | None = None
         self._writable = False
         self._closed = False
         self._flushed = 0  # entries of the in-memory array already written to the file
@@ -141,11 +140,11 @@ class _MappedIndex:
         """Write the in-memory entries the file does not have yet."""
         start = min(self._flushed, self._count) * self._entry_size
         end = self._count * self._entry_size
-        if end > start:
+        if end > start and self._mm is not None:
             os.pwrite(fd, memoryview(self._mm)[start:end], start)
         self._flushed = self._count
 
-    def _load_read_only(self) -> Any:
+    def _load_read_only(self) -> mmap.mmap | bytes:
         """An inactive index's entries, read at first use (see the module docstring)."""
         length = self._count * self._entry_size
         if not length:
@@ -155,7 +154,7 @@ class _MappedIndex:
                 self._mm = mmap.mmap(fd, length, access=mmap.ACCESS_READ, **_NO_DESCRIPTOR_KEPT)
             else:
                 self._mm = os.pread(fd, length, 0)
-        return self._mm
+            return self._mm
 
     def _unmap(self) -> None:
         if isinstance(self._mm, mmap.mmap):
@@ -163,16 +162,17 @@ class _MappedIndex:
         self._mm = None
 
     # -- entries ---------------------------------------------------------------
-    def _entries_buffer(self) -> Any:
+    def _entries_buffer(self) -> bytearray | mmap.mmap | bytes:
         return self._mm if self._mm is not None else self._load_read_only()
 
     def _raw(self, index: int) -> tuple[int, int]:
         return self._entry.unpack_from(self._entries_buffer(), index * self._entry_size)
 
     def _append_raw(self, first: int, second: int) -> None:
-        if not self._writable:
+        mm = self._mm
+        if not self._writable or not isinstance(mm, bytearray):
             raise ValueError(f"{self.path.name} is not open for appends")
-        self._mm += self._entry.pack(first, second)
+        mm += self._entry.pack(first, second)
         self._count += 1
 
     def _largest_at_most(self, column: int, target: int) -> int:
@@ -194,13 +194,13 @@ class _MappedIndex:
         """Forget every entry (before a rebuild)."""
         self._count = 0
         self._flushed = 0
-        if self._writable:
+        if self._writable and isinstance(self._mm, bytearray):
             del self._mm[:]
 
     def _truncate_entries(self, count: int) -> None:
         self._count = min(self._count, count)
         self._flushed = min(self._flushed, self._count)
-        if self._writable:
+        if self._writable and isinstance(self._mm, bytearray):
             del self._mm[self._count * self._entry_size:]
         else:
             self.trim()

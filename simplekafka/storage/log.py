@@ -20,7 +20,7 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from simplekafka.protocol.batch_header import (
     ATTR_TIMESTAMP_TYPE,
@@ -60,6 +60,9 @@ from simplekafka.storage.segment import (
     LogSegment,
 )
 from simplekafka.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
+
+if TYPE_CHECKING:  # the cleaner imports this module
+    from simplekafka.storage.cleaner import CleanedGroup
 
 logger = logging.getLogger(__name__)
 
@@ -818,7 +821,7 @@ class Log:
     # -- compaction ----------------------------------------------------------------
     swap_hook: Callable[[Path], None] | None = None  # tests: called at the .swap commit point
 
-    def replace_segments(self, groups: list[Any], generation: int) -> int:
+    def replace_segments(self, groups: list[CleanedGroup], generation: int) -> int:
         """Swap cleaned groups in for the segments they replace (Kafka's replaceSegments).
 
         Each group (``cleaner.CleanedGroup``: ``old`` segments, ``base_offset``)

@@ -126,9 +126,9 @@ def test_too_short_for_a_header():
 
 
 def test_probe_is_answered_even_when_its_body_is_gibberish():
-    payload = bytes.fromhex("00120004" "0000002a" "0003616263" "00" "ff")  # bad compact string
+    payload = bytes.fromhex("00120005" "0000002a" "0003616263" "00" "ff")  # bad compact string
     header, body = decode_request(payload)
-    assert (header.api_key, header.api_version, header.correlation_id) == (18, 4, 42)
+    assert (header.api_key, header.api_version, header.correlation_id) == (18, 5, 42)
     assert header.client_id == "abc"
     assert body is None
     header, body = decode_request(bytes.fromhex("0012000900000007"))  # v9, nothing else
@@ -146,28 +146,28 @@ def test_probe_v3_body_decodes():
 PROBE_ANSWER_HEX = (
     "0000002a"  # correlation id 42 (response header v0)
     "0023"  # error code 35 UNSUPPORTED_VERSION
-    "0000002f"  # 47 api keys
+    "00000030"  # 48 api keys
     "00000000000b"  # Produce 0-11
     "000100000011"  # Fetch 0-17
     "000200000009"  # ListOffsets 0-9
     "00030000000c"  # Metadata 0-12
-    "000800020008"  # OffsetCommit 2-8
-    "000900010008"  # OffsetFetch 1-8
-    "000a00000004"  # FindCoordinator 0-4
+    "000800000009"  # OffsetCommit 0-9
+    "000900000009"  # OffsetFetch 0-9
+    "000a00000006"  # FindCoordinator 0-6
     "000b00000009"  # JoinGroup 0-9
     "000c00000004"  # Heartbeat 0-4
     "000d00000005"  # LeaveGroup 0-5
     "000e00000005"  # SyncGroup 0-5
     "000f00000005"  # DescribeGroups 0-5
-    "001000000004"  # ListGroups 0-4
+    "001000000005"  # ListGroups 0-5
     "001100000001"  # SaslHandshake 0-1
-    "001200000003"  # ApiVersions 0-3
+    "001200000004"  # ApiVersions 0-4
     "001300000007"  # CreateTopics 0-7
     "001400000006"  # DeleteTopics 0-6
     "001500000002"  # DeleteRecords 0-2
     "001600000005"  # InitProducerId 0-5
-    "001700020004"  # OffsetForLeaderEpoch 2-4
-    "001800000003"  # AddPartitionsToTxn 0-3
+    "001700000004"  # OffsetForLeaderEpoch 0-4
+    "001800000005"  # AddPartitionsToTxn 0-5
     "001900000004"  # AddOffsetsToTxn 0-4
     "001a00000004"  # EndTxn 0-4
     "001b00000001"  # WriteTxnMarkers 0-1
@@ -177,6 +177,7 @@ PROBE_ANSWER_HEX = (
     "001f00000003"  # DeleteAcls 0-3
     "002000000004"  # DescribeConfigs 0-4
     "002100000002"  # AlterConfigs 0-2
+    "002200000002"  # AlterReplicaLogDirs 0-2
     "002300000004"  # DescribeLogDirs 0-4
     "002400000002"  # SaslAuthenticate 0-2
     "002500000003"  # CreatePartitions 0-3

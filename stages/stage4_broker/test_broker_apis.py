@@ -13,11 +13,12 @@ from twisted.internet import defer
 from simplekafka.broker.apis.offsets import ListOffsetsHandler
 from simplekafka.broker.apis.produce import ProduceHandler
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode, error_for
 from simplekafka.protocol.legacy_records import build_message_set
-from simplekafka.protocol.messages import decode_request, encode_request
+from simplekafka.protocol.messages import decode_request, encode_request, encode_response
 from simplekafka.protocol.records import parse_batches
 
 
@@ -87,6 +88,22 @@ def test_produce_acks_0_has_no_answer_and_acks_all_answers_when_the_append_does(
     later.callback({("t", 0): PartitionResponse(ErrorCode.REQUEST_TIMED_OUT)})
     assert pending.result["responses"][0]["partition_responses"][0]["error_code"] == \
         ErrorCode.REQUEST_TIMED_OUT
+
+
+def test_produce_v10_names_the_leader_of_a_partition_refused_for_want_of_it():
+    """KIP-951: a Produce v10+ answer's NOT_LEADER_OR_FOLLOWER partition carries the leader
+    the metadata cache knows, and that leader's endpoint (Produce's entries say ``index``)."""
+    from stages.stage4_broker.test_broker_state import update_metadata
+
+    appender = FakeAppender(defer.succeed(
+        {("t", 0): PartitionResponse(ErrorCode.NOT_LEADER_OR_FOLLOWER)}))
+    appender.metadata_cache = MetadataCache()
+    appender.metadata_cache.apply_update_metadata(update_metadata(5, 3, leader=1))
+    body = ProduceHandler(appender)(context(ApiKey.PRODUCE, 10), produce(10))
+    (answer,) = body["responses"][0]["partition_responses"]
+    assert answer["current_leader"] == {"leader_id": 1, "leader_epoch": 4}
+    assert body["node_endpoints"] == [{"node_id": 1, "host": "h", "port": 9092, "rack": "r"}]
+    encode_response(ApiKey.PRODUCE, 10, 1, body)  # and it encodes
 
 
 class NoLeaders:

@@ -10,6 +10,8 @@ the dispatcher as frames, and the answers decoded back.
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from twisted.internet import defer
 from twisted.internet.testing import MemoryReactorClock
@@ -148,9 +150,11 @@ def test_api_versions_lists_client_apis_only(harness, version):
 
 
 def test_api_versions_probe_gets_error_35_in_v0_layout(harness):
-    above = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1] + 1  # a version we do not speak
-    frame = encode_request(ApiKey.API_VERSIONS, above, 77, "probe", {
-        "client_software_name": "x", "client_software_version": "1"})
+    top = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+    frame = bytearray(encode_request(ApiKey.API_VERSIONS, top, 77, "probe", {
+        "client_software_name": "x", "client_software_version": "1"}))
+    struct.pack_into(">h", frame, 2, top + 1)  # a version we do not speak (nor does the codec)
+    frame = bytes(frame)
     payload = harness.broker.dispatcher(frame, None)
     correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, payload)
     assert correlation_id == 77

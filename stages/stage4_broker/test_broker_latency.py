@@ -21,6 +21,7 @@ from twisted.internet.testing import StringTransport
 from simplekafka.broker.apis.fetch import HW_NOTICE_SECONDS, FetchHandler
 from simplekafka.broker.partition import Partition
 from simplekafka.broker.server import KafkaConnection
+from simplekafka.protocol.api import ApiKey, request_schema
 from simplekafka.protocol.batch_header import iter_batch_positions
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.records import Record, build_batch
@@ -53,12 +54,11 @@ def leader(tmp_path, isr: list[int]) -> Partition:
 
 
 def fetch_request(offset: int, replica_id: int = -1, max_wait_ms: int = 500):
-    wanted = SimpleNamespace(partition=0, fetch_offset=offset, partition_max_bytes=BIG,
-                             current_leader_epoch=-1, log_start_offset=-1)
-    return SimpleNamespace(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=1,
-                           isolation_level=0,
-                           max_bytes=BIG, topics=[SimpleNamespace(topic="t",
-                                                                  partitions=[wanted])])
+    wanted = dict(partition=0, fetch_offset=offset, partition_max_bytes=BIG,
+                  current_leader_epoch=-1, log_start_offset=-1)
+    return request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
+        replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=1, isolation_level=0,
+        max_bytes=BIG, topics=[dict(topic="t", partitions=[wanted])])
 
 
 def produce(partition: Partition, acks: int = 1):
@@ -231,7 +231,7 @@ def test_a_produce_to_several_partitions_wakes_a_parked_fetch_once_all_are_appen
     first.actions = second.actions = manager.actions  # as the manager hands its queue over
     fetches = FetchHandler(Leaders(first, second), clock, lambda: False)
     request = fetch_request(0, replica_id=F1)
-    request.topics[0].partitions.append(SimpleNamespace(
+    request.topics[0]["partitions"].append(dict(
         partition=1, fetch_offset=0, partition_max_bytes=BIG, current_leader_epoch=-1,
         log_start_offset=-1))
     parked = fetches(None, request)

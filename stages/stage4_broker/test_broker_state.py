@@ -135,9 +135,9 @@ def test_metadata_for_every_topic_is_built_once_per_update_metadata():
     cache = MetadataCache()
     cache.apply_update_metadata(update_metadata(5, 3, leader=1))
     handler = MetadataHandler(cache, {"auto.create.topics.enable": False}, lambda: "c", None)
-    every_topic = SimpleNamespace(topics=None, allow_auto_topic_creation=False,
-                                  include_topic_authorized_operations=False,
-                                  include_cluster_authorized_operations=False)
+    every_topic = dict(topics=None, allow_auto_topic_creation=False,
+                       include_topic_authorized_operations=False,
+                       include_cluster_authorized_operations=False)
 
     def ask(version=8, listener="PLAINTEXT"):
         context = SimpleNamespace(api_version=version, listener=listener)

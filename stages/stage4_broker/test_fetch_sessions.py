@@ -14,8 +14,10 @@ from twisted.internet import task
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.fetch_session import EVICTION_SECONDS, FetchSessionCache
 from simplekafka.broker.partition import Partition
-from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.api import ApiKey, request_schema
+from simplekafka.protocol.errors import ErrorCode, error_for
 from simplekafka.protocol.records import Record, build_batch
+from simplekafka.protocol.topic_ids import ZERO_ID
 from simplekafka.storage import Log, LogConfig
 
 BIG = 1 << 20
@@ -26,7 +28,11 @@ class Leaders:
         self.partitions = {(p.topic, p.index): p for p in partitions}
 
     def leader_partition(self, topic, index):
+        if (topic, index) not in self.partitions:
+            raise error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return self.partitions[(topic, index)]
+
+    readable_partition = leader_partition  # Fetch v11+ reads from any replica; all lead here
 
     def get_partition(self, topic, index):
         return self.partitions.get((topic, index))
@@ -55,14 +61,14 @@ def produce(partition: Partition) -> None:
 
 def fetch(handler, offsets: dict[int, int], session_id: int = 0, epoch: int = -1,
           forgotten: tuple[int, ...] = (), max_wait_ms: int = 500):
-    partitions = [SimpleNamespace(partition=p, fetch_offset=o, partition_max_bytes=BIG,
-                                  current_leader_epoch=-1, log_start_offset=-1)
+    partitions = [dict(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                       current_leader_epoch=-1, log_start_offset=-1)
                   for p, o in offsets.items()]
-    request = SimpleNamespace(
+    request = request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
         replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=BIG, isolation_level=0,
         session_id=session_id, session_epoch=epoch,
-        topics=[SimpleNamespace(topic="t", partitions=partitions)] if partitions else [],
-        forgotten_topics_data=[SimpleNamespace(topic="t", partitions=list(forgotten))]
+        topics=[dict(topic="t", partitions=partitions)] if partitions else [],
+        forgotten_topics_data=[dict(topic="t", partitions=list(forgotten))]
         if forgotten else [])
     answer = handler(None, request)
     if not isinstance(answer, dict):
@@ -109,6 +115,64 @@ def test_forgotten_partitions_leave_the_session(world):
     produce(partitions[1])
     assert named(fetch(handler, {}, session, epoch=2, max_wait_ms=0)) == {}
     assert set(handler.sessions.sessions[session].partitions) == {("t", 0), ("t", 2)}
+
+
+class TopicIds:
+    """The leader's metadata cache as the Fetch handler sees it: topic IDs and leaders."""
+
+    def __init__(self):
+        self.known: dict[str, bytes] = {}
+
+    def topic_id(self, name):
+        return self.known.get(name, ZERO_ID)
+
+    def topic_name(self, topic_id):
+        return next((name for name, known in self.known.items() if known == topic_id), None)
+
+    def partition(self, _topic, _index):
+        return None
+
+
+def fetch_by_id(handler, topic_id: bytes, offsets: dict[int, int], session_id: int = 0,
+                epoch: int = -1, forgotten: tuple[int, ...] = ()):
+    """A Fetch v13 (topics by ID, KIP-516) that does not wait."""
+    partitions = [dict(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                       current_leader_epoch=-1, log_start_offset=-1, last_fetched_epoch=-1)
+                  for p, o in offsets.items()]
+    request = request_schema(ApiKey.FETCH, 13).make(
+        replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=BIG, isolation_level=0,
+        session_id=session_id, session_epoch=epoch, rack_id="",
+        topics=[dict(topic_id=topic_id, partitions=partitions)] if partitions else [],
+        forgotten_topics_data=[dict(topic_id=topic_id, partitions=list(forgotten))]
+        if forgotten else [])
+    answer = handler(None, request)
+    return answer if isinstance(answer, dict) else answer.result
+
+
+def test_a_session_reads_a_topic_id_once_the_broker_learns_it(world, tmp_path):
+    """The client knew the topic ID before this broker did: the session holds the
+    partition as unknown, then, once the cache knows the ID, reads it (as Kafka resolves
+    a session's unknown names on each later fetch) without a new session."""
+    clock, partitions, _handler = world
+    cache = TopicIds()
+    handler = FetchHandler(Leaders(partitions), clock, lambda: False,
+                           sessions=FetchSessionCache(clock=clock.seconds), cache=cache)
+    produce(partitions[0])
+    topic_id = bytes(range(1, 17))
+    full = fetch_by_id(handler, topic_id, {0: 0}, epoch=0)
+    session = full["session_id"]
+    assert session != 0 and named(full)[0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+    assert named(fetch_by_id(handler, topic_id, {}, session, epoch=1))[0]["error_code"] == \
+        ErrorCode.UNKNOWN_TOPIC_ID  # still unknown: still answered so
+    cache.known["t"] = topic_id  # the broker learns the ID (UpdateMetadata)
+    answer = fetch_by_id(handler, topic_id, {}, session, epoch=2)  # names nothing
+    assert answer["session_id"] == session
+    assert answer["responses"][0]["topic_id"] == topic_id
+    assert named(answer)[0]["error_code"] == ErrorCode.NONE and named(answer)[0]["records"]
+    assert list(handler.sessions.sessions[session].partitions) == [("t", 0)]
+    # Named by its ID from now on, it is the same partition: forgetting it empties the session.
+    fetch_by_id(handler, topic_id, {}, session, epoch=3, forgotten=(0,))
+    assert not handler.sessions.sessions[session].partitions
 
 
 def test_unknown_sessions_and_wrong_epochs_are_refused(world):
@@ -183,13 +247,13 @@ def followed(tmp_path):
                            sessions=FetchSessionCache(clock=clock.seconds))
 
     def follower_fetch(offsets, session_id=0, epoch=0, max_wait_ms=0):
-        request = SimpleNamespace(
+        request = request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
             replica_id=2, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=BIG,
             isolation_level=0, session_id=session_id, session_epoch=epoch,
             forgotten_topics_data=[],
-            topics=[SimpleNamespace(topic="t", partitions=[
-                SimpleNamespace(partition=p, fetch_offset=o, partition_max_bytes=BIG,
-                                current_leader_epoch=0, log_start_offset=0)
+            topics=[dict(topic="t", partitions=[
+                dict(partition=p, fetch_offset=o, partition_max_bytes=BIG,
+                     current_leader_epoch=0, log_start_offset=0)
                 for p, o in offsets.items()])] if offsets else [])
         return handler(None, request)
 

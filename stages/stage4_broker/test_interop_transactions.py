@@ -245,3 +245,83 @@ def test_our_producer_is_fenced_by_a_newer_one(txn_cluster):
             zombie.commit_transaction()
         with pytest.raises(ProducerFencedError):  # fatal: every later call says so
             zombie.begin_transaction()
+
+
+def test_a_stable_offset_fetch_waits_for_the_transaction(txn_cluster):
+    """KIP-447's require_stable (OffsetFetch v7+), as Kafka 3.9 answers it: while a
+    transaction holds offsets for the group, a stable fetch of that partition gets -1
+    and UNSTABLE_OFFSET_COMMIT (librdkafka, read_committed by default, asks again); an
+    unstable one the last committed offset. Once the transaction commits, both see it."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    from simplekafka.protocol.api import ApiKey
+    from simplekafka.protocol.errors import ErrorCode
+    from tests.test_interop_record_batches import _exchange
+
+    bootstrap = txn_cluster.bootstrap_servers
+    create_topics(bootstrap, "stable-in", "stable-out")
+    group = "stable-group"
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+
+    def fetched(version: int, stable: bool) -> tuple[int, int]:
+        """(offset, error) of stable-in/0 in our own OffsetFetch at ``version``."""
+        topics = [{"name": "stable-in", "partition_indexes": [0]}]
+        if version < 8:
+            body = {"group_id": group, "topics": topics, "require_stable": stable}
+        else:
+            body = {"require_stable": stable, "groups": [
+                {"group_id": group, "member_id": None, "member_epoch": -1, "topics": topics}]}
+        answer = _exchange((host, int(port)), ApiKey.OFFSET_FETCH, version, body)
+        if version >= 8:
+            (answer,) = answer.groups
+        assert answer.error_code == ErrorCode.NONE
+        (part,) = answer.topics[0].partitions
+        return part.committed_offset, part.error_code
+
+    def consumer(**extra):
+        return Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, **extra})
+
+    first = consumer()
+    try:
+        first.commit(offsets=[TopicPartition("stable-in", 0, 1)], asynchronous=False)
+        metadata = first.consumer_group_metadata()
+    finally:
+        first.close()
+    producer = confluent_producer(txn_cluster, "stable-offsets")
+    producer.init_transactions(CLIENT_TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce("stable-out", b"processed", partition=0)
+    producer.send_offsets_to_transaction([TopicPartition("stable-in", 0, 7)], metadata,
+                                         CLIENT_TIMEOUT_S)
+    unstable = (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+    for version in (7, 8):
+        assert fetched(version, True) == unstable
+        assert fetched(version, False) == (1, ErrorCode.NONE)
+    # librdkafka asks with require_stable under read_committed only: that consumer keeps
+    # asking while the offset is unstable (here until its timeout); the other is answered.
+    waiting = consumer(**{"isolation.level": "read_committed"})
+    try:
+        with pytest.raises(KafkaException) as refused:
+            waiting.committed([TopicPartition("stable-in", 0)], timeout=2)
+        assert refused.value.args[0].code() == KafkaError._TIMED_OUT
+    finally:
+        waiting.close()
+    uncommitted = consumer(**{"isolation.level": "read_uncommitted"})
+    try:
+        assert uncommitted.committed([TopicPartition("stable-in", 0)], timeout=30)[0].offset == 1
+    finally:
+        uncommitted.close()
+    producer.commit_transaction(CLIENT_TIMEOUT_S)
+    deadline = time.monotonic() + 30  # the marker reaches __consumer_offsets after EndTxn
+    while fetched(7, True) != (7, ErrorCode.NONE):
+        assert time.monotonic() < deadline, "the transaction's offsets never became stable"
+        time.sleep(0.2)
+    for version in (7, 8):
+        assert fetched(version, True) == fetched(version, False) == (7, ErrorCode.NONE)
+    reader = consumer(**{"isolation.level": "read_committed"})
+    try:
+        (tp,) = reader.committed([TopicPartition("stable-in", 0)], timeout=30)
+        assert (tp.offset, tp.error) == (7, None)
+    finally:
+        reader.close()

@@ -20,7 +20,7 @@ from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.broker.metrics import BrokerMetrics
 from simplekafka.broker.partition import Partition
 from simplekafka.protocol import messages
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import ApiKey, request_schema
 from simplekafka.protocol.batch_header import HEADER_SIZE, read_header
 from simplekafka.protocol.records import Record, build_batch
 from simplekafka.storage import Log, LogConfig
@@ -125,10 +125,10 @@ def test_a_parked_fetch_answer_takes_one_callback_to_leave(tmp_path):
     handler = FetchHandler(replicas, clock, lambda: False)
     counted: list[dict] = []
     handler.on_consumer_answer = counted.append
-    request = SimpleNamespace(
+    request = request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
         replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=BIG, isolation_level=0,
         session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        topics=[SimpleNamespace(topic="t", partitions=[SimpleNamespace(
+        topics=[dict(topic="t", partitions=[dict(
             partition=0, fetch_offset=0, partition_max_bytes=BIG, current_leader_epoch=-1,
             log_start_offset=-1)])])
     parked = handler(None, request)
@@ -136,7 +136,7 @@ def test_a_parked_fetch_answer_takes_one_callback_to_leave(tmp_path):
     partition.append_as_leader(build_batch([(None, b"v")]), 1, 1, BIG, 8)
     assert parked.called and counted == [parked.result]
     assert parked.result["responses"][0]["partitions"][0]["records"]
-    request.topics[0].partitions[0].fetch_offset = 0
+    request.topics[0]["partitions"][0]["fetch_offset"] = 0
     answered = handler(None, request)  # data there: answered at once, counted once
     assert isinstance(answered, dict) and counted[-1] is answered and len(counted) == 2
     assert clock.getDelayedCalls() == []

@@ -16,7 +16,11 @@ from twisted.internet import defer, task
 
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.dispatch import RequestDispatcher
-from simplekafka.broker.group.coordinator import MAX_SESSION_TIMEOUT_MS, GroupCoordinator
+from simplekafka.broker.group.coordinator import (
+    MAX_SESSION_TIMEOUT_MS,
+    GroupCoordinator,
+    PartitionCommit,
+)
 from simplekafka.broker.group.records import (
     OFFSETS_TOPIC,
     GroupKey,
@@ -241,8 +245,14 @@ def ctx(version: int = 5, client_id: str = "test"):
                            listener="PLAINTEXT", principal="User:ANONYMOUS")
 
 
-def req(**fields):
-    return SimpleNamespace(**fields)
+class req(dict):
+    """A decoded request as the handlers read it: by field name (``request["group_id"]``),
+    or as an attribute."""
+
+    __getattr__ = dict.__getitem__
+
+    def __missing__(self, key: str) -> None:
+        return None  # a field the test leaves out is null, as the decoder's default
 
 
 def join(coordinator, member_id="", protocols=(("range", b"m"),), version=5,
@@ -395,6 +405,55 @@ def test_a_deleted_topic_takes_the_groups_offsets_with_it(broker):
     broker.reactor.advance(0)
     assert ("t", 0) not in coordinator.groups["g"].offsets
     assert coordinator.groups["g"].members  # the group itself stays
+
+
+def test_a_stable_offset_fetch_waits_out_pending_commits(broker):
+    """KIP-447's require_stable, as Kafka 3.9's getOffsets: a partition with a commit in
+    an open transaction (or one still being written) answers -1 and
+    UNSTABLE_OFFSET_COMMIT; without the flag, the last committed offset. Asking for all
+    partitions lists only those with a committed offset, as Kafka's allOffsets."""
+    load(broker)
+    coordinator = broker.coordinator
+    coordinator.check_owner("fresh")  # a group of its own, perhaps on another partition
+    broker.reactor.advance(0)
+    assert commit(broker, "", -1, offset=5) == ErrorCode.NONE
+    pending = coordinator.txn_offset_commit("g", 7, 0, [PartitionCommit("t", 0, 9)])
+    assert result(pending) == [("t", 0, ErrorCode.NONE)]
+    assert result(coordinator.txn_offset_commit("fresh", 7, 0, [PartitionCommit("t", 0, 3)])
+                  ) == [("t", 0, ErrorCode.NONE)]
+    asked = [req(name="t", partition_indexes=[0])]
+
+    def answers(version, stable, topics=asked, group="g"):
+        """(offset, error) of t-0 in a v7 and in a v8 (several groups) answer."""
+        if version < 8:
+            body = coordinator.offset_fetch(ctx(version), req(
+                group_id=group, topics=topics, require_stable=stable))
+            parts = [p for t in body["topics"] for p in t["partitions"]]
+        else:
+            body = coordinator.offset_fetch(ctx(version), req(
+                groups=[req(group_id=group, topics=topics)], require_stable=stable))
+            assert body["groups"][0]["error_code"] == ErrorCode.NONE
+            parts = [p for t in body["groups"][0]["topics"] for p in t["partitions"]]
+        return [(p["committed_offset"], p["error_code"]) for p in parts]
+
+    unstable = [(-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)]
+    for version in (7, 8):
+        assert answers(version, True) == unstable
+        assert answers(version, True, topics=None) == unstable
+        assert answers(version, False) == [(5, ErrorCode.NONE)]
+        assert answers(version, True, group="fresh") == unstable
+        assert answers(version, True, topics=None, group="fresh") == []  # nothing committed
+    assert answers(6, True) == [(5, ErrorCode.NONE)]  # before v7 there is no such flag
+    coordinator.complete_transaction(7, coordinator.partition_of("g"), committed=True)
+    coordinator.complete_transaction(7, coordinator.partition_of("fresh"), committed=True)
+    for version in (7, 8):
+        assert answers(version, True) == answers(version, False) == [(9, ErrorCode.NONE)]
+    # An OffsetCommit still being written counts too (Kafka's pendingOffsetCommits).
+    writing: defer.Deferred = defer.Deferred()
+    coordinator.coordinator._in_flight("g", [("t", 0)], writing)
+    assert answers(7, True) == unstable and answers(7, False) == [(9, ErrorCode.NONE)]
+    writing.callback(ErrorCode.NONE)
+    assert answers(7, True) == [(9, ErrorCode.NONE)] and not coordinator.commits_in_flight
 
 
 def test_cooperative_and_eager_members_meet_on_a_protocol_all_support(broker):

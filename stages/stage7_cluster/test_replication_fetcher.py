@@ -288,3 +288,115 @@ def test_one_request_timer_per_fetcher_pushed_later_with_each_fetch(tmp_path):
     assert len(reactor.tcpClients) == 2
     manager.shutdown()
     assert not [call for call in reactor.getDelayedCalls() if call.func.__name__ == "_timed_out"]
+
+
+# -- Kafka 3.9's follower versions: Fetch v17 by topic ID, v12 by name without one ----------
+
+TOPIC_ID = bytes(range(1, 17))
+
+
+def fetch_answer_by_id(records: bytes, high_watermark: int, **partition: object) -> dict:
+    answer = fetch_answer(records, high_watermark)
+    answer["responses"][0]["topic_id"] = TOPIC_ID
+    answer["responses"][0]["partitions"][0].update(partition)
+    return answer
+
+
+def test_a_follower_fetches_by_topic_id_at_v17_with_its_broker_epoch(tmp_path):
+    partition = follower_partition(tmp_path, leader_epoch=0)
+    partition.log.assign_topic_id(TOPIC_ID)  # LeaderAndIsr v5+ brought it
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(
+        reactor, FetchSettings(FOLLOWER, broker_epoch=lambda: 4242),
+        lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    leader = PlayedLeader(reactor)
+
+    header, fetch = leader.request()  # nothing written yet: no truncation, a fetch
+    assert (header.api_key, header.api_version) == (ApiKey.FETCH, 17)
+    assert (fetch.replica_state.replica_id, fetch.replica_state.replica_epoch) == (FOLLOWER,
+                                                                                   4242)
+    assert fetch.topics[0].topic_id == TOPIC_ID
+    wanted = fetch.topics[0].partitions[0]
+    assert (wanted.fetch_offset, wanted.last_fetched_epoch) == (0, -1)  # no epoch yet
+    leaders_batch = bytearray(batch(b"one"))
+    struct.pack_into(">i", leaders_batch, 12, 0)
+    leader.answer(header, fetch_answer_by_id(bytes(leaders_batch), high_watermark=1))
+    assert partition.log_end_offset == 1 and partition.high_watermark == 1
+
+    header, fetch = leader.request()  # the next names the epoch of what it holds
+    wanted = fetch.topics[0].partitions[0]
+    assert (wanted.fetch_offset, wanted.last_fetched_epoch) == (1, 0)
+    leader.answer(header, fetch_answer_by_id(b"", high_watermark=1))
+    manager.shutdown()
+
+
+def test_a_follower_without_a_topic_id_fetches_by_name_at_v12(tmp_path):
+    partition = follower_partition(tmp_path, leader_epoch=0)  # a topic from before IDs
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    leader = PlayedLeader(reactor)
+    header, fetch = leader.request()
+    assert (header.api_key, header.api_version) == (ApiKey.FETCH, 12)
+    assert (fetch.replica_id, fetch.topics[0].topic) == (FOLLOWER, "t")
+    manager.shutdown()
+
+
+def test_a_diverging_epoch_in_the_answer_truncates_the_follower(tmp_path):
+    """Truncation on fetch (Fetch v12+): the leader checks the follower's last fetched
+    epoch and answers where that epoch ends in its own log; the follower cuts there."""
+    partition = follower_partition(tmp_path, leader_epoch=3)
+    partition.log.assign_topic_id(TOPIC_ID)
+    partition.log.append(batch(b"a", b"b"), 1)  # offsets 0-1 at epoch 1
+    partition.log.append(batch(b"c", b"d"), 2)  # offsets 2-3 at epoch 2, never the leader's
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    leader = PlayedLeader(reactor)
+    header, _ = leader.request()  # OffsetForLeaderEpoch first, at Kafka 3.9's v4
+    assert (header.api_key, header.api_version) == (ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)
+    # A leader that does not know yet (an old answer): it keeps our log as it is.
+    leader.answer(header, {"throttle_time_ms": 0, "topics": [{"topic": "t", "partitions": [
+        {"error_code": 0, "partition": 0, "leader_epoch": 2, "end_offset": 4}]}]})
+    assert partition.log_end_offset == 4
+
+    header, fetch = leader.request()
+    wanted = fetch.topics[0].partitions[0]
+    assert (wanted.fetch_offset, wanted.last_fetched_epoch) == (4, 2)
+    # The leader's log has epoch 1 up to offset 2 and no epoch 2: diverged, no records.
+    leader.answer(header, fetch_answer_by_id(
+        b"", high_watermark=2, diverging_epoch={"epoch": 1, "end_offset": 2}))
+    assert partition.log_end_offset == 2
+    assert partition.log.leader_epochs.latest_epoch == 1
+
+    header, fetch = leader.request()  # fetching again from the cut
+    wanted = fetch.topics[0].partitions[0]
+    assert (wanted.fetch_offset, wanted.last_fetched_epoch) == (2, 1)
+    manager.shutdown()
+
+
+def test_a_topic_id_the_leader_did_not_know_yet_opens_a_new_session(tmp_path):
+    """The follower learnt the ID (LeaderAndIsr) before the leader's cache did: the leader's
+    session holds the partition as unknown and answers UNKNOWN_TOPIC_ID; the follower's
+    next fetch is a full one that opens a new session (where the ID is known now)."""
+    partition = follower_partition(tmp_path, leader_epoch=0)
+    partition.log.assign_topic_id(TOPIC_ID)
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    leader = PlayedLeader(reactor)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch) == (0, 0)  # a full fetch opens a session
+    unknown = fetch_answer_by_id(b"", high_watermark=-1,
+                                 error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+    unknown["session_id"] = 55
+    leader.answer(header, unknown)
+    reactor.advance(BACKOFF)
+    header, fetch = leader.request()
+    assert (fetch.session_id, fetch.session_epoch) == (0, 0)  # not 55's next epoch
+    assert fetch.topics[0].topic_id == TOPIC_ID
+    manager.shutdown()

@@ -305,6 +305,7 @@ def test_a_follower_below_the_current_epochs_start_is_not_added(tmp_path):
 class _TmpLogs:
     def __init__(self, directory) -> None:
         self.directory = directory
+        self.futures: dict = {}  # no replica is moving between log dirs
 
     def read_high_watermarks(self) -> dict:
         return {}

@@ -7,8 +7,6 @@ broker's byte quota is used up; everything else replicates at full speed.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from twisted.internet import task
 from twisted.internet.testing import MemoryReactorClock
@@ -28,7 +26,8 @@ from simplekafka.broker.replication_quota import (
     parse_throttled_replicas,
     throttled_replicas_text,
 )
-from simplekafka.protocol.api import ApiKey
+from simplekafka.protocol.api import ApiKey, request_schema
+from simplekafka.protocol.fields import Struct
 from simplekafka.storage import Log, LogConfig
 from stages.stage7_cluster.test_replication_fetcher import (
     FOLLOWER,
@@ -124,12 +123,12 @@ class _Replicas:
         pass
 
 
-def follower_fetch(replica_id: int, offset: int = 0) -> SimpleNamespace:
-    wanted = SimpleNamespace(partition=0, current_leader_epoch=1, fetch_offset=offset,
-                             log_start_offset=0, partition_max_bytes=1200)
-    return SimpleNamespace(replica_id=replica_id, max_wait_ms=0, min_bytes=1, isolation_level=0,
-                           max_bytes=1 << 20,
-                           topics=[SimpleNamespace(topic="t", partitions=[wanted])])
+def follower_fetch(replica_id: int, offset: int = 0) -> Struct:
+    wanted = dict(partition=0, current_leader_epoch=1, fetch_offset=offset,
+                  log_start_offset=0, partition_max_bytes=1200)
+    return request_schema(ApiKey.FETCH, 10).make(  # v10: no rack_id, the leader reads
+        replica_id=replica_id, max_wait_ms=0, min_bytes=1, isolation_level=0,
+        max_bytes=1 << 20, topics=[dict(topic="t", partitions=[wanted])])
 
 
 def records_of(body: dict) -> bytes:

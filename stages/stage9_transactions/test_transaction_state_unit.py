@@ -351,8 +351,8 @@ def test_txn_apis_tell_old_clients_invalid_producer_epoch():
 
     fenced = SimpleNamespace(end_transaction=lambda *a: ErrorCode.PRODUCER_FENCED)
     apis = TransactionApis(fenced, groups=None)
-    request = SimpleNamespace(transactional_id="t", producer_id=1, producer_epoch=0,
-                              committed=True)
+    request = {"transactional_id": "t", "producer_id": 1, "producer_epoch": 0,
+               "committed": True}
     for version, code in [(1, ErrorCode.INVALID_PRODUCER_EPOCH), (2, ErrorCode.PRODUCER_FENCED)]:
         context = SimpleNamespace(api_version=version, principal=None)
         assert apis.end_txn(context, request)["error_code"] == code

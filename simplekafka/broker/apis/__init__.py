@@ -10,7 +10,7 @@ API                                         module
 ==========================================  ==============================
 ApiVersions, Metadata                       ``apis.metadata``
 DescribeCluster                             ``apis.cluster``
-DescribeLogDirs                             ``apis.log_dirs``
+DescribeLogDirs, AlterReplicaLogDirs        ``apis.log_dirs``
 DescribeProducers, DescribeTransactions,    ``apis.transaction_tools``
 ListTransactions
 Produce                                     ``apis.produce``
@@ -35,7 +35,6 @@ LeaderAndIsr, UpdateMetadata, StopReplica   ``apis.inter_broker``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from simplekafka.broker.apis.acls import AclApis
 from simplekafka.broker.apis.cluster import DescribeClusterHandler
@@ -44,7 +43,7 @@ from simplekafka.broker.apis.elect_leaders import ElectLeadersHandler
 from simplekafka.broker.apis.fetch import FetchHandler
 from simplekafka.broker.apis.groups import GroupApis
 from simplekafka.broker.apis.inter_broker import InterBrokerHandlers
-from simplekafka.broker.apis.log_dirs import DescribeLogDirsHandler
+from simplekafka.broker.apis.log_dirs import AlterReplicaLogDirsHandler, DescribeLogDirsHandler
 from simplekafka.broker.apis.metadata import ApiVersionsHandler, MetadataHandler
 from simplekafka.broker.apis.offsets import (
     DeleteRecordsHandler,
@@ -62,6 +61,7 @@ from simplekafka.broker.apis.topics import TopicAdmin
 from simplekafka.broker.apis.transaction_tools import TransactionToolApis
 from simplekafka.broker.apis.transactions import TransactionApis
 from simplekafka.broker.apis.txn_markers import WriteTxnMarkersHandler
+from simplekafka.broker.dispatch import RequestDispatcher
 from simplekafka.protocol.api import ApiKey
 
 
@@ -90,14 +90,16 @@ class KafkaApis:
     acls: AclApis
     describe_cluster: DescribeClusterHandler
     describe_log_dirs: DescribeLogDirsHandler
+    alter_replica_log_dirs: AlterReplicaLogDirsHandler
     transaction_tools: TransactionToolApis
 
-    def register(self, dispatcher: Any) -> None:
+    def register(self, dispatcher: RequestDispatcher) -> None:
         register = dispatcher.register
         register(ApiKey.API_VERSIONS, self.api_versions)
         register(ApiKey.METADATA, self.metadata)
         register(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster)
         register(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs)
+        register(ApiKey.ALTER_REPLICA_LOG_DIRS, self.alter_replica_log_dirs)
         register(ApiKey.PRODUCE, self.produce)
         register(ApiKey.FETCH, self.fetch)
         register(ApiKey.LIST_OFFSETS, self.list_offsets)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import TypeVar
 
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.security.authorizer import Authorizing
-from simplekafka.coordination.acls import add_entries, read_entries, remove_matching
+from simplekafka.coordination.acls import Entries, add_entries, read_entries, remove_matching
 from simplekafka.protocol.acls import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -34,25 +34,37 @@ from simplekafka.protocol.acls import (
     binding_problem,
 )
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
-from simplekafka.protocol.message_types import DeleteAclsResponseFilterResultsMatchingAcls
+from simplekafka.protocol.message_types import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    CreateAclsResponseResults,
+    DeleteAclsRequest,
+    DeleteAclsRequestFilters,
+    DeleteAclsResponse,
+    DeleteAclsResponseFilterResults,
+    DeleteAclsResponseFilterResultsMatchingAcls,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 
 log = logging.getLogger(__name__)
+
+_Body = TypeVar("_Body", CreateAclsResponse, DeleteAclsResponse)
 
 
 class BadFilter(ValueError):
     """A filter with a number outside Kafka's enumerations, or UNKNOWN."""
 
 
-def binding_filter(f: Any, version: int, name_field: str = "resource_name_filter"
+def binding_filter(f: DescribeAclsRequest | DeleteAclsRequestFilters, version: int
                    ) -> AclBindingFilter:
     """The request's filter as an AclBindingFilter (v0 has no pattern type: literal only)."""
     try:
         found = AclBindingFilter(
-            ResourceType(f.resource_type_filter), getattr(f, name_field),
-            PatternType(f.pattern_type_filter if version >= 1 else PatternType.LITERAL),
-            f.principal_filter, f.host_filter, AclOperation(f.operation),
-            AclPermissionType(f.permission_type))
+            ResourceType(f["resource_type_filter"]), f["resource_name_filter"],
+            PatternType(f["pattern_type_filter"] if version >= 1 else PatternType.LITERAL),
+            f["principal_filter"], f["host_filter"], AclOperation(f["operation"]),
+            AclPermissionType(f["permission_type"]))
     except ValueError as exc:
         raise BadFilter(str(exc)) from None
     if any(v == 0 for v in (found.resource_type, found.pattern_type,
@@ -79,9 +91,10 @@ class AclApis:
 
     # -- DescribeAcls ---------------------------------------------------------------------
 
-    def describe_acls(self, context: RequestContext, request: Struct) -> dict:
+    def describe_acls(self, context: RequestContext, request: DescribeAclsRequest
+                      ) -> DescribeAclsResponse:
         def answer(code: ErrorCode, message: str | None = None,
-                   found: list[AclBinding] | None = None) -> dict:
+                   found: list[AclBinding] | None = None) -> DescribeAclsResponse:
             by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
             for binding in found or []:
                 by_pattern[binding.pattern].append(binding.entry)
@@ -105,37 +118,40 @@ class AclApis:
 
     # -- CreateAcls -----------------------------------------------------------------------
 
-    def create_acls(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
-        results: list[dict[str, Any]] = [{"error_code": ErrorCode.NONE, "error_message": None}
-                                         for _ in request.creations]
+    def create_acls(self, context: RequestContext, request: CreateAclsRequest
+                    ) -> CreateAclsResponse | defer.Deferred:
+        results: list[CreateAclsResponseResults] = [
+            {"error_code": ErrorCode.NONE, "error_message": None} for _ in request["creations"]]
         refused = self._refusal(context, AclOperation.ALTER)
         zk = self.zookeeper()
         if refused is None and zk is None:
             refused = ErrorCode.COORDINATOR_NOT_AVAILABLE
         if refused is not None:
             for result in results:
-                result.update(error_code=refused, error_message=refused.name)
+                result.update({"error_code": refused, "error_message": refused.name})
             return {"throttle_time_ms": 0, "results": results}
-        wanted: dict[ResourcePattern, list[tuple[AccessControlEntry, dict]]] = defaultdict(list)
-        for creation, result in zip(request.creations, results, strict=True):
+        wanted: dict[ResourcePattern, list[tuple[AccessControlEntry, CreateAclsResponseResults]]]
+        wanted = defaultdict(list)
+        for creation, result in zip(request["creations"], results, strict=True):
             try:
                 binding = AclBinding(
-                    ResourcePattern(ResourceType(creation.resource_type), creation.resource_name,
-                                    PatternType(creation.resource_pattern_type
+                    ResourcePattern(ResourceType(creation["resource_type"]),
+                                    creation["resource_name"],
+                                    PatternType(creation["resource_pattern_type"]
                                                 if context.api_version >= 1
                                                 else PatternType.LITERAL)),
-                    AccessControlEntry(creation.principal, creation.host,
-                                       AclOperation(creation.operation),
-                                       AclPermissionType(creation.permission_type)))
+                    AccessControlEntry(creation["principal"], creation["host"],
+                                       AclOperation(creation["operation"]),
+                                       AclPermissionType(creation["permission_type"])))
                 problem = binding_problem(binding)
             except ValueError as exc:
                 problem = str(exc)
             if problem is not None:
-                result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=problem)
+                result.update({"error_code": ErrorCode.INVALID_REQUEST, "error_message": problem})
                 continue
             wanted[binding.pattern].append((binding.entry, result))
 
-        def write() -> list[tuple[ResourcePattern, Any]]:
+        def write() -> list[tuple[ResourcePattern, Entries]]:
             written = []
             for pattern, items in wanted.items():
                 try:
@@ -144,14 +160,14 @@ class AclApis:
                 except Exception as exc:
                     log.warning("creating ACLs on %s failed: %r", pattern, exc)
                     for _entry, result in items:
-                        result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                                      error_message=str(exc))
+                        result.update({"error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
+                                       "error_message": str(exc)})
             return written
 
         return in_worker_thread(self.reactor, write).addCallback(
             self._apply, {"throttle_time_ms": 0, "results": results})
 
-    def _apply(self, written: list[tuple[ResourcePattern, Any]], body: dict) -> dict:
+    def _apply(self, written: list[tuple[ResourcePattern, Entries]], body: _Body) -> _Body:
         """Our own change now (the notification will say the same later)."""
         for pattern, entries in written:
             self.authorizer.update(pattern, entries)
@@ -159,41 +175,45 @@ class AclApis:
 
     # -- DeleteAcls -----------------------------------------------------------------------
 
-    def delete_acls(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
-        results: list[dict[str, Any]] = [
-            {"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": []}
-            for _ in request.filters]
+    def delete_acls(self, context: RequestContext, request: DeleteAclsRequest
+                    ) -> DeleteAclsResponse | defer.Deferred:
+        matching: list[list[DeleteAclsResponseFilterResultsMatchingAcls]] = [
+            [] for _ in request["filters"]]
+        results: list[DeleteAclsResponseFilterResults] = [
+            {"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": acls}
+            for acls in matching]
         refused = self._refusal(context, AclOperation.ALTER)
         zk = self.zookeeper()
         if refused is None and zk is None:
             refused = ErrorCode.COORDINATOR_NOT_AVAILABLE
         if refused is not None:
             for result in results:
-                result.update(error_code=refused, error_message=refused.name)
+                result.update({"error_code": refused, "error_message": refused.name})
             return {"throttle_time_ms": 0, "filter_results": results}
-        work: list[tuple[AclBindingFilter, list[ResourcePattern], dict]] = []
-        for f, result in zip(request.filters, results, strict=True):
+        work: list[tuple[AclBindingFilter, list[ResourcePattern], DeleteAclsResponseFilterResults,
+                         list[DeleteAclsResponseFilterResultsMatchingAcls]]] = []
+        for f, result, acls in zip(request["filters"], results, matching, strict=True):
             try:
                 wanted = binding_filter(f, context.api_version)
             except BadFilter as exc:
-                result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc))
+                result.update({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
                 continue
             patterns = sorted(p for p in self.authorizer.acls if wanted.matches_pattern(p))
-            work.append((wanted, patterns, result))
+            work.append((wanted, patterns, result, acls))
 
-        def delete() -> list[tuple[ResourcePattern, Any]]:
+        def delete() -> list[tuple[ResourcePattern, Entries]]:
             written = []
-            for wanted, patterns, result in work:
+            for wanted, patterns, result, acls in work:
                 for pattern in patterns:
                     try:
                         removed = remove_matching(zk, pattern, wanted)
                     except Exception as exc:
                         log.warning("deleting ACLs of %s failed: %r", pattern, exc)
-                        result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                                      error_message=str(exc))
+                        result.update({"error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
+                                       "error_message": str(exc)})
                         continue
                     written.append((pattern, read_entries(zk, pattern)[0]))
-                    result["matching_acls"].extend(
+                    acls.extend(
                         _matching_acl(pattern, entry) for entry in sorted(removed))
             return written
 

@@ -25,7 +25,7 @@ from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import DescribeClusterRequest, DescribeClusterResponse
 
 ENDPOINT_BROKERS = 1
 ENDPOINT_CONTROLLERS = 2
@@ -40,8 +40,10 @@ class DescribeClusterHandler:
         self.cluster_id = cluster_id
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Struct) -> dict:
-        endpoint_type = getattr(request, "endpoint_type", ENDPOINT_BROKERS)
+    def __call__(self, context: RequestContext, request: DescribeClusterRequest
+                 ) -> DescribeClusterResponse:
+        endpoint_type = request["endpoint_type"] if context.api_version >= 1 \
+            else ENDPOINT_BROKERS
         if endpoint_type != ENDPOINT_BROKERS:
             if context.api_version == 0:
                 code = ErrorCode.INVALID_REQUEST
@@ -54,7 +56,7 @@ class DescribeClusterHandler:
             return {"error_code": code, "error_message": message,
                     "endpoint_type": ENDPOINT_BROKERS, "cluster_id": "", "brokers": []}
         operations = UNKNOWN_AUTHORIZED_OPERATIONS
-        if request.include_cluster_authorized_operations:
+        if request["include_cluster_authorized_operations"]:
             operations = self.authorizer.authorized_operations(
                 context, ResourceType.CLUSTER, CLUSTER_NAME) if self.authorizer.authorize(
                 context, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0

@@ -11,7 +11,7 @@ re-exported here so a handler imports its collaborators from one place.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from twisted.internet import defer
 
@@ -27,6 +27,7 @@ from simplekafka.broker.collaborators import in_worker_thread as in_worker_threa
 from simplekafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from simplekafka.broker.dispatch import RequestContext
     from simplekafka.broker.partition import Partition
     from simplekafka.protocol.acls import AclOperation, ResourceType
 
@@ -52,13 +53,13 @@ class Authorizer(Protocol):
 
     enabled: bool
 
-    def authorize(self, context: Any, operation: AclOperation, resource_type: ResourceType,
-                  name: str) -> bool: ...
+    def authorize(self, context: RequestContext, operation: AclOperation,
+                  resource_type: ResourceType, name: str) -> bool: ...
 
-    def authorize_any(self, context: Any, operation: AclOperation,
+    def authorize_any(self, context: RequestContext, operation: AclOperation,
                       resource_type: ResourceType) -> bool: ...
 
-    def authorized_operations(self, context: Any, resource_type: ResourceType,
+    def authorized_operations(self, context: RequestContext, resource_type: ResourceType,
                               name: str) -> int: ...
 
 

@@ -32,8 +32,8 @@ CLUSTER_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -51,6 +51,7 @@ from simplekafka.broker.config import (
     KAFKA_LOG_DYNAMIC_KEYS,
     KAFKA_PER_BROKER_KEYS,
     KAFKA_SSL_RECONFIGURABLE_KEYS,
+    BrokerConfig,
     acted_on,
     config_type,
     is_sensitive,
@@ -80,7 +81,19 @@ from simplekafka.coordination.topics import TopicError, validate_topic_name
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    AlterConfigsRequest,
+    AlterConfigsRequestResources,
+    AlterConfigsResponse,
+    AlterConfigsResponseResponses,
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResources,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseResults,
+    DescribeConfigsResponseResultsConfigs,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestResources,
+)
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -161,7 +174,12 @@ _LIST_KEYS = frozenset({"cleanup.policy", "log.cleanup.policy"})
 _UNBOUNDED = str(2**63 - 1)
 
 
-def _text(value: Any) -> str | None:
+# An alter request's resource: AlterConfigs' or IncrementalAlterConfigs'.
+_Resource = TypeVar("_Resource", AlterConfigsRequestResources,
+                    IncrementalAlterConfigsRequestResources)
+
+
+def _text(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -175,7 +193,8 @@ class ConfigApis:
     """The three config handlers; ``dynamic_broker`` is the broker's current dynamic
     overrides (cluster default merged with its own), kept by its ConfigChangeListener."""
 
-    def __init__(self, broker_id: int, config: Any, cache: MetadataCache, reactor: Reactor,
+    def __init__(self, broker_id: int, config: BrokerConfig, cache: MetadataCache,
+                 reactor: Reactor,
                  zookeeper: ZooKeeperHandle,
                  dynamic_broker: Callable[[], Mapping[str, tuple[str, int]]],
                  authorizer: Authorizer = ALLOW_EVERYONE,
@@ -244,21 +263,17 @@ class ConfigApis:
 
     def _given(self, key: str) -> bool:
         """Whether the broker's configuration sets ``key`` (a STATIC_BROKER_CONFIG)."""
-        given = getattr(self.config, "given_keys", None)
-        if given is not None:
-            return key in given
-        return key in BROKER_KEYS and self.config[key] != BROKER_KEYS[key].default
+        return key in self.config.given_keys
 
     def _static_value(self, key: str) -> str | None:
         """The value the broker's configuration gives ``key``."""
         if key in BROKER_KEYS:
             return _text(self.config[key])
-        return getattr(self.config, "kafka_values", {}).get(key)
+        return self.config.kafka_values.get(key)
 
-    def _all_settings(self) -> Mapping[str, Any]:
+    def _all_settings(self) -> Mapping[str, object]:
         """Every setting of the broker's configuration, per-listener ones included."""
-        as_dict = getattr(self.config, "as_dict", None)
-        return as_dict() if as_dict is not None else {}
+        return self.config.as_dict()
 
     def _refusal(self, context: RequestContext, kind: int, name: str,
                  operation: AclOperation) -> ErrorCode | None:
@@ -274,36 +289,39 @@ class ConfigApis:
 
     # -- DescribeConfigs ------------------------------------------------------------------
 
-    def describe_configs(self, context: RequestContext, request: Struct) -> defer.Deferred:
+    def describe_configs(self, context: RequestContext, request: DescribeConfigsRequest
+                         ) -> defer.Deferred:
         version = context.api_version
-        synonyms = bool(getattr(request, "include_synonyms", False))
-        documented = bool(getattr(request, "include_documentation", False))
-        work = []
-        for resource in request.resources:
-            refused = self._refusal(context, resource.resource_type, resource.resource_name,
-                                    AclOperation.DESCRIBE_CONFIGS)
-            work.append(self._describe_one(resource, version, synonyms, documented)
-                        if refused is None
-                        else defer.succeed({
-                            "error_code": refused, "error_message": None,
-                            "resource_type": resource.resource_type,
-                            "resource_name": resource.resource_name, "configs": []}))
-        return defer.gatherResults(work, consumeErrors=True).addCallback(
-            lambda results: {"throttle_time_ms": 0, "results": results})
+        synonyms = version >= 1 and request["include_synonyms"]
+        documented = version >= 3 and request["include_documentation"]
+        work: list[defer.Deferred] = []
+        for resource in request["resources"]:
+            kind, name = resource["resource_type"], resource["resource_name"]
+            refused = self._refusal(context, kind, name, AclOperation.DESCRIBE_CONFIGS)
+            if refused is None:
+                work.append(self._describe_one(resource, version, synonyms, documented))
+                continue
+            refusal: DescribeConfigsResponseResults = {
+                "error_code": refused, "error_message": None, "resource_type": kind,
+                "resource_name": name, "configs": []}
+            work.append(defer.succeed(refusal))
+        return defer.gatherResults(work, consumeErrors=True).addCallback(_described)
 
-    def _describe_one(self, resource: Any, version: int, synonyms: bool,
-                      documented: bool = False) -> defer.Deferred:
-        kind, name = resource.resource_type, resource.resource_name
-        wanted = None if resource.configuration_keys is None else set(
-            resource.configuration_keys)
+    def _describe_one(self, resource: DescribeConfigsRequestResources, version: int,
+                      synonyms: bool, documented: bool = False) -> defer.Deferred:
+        kind, name = resource["resource_type"], resource["resource_name"]
+        keys = resource["configuration_keys"]
+        wanted = None if keys is None else set(keys)
 
         def answer(code: ErrorCode, message: str | None = None,
-                   entries: list[dict] | None = None) -> dict:
+                   entries: list[DescribeConfigsResponseResultsConfigs] | None = None
+                   ) -> DescribeConfigsResponseResults:
             return {"error_code": code, "error_message": message, "resource_type": kind,
                     "resource_name": name, "configs": entries or []}
 
         def entry(key: str, value: str | None, source: int, read_only: bool,
-                  chain: list[tuple[str, str | None, int]], sensitive: bool = False) -> dict:
+                  chain: list[tuple[str, str | None, int]], sensitive: bool = False
+                  ) -> DescribeConfigsResponseResultsConfigs:
             # A sensitive value (a password, a JAAS text) is answered null, in the synonyms
             # too, to every principal: Kafka's rule, super users included.
             broker_key = key if kind == BROKER_RESOURCE else TOPIC_BROKER_SYNONYMS.get(key, "")
@@ -327,17 +345,17 @@ class ConfigApis:
             if zk is None:
                 return defer.succeed(answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
 
-            def read() -> dict | None:
+            def read() -> dict[str, str] | None:
                 if not zk.exists(ZkPaths.topic(name)):
                     return None
                 return read_entity_config(zk, TOPICS, name)
 
-            def build(overrides: dict | None) -> dict:
+            def build(overrides: dict[str, str] | None) -> DescribeConfigsResponseResults:
                 if overrides is None:
                     return answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   f"topic {name!r} does not exist")
                 defaults = self.topic_defaults()
-                entries = []
+                entries: list[DescribeConfigsResponseResultsConfigs] = []
                 for key in sorted(set(defaults) | set(overrides)):
                     if wanted is not None and key not in wanted:
                         continue
@@ -354,7 +372,7 @@ class ConfigApis:
                         entries.append(entry(key, default, source, False, chain, hidden))
                 return answer(ErrorCode.NONE, None, entries)
 
-            def failed(failure: Failure) -> dict:
+            def failed(failure: Failure) -> DescribeConfigsResponseResults:
                 log.warning("describing topic %r failed: %s", name, failure.getErrorMessage())
                 return answer(ErrorCode.UNKNOWN_SERVER_ERROR, failure.getErrorMessage())
 
@@ -366,7 +384,7 @@ class ConfigApis:
                                             f"broker {name} is not this broker "
                                             f"({self.broker_id}): ask it directly"))
             dynamic = self.dynamic_broker()
-            entries = []
+            entries: list[DescribeConfigsResponseResultsConfigs] = []
             # Every key: Kafka 3.9's whole broker config set and SimpleKafka's own keys.
             for key in sorted(set(BROKER_KEYS) | set(KAFKA_BROKER_CONFIGS)):
                 if wanted is not None and key not in wanted:
@@ -409,55 +427,60 @@ class ConfigApis:
 
     # -- AlterConfigs and IncrementalAlterConfigs -----------------------------------------
 
-    def alter_configs(self, context: RequestContext, request: Struct) -> defer.Deferred:
-        def change(_current: dict[str, str], resource: Any) -> dict[str, str]:
-            return {c.name: c.value for c in resource.configs if c.value is not None}
+    def alter_configs(self, context: RequestContext, request: AlterConfigsRequest
+                      ) -> defer.Deferred:
+        def change(_current: dict[str, str], resource: AlterConfigsRequestResources
+                   ) -> dict[str, str]:
+            return {c["name"]: value for c in resource["configs"]
+                    if (value := c["value"]) is not None}
 
-        return self._alter(context, request, change)
+        return self._alter(context, request["resources"], request["validate_only"], change)
 
     def incremental_alter_configs(self, context: RequestContext,
-                                  request: Struct) -> defer.Deferred:
-        def change(current: dict[str, str], resource: Any) -> dict[str, str]:
+                                  request: IncrementalAlterConfigsRequest) -> defer.Deferred:
+        def change(current: dict[str, str], resource: IncrementalAlterConfigsRequestResources
+                   ) -> dict[str, str]:
             updated = dict(current)
-            for c in resource.configs:
-                op = c.config_operation
+            for c in resource["configs"]:
+                op, key, value = c["config_operation"], c["name"], c["value"]
                 if op == SET:
-                    if c.value is None:
-                        raise KafkaError(f"{c.name}: SET needs a value",
+                    if value is None:
+                        raise KafkaError(f"{key}: SET needs a value",
                                          error_code=ErrorCode.INVALID_CONFIG)
-                    updated[c.name] = c.value
+                    updated[key] = value
                 elif op == DELETE:
-                    updated.pop(c.name, None)
+                    updated.pop(key, None)
                 elif op in (APPEND, SUBTRACT):
-                    if c.name not in _LIST_KEYS:
-                        raise KafkaError(f"{c.name} is not a list: APPEND and SUBTRACT "
+                    if key not in _LIST_KEYS:
+                        raise KafkaError(f"{key} is not a list: APPEND and SUBTRACT "
                                          "apply to list configs only",
                                          error_code=ErrorCode.INVALID_CONFIG)
-                    items = [v for v in updated.get(c.name, "").split(",") if v]
-                    given = [v.strip() for v in (c.value or "").split(",") if v.strip()]
+                    items = [v for v in updated.get(key, "").split(",") if v]
+                    given = [v.strip() for v in (value or "").split(",") if v.strip()]
                     if op == APPEND:
                         items += [v for v in given if v not in items]
                     else:
                         items = [v for v in items if v not in given]
-                    updated[c.name] = ",".join(items)
+                    updated[key] = ",".join(items)
                 else:
                     raise KafkaError(f"unknown config operation {op}",
                                      error_code=ErrorCode.INVALID_REQUEST)
             return updated
 
-        return self._alter(context, request, change)
+        return self._alter(context, request["resources"], request["validate_only"], change)
 
-    def _alter(self, context: RequestContext, request: Struct,
-               change: Callable[[dict[str, str], Any], dict[str, str]]) -> defer.Deferred:
+    def _alter(self, context: RequestContext, resources: Sequence[_Resource],
+               validate_only: bool, change: Callable[[dict[str, str], _Resource], dict[str, str]]
+               ) -> defer.Deferred:
         zk = self.zookeeper()
-        validate_only = bool(request.validate_only)
-        refusals = [self._refusal(context, r.resource_type, r.resource_name,
-                                  AclOperation.ALTER_CONFIGS) for r in request.resources]
+        refusals = [self._refusal(context, r["resource_type"], r["resource_name"],
+                                  AclOperation.ALTER_CONFIGS) for r in resources]
 
-        def one(resource: Any) -> dict:
-            kind, name = resource.resource_type, resource.resource_name
-            result = {"error_code": ErrorCode.NONE, "error_message": None,
-                      "resource_type": kind, "resource_name": name}
+        def one(resource: _Resource) -> AlterConfigsResponseResponses:
+            kind, name = resource["resource_type"], resource["resource_name"]
+            result: AlterConfigsResponseResponses = {
+                "error_code": ErrorCode.NONE, "error_message": None, "resource_type": kind,
+                "resource_name": name}
             try:
                 if zk is None:
                     raise KafkaError("not connected to ZooKeeper",
@@ -481,14 +504,13 @@ class ConfigApis:
                 result["error_message"] = str(exc)
             return result
 
-        def work() -> list[dict]:
+        def work() -> list[AlterConfigsResponseResponses]:
             return [one(r) if refused is None else
                     {"error_code": refused, "error_message": None,
-                     "resource_type": r.resource_type, "resource_name": r.resource_name}
-                    for r, refused in zip(request.resources, refusals, strict=True)]
+                     "resource_type": r["resource_type"], "resource_name": r["resource_name"]}
+                    for r, refused in zip(resources, refusals, strict=True)]
 
-        return in_worker_thread(self.reactor, work).addCallback(
-            lambda results: {"throttle_time_ms": 0, "responses": results})
+        return in_worker_thread(self.reactor, work).addCallback(_altered)
 
     def _entity(self, zk: KazooClient, kind: int, name: str) -> tuple[str, str]:
         if kind == TOPIC_RESOURCE:
@@ -522,6 +544,15 @@ class ConfigApis:
             name = "" if entity == DEFAULT_BROKER else entity
             raise KafkaError(f"Invalid config value for resource ConfigResource(type=BROKER, "
                              f"name='{name}'): {problem}", error_code=ErrorCode.INVALID_REQUEST)
+
+
+def _described(results: list[DescribeConfigsResponseResults]) -> DescribeConfigsResponse:
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _altered(results: list[AlterConfigsResponseResponses]) -> AlterConfigsResponse:
+    """AlterConfigs' answer, and IncrementalAlterConfigs' (the same fields)."""
+    return {"throttle_time_ms": 0, "responses": results}
 
 
 def _kafka_default(key: str) -> str | None:
@@ -603,7 +634,8 @@ def broker_config_problem(config: Mapping[str, str], per_broker: bool) -> str | 
             value = spec.parse(config[key])
         except (TypeError, ValueError) as exc:
             return f"Invalid value {config[key]} for configuration {key}: {exc}"
-        if spec.minimum is not None and value is not None and value < spec.minimum:
+        if spec.minimum is not None and isinstance(value, (int, float)) \
+                and value < spec.minimum:
             return (f"Invalid value {config[key]} for configuration {key}: Value must be at "
                     f"least {spec.minimum}")
     for key in sorted(DYNAMIC_BROKER_ONLY_KEYS & names):

@@ -24,9 +24,10 @@ All ZooKeeper calls run on a worker thread, never on the reactor.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NodeExistsError
+from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import (
     Authorizer,
@@ -34,6 +35,7 @@ from simplekafka.broker.apis.collaborators import (
     ZooKeeperHandle,
     in_worker_thread,
 )
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.topics import (
     list_topics,
@@ -43,7 +45,11 @@ from simplekafka.coordination.topics import (
 from simplekafka.coordination.znodes import PartitionRef, PartitionRefs, ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersResponseReplicaElectionResultsPartitionResult,
+)
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -62,21 +68,23 @@ class ElectLeadersHandler:
         self.zookeeper = zookeeper
         self.authorizer = authorizer
 
-    def __call__(self, context: Any, request: Struct) -> Any:
-        wanted = (None if request.topic_partitions is None else
-                  [(t.topic, p) for t in request.topic_partitions for p in t.partitions])
+    def __call__(self, context: RequestContext, request: ElectLeadersRequest
+                 ) -> ElectLeadersResponse | defer.Deferred:
+        asked = request["topic_partitions"]
+        wanted = (None if asked is None else
+                  [(t["topic"], p) for t in asked for p in t["partitions"]])
         if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER,
                                          CLUSTER_NAME):
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             return _response(dict.fromkeys(wanted or [], (code, None)), code)
-        election_type = getattr(request, "election_type", PREFERRED)
+        election_type = request["election_type"] if context.api_version >= 1 else PREFERRED
         zk = self.zookeeper()
         if election_type not in (PREFERRED, UNCLEAN) or zk is None:
             code, message = ((ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}")
                              if zk is not None else
                              (ErrorCode.NOT_CONTROLLER, "not connected to ZooKeeper yet"))
             return _response(dict.fromkeys(wanted or [], (code, message)), code)
-        timeout = max(request.timeout_ms, 0) / 1000
+        timeout = max(request["timeout_ms"], 0) / 1000
         elect = elect_preferred if election_type == PREFERRED else elect_unclean
         return in_worker_thread(self.reactor, elect, zk, wanted, timeout).addCallback(
             _response, ErrorCode.NONE)
@@ -178,8 +186,8 @@ def _leader(zk: KazooClient, key: tuple[str, int]) -> int:
 
 
 def _response(results: dict[tuple[str, int], tuple[ErrorCode, str | None]],
-              error_code: ErrorCode) -> dict:
-    by_topic: dict[str, list[dict]] = {}
+              error_code: ErrorCode) -> ElectLeadersResponse:
+    by_topic: dict[str, list[ElectLeadersResponseReplicaElectionResultsPartitionResult]] = {}
     for (topic, partition), (code, message) in results.items():
         by_topic.setdefault(topic, []).append(
             {"partition_id": partition, "error_code": code, "error_message": message})

@@ -18,7 +18,8 @@ evict that follower's session (a new session of a follower replaces its old one)
 Kafka 3.9's versions: v12 is flexible and carries each partition's last
 fetched epoch (a log that left the leader's gets a diverging epoch and no
 records); v13+ names topics by ID (KIP-516): an ID no topic has now answers
-UNKNOWN_TOPIC_ID, a session opened by names cannot go on by IDs or back
+UNKNOWN_TOPIC_ID (in a session, until the broker learns the ID: then the session
+reads it, ``fetch_session.py``), a session opened by names cannot go on by IDs or back
 (FETCH_SESSION_TOPIC_ID_ERROR), and a partition whose topic was re-created
 under the same name since the session learnt its ID answers UNKNOWN_TOPIC_ID
 too; v15+ says who a follower is in ``replica_state``; v16+ (KIP-951) names
@@ -27,13 +28,12 @@ the leader a refused partition should go to, with its endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, Flag, Reactor
-from simplekafka.broker.apis.leader_hints import current_leaders, node_endpoints
+from simplekafka.broker.apis.leader_hints import current_leader, node_endpoints
 from simplekafka.broker.delayed_fetch import HW_NOTICE_SECONDS
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.fetch_messages import (
@@ -46,16 +46,30 @@ from simplekafka.broker.fetch_messages import (
     FetchTopic,
     fetch_replica_id,
 )
-from simplekafka.broker.fetch_session import FetchContext, FetchSessionCache
+from simplekafka.broker.fetch_session import (
+    FetchContext,
+    FetchSessionCache,
+    unknown_topic_name,
+)
 from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_fetched
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    FetchRequest,
+    FetchRequestForgottenTopicsData,
+    FetchRequestTopics,
+    FetchResponse,
+    FetchResponseResponses,
+    FetchResponseResponsesPartitions,
+)
 from simplekafka.protocol.topic_ids import ZERO_ID
 
 __all__ = ["HW_NOTICE_SECONDS", "FetchHandler"]
+
+SESSIONS_VERSION = 7  # KIP-227: session id and epoch, forgotten topics
 
 
 class FetchHandler:
@@ -74,14 +88,15 @@ class FetchHandler:
         self.reactor = reactor
         self.fetches = FetchMessages(replicas, reactor, is_stopping, selector)
         # Told of each consumer answer as it leaves (the metrics count bytes out); None: off.
-        self.on_consumer_answer: Callable[[dict], Any] | None = None
+        self.on_consumer_answer: Callable[[FetchResponse], object] | None = None
 
     @property
     def waiting(self) -> int:
         """Fetches parked right now (for tests and metrics)."""
         return self.fetches.waiting
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: FetchRequest
+                 ) -> FetchResponse | defer.Deferred:
         version = _version(context, request)
         ids = _TopicIds(self.cache, request, version, getattr(context, "listener", None))
         replica_id = fetch_replica_id(request)
@@ -90,11 +105,14 @@ class FetchHandler:
                                           ResourceType.CLUSTER, CLUSTER_NAME):
             # Not a broker: answered without a session, every partition it names refused.
             return self.read(request, frozenset(ids.names), version)[0]
-        forgotten = getattr(request, "forgotten_topics_data", None)  # v7+ (sessions)
+        sessions = version >= SESSIONS_VERSION
+        forgotten = request["forgotten_topics_data"] if sessions else None
         session = self.sessions.context_for(
-            getattr(request, "session_id", 0), getattr(request, "session_epoch", -1),
+            request["session_id"] if sessions else 0,
+            request["session_epoch"] if sessions else -1,
             replica_id, ids.named(request),
-            ids.forgotten(forgotten) if forgotten else [])
+            ids.forgotten(forgotten) if forgotten else [],
+            self.cache.topic_name if self.cache is not None else None)
         if session.error is None:
             session.error = ids.check_session(session)
         if session.error is not None:
@@ -102,7 +120,7 @@ class FetchHandler:
                     "responses": []}
         refused = self._refused(context, replica_id, ids) if self.authorizer.enabled \
             else frozenset()
-        fetched = self.fetches.fetch_messages(_params(request, session, refused))
+        fetched = self.fetches.fetch_messages(_params(request, version, session, refused))
         version = getattr(context, "api_version", FIRST_V2_FETCH)  # None: a direct call
         if version < FIRST_V2_FETCH:  # message sets v0/v1 (message_format.py)
             fetched = down_convert_fetched(fetched, version, request, self.fetches.replicas)
@@ -112,17 +130,19 @@ class FetchHandler:
         # append that wakes it and the dispatcher's encoding.
         return fetched.addCallback(self._leaving, session, replica_id, ids)
 
-    def read(self, request: Any, refused: frozenset[str] = frozenset(),
-             version: int = 11) -> tuple[dict, int, bool]:
+    def read(self, request: FetchRequest, refused: frozenset[str] = frozenset(),
+             version: int | None = None) -> tuple[FetchResponse, int, bool]:
         """Read the request's partitions once, without a session: (response body, bytes,
         any error?); the ``refused`` topics answer TOPIC_AUTHORIZATION_FAILED."""
+        if version is None:
+            version = _version(None, request)
         ids = _TopicIds(self.cache, request, version)
         result = self.fetches.read_from_log(
-            _params(request, FetchContext(ids.named(request)), refused))
+            _params(request, version, FetchContext(ids.named(request)), refused))
         return ids.body(result.responses, 0), result.total_bytes, result.has_error
 
     def _leaving(self, result: FetchResult, session: FetchContext, replica_id: int,
-                 ids: _TopicIds) -> dict:
+                 ids: _TopicIds) -> FetchResponse:
         """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
         body = ids.body(session.finish(result.responses), session.session_id, session)
         if self.on_consumer_answer is not None and replica_id < 0:
@@ -143,7 +163,7 @@ class FetchHandler:
                                           name))
 
 
-def _version(context: RequestContext | None, request: Any) -> int:
+def _version(context: RequestContext | None, request: FetchRequest) -> int:
     """The request's version (from the struct's schema when a unit test gives no context)."""
     if context is not None:
         return context.api_version
@@ -156,7 +176,7 @@ class _TopicIds:
     (v13+: by ID, KIP-516). An ID no topic has now is kept under a name no topic can
     have, so that it is read as unknown and answered UNKNOWN_TOPIC_ID."""
 
-    def __init__(self, cache: MetadataCache | None, request: Any, version: int,
+    def __init__(self, cache: MetadataCache | None, request: FetchRequest, version: int,
                  listener: str | None = None):
         self.cache = cache
         self.version = version
@@ -164,32 +184,36 @@ class _TopicIds:
         self.by_id = version >= 13
         self.ids: dict[str, bytes] = {}  # name used inside -> the ID the request gave
         self.names: list[str] = []
-        for topic in request.topics:
+        for topic in request["topics"]:
             self.names.append(self._name(topic))
 
-    def _name(self, topic: Any) -> str:
+    def _name(self, topic: FetchRequestTopics | FetchRequestForgottenTopicsData) -> str:
         if not self.by_id:
-            return topic.topic
-        topic_id = topic.topic_id
+            return topic["topic"]
+        topic_id = topic["topic_id"]
         name = self.cache.topic_name(topic_id) if self.cache is not None else None
         if name is None:
-            name = _unknown_name(topic_id)
+            name = unknown_topic_name(topic_id)
         self.ids[name] = topic_id
         return name
 
-    def named(self, request: Any) -> list[FetchTopic]:
+    def named(self, request: FetchRequest) -> list[FetchTopic]:
         """The partitions the request names, with the fields older versions lack defaulted."""
+        version = self.version
         return [FetchTopic(name, [
-            FetchPartition(wanted.partition, wanted.fetch_offset, wanted.partition_max_bytes,
-                           getattr(wanted, "current_leader_epoch", -1),  # v9+
-                           getattr(wanted, "log_start_offset", -1),  # v5+
-                           getattr(wanted, "last_fetched_epoch", -1))  # v12+
-            for wanted in topic.partitions]) for name, topic in zip(self.names, request.topics)]
+            FetchPartition(wanted["partition"], wanted["fetch_offset"],
+                           wanted["partition_max_bytes"],
+                           wanted["current_leader_epoch"] if version >= 9 else -1,
+                           wanted["log_start_offset"] if version >= 5 else -1,
+                           wanted["last_fetched_epoch"] if version >= 12 else -1)
+            for wanted in topic["partitions"]])
+            for name, topic in zip(self.names, request["topics"])]
 
-    def forgotten(self, forgotten: list[Any]) -> list[tuple[str, list[int]]]:
+    def forgotten(self, forgotten: Sequence[FetchRequestForgottenTopicsData]
+                  ) -> list[tuple[str, list[int]]]:
         if not self.by_id:
-            return [(f.topic, f.partitions) for f in forgotten]
-        return [(self._name(f), f.partitions) for f in forgotten]
+            return [(f["topic"], list(f["partitions"])) for f in forgotten]
+        return [(self._name(f), list(f["partitions"])) for f in forgotten]
 
     def check_session(self, session: FetchContext) -> ErrorCode | None:
         """A session keeps to the way it was opened: by names (v12 and older) or by IDs."""
@@ -206,26 +230,32 @@ class _TopicIds:
         return None
 
     def body(self, responses: list[tuple[str, list[FetchPartitionData]]], session_id: int,
-             session: FetchContext | None = None) -> dict:
+             session: FetchContext | None = None) -> FetchResponse:
         remembered = getattr(session.session, "topic_ids", {}) if session is not None and \
             session.session is not None else {}
-        topics = []
+        topics: list[FetchResponseResponses] = []
         leaders: set[int] = set()
         for name, answers in responses:
-            topic: dict[str, Any] = {"topic": name, "partitions": [_partition(p) for p in answers]}
+            partitions = [_partition(p) for p in answers]
+            topic: FetchResponseResponses = {"topic": name, "partitions": partitions}
             if self.by_id:
                 topic_id = self.ids.get(name) or remembered.get(name) or self._id_of(name)
                 topic["topic_id"] = topic_id
                 if self.cache is not None and self._id_of(name) != topic_id:
                     # The session's topic was deleted (and maybe created again) since.
-                    for entry in topic["partitions"]:
-                        entry.update(error_code=ErrorCode.UNKNOWN_TOPIC_ID, records=b"",
-                                     high_watermark=-1)
+                    for entry in partitions:
+                        entry.update({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "records": b"",
+                                      "high_watermark": -1})
             if self.version >= 12:
-                leaders |= current_leaders(self.cache, name, topic["partitions"])
+                for entry in partitions:
+                    leader = current_leader(self.cache, name, entry["partition_index"],
+                                            entry["error_code"])
+                    if leader is not None:
+                        entry["current_leader"] = leader
+                        leaders.add(leader["leader_id"])
             topics.append(topic)
-        body: dict[str, Any] = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-                                "session_id": session_id, "responses": topics}
+        body: FetchResponse = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
+                               "session_id": session_id, "responses": topics}
         if leaders and self.version >= 16:
             body["node_endpoints"] = node_endpoints(self.cache, leaders, self.listener)
         return body
@@ -234,21 +264,19 @@ class _TopicIds:
         return self.cache.topic_id(name) if self.cache is not None else ZERO_ID
 
 
-def _unknown_name(topic_id: bytes) -> str:
-    """A name no topic can have (topic names are ASCII letters, digits, '.', '_', '-')."""
-    return f"<unknown topic id {topic_id.hex()}>"
+def _params(request: FetchRequest, version: int, partitions: FetchContext,
+            refused: frozenset[str]) -> FetchParams:
+    return FetchParams(fetch_replica_id(request), request["max_wait_ms"], request["min_bytes"],
+                       request["max_bytes"] if version >= 3 else 0x7FFFFFFF,
+                       request["isolation_level"] if version >= 4 else 0, partitions,
+                       request["rack_id"] if version >= 11 else None, refused)
 
 
-def _params(request: Any, partitions: FetchContext, refused: frozenset[str]) -> FetchParams:
-    return FetchParams(fetch_replica_id(request), request.max_wait_ms, request.min_bytes,
-                       getattr(request, "max_bytes", 0x7FFFFFFF),  # v3+
-                       getattr(request, "isolation_level", 0), partitions,  # v4+
-                       getattr(request, "rack_id", None), refused)  # rack_id: v11+
-
-
-def _partition(p: FetchPartitionData) -> dict:
-    entry: dict[str, Any] = {
-        "partition_index": p.partition_index, "error_code": p.error_code,
+def _partition(p: FetchPartitionData) -> FetchResponseResponsesPartitions:
+    entry: FetchResponseResponsesPartitions = {
+        "partition_index": p.partition_index,
+        # None: a KafkaError without a code, which Kafka answers as UNKNOWN_SERVER_ERROR
+        "error_code": ErrorCode.UNKNOWN_SERVER_ERROR if p.error_code is None else p.error_code,
         "high_watermark": p.high_watermark, "last_stable_offset": p.last_stable_offset,
         "log_start_offset": p.log_start_offset,
         "aborted_transactions": [

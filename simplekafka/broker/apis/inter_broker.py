@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from twisted.internet import defer
 
@@ -36,9 +36,31 @@ from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    LeaderAndIsrResponsePartitionErrors,
+    LeaderAndIsrResponseTopicsPartitionErrors,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
 from simplekafka.protocol.topic_ids import ZERO_ID
 
-TopicConfigReader = Callable[[Any, str], dict[str, str]]
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+TopicConfigReader = Callable[["KazooClient", str], dict[str, str]]
+_Answer = TypeVar("_Answer")
+
+# The versions from which each request carries the broker epoch (KIP-380) and, for
+# LeaderAndIsr, its partitions grouped by topic (v2+) with the topic ID (v5+, KIP-516).
+LEADER_AND_ISR_BROKER_EPOCH = 2
+LEADER_AND_ISR_TOPIC_STATES = 2
+LEADER_AND_ISR_TOPIC_IDS = 5
+STOP_REPLICA_BROKER_EPOCH = 1
+UPDATE_METADATA_BROKER_EPOCH = 5
 
 
 class InterBrokerHandlers:
@@ -58,45 +80,54 @@ class InterBrokerHandlers:
         self.reactor = reactor
         self.broker_epoch = broker_epoch  # our /brokers/ids znode's czxid, once registered
 
-    def leader_and_isr(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
-        stale = self._refused(context) or self._stale_broker_epoch(request)
+    def leader_and_isr(self, context: RequestContext, request: LeaderAndIsrRequest
+                       ) -> LeaderAndIsrResponse | defer.Deferred:
+        version = context.api_version
+        stale = self._refused(context) or self._stale_broker_epoch(
+            request["broker_epoch"] if version >= LEADER_AND_ISR_BROKER_EPOCH else -1)
         if stale is not None:
-            return leader_and_isr_response(PartitionErrors(stale, {}), request)
-        topics = {ts.topic_name for ts in (getattr(request, "topic_states", None) or [])}
-        topics |= {p.topic_name for p in (getattr(request, "ungrouped_partition_states", None)
-                                          or [])}
+            return leader_and_isr_response(PartitionErrors(stale, {}), request, version)
+        if version >= LEADER_AND_ISR_TOPIC_STATES:
+            topics = {ts["topic_name"] for ts in request["topic_states"]}
+        else:
+            topics = {p["topic_name"] for p in request["ungrouped_partition_states"]}
         unknown = sorted(t for t in topics if t not in self.topic_configs)
         zk = self.zookeeper()
         if not unknown or zk is None:
-            return _frozen(leader_and_isr_response(
-                self.replica_manager.become_leader_or_follower(request), request))
+            return _frozen(leader_and_isr_response(self.replica_manager.become_leader_or_follower(
+                _as_decoded(request)), request, version))
 
         def read_configs() -> dict[str, dict[str, str]]:
             return {t: self.read_topic_config(zk, t) for t in unknown}
 
-        def apply(configs: dict[str, dict[str, str]]) -> dict:
+        def apply(configs: dict[str, dict[str, str]]) -> LeaderAndIsrResponse:
             self.topic_configs.update(configs)
-            return _frozen(leader_and_isr_response(
-                self.replica_manager.become_leader_or_follower(request), request))
+            return _frozen(leader_and_isr_response(self.replica_manager.become_leader_or_follower(
+                _as_decoded(request)), request, version))
 
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
-    def update_metadata(self, context: RequestContext, request: Struct) -> dict:
-        stale = self._refused(context) or self._stale_broker_epoch(request)
+    def update_metadata(self, context: RequestContext, request: UpdateMetadataRequest
+                        ) -> UpdateMetadataResponse:
+        stale = self._refused(context) or self._stale_broker_epoch(
+            request["broker_epoch"] if context.api_version >= UPDATE_METADATA_BROKER_EPOCH
+            else -1)
         if stale is not None:
             return {"error_code": stale}
-        code = self.cache.apply_update_metadata(request)
+        code = self.cache.apply_update_metadata(_as_decoded(request))
         for topic in list(self.topic_configs):
             if not self.cache.has_topic(topic):
                 self.topic_configs.pop(topic, None)
         return {"error_code": code}
 
-    def stop_replica(self, context: RequestContext, request: Struct) -> dict:
-        stale = self._refused(context) or self._stale_broker_epoch(request)
+    def stop_replica(self, context: RequestContext, request: StopReplicaRequest
+                     ) -> StopReplicaResponse:
+        stale = self._refused(context) or self._stale_broker_epoch(
+            request["broker_epoch"] if context.api_version >= STOP_REPLICA_BROKER_EPOCH else -1)
         if stale is not None:
             return partition_errors_response(PartitionErrors(stale, {}))
         gc.unfreeze()  # the next LeaderAndIsr freezes what is still alive
-        return partition_errors_response(self.replica_manager.stop_replicas(request))
+        return partition_errors_response(self.replica_manager.stop_replicas(_as_decoded(request)))
 
     def _refused(self, context: RequestContext) -> ErrorCode | None:
         if self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
@@ -104,31 +135,36 @@ class InterBrokerHandlers:
             return None
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
-    def _stale_broker_epoch(self, request: Struct) -> ErrorCode | None:
-        """A request meant for an earlier incarnation of this broker (KIP-380) is refused."""
+    def _stale_broker_epoch(self, theirs: int) -> ErrorCode | None:
+        """A request meant for an earlier incarnation of this broker (KIP-380) is refused
+        (-1: the request does not say)."""
         ours = self.broker_epoch()
-        theirs = getattr(request, "broker_epoch", -1)
-        if ours is not None and theirs not in (-1, None) and theirs < ours:
+        if ours is not None and theirs != -1 and theirs < ours:
             return ErrorCode.STALE_BROKER_EPOCH
         return None
 
 
-def partition_errors_response(outcome: PartitionErrors) -> dict:
+def partition_errors_response(outcome: PartitionErrors) -> StopReplicaResponse:
     """The answer LeaderAndIsr and StopReplica share (v0-4: a flat partition_errors list)."""
     return {"error_code": outcome.error_code,
-            "partition_errors": [{"topic_name": tp.topic, "partition_index": tp.partition,
-                                  "error_code": code}
-                                 for tp, code in outcome.partitions.items()]}
+            "partition_errors": _partition_errors(outcome)}
 
 
-def leader_and_isr_response(outcome: PartitionErrors, request: Any) -> dict:
+def _partition_errors(outcome: PartitionErrors) -> list[LeaderAndIsrResponsePartitionErrors]:
+    return [{"topic_name": tp.topic, "partition_index": tp.partition, "error_code": code}
+            for tp, code in outcome.partitions.items()]
+
+
+def leader_and_isr_response(outcome: PartitionErrors, request: LeaderAndIsrRequest,
+                            version: int) -> LeaderAndIsrResponse:
     """LeaderAndIsr's answer: v0-4 a flat list by topic name, v5+ grouped by topic ID
     (KIP-516), the IDs the request named; the encoder keeps the shape its version has."""
-    answer = partition_errors_response(outcome)
-    ids = {ts.topic_name: ts.topic_id for ts in getattr(request, "topic_states", None) or []
-           if hasattr(ts, "topic_id")}
+    answer: LeaderAndIsrResponse = {"error_code": outcome.error_code,
+                                    "partition_errors": _partition_errors(outcome)}
+    ids = {ts["topic_name"]: ts["topic_id"] for ts in request["topic_states"]} \
+        if version >= LEADER_AND_ISR_TOPIC_IDS else {}
     if ids:
-        grouped: dict[bytes, list[dict]] = {}
+        grouped: dict[bytes, list[LeaderAndIsrResponseTopicsPartitionErrors]] = {}
         for tp, code in outcome.partitions.items():
             grouped.setdefault(ids.get(tp.topic, ZERO_ID), []).append(
                 {"partition_index": tp.partition, "error_code": code})
@@ -137,7 +173,14 @@ def leader_and_isr_response(outcome: PartitionErrors, request: Any) -> dict:
     return answer
 
 
-def _frozen(answer: Any) -> Any:
+def _frozen(answer: _Answer) -> _Answer:
     """Keep the partitions just made (and all else alive) out of full GC passes."""
     gc.freeze()
     return answer
+
+
+def _as_decoded(request: LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
+                ) -> Struct:
+    """The request as what it is at run time, a decoded Struct: the ReplicaManager and the
+    metadata cache read the controller's partition states by attribute."""
+    return cast(Struct, request)

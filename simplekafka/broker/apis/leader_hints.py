@@ -9,35 +9,35 @@ there without asking Metadata first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    FetchResponseNodeEndpoints,
+    FetchResponseResponsesPartitionsCurrentLeader,
+)
 
 LEADER_HINT_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 """Errors that come with the leader to go to (KIP-951: Fetch v12+ current_leader, v16+
 its endpoint; Produce v10+)."""
 
+# Fetch's and Produce's CurrentLeader and NodeEndpoint have the same fields: one type each.
+CurrentLeader = FetchResponseResponsesPartitionsCurrentLeader
+NodeEndpoint = FetchResponseNodeEndpoints
 
-def current_leaders(cache: MetadataCache | None, topic: str, entries: Sequence[Any]
-                    ) -> set[int]:
-    """Fill ``current_leader`` of each entry refused for want of the leader; the leaders."""
-    leaders: set[int] = set()
-    if cache is None:
-        return leaders
-    for entry in entries:
-        if entry["error_code"] in LEADER_HINT_ERRORS:
-            state = cache.partition(topic, entry["partition_index"])
-            if state is not None and state.leader >= 0:
-                entry["current_leader"] = {"leader_id": state.leader,
-                                           "leader_epoch": state.leader_epoch}
-                leaders.add(state.leader)
-    return leaders
+
+def current_leader(cache: MetadataCache | None, topic: str, partition: int, error_code: int
+                   ) -> CurrentLeader | None:
+    """The leader a partition refused for want of the leader should go to (None: no hint)."""
+    if cache is None or error_code not in LEADER_HINT_ERRORS:
+        return None
+    state = cache.partition(topic, partition)
+    if state is None or state.leader < 0:
+        return None
+    return {"leader_id": state.leader, "leader_epoch": state.leader_epoch}
 
 
 def node_endpoints(cache: MetadataCache | None, leaders: set[int],
-                   listener: str | None = None) -> list[Any]:
+                   listener: str | None = None) -> list[NodeEndpoint]:
     """The endpoints of ``leaders`` (KIP-951), as Metadata would name them."""
     if cache is None:
         return []

@@ -30,16 +30,27 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from simplekafka.broker.apis.collaborators import Authorizer, Config, TopicCreator
 from simplekafka.broker.dispatch import RequestContext
-from simplekafka.broker.metadata_cache import MetadataCache
+from simplekafka.broker.metadata_cache import CachedPartitionState, MetadataCache
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.broker.server import KafkaConnection
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.message_types import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiKeys,
+    MetadataRequest,
+    MetadataRequestTopics,
+    MetadataResponse,
+    MetadataResponseBrokers,
+    MetadataResponseTopics,
+    MetadataResponseTopicsPartitions,
+)
 from simplekafka.protocol.messages import encode_response_body
 from simplekafka.protocol.topic_ids import ZERO_ID
 
@@ -50,7 +61,7 @@ INTER_BROKER_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA,
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def advertised_versions() -> list[dict]:
+def advertised_versions() -> list[ApiVersionsResponseApiKeys]:
     """ApiVersions' api_keys: every client-facing key we implement, with its range."""
     return [{"api_key": int(key), "min_version": low, "max_version": high}
             for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
@@ -72,13 +83,14 @@ class ApiVersionsHandler:
     def __init__(self) -> None:
         self.client_software: dict[tuple[str, str], int] = defaultdict(int)
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
+    def __call__(self, context: RequestContext, request: ApiVersionsRequest
+                 ) -> ApiVersionsResponse:
         if context.api_version >= 3:
-            name, version = request.client_software_name, request.client_software_version
+            name, version = request["client_software_name"], request["client_software_version"]
             if not (_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(version)):
                 return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [],
                         "throttle_time_ms": 0}
-            if context.connection is not None:
+            if isinstance(context.connection, KafkaConnection):
                 context.connection.client_software = (name, version)
             self.client_software[(name, version)] += 1
         return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(),
@@ -97,7 +109,7 @@ class MetadataHandler:
         self.cluster_id = cluster_id  # known once connected to ZooKeeper
         self.topic_creator = topic_creator
         # What was built from the cache as it is now (see the module docstring).
-        self._topic_entries: dict[str, dict] = {}
+        self._topic_entries: dict[str, MetadataResponseTopics] = {}
         self._encoded: dict[tuple[int, str, str | None], bytes] = {}
         self.answers_built = 0  # whole answers built rather than taken from the cache
         cache.listeners.append(self._cache_changed)
@@ -106,13 +118,14 @@ class MetadataHandler:
         self._topic_entries = {}
         self._encoded = {}
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | bytes:
+    def __call__(self, context: RequestContext, request: MetadataRequest
+                 ) -> MetadataResponse | bytes:
         version = context.api_version
-        requested = request.topics
+        requested = request["topics"]
         everything = requested is None or (version == 0 and not requested)
         if not everything or self.authorizer.enabled or (version >= 8 and (
-                request.include_topic_authorized_operations
-                or getattr(request, "include_cluster_authorized_operations", False))):
+                request["include_topic_authorized_operations"]
+                or (version <= 10 and request["include_cluster_authorized_operations"]))):
             return self._answer(context, request)
         key = (version, context.listener, self.cluster_id())
         encoded = self._encoded.get(key)
@@ -122,56 +135,58 @@ class MetadataHandler:
             self._encoded[key] = encoded
         return encoded
 
-    def _answer(self, context: RequestContext, request: Any) -> dict:
+    def _answer(self, context: RequestContext, request: MetadataRequest) -> MetadataResponse:
         self.answers_built += 1
         cache = self.cache
         version = context.api_version
-        requested = request.topics
+        requested = request["topics"]
         authorize = self.authorizer.authorize
-        allow_create = self.config["auto.create.topics.enable"] and (
-            version < 4 or request.allow_auto_topic_creation)
+        allow_create = bool(self.config["auto.create.topics.enable"]) and (
+            version < 4 or request["allow_auto_topic_creation"])
         if requested is None or (version == 0 and not requested):
             topics = [self._topic(context, name, cache, False) for name in cache.topic_names()
                       if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)]
-        elif any(getattr(t, "topic_id", ZERO_ID) != ZERO_ID or t.name is None
+        elif any(t["name"] is None or (version >= 10 and t["topic_id"] != ZERO_ID)
                  for t in requested):
             topics = self._by_id(context, requested, version)
         else:
             topics = [self._topic(context, name, cache, allow_create)
                       if authorize(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
                       else _refused(name)
-                      for name in dict.fromkeys(t.name for t in requested)]
+                      for name in dict.fromkeys(_name(t) for t in requested)]
         # Each client is told the endpoints of the listener it came in on (Kafka's rule).
-        if version >= 8 and request.include_topic_authorized_operations:
-            topics = [dict(topic) for topic in topics]  # the kept entries stay as they are
+        if version >= 8 and request["include_topic_authorized_operations"]:
+            topics = [topic.copy() for topic in topics]  # the kept entries stay as they are
             for topic in topics:
-                if topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                name = topic["name"]
+                if topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED and \
+                        name is not None:
                     topic["topic_authorized_operations"] = \
-                        self.authorizer.authorized_operations(context, ResourceType.TOPIC,
-                                                              topic["name"])
-        brokers = [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                   for b in sorted(cache.brokers_on(context.listener).values(),
-                                   key=lambda b: b.node_id)]
+                        self.authorizer.authorized_operations(context, ResourceType.TOPIC, name)
+        brokers: list[MetadataResponseBrokers] = [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(cache.brokers_on(context.listener).values(), key=lambda b: b.node_id)]
         controller_id = cache.controller_id if cache.is_alive(cache.controller_id) else -1
-        answer = {"throttle_time_ms": 0, "brokers": brokers,
-                  "cluster_id": self.cluster_id(), "controller_id": controller_id,
-                  "topics": topics}
+        answer: MetadataResponse = {"throttle_time_ms": 0, "brokers": brokers,
+                                    "cluster_id": self.cluster_id(),
+                                    "controller_id": controller_id, "topics": topics}
         # v8-10 only: v11 dropped the cluster's authorized operations from Metadata.
-        if version >= 8 and getattr(request, "include_cluster_authorized_operations", False):
+        if 8 <= version <= 10 and request["include_cluster_authorized_operations"]:
             answer["cluster_authorized_operations"] = self.authorizer.authorized_operations(
                 context, ResourceType.CLUSTER, CLUSTER_NAME)
         return answer
 
-    def _by_id(self, context: RequestContext, requested: list, version: int) -> list[dict]:
+    def _by_id(self, context: RequestContext, requested: Sequence[MetadataRequestTopics],
+               version: int) -> list[MetadataResponseTopics]:
         """Topics asked for by ID (v12+); before v12 an ID or a null name is refused, as
         Kafka refuses it (INVALID_REQUEST)."""
-        topics: list[dict] = []
+        topics: list[MetadataResponseTopics] = []
         for wanted in requested:
-            topic_id = getattr(wanted, "topic_id", ZERO_ID)
+            topic_id = wanted["topic_id"] if version >= 10 else ZERO_ID
             if version < 12:
-                topics.append(_empty(ErrorCode.INVALID_REQUEST, wanted.name, topic_id))
+                topics.append(_empty(ErrorCode.INVALID_REQUEST, wanted["name"], topic_id))
                 continue
-            name = self.cache.topic_name(topic_id) if topic_id != ZERO_ID else wanted.name
+            name = self.cache.topic_name(topic_id) if topic_id != ZERO_ID else wanted["name"]
             if name is None:
                 topics.append(_empty(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
             elif not self.authorizer.authorize(context, AclOperation.DESCRIBE,
@@ -183,7 +198,7 @@ class MetadataHandler:
         return topics
 
     def _topic(self, context: RequestContext, name: str, cache: MetadataCache,
-               allow_create: bool) -> dict:
+               allow_create: bool) -> MetadataResponseTopics:
         partitions = cache.topics.get(name)
         if partitions is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -201,8 +216,9 @@ class MetadataHandler:
         return entry
 
     @staticmethod
-    def _topic_entry(name: str, partitions: dict[int, Any], cache: MetadataCache) -> dict:
-        answers = []
+    def _topic_entry(name: str, partitions: Mapping[int, CachedPartitionState], cache: MetadataCache
+                     ) -> MetadataResponseTopics:
+        answers: list[MetadataResponseTopicsPartitions] = []
         for index in sorted(partitions):
             p = partitions[index]
             offline = [r for r in p.replicas if not cache.is_alive(r)]
@@ -220,11 +236,19 @@ class MetadataHandler:
                 "is_internal": name in INTERNAL_TOPICS, "partitions": answers}
 
 
-def _refused(name: str) -> dict:
+def _name(wanted: MetadataRequestTopics) -> str:
+    """A topic asked for by name (one asked for by ID or a null name goes to ``_by_id``)."""
+    name = wanted["name"]
+    assert name is not None  # a null name is sent to _by_id first
+    return name
+
+
+def _refused(name: str) -> MetadataResponseTopics:
     return _empty(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
 
 
-def _empty(code: ErrorCode, name: str | None, topic_id: bytes = ZERO_ID) -> dict:
+def _empty(code: ErrorCode, name: str | None, topic_id: bytes = ZERO_ID
+           ) -> MetadataResponseTopics:
     """A topic answered with an error and no partitions."""
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
             "partitions": []}

@@ -12,7 +12,9 @@ leader epoch ended in this leader's log; clients use it to check their position
 after a leader change, followers to know where to truncate (KIP-101).
 DeleteRecords moves where a partition starts (KIP-107). ListOffsets v0, which
 Kafka 3.9 still serves, answers segment boundaries (``old_style_offsets``), as
-Kafka's ``legacyFetchOffsetsBefore`` does.
+Kafka's ``legacyFetchOffsetsBefore`` does. OffsetForLeaderEpoch is served from
+v0, as Kafka 3.9 serves it: v0 and v1 carry no current leader epoch (nothing is
+fenced), v0's answer no leader epoch.
 
 Authorization, per topic as Kafka: Describe for ListOffsets and a client's
 OffsetForLeaderEpoch (a follower's needs ClusterAction), Delete for
@@ -24,8 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypedDict, TypeVar
 
 from twisted.internet import defer
 
@@ -42,8 +44,33 @@ from simplekafka.protocol.api import (
     READ_COMMITTED,
 )
 from simplekafka.protocol.errors import ErrorCode, KafkaError, error_for
+from simplekafka.protocol.message_types import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestTopicsPartitions,
+    DeleteRecordsResponse,
+    DeleteRecordsResponseTopicsPartitions,
+    ListOffsetsRequest,
+    ListOffsetsRequestTopicsPartitions,
+    ListOffsetsResponse,
+    ListOffsetsResponseTopicsPartitions,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestTopicsPartitions,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponseTopicsPartitions,
+)
+from simplekafka.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
+
+
+class _Answered(TypedDict):
+    """What every per-partition answer here has: its error code."""
+
+    error_code: int
+
+
+W = TypeVar("W")  # one requested partition
+A = TypeVar("A", bound=_Answered)  # its answer
 
 
 def _check(authorizer: Authorizer, context: RequestContext, operation: AclOperation,
@@ -59,30 +86,28 @@ def _check(authorizer: Authorizer, context: RequestContext, operation: AclOperat
                         f"not authorized to {operation.kafka_name} topic {topic}")
 
 
-def _answer_each_partition(api: str, requested: Iterable[Any], topic_field: str,
-                           blank: Callable[[Any], dict],
-                           fill: Callable[[str, Any, dict], None],
-                           storage_errors: bool = True) -> list[dict]:
-    """One answer per requested partition: a partition that fails gets its error code
-    and the others are still answered (with ``storage_errors``, an unexpected failure
+def _answer_each_partition(api: str, requested: Iterable[tuple[str, Sequence[W]]],
+                           blank: Callable[[W], A], fill: Callable[[str, W, A], None],
+                           storage_errors: bool = True) -> list[tuple[str, list[A]]]:
+    """One answer per requested (topic, partitions): a partition that fails gets its error
+    code and the others are still answered (with ``storage_errors``, an unexpected failure
     is logged and answered KAFKA_STORAGE_ERROR rather than failing the request)."""
     topics = []
-    for topic in requested:
-        name = getattr(topic, topic_field)
+    for name, wanted_partitions in requested:
         partitions = []
-        for wanted in topic.partitions:
+        for wanted in wanted_partitions:
             answer = blank(wanted)
             try:
                 fill(name, wanted, answer)
             except KafkaError as exc:
-                answer["error_code"] = exc.error_code
+                answer["error_code"] = exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR
             except Exception:
                 if not storage_errors:
                     raise
-                log.exception("%s on %s-%d failed", api, name, wanted.partition_index)
+                log.exception("%s on %s failed (%r)", api, name, wanted)
                 answer["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
             partitions.append(answer)
-        topics.append({topic_field: name, "partitions": partitions})
+        topics.append((name, partitions))
     return topics
 
 
@@ -93,40 +118,52 @@ class ListOffsetsHandler:
         self.leaders = leaders
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
-        def blank(wanted: Any) -> dict:
-            return {"partition_index": wanted.partition_index,
+    def __call__(self, context: RequestContext, request: ListOffsetsRequest
+                 ) -> ListOffsetsResponse:
+        version = context.api_version
+        replica_id = request["replica_id"]
+
+        def blank(wanted: ListOffsetsRequestTopicsPartitions
+                  ) -> ListOffsetsResponseTopicsPartitions:
+            return {"partition_index": wanted["partition_index"],
                     "error_code": ErrorCode.NONE, "timestamp": -1, "offset": -1,
                     "leader_epoch": -1, "old_style_offsets": []}
 
-        def fill(topic: str, wanted: Any, answer: dict) -> None:
+        def fill(topic: str, wanted: ListOffsetsRequestTopicsPartitions,
+                 answer: ListOffsetsResponseTopicsPartitions) -> None:
             _check(self.authorizer, context, AclOperation.DESCRIBE, topic)
-            if context.api_version == 0:
-                self._answer_v0(topic, wanted, request.replica_id, answer)
+            if version == 0:
+                self._answer_v0(topic, wanted, replica_id, answer)
                 return
-            self._answer(topic, wanted, request.replica_id, answer,
-                         getattr(request, "isolation_level", 0) == READ_COMMITTED)
+            self._answer(topic, wanted, replica_id, answer,
+                         version >= 2 and request["isolation_level"] == READ_COMMITTED,
+                         wanted["current_leader_epoch"] if version >= 4 else -1)
 
-        topics = _answer_each_partition("ListOffsets", request.topics, "name", blank, fill)
-        return {"throttle_time_ms": 0, "topics": topics}
+        topics = _answer_each_partition(
+            "ListOffsets", [(t["name"], t["partitions"]) for t in request["topics"]],
+            blank, fill)
+        return {"throttle_time_ms": 0,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics]}
 
-    def _answer(self, topic: str, wanted: Any, replica_id: int, answer: dict,
-                read_committed: bool = False) -> None:
-        partition = self.leaders.leader_partition(topic, wanted.partition_index)
-        partition.check_leader_epoch(getattr(wanted, "current_leader_epoch", -1))
-        if wanted.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+    def _answer(self, topic: str, wanted: ListOffsetsRequestTopicsPartitions, replica_id: int,
+                answer: ListOffsetsResponseTopicsPartitions, read_committed: bool = False,
+                current_leader_epoch: int = -1) -> None:
+        partition = self.leaders.leader_partition(topic, wanted["partition_index"])
+        partition.check_leader_epoch(current_leader_epoch)
+        timestamp = wanted["timestamp"]
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             answer["offset"] = partition.log_start_offset
-        elif wanted.timestamp == LATEST_TIERED_TIMESTAMP:
+        elif timestamp == LATEST_TIERED_TIMESTAMP:
             return  # nothing tiered: offset -1, timestamp -1, leader epoch -1
-        elif wanted.timestamp == LATEST_TIMESTAMP:
+        elif timestamp == LATEST_TIMESTAMP:
             answer["offset"] = (partition.log_end_offset if replica_id >= 0
                                 else partition.last_stable_offset if read_committed
                                 else partition.high_watermark)
-        elif wanted.timestamp < 0 and wanted.timestamp != MAX_TIMESTAMP:
+        elif timestamp < 0 and timestamp != MAX_TIMESTAMP:
             raise error_for(ErrorCode.INVALID_REQUEST,
-                             f"timestamp {wanted.timestamp} is not -1 to -5 or a time")
+                             f"timestamp {timestamp} is not -1 to -5 or a time")
         else:
-            found = partition.log.find_offset_by_timestamp(wanted.timestamp)
+            found = partition.log.find_offset_by_timestamp(timestamp)
             visible_end = (partition.last_stable_offset if read_committed
                            else partition.high_watermark)
             if found is None or found.offset >= visible_end:
@@ -136,32 +173,34 @@ class ListOffsetsHandler:
         answer["leader_epoch"] = partition.leader_epoch
 
 
-    def _answer_v0(self, topic: str, wanted: Any, replica_id: int, answer: dict) -> None:
+    def _answer_v0(self, topic: str, wanted: ListOffsetsRequestTopicsPartitions,
+                   replica_id: int, answer: ListOffsetsResponseTopicsPartitions) -> None:
         """Version 0 (Kafka's ``legacyFetchOffsetsBefore``): up to ``max_num_offsets``
         segment boundaries, newest first. Each segment stands for its base offset (at least
         the log start) and its file's modification time, the log end for now; -1 (latest)
         starts from the end, -2 (earliest) from the first segment, a time from the newest
         boundary not younger than it. A consumer (replica id -1) never sees an offset past
         the high watermark: the high watermark stands first instead."""
-        if wanted.timestamp < EARLIEST_TIMESTAMP:
+        timestamp = wanted["timestamp"]
+        if timestamp < EARLIEST_TIMESTAMP:
             raise error_for(ErrorCode.UNSUPPORTED_VERSION,
-                            f"timestamp {wanted.timestamp} needs ListOffsets v1+")
-        partition = self.leaders.leader_partition(topic, wanted.partition_index)
+                            f"timestamp {timestamp} needs ListOffsets v1+")
+        partition = self.leaders.leader_partition(topic, wanted["partition_index"])
         log_ = partition.log
         start = partition.log_start_offset
         segments = list(log_.segments)
         boundaries = [(max(seg.base_offset, start), _mtime_ms(seg)) for seg in segments]
         if segments and segments[-1].size > 0:
             boundaries.append((log_.log_end_offset, int(time.time() * 1000)))
-        if wanted.timestamp == LATEST_TIMESTAMP:
+        if timestamp == LATEST_TIMESTAMP:
             index = len(boundaries) - 1
-        elif wanted.timestamp == EARLIEST_TIMESTAMP:
+        elif timestamp == EARLIEST_TIMESTAMP:
             index = 0
         else:
             index = len(boundaries) - 1
-            while index >= 0 and boundaries[index][1] > wanted.timestamp:
+            while index >= 0 and boundaries[index][1] > timestamp:
                 index -= 1
-        count = max(0, min(wanted.max_num_offsets, index + 1))
+        count = max(0, min(wanted["max_num_offsets"], index + 1))
         offsets = sorted((boundaries[index - j][0] for j in range(count)), reverse=True)
         if replica_id == -1:
             high_watermark = partition.high_watermark
@@ -170,7 +209,7 @@ class ListOffsetsHandler:
         answer["old_style_offsets"] = offsets
 
 
-def _mtime_ms(segment: Any) -> int:
+def _mtime_ms(segment: LogSegment) -> int:
     try:
         return int(os.stat(segment.log_path).st_mtime * 1000)
     except OSError:
@@ -184,25 +223,32 @@ class OffsetForLeaderEpochHandler:
         self.leaders = leaders
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict:
-        operation = AclOperation.CLUSTER_ACTION if getattr(request, "replica_id", -2) >= 0 \
-            else AclOperation.DESCRIBE
+    def __call__(self, context: RequestContext, request: OffsetForLeaderEpochRequest
+                 ) -> OffsetForLeaderEpochResponse:
+        version = context.api_version
+        # v0-2 have no replica id: -2, Kafka's "debug consumer", as a v3+ default.
+        replica_id = request["replica_id"] if version >= 3 else -2
+        operation = AclOperation.CLUSTER_ACTION if replica_id >= 0 else AclOperation.DESCRIBE
 
-        def blank(wanted: Any) -> dict:
-            return {"error_code": ErrorCode.NONE, "partition": wanted.partition,
+        def blank(wanted: OffsetForLeaderEpochRequestTopicsPartitions
+                  ) -> OffsetForLeaderEpochResponseTopicsPartitions:
+            return {"error_code": ErrorCode.NONE, "partition": wanted["partition"],
                     "leader_epoch": -1, "end_offset": -1}
 
-        def fill(topic: str, wanted: Any, answer: dict) -> None:
+        def fill(topic: str, wanted: OffsetForLeaderEpochRequestTopicsPartitions,
+                 answer: OffsetForLeaderEpochResponseTopicsPartitions) -> None:
             _check(self.authorizer, context, operation, topic)
-            partition = self.leaders.leader_partition(topic, wanted.partition)
-            partition.check_leader_epoch(wanted.current_leader_epoch)
-            epoch, end = partition.log.leader_epochs.end_offset_for(wanted.leader_epoch)
-            answer["leader_epoch"] = epoch
+            partition = self.leaders.leader_partition(topic, wanted["partition"])
+            partition.check_leader_epoch(wanted["current_leader_epoch"] if version >= 2 else -1)
+            epoch, end = partition.log.leader_epochs.end_offset_for(wanted["leader_epoch"])
+            answer["leader_epoch"] = epoch  # not on the wire in v0
             answer["end_offset"] = end
 
-        topics = _answer_each_partition("OffsetForLeaderEpoch", request.topics, "topic",
-                                        blank, fill, storage_errors=False)
-        return {"throttle_time_ms": 0, "topics": topics}
+        topics = _answer_each_partition(
+            "OffsetForLeaderEpoch", [(t["topic"], t["partitions"]) for t in request["topics"]],
+            blank, fill, storage_errors=False)
+        return {"throttle_time_ms": 0,
+                "topics": [{"topic": name, "partitions": parts} for name, parts in topics]}
 
 
 class DeleteRecordsHandler:
@@ -216,25 +262,32 @@ class DeleteRecordsHandler:
         self.replica_manager = replica_manager
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Any) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: DeleteRecordsRequest
+                 ) -> DeleteRecordsResponse | defer.Deferred:
         waits: list[defer.Deferred] = []
 
-        def blank(wanted: Any) -> dict:
-            return {"partition_index": wanted.partition_index, "low_watermark": -1,
+        def blank(wanted: DeleteRecordsRequestTopicsPartitions
+                  ) -> DeleteRecordsResponseTopicsPartitions:
+            return {"partition_index": wanted["partition_index"], "low_watermark": -1,
                     "error_code": ErrorCode.NONE}
 
-        def fill(topic: str, wanted: Any, answer: dict) -> None:
+        def fill(topic: str, wanted: DeleteRecordsRequestTopicsPartitions,
+                 answer: DeleteRecordsResponseTopicsPartitions) -> None:
             _check(self.authorizer, context, AclOperation.DELETE, topic)
             waits.append(self.replica_manager.delete_records(
-                topic, wanted.partition_index, wanted.offset, request.timeout_ms
+                topic, wanted["partition_index"], wanted["offset"], request["timeout_ms"]
             ).addCallback(_fill, answer))
 
-        topics = _answer_each_partition("DeleteRecords", request.topics, "name", blank, fill)
-        body = {"throttle_time_ms": 0, "topics": topics}
+        topics = _answer_each_partition(
+            "DeleteRecords", [(t["name"], t["partitions"]) for t in request["topics"]],
+            blank, fill)
+        body: DeleteRecordsResponse = {
+            "throttle_time_ms": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics]}
         if all(wait.called for wait in waits):
             return body
         return defer.gatherResults(waits).addCallback(lambda _: body)
 
 
-def _fill(outcome: tuple[ErrorCode, int], answer: dict) -> None:
+def _fill(outcome: tuple[ErrorCode, int], answer: DeleteRecordsResponseTopicsPartitions) -> None:
     answer["error_code"], answer["low_watermark"] = outcome

@@ -11,7 +11,6 @@ client's next Metadata already sees them.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -29,9 +28,14 @@ from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.partitions import add_partitions
 from simplekafka.coordination.topics import TopicError
+from simplekafka.coordination.znodes import TopicAssignment
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseResults,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,41 +53,44 @@ class CreatePartitionsHandler:
         self.is_controller = is_controller
         self.topics = topics  # its wait for the controller's metadata
 
-    def __call__(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
-        results: list[dict] = []
+    def __call__(self, context: RequestContext, request: CreatePartitionsRequest
+                 ) -> CreatePartitionsResponse | defer.Deferred:
+        results: list[CreatePartitionsResponseResults] = []
         work: list[defer.Deferred] = []
         totals: dict[str, int] = {}
         seen: set[str] = set()
-        for topic in request.topics:
-            result = {"name": topic.name, "error_code": ErrorCode.NONE, "error_message": None}
+        validate_only = request["validate_only"]
+        for topic in request["topics"]:
+            name = topic["name"]
+            result: CreatePartitionsResponseResults = {
+                "name": name, "error_code": ErrorCode.NONE, "error_message": None}
             results.append(result)
-            if topic.name in seen:
+            if name in seen:
                 result["error_code"] = ErrorCode.INVALID_REQUEST
-                result["error_message"] = f"topic {topic.name!r} named twice"
+                result["error_message"] = f"topic {name!r} named twice"
                 continue
-            seen.add(topic.name)
+            seen.add(name)
             if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
                 continue
             if not self.authorizer.authorize(context, AclOperation.ALTER, ResourceType.TOPIC,
-                                             topic.name):
+                                             name):
                 result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                result["error_message"] = f"not authorized to alter topic {topic.name}"
+                result["error_message"] = f"not authorized to alter topic {name}"
                 continue
-            assignments = None if topic.assignments is None else [
-                list(a.broker_ids) for a in topic.assignments]
-            totals[topic.name] = topic.count
-            work.append(self._add(topic.name, topic.count, assignments,
-                                  request.validate_only, result))
-        body = {"throttle_time_ms": 0, "results": results}
+            wanted = topic["assignments"]
+            assignments = None if wanted is None else [list(a["broker_ids"]) for a in wanted]
+            totals[name] = topic["count"]
+            work.append(self._add(name, topic["count"], assignments, validate_only, result))
+        body: CreatePartitionsResponse = {"throttle_time_ms": 0, "results": results}
         if not work:
             return body
         done = defer.gatherResults(work, consumeErrors=True)
-        if not request.validate_only:
+        if not validate_only:
             done.addCallback(lambda _: self.topics.wait_for(
                 [r["name"] for r in results if r["error_code"] == ErrorCode.NONE
                  and r["name"] in totals],
-                request.timeout_ms, lambda name: self._grown(name, totals[name]), results))
+                request["timeout_ms"], lambda name: self._grown(name, totals[name]), results))
         return done.addCallback(lambda _: body)
 
     def _grown(self, topic: str, total: int) -> bool:
@@ -91,7 +98,7 @@ class CreatePartitionsHandler:
         return len(partitions) >= total and self.cache.all_leaders_known(topic)
 
     def _add(self, topic: str, total: int, assignments: list[list[int]] | None,
-             validate_only: bool, result: dict) -> defer.Deferred:
+             validate_only: bool, result: CreatePartitionsResponseResults) -> defer.Deferred:
         def failed(failure: Failure) -> None:
             if failure.check(TopicError):
                 result["error_code"] = failure.value.error_code
@@ -101,7 +108,7 @@ class CreatePartitionsHandler:
                 result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
                 result["error_message"] = failure.getErrorMessage()
 
-        def added(grown: Any) -> None:
+        def added(grown: TopicAssignment) -> None:
             if not validate_only:
                 log.info("topic %s: now %d partitions", topic, len(grown.partitions))
 

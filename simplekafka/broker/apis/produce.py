@@ -26,12 +26,13 @@ told (TRANSACTION_ABORTABLE), which this broker answers the same way.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import cast
 
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
-from simplekafka.broker.apis.leader_hints import current_leaders, node_endpoints
+from simplekafka.broker.apis.leader_hints import current_leader, node_endpoints
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.message_format import FIRST_V2_PRODUCE, to_record_batches
 from simplekafka.broker.replica_manager import PartitionResponse
@@ -40,12 +41,18 @@ from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.message_types import (
+    ProduceRequest,
     ProduceResponse,
     ProduceResponseResponses,
     ProduceResponseResponsesPartitionResponses,
 )
 
 LEADER_HINTS_VERSION = 10
+TRANSACTIONAL_ID_VERSION = 3  # v3+ names the transactional id
+
+Outcomes = Mapping[tuple[str, int], PartitionResponse]
+# A request's partitions as it names them: (topic, [(partition, records)]), in its order.
+Asked = list[tuple[str, list[tuple[int, "bytes | None"]]]]
 
 
 class ProduceHandler:
@@ -57,7 +64,7 @@ class ProduceHandler:
         # Where leaders are, for KIP-951's hints (None in unit tests without a cache).
         self.cache = getattr(replica_manager, "metadata_cache", None)
 
-    def __call__(self, context: RequestContext, request: Any
+    def __call__(self, context: RequestContext, request: ProduceRequest
                  ) -> ProduceResponse | defer.Deferred | None:
         if context.api_version >= LEADER_HINTS_VERSION:
             answer = self._answer(context, request)
@@ -72,73 +79,87 @@ class ProduceHandler:
             return None
         leaders: set[int] = set()
         for topic in body["responses"]:
-            leaders |= current_leaders(self.cache, topic["name"], topic["partition_responses"])
+            for entry in topic["partition_responses"]:
+                leader = current_leader(self.cache, topic["name"], entry["index"],
+                                        entry["error_code"])
+                if leader is not None:
+                    entry["current_leader"] = leader
+                    leaders.add(leader["leader_id"])
         if leaders:
             body["node_endpoints"] = node_endpoints(self.cache, leaders, listener)
         return body
 
-    def _answer(self, context: RequestContext, request: Any
+    def _answer(self, context: RequestContext, request: ProduceRequest
                 ) -> ProduceResponse | defer.Deferred | None:
-        acks = request.acks
+        acks = request["acks"]
         version = context.api_version
+        transactional_id = request["transactional_id"] \
+            if version >= TRANSACTIONAL_ID_VERSION else None
         # v0-2: message sets, converted in place; a corrupt one's partition is refused
         refused = to_record_batches(request) if version < FIRST_V2_PRODUCE else {}
-        if _transactional_refused(self.authorizer, context, request):
+        asked = _asked(request)
+        if _transactional_refused(self.authorizer, context, asked, transactional_id):
             return None if acks == 0 else _response_body(
-                _Every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), request)
+                _Every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), asked)
         if self.authorizer.enabled:
-            refused.update(self._refused(context, request))
+            refused.update(self._refused(context, asked, transactional_id))
         if refused:
-            return self._append_allowed(request, refused, version)
-        entries = {(topic.name, data.index): data.records
-                   for topic in request.topic_data for data in topic.partition_data}
+            return self._append_allowed(asked, acks, request["timeout_ms"], refused, version)
+        entries = {(name, index): records for name, partitions in asked
+                   for index, records in partitions}
         appended = self.replica_manager.append_records(
-            entries, acks, request.timeout_ms, internal=False, api_version=version)
+            entries, acks, request["timeout_ms"], internal=False, api_version=version)
         if acks == 0:
             return None
         if appended.called:  # nothing to wait for: answer now, without a callback round trip
-            return _response_body(cast(dict, appended.result), request)
-        return appended.addCallback(_response_body, request)
+            return _response_body(cast(Outcomes, appended.result), asked)
+        return appended.addCallback(_response_body, asked)
 
-    def _refused(self, context: RequestContext, request: Any) -> dict[tuple[str, int], Any]:
+    def _refused(self, context: RequestContext, asked: Asked,
+                 transactional_id: str | None) -> dict[tuple[str, int], PartitionResponse]:
         """The partitions this principal may not write, with their error."""
         authorize = self.authorizer.authorize
-        transactional_id = getattr(request, "transactional_id", None)
         if transactional_id is not None and not authorize(
                 context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            return {(t.name, d.index): PartitionResponse(code)
-                    for t in request.topic_data for d in t.partition_data}
-        return {(t.name, d.index): PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                for t in request.topic_data
-                if not authorize(context, AclOperation.WRITE, ResourceType.TOPIC, t.name)
-                for d in t.partition_data}
+            return {(name, index): PartitionResponse(code)
+                    for name, partitions in asked for index, _ in partitions}
+        return {(name, index): PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for name, partitions in asked
+                if not authorize(context, AclOperation.WRITE, ResourceType.TOPIC, name)
+                for index, _ in partitions}
 
-    def _append_allowed(self, request: Any, refused: dict,
+    def _append_allowed(self, asked: Asked, acks: int, timeout_ms: int,
+                        refused: dict[tuple[str, int], PartitionResponse],
                         version: int) -> ProduceResponse | defer.Deferred | None:
-        entries = {(topic.name, data.index): data.records
-                   for topic in request.topic_data for data in topic.partition_data
-                   if (topic.name, data.index) not in refused}
+        entries = {(name, index): records for name, partitions in asked
+                   for index, records in partitions if (name, index) not in refused}
         appended = self.replica_manager.append_records(
-            entries, request.acks, request.timeout_ms, internal=False,
+            entries, acks, timeout_ms, internal=False,
             api_version=version) if entries else defer.succeed({})
-        if request.acks == 0:
+        if acks == 0:
             return None
         if appended.called:  # nothing to wait for: answer now, as __call__ does
-            return _response_body({**cast(dict, appended.result), **refused}, request)
+            return _response_body({**cast(Outcomes, appended.result), **refused}, asked)
         return appended.addCallback(lambda results: _response_body({**results, **refused},
-                                                                   request))
+                                                                   asked))
 
 
-def _transactional_refused(authorizer: Authorizer, context: RequestContext,
-                           request: Any) -> bool:
+def _asked(request: ProduceRequest) -> Asked:
+    """What the request asks, read once: (topic, [(partition, records)]) in its order."""
+    return [(topic["name"], [(data["index"], data["records"])
+                             for data in topic["partition_data"]])
+            for topic in request["topic_data"]]
+
+
+def _transactional_refused(authorizer: Authorizer, context: RequestContext, asked: Asked,
+                           transactional_id: str | None) -> bool:
     """Whether the request carries transactional batches without a transactional id, or
     with one the principal may not Write (checked by ``_refused`` too, per request)."""
-    transactional_id = getattr(request, "transactional_id", None)
     if transactional_id is not None and not authorizer.enabled:
         return False  # the common case costs no walk over the batches
-    if not any(has_transactional_batch(data.records)
-               for topic in request.topic_data for data in topic.partition_data):
+    if not any(has_transactional_batch(records)
+               for _, partitions in asked for _, records in partitions):
         return False
     return transactional_id is None or not authorizer.authorize(
         context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
@@ -155,17 +176,15 @@ class _Every(dict):
         return PartitionResponse(self.code)
 
 
-def _response_body(results: dict[tuple[str, int], PartitionResponse], request: Any
-                   ) -> ProduceResponse:
-    """The ProduceResponse for ``request``, its partitions in the order they were asked."""
+def _response_body(results: Outcomes, asked: Asked) -> ProduceResponse:
+    """The ProduceResponse for the request, its partitions in the order they were asked."""
     responses: list[ProduceResponseResponses] = []
-    for topic in request.topic_data:
-        name = topic.name
+    for name, partitions in asked:
         partition_responses: list[ProduceResponseResponsesPartitionResponses] = []
-        for data in topic.partition_data:
-            outcome = results[(name, data.index)]
+        for index, _records in partitions:
+            outcome = results[(name, index)]
             partition_responses.append({
-                "index": data.index, "error_code": outcome.error_code,
+                "index": index, "error_code": outcome.error_code,
                 "base_offset": outcome.base_offset, "log_append_time_ms": outcome.log_append_time,
                 "log_start_offset": outcome.log_start_offset,
                 "record_errors": [{"batch_index": index, "batch_index_error_message": message}

@@ -27,7 +27,7 @@ from simplekafka.broker.transaction.coordinator import (
 from simplekafka.broker.transaction.producer_ids import ProducerIdManager
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode, KafkaError
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import InitProducerIdRequest, InitProducerIdResponse
 
 PRODUCER_FENCED_SINCE = 4
 """The first InitProducerId version that may hear PRODUCER_FENCED (KIP-588)."""
@@ -43,16 +43,18 @@ class InitProducerIdHandler:
         self.transactions = transactions
         self.authorizer = authorizer
 
-    def __call__(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
-        refused = self._refused(context, request.transactional_id)
+    def __call__(self, context: RequestContext, request: InitProducerIdRequest
+                 ) -> InitProducerIdResponse | defer.Deferred:
+        transactional_id = request["transactional_id"]
+        refused = self._refused(context, transactional_id)
         if refused is not None:
             return _answer(InitProducerIdResult(refused))
         answer = _answer if context.api_version >= PRODUCER_FENCED_SINCE else _answer_old
-        if request.transactional_id is not None:
+        if transactional_id is not None:
             return now_or_later(self.transactions.init_producer_id(
-                request.transactional_id, request.transaction_timeout_ms,
-                (request.producer_id, request.producer_epoch) if context.api_version >= 3
-                else (-1, -1)), answer)
+                transactional_id, request["transaction_timeout_ms"],
+                (request["producer_id"], request["producer_epoch"])
+                if context.api_version >= 3 else (-1, -1)), answer)
         try:
             producer_id = self.producer_ids()
         except KafkaError as exc:
@@ -81,13 +83,13 @@ class InitProducerIdHandler:
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-def _answer_old(result: InitProducerIdResult) -> dict:
+def _answer_old(result: InitProducerIdResult) -> InitProducerIdResponse:
     """Before v4 a client knows no PRODUCER_FENCED: INVALID_PRODUCER_EPOCH (KIP-588)."""
     if result.error_code == ErrorCode.PRODUCER_FENCED:
         result = result._replace(error_code=ErrorCode.INVALID_PRODUCER_EPOCH)
     return _answer(result)
 
 
-def _answer(result: InitProducerIdResult) -> dict:
+def _answer(result: InitProducerIdResult) -> InitProducerIdResponse:
     return {"throttle_time_ms": 0, "error_code": result.error_code,
             "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}

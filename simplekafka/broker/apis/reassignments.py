@@ -18,9 +18,10 @@ All ZooKeeper calls run on a worker thread, never on the reactor.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import (
     Authorizer,
@@ -28,6 +29,7 @@ from simplekafka.broker.apis.collaborators import (
     ZooKeeperHandle,
     in_worker_thread,
 )
+from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.coordination.assignment import AssignmentError
 from simplekafka.coordination.reassignment import (
@@ -38,32 +40,24 @@ from simplekafka.coordination.reassignment import (
 from simplekafka.coordination.topics import read_topic_assignment
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
-from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionReassignmentsResponseResponsesPartitions,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponseTopicsPartitions,
+)
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
+    from kazoo.protocol.states import ZnodeStat
 
 WRITE_ATTEMPTS = 10
 Key = tuple[str, int]
-
-
-def _refused(api_key: ApiKey) -> dict:
-    return _whole_request_error(api_key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
-
-
-def _no_zookeeper(api_key: ApiKey) -> dict:
-    return _whole_request_error(api_key, ErrorCode.NOT_CONTROLLER,
-                                "not connected to ZooKeeper yet")
-
-
-def _whole_request_error(api_key: ApiKey, code: ErrorCode, message: str | None) -> dict:
-    """An answer refusing the whole request, in the layout of its API (Alter answers
-    ``responses``, List answers ``topics``)."""
-    per_topic = "responses" if api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS else "topics"
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            per_topic: []}
+# Why a whole request is refused: (error code, message).
+Refusal = tuple[ErrorCode, "str | None"]
 
 
 class _ClusterRequestHandler:
@@ -75,30 +69,34 @@ class _ClusterRequestHandler:
         self.zookeeper = zookeeper
         self.authorizer = authorizer
 
-    def _zookeeper_for(self, context: Any, operation: AclOperation) -> tuple[Any, dict | None]:
-        """(the ZooKeeper client, None), or (None, the error answer) when refused or absent."""
+    def _zookeeper_for(self, context: RequestContext, operation: AclOperation
+                       ) -> tuple[KazooClient, None] | tuple[None, Refusal]:
+        """(the ZooKeeper client, None), or (None, why not) when refused or absent."""
         if not self.authorizer.authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME):
-            return None, _refused(context.api_key)
-        zk = self.zookeeper()
+            return None, (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        zk: KazooClient | None = self.zookeeper()
         if zk is None:
-            return None, _no_zookeeper(context.api_key)
+            return None, (ErrorCode.NOT_CONTROLLER, "not connected to ZooKeeper yet")
         return zk, None
 
 
 class AlterPartitionReassignmentsHandler(_ClusterRequestHandler):
     """ApiKey.ALTER_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __call__(self, context: Any, request: Struct) -> Any:
+    def __call__(self, context: RequestContext, request: AlterPartitionReassignmentsRequest
+                 ) -> AlterPartitionReassignmentsResponse | defer.Deferred:
         zk, refusal = self._zookeeper_for(context, AclOperation.ALTER)
         if refusal is not None:
-            return refusal
-        wanted = {(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas))
-                  for t in request.topics for p in t.partitions}
+            return {"throttle_time_ms": 0, "error_code": refusal[0], "error_message": refusal[1],
+                    "responses": []}
+        wanted = {(t["name"], p["partition_index"]):
+                  (None if (replicas := p["replicas"]) is None else list(replicas))
+                  for t in request["topics"] for p in t["partitions"]}
         return in_worker_thread(self.reactor, alter_reassignments, zk, wanted).addCallback(
             _alter_response)
 
 
-def _pending(zk: KazooClient) -> tuple[dict[Key, list[int]], Any]:
+def _pending(zk: KazooClient) -> tuple[dict[Key, list[int]], ZnodeStat | None]:
     """The znode's targets and its stat (None when absent)."""
     try:
         data, stat = zk.get(ZkPaths.REASSIGN_PARTITIONS)
@@ -164,8 +162,9 @@ def _merge(zk: KazooClient, targets: dict[Key, list[int] | None]) -> None:
     raise RuntimeError(f"{ZkPaths.REASSIGN_PARTITIONS} kept changing; try again")
 
 
-def _alter_response(results: dict[Key, tuple[ErrorCode, str | None]]) -> dict:
-    by_topic: dict[str, list[dict]] = {}
+def _alter_response(results: dict[Key, tuple[ErrorCode, str | None]]
+                    ) -> AlterPartitionReassignmentsResponse:
+    by_topic: dict[str, list[AlterPartitionReassignmentsResponseResponsesPartitions]] = {}
     for (topic, partition), (code, message) in sorted(results.items()):
         by_topic.setdefault(topic, []).append(
             {"partition_index": partition, "error_code": code, "error_message": message})
@@ -176,19 +175,23 @@ def _alter_response(results: dict[Key, tuple[ErrorCode, str | None]]) -> dict:
 class ListPartitionReassignmentsHandler(_ClusterRequestHandler):
     """ApiKey.LIST_PARTITION_REASSIGNMENTS: see the module docstring."""
 
-    def __call__(self, context: Any, request: Struct) -> Any:
+    def __call__(self, context: RequestContext, request: ListPartitionReassignmentsRequest
+                 ) -> ListPartitionReassignmentsResponse | defer.Deferred:
         zk, refusal = self._zookeeper_for(context, AclOperation.DESCRIBE)
         if refusal is not None:
-            return refusal
-        wanted = (None if request.topics is None else
-                  {(t.name, p) for t in request.topics for p in t.partition_indexes})
+            return {"throttle_time_ms": 0, "error_code": refusal[0], "error_message": refusal[1],
+                    "topics": []}
+        topics = request["topics"]
+        wanted = (None if topics is None else
+                  {(t["name"], p) for t in topics for p in t["partition_indexes"]})
         return in_worker_thread(self.reactor, list_reassignments, zk, wanted)
 
 
-def list_reassignments(zk: KazooClient, wanted: set[Key] | None) -> dict:
+def list_reassignments(zk: KazooClient, wanted: set[Key] | None
+                       ) -> ListPartitionReassignmentsResponse:
     """The ongoing reassignments (of ``wanted`` only, unless None). Blocking."""
     pending, _stat = _pending(zk)
-    topics: dict[str, list[dict]] = {}
+    topics: dict[str, list[ListPartitionReassignmentsResponseTopicsPartitions]] = {}
     for key, target in sorted(pending.items()):
         if wanted is not None and key not in wanted:
             continue

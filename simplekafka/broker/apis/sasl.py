@@ -22,16 +22,28 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable
-from typing import Any
 
 from twisted.internet import defer, task
 
+from simplekafka.broker.dispatch import RequestContext, RequestDispatcher
 from simplekafka.broker.security.sasl import SaslServerAuthenticator
-from simplekafka.broker.server import CloseAfter, CloseConnection
+from simplekafka.broker.server import (
+    Answer,
+    CloseAfter,
+    CloseConnection,
+    KafkaConnection,
+    RequestHandler,
+)
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ErrorCode, ProtocolError
-from simplekafka.protocol.messages import decode_request, encode_response
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from simplekafka.protocol.messages import RequestHeader, decode_request, encode_response
 from simplekafka.protocol.sasl import SaslAuthenticationError
 
 log = logging.getLogger(__name__)
@@ -43,8 +55,7 @@ _API_KEY = struct.Struct(">h")
 class SaslAuthentication:
     """One connection's login on the wire; ``receive`` takes its frames until ``complete``."""
 
-    def __init__(self, authenticator: SaslServerAuthenticator,
-                 handler: Callable[[bytes, Any], Any]):
+    def __init__(self, authenticator: SaslServerAuthenticator, handler: RequestHandler):
         self.authenticator = authenticator
         self.handler = handler  # the dispatcher: ApiVersions is answered as usual
 
@@ -60,7 +71,7 @@ class SaslAuthentication:
     def max_receive_size(self) -> int:
         return self.authenticator.max_receive_size
 
-    def takes(self, frame: bytes, connection: Any) -> bool:
+    def takes(self, frame: bytes, connection: KafkaConnection) -> bool:
         """Whether ``frame`` is for the authenticator rather than the dispatcher
         (raises CloseConnection for a request after the session's end)."""
         api_key = _API_KEY.unpack_from(frame, 0)[0] if len(frame) >= 2 else None
@@ -69,7 +80,7 @@ class SaslAuthentication:
             raise CloseConnection()
         return route == SaslServerAuthenticator.TO_AUTHENTICATOR
 
-    def receive(self, frame: bytes, connection: Any) -> Any:
+    def receive(self, frame: bytes, connection: KafkaConnection) -> Answer:
         authenticator = self.authenticator
         peer = getattr(connection, "peer", "?")
         if authenticator.takes_raw_tokens:
@@ -92,14 +103,16 @@ class SaslAuthentication:
             return self._handshake(frame, peer)
         return self._authenticate(frame, connection)
 
-    def _decode(self, frame: bytes, peer: str) -> tuple[Any, Any]:
+    def _decode(self, frame: bytes, peer: str) -> tuple[RequestHeader, Struct]:
         try:
-            return decode_request(frame)
+            header, request = decode_request(frame)
         except ProtocolError as exc:
             log.warning("closing %s: bad SASL request: %s", peer, exc)
             raise CloseConnection() from None
+        assert request is not None  # only an ApiVersions probe decodes to None
+        return header, request
 
-    def _handshake(self, frame: bytes, peer: str) -> Any:
+    def _handshake(self, frame: bytes, peer: str) -> bytes | CloseAfter:
         header, request = self._decode(frame, peer)
         code = self.authenticator.handshake(request.mechanism, header.api_version, peer)
         answer = encode_response(ApiKey.SASL_HANDSHAKE, header.api_version,
@@ -108,7 +121,8 @@ class SaslAuthentication:
                                   "mechanisms": self.authenticator.settings.mechanisms})
         return answer if code == ErrorCode.NONE else CloseAfter(answer)
 
-    def _authenticate(self, frame: bytes, connection: Any) -> Any:
+    def _authenticate(self, frame: bytes, connection: KafkaConnection
+                      ) -> bytes | defer.Deferred:
         header, request = self._decode(frame, connection.peer)
 
         def answer(code: int = 0, message: str | None = None, data: bytes = b"",
@@ -125,13 +139,13 @@ class SaslAuthentication:
                                                    str(exc)))
         return answer(data=challenge, lifetime_ms=self.authenticator.lifetime_ms)
 
-    def _raw_token(self, frame: bytes, connection: Any) -> Any:
+    def _raw_token(self, frame: bytes, connection: KafkaConnection) -> bytes | defer.Deferred:
         try:
             return self.authenticator.authenticate(frame, connection)
         except SaslAuthenticationError:
             return self._failed(connection, None)  # v0 has no way to say why: just close
 
-    def _failed(self, connection: Any, response: bytes | None) -> defer.Deferred:
+    def _failed(self, connection: KafkaConnection, response: bytes | None) -> defer.Deferred:
         delay = self.authenticator.failed(connection)
         return task.deferLater(self.authenticator.settings.clock, delay, CloseAfter, response)
 
@@ -139,14 +153,16 @@ class SaslAuthentication:
 class SaslApis:
     """ILLEGAL_SASL_STATE for the SASL requests outside an authentication."""
 
-    def register(self, dispatcher: Any) -> None:
+    def register(self, dispatcher: RequestDispatcher) -> None:
         dispatcher.register(ApiKey.SASL_HANDSHAKE, self.sasl_handshake)
         dispatcher.register(ApiKey.SASL_AUTHENTICATE, self.sasl_authenticate)
 
-    def sasl_handshake(self, context: Any, request: Any) -> dict:
+    def sasl_handshake(self, context: RequestContext, request: SaslHandshakeRequest
+                       ) -> SaslHandshakeResponse:
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
 
-    def sasl_authenticate(self, context: Any, request: Any) -> dict:
+    def sasl_authenticate(self, context: RequestContext, request: SaslAuthenticateRequest
+                          ) -> SaslAuthenticateResponse:
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
                 "error_message": f"no SASL authentication in progress on this connection "
                                  f"(listener {context.listener})",

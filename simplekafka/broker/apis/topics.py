@@ -22,8 +22,8 @@ answering UNKNOWN_TOPIC_ID.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from kazoo.exceptions import NodeExistsError
 from twisted.internet import defer
@@ -31,6 +31,7 @@ from twisted.python.failure import Failure
 
 from simplekafka.broker.apis.collaborators import (
     Authorizer,
+    DelayedCall,
     Flag,
     Reactor,
     ZooKeeperHandle,
@@ -55,11 +56,25 @@ from simplekafka.coordination.topics import (
 from simplekafka.coordination.znodes import ZkPaths
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    CreatePartitionsResponseResults,
+    CreateTopicsRequest,
+    CreateTopicsRequestTopics,
+    CreateTopicsResponse,
+    CreateTopicsResponseTopics,
+    CreateTopicsResponseTopicsConfigs,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponses,
+)
 from simplekafka.protocol.topic_ids import ZERO_ID
 from simplekafka.storage import LogConfig
 
 log = logging.getLogger(__name__)
+
+# An answer's entry for one topic that a request waits on the controller for.
+_Result = TypeVar("_Result", CreateTopicsResponseTopics, DeleteTopicsResponseResponses,
+                  CreatePartitionsResponseResults)
 
 DYNAMIC_TOPIC_CONFIG = 1  # Kafka's ConfigSource of a topic's own setting (as DescribeConfigs)
 
@@ -112,30 +127,32 @@ class TopicAdmin:
 
     # -- CreateTopics -------------------------------------------------------------------
 
-    def create_topics(self, context: RequestContext, request: Struct) -> defer.Deferred | dict:
-        results = []
+    def create_topics(self, context: RequestContext, request: CreateTopicsRequest
+                      ) -> defer.Deferred | CreateTopicsResponse:
+        results: list[CreateTopicsResponseTopics] = []
         waits = []
-        validate_only = bool(getattr(request, "validate_only", False))
-        for topic in request.topics:
-            result: dict[str, Any] = {"name": topic.name, "error_code": ErrorCode.NONE,
-                                      "error_message": None}
+        validate_only = context.api_version >= 1 and request["validate_only"]
+        for topic in request["topics"]:
+            name = topic["name"]
+            result: CreateTopicsResponseTopics = {"name": name, "error_code": ErrorCode.NONE,
+                                                  "error_message": None}
             results.append(result)
             if not self.is_controller():
                 result["error_code"] = ErrorCode.NOT_CONTROLLER
                 continue
-            if not self.may_create(context, topic.name):
+            if not self.may_create(context, name):
                 result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                result["error_message"] = f"not authorized to create topic {topic.name}"
+                result["error_message"] = f"not authorized to create topic {name}"
                 continue
             waits.append(self._create_one(topic, validate_only, result))
-        body = {"throttle_time_ms": 0, "topics": results}
+        body: CreateTopicsResponse = {"throttle_time_ms": 0, "topics": results}
         if not waits:
             return body
         created = defer.gatherResults(waits, consumeErrors=True)
         created.addCallback(lambda _: self.wait_for(
             [r["name"] for r in results if r["error_code"] == ErrorCode.NONE
              and not validate_only],
-            request.timeout_ms, lambda name: self.cache.all_leaders_known(name),
+            request["timeout_ms"], lambda name: self.cache.all_leaders_known(name),
             results))
         return created.addCallback(lambda _: body)
 
@@ -144,19 +161,24 @@ class TopicAdmin:
         return (authorize(context, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
                 or authorize(context, AclOperation.CREATE, ResourceType.TOPIC, name))
 
-    def _create_one(self, topic: Any, validate_only: bool, result: dict) -> defer.Deferred:
+    def _create_one(self, topic: CreateTopicsRequestTopics, validate_only: bool,
+                    result: CreateTopicsResponseTopics) -> defer.Deferred:
         config = self.config
-        partitions = topic.num_partitions if topic.num_partitions != -1 \
+        name, wanted_partitions = topic["name"], topic["num_partitions"]
+        wanted_replication = topic["replication_factor"]
+        partitions: int = wanted_partitions if wanted_partitions != -1 \
             else config["num.partitions"]
-        replication = topic.replication_factor if topic.replication_factor != -1 \
+        replication = wanted_replication if wanted_replication != -1 \
             else config.default_replication_factor
-        manual = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
-        if manual and (topic.num_partitions != -1 or topic.replication_factor != -1):
+        manual = {a["partition_index"]: list(a["broker_ids"])
+                  for a in topic["assignments"]} or None
+        if manual and (wanted_partitions != -1 or wanted_replication != -1):
             result["error_code"] = ErrorCode.INVALID_REQUEST
             result["error_message"] = ("give either assignments or num_partitions and "
                                        "replication_factor, not both")
             return defer.succeed(None)
-        topic_config = {c.name: c.value for c in topic.configs if c.value is not None}
+        topic_config = {c["name"]: value for c in topic["configs"]
+                        if (value := c["value"]) is not None}
         unknown = sorted(k for k in topic_config if k not in TOPIC_CONFIG_KEYS)
         if unknown:
             result["error_code"] = ErrorCode.INVALID_CONFIG
@@ -170,14 +192,14 @@ class TopicAdmin:
 
         def work() -> None:
             if validate_only:
-                validate_topic_name(topic.name)
-                if self.zookeeper().exists(ZkPaths.topic(topic.name)):
-                    raise TopicError(f"topic {topic.name!r} already exists",
+                validate_topic_name(name)
+                if self.zookeeper().exists(ZkPaths.topic(name)):
+                    raise TopicError(f"topic {name!r} already exists",
                                      ErrorCode.TOPIC_ALREADY_EXISTS)
-                check_no_collision(topic.name, list_topics(self.zookeeper()))
+                check_no_collision(name, list_topics(self.zookeeper()))
                 created = None
             else:
-                created = create_topic(self.zookeeper(), topic.name, partitions, replication,
+                created = create_topic(self.zookeeper(), name, partitions, replication,
                                        topic_config, manual)
             # v5+: the topic as created (or as it would be); v7+: its ID.
             result["num_partitions"] = len(manual) if manual else partitions
@@ -192,7 +214,7 @@ class TopicAdmin:
                 result["error_code"] = failure.value.error_code
                 result["error_message"] = str(failure.value)
             else:
-                log.error("creating topic %s failed: %s", topic.name, failure.getErrorMessage())
+                log.error("creating topic %s failed: %s", name, failure.getErrorMessage())
                 result["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
                 result["error_message"] = failure.getErrorMessage()
 
@@ -200,9 +222,9 @@ class TopicAdmin:
         return in_worker_thread(reactor, work).addErrback(
             failed)
 
-    def _configs_of(self, overrides: dict[str, str]) -> list[dict]:
+    def _configs_of(self, overrides: dict[str, str]) -> list[CreateTopicsResponseTopicsConfigs]:
         """Every config of a topic with ``overrides``, as CreateTopics v5+ lists them."""
-        entries = []
+        entries: list[CreateTopicsResponseTopicsConfigs] = []
         defaults = self.topic_defaults()
         for key in sorted(set(defaults) | set(overrides)):
             value: str | None
@@ -216,12 +238,13 @@ class TopicAdmin:
 
     # -- DeleteTopics -------------------------------------------------------------------
 
-    def delete_topics(self, context: RequestContext, request: Struct) -> defer.Deferred | dict:
-        results: list[dict[str, Any]] = []
+    def delete_topics(self, context: RequestContext, request: DeleteTopicsRequest
+                      ) -> defer.Deferred | DeleteTopicsResponse:
+        results: list[DeleteTopicsResponseResponses] = []
         waits = []
-        for name, topic_id in self._deletion_targets(request):
-            result: dict[str, Any] = {"name": name, "topic_id": topic_id,
-                                      "error_code": ErrorCode.NONE}
+        for name, topic_id in self._deletion_targets(request, context.api_version):
+            result: DeleteTopicsResponseResponses = {"name": name, "topic_id": topic_id,
+                                                     "error_code": ErrorCode.NONE}
             results.append(result)
             if name is None:
                 result["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID
@@ -237,31 +260,34 @@ class TopicAdmin:
                 result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 waits.append(self._mark_for_deletion(name, result))
-        body = {"throttle_time_ms": 0, "responses": results}
+        body: DeleteTopicsResponse = {"throttle_time_ms": 0, "responses": results}
         if not waits:
             return body
         marked = defer.gatherResults(waits, consumeErrors=True)
         marked.addCallback(lambda _: self.wait_for(
-            [r["name"] for r in results if r["error_code"] == ErrorCode.NONE],
-            request.timeout_ms, lambda name: not self.cache.has_topic(name),
+            [name for r in results if r["error_code"] == ErrorCode.NONE
+             and (name := r["name"]) is not None],
+            request["timeout_ms"], lambda name: not self.cache.has_topic(name),
             results))
         return marked.addCallback(lambda _: body)
 
-    def _deletion_targets(self, request: Any) -> list[tuple[str | None, bytes]]:
+    def _deletion_targets(self, request: DeleteTopicsRequest, version: int
+                          ) -> list[tuple[str | None, bytes]]:
         """(name, ID) of each topic to delete: v0-5 by name, v6+ by name or by ID (an ID
         no topic has: name None). The ID answered is the topic's, however it was named."""
-        topics = getattr(request, "topics", None)
-        if topics is None:  # v0-5
-            return [(name, self.cache.topic_id(name)) for name in request.topic_names]
+        if version < 6:
+            return [(name, self.cache.topic_id(name)) for name in request["topic_names"]]
         targets: list[tuple[str | None, bytes]] = []
-        for topic in topics:
-            if topic.topic_id != ZERO_ID:
-                targets.append((self.cache.topic_name(topic.topic_id), topic.topic_id))
+        for topic in request["topics"]:
+            topic_id, name = topic["topic_id"], topic["name"]
+            if topic_id != ZERO_ID:
+                targets.append((self.cache.topic_name(topic_id), topic_id))
             else:
-                targets.append((topic.name, self.cache.topic_id(topic.name or "")))
+                targets.append((name, self.cache.topic_id(name or "")))
         return targets
 
-    def _mark_for_deletion(self, name: str, result: dict) -> defer.Deferred:
+    def _mark_for_deletion(self, name: str, result: DeleteTopicsResponseResponses
+                           ) -> defer.Deferred:
         def work() -> None:
             try:
                 self.zookeeper().create(ZkPaths.delete_topic(name), b"", makepath=True)
@@ -278,8 +304,8 @@ class TopicAdmin:
 
     # -- waiting for the controller -----------------------------------------------------
 
-    def wait_for(self, names: list[str], timeout_ms: int, is_done: Any,
-                  results: list[dict]) -> defer.Deferred:
+    def wait_for(self, names: list[str], timeout_ms: int, is_done: Callable[[str], bool],
+                 results: Sequence[_Result]) -> defer.Deferred:
         """Fire when ``is_done(name)`` holds for every name, or at the timeout (then
         the late ones answer REQUEST_TIMED_OUT, as Kafka's delayed operations do)."""
         cache = self.cache
@@ -303,12 +329,13 @@ class TopicAdmin:
                 timer.cancel()
             if timed_out:
                 for result in results:
-                    if result["name"] in pending and not is_done(result["name"]):
+                    name = result["name"]
+                    if name is not None and name in pending and not is_done(name):
                         result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             finished.callback(None)
 
         cache.listeners.append(check)
-        timer = self.reactor.callLater(timeout_ms / 1000.0, finish, True)
+        timer: DelayedCall = self.reactor.callLater(timeout_ms / 1000.0, finish, True)
         return finished
 
 
@@ -325,7 +352,7 @@ TOPIC_CONFIG_KEYS = frozenset({
 })
 
 
-def _bad_config_value(topic_config: dict[str, str], base: Any) -> str | None:
+def _bad_config_value(topic_config: dict[str, str], base: LogConfig | None) -> str | None:
     """Why a topic config value is unusable (None if all are fine): checked before writing."""
     from simplekafka.storage import LogConfig
 

@@ -23,10 +23,10 @@ transaction (the others are left out).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from simplekafka.broker.apis.collaborators import Authorizer
-from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.dispatch import RequestContext, RequestDispatcher
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.producer_state import ActiveProducer
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -36,7 +36,17 @@ from simplekafka.coordination.topics import TopicError, validate_topic_name
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeProducersResponseTopics,
+    DescribeProducersResponseTopicsPartitions,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTransactionStates,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 
 
 class ProducerStates(Protocol):
@@ -66,26 +76,33 @@ class TransactionToolApis:
         self.cache = cache
         self.authorizer = authorizer
 
-    def register(self, dispatcher: Any) -> None:
+    def register(self, dispatcher: RequestDispatcher) -> None:
         dispatcher.register(ApiKey.DESCRIBE_PRODUCERS, self.describe_producers)
         dispatcher.register(ApiKey.DESCRIBE_TRANSACTIONS, self.describe_transactions)
         dispatcher.register(ApiKey.LIST_TRANSACTIONS, self.list_transactions)
 
-    def describe_producers(self, context: RequestContext, request: Struct) -> dict:
-        topics = []
-        for topic in request.topics:
-            code, message = self._topic_error(context, topic.name)
-            partitions = []
-            for index in topic.partition_indexes:
+    def describe_producers(self, context: RequestContext, request: DescribeProducersRequest
+                           ) -> DescribeProducersResponse:
+        topics: list[DescribeProducersResponseTopics] = []
+        for topic in request["topics"]:
+            name = topic["name"]
+            code, message = self._topic_error(context, name)
+            partitions: list[DescribeProducersResponseTopicsPartitions] = []
+            for index in topic["partition_indexes"]:
                 if code != ErrorCode.NONE:
                     partitions.append({"partition_index": index, "error_code": code,
                                        "error_message": message})
                     continue
-                found, producers = self.producers.active_producers(topic.name, index)
+                found, producers = self.producers.active_producers(name, index)
                 partitions.append({
                     "partition_index": index, "error_code": found,
-                    "active_producers": [p._asdict() for p in producers]})
-            topics.append({"name": topic.name, "partitions": partitions})
+                    "active_producers": [
+                        {"producer_id": p.producer_id, "producer_epoch": p.producer_epoch,
+                         "last_sequence": p.last_sequence, "last_timestamp": p.last_timestamp,
+                         "coordinator_epoch": p.coordinator_epoch,
+                         "current_txn_start_offset": p.current_txn_start_offset}
+                        for p in producers]})
+            topics.append({"name": name, "partitions": partitions})
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _topic_error(self, context: RequestContext, name: str) -> tuple[ErrorCode, str | None]:
@@ -99,10 +116,11 @@ class TransactionToolApis:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         return ErrorCode.NONE, None
 
-    def list_transactions(self, context: RequestContext, request: Struct) -> dict:
+    def list_transactions(self, context: RequestContext, request: ListTransactionsRequest
+                          ) -> ListTransactionsResponse:
         listing = self.transactions.list_transactions(
-            set(request.producer_id_filters), set(request.state_filters),
-            getattr(request, "duration_filter", -1))
+            set(request["producer_id_filters"]), set(request["state_filters"]),
+            request["duration_filter"] if context.api_version >= 1 else -1)
         authorize = self.authorizer.authorize
         return {"throttle_time_ms": 0, "error_code": listing.error_code,
                 "unknown_state_filters": listing.unknown_states,
@@ -112,11 +130,14 @@ class TransactionToolApis:
                     if authorize(context, AclOperation.DESCRIBE,
                                  ResourceType.TRANSACTIONAL_ID, tid)]}
 
-    def describe_transactions(self, context: RequestContext, request: Struct) -> dict:
+    def describe_transactions(self, context: RequestContext,
+                              request: DescribeTransactionsRequest
+                              ) -> DescribeTransactionsResponse:
         return {"throttle_time_ms": 0, "transaction_states": [
-            self._describe(context, tid) for tid in request.transactional_ids]}
+            self._describe(context, tid) for tid in request["transactional_ids"]]}
 
-    def _describe(self, context: RequestContext, transactional_id: str) -> dict:
+    def _describe(self, context: RequestContext, transactional_id: str
+                  ) -> DescribeTransactionsResponseTransactionStates:
         authorize = self.authorizer.authorize
         if not authorize(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                          transactional_id):

@@ -19,17 +19,22 @@ offset commits visible or drops them (Kafka's ``scheduleHandleTxnCompletion``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
 from simplekafka.broker.dispatch import RequestContext
+from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.message_types import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarkers,
+    WriteTxnMarkersResponse,
+    WriteTxnMarkersResponseMarkers,
+)
 from simplekafka.protocol.records import build_end_txn_marker
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -49,38 +54,44 @@ class WriteTxnMarkersHandler:
         # (producer id, __consumer_offsets partition, committed) once a marker is written there
         self.on_offsets_marker = on_offsets_marker
 
-    def __call__(self, context: RequestContext, request: Struct) -> dict | defer.Deferred:
+    def __call__(self, context: RequestContext, request: WriteTxnMarkersRequest
+                 ) -> WriteTxnMarkersResponse | defer.Deferred:
         if not self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
                                          ResourceType.CLUSTER, CLUSTER_NAME):
             code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-            return {"markers": [{"producer_id": m.producer_id, "topics": [
-                {"name": t.name, "partitions": [{"partition_index": i, "error_code": code}
-                                                for i in t.partition_indexes]}
-                for t in m.topics]} for m in request.markers]}
-        appends = [self._write(marker) for marker in request.markers]
+            return {"markers": [{"producer_id": m["producer_id"], "topics": [
+                {"name": t["name"], "partitions": [{"partition_index": i, "error_code": code}
+                                                   for i in t["partition_indexes"]]}
+                for t in m["topics"]]} for m in request["markers"]]}
+        appends = [self._write(marker) for marker in request["markers"]]
         answers = defer.gatherResults(appends, consumeErrors=True)
-        return answers.addCallback(lambda markers: {"markers": markers})
+        return answers.addCallback(_markers)
 
-    def _write(self, marker: Any) -> defer.Deferred:
+    def _write(self, marker: WriteTxnMarkersRequestMarkers) -> defer.Deferred:
         """Append one producer's marker to each of its partitions; that marker's answer."""
-        batch = build_end_txn_marker(marker.producer_id, marker.producer_epoch,
-                                     bool(marker.transaction_result), marker.coordinator_epoch)
-        entries = {(topic.name, index): batch
-                   for topic in marker.topics for index in topic.partition_indexes}
+        producer_id, committed = marker["producer_id"], bool(marker["transaction_result"])
+        batch = build_end_txn_marker(producer_id, marker["producer_epoch"], committed,
+                                     marker["coordinator_epoch"])
+        entries = {(topic["name"], index): batch
+                   for topic in marker["topics"] for index in topic["partition_indexes"]}
         appended = self.replica_manager.append_records(entries, -1, self.timeout_ms,
                                                        internal=True)
 
-        def answer(results: dict) -> dict:
+        def answer(results: Mapping[tuple[str, int], PartitionResponse]
+                   ) -> WriteTxnMarkersResponseMarkers:
             if self.on_offsets_marker is not None:
                 for (topic, index), outcome in results.items():
                     if topic == OFFSETS_TOPIC and outcome.error_code == ErrorCode.NONE:
-                        self.on_offsets_marker(marker.producer_id, index,
-                                               bool(marker.transaction_result))
-            return {"producer_id": marker.producer_id, "topics": [
-                {"name": topic.name, "partitions": [
+                        self.on_offsets_marker(producer_id, index, committed)
+            return {"producer_id": producer_id, "topics": [
+                {"name": topic["name"], "partitions": [
                     {"partition_index": index,
-                     "error_code": results[(topic.name, index)].error_code}
-                    for index in topic.partition_indexes]}
-                for topic in marker.topics]}
+                     "error_code": results[(topic["name"], index)].error_code}
+                    for index in topic["partition_indexes"]]}
+                for topic in marker["topics"]]}
 
         return appended.addCallback(answer)
+
+
+def _markers(markers: list[WriteTxnMarkersResponseMarkers]) -> WriteTxnMarkersResponse:
+    return {"markers": markers}

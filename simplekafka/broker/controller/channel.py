@@ -16,17 +16,29 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from twisted.internet import defer, protocol
 from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.python.failure import Failure
 
 from simplekafka.broker.socket_writer import SocketWriter
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.framing import FrameDecoder, FrameTooLargeError, encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
 
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IProtocolFactory, IReactorTCP
+
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.security.inter_broker import InterBrokerLogin
+
 log = logging.getLogger(__name__)
+
+#: Where a broker is reached: (host, port), plus the login its inter-broker listener wants.
+Endpoint = tuple[str, int] | tuple[str, int, "InterBrokerLogin"]
+#: This broker's own dispatcher: request bytes (and no connection) in, response bytes out.
+LocalHandler = Callable[[bytes, None], "bytes | defer.Deferred | None"]
 
 RETRY_DELAY = 0.1
 SLOW_RETRY_DELAY = 1.0  # after MAX_ATTEMPTS quick retries
@@ -76,7 +88,7 @@ class ResponseReader(protocol.Protocol):
         writer.write([encode_frame(payload)])
         return waiter
 
-    def connectionLost(self, reason: Any = None) -> None:
+    def connectionLost(self, reason: Failure | None = None) -> None:
         if self._writer is not None:
             self._writer.lost()
         waiting, self.waiting = self.waiting, {}
@@ -86,26 +98,28 @@ class ResponseReader(protocol.Protocol):
             self.lost.callback(None)
 
 
-def connect_reader(reactor: Any, host: str, port: int, login: Any = None) -> defer.Deferred:
+def connect_reader(reactor: Reactor, host: str, port: int,
+                   login: InterBrokerLogin | None = None) -> defer.Deferred:
     """Connect to a broker; fires with the ResponseReader of the new connection.
 
     ``login`` (the broker's ``InterBrokerLogin``, which ``endpoint_of`` hands out
     with the address) adds TLS and a SASL login as the inter-broker listener wants.
     """
-    # Factory is an IProtocolFactory through zope, which a type checker cannot see.
-    factory: Any = protocol.Factory.forProtocol(ResponseReader)
+    # Factory is an IProtocolFactory, and the reactor an IReactorTCP, through zope, which
+    # a type checker cannot see.
+    factory = cast("IProtocolFactory", protocol.Factory.forProtocol(ResponseReader))
     if login is not None:
         return login.connect(reactor, host, port, factory)
-    endpoint = TCP4ClientEndpoint(reactor, host, port, timeout=5)
+    endpoint = TCP4ClientEndpoint(cast("IReactorTCP", reactor), host, port, timeout=5)
     return endpoint.connect(factory)
 
 
 class ControllerChannel:
     """Delivers controller requests in order, per broker; see the module docstring."""
 
-    def __init__(self, reactor: Any, local_broker_id: int,
-                 local_handler: Callable[[bytes, Any], Any],
-                 endpoint_of: Callable[[int], tuple[str, int] | None]):
+    def __init__(self, reactor: Reactor, local_broker_id: int,
+                 local_handler: LocalHandler,
+                 endpoint_of: Callable[[int], Endpoint | None]):
         self.reactor = reactor
         self.local_broker_id = local_broker_id
         self.local_handler = local_handler
@@ -140,7 +154,7 @@ class ControllerChannel:
         attempt.addCallbacks(self._delivered, self._failed,
                              callbackArgs=(broker_id, done), errbackArgs=(broker_id, 1))
 
-    def _delivered(self, response: Any, broker_id: int, done: defer.Deferred) -> None:
+    def _delivered(self, response: object, broker_id: int, done: defer.Deferred) -> None:
         self._queues[broker_id].popleft()
         local = broker_id == self.local_broker_id
         if not local:
@@ -163,7 +177,7 @@ class ControllerChannel:
         self._busy.discard(broker_id)
         self._pump(broker_id)
 
-    def _failed(self, failure: Any, broker_id: int, attempt: int) -> None:
+    def _failed(self, failure: Failure, broker_id: int, attempt: int) -> None:
         queue = self._queues.get(broker_id)
         if not queue or self.closed:
             self._busy.discard(broker_id)
@@ -202,6 +216,7 @@ class ControllerChannel:
         except Exception as exc:
             log.exception("cannot encode %s for broker %d", api_key.name, broker_id)
             return defer.fail(exc)
+        answer: defer.Deferred  # fires with the response frame
         if broker_id == self.local_broker_id:
             answer = defer.maybeDeferred(self.local_handler, payload, None)
         else:

@@ -58,11 +58,12 @@ very same channel and request handlers a remote broker would use.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -91,6 +92,7 @@ from simplekafka.broker.controller.elections import (
 from simplekafka.broker.controller.requests import ControllerRequests, Send
 from simplekafka.coordination.assignment import AssignmentError
 from simplekafka.coordination.election import (
+    BrokerChanges,
     ControllerElection,
     NotControllerError,
     WriteConflictError,
@@ -125,6 +127,9 @@ from simplekafka.protocol.topic_ids import new_topic_id, topic_id_text
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
+    from kazoo.protocol.states import WatchedEvent
+
+    from simplekafka.broker.collaborators import DelayedCall
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +154,7 @@ class Controller:
 
     def __init__(self, broker_id: int, election: ControllerElection,
                  send: Callable[[list[Send]], None], unclean_election: bool = False,
-                 call_later: Callable[..., Any] | None = None,
+                 call_later: Callable[..., DelayedCall] | None = None,
                  auto_rebalance: bool = False, imbalance_check_seconds: float = 300.0,
                  imbalance_percentage: int = 10,
                  auto_reassign: AutoReassignSettings | None = None,
@@ -162,13 +167,13 @@ class Controller:
         self.auto_reassign = auto_reassign or AutoReassignSettings()
         self.clock = clock
         self.membership = Membership()
-        self._auto_reassign_timer: Any = None
+        self._auto_reassign_timer: DelayedCall | None = None
         # Throttles an automatic reassignment set: (topics, brokers), cleared when done.
         self._auto_throttled: tuple[list[str], list[int]] | None = None
         self.auto_rebalance = auto_rebalance
         self.imbalance_check_seconds = imbalance_check_seconds
         self.imbalance_percentage = imbalance_percentage
-        self._rebalance_timer: Any = None
+        self._rebalance_timer: DelayedCall | None = None
         self._call_later = call_later
         self.election = election
         self.zk = election.zk
@@ -239,7 +244,7 @@ class Controller:
         if self.active:
             self._submit(self._startup_event)
 
-    def on_brokers_changed(self, changes: Any) -> None:
+    def on_brokers_changed(self, changes: BrokerChanges) -> None:
         if self.active:
             self._submit(lambda: self._brokers_changed_event(changes))
 
@@ -247,7 +252,7 @@ class Controller:
         """Run ``fn`` on the election's event thread; send what it returns."""
         future = self.election.submit(fn)
 
-        def done(result: Any) -> None:
+        def done(result: concurrent.futures.Future[list[Send] | None]) -> None:
             error = result.exception()
             if error is not None:
                 if isinstance(error, NotControllerError):
@@ -341,7 +346,7 @@ class Controller:
     def states_keys_needing_leaders(self) -> list[tuple[str, int]]:
         return self.context.keys_needing_leaders()
 
-    def _brokers_changed_event(self, changes: Any) -> list[Send]:
+    def _brokers_changed_event(self, changes: BrokerChanges) -> list[Send]:
         if not self.election.is_controller:
             return []
         told = self.context.broker_epochs  # what this controller already announced
@@ -450,16 +455,16 @@ class Controller:
 
     # -- watches (kazoo threads): only enqueue ------------------------------------------
 
-    def _on_topics_watch(self, _event: Any) -> None:
+    def _on_topics_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._topics_changed_event)
 
-    def _on_topic_watch(self, event: Any) -> None:
+    def _on_topic_watch(self, event: WatchedEvent) -> None:
         if self.active and event.type == "CHANGED":
             topic = event.path.rsplit("/", 1)[-1]
             self._submit(lambda: self._partitions_changed_event(topic))
 
-    def _on_deletions_watch(self, _event: Any) -> None:
+    def _on_deletions_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._deletions_event)
 
@@ -696,7 +701,7 @@ class Controller:
         log.info("controller: deleted topic %s", topic)
         return sends
 
-    def _remove_topic_znodes(self, topic: str, partitions: dict[int, Any]) -> None:
+    def _remove_topic_znodes(self, topic: str, partitions: Iterable[int]) -> None:
         paths = []
         for index in partitions:
             paths += [ZkPaths.partition_state(topic, index), ZkPaths.partition(topic, index)]
@@ -719,7 +724,7 @@ class Controller:
 
     # -- ISR changes made by leaders ----------------------------------------------------
 
-    def _on_isr_changes_watch(self, _event: Any) -> None:
+    def _on_isr_changes_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._isr_changes_event)
 
@@ -757,7 +762,7 @@ class Controller:
 
     # -- preferred leaders --------------------------------------------------------------
 
-    def _on_preferred_watch(self, _event: Any) -> None:
+    def _on_preferred_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._preferred_election_event)
 
@@ -766,7 +771,7 @@ class Controller:
         return self._election_request_event(ZkPaths.PREFERRED_REPLICA_ELECTION,
                                             self._on_preferred_watch, self._elect_preferred)
 
-    def _on_unclean_watch(self, _event: Any) -> None:
+    def _on_unclean_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._unclean_election_event)
 
@@ -775,7 +780,7 @@ class Controller:
         return self._election_request_event(ZkPaths.UNCLEAN_LEADER_ELECTION,
                                             self._on_unclean_watch, self._elect_unclean)
 
-    def _election_request_event(self, path: str, watch: Callable[[Any], None],
+    def _election_request_event(self, path: str, watch: Callable[[WatchedEvent], None],
                                 elect: Callable[[list[tuple[str, int]]], list[Send]]
                                 ) -> list[Send]:
         """An election asked for through ``path`` (its partitions, or all): run it, remove
@@ -858,7 +863,7 @@ class Controller:
 
     # -- partition reassignment (KIP-455, as ZooKeeper-mode Kafka runs it) -------------
 
-    def _on_reassignment_watch(self, _event: Any) -> None:
+    def _on_reassignment_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._reassignment_event)
 
@@ -1095,7 +1100,7 @@ class Controller:
 
     # -- controlled shutdown ------------------------------------------------------------
 
-    def _on_controlled_shutdown_watch(self, _event: Any) -> None:
+    def _on_controlled_shutdown_watch(self, _event: WatchedEvent) -> None:
         if self.active:
             self._submit(self._controlled_shutdown_event)
 
@@ -1169,7 +1174,7 @@ def read_topic_configs(zk: KazooClient, topics: list[str]) -> dict[str, dict[str
 
 
 def _failed_write(batch: list[tuple[TopicPartitionKey, PartitionState, int]],
-                  results: list[Any]) -> TopicPartitionKey | None:
+                  results: list[object]) -> TopicPartitionKey | None:
     """The partition whose operation failed a multi of ``batch`` (ZooKeeper reports the
     first failure; the operations before it come back rolled back, those after it
     unattempted)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -144,7 +144,7 @@ class CoordinatorLog:
         work = in_worker_thread(self.reactor, create_topic, zk, topic, partitions,
                                 replication, self.topic_config())
 
-        def created(_: Any) -> None:
+        def created(_: object) -> None:
             log.info("created %s: %d partitions, replication factor %d", topic, partitions,
                      replication)
 
@@ -158,7 +158,7 @@ class CoordinatorLog:
 
 def read_batches(partition: Partition) -> Iterator[RecordBatch]:
     """A partition's batches from its log start to its end, as a new leader replays them."""
-    the_log: Any = partition.log
+    the_log = partition.log
     position, end = the_log.log_start_offset, the_log.log_end_offset
     while position < end:
         chunk = the_log.read(position, 1 << 20)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -98,6 +99,7 @@ class CommittedOffset(NamedTuple):
     offset: int = -1  # -1: nothing committed
     leader_epoch: int = -1
     metadata: str = ""
+    error_code: ErrorCode = ErrorCode.NONE  # UNSTABLE_OFFSET_COMMIT: a commit is pending
 
 
 class OffsetFetchResult(NamedTuple):
@@ -140,6 +142,7 @@ class PartitionCommit(NamedTuple):
     offset: int
     leader_epoch: int = -1
     metadata: str = ""
+    commit_timestamp: int = -1  # OffsetCommit v1's; -1: when the coordinator takes it
 
 
 class GroupCoordinator:
@@ -159,6 +162,8 @@ class GroupCoordinator:
             load=self._load_partition, unload=self._unload_partition)
         # producer id -> group -> offsets written in its open transaction (TxnOffsetCommit)
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetValue]]] = {}
+        # group -> partition -> commits (OffsetCommit or TxnOffsetCommit) being written now
+        self.commits_in_flight: dict[str, Counter[tuple[str, int]]] = {}
         cache.listeners.append(self.sync_ownership)
         cache.deletion_listeners.append(self.on_partitions_deleted)
 
@@ -720,7 +725,8 @@ class GroupCoordinator:
             if cache.partition(p.topic, p.partition) is None:
                 part[2] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            value = OffsetValue(p.offset, p.leader_epoch, metadata, now)
+            value = OffsetValue(p.offset, p.leader_epoch, metadata,
+                                p.commit_timestamp if p.commit_timestamp >= 0 else now)
             accepted.append(((p.topic, p.partition), value, part))
         if not accepted:
             return answer()
@@ -734,8 +740,10 @@ class GroupCoordinator:
                     part[2] = code
             return answer()
 
-        return self.metadata.store_offsets(
-            group_id, [(key, value) for key, value, _ in accepted]).addCallback(stored)
+        written = self.metadata.store_offsets(
+            group_id, [(key, value) for key, value, _ in accepted])
+        return self._in_flight(group_id, [key for key, _, _ in accepted],
+                               written).addCallback(stored)
 
     @staticmethod
     def _commit_allowed(group: Group | None, generation: int, member_id: str) -> ErrorCode | None:
@@ -755,9 +763,40 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 
-    def offset_fetch(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
-                     ) -> OffsetFetchResult:
-        """The committed offsets of the partitions asked for (all of the group's if None)."""
+    def _in_flight(self, group_id: str, keys: list[tuple[str, int]],
+                   written: defer.Deferred) -> defer.Deferred:
+        """Count ``keys`` as being committed until ``written`` fires (Kafka's
+        pendingOffsetCommits), so a stable OffsetFetch does not answer past them."""
+        counts = self.commits_in_flight.setdefault(group_id, Counter())
+        counts.update(keys)
+
+        def done(result: object) -> object:
+            counts.subtract(keys)
+            for key in keys:
+                if counts[key] <= 0:
+                    del counts[key]
+            if not counts and self.commits_in_flight.get(group_id) is counts:
+                del self.commits_in_flight[group_id]
+            return result
+
+        return written.addBoth(done)
+
+    def has_pending_commit(self, group_id: str, key: tuple[str, int]) -> bool:
+        """Whether an offset of ``key`` is being written or waits in an open transaction
+        (Kafka's hasPendingOffsetCommitsForTopicPartition)."""
+        if key in self.commits_in_flight.get(group_id, ()):
+            return True
+        return any(key in groups.get(group_id, ())
+                   for groups in self.pending_txn_offsets.values())
+
+    def offset_fetch(self, group_id: str, partitions: Iterable[tuple[str, int]] | None,
+                     require_stable: bool = False) -> OffsetFetchResult:
+        """The committed offsets of the partitions asked for (all of the group's if None).
+
+        ``require_stable`` (OffsetFetch v7+, KIP-447; librdkafka sets it under
+        read_committed): a partition with a commit pending, in an open transaction or
+        still being written, answers -1 and UNSTABLE_OFFSET_COMMIT and the client asks
+        again, so a consumer never starts from an offset its transaction may yet move."""
         code = self.check_owner(group_id)
         if code is not None:
             return OffsetFetchResult(code)
@@ -766,6 +805,10 @@ class GroupCoordinator:
         wanted = sorted(offsets) if partitions is None else list(partitions)
         found = []
         for name, index in wanted:
+            if require_stable and self.has_pending_commit(group_id, (name, index)):
+                found.append(CommittedOffset(name, index,
+                                             error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT))
+                continue
             value = offsets.get((name, index))
             found.append(CommittedOffset(name, index, value.offset, value.leader_epoch,
                                          value.metadata) if value else
@@ -986,8 +1029,9 @@ class GroupCoordinator:
                         part[2] = code
             return answer()
 
-        return self.metadata.store_offsets(group_id, accepted, producer=(
-            producer_id, producer_epoch)).addCallback(stored)
+        return self._in_flight(group_id, [key for key, _ in accepted],
+                               self.metadata.store_offsets(group_id, accepted, producer=(
+                                   producer_id, producer_epoch))).addCallback(stored)
 
     @staticmethod
     def _txn_member_refused(group: Group | None, generation: int, member_id: str,

@@ -24,12 +24,15 @@ OAUTHBEARER with Kafka's unsecured tokens in ``simplekafka.protocol.oauthbearer`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.protocol.sasl import MECHANISMS, OAUTHBEARER
 
+if TYPE_CHECKING:
+    from simplekafka.broker.config import BrokerConfig
 
-def check_security_config(config: Any) -> None:
+
+def check_security_config(config: BrokerConfig) -> None:
     """Refuse at start-up what could not work (ValueError with one line naming the key)."""
     from simplekafka.broker.security.sasl import jaas_for, oauthbearer_validator
     from simplekafka.broker.security.tls import server_options

@@ -12,7 +12,7 @@ update.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from simplekafka.broker.security.authorizer import AclAuthorizer
 from simplekafka.coordination.acls import (
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 class AclChangeFollower:
     """Loads the ACLs into ``authorizer`` and applies every later change."""
 
-    def __init__(self, zk: KazooClient, authorizer: AclAuthorizer, call_soon: Callable[..., Any]):
+    def __init__(self, zk: KazooClient, authorizer: AclAuthorizer,
+                 call_soon: Callable[..., object]):
         self.zk = zk
         self.authorizer = authorizer
         self.call_soon = call_soon

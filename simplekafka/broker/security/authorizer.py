@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from simplekafka.protocol.acls import (
     IMPLIED_BY,
@@ -44,9 +44,23 @@ from simplekafka.protocol.acls import (
     operation_bits,
 )
 
+if TYPE_CHECKING:
+    from simplekafka.broker.config import BrokerConfig
+
 log = logging.getLogger(__name__)
 # Kafka logs every denial on its own logger ("kafka.authorizer.logger"); so do we.
 audit = logging.getLogger("simplekafka.authorizer")
+
+class Asking(Protocol):
+    """Who asks (a request's ``RequestContext``): the principal the connection logged in
+    as, and the peer (host:port) it came from."""
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def peer(self) -> str: ...
+
 
 # authorizer.class.name values that mean "Kafka's ZooKeeper ACL authorizer".
 ACL_AUTHORIZER_NAMES = frozenset({
@@ -78,15 +92,15 @@ class AllowEveryone:
     def bindings(self, wanted: AclBindingFilter | None = None) -> list[AclBinding]:
         return []
 
-    def authorize(self, context: Any, operation: AclOperation, resource_type: ResourceType,
+    def authorize(self, context: Asking, operation: AclOperation, resource_type: ResourceType,
                   name: str) -> bool:
         return True
 
-    def authorize_any(self, context: Any, operation: AclOperation,
+    def authorize_any(self, context: Asking, operation: AclOperation,
                       resource_type: ResourceType) -> bool:
         return True
 
-    def authorized_operations(self, context: Any, resource_type: ResourceType,
+    def authorized_operations(self, context: Asking, resource_type: ResourceType,
                               name: str) -> int:
         return operation_bits(SUPPORTED_OPERATIONS.get(resource_type, ()))
 
@@ -150,7 +164,7 @@ class AclAuthorizer:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def authorize(self, context: Any, operation: AclOperation, resource_type: ResourceType,
+    def authorize(self, context: Asking, operation: AclOperation, resource_type: ResourceType,
                   name: str) -> bool:
         """Whether ``context.principal`` from ``context.peer``'s host may do ``operation``."""
         principal = context.principal
@@ -216,14 +230,14 @@ class AclAuthorizer:
                     allowed = True
         return allowed
 
-    def authorized_operations(self, context: Any, resource_type: ResourceType,
+    def authorized_operations(self, context: Asking, resource_type: ResourceType,
                               name: str) -> int:
         """The bit set of what the principal may do to the resource (Metadata v8's
         ``topic_authorized_operations``, DescribeGroups' ``authorized_operations``)."""
         return operation_bits([op for op in SUPPORTED_OPERATIONS.get(resource_type, ())
                                if self.authorize(context, op, resource_type, name)])
 
-    def authorize_any(self, context: Any, operation: AclOperation,
+    def authorize_any(self, context: Asking, operation: AclOperation,
                       resource_type: ResourceType) -> bool:
         """Whether the principal may do ``operation`` on some resource of the type (Kafka's
         ``authorizeByResourceType``: an idempotent producer needs Write on some topic)."""
@@ -251,7 +265,7 @@ class AclAuthorizer:
 Authorizing = AllowEveryone | AclAuthorizer
 
 
-def build_authorizer(config: Any) -> Authorizing:
+def build_authorizer(config: BrokerConfig) -> Authorizing:
     """The authorizer ``authorizer.class.name`` asks for (``AllowEveryone`` when empty)."""
     name = config["authorizer.class.name"]
     if not name:

@@ -18,7 +18,6 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -47,7 +46,8 @@ def _pem(key: ec.EllipticCurvePrivateKey, *certificates: x509.Certificate) -> by
         c.public_bytes(serialization.Encoding.PEM) for c in certificates)
 
 
-def _issue(subject: str, issuer_key: Any, issuer: x509.Name | None, *, ca: bool = False,
+def _issue(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None,
+           issuer: x509.Name | None, *, ca: bool = False,
            hosts: Sequence[str] = (), days: int = 30, not_before_days: int = -1,
            usage=None) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
@@ -73,6 +73,8 @@ def _issue(subject: str, issuer_key: Any, issuer: x509.Name | None, *, ca: bool 
             digital_signature=True, content_commitment=False, key_encipherment=True,
             data_encipherment=False, key_agreement=True, key_cert_sign=False, crl_sign=False,
             encipher_only=False, decipher_only=False), critical=True)
+        if issuer_key is None:
+            raise ValueError(f"{subject}: a leaf certificate needs its issuer's key")
         builder = builder.add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
             critical=False)
@@ -119,6 +121,8 @@ def make_client_certificate(files: CertificateFiles, name: str, path: Path, *,
     """One more client certificate from the same CA (``expired``: valid only in the past)."""
     ca_data = files.ca_key.read_bytes()
     ca_key = serialization.load_pem_private_key(ca_data, None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):  # make_certificates writes EC keys
+        raise ValueError(f"{files.ca_key} does not hold an EC private key")
     ca_cert = x509.load_pem_x509_certificate(files.ca.read_bytes())
     key, cert = _issue(name, ca_key, ca_cert.subject, days=-1 if expired else 30,
                        not_before_days=-30 if expired else -1,

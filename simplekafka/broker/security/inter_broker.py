@@ -19,7 +19,8 @@ controller reaches its own broker over the inter-broker listener like any other.
 from __future__ import annotations
 
 import logging
-from typing import Any, NamedTuple
+from collections.abc import Generator
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from twisted.internet import defer
 from twisted.internet.endpoints import SSL4ClientEndpoint, TCP4ClientEndpoint
@@ -33,6 +34,21 @@ from simplekafka.protocol.sasl import (
     ScramClient,
     plain_token,
 )
+
+if TYPE_CHECKING:
+    from twisted.internet import ssl
+    from twisted.internet.interfaces import (
+        IOpenSSLClientConnectionCreator,
+        IProtocolFactory,
+        IReactorSSL,
+        IReactorTCP,
+        IReactorTime,
+    )
+
+    from simplekafka.broker.collaborators import Reactor
+    from simplekafka.broker.config import BrokerConfig
+    from simplekafka.broker.controller.channel import ResponseReader
+    from simplekafka.protocol.fields import Struct
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +65,7 @@ class OwnConnection(NamedTuple):
     peer: str
 
 
-def own_principal(config: Any) -> str:
+def own_principal(config: BrokerConfig) -> str:
     """The principal this broker has on the inter-broker listener, as the others see it.
 
     SASL (SASL_PLAINTEXT, SASL_SSL): ``User:<username>`` of the broker's own login
@@ -76,7 +92,7 @@ def own_principal(config: Any) -> str:
     return ANONYMOUS
 
 
-def own_connection(config: Any) -> OwnConnection:
+def own_connection(config: BrokerConfig) -> OwnConnection:
     """The connection a broker's requests to itself come on (see the module docstring)."""
     name = config.inter_broker_listener
     host = config.advertised_listeners.get(name, ("", 0))[0] or "127.0.0.1"
@@ -86,7 +102,7 @@ def own_connection(config: Any) -> OwnConnection:
 class InterBrokerLogin:
     """How this broker connects to the inter-broker listener of the others."""
 
-    def __init__(self, config: Any):
+    def __init__(self, config: BrokerConfig):
         from simplekafka.broker.security.sasl import jaas_for
 
         self.config = config
@@ -96,23 +112,30 @@ class InterBrokerLogin:
         self.mechanism = config["sasl.mechanism.inter.broker.protocol"]
         self.login = jaas_for(config, self.listener, self.mechanism).login \
             if self.uses_sasl else None
-        self._tls_options: dict[str, Any] = {}
+        self._tls_options: dict[
+            str, IOpenSSLClientConnectionCreator | ssl.CertificateOptions] = {}
 
-    def endpoint(self, reactor: Any, host: str, port: int) -> Any:
+    def endpoint(self, reactor: Reactor, host: str,
+                 port: int) -> TCP4ClientEndpoint | SSL4ClientEndpoint:
+        # The reactor is an IReactorTCP/IReactorSSL through zope, which a Protocol cannot name.
         if not self.uses_tls:
-            return TCP4ClientEndpoint(reactor, host, port, timeout=CONNECT_TIMEOUT)
+            return TCP4ClientEndpoint(cast("IReactorTCP", reactor), host, port,
+                                      timeout=CONNECT_TIMEOUT)
         from simplekafka.broker.security.tls import client_options
 
         options = self._tls_options.get(host)
         if options is None:
             options = self._tls_options[host] = client_options(self.config, self.listener,
                                                                host)
-        return SSL4ClientEndpoint(reactor, host, port, options, timeout=CONNECT_TIMEOUT)
+        return SSL4ClientEndpoint(cast("IReactorSSL", reactor), host, port, options,
+                                  timeout=CONNECT_TIMEOUT)
 
     @defer.inlineCallbacks
-    def connect(self, reactor: Any, host: str, port: int, factory: Any) -> Any:
+    def connect(self, reactor: Reactor, host: str, port: int, factory: IProtocolFactory
+                ) -> Generator[defer.Deferred, object, ResponseReader]:
         """Connect (TLS as the listener wants), log in (SASL), fire with the protocol."""
-        reader = yield self.endpoint(reactor, host, port).connect(factory)
+        reader = cast("ResponseReader", (yield self.endpoint(reactor, host, port).connect(
+            factory)))  # the factory's protocol
         if self.uses_sasl:
             try:
                 yield self._authenticate(reader, reactor)
@@ -122,22 +145,24 @@ class InterBrokerLogin:
         return reader
 
     @defer.inlineCallbacks
-    def _authenticate(self, reader: Any, reactor: Any) -> Any:
+    def _authenticate(self, reader: ResponseReader,
+                      reactor: Reactor) -> Generator[defer.Deferred[Struct], Struct, None]:
         assert self.login is not None  # checked at start-up (check_security_config)
         username, password = self.login
         correlation = iter(range(1, 10))
 
         @defer.inlineCallbacks
-        def call(api_key: ApiKey, version: int, body: dict) -> Any:
+        def call(api_key: ApiKey, version: int,
+                 body: dict) -> Generator[defer.Deferred, bytes, Struct]:
             correlation_id = next(correlation)
             waiter = reader.send(correlation_id,
                                  encode_request(api_key, version, correlation_id, CLIENT_ID,
                                                 body))
-            waiter.addTimeout(10, reactor)
-            frame = yield waiter
+            waiter.addTimeout(10, cast("IReactorTime", reactor))
+            frame = yield waiter  # the response frame (ResponseReader.send)
             return decode_response(api_key, version, frame)[1]
 
-        def authenticate(token: bytes) -> Any:
+        def authenticate(token: bytes) -> defer.Deferred[Struct]:
             return call(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token})
 
         handshake = yield call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})

@@ -20,8 +20,8 @@ which wins over the plain key.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"
 SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
@@ -125,8 +125,8 @@ def inter_broker_listener_name(listeners: list[Listener], name: str | None,
                         "set inter.broker.listener.name")
 
 
-def listener_setting(settings: dict[str, Any], listener: str, key: str,
-                     default: Any = None) -> Any:
+def listener_setting(settings: Mapping[str, object], listener: str, key: str,
+                     default: object = None) -> object:
     """``listener.name.<listener>.<key>`` if set, else ``key``, else ``default``."""
     prefixed = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
     if settings.get(prefixed) not in (None, ""):

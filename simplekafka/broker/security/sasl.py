@@ -53,7 +53,7 @@ import hmac
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
@@ -69,17 +69,29 @@ from simplekafka.protocol.sasl import (
     parse_plain,
 )
 
+if TYPE_CHECKING:
+    from simplekafka.broker.collaborators import Clock
+    from simplekafka.broker.config import BrokerConfig
+
 log = logging.getLogger(__name__)
 
 
-def jaas_for(config: Any, listener: str, mechanism: str) -> JaasConfig:
+class LoggingIn(Protocol):
+    """The connection a login is on (``KafkaConnection``): its peer, and the principal
+    a successful login sets."""
+
+    peer: str
+    principal: str
+
+
+def jaas_for(config: BrokerConfig, listener: str, mechanism: str) -> JaasConfig:
     """The JAAS text for one listener and mechanism, Kafka's prefixed key first."""
     prefixed = f"{mechanism.lower()}.sasl.jaas.config"
     return JaasConfig.parse(config.listener_setting(listener, prefixed)
                             or config.listener_setting(listener, "sasl.jaas.config"))
 
 
-def reauth_ms(config: Any, listener: str, mechanism: str) -> int:
+def reauth_ms(config: BrokerConfig, listener: str, mechanism: str) -> int:
     """``connections.max.reauth.ms`` for one listener and mechanism (0: sessions never end),
     Kafka's most specific key first: ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``."""
     value = (config.listener_setting(listener, f"{mechanism.lower()}.connections.max.reauth.ms")
@@ -87,7 +99,7 @@ def reauth_ms(config: Any, listener: str, mechanism: str) -> int:
     return max(int(value or 0), 0)
 
 
-def oauthbearer_validator(config: Any, listener: str) -> UnsecuredValidator:
+def oauthbearer_validator(config: BrokerConfig, listener: str) -> UnsecuredValidator:
     """Kafka's unsecured validator with the options of the listener's OAUTHBEARER JAAS text
     (ValueError, one line, for an option it cannot use)."""
     jaas = jaas_for(config, listener, OAUTHBEARER)
@@ -107,7 +119,7 @@ class FailedAuthenticationDelay:
     failures. ``failures`` counts them (for logs and tests).
     """
 
-    def __init__(self, base: float, clock: Any):
+    def __init__(self, base: float, clock: Clock):
         self.base = base
         self.clock = clock
         self.failures = 0
@@ -127,6 +139,8 @@ class SaslSettings:
     plain_users: dict[str, str]
     scram_lookup: Callable[[str, str], ScramCredential | None]
     delay: FailedAuthenticationDelay
+    # The reactor, an IReactorTime: read here for seconds(), handed to Twisted's deferLater
+    # by the handlers; Twisted names it as a zope interface, which no Protocol can be.
     clock: Any
     # sasl.server.max.receive.size: the largest frame read until the login is complete.
     max_receive_size: int = 524288
@@ -178,7 +192,7 @@ class SaslServerAuthenticator:
     def max_receive_size(self) -> int:
         return self.settings.max_receive_size
 
-    def route(self, api_key: int | None, connection: Any) -> str:
+    def route(self, api_key: int | None, connection: object) -> str:
         """Where a request with ``api_key`` (None: too short to tell) goes.
 
         On a logged-in connection whose session ends, a SaslHandshake starts a
@@ -253,7 +267,7 @@ class SaslServerAuthenticator:
             return 0
         return self._session_lifetime_ms
 
-    def authenticate(self, token: bytes, connection: Any) -> bytes:
+    def authenticate(self, token: bytes, connection: LoggingIn) -> bytes:
         """Feed one client message to the mechanism; returns the server's next message
         (raises SaslAuthenticationError: then ``failed``)."""
         if self.mechanism == PLAIN:
@@ -278,7 +292,7 @@ class SaslServerAuthenticator:
         self._succeeded(connection, scram.username)
         return final
 
-    def _oauthbearer(self, token: bytes, connection: Any) -> bytes:
+    def _oauthbearer(self, token: bytes, connection: LoggingIn) -> bytes:
         server = self._oauth
         assert server is not None
         now = self.settings.clock.seconds()
@@ -290,7 +304,7 @@ class SaslServerAuthenticator:
         self._succeeded(connection, server.token.principal, server.token.expires_ms)
         return answer
 
-    def _succeeded(self, connection: Any, username: str,
+    def _succeeded(self, connection: LoggingIn, username: str,
                    expires_ms: int | None = None) -> None:
         """Log the connection in; ``expires_ms`` (a token's ``exp``) also bounds the session."""
         principal = f"User:{username}"
@@ -316,7 +330,7 @@ class SaslServerAuthenticator:
         self.complete = True
         connection.principal = principal
 
-    def failed(self, connection: Any) -> float:
+    def failed(self, connection: LoggingIn) -> float:
         """The login failed: how long to hold the answer before closing (seconds)."""
         self.state = self.FAILED
         host = connection.peer.rpartition(":")[0] or connection.peer

@@ -13,7 +13,7 @@ never keys. Both run on a worker thread (kazoo blocks) and answer one
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from simplekafka.coordination.users import (
     list_users,
@@ -23,6 +23,9 @@ from simplekafka.coordination.users import (
 )
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.sasl import SCRAM_BY_TYPE, credential_from_salted_password
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 
 class Alteration(NamedTuple):
@@ -44,7 +47,7 @@ class UserResult(NamedTuple):
     credentials: tuple[tuple[int, int], ...] = ()
 
 
-def describe_users(zk: Any, names: list[str] | None) -> list[UserResult]:
+def describe_users(zk: KazooClient, names: list[str] | None) -> list[UserResult]:
     """Null or no names: every user (as Kafka's ``describingAllUsers``)."""
     names = names or None
     counts = Counter(names or [])
@@ -66,7 +69,7 @@ def describe_users(zk: Any, names: list[str] | None) -> list[UserResult]:
     return results
 
 
-def alter_users(zk: Any, deletions: list[Alteration],
+def alter_users(zk: KazooClient, deletions: list[Alteration],
                 upsertions: list[Alteration]) -> list[UserResult]:
     """Check every alteration (Kafka's rules), then write each user once."""
     problems: dict[str, tuple[int, str]] = {}

@@ -13,12 +13,17 @@ certificate's subject as Kafka's default principal builder writes it,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from OpenSSL import crypto
 from twisted.internet import ssl
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IOpenSSLClientConnectionCreator
+
+    from simplekafka.broker.config import BrokerConfig
 
 ANONYMOUS = "User:ANONYMOUS"
 CLIENT_AUTH = ("required", "requested", "none")
@@ -26,6 +31,12 @@ CLIENT_AUTH = ("required", "requested", "none")
 
 class TlsConfigError(ValueError):
     """A TLS setting that cannot work (names the key and the file)."""
+
+
+class PeerCertified(Protocol):
+    """A TLS transport: the certificate the peer showed, if any."""
+
+    def getPeerCertificate(self) -> crypto.X509 | None: ...
 
 
 def _read(path: str | None, key: str) -> bytes:
@@ -38,7 +49,7 @@ def _read(path: str | None, key: str) -> bytes:
 
 
 def load_keystore(path: str | None, password: str | None = None,
-                  key: str = "ssl.keystore.location") -> tuple[Any, list[Any]]:
+                  key: str = "ssl.keystore.location") -> tuple[crypto.PKey, list[crypto.X509]]:
     """(private key, [certificate, chain...]) as pyOpenSSL objects, from one PEM file."""
     data = _read(path, key)
     try:
@@ -52,7 +63,8 @@ def load_keystore(path: str | None, password: str | None = None,
             [crypto.X509.from_cryptography(c) for c in certificates])
 
 
-def load_truststore(path: str | None, key: str = "ssl.truststore.location") -> list[Any]:
+def load_truststore(path: str | None,
+                    key: str = "ssl.truststore.location") -> list[crypto.X509]:
     data = _read(path, key)
     try:
         return [crypto.X509.from_cryptography(c) for c in x509.load_pem_x509_certificates(data)]
@@ -60,7 +72,7 @@ def load_truststore(path: str | None, key: str = "ssl.truststore.location") -> l
         raise TlsConfigError(f"{key}: {path} holds no PEM certificate: {exc}") from None
 
 
-def server_options(config: Any, listener: str) -> ssl.CertificateOptions:
+def server_options(config: BrokerConfig, listener: str) -> ssl.CertificateOptions:
     """The server side of one TLS listener."""
     setting = lambda key, default=None: config.listener_setting(listener, key, default)  # noqa: E731
     private_key, chain = load_keystore(setting("ssl.keystore.location"),
@@ -77,7 +89,8 @@ def server_options(config: Any, listener: str) -> ssl.CertificateOptions:
         raiseMinimumTo=ssl.TLSVersion.TLSv1_2)
 
 
-def client_options(config: Any, listener: str, host: str) -> Any:
+def client_options(config: BrokerConfig, listener: str,
+                   host: str) -> IOpenSSLClientConnectionCreator | ssl.CertificateOptions:
     """The client side of a broker's own connection to another broker's TLS listener."""
     setting = lambda key, default=None: config.listener_setting(listener, key, default)  # noqa: E731
     trusted = load_truststore(setting("ssl.truststore.location"))
@@ -95,7 +108,7 @@ def client_options(config: Any, listener: str, host: str) -> Any:
                                   extraCertChain=chain[1:], verify=True, caCerts=trusted)
 
 
-def principal_of(transport: Any) -> str:
+def principal_of(transport: PeerCertified) -> str:
     """``User:<subject DN>`` of the peer's certificate, or User:ANONYMOUS."""
     try:
         certificate = transport.getPeerCertificate()

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.collaborators import Config, Reactor, ZooKeeperHandle
 from simplekafka.broker.coordinator.runtime import (
@@ -81,8 +82,10 @@ class MarkerSender(Protocol):
              still_wanted: Callable[[], bool]) -> defer.Deferred: ...
 
 
-# Answers now, or a Deferred of one once the change is replicated.
-Answer = Any
+# Each answers now, or with a Deferred of its answer once the change is replicated.
+InitAnswer: TypeAlias = "InitProducerIdResult | defer.Deferred"
+PartitionsAnswer: TypeAlias = "dict[TopicPartition, ErrorCode] | defer.Deferred"
+CodeAnswer: TypeAlias = "ErrorCode | defer.Deferred"
 ProducerIdSource = Callable[[], "int | defer.Deferred"]  # or raises KafkaError
 
 
@@ -205,7 +208,7 @@ class TransactionCoordinator:
     # -- InitProducerId ---------------------------------------------------------------------
 
     def init_producer_id(self, transactional_id: str, timeout_ms: int,
-                         expected: tuple[int, int] = (-1, -1)) -> Answer:
+                         expected: tuple[int, int] = (-1, -1)) -> InitAnswer:
         """An InitProducerIdResult, now or once the new epoch is replicated.
 
         ``expected`` (InitProducerId v3+, KIP-360) is the producer id and epoch the
@@ -225,7 +228,7 @@ class TransactionCoordinator:
                 return InitProducerIdResult(ErrorCode.PRODUCER_FENCED)
             return self._bump_epoch(meta, timeout_ms)
 
-        def allocated(producer_id: int) -> Answer:
+        def allocated(producer_id: int) -> InitAnswer:
             code = self.check_owner(transactional_id)
             if code is not None:
                 return InitProducerIdResult(code)
@@ -236,20 +239,20 @@ class TransactionCoordinator:
 
         return self._with_new_producer_id(allocated)
 
-    def _with_new_producer_id(self, then: Callable[[int], Answer]) -> Answer:
+    def _with_new_producer_id(self, then: Callable[[int], InitAnswer]) -> InitAnswer:
         try:
             producer_id = self.producer_ids()
         except KafkaError as exc:
             return InitProducerIdResult(exc.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)
         if isinstance(producer_id, defer.Deferred):
-            def failed(failure: Any) -> InitProducerIdResult:
+            def failed(failure: Failure) -> InitProducerIdResult:
                 failure.trap(KafkaError)
                 return InitProducerIdResult(failure.value.error_code)
 
             return producer_id.addCallbacks(then, failed)
         return then(producer_id)
 
-    def _bump_epoch(self, meta: TransactionMetadata, timeout_ms: int) -> Answer:
+    def _bump_epoch(self, meta: TransactionMetadata, timeout_ms: int) -> InitAnswer:
         if meta.pending is not None or meta.state in (
                 S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
             return InitProducerIdResult(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -267,7 +270,7 @@ class TransactionCoordinator:
         return self._write_empty(meta, meta.producer_id, meta.producer_epoch + 1, timeout_ms)
 
     def _write_empty(self, meta: TransactionMetadata, producer_id: int, epoch: int,
-                     timeout_ms: int) -> Answer:
+                     timeout_ms: int) -> InitAnswer:
         if meta.pending is not None:
             return InitProducerIdResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         transition = meta.prepare(S.EMPTY, self.clock(), producer_id=producer_id,
@@ -286,7 +289,7 @@ class TransactionCoordinator:
     # -- AddPartitionsToTxn, AddOffsetsToTxn ----------------------------------------------
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: list[TopicPartition]) -> Answer:
+                       partitions: list[TopicPartition]) -> PartitionsAnswer:
         """Each partition's ErrorCode (a dict), now or once the change is replicated."""
 
         def everyone(code: ErrorCode) -> dict[TopicPartition, ErrorCode]:
@@ -312,8 +315,22 @@ class TransactionCoordinator:
                 partitions), start_ms=meta.start_ms if ongoing else now)
         return self._store(meta, transition).addCallback(everyone)
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (KIP-890), as Kafka 3.9's
+        ``handleVerifyPartitionsInTransaction``: is each partition in the ongoing
+        transaction (NONE) or not (TRANSACTION_ABORTABLE)? Nothing is written."""
+        meta, code = self._checked(transactional_id, producer_id, producer_epoch)
+        if code is None and meta is not None and meta.state in (S.PREPARE_COMMIT,
+                                                                S.PREPARE_ABORT):
+            code = ErrorCode.CONCURRENT_TRANSACTIONS
+        if code is not None or meta is None:
+            return dict.fromkeys(partitions, code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        return {tp: ErrorCode.NONE if tp in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                for tp in partitions}
+
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                    group_id: str) -> Answer:
+                    group_id: str) -> CodeAnswer:
         """The group's ``__consumer_offsets`` partition joins the transaction."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
@@ -329,7 +346,7 @@ class TransactionCoordinator:
     # -- EndTxn -------------------------------------------------------------------------------
 
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                        committed: bool) -> Answer:
+                        committed: bool) -> CodeAnswer:
         """An ErrorCode once the decision (PrepareCommit/PrepareAbort) is replicated; the
         markers follow in the background."""
         meta, code = self._checked(transactional_id, producer_id, producer_epoch)
@@ -373,7 +390,7 @@ class TransactionCoordinator:
             meta.producer_id, producer_epoch, committed, sorted(meta.partitions),
             coordinator_epoch, lambda: self._still_owner(transactional_id, coordinator_epoch))
 
-        def complete(_: Any) -> Any:
+        def complete(_: object) -> defer.Deferred | None:
             current = self.transactions.get(transactional_id)
             if current is not meta or not self._still_owner(transactional_id,
                                                             coordinator_epoch):
@@ -382,7 +399,7 @@ class TransactionCoordinator:
             transition = meta.prepare(target, self.clock(), partitions=frozenset())
             return self._store(meta, transition)
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             log.info("markers for %r not completed: %s", transactional_id,
                      failure.getErrorMessage())
 

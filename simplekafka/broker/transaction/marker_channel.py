@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.collaborators import Reactor
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.transaction.state import TopicPartition
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from simplekafka.protocol.fields import Struct
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +111,7 @@ def _request(marker: tuple, partitions: list[TopicPartition]) -> dict:
                    for name, indexes in by_topic.items()]}]}
 
 
-def _written(response: Any) -> set[TopicPartition]:
+def _written(response: Struct) -> set[TopicPartition]:
     """The partitions the leader wrote the marker to (or that are gone for good)."""
     written = set()
     for result in response.markers:
@@ -121,6 +125,6 @@ def _written(response: Any) -> set[TopicPartition]:
     return written
 
 
-def _nothing_written(failure: Any) -> set[TopicPartition]:
+def _nothing_written(failure: Failure) -> set[TopicPartition]:
     log.info("WriteTxnMarkers failed: %s", failure.getErrorMessage())
     return set()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.collaborators import Reactor, ZooKeeperHandle, in_worker_thread
 from simplekafka.protocol.errors import ErrorCode, error_for
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 
@@ -79,14 +81,14 @@ class ProducerIdManager:
             self._refill.addBoth(self._refilled)
         waiter: defer.Deferred = defer.Deferred()
 
-        def wake(result: Any) -> Any:
+        def wake(result: _T) -> _T:
             waiter.callback(None)
             return result
 
         self._refill.addBoth(wake)
         return waiter.addCallback(lambda _: self._take_or_fail())
 
-    def _refilled(self, result: Any) -> None:
+    def _refilled(self, result: tuple[int, int] | Failure) -> None:
         self._refill = None
         if isinstance(result, tuple):
             self._next, self._end = result

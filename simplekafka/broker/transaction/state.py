@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from simplekafka.broker.coordinator.runtime import IllegalStateTransition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class TransactionState(enum.IntEnum):
@@ -63,6 +66,16 @@ MAX_EPOCH = 32_766  # Kafka's Short.MaxValue - 1: one epoch stays free for a bum
 TopicPartition = tuple[str, int]
 
 
+class TxnChanges(TypedDict, total=False):
+    """What a transition may change besides its state and time (``TxnTransition``'s)."""
+
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    partitions: frozenset[TopicPartition]
+    start_ms: int
+
+
 @dataclass(frozen=True)
 class TxnTransition:
     """What one change makes of a transactional id: the record written to the log."""
@@ -95,7 +108,7 @@ class TransactionMetadata:
                              self.state, frozenset(self.partitions), self.start_ms,
                              self.update_ms)
 
-    def prepare(self, state: TransactionState, now_ms: int, **changes: Any
+    def prepare(self, state: TransactionState, now_ms: int, **changes: Unpack[TxnChanges]
                 ) -> TxnTransition:
         """Check and remember the transition to ``state``; returns what to write."""
         if self.pending is not None:

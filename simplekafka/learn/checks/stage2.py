@@ -25,6 +25,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from simplekafka.coordination import (
     BrokerIdInUseError,
@@ -43,6 +44,7 @@ from simplekafka.coordination import (
 )
 from simplekafka.coordination.testing import expire_session
 from simplekafka.coordination.znodes import decode_controller_epoch, encode_controller_epoch
+from simplekafka.json_values import JsonObject
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed, Steps
 
@@ -168,12 +170,12 @@ class Meanwhile:
         self._action = action
         self.fired = False
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # forwards kazoo's whole (untyped) client API
         attribute = getattr(self._zk, name)
         if name not in self._methods:
             return attribute
 
-        def call(*args: Any, **kwargs: Any) -> Any:
+        def call(*args: object, **kwargs: object) -> object:
             path = args[0] if args else kwargs.get("path")
             if self.fired or path != self._path:
                 return attribute(*args, **kwargs)
@@ -191,7 +193,7 @@ class Meanwhile:
 
 @dataclass(frozen=True)
 class Outcome:
-    value: Any = None
+    value: object = None
     error: Exception | None = None
 
     def __repr__(self) -> str:
@@ -200,7 +202,7 @@ class Outcome:
         return f"returned {self.value!r}"
 
 
-def _run(steps: Steps, what: str, function: Callable[..., Any], *args: Any) -> Outcome:
+def _run(steps: Steps, what: str, function: Callable[..., object], *args: object) -> Outcome:
     """Call a learner function; its answer or its error (NotImplementedError goes up)."""
     steps.step(what)
     try:
@@ -211,8 +213,8 @@ def _run(steps: Steps, what: str, function: Callable[..., Any], *args: Any) -> O
         return Outcome(error=exc)
 
 
-def _returned(steps: Steps, summary: str, outcome: Outcome, expected: Any = None,
-              compare: bool = True) -> Any:
+def _returned(steps: Steps, summary: str, outcome: Outcome, expected: object = None,
+              compare: bool = True) -> object:
     if outcome.error is not None:
         raise steps.fail(f"{summary}: your code raised", Text(f"returns {expected!r}")
                          if compare else Text("an answer"), outcome)
@@ -230,12 +232,14 @@ def _raised(steps: Steps, summary: str, outcome: Outcome, kind: type[Exception])
     return outcome.error
 
 
-def _json_fields(steps: Steps, what: str, expected: bytes, got: Any) -> dict[str, Any]:
+def _json_fields(steps: Steps, what: str, expected: bytes, got: object) -> JsonObject:
     """Compare a JSON payload with SimpleKafka's, field by field; the first wrong one fails."""
     if isinstance(got, str):
         raise steps.fail(f"{what} must be bytes (.encode() the JSON)", Text("bytes"),
                          Text(f"str {got!r}"))
     try:
+        if not isinstance(got, bytes | bytearray):
+            raise TypeError(type(got).__name__)
         theirs = json.loads(got)
     except (TypeError, ValueError, UnicodeDecodeError):
         raise steps.fail(f"{what} is not JSON", Text(expected.decode()), got) from None
@@ -260,11 +264,14 @@ def _json_fields(steps: Steps, what: str, expected: bytes, got: Any) -> dict[str
     return theirs
 
 
-def _stamped(steps: Steps, what: str, payload: dict[str, Any], before: int, after: int) -> int:
+def _stamped(steps: Steps, what: str, payload: JsonObject, before: int, after: int) -> int:
     """The payload's timestamp, which must be the time of the call in milliseconds."""
+    value = payload.get("timestamp")
     try:
-        stamp = int(payload["timestamp"])
-    except (KeyError, TypeError, ValueError):
+        if not isinstance(value, str | int | float):
+            raise TypeError(value)
+        stamp = int(value)
+    except (TypeError, ValueError):
         return before  # the field comparison says what is wrong with it
     if not before <= stamp <= after:
         raise steps.fail(f"{what}: 'timestamp' is not the time of the call in milliseconds",
@@ -288,7 +295,7 @@ PAYLOADS = [  # host, port, rack, timestamp (ms)
 ]
 
 
-def _znode(steps: Steps, admin: KazooClient, path: str) -> tuple[bytes, Any]:
+def _znode(steps: Steps, admin: KazooClient, path: str) -> tuple[bytes, ZnodeStat]:
     try:
         return admin.get(path)
     except NoNodeError:
@@ -315,7 +322,7 @@ def _check_registered(steps: Steps, learner: ModuleType, admin: KazooClient, zk:
         broker_id, host, port, rack, stamp).to_json(), data)
     _stamped(steps, f"the payload of {path}", payload, before, after)
     steps.expect("the broker epoch returned: the znode's czxid", stat.czxid, epoch)
-    return epoch
+    return stat.czxid  # (what register_broker returned: equal, checked just above)
 
 
 def check_register_broker(learner: ModuleType, workdir: Path) -> None:
@@ -518,7 +525,8 @@ def _first_result(error: Exception) -> str:
     return type(results[0]).__name__
 
 
-def _state_now(admin: KazooClient, topic: str, partition: int) -> tuple[Any, int] | None:
+def _state_now(admin: KazooClient, topic: str, partition: int
+               ) -> tuple[PartitionState, int] | None:
     try:
         data, stat = admin.get(ZkPaths.partition_state(topic, partition))
     except NoNodeError:

@@ -13,12 +13,12 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Protocol
 
 from simplekafka.cluster.local import free_port
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
@@ -33,6 +33,7 @@ from simplekafka.protocol import (
     encode_response,
 )
 from simplekafka.protocol.dissect import dissect_frame, dissect_records
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.framing import FrameTooLargeError, encode_frame
 from simplekafka.protocol.records import build_batch, parse_batches
 
@@ -41,14 +42,16 @@ START_TIMEOUT = 60.0
 CLIENT_TIMEOUT = 90.0
 
 
-def _reference_api_versions(version: int, request: Any) -> dict:
+def _reference_api_versions(version: int, request: Struct | None) -> dict:
     """The reference broker's ApiVersions body (its handler reads no broker state)."""
     return reference.Broker.api_versions(None, version, request)  # type: ignore[arg-type]
 
 
-def _request(api_key: ApiKey, version: int, body: dict) -> Any:
+def _request(api_key: ApiKey, version: int, body: dict) -> Struct:
     """A request body as the broker gets it: encoded, then decoded by SimpleKafka's codec."""
     _header, request = decode_request(encode_request(api_key, version, 1, "learn-check", body))
+    if request is None:  # (only a bodiless request decodes to None: none is sent here)
+        raise ValueError(f"{api_key.name} v{version} decoded to no body")
     return request
 
 
@@ -58,7 +61,7 @@ def _fresh(path: Path) -> Path:
     return path
 
 
-def _call(steps: Steps, what: str, method: Any, *args: Any) -> Any:
+def _call(steps: Steps, what: str, method: Callable[..., object], *args: object) -> object:
     steps.step(what)
     try:
         return method(*args)
@@ -256,7 +259,13 @@ def check_framing(learner: ModuleType, _workdir: Path) -> None:
                       [first, second])
 
 
-def _expect_too_large(decoder: Any, data: bytes, steps: Steps, length: int,
+class FrameDecoder(Protocol):
+    """Exercise 1's contract: the learner's frame decoder."""
+
+    def feed(self, data: bytes) -> list[bytes]: ...
+
+
+def _expect_too_large(decoder: FrameDecoder, data: bytes, steps: Steps, length: int,
                       frames: list[bytes]) -> None:
     try:
         got = decoder.feed(data)
@@ -280,18 +289,18 @@ class FakeBroker:
         self.calls: list[str] = []
         self.produced = 0
 
-    def api_versions(self, version: int, request: Any) -> dict:
+    def api_versions(self, version: int, request: Struct) -> dict:
         self.calls.append(f"api_versions({version})")
         return _reference_api_versions(version, request)
 
-    def metadata(self, version: int, request: Any) -> dict:
+    def metadata(self, version: int, request: Struct) -> dict:
         names = None if request.topics is None else [t.name for t in request.topics]
         self.calls.append(f"metadata({version}, topics={names})")
         return {"throttle_time_ms": 0, "brokers": [{"node_id": 3, "host": "fake", "port": 1}],
                 "cluster_id": "fake", "controller_id": 3,
                 "topics": [{"error_code": 0, "name": n, "partitions": []} for n in names or []]}
 
-    def produce(self, version: int, request: Any) -> dict | None:
+    def produce(self, version: int, request: Struct) -> dict | None:
         self.calls.append(f"produce({version}, acks={request.acks})")
         if request.acks == 0:
             return None
@@ -302,7 +311,7 @@ class FakeBroker:
                  "log_append_time_ms": -1, "log_start_offset": 0}
                 for p in t.partition_data]} for t in request.topic_data]}
 
-    def fetch(self, version: int, request: Any) -> dict:
+    def fetch(self, version: int, request: Struct) -> dict:
         self.calls.append(f"fetch({version})")
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
             {"topic": t.topic, "partitions": [
@@ -580,7 +589,7 @@ def check_metadata(learner: ModuleType, workdir: Path) -> None:
 
 
 def _same_answer(what: str, api_key: ApiKey, version: int, expected: dict | None,
-                 got: dict | None) -> None:
+                 got: object) -> None:
     """The learner's answer, encoded, byte for byte against the reference Broker's answer.
 
     Every field counts (is_internal, leader_epoch, log_append_time_ms, log_start_offset,
@@ -609,7 +618,7 @@ class _Both:
         self.theirs = reference.Broker(self.reference_dir, HOST, 9092)
 
     def call(self, what: str, method: str, api_key: ApiKey, version: int,
-             request: Any) -> Any:
+             request: Struct) -> object:
         """Ask both; the learner's answer must be the reference's, byte for byte."""
         got = _call(self.steps, what, getattr(self.mine, method), version, request)
         expected = getattr(self.theirs, method)(version, request)
@@ -629,7 +638,7 @@ def _raw_log(data_dir: Path) -> bytes:
         log.close()
 
 
-def _as_a_client_reads(api_key: ApiKey, version: int, body: dict) -> Any:
+def _as_a_client_reads(api_key: ApiKey, version: int, body: object) -> Struct:
     """A response body dict, encoded and decoded again: what a client would read."""
     _correlation, struct = decode_response(api_key, version,
                                            encode_response(api_key, version, 5, body))

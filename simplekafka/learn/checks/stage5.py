@@ -16,14 +16,19 @@ import itertools
 import select
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol, TypedDict, TypeVar
 
 from simplekafka.client.client import Deadline, metadata_request
-from simplekafka.client.connection import MAX_CORRELATION_ID, SaslCredentials
+from simplekafka.client.connection import (
+    MAX_CORRELATION_ID,
+    InFlightRequest,
+    Response,
+    SaslCredentials,
+)
 from simplekafka.client.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -32,7 +37,7 @@ from simplekafka.client.errors import (
     NoBrokersAvailableError,
     error_for,
 )
-from simplekafka.client.metadata import ClusterMetadata
+from simplekafka.client.metadata import ClusterMetadata, ClusterSnapshot
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed, Steps, byte_diff
 from simplekafka.learn.solutions import stage5_client as reference
@@ -96,7 +101,39 @@ def _expect_bytes(steps: Steps, what: str, expected: bytes, got: bytes) -> None:
                      _describe_requests(got))
 
 
-def _in_flight(core: Any) -> list[tuple[Any, str, int, int]]:
+T = TypeVar("T")
+
+
+class CoreSettings(TypedDict, total=False):
+    """The keyword arguments the checks give ``ConnectionCore(...)``."""
+
+    client_id: str
+    max_in_flight: int
+    max_frame_bytes: int
+    broker_versions: dict[int, tuple[int, int]]
+    sasl: SaslCredentials
+
+
+class Core(Protocol):
+    """Exercises 1 and 2's contract: what the checks call on a ``ConnectionCore``, the
+    learner's or SimpleKafka's."""
+
+    _next_correlation_id: int
+
+    @property
+    def in_flight_count(self) -> int: ...
+    @property
+    def waiting_count(self) -> int: ...
+    def send_request(self, api_key: ApiKey, body: object, context: object = None,
+                     expect_response: bool = True) -> object: ...
+    def data_to_send(self) -> bytes: ...
+    def in_flight(self) -> list[InFlightRequest]: ...
+    def completed_without_response(self) -> list[InFlightRequest]: ...
+    def pop_failed(self) -> list[tuple[InFlightRequest, Exception]]: ...
+    def receive_data(self, data: bytes) -> list[Response]: ...
+
+
+def _in_flight(core: Core) -> list[tuple[object, str, int, int]]:
     return [(r.context, ApiKey(r.api_key).name, r.api_version, r.correlation_id)
             for r in core.in_flight()]
 
@@ -104,12 +141,12 @@ def _in_flight(core: Any) -> list[tuple[Any, str, int, int]]:
 class Pair:
     """The learner's core and the reference core, given the same calls side by side."""
 
-    def __init__(self, learner: ModuleType, steps: Steps, **settings: Any) -> None:
-        self.mine = learner.ConnectionCore(**settings)
+    def __init__(self, learner: ModuleType, steps: Steps, settings: CoreSettings) -> None:
+        self.mine: Core = learner.ConnectionCore(**settings)
         self.ref = reference.ConnectionCore(**settings)
         self.steps = steps
 
-    def send(self, api_key: ApiKey, body: Any, context: Any,
+    def send(self, api_key: ApiKey, body: object, context: object,
              expect_response: bool = True) -> None:
         self.steps.step(f"send_request({ApiKey(api_key).name}, context={context!r}"
                         + ("" if expect_response else ", expect_response=False") + ")")
@@ -142,9 +179,11 @@ class Pair:
         """The reference's receive_data on both (exercise 1 must not need the learner's)."""
         self.steps.step(f"the broker answers: {len(_frames(data))} frame(s) "
                         f"(read by SimpleKafka's receive_data)")
-        expected = [r.context for r in reference.ConnectionCore.receive_data(self.ref, data)]
+        receive_data = reference.ConnectionCore.receive_data
+        expected = [r.context for r in receive_data(self.ref, data)]
         try:
-            got = [r.context for r in reference.ConnectionCore.receive_data(self.mine, data)]
+            # SimpleKafka's method on the learner's core, on purpose (the state is theirs).
+            got = [r.context for r in receive_data(self.mine, data)]  # type: ignore[arg-type]
         except KafkaConnectionError as exc:
             raise self.steps.fail("SimpleKafka's receive_data refused the answers to your "
                                   "requests", f"the responses {expected}", str(exc)) from exc
@@ -207,7 +246,7 @@ def _fetch_body(topic: str = "t", offset: int = 0, max_wait_ms: int = 0) -> dict
 def check_requests_out(learner: ModuleType, _workdir: Path) -> None:
     steps = Steps()
     steps.step("a new connection: ConnectionCore(client_id='learn-check', max_in_flight=3)")
-    pair = Pair(learner, steps, client_id="learn-check", max_in_flight=3)
+    pair = Pair(learner, steps, {"client_id": "learn-check", "max_in_flight": 3})
     pair.send(ApiKey.METADATA, metadata_request(None), "m0")  # the handshake goes first
     pair.answer_with_reference(_handshake_answer(pair))
     pair.written()  # the queued Metadata, at the negotiated version
@@ -224,8 +263,8 @@ def check_requests_out(learner: ModuleType, _workdir: Path) -> None:
 
     steps.step("a connection whose versions are known, correlation ids near the end: "
                f"_next_correlation_id = {MAX_CORRELATION_ID - 1}")
-    pair = Pair(learner, steps, client_id="prodücer-ß", max_in_flight=5,
-                broker_versions=dict(BROKER_VERSIONS))
+    pair = Pair(learner, steps, {"client_id": "prodücer-ß", "max_in_flight": 5,
+                                 "broker_versions": dict(BROKER_VERSIONS)})
     for core in (pair.ref, pair.mine):
         core._next_correlation_id = MAX_CORRELATION_ID - 1
     for n in range(3):
@@ -234,7 +273,7 @@ def check_requests_out(learner: ModuleType, _workdir: Path) -> None:
     pair.answer_with_reference(Broker.answers(wire))
 
 
-def _request_frame(request: Any) -> bytes:
+def _request_frame(request: InFlightRequest) -> bytes:
     """A stand-in request frame carrying ``request``'s key, version and id (for answers)."""
     from simplekafka.protocol.messages import encode_request
 
@@ -250,15 +289,18 @@ def _handshake_answer(pair: Pair) -> bytes:
 
 # -- exercise 2 -------------------------------------------------------------------------
 
-Outcome = tuple[Any, ...]
+#: One response as compared: (context, API name, correlation id, body as a dict).
+ResponseView = tuple[object, str, int, dict[str, object]]
+#: What receive_data did: ("responses", [ResponseView]) or ("raised X", message).
+Outcome = tuple[str, list[ResponseView] | str]
 
 
-def _responses(responses: list[Any]) -> list[tuple[Any, str, int, dict]]:
+def _responses(responses: list[Response]) -> list[ResponseView]:
     return [(r.context, r.request.api_key.name, r.request.correlation_id, r.body.to_dict())
             for r in responses]
 
 
-def _feed(core: Any, data: bytes) -> Outcome:
+def _feed(core: Core, data: bytes) -> Outcome:
     """What receive_data did with ``data``: the responses, or the error it raised."""
     try:
         return ("responses", _responses(core.receive_data(data)))
@@ -278,7 +320,7 @@ REQUESTS = [
 ]
 
 
-def _stream(settings: dict[str, Any]) -> tuple[bytes, list[Outcome]]:
+def _stream(settings: CoreSettings) -> tuple[bytes, list[Outcome]]:
     """The broker's answers to REQUESTS on a new connection, handshake first; as one stream,
     and what the reference core returns for it fed whole."""
     core = reference.ConnectionCore(**settings)
@@ -302,10 +344,10 @@ def _expect_outcome(steps: Steps, what: str, expected: list[Outcome], got: list[
     if got == expected:
         return
     (want_kind, want), (got_kind, have) = expected[0], got[0]
-    if want_kind != got_kind or want_kind != "responses":
+    if want_kind != got_kind or not isinstance(want, list) or not isinstance(have, list):
         raise steps.fail(f"{what}: what receive_data returned or raised",
-                         (want_kind, [r[:3] for r in want] if want_kind == "responses" else want),
-                         (got_kind, [r[:3] for r in have] if got_kind == "responses" else have))
+                         (want_kind, [r[:3] for r in want] if isinstance(want, list) else want),
+                         (got_kind, [r[:3] for r in have] if isinstance(have, list) else have))
     steps.expect(f"{what}: the responses (context, api, correlation id)",
                  [r[:3] for r in want], [r[:3] for r in have])
     for want_response, got_response in zip(want, have):
@@ -313,15 +355,16 @@ def _expect_outcome(steps: Steps, what: str, expected: list[Outcome], got: list[
                      want_response[3], got_response[3])
 
 
-def _split_run(learner: ModuleType, settings: dict[str, Any], pieces: list[bytes]) -> list:
-    core = learner.ConnectionCore(**settings)
+def _split_run(learner: ModuleType, settings: CoreSettings, pieces: list[bytes]
+               ) -> list[Outcome]:
+    core: Core = learner.ConnectionCore(**settings)
     for api_key, body, context in REQUESTS:
         core.send_request(api_key, body, context)
     core.data_to_send()
-    got: list[Any] = []
+    got: list[ResponseView] = []
     for piece in pieces:
         outcome = _feed(core, piece)
-        if outcome[0] != "responses":
+        if not isinstance(outcome[1], list):  # it raised
             return [outcome]
         got += outcome[1]
         core.data_to_send()  # what the handshake's answer lets out
@@ -334,9 +377,10 @@ def _chunks(data: bytes, size: int) -> list[bytes]:
 
 def check_responses_in(learner: ModuleType, workdir: Path) -> None:
     steps = Steps()
-    for settings in ({"client_id": "learn-check"},
-                     {"client_id": "learn-check",
-                      "sasl": SaslCredentials("PLAIN", "alice", "alice-secret")}):
+    cases: list[CoreSettings] = [
+        {"client_id": "learn-check"},
+        {"client_id": "learn-check", "sasl": SaslCredentials("PLAIN", "alice", "alice-secret")}]
+    for settings in cases:
         stream, expected = _stream(settings)
         frames = len(_frames(stream))
         login = " with a SASL PLAIN login" if "sasl" in settings else ""
@@ -357,8 +401,8 @@ def check_responses_in(learner: ModuleType, workdir: Path) -> None:
     _check_against_a_broker(learner, workdir, steps)
 
 
-def _ready_pair(learner: ModuleType, steps: Steps, **settings: Any) -> Pair:
-    pair = Pair(learner, steps, client_id="learn-check", **settings)
+def _ready_pair(learner: ModuleType, steps: Steps, settings: CoreSettings | None = None) -> Pair:
+    pair = Pair(learner, steps, {"client_id": "learn-check", **(settings or {})})
     for core in (pair.ref, pair.mine):
         core.send_request(ApiKey.METADATA, metadata_request(None), "m")
         core.receive_data(Broker.answers(core.data_to_send()))
@@ -384,7 +428,7 @@ def _check_broken_answers(learner: ModuleType, steps: Steps) -> None:
     _same_outcome(steps, "an answer whose correlation id is 1 too low", pair,
                   Broker.answers(wire, correlation_shift=-1))
     _check_large_correlation_ids(learner, steps)
-    pair = _ready_pair(learner, steps, max_in_flight=5)
+    pair = _ready_pair(learner, steps, {"max_in_flight": 5})
     for core in (pair.ref, pair.mine):
         core.send_request(ApiKey.FETCH, _fetch_body(), "f")
         core.data_to_send()
@@ -396,13 +440,13 @@ def _check_broken_answers(learner: ModuleType, steps: Steps) -> None:
     wire = b"".join(_request_frame(r) for r in pair.ref.in_flight())
     _same_outcome(steps, "the Metadata answered, then an answer to nothing", pair,
                   Broker.answers(wire) + encode_frame(b"\0\0\0\5junk"))
-    pair = _ready_pair(learner, steps, max_frame_bytes=1000)
+    pair = _ready_pair(learner, steps, {"max_frame_bytes": 1000})
     _same_outcome(steps, "a frame announcing 1,000,000 bytes (max_frame_bytes=1000)", pair,
                   (10**6).to_bytes(4, "big") + b"\0" * 8)
     pair = _ready_pair(learner, steps)
     _same_outcome(steps, "an answer that does not decode as Metadata", pair,
                   encode_frame(pair.ref.in_flight()[0].correlation_id.to_bytes(4, "big") + b"\1"))
-    pair = Pair(learner, steps, client_id="learn-check")
+    pair = Pair(learner, steps, {"client_id": "learn-check"})
     for core in (pair.ref, pair.mine):
         core.send_request(ApiKey.METADATA, metadata_request(None), "m")
         core.data_to_send()
@@ -413,7 +457,7 @@ def _check_broken_answers(learner: ModuleType, steps: Steps) -> None:
 
 def _check_large_correlation_ids(learner: ModuleType, steps: Steps) -> None:
     """Ids past 256 are new int objects each time they are decoded: equal, not identical."""
-    pair = Pair(learner, steps, client_id="learn-check")
+    pair = Pair(learner, steps, {"client_id": "learn-check"})
     for core in (pair.ref, pair.mine):
         core._next_correlation_id = 100_000
         core.send_request(ApiKey.METADATA, metadata_request(None), "m")
@@ -430,10 +474,10 @@ READ_SIZES = (1, 3, 7, 2, 64, 5, 4096)
 BROKER_WAIT = 30.0
 
 
-def _exchange(sock: socket.socket, core: Any, wanted: int, steps: Steps,
-              sizes: Iterator[int]) -> list[Any]:
+def _exchange(sock: socket.socket, core: Core, wanted: int, steps: Steps,
+              sizes: Iterator[int]) -> list[Response]:
     """Write what the core has, read in the sizes given, until ``wanted`` responses came."""
-    got: list[Any] = []
+    got: list[Response] = []
     deadline = time.monotonic() + BROKER_WAIT
     while len(got) < wanted:
         out = core.data_to_send()
@@ -599,19 +643,39 @@ def _error_text(error: BaseException) -> str:
     return type(error).__name__ + (f" ({ErrorCode(code).name})" if code is not None else "")
 
 
+class ScriptedClient(Protocol):
+    """Exercises 3 and 4's contract: a ``KafkaClient`` on a scripted cluster."""
+
+    metadata: ClusterMetadata
+
+    def leader_for(self, topic: str, partition: int, timeout_ms: int | None = None) -> int: ...
+    def call_with_retries(self, operation: Callable[[Deadline], T],
+                          timeout_ms: int | None = None, retries: int | None = None) -> T: ...
+
+
+class RetryArgs(TypedDict, total=False):
+    timeout_ms: int
+    retries: int
+
+
+#: One scripted run: ``run(client, clock, events)``; what it returns goes in the timeline.
+Operation = Callable[[ScriptedClient, "FakeClock", list[str]], object]
+
+
 @dataclass
 class Scenario:
     """A scripted cluster: what the cache holds, what each refresh answers, how long it takes."""
 
     name: str
     cached: dict | None  # the cache at the start (fresh); None: empty and stale
-    refreshes: list[Any]  # each refresh's Metadata answer, or an error it raises; last repeats
+    refreshes: Sequence[dict | BaseException]  # each refresh's Metadata answer, or an error it
+    #                                          raises; the last repeats
     settings: dict[str, int] = field(default_factory=dict)
     refresh_s: float = 0.01
 
 
 def _scripted_client(module: ModuleType, scenario: Scenario, clock: FakeClock,
-                     events: list[str]) -> Any:
+                     events: list[str]) -> ScriptedClient:
     """The module's KafkaClient without a network: refresh_metadata follows the script."""
     client = object.__new__(module.KafkaClient)
     client.request_timeout_ms = 1000
@@ -624,7 +688,8 @@ def _scripted_client(module: ModuleType, scenario: Scenario, clock: FakeClock,
         client.metadata.replace(scenario.cached)
     script = list(scenario.refreshes)
 
-    def refresh_metadata(topics: list[str] | None = None, timeout_ms: int | None = None) -> Any:
+    def refresh_metadata(topics: list[str] | None = None,
+                         timeout_ms: int | None = None) -> ClusterSnapshot:
         answer = script.pop(0) if len(script) > 1 else script[0]
         clock.now += scenario.refresh_s
         call = f"refresh_metadata({topics!r}, timeout_ms={timeout_ms!r})"
@@ -639,7 +704,7 @@ def _scripted_client(module: ModuleType, scenario: Scenario, clock: FakeClock,
 
 
 def _replay(module: ModuleType, scenario: Scenario,
-            run: Callable[[Any, FakeClock, list[str]], Any]) -> list[str]:
+            run: Operation) -> list[str]:
     """The timeline of ``run(client, clock, events)`` on the scenario's scripted cluster."""
     events: list[str] = []
     clock = FakeClock(events)
@@ -702,8 +767,9 @@ LEADER_SCENARIOS = [
 
 def check_leader_for(learner: ModuleType, _workdir: Path) -> None:
     for scenario, (topic, partition, timeout_ms) in LEADER_SCENARIOS:
-        def run(client: Any, _clock: FakeClock, _events: list[str], topic: str = topic,
-                partition: int = partition, timeout_ms: int | None = timeout_ms) -> Any:
+        def run(client: ScriptedClient, _clock: FakeClock, _events: list[str],
+                topic: str = topic, partition: int = partition,
+                timeout_ms: int | None = timeout_ms) -> object:
             return client.leader_for(topic, partition, timeout_ms)
 
         _compare_timelines(f"leader_for({topic!r}, {partition}, timeout_ms={timeout_ms})",
@@ -741,7 +807,7 @@ class Attempt:
     mark_stale: bool = False  # the operation marks the cache stale itself (as a fetcher does)
 
 
-RETRY_SCENARIOS: list[tuple[Scenario, list[Attempt], dict[str, Any]]] = [
+RETRY_SCENARIOS: list[tuple[Scenario, list[Attempt], RetryArgs]] = [
     (Scenario("the leader moved from 1 to 2", metadata_body({T0: 1}), [metadata_body({T0: 2})]),
      [Attempt(ErrorCode.NOT_LEADER_OR_FOLLOWER), Attempt()], {}),
     (Scenario("an election: no leader for three refreshes", LEADERLESS,
@@ -791,8 +857,8 @@ RETRY_SCENARIOS: list[tuple[Scenario, list[Attempt], dict[str, Any]]] = [
 ]
 
 
-def _produce_operation(scenario: Scenario, attempts: list[Attempt], kwargs: dict[str, Any]
-                       ) -> Callable[[Any, FakeClock, list[str]], Any]:
+def _produce_operation(scenario: Scenario, attempts: list[Attempt], kwargs: RetryArgs
+                       ) -> Operation:
     """The operation retried: route a Produce to t-0's cached leader and read its answer.
 
     Broker ``n`` answers NOT_LEADER_OR_FOLLOWER unless the latest scripted
@@ -800,7 +866,7 @@ def _produce_operation(scenario: Scenario, attempts: list[Attempt], kwargs: dict
     happens (success by default).
     """
 
-    def run(client: Any, clock: FakeClock, events: list[str]) -> Any:
+    def run(client: ScriptedClient, clock: FakeClock, events: list[str]) -> object:
         script = list(attempts)
         count = 0
 
@@ -834,7 +900,7 @@ def _produce_operation(scenario: Scenario, attempts: list[Attempt], kwargs: dict
     return run
 
 
-def _true_leader(scenario: Scenario, client: Any) -> int | None:
+def _true_leader(scenario: Scenario, client: object) -> int | None:
     """The leader the cluster really has: the last scripted Metadata's."""
     last = [r for r in scenario.refreshes if isinstance(r, dict)]
     body = last[-1] if last else scenario.cached

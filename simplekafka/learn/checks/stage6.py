@@ -9,10 +9,10 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
-from typing import Any
+from typing import Protocol
 
 from simplekafka.client.client import KafkaClient, coordinator_connection
 from simplekafka.client.group_protocol import (
@@ -31,6 +31,7 @@ from simplekafka.producer import accumulator as real_accumulator
 from simplekafka.producer import partitioner as real_partitioner
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.records import Record
 from simplekafka.protocol.structs import TopicPartition
 
@@ -193,11 +194,34 @@ TOPIC_PARTITIONS = [TopicPartition("orders", 0), TopicPartition("orders", 1),
                     TopicPartition("clicks", 0), TopicPartition("orders", 2)]
 
 
-def _values(records: Any) -> list:
+class Batch(Protocol):
+    """Exercise 2's contract: a batch of the learner's Accumulator (or SimpleKafka's)."""
+
+    @property
+    def tp(self) -> TopicPartition: ...
+    @property
+    def created(self) -> float: ...
+    @property
+    def records(self) -> Sequence[object]: ...
+    @property
+    def size(self) -> int: ...
+
+
+class Accumulator(Protocol):
+    """Exercise 2's contract: the learner's Accumulator."""
+
+    queues: dict[TopicPartition, list[Batch]]
+
+    def append(self, tp: TopicPartition, record: Record, size: int, now: float) -> Batch: ...
+    def ready(self, now: float) -> object: ...
+    def drain(self, now: float) -> Iterable[Batch]: ...
+
+
+def _values(records: Iterable[object]) -> list:
     return [getattr(r, "value", r) for r in records]
 
 
-def _batch_view(batch: Any) -> tuple:
+def _batch_view(batch: Batch) -> tuple:
     """What a batch looks like from outside: (partition, created, records, size)."""
     return (str(batch.tp), batch.created, [v.decode() for v in _values(batch.records)], batch.size)
 
@@ -253,7 +277,7 @@ def _run_timeline(learner: ModuleType, batch_size: int, linger_ms: float,
     with scripted_clock() as clock:
         reference = real_accumulator.RecordAccumulator(batch_size=batch_size,
                                                        linger_ms=linger_ms)
-        mine = learner.Accumulator(batch_size=batch_size, linger_ms=linger_ms)
+        mine: Accumulator = learner.Accumulator(batch_size=batch_size, linger_ms=linger_ms)
         for number, op in enumerate(ops, 1):
             kind, now = op[0], op[1]
             clock.now = now
@@ -281,8 +305,10 @@ class Mismatch(Exception):
         self.summary, self.expected, self.got = summary, expected, got
 
 
-def _one_step(steps: Steps, reference: Any, mine: Any, number: int, op: tuple) -> None:
+def _one_step(steps: Steps, reference: real_accumulator.RecordAccumulator, mine: Accumulator,
+              number: int, op: tuple) -> None:
     kind, now = op[0], op[1]
+    got: object  # what the learner's Accumulator answered, as compared
     if kind == "append":
         tp, size = op[2], op[3]
         record = Record(0, 0, None, f"r{number}".encode(), [])
@@ -355,7 +381,24 @@ def short(member_id: str) -> str:
     return f"{name}-{rest[:6]}" if rest else member_id
 
 
-def _code(answer: Any) -> ErrorCode:
+#: A coordinator's answer: a decoded Struct, or a stand-in with its fields (scripted runs).
+Answer = Struct | SimpleNamespace
+
+
+class Member(Protocol):
+    """Exercise 3's contract: the learner's group Member."""
+
+    member_id: str
+    generation: int
+    leader_id: str
+    assignment: list[TopicPartition]
+
+    def join(self) -> list[TopicPartition]: ...
+    def heartbeat(self) -> bool: ...
+    def leave(self) -> None: ...
+
+
+def _code(answer: Answer) -> ErrorCode:
     return ErrorCode.of(answer.error_code)
 
 
@@ -376,16 +419,16 @@ class Tracked:
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.error_at = 0  # how many steps the timeline had when it went wrong
-        self.last: tuple[ApiKey, dict, Any] | None = None  # the last request and its answer
+        self.last: tuple[ApiKey, dict, Struct] | None = None  # the last request and its answer
         self.synced: tuple[str, int, list[TopicPartition]] | None = None  # id, generation, tps
         self.heartbeat_generation: int | None = None  # set when the check makes it stale
         self.logged_heartbeat = False
-        self.member: Any = None
+        self.member: Member  # set by start()
         self.first_id = ""  # the member id it starts with ("": a new member)
 
     # -- the send function the learner's Member gets --------------------------------------
 
-    def send(self, api_key: ApiKey, body: dict) -> Any:
+    def send(self, api_key: ApiKey, body: dict) -> Struct:
         api = ApiKey(api_key)
         self._before(api, body)
         if api is not ApiKey.HEARTBEAT:
@@ -411,7 +454,7 @@ class Tracked:
         return {short(a["member_id"]): [tp.partition for tp in decode_assignment(a["assignment"])]
                 for a in assignments}
 
-    def _after(self, api: ApiKey, body: dict, answer: Any) -> None:
+    def _after(self, api: ApiKey, body: dict, answer: Struct) -> None:
         code = _code(answer)
         if api is ApiKey.HEARTBEAT:
             if code != ErrorCode.NONE or not self.logged_heartbeat:
@@ -482,7 +525,7 @@ class Tracked:
                                    "id and generation",
                                    ("HEARTBEAT", member_id, generation), got)
 
-    def _check_sync(self, api: ApiKey, body: dict, answer: Any, sent: str) -> None:
+    def _check_sync(self, api: ApiKey, body: dict, answer: Struct, sent: str) -> None:
         wanted = ("SYNC_GROUP", answer.member_id, answer.generation_id)
         got = (api.name, body.get("member_id"), body.get("generation_id"))
         if got != wanted:
@@ -502,7 +545,7 @@ class Tracked:
 
     # -- what the learner's methods return -------------------------------------------------
 
-    def joined(self, returned: Any) -> None:
+    def joined(self, returned: Iterable[TopicPartition] | None) -> None:
         member_id, generation, partitions = self.synced or ("", -1, [])
         self.heartbeat_generation = None
         state = (list(returned) if returned is not None else None, self.member.member_id,
@@ -514,7 +557,7 @@ class Tracked:
         self.group.steps.step(f"{self.name}: join() returned partitions "
                               f"{[tp.partition for tp in partitions]}")
 
-    def heartbeat_returned(self, returned: Any, before: tuple[str, int]) -> None:
+    def heartbeat_returned(self, returned: object, before: tuple[str, int]) -> None:
         assert self.last is not None
         code = _code(self.last[2])
         if code == ErrorCode.NONE:
@@ -701,14 +744,14 @@ class ScriptEnded(Exception):
 
 
 def _join_answer(code: int, member_id: str = "m-2", generation: int = 5,
-                 leader: str = "a-leader") -> Any:
+                 leader: str = "a-leader") -> SimpleNamespace:
     members = [SimpleNamespace(member_id=m, metadata=encode_subscription(
         Subscription([SCRIPT_TOPIC]))) for m in sorted({member_id, leader})]
     return SimpleNamespace(error_code=code, member_id=member_id, generation_id=generation,
                            leader=leader, members=members)
 
 
-def _sync_answer(code: int, partitions: tuple[int, ...] = ()) -> Any:
+def _sync_answer(code: int, partitions: tuple[int, ...] = ()) -> SimpleNamespace:
     return SimpleNamespace(error_code=code, assignment=encode_assignment(
         [TopicPartition(SCRIPT_TOPIC, p) for p in partitions]))
 
@@ -718,7 +761,7 @@ def _code_text(code: int) -> str:
 
 
 # (what, the member's member_id and generation before, the call, the coordinator's answers)
-MEMBER_SCRIPTS: list[tuple[str, str, int, str, list[tuple[ApiKey, Any]]]] = [
+MEMBER_SCRIPTS: list[tuple[str, str, int, str, list[tuple[ApiKey, SimpleNamespace]]]] = [
     ("JoinGroup answers UNKNOWN_MEMBER_ID, then GROUP_MAX_SIZE_REACHED", "m-old", 4, "join",
      [(ApiKey.JOIN_GROUP, _join_answer(ErrorCode.UNKNOWN_MEMBER_ID)),
       (ApiKey.JOIN_GROUP, _join_answer(ErrorCode.GROUP_MAX_SIZE_REACHED))]),
@@ -771,12 +814,12 @@ def _describe_request(api_key: ApiKey, body: dict) -> str:
 
 
 def _run_member_script(module: ModuleType, member_id: str, generation: int, call: str,
-                       answers: list[tuple[ApiKey, Any]]) -> list[str]:
+                       answers: list[tuple[ApiKey, SimpleNamespace]]) -> list[str]:
     """What a member asks and ends with, answered by a scripted coordinator."""
     said: list[str] = []
     script = list(answers)
 
-    def send(api_key: ApiKey, body: dict) -> Any:
+    def send(api_key: ApiKey, body: dict) -> SimpleNamespace:
         said.append(_describe_request(api_key, body))
         if not script:
             raise ScriptEnded
@@ -786,7 +829,7 @@ def _run_member_script(module: ModuleType, member_id: str, generation: int, call
         said.append(f"  answer: {_code_text(answer.error_code)}")
         return answer
 
-    member = module.Member(send, "scripted-group", [SCRIPT_TOPIC],
+    member: Member = module.Member(send, "scripted-group", [SCRIPT_TOPIC],
                            lambda topics: {t: 3 for t in topics})
     member.member_id, member.generation = member_id, generation
     try:

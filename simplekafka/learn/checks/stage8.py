@@ -19,11 +19,11 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from simplekafka.learn.exercise import Exercise, Mutant, Stage
 from simplekafka.learn.report import ExerciseFailed, Steps
@@ -32,6 +32,12 @@ from simplekafka.protocol.structs import TopicPartition
 from simplekafka.spark import offsets as sk_offsets
 from simplekafka.spark.options import StartingPoint, parse_source_options
 from simplekafka.spark.source import ClusterView
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from simplekafka.client.client import KafkaClient
+    from simplekafka.cluster import LocalCluster
 
 Offsets = dict[tuple[str, int], int]
 
@@ -76,8 +82,8 @@ RESOLVE_CASES: list[tuple[str, dict]] = [
 ]
 
 
-def _call_resolve(function: Callable, view: Any, point: StartingPoint,
-                  tps: list[TopicPartition]) -> tuple[str, Any]:
+def _call_resolve(function: Callable, view: _FakeView, point: StartingPoint,
+                  tps: list[TopicPartition]) -> tuple[str, object]:
     """("ok", answer) or ("error", "Type: message"); NotImplementedError goes on up."""
     try:
         return "ok", function(view, point, list(tps))
@@ -138,7 +144,7 @@ def _table(offsets: Offsets, tps: list[TopicPartition] | None = None) -> str:
                            if (t, p) in offsets) + "}"
 
 
-def _outcome(outcome: tuple[str, Any]) -> str:
+def _outcome(outcome: tuple[str, object]) -> str:
     kind, value = outcome
     if kind == "error":
         return f"raises {value}"
@@ -284,7 +290,7 @@ CLUSTER_START_TIMEOUT = 60.0
 
 
 @contextlib.contextmanager
-def _cluster(workdir: Path, steps: Steps) -> Iterator[Any]:
+def _cluster(workdir: Path, steps: Steps) -> Iterator[LocalCluster]:
     """A one-broker LocalCluster (ZooKeeper and a broker process on 127.0.0.1); stopped after."""
     from simplekafka.cluster import LocalCluster
 
@@ -301,7 +307,8 @@ def _cluster(workdir: Path, steps: Steps) -> Iterator[Any]:
         cluster.stop()
 
 
-def _topic(cluster: Any, name: str, partitions: int = 1, config: dict | None = None) -> None:
+def _topic(cluster: LocalCluster, name: str, partitions: int = 1,
+           config: dict | None = None) -> None:
     from simplekafka.admin import Admin
 
     with Admin(cluster.bootstrap_servers) as admin:
@@ -310,7 +317,8 @@ def _topic(cluster: Any, name: str, partitions: int = 1, config: dict | None = N
         cluster.wait_for_leader(name, p, timeout=30)
 
 
-def _reference_rows(client: Any, topic: str, partition: int, start: int, end: int) -> list[tuple]:
+def _reference_rows(client: KafkaClient, topic: str, partition: int, start: int,
+                    end: int) -> list[tuple]:
     """SimpleKafka's own read of the range (``RangeReader`` and ``to_arrow``) as row tuples."""
     from simplekafka.spark.arrow_records import to_arrow
     from simplekafka.spark.fetching import RangeReader
@@ -324,7 +332,7 @@ def _reference_rows(client: Any, topic: str, partition: int, start: int, end: in
     return rows
 
 
-def _log_layout(client: Any, topic: str, end: int) -> list[str]:
+def _log_layout(client: KafkaClient, topic: str, end: int) -> list[str]:
     """The partition's batches, as the learner's fetches will see them."""
     from simplekafka.client.client import wait_for
     from simplekafka.protocol.api import ApiKey
@@ -354,7 +362,7 @@ def _log_layout(client: Any, topic: str, end: int) -> list[str]:
     return lines
 
 
-def _fill_read_topics(cluster: Any) -> None:
+def _fill_read_topics(cluster: LocalCluster) -> None:
     from simplekafka.producer import Producer
 
     servers = cluster.bootstrap_servers
@@ -399,7 +407,7 @@ def _fill_read_topics(cluster: Any) -> None:
             producer.flush()
 
 
-def _short(row: Any) -> str:
+def _short(row: object) -> str:
     if not isinstance(row, tuple) or len(row) != 7:
         return repr(row)[:200]
     key, value, *rest = row
@@ -408,7 +416,7 @@ def _short(row: Any) -> str:
     return repr((key, value, *rest))
 
 
-def _compare_rows(steps: Steps, what: str, expected: list[tuple], got: list[Any]) -> None:
+def _compare_rows(steps: Steps, what: str, expected: list[tuple], got: Sequence[object]) -> None:
     if got == expected:
         return
     at = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b),
@@ -422,8 +430,8 @@ def _compare_rows(steps: Steps, what: str, expected: list[tuple], got: list[Any]
     raise ExerciseFailed(what, lines)
 
 
-def _learner_rows(steps: Steps, read_range: Callable, client: Any, topic: str, start: int,
-                  end: int, most: int) -> list[Any]:
+def _learner_rows(steps: Steps, read_range: Callable, client: KafkaClient, topic: str,
+                  start: int, end: int, most: int) -> list[object]:
     call = f"read_range(client, {topic!r}, 0, {start}, {end})"
     try:
         return list(itertools.islice(read_range(client, topic, 0, start, end), most))
@@ -473,25 +481,25 @@ def check_read(learner: ModuleType, workdir: Path) -> None:
 
 # --- exercise 4: the whole reader on real Spark ---------------------------------------------
 
-QUERY_TIMEOUT = 100.0
+QUERY_TIMEOUT = 100  # seconds
 WORKER_START_FAILED = "Python worker failed to connect back"
 WORKER_START_ATTEMPTS = 3
 MAX_PER_TRIGGER = 10
 
 
-def _spark(steps: Steps) -> Any:
+def _spark(steps: Steps) -> SparkSession:
     """The process's one SparkSession (local[2]), started on first use."""
     from simplekafka.spark.session import local_spark
 
     began = time.monotonic()
-    spark = local_spark("simplekafka-learn-stage8", cores=2)
+    spark: SparkSession = local_spark("simplekafka-learn-stage8", cores=2)
     spark.conf.set("spark.sql.streaming.stopTimeout", "30s")
     steps.step(f"SparkSession local[2], Spark {spark.version} "
                f"(ready in {time.monotonic() - began:.1f} s)")
     return spark
 
 
-def _register(spark: Any, learner: ModuleType) -> str:
+def _register(spark: SparkSession, learner: ModuleType) -> str:
     """Register the learner's source; its module travels to Spark's Python workers by value."""
     from pyspark import cloudpickle
 
@@ -544,18 +552,18 @@ def _row_summary(rows: list[tuple]) -> str:
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _bytes(data: Any) -> bytes | None:
+def _bytes(data: bytes | bytearray | None) -> bytes | None:
     """Spark hands binary columns over as bytearray."""
     return None if data is None else bytes(data)
 
 
-def _run_query(steps: Steps, spark: Any, source: str, servers: str, topic: str,
+def _run_query(steps: Steps, spark: SparkSession, source: str, servers: str, topic: str,
                checkpoint: Path, options: dict) -> list[list[tuple]]:
     """One availableNow run of the learner's source; the rows of each non-empty batch."""
     batches: dict[int, list[tuple]] = {}
     lock = threading.Lock()
 
-    def collect(frame: Any, batch_id: int) -> None:
+    def collect(frame: DataFrame, batch_id: int) -> None:
         rows = [(_bytes(r.key), _bytes(r.value), r.topic, r.partition, r.offset,
                  EPOCH + timedelta(microseconds=r.ts), r.timestampType)
                 for r in frame.collect()]

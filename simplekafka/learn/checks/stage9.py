@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from simplekafka.broker import producer_state
 from simplekafka.consumer import fetcher
@@ -27,6 +28,7 @@ from simplekafka.learn.solutions.stage9_transactions import error_code_of
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.batch_header import BatchHeader, read_header
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.messages import decode_request, encode_request
 from simplekafka.protocol.records import (
     build_batch,
@@ -36,6 +38,9 @@ from simplekafka.protocol.records import (
 )
 from simplekafka.storage import txn_index
 from simplekafka.storage.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from simplekafka.client.client import KafkaClient
 
 # SimpleKafka's own answers, taken before any learner function is plugged in their place.
 REAL_LAST_STABLE_OFFSET = producer_state.ProducerStateTable.last_stable_offset
@@ -253,7 +258,10 @@ def _check_collect(learner: ModuleType, log: PartitionLog, directory: Path) -> N
                                  _collected(expected), _collected(got))
 
 
-def _collected(answer: Any) -> Any:
+def _collected(answer: object) -> object:
+    """The learner's (entries, complete) as comparable tuples; anything else as it is."""
+    if not isinstance(answer, Iterable):
+        return answer
     try:
         found, complete = answer
         return [tuple(entry) for entry in found], complete
@@ -335,11 +343,13 @@ class Sent:
     api: str
     fields: dict
     code: ErrorCode
-    answer: Any
+    answer: Struct
 
 
-def _summary(api_key: ApiKey, request: Any) -> dict:
+def _summary(api_key: ApiKey, request: Struct | None) -> dict:
     """The fields of a request that the check looks at, as the broker decodes them."""
+    if request is None:  # (a request with no body: nothing to look at)
+        return {}
     if api_key == ApiKey.INIT_PRODUCER_ID:
         return {"transactional_id": request.transactional_id,
                 "transaction_timeout_ms": request.transaction_timeout_ms}
@@ -354,7 +364,7 @@ def _summary(api_key: ApiKey, request: Any) -> dict:
                 "producer_id": request.producer_id, "producer_epoch": request.producer_epoch,
                 "committed": bool(request.committed)}
     if api_key == ApiKey.PRODUCE:
-        found: dict[str, Any] = {"transactional_id": request.transactional_id,
+        found: dict[str, object] = {"transactional_id": request.transactional_id,
                                  "acks": request.acks}
         partitions = [(t.name, p.index, p.records) for t in request.topic_data
                       for p in t.partition_data]
@@ -376,15 +386,15 @@ class Wire:
     """The learner's ``request``: SimpleKafka's client sends each request where it belongs;
     every request and answer goes into the timeline."""
 
-    def __init__(self, client: Any, steps: Steps, coordinator: int):
+    def __init__(self, client: KafkaClient, steps: Steps, coordinator: int):
         self.client = client
         self.steps = steps
         self.coordinator = coordinator
         self.sent: list[Sent] = []
         self.broken: ExerciseFailed | None = None
-        self.acting: Any = None  # the producer whose method is running
+        self.acting: Producer | None = None  # the producer whose method is running
 
-    def __call__(self, api_key: ApiKey, body: dict) -> Any:
+    def __call__(self, api_key: ApiKey, body: dict) -> Struct:
         try:
             api_key = ApiKey(api_key)
             node = self.coordinator
@@ -431,6 +441,23 @@ class Expect:
     codes: tuple[ErrorCode, ...] = ()  # the TransactionError's code, one of these
 
 
+class Producer(Protocol):
+    """Exercise 3's contract: what the check uses of the learner's TransactionalProducer."""
+
+    state: Enum
+    producer_id: int
+    producer_epoch: int
+    sequences: dict[tuple[str, int], int]
+    error: BaseException | None
+
+    def init_transactions(self) -> None: ...
+    def begin_transaction(self) -> None: ...
+    def send(self, topic: str, partition: int,
+             records: list[tuple[bytes, bytes]]) -> int: ...
+    def commit_transaction(self) -> None: ...
+    def abort_transaction(self) -> None: ...
+
+
 class Scenario:
     """Drives the learner's producers; each call's requests, outcome and state are checked."""
 
@@ -439,16 +466,16 @@ class Scenario:
         self.wire = wire
         self.steps = steps
 
-    def producer(self, transactional_id: str = TXN_ID) -> Any:
+    def producer(self, transactional_id: str = TXN_ID) -> Producer:
         self.steps.step(f"TransactionalProducer({transactional_id!r}, request)")
         return self.learner.TransactionalProducer(transactional_id, self.wire)
 
-    def do(self, name: str, producer: Any, call: str, action: Callable[[], Any],
-           expect: Expect) -> Any:
+    def do(self, name: str, producer: Producer, call: str, action: Callable[[], object],
+           expect: Expect) -> object:
         learner, steps = self.learner, self.steps
         steps.step(f"{name}.{call}  (state {producer.state.name})")
         before = len(self.wire.sent)
-        outcome: Any = None
+        outcome: object = None
         raised: BaseException | None = None
         self.wire.acting = producer
         try:
@@ -499,22 +526,22 @@ def _outcome(learner: ModuleType, raised: BaseException | None, expect: Expect) 
     return f"raises TransactionError({shown}, fatal={getattr(raised, 'fatal', None)})"
 
 
-def _ids(producer: Any) -> dict:
+def _ids(producer: Producer) -> dict:
     return {"transactional_id": TXN_ID, "producer_id": producer.producer_id,
             "producer_epoch": producer.producer_epoch}
 
 
-def _init(transactional_id: str = TXN_ID, **more: Any) -> tuple[str, dict]:
+def _init(transactional_id: str = TXN_ID, **more: object) -> tuple[str, dict]:
     return ("InitProducerId", {"transactional_id": transactional_id, **more,
                                "state while sent": "INITIALIZING"})
 
 
-def _add(producer: Any, partition: int) -> tuple[str, dict]:
+def _add(producer: Producer, partition: int) -> tuple[str, dict]:
     return ("AddPartitionsToTxn", {**_ids(producer), "partitions": [(TOPIC, partition)],
                                    "state while sent": "IN_TRANSACTION"})
 
 
-def _produce(producer: Any, partition: int, sequence: int, values: list[bytes]
+def _produce(producer: Producer, partition: int, sequence: int, values: list[bytes]
              ) -> tuple[str, dict]:
     return ("Produce", {"transactional_id": TXN_ID, "acks": -1,
                         "partitions": [(TOPIC, partition)],
@@ -524,7 +551,7 @@ def _produce(producer: Any, partition: int, sequence: int, values: list[bytes]
                         "state while sent": "IN_TRANSACTION"})
 
 
-def _end(producer: Any, commit: bool) -> tuple[str, dict]:
+def _end(producer: Producer, commit: bool) -> tuple[str, dict]:
     return ("EndTxn", {**_ids(producer), "committed": commit, "state while sent":
                        "COMMITTING_TRANSACTION" if commit else "ABORTING_TRANSACTION"})
 
@@ -566,7 +593,7 @@ def check_transactional_producer(learner: ModuleType, workdir: Path) -> None:
         cluster.stop()
 
 
-def _find_coordinator(client: Any, steps: Steps) -> int:
+def _find_coordinator(client: KafkaClient, steps: Steps) -> int:
     deadline = time.monotonic() + READ_TIMEOUT_S
     while True:
         answer = client.request(client.least_loaded_node(), ApiKey.FIND_COORDINATOR,
@@ -674,7 +701,7 @@ def _run_scenario(s: Scenario) -> None:
     assert learner  # (the learner's classes are reached through the scenario)
 
 
-def _returned_offset(s: Scenario, got: Any) -> None:
+def _returned_offset(s: Scenario, got: object) -> None:
     """The last send returned the base offset the broker answered."""
     produce = next(sent for sent in reversed(s.wire.sent) if sent.api == "Produce")
     expected = produce.answer.responses[0].partition_responses[0].base_offset

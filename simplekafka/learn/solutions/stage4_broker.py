@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Any
 
 from simplekafka.learn.segment_log import OffsetOutOfRangeError, SegmentLog
 from simplekafka.protocol import (
@@ -37,6 +36,7 @@ from simplekafka.protocol import (
     decode_request,
     encode_response,
 )
+from simplekafka.protocol.fields import Struct
 
 # The versions this broker speaks, in the order a client uses them (answers list them
 # in ascending key order): RecordBatch v2 needs Produce 3+ and Fetch 4+.
@@ -109,7 +109,7 @@ class FrameDecoder:
 class Connection:
     """One client's connection: the bytes it sends in, the bytes to send back out."""
 
-    def __init__(self, broker: Any, max_frame_bytes: int = MAX_FRAME_BYTES):
+    def __init__(self, broker: object, max_frame_bytes: int = MAX_FRAME_BYTES):
         self.broker = broker
         self.frames = FrameDecoder(max_frame_bytes)
 
@@ -201,7 +201,7 @@ class Broker:
 
     # -- exercise 3 --------------------------------------------------------------------
 
-    def api_versions(self, version: int, request: Any) -> dict:
+    def api_versions(self, version: int, request: Struct) -> dict:
         """ApiVersions: error_code 0, api_keys (api_key, min_version, max_version) from
         VERSIONS in ascending key order, throttle_time_ms 0."""
         return {
@@ -213,7 +213,7 @@ class Broker:
 
     # -- exercise 4 --------------------------------------------------------------------
 
-    def metadata(self, version: int, request: Any) -> dict:
+    def metadata(self, version: int, request: Struct) -> dict:
         """Metadata: this broker, and the topics asked for (all of them when
         ``request.topics`` is None), each with partition 0 led by this node.
 
@@ -251,7 +251,7 @@ class Broker:
 
     # -- exercise 5 --------------------------------------------------------------------
 
-    def produce(self, version: int, request: Any) -> dict | None:
+    def produce(self, version: int, request: Struct) -> dict | None:
         """Produce: append each partition's ``records`` (RecordBatch bytes) to its log.
 
         ``SegmentLog.append(records, leader_epoch=0)`` assigns the offsets and
@@ -282,7 +282,7 @@ class Broker:
 
     # -- exercise 6 --------------------------------------------------------------------
 
-    def fetch(self, version: int, request: Any) -> dict:
+    def fetch(self, version: int, request: Struct) -> dict:
         """Fetch: for each topic (``topic``) and partition (``partition``), the batches
         from ``fetch_offset``: ``SegmentLog.read(fetch_offset, partition_max_bytes)``.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from simplekafka.client import client as _client
 from simplekafka.client import connection as _connection
@@ -45,13 +45,14 @@ from simplekafka.client.errors import (
 )
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ProtocolError
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.framing import encode_frame
 from simplekafka.protocol.messages import decode_response, encode_request
 
 T = TypeVar("T")
 
 
-def decode_answer(request: InFlightRequest, frame: bytes) -> tuple[int, Any]:
+def decode_answer(request: InFlightRequest, frame: bytes) -> tuple[int, Struct]:
     """Decode one response frame (without its length prefix) as the answer to ``request``.
 
     Returns (correlation id, body Struct). Given: a broker that does not know

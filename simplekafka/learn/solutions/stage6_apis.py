@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from simplekafka.client.errors import error_for
 from simplekafka.client.group_protocol import (
@@ -36,6 +35,8 @@ from simplekafka.producer import partitioner as given_partitioner
 from simplekafka.producer.accumulator import BATCH_OVERHEAD
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
+from simplekafka.protocol.records import Record
 from simplekafka.protocol.structs import TopicPartition
 
 # --- exercise 1: murmur2 and the default partitioner -------------------------------------
@@ -128,7 +129,7 @@ class Batch:
 
     tp: TopicPartition
     created: float  # the clock when its first record came
-    records: list[Any] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     size: int = BATCH_OVERHEAD  # bytes: the batch header, then each record's size
 
 
@@ -146,7 +147,7 @@ class Accumulator:
         self.linger = linger_ms / 1000  # seconds
         self.queues: dict[TopicPartition, deque[Batch]] = {}
 
-    def append(self, tp: TopicPartition, record: Any, size: int, now: float) -> Batch:
+    def append(self, tp: TopicPartition, record: Record, size: int, now: float) -> Batch:
         """Put ``record`` (``size`` bytes) into ``tp``'s open batch; return that batch.
 
         The open batch is the newest in ``tp``'s queue. A new batch (created
@@ -205,7 +206,7 @@ class Accumulator:
 
 # --- exercise 3: a consumer group member ------------------------------------------------
 
-Send = Callable[[ApiKey, dict], Any]
+Send = Callable[[ApiKey, dict], Struct]
 
 
 class Member:
@@ -242,7 +243,7 @@ class Member:
                 "group_instance_id": None, "protocol_type": PROTOCOL_TYPE,
                 "protocols": [{"name": self.assignor.name, "metadata": subscription}]}
 
-    def plan(self, join_answer: Any) -> list[dict]:
+    def plan(self, join_answer: Struct) -> list[dict]:
         """The leader's SyncGroup assignments: the assignor over every member's subscription."""
         subscriptions = {m.member_id: decode_subscription(m.metadata)
                          for m in join_answer.members}

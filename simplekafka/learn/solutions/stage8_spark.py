@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from pyspark.sql.datasource import DataSource, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
@@ -327,5 +326,5 @@ class LearnerSource(DataSource):
     def schema(self) -> StructType:
         return kafka_schema(False)
 
-    def streamReader(self, schema: StructType) -> Any:
+    def streamReader(self, schema: StructType) -> StreamReader:
         return StreamReader(parse_source_options(self.options, streaming=True))

@@ -29,12 +29,12 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from simplekafka.broker import producer_state
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.batch_header import BatchHeader
 from simplekafka.protocol.errors import ErrorCode
+from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.records import Record, build_batch, parse_control_marker
 from simplekafka.storage import txn_index
 from simplekafka.storage.txn_index import AbortedTxn
@@ -201,7 +201,7 @@ class TransactionError(Exception):
         self.fatal = fatal
 
 
-def error_code_of(api_key: ApiKey, answer: Any) -> ErrorCode:
+def error_code_of(api_key: ApiKey, answer: Struct) -> ErrorCode:
     """The one error code of an answer (the first failed partition's, for per-partition ones)."""
     if api_key == ApiKey.PRODUCE:
         codes = [p.error_code for t in answer.responses for p in t.partition_responses]
@@ -214,7 +214,7 @@ def error_code_of(api_key: ApiKey, answer: Any) -> ErrorCode:
     return ErrorCode.of(next((c for c in codes if c), 0))
 
 
-Request = Callable[[ApiKey, dict], Any]  # sends one request where it belongs, returns the answer
+Request = Callable[[ApiKey, dict], Struct]  # sends one request where it belongs, returns the answer
 
 
 class TransactionalProducer:
@@ -251,7 +251,7 @@ class TransactionalProducer:
         self.sequences: dict[tuple[str, int], int] = {}  # next sequence number, per partition
         self.error: TransactionError | None = None  # what put it in an error state
 
-    def call(self, api_key: ApiKey, body: dict) -> tuple[ErrorCode, Any]:
+    def call(self, api_key: ApiKey, body: dict) -> tuple[ErrorCode, Struct]:
         """Send one request; (its error code, the answer), after retrying retriable codes."""
         deadline = time.monotonic() + RETRY_FOR_S
         while True:
