@@ -41,8 +41,7 @@ from simplekafka.coordination.zk_security import (
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-    from simplekafka.coordination import EmbeddedZooKeeper
-    from simplekafka.coordination.znodes import PartitionState
+    from simplekafka.coordination import EmbeddedZooKeeper, znodes
 
 T = TypeVar("T")
 
@@ -475,7 +474,8 @@ class LocalCluster:
             return None
         return ControllerInfo.from_json(data).broker_id
 
-    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+    def partition_state(self, topic: str, partition: int
+                        ) -> znodes.PartitionState | None:
         """The partition's state znode (leader, leader_epoch, isr), or None if there is none."""
         from simplekafka.coordination.topics import read_partition_state
 

@@ -156,13 +156,22 @@ def two_brokers(tmp_path_factory):
 
 
 def test_the_wrong_broker_answers_not_leader_and_a_retry_finds_the_leader(two_brokers):
+    topic = f"moving-{time.monotonic_ns()}"  # a rerun makes its own topic
     with KafkaClient(two_brokers.bootstrap_servers) as client:
         client.refresh_metadata()
-        create_topic(client, "moving", 2)
-        produce_with_retries(client, "moving", 0, [b"warm-up"])
-        leader = client.leader_for("moving", 0)
+        create_topic(client, topic, 2)
+        produce_with_retries(client, topic, 0, [b"warm-up"])
+        leader = client.leader_for(topic, 0)
         other = next(b for b in client.metadata.brokers if b != leader)
-        answer = client.request(other, ApiKey.PRODUCE, produce_body("moving", 0, [b"x"]))
+        # The other broker learns the topic from the controller's UpdateMetadata, which
+        # may come after the leader's LeaderAndIsr: until then it answers
+        # UNKNOWN_TOPIC_OR_PARTITION (it does not know the topic), not NOT_LEADER.
+        deadline = time.monotonic() + 30
+        while not any(t.name == topic and t.error_code == 0 for t in client.request(
+                other, ApiKey.METADATA, {"topics": [{"name": topic}]}).topics):
+            assert time.monotonic() < deadline, f"broker {other} never learnt {topic}"
+            time.sleep(0.1)
+        answer = client.request(other, ApiKey.PRODUCE, produce_body(topic, 0, [b"x"]))
         code = answer.responses[0].partition_responses[0].error_code
         assert isinstance(error_for(code), NotLeaderOrFollowerError)
 
@@ -170,9 +179,9 @@ def test_the_wrong_broker_answers_not_leader_and_a_retry_finds_the_leader(two_br
 
         def produce_once(deadline):
             # First attempt at the wrong broker (a stale cache, as after a failover).
-            node = other if not attempts else client.leader_for("moving", 0)
+            node = other if not attempts else client.leader_for(topic, 0)
             attempts.append(node)
-            reply = client.request(node, ApiKey.PRODUCE, produce_body("moving", 0, [b"y"]))
+            reply = client.request(node, ApiKey.PRODUCE, produce_body(topic, 0, [b"y"]))
             part = reply.responses[0].partition_responses[0]
             if part.error_code:
                 raise error_for(part.error_code)
