@@ -302,15 +302,21 @@ def fetch_answer_by_id(records: bytes, high_watermark: int, **partition: object)
     return answer
 
 
+def following(partition: Partition, settings: FetchSettings | None = None
+              ) -> tuple[MemoryReactorClock, ReplicaFetcherManager, PlayedLeader]:
+    """A fetcher manager following ``partition`` from leader 1, and that leader's side."""
+    reactor = MemoryReactorClock()
+    manager = ReplicaFetcherManager(reactor, settings or FetchSettings(FOLLOWER),
+                                    lambda broker: ("127.0.0.1", 9000 + broker))
+    manager.follow(partition)
+    return reactor, manager, PlayedLeader(reactor)
+
+
 def test_a_follower_fetches_by_topic_id_at_v17_with_its_broker_epoch(tmp_path):
     partition = follower_partition(tmp_path, leader_epoch=0)
     partition.log.assign_topic_id(TOPIC_ID)  # LeaderAndIsr v5+ brought it
-    reactor = MemoryReactorClock()
-    manager = ReplicaFetcherManager(
-        reactor, FetchSettings(FOLLOWER, broker_epoch=lambda: 4242),
-        lambda broker: ("127.0.0.1", 9000 + broker))
-    manager.follow(partition)
-    leader = PlayedLeader(reactor)
+    _reactor, manager, leader = following(
+        partition, FetchSettings(FOLLOWER, broker_epoch=lambda: 4242))
 
     header, fetch = leader.request()  # nothing written yet: no truncation, a fetch
     assert (header.api_key, header.api_version) == (ApiKey.FETCH, 17)
@@ -333,11 +339,7 @@ def test_a_follower_fetches_by_topic_id_at_v17_with_its_broker_epoch(tmp_path):
 
 def test_a_follower_without_a_topic_id_fetches_by_name_at_v12(tmp_path):
     partition = follower_partition(tmp_path, leader_epoch=0)  # a topic from before IDs
-    reactor = MemoryReactorClock()
-    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
-                                    lambda broker: ("127.0.0.1", 9000 + broker))
-    manager.follow(partition)
-    leader = PlayedLeader(reactor)
+    _reactor, manager, leader = following(partition)
     header, fetch = leader.request()
     assert (header.api_key, header.api_version) == (ApiKey.FETCH, 12)
     assert (fetch.replica_id, fetch.topics[0].topic) == (FOLLOWER, "t")
@@ -351,11 +353,7 @@ def test_a_diverging_epoch_in_the_answer_truncates_the_follower(tmp_path):
     partition.log.assign_topic_id(TOPIC_ID)
     partition.log.append(batch(b"a", b"b"), 1)  # offsets 0-1 at epoch 1
     partition.log.append(batch(b"c", b"d"), 2)  # offsets 2-3 at epoch 2, never the leader's
-    reactor = MemoryReactorClock()
-    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
-                                    lambda broker: ("127.0.0.1", 9000 + broker))
-    manager.follow(partition)
-    leader = PlayedLeader(reactor)
+    _reactor, manager, leader = following(partition)
     header, _ = leader.request()  # OffsetForLeaderEpoch first, at Kafka 3.9's v4
     assert (header.api_key, header.api_version) == (ApiKey.OFFSET_FOR_LEADER_EPOCH, 4)
     # A leader that does not know yet (an old answer): it keeps our log as it is.
@@ -384,11 +382,7 @@ def test_a_topic_id_the_leader_did_not_know_yet_opens_a_new_session(tmp_path):
     next fetch is a full one that opens a new session (where the ID is known now)."""
     partition = follower_partition(tmp_path, leader_epoch=0)
     partition.log.assign_topic_id(TOPIC_ID)
-    reactor = MemoryReactorClock()
-    manager = ReplicaFetcherManager(reactor, FetchSettings(FOLLOWER),
-                                    lambda broker: ("127.0.0.1", 9000 + broker))
-    manager.follow(partition)
-    leader = PlayedLeader(reactor)
+    reactor, manager, leader = following(partition)
     header, fetch = leader.request()
     assert (fetch.session_id, fetch.session_epoch) == (0, 0)  # a full fetch opens a session
     unknown = fetch_answer_by_id(b"", high_watermark=-1,
