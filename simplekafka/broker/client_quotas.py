@@ -64,15 +64,14 @@ from simplekafka.coordination.client_quotas import (
     sanitize,
 )
 from simplekafka.protocol.api import INTER_BROKER_KEYS, ApiKey
-from simplekafka.protocol.fields import Struct
-from simplekafka.protocol.messages import response_schema
+from simplekafka.protocol.messages import DecodedRequest, response_schema
 
 if TYPE_CHECKING:
     from twisted.internet.interfaces import IReactorTime
 
     from simplekafka.broker.collaborators import Reactor
     from simplekafka.broker.dispatch import RequestContext
-    from simplekafka.protocol.message_types import FetchResponse
+    from simplekafka.protocol.message_types import FetchRequest, FetchResponse
 
 log = logging.getLogger(__name__)
 
@@ -367,17 +366,19 @@ class ClientQuotas:
 
     # -- around each request (the dispatcher calls these while ``enabled``) ----------------
 
-    def before(self, context: RequestContext, request: Struct) -> None:
+    def before(self, context: RequestContext, request: DecodedRequest) -> None:
         """Cap a consumer's fetch at its quota's window, as Kafka does."""
-        if context.api_key == ApiKey.FETCH and fetch_replica_id(request) < 0 \
-                and self.fetch.enabled:
+        if context.api_key == ApiKey.FETCH and self.fetch.enabled:
+            fetch = cast("FetchRequest", request)
+            if fetch_replica_id(fetch) >= 0:
+                return
             cap = self.fetch.max_value_in_window(user_of(context.principal),
                                                  context.client_id or "")
-            if cap is not None and request.max_bytes > cap:
-                request.max_bytes = max(int(cap), 1)
+            if cap is not None and fetch["max_bytes"] > cap:
+                fetch["max_bytes"] = max(int(cap), 1)
 
-    def after(self, result: object, context: RequestContext, request: Struct, frame_size: int,
-              started: float, connection: object) -> object:
+    def after(self, result: object, context: RequestContext, request: DecodedRequest,
+              frame_size: int, started: float, connection: object) -> object:
         """The handler's result with ``throttle_time_ms`` set, the connection muted."""
         handled = time.perf_counter() - started
         if isinstance(result, defer.Deferred):
@@ -385,12 +386,12 @@ class ClientQuotas:
                                       connection)
         return self._throttle(result, context, request, frame_size, handled, connection)
 
-    def _throttle(self, body: object, context: RequestContext, request: Struct,
+    def _throttle(self, body: object, context: RequestContext, request: DecodedRequest,
                   frame_size: int, handled: float, connection: object) -> object:
         if isinstance(body, Failure) or context.api_key in EXEMPT_KEYS:
             return body
         api_key = context.api_key
-        if api_key == ApiKey.FETCH and fetch_replica_id(request) >= 0:
+        if api_key == ApiKey.FETCH and fetch_replica_id(cast("FetchRequest", request)) >= 0:
             return body  # a follower: replication throttles, not client quotas
         user = user_of(context.principal)
         client_id = context.client_id or ""

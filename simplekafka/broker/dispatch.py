@@ -36,7 +36,7 @@ from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.messages import (
     api_versions_probe_response,
-    decode_request,
+    decode_request_dict,
     encode_response_pieces,
 )
 
@@ -122,7 +122,7 @@ class RequestDispatcher:
                         peer, ApiKey(api_key).name, api_version, *low_high)
             raise CloseConnection()
         try:
-            header, body = decode_request(frame)
+            header, body = decode_request_dict(frame)
         except ProtocolError as exc:
             log.warning("closing %s: cannot decode %s v%d request (correlation id %d): %s",
                         peer, ApiKey(api_key).name, api_version, correlation_id, exc)

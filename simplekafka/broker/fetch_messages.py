@@ -63,7 +63,7 @@ PartitionKey = tuple[str, int]
 def fetch_replica_id(request: FetchRequest | Struct) -> int:
     """Who sends a Fetch request: a follower's broker id, or -1 for a consumer. Up to v14 in
     ``replica_id``; v15+ (KIP-903) in ``replica_state``."""
-    replica_id = getattr(request, "replica_id", None)
+    replica_id = request.get("replica_id")
     if replica_id is None:
         return request["replica_state"]["replica_id"]
     return replica_id

@@ -88,8 +88,7 @@ def to_record_batches(request: ProduceRequest) -> dict[tuple[str, int], Partitio
             if records is not None and not isinstance(records, bytes):
                 continue  # decoded sets are bytes: nothing else to convert
             try:
-                # In place: the decoded request is a Struct, its fields attributes.
-                setattr(data, "records", up_convert(records))  # noqa: B010
+                data["records"] = up_convert(records)  # in place, as the request is read
             except CorruptBatchError as exc:
                 response = PartitionResponse(exc.error_code)
                 response.error_message = str(exc)

@@ -17,7 +17,14 @@ from simplekafka.protocol.structs import Node, PartitionMetadata
 from simplekafka.protocol.topic_ids import ZERO_ID
 
 if TYPE_CHECKING:
-    from simplekafka.protocol.fields import Struct
+    from simplekafka.protocol.message_types import (
+        UpdateMetadataRequest,
+        UpdateMetadataRequestTopicStatesPartitionStates,
+        UpdateMetadataRequestUngroupedPartitionStates,
+    )
+
+    _PartitionState = (UpdateMetadataRequestTopicStatesPartitionStates
+                       | UpdateMetadataRequestUngroupedPartitionStates)
 
 
 @dataclass(frozen=True)
@@ -49,51 +56,54 @@ class MetadataCache:
     deletion_listeners: list[Callable[[list[tuple[str, int]]], None]] = field(
         default_factory=list)
 
-    def apply_update_metadata(self, request: Struct) -> ErrorCode:
+    def apply_update_metadata(self, request: UpdateMetadataRequest) -> ErrorCode:
         """Apply an UpdateMetadata (v5+ shape: topic_states; v0-4: ungrouped_partition_states)."""
-        if request.controller_epoch < self.controller_epoch:
+        if request["controller_epoch"] < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        self.controller_epoch = request.controller_epoch
-        self.controller_id = request.controller_id
+        self.controller_epoch = request["controller_epoch"]
+        self.controller_id = request["controller_id"]
         brokers, listener_nodes = {}, {}
-        for live in request.live_brokers:
-            endpoints = getattr(live, "endpoints", None) or []
-            rack = getattr(live, "rack", None)
+        for live in request["live_brokers"]:
+            endpoints = live.get("endpoints") or []
+            rack = live.get("rack")
+            node_id = live["id"]
             if endpoints:
-                host, port = endpoints[0].host, endpoints[0].port
+                host, port = endpoints[0]["host"], endpoints[0]["port"]
             else:
-                host, port = live.v0_host, live.v0_port
-            brokers[live.id] = Node(live.id, host, port, rack)
-            listener_nodes[live.id] = {
-                getattr(e, "listener", None) or "PLAINTEXT": Node(live.id, e.host, e.port, rack)
-                for e in endpoints} or {"PLAINTEXT": brokers[live.id]}
+                host, port = live.get("v0_host") or "", live.get("v0_port", -1)
+            brokers[node_id] = Node(node_id, host, port, rack)
+            listener_nodes[node_id] = {
+                e.get("listener") or "PLAINTEXT": Node(node_id, e["host"], e["port"], rack)
+                for e in endpoints} or {"PLAINTEXT": brokers[node_id]}
         self.brokers = brokers
         self.listener_nodes = listener_nodes
-        states = []
-        for topic_state in getattr(request, "topic_states", None) or []:
-            states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
-            topic_id = getattr(topic_state, "topic_id", ZERO_ID)
-            if topic_id != ZERO_ID and self.topic_ids.get(topic_state.topic_name) != topic_id:
-                self._forget_id(topic_state.topic_name)
-                self.topic_ids[topic_state.topic_name] = topic_id
-                self.topic_names_by_id[topic_id] = topic_state.topic_name
-        for p in getattr(request, "ungrouped_partition_states", None) or []:
-            states.append((p.topic_name, p))
+        states: list[tuple[str, _PartitionState]] = []
+        for topic_state in request.get("topic_states") or []:
+            name = topic_state["topic_name"]
+            states += [(name, p) for p in topic_state["partition_states"]]
+            topic_id = topic_state.get("topic_id", ZERO_ID)
+            if topic_id != ZERO_ID and self.topic_ids.get(name) != topic_id:
+                self._forget_id(name)
+                self.topic_ids[name] = topic_id
+                self.topic_names_by_id[topic_id] = name
+        for ungrouped in request.get("ungrouped_partition_states") or []:
+            states.append((ungrouped["topic_name"], ungrouped))
         deleted: list[tuple[str, int]] = []
         for topic, p in states:
-            if p.leader == LEADER_DURING_DELETE:
+            index = p["partition_index"]
+            if p["leader"] == LEADER_DURING_DELETE:
                 partitions = self.topics.get(topic)
                 if partitions is not None:
-                    if partitions.pop(p.partition_index, None) is not None:
-                        deleted.append((topic, p.partition_index))
+                    if partitions.pop(index, None) is not None:
+                        deleted.append((topic, index))
                     if not partitions:
                         del self.topics[topic]
                         self._forget_id(topic)
                 continue
-            self.topics.setdefault(topic, {})[p.partition_index] = CachedPartitionState(
-                topic, p.partition_index, p.leader, p.leader_epoch, tuple(p.replicas),
-                tuple(p.isr), tuple(getattr(p, "offline_replicas", ()) or ()),
-                zk_version=p.zk_version, controller_epoch=p.controller_epoch,
+            self.topics.setdefault(topic, {})[index] = CachedPartitionState(
+                topic, index, p["leader"], p["leader_epoch"], tuple(p["replicas"]),
+                tuple(p["isr"]), tuple(p.get("offline_replicas") or ()),
+                zk_version=p["zk_version"], controller_epoch=p["controller_epoch"],
             )
         self._changed()
         if deleted:

@@ -45,8 +45,16 @@ from simplekafka.storage.errors import DescriptorsExhaustedError, InconsistentTo
 
 if TYPE_CHECKING:
     from simplekafka.broker.collaborators import DelayedCall, Reactor
-    from simplekafka.protocol.fields import Struct
+    from simplekafka.protocol.message_types import (
+        LeaderAndIsrRequest,
+        LeaderAndIsrRequestTopicStatesPartitionStates,
+        LeaderAndIsrRequestUngroupedPartitionStates,
+        StopReplicaRequest,
+    )
     from simplekafka.storage import LogConfig, LogManager
+
+    LeaderAndIsrPartitionState = (LeaderAndIsrRequestTopicStatesPartitionStates
+                                  | LeaderAndIsrRequestUngroupedPartitionStates)
 
 log = logging.getLogger(__name__)
 
@@ -395,25 +403,27 @@ class ReplicaManager:
 
     # -- controller requests ------------------------------------------------------------
 
-    def become_leader_or_follower(self, request: Struct) -> PartitionErrors:
+    def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> PartitionErrors:
         """Apply a LeaderAndIsr request; the outcome names every partition's error code."""
-        if request.controller_epoch < self.controller_epoch:
+        if request["controller_epoch"] < self.controller_epoch:
             log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d < %d",
-                        request.controller_id, request.controller_epoch, self.controller_epoch)
+                        request["controller_id"], request["controller_epoch"],
+                        self.controller_epoch)
             return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
-        self.controller_epoch = request.controller_epoch
+        self.controller_epoch = request["controller_epoch"]
         errors = {}
-        ids = {ts.topic_name: ts.topic_id for ts in getattr(request, "topic_states", None) or []
-               if getattr(ts, "topic_id", ZERO_ID) != ZERO_ID}  # v5+ (KIP-516)
+        ids = {ts["topic_name"]: ts["topic_id"] for ts in request.get("topic_states") or []
+               if ts.get("topic_id", ZERO_ID) != ZERO_ID}  # v5+ (KIP-516)
         for topic, state in _partition_states(request):
             code = self._apply_partition_state(topic, state, ids.get(topic))
-            errors[TopicPartition(topic, state.partition_index)] = code
+            errors[TopicPartition(topic, state["partition_index"])] = code
         return PartitionErrors(ErrorCode.NONE, errors)
 
-    def _apply_partition_state(self, topic: str, state: Struct,
+    def _apply_partition_state(self, topic: str, state: LeaderAndIsrPartitionState,
                                topic_id: bytes | None = None) -> ErrorCode:
-        key = (topic, state.partition_index)
-        if self.broker_id not in state.replicas:
+        index = state["partition_index"]
+        key = (topic, index)
+        if self.broker_id not in state["replicas"]:
             return ErrorCode.NONE  # not ours to hold
         partition = self.partitions.get(key)
         try:
@@ -421,17 +431,17 @@ class ReplicaManager:
                 # The log must be this topic's: one left by an earlier topic of the same
                 # name (its partition.metadata names another ID) is refused, as Kafka does.
                 existing = partition.log if partition is not None else \
-                    self.log_manager.get(topic, state.partition_index)
+                    self.log_manager.get(topic, index)
                 if existing is not None:
                     existing.assign_topic_id(topic_id)
             if partition is None:
                 config = self.log_config_for(topic) if self.log_config_for else None
-                log_ = self.log_manager.get_or_create(topic, state.partition_index, config)
+                log_ = self.log_manager.get_or_create(topic, index, config)
                 if topic_id is not None:
                     log_.assign_topic_id(topic_id)
                 # acks=all answers one HW advance releases leave together (one write per
                 # connection: answers_together.py).
-                partition = Partition(topic, state.partition_index, self.broker_id, log_,
+                partition = Partition(topic, index, self.broker_id, log_,
                                       clock=self.reactor, completing=self.answers)
                 partition.max_decompressed_bytes = self.max_decompressed_bytes
                 partition.zero_copy_from = self.zero_copy_from
@@ -441,39 +451,39 @@ class ReplicaManager:
                 self.partitions[key] = partition
                 if key in self.log_manager.futures:  # a move a restart interrupted goes on
                     self.log_dir_mover.wake()
-            if state.leader == self.broker_id:
+            if state["leader"] == self.broker_id:
                 applied = partition.make_leader(
-                    state.leader_epoch, list(state.isr), list(state.replicas),
-                    state.zk_version, state.controller_epoch)
+                    state["leader_epoch"], list(state["isr"]), list(state["replicas"]),
+                    state["zk_version"], state["controller_epoch"])
                 if applied and self.fetchers is not None:
                     self.fetchers.unfollow(key)
             else:
                 before = (partition.leader_id, partition.leader_epoch)
                 applied = partition.make_follower(
-                    state.leader, state.leader_epoch, list(state.isr), list(state.replicas),
-                    state.zk_version, state.controller_epoch)
+                    state["leader"], state["leader_epoch"], list(state["isr"]),
+                    list(state["replicas"]), state["zk_version"], state["controller_epoch"])
                 if applied and self.fetchers is not None and (
                         before != (partition.leader_id, partition.leader_epoch)
                         or not self.fetchers.is_following(key)):
                     self.fetchers.follow(partition)
         except InconsistentTopicIdError as exc:
-            log.error("%s-%d: not applied: %s", topic, state.partition_index, exc)
+            log.error("%s-%d: not applied: %s", topic, index, exc)
             return ErrorCode.INCONSISTENT_TOPIC_ID
         except Exception as exc:
             if partition is None:
                 self._mark_offline(key, exc)
             else:
-                log.exception("cannot apply state of %s-%d: %s", topic, state.partition_index,
+                log.exception("cannot apply state of %s-%d: %s", topic, index,
                               exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
         self.offline_partitions.pop(key, None)
         if not applied:
             log.info("%s-%d: ignoring stale leader epoch %d (have %d)", topic,
-                     state.partition_index, state.leader_epoch, partition.leader_epoch)
+                     index, state["leader_epoch"], partition.leader_epoch)
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        log.info("%s-%d: %s at leader epoch %d, ISR %s", topic, state.partition_index,
-                 "leader" if partition.is_leader else f"follower of {state.leader}",
-                 state.leader_epoch, list(state.isr))
+        log.info("%s-%d: %s at leader epoch %d, ISR %s", topic, index,
+                 "leader" if partition.is_leader else f"follower of {state['leader']}",
+                 state["leader_epoch"], list(state["isr"]))
         return ErrorCode.NONE
 
     def _mark_offline(self, key: tuple[str, int], exc: Exception) -> None:
@@ -486,20 +496,20 @@ class ReplicaManager:
         else:
             log.error("%s-%d: offline, its log cannot be opened", *key, exc_info=exc)
 
-    def stop_replicas(self, request: Struct) -> PartitionErrors:
+    def stop_replicas(self, request: StopReplicaRequest) -> PartitionErrors:
         """Apply StopReplica (v0-3 shapes): forget the partitions, deleting their logs if asked."""
-        if request.controller_epoch < self.controller_epoch:
+        if request["controller_epoch"] < self.controller_epoch:
             return PartitionErrors(ErrorCode.STALE_CONTROLLER_EPOCH, {})
-        self.controller_epoch = request.controller_epoch
+        self.controller_epoch = request["controller_epoch"]
         targets: list[tuple[str, int, bool]] = []
-        delete_all = bool(getattr(request, "delete_partitions", False))
-        for topic in getattr(request, "topics", None) or []:
-            targets += [(topic.name, p, delete_all) for p in topic.partition_indexes]
-        for p in getattr(request, "ungrouped_partitions", None) or []:
-            targets.append((p.topic_name, p.partition_index, delete_all))
-        for topic in getattr(request, "topic_states", None) or []:
-            targets += [(topic.topic_name, p.partition_index, p.delete_partition)
-                        for p in topic.partition_states]
+        delete_all = bool(request.get("delete_partitions", False))
+        for topic in request.get("topics") or []:
+            targets += [(topic["name"], p, delete_all) for p in topic["partition_indexes"]]
+        for p in request.get("ungrouped_partitions") or []:
+            targets.append((p["topic_name"], p["partition_index"], delete_all))
+        for topic_state in request.get("topic_states") or []:
+            targets += [(topic_state["topic_name"], p["partition_index"], p["delete_partition"])
+                        for p in topic_state["partition_states"]]
         errors = {TopicPartition(topic, index): self._stop_replica(topic, index, delete)
                   for topic, index, delete in targets}
         return PartitionErrors(ErrorCode.NONE, errors)
@@ -598,13 +608,14 @@ class ReplicaManager:
         self.checkpoint_high_watermarks()
 
 
-def _partition_states(request: Struct) -> list[tuple[str, Struct]]:
+def _partition_states(request: LeaderAndIsrRequest
+                      ) -> list[tuple[str, LeaderAndIsrPartitionState]]:
     """(topic, partition state) pairs from either LeaderAndIsr shape (v0-1 or v2+)."""
-    states = []
-    for topic_state in getattr(request, "topic_states", None) or []:
-        states += [(topic_state.topic_name, p) for p in topic_state.partition_states]
-    for p in getattr(request, "ungrouped_partition_states", None) or []:
-        states.append((p.topic_name, p))
+    states: list[tuple[str, LeaderAndIsrPartitionState]] = []
+    for topic_state in request.get("topic_states") or []:
+        states += [(topic_state["topic_name"], p) for p in topic_state["partition_states"]]
+    for p in request.get("ungrouped_partition_states") or []:
+        states.append((p["topic_name"], p))
     return states
 
 

@@ -25,13 +25,16 @@ from simplekafka.protocol.fields import (
     SMALL_ARRAY,
     Array,
     Buffer,
+    Bytes,
     EncodeError,
     Field,
+    FieldType,
     MessageSchema,
     String,
     Struct,
     StructType,
     is_fixed,
+    plain,
     retag,
     untag,
 )
@@ -39,6 +42,22 @@ from simplekafka.protocol.fields import (
 
 def compile_read(schema: MessageSchema) -> Callable[[Buffer, int], tuple[Struct, int]]:
     """The schema's decoder: ``read(buf, pos) -> (struct, new_pos)``."""
+    return cast("Callable[[Buffer, int], tuple[Struct, int]]", _compile_read(schema, False))
+
+
+def compile_read_dict(schema: MessageSchema
+                      ) -> Callable[[Buffer, int], tuple[dict[str, object], int]]:
+    """The same decoder building plain dicts (nested ones too) instead of Structs.
+
+    What the broker decodes requests with: its handlers take each request as its
+    TypedDict and read it by key, which a dict answers in one C-level lookup where a
+    Struct's ``__getitem__`` is a Python call (issue 27: the typed seam, no slower).
+    """
+    return cast("Callable[[Buffer, int], tuple[dict[str, object], int]]",
+                _compile_read(schema, True))
+
+
+def _compile_read(schema: MessageSchema, as_dict: bool) -> object:
     ns: dict[str, object] = {
         "_new": object.__new__,
         "_len": len,
@@ -47,12 +66,15 @@ def compile_read(schema: MessageSchema) -> Callable[[Buffer, int], tuple[Struct,
         "_int32": p.INT32.unpack_from,
         "_int16": p.INT16.unpack_from,
         "_str": str,
+        "_bytes": bytes,
         "_list": list,
     }
-    lines = ["def read(buf, pos):"]
-    _emit_read(schema, ns, lines, "    ", "obj")
+    name = "read_dict" if as_dict else "read"
+    # The buffer's length is read once: every inlined check compares against it.
+    lines = [f"def {name}(buf, pos):", "    blen = _len(buf)"]
+    _emit_read(schema, ns, lines, "    ", "obj", as_dict)
     lines.append("    return obj, pos")
-    return cast("Callable[[Buffer, int], tuple[Struct, int]]", _define(schema, "read", lines, ns))
+    return _define(schema, name, lines, ns)
 
 def _define(schema: MessageSchema, name: str, lines: list[str], ns: dict[str, object]) -> object:
     """Compile the generated function, keeping its text in ``schema.source``; what it is,
@@ -71,6 +93,11 @@ def compile_write(schema: MessageSchema) -> Callable[[bytearray, object], None]:
         "_isinstance": isinstance,
         "_Mapping": Mapping,
         "_write_tags": p.write_tagged_fields,
+        "_str": str,
+        "_bytes": bytes,
+        "_int16": p.INT16.pack,
+        "_int32": p.INT32.pack,
+        "_uvarint": p.write_unsigned_varint,
         "_encode_error": EncodeError,
     }
     lines = [
@@ -116,6 +143,38 @@ def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], 
                 f"{ind}    for item in x:",
                 f"{ind}        _elem{i}(out, item)",
             ]
+        elif isinstance(t, String):
+            # A str whose UTF-8 surely fits its length field inline (at most 4 bytes a
+            # character); null, a long or a wrong value go through the type's writer.
+            ns[f"_write{i}"] = t.write
+            limit = 31 if t.compact else 8191
+            lines += [
+                f"{ind}x = {value}",
+                f"{ind}if x.__class__ is _str and len(x) <= {limit}:",
+                f"{ind}    raw = x.encode()",
+            ]
+            if t.compact:
+                lines += [f"{ind}    out.append(len(raw) + 1)"]
+            else:
+                lines += [f"{ind}    out += _int16(len(raw))"]
+            lines += [f"{ind}    out += raw"]
+            if t.nullable:
+                null = "out.append(0)" if t.compact else "out += b'\\xff\\xff'"
+                lines += [f"{ind}elif x is None:", f"{ind}    {null}"]
+            lines += [f"{ind}else:", f"{ind}    _write{i}(out, x)"]
+        elif isinstance(t, Bytes):
+            # Bytes and record sets held as bytes inline; null, a file region (the broker's
+            # zero-copy reads) or a wrong value go through the type's writer.
+            ns[f"_write{i}"] = t.write
+            length = "_uvarint(out, len(x) + 1)" if t.compact else "out += _int32(len(x))"
+            lines += [
+                f"{ind}x = {value}",
+                f"{ind}if x.__class__ is _bytes:",
+                f"{ind}    {length}",
+                f"{ind}    out += x",
+                f"{ind}else:",
+                f"{ind}    _write{i}(out, x)",
+            ]
         else:
             ns[f"_write{i}"] = t.write
             lines.append(f"{ind}_write{i}(out, {value})")
@@ -129,29 +188,39 @@ def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], 
                 ns[f"_td{i}_{k}"] = tagged.default
                 values.append(get.format(name=tagged.name, default=f"_td{i}_{k}"))
             tags = f"_retag{i}({tags}, {', '.join(values)})"
-        lines.append(f"{ind}_write_tags(out, {tags})")
+            lines.append(f"{ind}_write_tags(out, {tags})")
+        else:  # no tagged fields, the usual case: one zero byte, inline
+            lines += [f"{ind}x = {tags}", f"{ind}if not x:", f"{ind}    out.append(0)",
+                      f"{ind}else:", f"{ind}    _write_tags(out, x)"]
     lines.append(f"{ind}pass")
 
 
 def _emit_read(
-    schema: MessageSchema, ns: dict[str, object], lines: list[str], ind: str, target: str
+    schema: MessageSchema, ns: dict[str, object], lines: list[str], ind: str, target: str,
+    as_dict: bool = False,
 ) -> None:
     """Emit code that reads one ``schema`` struct at ``pos`` into the variable ``target``.
 
     Nested structures are inlined (no call per array element), and runs of
     fixed-width fields are unpacked straight into the new object's slots.
     """
-    n = len(ns)
-    ns[f"_cls{n}"] = schema.struct_class
-    lines.append(f"{ind}{target} = _new(_cls{n})")
+    def slot(name: str) -> str:  # where a field's value goes: the dict's key, or the slot
+        return f"{target}[{name!r}]" if as_dict else f"{target}.{name}"
+
+    if as_dict:
+        lines.append(f"{ind}{target} = {{}}")
+    else:
+        n = len(ns)
+        ns[f"_cls{n}"] = schema.struct_class
+        lines.append(f"{ind}{target} = _new(_cls{n})")
     for run, f in _fixed_runs(schema.fields):
         if run:  # one unpack_from for the whole run, straight into the slots
             i = len(ns)
             compiled = _run_struct(run)
             ns[f"_unpack{i}"] = compiled.unpack_from
             ns[f"_short{i}"] = _short_run_error(schema.name, run)
-            attrs = ", ".join(f"{target}.{fixed.name}" for fixed in run)
-            lines.append(f"{ind}if pos + {compiled.size} > _len(buf): _short{i}(buf, pos)")
+            attrs = ", ".join(slot(fixed.name) for fixed in run)
+            lines.append(f"{ind}if pos + {compiled.size} > blen: _short{i}(buf, pos)")
             lines.append(f"{ind}{attrs}, = _unpack{i}(buf, pos)")
             lines.append(f"{ind}pos += {compiled.size}")
         if f is None:
@@ -161,27 +230,34 @@ def _emit_read(
         if isinstance(t, Array) and isinstance(t.element, StructType):
             ns[f"_count{i}"] = t.read_count
             items, element = f"items{i}", f"element{i}"
-            if t.compact:
-                lines.append(f"{ind}n, pos = _count{i}(buf, pos)")
+            if t.compact:  # a one-byte count inline (under 127 elements); else the reader
+                lines += [
+                    f"{ind}n = buf[pos] if pos < blen else 0x80",
+                    f"{ind}if 0 < n < 0x80 and pos + 1 + (n - 1) * {t.element.min_size} <= blen:",
+                    f"{ind}    n -= 1",
+                    f"{ind}    pos += 1",
+                    f"{ind}else:",
+                    f"{ind}    n, pos = _count{i}(buf, pos)",
+                ]
             else:  # the count read inline; null or an impossible count: the generic reader
                 lines += [
-                    f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= _len(buf) else -2",
-                    f"{ind}if 0 <= n and pos + 4 + n * {t.element.min_size} <= _len(buf):",
+                    f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= blen else -2",
+                    f"{ind}if 0 <= n and pos + 4 + n * {t.element.min_size} <= blen:",
                     f"{ind}    pos += 4",
                     f"{ind}else:",
                     f"{ind}    n, pos = _count{i}(buf, pos)",
                 ]
             lines += [
                 f"{ind}if n < 0:",
-                f"{ind}    {target}.{f.name} = None",
+                f"{ind}    {slot(f.name)} = None",
                 f"{ind}else:",
                 f"{ind}    {items} = []",
                 f"{ind}    for _ in _range(n):",
             ]
-            _emit_read(t.element.schema, ns, lines, ind + "        ", element)
+            _emit_read(t.element.schema, ns, lines, ind + "        ", element, as_dict)
             lines += [
                 f"{ind}        {items}.append({element})",
-                f"{ind}    {target}.{f.name} = {items}",
+                f"{ind}    {slot(f.name)} = {items}",
             ]
         elif isinstance(t, Array) and t._fixed_fmt is not None and not t.compact:
             # Inline the common case (a short, non-null list of ints); anything else,
@@ -190,37 +266,128 @@ def _emit_read(
             ns[f"_unpackers{i}"] = t._unpackers
             size = t.element.min_size
             lines += [
-                f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= _len(buf) else -2",
-                f"{ind}if 0 <= n < {SMALL_ARRAY} and pos + 4 + n * {size} <= _len(buf):",
-                f"{ind}    {target}.{f.name} = _list(_unpackers{i}[n](buf, pos + 4))",
+                f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= blen else -2",
+                f"{ind}if 0 <= n < {SMALL_ARRAY} and pos + 4 + n * {size} <= blen:",
+                f"{ind}    {slot(f.name)} = _list(_unpackers{i}[n](buf, pos + 4))",
                 f"{ind}    pos += 4 + n * {size}",
                 f"{ind}else:",
-                f"{ind}    {target}.{f.name}, pos = _read{i}(buf, pos)",
+                f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)",
             ]
         elif isinstance(t, String) and not t.compact:
-            # Inline the common case (a whole, valid string); null, a short buffer or bad
-            # UTF-8 go through the generic reader, which returns null or names the error.
+            # Inline the common cases (a whole, valid string; null where nullable); a short
+            # buffer or bad UTF-8 go through the generic reader, which names the error.
             ns[f"_read{i}"] = t.read
             lines += [
-                f"{ind}n = _int16(buf, pos)[0] if pos + 2 <= _len(buf) else -2",
-                f"{ind}if 0 <= n and pos + 2 + n <= _len(buf):",
+                f"{ind}n = _int16(buf, pos)[0] if pos + 2 <= blen else -2",
+                f"{ind}if 0 <= n and pos + 2 + n <= blen:",
                 f"{ind}    try:",
-                f"{ind}        {target}.{f.name} = _str(buf[pos + 2:pos + 2 + n], 'utf-8')",
+                f"{ind}        {slot(f.name)} = _str(buf[pos + 2:pos + 2 + n], 'utf-8')",
                 f"{ind}    except UnicodeDecodeError:",
                 f"{ind}        _read{i}(buf, pos)",
                 f"{ind}    pos += 2 + n",
-                f"{ind}else:",
-                f"{ind}    {target}.{f.name}, pos = _read{i}(buf, pos)",
             ]
-        else:
+            if t.nullable:
+                lines += [f"{ind}elif n == -1:", f"{ind}    {slot(f.name)} = None",
+                          f"{ind}    pos += 2"]
+            lines += [f"{ind}else:", f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)"]
+        elif isinstance(t, String):  # compact: a one-byte length inline, as above
             ns[f"_read{i}"] = t.read
-            lines.append(f"{ind}{target}.{f.name}, pos = _read{i}(buf, pos)")
+            lines += [
+                f"{ind}n = buf[pos] if pos < blen else 0x80",
+                f"{ind}if 0 < n < 0x80 and pos + n <= blen:",
+                f"{ind}    try:",
+                f"{ind}        {slot(f.name)} = _str(buf[pos + 1:pos + n], 'utf-8')",
+                f"{ind}    except UnicodeDecodeError:",
+                f"{ind}        _read{i}(buf, pos)",
+                f"{ind}    pos += n",
+            ]
+            if t.nullable:
+                lines += [f"{ind}elif n == 0:", f"{ind}    {slot(f.name)} = None",
+                          f"{ind}    pos += 1"]
+            lines += [f"{ind}else:", f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)"]
+        elif isinstance(t, Bytes) and not t.compact:
+            # Bytes and record sets: a whole one, or null where nullable, inline.
+            ns[f"_read{i}"] = t.read
+            lines += [
+                f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= blen else -2",
+                f"{ind}if 0 <= n and pos + 4 + n <= blen:",
+                f"{ind}    {slot(f.name)} = _bytes(buf[pos + 4:pos + 4 + n])",
+                f"{ind}    pos += 4 + n",
+            ]
+            if t.nullable:
+                lines += [f"{ind}elif n == -1:", f"{ind}    {slot(f.name)} = None",
+                          f"{ind}    pos += 4"]
+            lines += [f"{ind}else:", f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)"]
+        else:
+            ns[f"_read{i}"] = dict_reader(t) if as_dict else t.read
+            lines.append(f"{ind}{slot(f.name)}, pos = _read{i}(buf, pos)")
     if schema.flexible:
-        lines.append(f"{ind}{target}.tagged_fields, pos = _read_tags(buf, pos)")
+        lines += [  # no tagged fields (one zero byte) inline, each message its own dict
+            f"{ind}if pos < blen and buf[pos] == 0:",
+            f"{ind}    {slot('tagged_fields')} = {{}}",
+            f"{ind}    pos += 1",
+            f"{ind}else:",
+            f"{ind}    {slot('tagged_fields')}, pos = _read_tags(buf, pos)",
+        ]
         if schema.tagged:
             i = len(ns)
-            ns[f"_untag{i}"] = untag(schema.tagged, schema.name)
+            ns[f"_untag{i}"] = untag_dict(schema.tagged, schema.name) if as_dict \
+                else untag(schema.tagged, schema.name)
             lines.append(f"{ind}_untag{i}({target})")
+
+
+def dict_reader(field_type: FieldType[object]) -> Callable[[Buffer, int], tuple[object, int]]:
+    """How a field reads in dict mode: a nested structure, alone or in an array, as dicts."""
+    if isinstance(field_type, StructType):
+        schema = field_type.schema
+        return lambda buf, pos: schema.read_dict(buf, pos)
+    if isinstance(field_type, Array) and isinstance(field_type.element, StructType):
+        array, element = field_type, field_type.element.schema
+
+        def read(buf: Buffer, pos: int) -> tuple[object, int]:
+            count, pos = array.read_count(buf, pos)
+            if count < 0:
+                return None, pos
+            items = []
+            for _ in range(count):
+                item, pos = element.read_dict(buf, pos)
+                items.append(item)
+            return items, pos
+
+        return read
+    return field_type.read
+
+
+def untag_dict(tagged: tuple[Field, ...], schema_name: str
+               ) -> Callable[[dict[str, object]], None]:
+    """``untag`` for a dict just read: its known tags decoded (nested structures as dicts),
+    a missing one given its default as plain data, the unknown ones left as raw bytes."""
+    readers = [(f, dict_reader(f.type), plain(f.default)) for f in tagged]
+
+    def apply(obj: dict[str, object]) -> None:
+        raw = cast("dict[int, bytes] | None", obj["tagged_fields"])
+        for f, read, default in readers:
+            data = raw.pop(f.tag, None) if raw and f.tag is not None else None
+            if data is None:
+                obj[f.name] = _fresh(default)
+                continue
+            value, end = read(data, 0)
+            if end != len(data):
+                raise ProtocolError(
+                    f"tagged field {f.tag} ({schema_name}.{f.name}) is {len(data)} bytes but "
+                    f"its value ends at {end}", offset=None, expected=f"{f.type.name} {f.name}")
+            obj[f.name] = value
+
+    return apply
+
+
+def _fresh(value: object) -> object:
+    """A copy of a plain default that no other message shares (its dicts and lists new)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
 
 
 def _fixed_runs(fields: Iterable[Field]) -> Iterator[tuple[list[Field], Field | None]]:

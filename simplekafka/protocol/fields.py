@@ -165,6 +165,11 @@ class Bytes(FieldType[Buffer | None]):
         return None if self.nullable else b""
 
 
+# Record sets the codec writes itself (a tuple named once: a union in the call would be
+# built on every record set).
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
 class Records(Bytes):
     """A record set (RecordBatch bytes), kept raw: the broker never decodes it.
 
@@ -178,7 +183,7 @@ class Records(Bytes):
     kind = "records"
 
     def write(self, out: bytearray, value: Sized | None) -> None:
-        if value is None or isinstance(value, bytes | bytearray | memoryview):
+        if value is None or isinstance(value, _BYTES_LIKE):
             Bytes.write(self, out, value)
             return
         if not isinstance(out, PiecedOutput):
@@ -396,7 +401,7 @@ class Struct:
 
     def to_dict(self) -> dict[str, object]:
         """Plain nested dicts and lists, for printing, comparing and JSON."""
-        return {name: _plain(getattr(self, name)) for name in self._fields}
+        return {name: plain(getattr(self, name)) for name in self._fields}
 
     def items(self) -> list[tuple[str, object]]:
         """(field name, value) pairs in wire order."""
@@ -407,11 +412,22 @@ class Struct:
             raise KeyError(name)
         return getattr(self, name)
 
+    def __setitem__(self, name: str, value: object) -> None:
+        if name not in self._fields:
+            raise KeyError(name)
+        setattr(self, name, value)
+
+    def get(self, name: str, default: object = None) -> Any:
+        """A field's value, or ``default`` where this version has no such field: as a dict's
+        ``get``, so code that reads a request by key takes the broker's decoded dicts and a
+        Struct alike."""
+        return getattr(self, name, default) if name in self._fields else default
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Struct):
             return self.to_dict() == other.to_dict()
         if isinstance(other, Mapping):
-            return self.to_dict() == _plain(other)
+            return self.to_dict() == plain(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -421,13 +437,14 @@ class Struct:
         return f"{self._schema.name}({inner})"
 
 
-def _plain(value: object) -> object:
+def plain(value: object) -> object:
+    """A value as plain data: Structs as dicts (lists of them as lists), buffers as bytes."""
     if isinstance(value, Struct):
         return value.to_dict()
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     return value
@@ -490,6 +507,7 @@ class MessageSchema(Protocol):
     struct_class: type[Struct]
     source: dict[str, str]
     read: Callable[[Buffer, int], tuple[Struct, int]]
+    read_dict: Callable[[Buffer, int], tuple[dict[str, object], int]]
     _write_fast: Callable[[bytearray, object], None]
 
     def make(self, **fields: object) -> Struct: ...

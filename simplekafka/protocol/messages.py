@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sized
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.api import (
@@ -118,6 +118,25 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
     comes back as ``(header, body_or_None)`` so the broker can send the probe
     answer.
     """
+    return _decode_request(payload, False)
+
+
+# A request body as the broker decodes it: the request's TypedDict (protocol.message_types)
+# at run time, read by key.
+DecodedRequest = dict[str, object]
+
+
+def decode_request_dict(payload: Buffer) -> tuple[RequestHeader, DecodedRequest | None]:
+    """``decode_request`` with the body as plain dicts (nested ones too), the shape of the
+    request's TypedDict in ``message_types``: what the broker's handlers take and read by
+    key. The same bytes, checks and errors as ``decode_request``; the ApiVersions probe
+    (a version outside ``SUPPORTED_VERSIONS``) still comes back as a Struct or None."""
+    return _decode_request(payload, True)
+
+
+# The body is a Struct or a dict, as the caller asked: the two public functions say which
+# (a cast there would be a call on every request the broker reads).
+def _decode_request(payload: Buffer, as_dict: bool) -> tuple[RequestHeader, Any]:
     if len(payload) < 8:
         decode_request_header(payload)  # raises the "too short" error
     api_key, api_version, correlation_id = _FIRST_THREE.unpack_from(payload, 0)
@@ -133,11 +152,22 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
             raise UnsupportedRequestError(str(exc), _best_effort_header(payload),
                                           offset=0) from None
     schema, tagged_header = layout
-    client_id, pos = p.read_string(payload, 8, nullable=True)
+    # The client id, read inline when whole and valid UTF-8 (nearly always); null, short
+    # or bad bytes go through the reader that names the error.
+    n = _INT16_AT(payload, 8)[0] if len(payload) >= 10 else -2
+    if n == -1:
+        client_id, pos = None, 10
+    elif 0 <= n <= len(payload) - 10:
+        try:
+            client_id, pos = str(payload[10:10 + n], "utf-8"), 10 + n
+        except UnicodeDecodeError:
+            client_id, pos = p.read_string(payload, 8, nullable=True)
+    else:
+        client_id, pos = p.read_string(payload, 8, nullable=True)
     if tagged_header:
         _, pos = p.read_tagged_fields(payload, pos)
-    header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    body, end = schema.read(payload, pos)
+    header = _new_header(RequestHeader, (api_key, api_version, correlation_id, client_id))
+    body, end = (schema.read_dict if as_dict else schema.read)(payload, pos)
     if end != len(payload) and api_key not in TRAILING_BYTES_TOLERATED:
         raise ProtocolError(
             f"{schema.name} v{api_version} ends at offset {end} but the request has "
@@ -146,6 +176,11 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Struct | None]:
             expected="end of request",
         )
     return header, body
+
+
+# Built with every field given: tuple.__new__ skips the NamedTuple's generated __new__.
+_new_header = tuple.__new__
+_INT16_AT = struct.Struct(">h").unpack_from
 
 
 class MessageLayout(NamedTuple):
@@ -220,11 +255,16 @@ def encode_request(
     return bytes(out)
 
 
+# An answer already encoded; a tuple, named once (``bytes | bytearray`` written in the call
+# would build a union object on every response).
+_ENCODED = (bytes, bytearray)
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: object) -> bytes:
     """A response payload (header + body, without the 4-byte length prefix); ``body`` may
     be already encoded (bytes from ``encode_response_body``, e.g. a cached answer)."""
     out = bytearray(p.INT32.pack(correlation_id))
-    if isinstance(body, bytes | bytearray):
+    if isinstance(body, _ENCODED):
         if response_header_version(api_key, api_version) >= 1:
             out.append(0)
         out += body
@@ -242,7 +282,7 @@ def encode_response_pieces(api_key: int, api_version: int, correlation_id: int, 
     """``encode_response``, where a Fetch answer may hold record sets that are not bytes
     (the broker's file regions): such an answer comes as a list of pieces
     (``PiecedOutput.pieces``), to be framed with ``framing.frame_pieces``."""
-    if api_key != ApiKey.FETCH or isinstance(body, bytes | bytearray):
+    if api_key != ApiKey.FETCH or isinstance(body, _ENCODED):
         return encode_response(api_key, api_version, correlation_id, body)
     out = PiecedOutput(p.INT32.pack(correlation_id))
     layout = _RESPONSE_LAYOUTS.get((api_key, api_version)) or response_layout(api_key,

@@ -29,7 +29,7 @@ import struct
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from simplekafka.protocol import primitives as p
-from simplekafka.protocol.codegen import compile_read, compile_write
+from simplekafka.protocol.codegen import compile_read, compile_read_dict, compile_write
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.fields import (
     _MISSING,
@@ -175,7 +175,14 @@ class Schema:
         # keeps the text of each generated function.
         self.source: dict[str, str] = {}
         self.read: Callable[[Buffer, int], tuple[Struct, int]] = compile_read(self)
+        # The same decoder building dicts (the broker's requests): compiled on first use.
+        self.read_dict: Callable[[Buffer, int], tuple[dict[str, object], int]] = \
+            self._first_read_dict
         self._write_fast: Callable[[bytearray, object], None] = compile_write(self)
+
+    def _first_read_dict(self, buf: Buffer, pos: int) -> tuple[dict[str, object], int]:
+        self.read_dict = compile_read_dict(self)
+        return self.read_dict(buf, pos)
 
     # -- building values ----------------------------------------------------------------
 

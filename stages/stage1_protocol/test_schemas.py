@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from simplekafka.protocol import ProtocolError, Struct, decode_request, decode_response
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey, request_schema, response_schema
 from simplekafka.protocol.definitions import MESSAGES
+from simplekafka.protocol.fields import plain
+from simplekafka.protocol.messages import decode_request_dict
 from simplekafka.protocol.schema import EncodeError, strict_encoding
 from stages.stage1_protocol.strategies import for_schema
 
@@ -46,8 +48,25 @@ def test_every_schema_version_round_trips(message, version):
         schema.write_slow(slow, values)
         assert bytes(slow) == encoded
         assert schema.read_slow(encoded, 0)[0].to_dict() == values
+        # The dict decoder (the broker's requests) reads the same values, as dicts all
+        # the way down, and they encode to the same bytes.
+        as_dicts, end = schema.read_dict(encoded, 0)
+        assert end == len(encoded)
+        assert _only_dicts(as_dicts) and plain(as_dicts) == values
+        assert schema.encode(as_dicts) == encoded
 
     round_trip()
+
+
+def _only_dicts(value: object) -> bool:
+    """Whether a decoded value holds no Struct at any depth."""
+    if isinstance(value, Struct):
+        return False
+    if isinstance(value, dict):
+        return all(_only_dicts(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_only_dicts(v) for v in value)
+    return True
 
 
 def test_every_advertised_version_has_both_schemas():
@@ -182,8 +201,13 @@ SAMPLE = [(m, v) for pair in MESSAGES.values() for m in pair for v in (m.valid.l
 @given(st.sampled_from(SAMPLE), st.binary(max_size=200))
 def test_random_bytes_raise_only_protocol_error(message_version, data):
     message, version = message_version
+    schema = message.schema(version)
     try:
-        message.schema(version).decode(data)
+        schema.decode(data)
+    except ProtocolError:
+        pass
+    try:
+        schema.read_dict(data, 0)
     except ProtocolError:
         pass
 
@@ -203,16 +227,21 @@ def test_mutated_messages_raise_only_protocol_error(data):
         schema.decode(bytes(encoded[:cut]))
     except ProtocolError:
         pass
+    try:
+        schema.read_dict(bytes(encoded[:cut]), 0)
+    except ProtocolError:
+        pass
 
 
 @FUZZ
 @given(st.sampled_from([int(k) for k in ApiKey]), st.integers(-1, 12), st.binary(max_size=120))
 def test_random_requests_raise_only_protocol_error(api_key, version, tail):
     payload = api_key.to_bytes(2, "big") + version.to_bytes(2, "big", signed=True) + tail
-    try:
-        decode_request(payload)
-    except ProtocolError:
-        pass
+    for decode in (decode_request, decode_request_dict):
+        try:
+            decode(payload)
+        except ProtocolError:
+            pass
     try:
         decode_response(api_key, max(version, 0), tail)
     except ProtocolError:

@@ -293,10 +293,10 @@ def test_creating_replicas_waits_for_no_disk_until_their_first_flush(tmp_path, m
     synced: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
-    states = [SimpleNamespace(topic_name="t", partition_index=i, leader=LEADER, leader_epoch=0,
+    states = [dict(topic_name="t", partition_index=i, leader=LEADER, leader_epoch=0,
                               isr=[LEADER], replicas=[LEADER], zk_version=0, controller_epoch=1)
               for i in range(20)]
-    outcome = manager.become_leader_or_follower(SimpleNamespace(
+    outcome = manager.become_leader_or_follower(dict(
         controller_epoch=1, controller_id=1, topic_states=[], ungrouped_partition_states=states))
     assert set(outcome.partitions.values()) == {ErrorCode.NONE}
     assert synced == []

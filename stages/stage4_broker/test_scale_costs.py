@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
-from types import SimpleNamespace
 
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.partition import Partition
@@ -24,11 +23,11 @@ def replicas(tmp_path, count: int, topic: str = "t",
              manager: ReplicaManager | None = None) -> ReplicaManager:
     """A ReplicaManager hosting ``count`` replicas of RF 3, a third led here."""
     manager = manager or ReplicaManager(ME, LogManager([tmp_path]), MetadataCache())
-    states = [SimpleNamespace(topic_name=topic, partition_index=i, leader=i % 3 + 1,
+    states = [dict(topic_name=topic, partition_index=i, leader=i % 3 + 1,
                               leader_epoch=0, isr=[1, 2, 3], replicas=[1, 2, 3], zk_version=0,
                               controller_epoch=1)
               for i in range(count)]
-    manager.become_leader_or_follower(SimpleNamespace(
+    manager.become_leader_or_follower(dict(
         controller_epoch=1, controller_id=1, topic_states=[],
         ungrouped_partition_states=states))
     return manager

@@ -154,14 +154,13 @@ def test_a_throttled_fetch_is_answered_without_records_and_its_bytes_uncounted()
     quotas.update("clients", "reader", {"consumer_byte_rate": "100"})
     context = RequestContext(ApiKey.FETCH, 11, 1, "reader")
 
-    class Fetch:
-        replica_id = -1
-        max_bytes = 1 << 20
+    def fetch() -> dict:  # a consumer's Fetch v11, as the broker decodes it
+        return {"replica_id": -1, "max_bytes": 1 << 20}
 
-    first = quotas.after(_fetch_answer(1000), context, Fetch(), 60, 0.0, None)
+    first = quotas.after(_fetch_answer(1000), context, fetch(), 60, 0.0, None)
     assert first["throttle_time_ms"] == 0 and first["responses"][0]["partitions"][0]["records"]
     now[0] = 0.5
-    second = quotas.after(_fetch_answer(1000), context, Fetch(), 60, 0.0, None)
+    second = quotas.after(_fetch_answer(1000), context, fetch(), 60, 0.0, None)
     assert second["throttle_time_ms"] > 0
     # Kafka's throttled fetch: nothing sent, so nothing counted; the partition is still
     # named with its offsets, so the client's fetch session stays as it was.
@@ -174,7 +173,7 @@ def test_a_throttled_fetch_is_answered_without_records_and_its_bytes_uncounted()
     quotas.update("clients", "writer", {"producer_byte_rate": "100"})
     produce = RequestContext(ApiKey.PRODUCE, 8, 2, "writer")
     for _ in range(2):
-        quotas.after({"responses": [], "throttle_time_ms": 0}, produce, Fetch(), 1000, 0.0,
+        quotas.after({"responses": [], "throttle_time_ms": 0}, produce, fetch(), 1000, 0.0,
                      None)
     assert quotas.produce.sensors[("", "writer")].recorded == 2000
 

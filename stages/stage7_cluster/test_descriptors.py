@@ -39,10 +39,10 @@ connect, log_dir, limit, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]
 zk = connect_zookeeper(connect, timeout=20)
 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 manager = ReplicaManager(1, LogManager([log_dir]), MetadataCache())
-states = [SimpleNamespace(topic_name="t", partition_index=i, leader=1, leader_epoch=0, isr=[1],
+states = [dict(topic_name="t", partition_index=i, leader=1, leader_epoch=0, isr=[1],
                           replicas=[1], zk_version=0, controller_epoch=1)
           for i in range(count)]
-outcome = manager.become_leader_or_follower(SimpleNamespace(
+outcome = manager.become_leader_or_follower(dict(
     controller_epoch=1, controller_id=1, topic_states=[], ungrouped_partition_states=states))
 codes = [int(code) for code in outcome.partitions.values()]
 try:

@@ -174,7 +174,6 @@ def test_describe_log_dirs_shows_the_future_replica_and_alter_answers_as_kafka(t
 
 def test_a_restarted_broker_resumes_the_move_when_leader_and_isr_brings_the_partition(
         tmp_path):
-    from types import SimpleNamespace
 
     from simplekafka.broker.metadata_cache import MetadataCache
     from simplekafka.broker.replica_manager import ReplicaManager
@@ -187,9 +186,9 @@ def test_a_restarted_broker_resumes_the_move_when_leader_and_isr_brings_the_part
     manager.close()
     again = LogManager(dirs, LogConfig(segment_bytes=4096))
     replicas = ReplicaManager(1, again, MetadataCache(), reactor=clock)
-    state = SimpleNamespace(topic_name="orders", partition_index=0, leader=1, leader_epoch=4,
+    state = dict(topic_name="orders", partition_index=0, leader=1, leader_epoch=4,
                             isr=[1], replicas=[1], zk_version=0, controller_epoch=1)
-    replicas.become_leader_or_follower(SimpleNamespace(
+    replicas.become_leader_or_follower(dict(
         controller_epoch=1, controller_id=1, topic_states=[],
         ungrouped_partition_states=[state]))
     run(clock, 20)

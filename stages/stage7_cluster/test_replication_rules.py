@@ -316,14 +316,12 @@ class _TmpLogs:
 
 def leader_and_isr(controller_epoch: int, leader_: int, leader_epoch: int,
                    zk_version: int = 0):
-    from types import SimpleNamespace
 
-    state = SimpleNamespace(partition_index=0, controller_epoch=controller_epoch,
+    state = dict(partition_index=0, controller_epoch=controller_epoch,
                             leader=leader_, leader_epoch=leader_epoch, isr=REPLICAS,
                             zk_version=zk_version, replicas=REPLICAS)
-    return SimpleNamespace(controller_id=1, controller_epoch=controller_epoch,
-                           topic_states=[SimpleNamespace(topic_name="t",
-                                                         partition_states=[state])])
+    return dict(controller_id=1, controller_epoch=controller_epoch,
+                topic_states=[dict(topic_name="t", partition_states=[state])])
 
 
 def test_stale_controller_and_leader_epochs_are_refused(tmp_path):

@@ -97,8 +97,11 @@ class FetchHandler:
 
     def __call__(self, context: RequestContext, request: FetchRequest
                  ) -> FetchResponse | defer.Deferred:
-        version = _version(context, request)
-        ids = _TopicIds(self.cache, request, version, getattr(context, "listener", None))
+        if context is not None:
+            version, listener = context.api_version, context.listener
+        else:  # a unit test's direct call
+            version, listener = _version(None, request), None
+        ids = _TopicIds(self.cache, request, version, listener)
         replica_id = fetch_replica_id(request)
         if replica_id >= 0 and self.authorizer.enabled and not \
                 self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION,
@@ -120,9 +123,9 @@ class FetchHandler:
                     "responses": []}
         refused = self._refused(context, replica_id, ids) if self.authorizer.enabled \
             else frozenset()
-        fetched = self.fetches.fetch_messages(_params(request, version, session, refused))
-        version = getattr(context, "api_version", FIRST_V2_FETCH)  # None: a direct call
-        if version < FIRST_V2_FETCH:  # message sets v0/v1 (message_format.py)
+        fetched = self.fetches.fetch_messages(
+            _params(request, version, session, refused, replica_id))
+        if context is not None and version < FIRST_V2_FETCH:  # message sets v0/v1
             fetched = down_convert_fetched(fetched, version, request, self.fetches.replicas)
         if isinstance(fetched, FetchResult):
             return self._leaving(fetched, session, replica_id, ids)
@@ -137,8 +140,9 @@ class FetchHandler:
         if version is None:
             version = _version(None, request)
         ids = _TopicIds(self.cache, request, version)
-        result = self.fetches.read_from_log(
-            _params(request, version, FetchContext(ids.named(request)), refused))
+        result = self.fetches.read_from_log(_params(
+            request, version, FetchContext(ids.named(request)), refused,
+            fetch_replica_id(request)))
         return ids.body(result.responses, 0), result.total_bytes, result.has_error
 
     def _leaving(self, result: FetchResult, session: FetchContext, replica_id: int,
@@ -183,9 +187,8 @@ class _TopicIds:
         self.listener = listener  # the endpoints named (v16+) are those of this listener
         self.by_id = version >= 13
         self.ids: dict[str, bytes] = {}  # name used inside -> the ID the request gave
-        self.names: list[str] = []
-        for topic in request["topics"]:
-            self.names.append(self._name(topic))
+        self.names: list[str] = [self._name(topic) for topic in request["topics"]] \
+            if self.by_id else [topic["topic"] for topic in request["topics"]]
 
     def _name(self, topic: FetchRequestTopics | FetchRequestForgottenTopicsData) -> str:
         if not self.by_id:
@@ -265,8 +268,8 @@ class _TopicIds:
 
 
 def _params(request: FetchRequest, version: int, partitions: FetchContext,
-            refused: frozenset[str]) -> FetchParams:
-    return FetchParams(fetch_replica_id(request), request["max_wait_ms"], request["min_bytes"],
+            refused: frozenset[str], replica_id: int) -> FetchParams:
+    return FetchParams(replica_id, request["max_wait_ms"], request["min_bytes"],
                        request["max_bytes"] if version >= 3 else 0x7FFFFFFF,
                        request["isolation_level"] if version >= 4 else 0, partitions,
                        request["rack_id"] if version >= 11 else None, refused)

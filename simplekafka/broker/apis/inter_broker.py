@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
 from twisted.internet import defer
 
@@ -35,7 +35,6 @@ from simplekafka.broker.replica_manager import PartitionErrors, ReplicaManager
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
 from simplekafka.protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from simplekafka.protocol.errors import ErrorCode
-from simplekafka.protocol.fields import Struct
 from simplekafka.protocol.message_types import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -95,7 +94,7 @@ class InterBrokerHandlers:
         zk = self.zookeeper()
         if not unknown or zk is None:
             return _frozen(leader_and_isr_response(self.replica_manager.become_leader_or_follower(
-                _as_decoded(request)), request, version))
+                request), request, version))
 
         def read_configs() -> dict[str, dict[str, str]]:
             return {t: self.read_topic_config(zk, t) for t in unknown}
@@ -103,7 +102,7 @@ class InterBrokerHandlers:
         def apply(configs: dict[str, dict[str, str]]) -> LeaderAndIsrResponse:
             self.topic_configs.update(configs)
             return _frozen(leader_and_isr_response(self.replica_manager.become_leader_or_follower(
-                _as_decoded(request)), request, version))
+                request), request, version))
 
         return in_worker_thread(self.reactor, read_configs).addCallback(apply)
 
@@ -114,7 +113,7 @@ class InterBrokerHandlers:
             else -1)
         if stale is not None:
             return {"error_code": stale}
-        code = self.cache.apply_update_metadata(_as_decoded(request))
+        code = self.cache.apply_update_metadata(request)
         for topic in list(self.topic_configs):
             if not self.cache.has_topic(topic):
                 self.topic_configs.pop(topic, None)
@@ -127,7 +126,7 @@ class InterBrokerHandlers:
         if stale is not None:
             return partition_errors_response(PartitionErrors(stale, {}))
         gc.unfreeze()  # the next LeaderAndIsr freezes what is still alive
-        return partition_errors_response(self.replica_manager.stop_replicas(_as_decoded(request)))
+        return partition_errors_response(self.replica_manager.stop_replicas(request))
 
     def _refused(self, context: RequestContext) -> ErrorCode | None:
         if self.authorizer.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
@@ -177,10 +176,3 @@ def _frozen(answer: _Answer) -> _Answer:
     """Keep the partitions just made (and all else alive) out of full GC passes."""
     gc.freeze()
     return answer
-
-
-def _as_decoded(request: LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
-                ) -> Struct:
-    """The request as what it is at run time, a decoded Struct: the ReplicaManager and the
-    metadata cache read the controller's partition states by attribute."""
-    return cast(Struct, request)

@@ -51,8 +51,8 @@ LEADER_HINTS_VERSION = 10
 TRANSACTIONAL_ID_VERSION = 3  # v3+ names the transactional id
 
 Outcomes = Mapping[tuple[str, int], PartitionResponse]
-# A request's partitions as it names them: (topic, [(partition, records)]), in its order.
-Asked = list[tuple[str, list[tuple[int, "bytes | None"]]]]
+# A request's record sets by partition, in the order it names them.
+Entries = dict[tuple[str, int], "bytes | None"]
 
 
 class ProduceHandler:
@@ -97,69 +97,63 @@ class ProduceHandler:
             if version >= TRANSACTIONAL_ID_VERSION else None
         # v0-2: message sets, converted in place; a corrupt one's partition is refused
         refused = to_record_batches(request) if version < FIRST_V2_PRODUCE else {}
-        asked = _asked(request)
-        if _transactional_refused(self.authorizer, context, asked, transactional_id):
+        # What the request asks, read once: {(topic, partition): records}, in its order.
+        entries: Entries = {(topic["name"], data["index"]): data["records"]
+                            for topic in request["topic_data"]
+                            for data in topic["partition_data"]}
+        if _transactional_refused(self.authorizer, context, entries, transactional_id):
             return None if acks == 0 else _response_body(
-                _Every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), asked)
+                _Every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), request)
         if self.authorizer.enabled:
-            refused.update(self._refused(context, asked, transactional_id))
+            refused.update(self._refused(context, entries, transactional_id))
         if refused:
-            return self._append_allowed(asked, acks, request["timeout_ms"], refused, version)
-        entries = {(name, index): records for name, partitions in asked
-                   for index, records in partitions}
+            return self._append_allowed(request, entries, refused, version)
         appended = self.replica_manager.append_records(
             entries, acks, request["timeout_ms"], internal=False, api_version=version)
         if acks == 0:
             return None
         if appended.called:  # nothing to wait for: answer now, without a callback round trip
-            return _response_body(cast(Outcomes, appended.result), asked)
-        return appended.addCallback(_response_body, asked)
+            return _response_body(cast(Outcomes, appended.result), request)
+        return appended.addCallback(_response_body, request)
 
-    def _refused(self, context: RequestContext, asked: Asked,
+    def _refused(self, context: RequestContext, entries: Entries,
                  transactional_id: str | None) -> dict[tuple[str, int], PartitionResponse]:
         """The partitions this principal may not write, with their error."""
         authorize = self.authorizer.authorize
         if transactional_id is not None and not authorize(
                 context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            return {(name, index): PartitionResponse(code)
-                    for name, partitions in asked for index, _ in partitions}
-        return {(name, index): PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                for name, partitions in asked
-                if not authorize(context, AclOperation.WRITE, ResourceType.TOPIC, name)
-                for index, _ in partitions}
+            return {key: PartitionResponse(code) for key in entries}
+        allowed: dict[str, bool] = {}
+        for name, _ in entries:
+            if name not in allowed:
+                allowed[name] = authorize(context, AclOperation.WRITE, ResourceType.TOPIC, name)
+        return {key: PartitionResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for key in entries if not allowed[key[0]]}
 
-    def _append_allowed(self, asked: Asked, acks: int, timeout_ms: int,
+    def _append_allowed(self, request: ProduceRequest, entries: Entries,
                         refused: dict[tuple[str, int], PartitionResponse],
                         version: int) -> ProduceResponse | defer.Deferred | None:
-        entries = {(name, index): records for name, partitions in asked
-                   for index, records in partitions if (name, index) not in refused}
+        acks = request["acks"]
+        allowed = {key: records for key, records in entries.items() if key not in refused}
         appended = self.replica_manager.append_records(
-            entries, acks, timeout_ms, internal=False,
-            api_version=version) if entries else defer.succeed({})
+            allowed, acks, request["timeout_ms"], internal=False,
+            api_version=version) if allowed else defer.succeed({})
         if acks == 0:
             return None
-        if appended.called:  # nothing to wait for: answer now, as __call__ does
-            return _response_body({**cast(Outcomes, appended.result), **refused}, asked)
+        if appended.called:  # nothing to wait for: answer now, as _answer does
+            return _response_body({**cast(Outcomes, appended.result), **refused}, request)
         return appended.addCallback(lambda results: _response_body({**results, **refused},
-                                                                   asked))
+                                                                   request))
 
 
-def _asked(request: ProduceRequest) -> Asked:
-    """What the request asks, read once: (topic, [(partition, records)]) in its order."""
-    return [(topic["name"], [(data["index"], data["records"])
-                             for data in topic["partition_data"]])
-            for topic in request["topic_data"]]
-
-
-def _transactional_refused(authorizer: Authorizer, context: RequestContext, asked: Asked,
+def _transactional_refused(authorizer: Authorizer, context: RequestContext, entries: Entries,
                            transactional_id: str | None) -> bool:
     """Whether the request carries transactional batches without a transactional id, or
     with one the principal may not Write (checked by ``_refused`` too, per request)."""
     if transactional_id is not None and not authorizer.enabled:
         return False  # the common case costs no walk over the batches
-    if not any(has_transactional_batch(records)
-               for _, partitions in asked for _, records in partitions):
+    if not any(has_transactional_batch(records) for records in entries.values()):
         return False
     return transactional_id is None or not authorizer.authorize(
         context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
@@ -176,19 +170,22 @@ class _Every(dict):
         return PartitionResponse(self.code)
 
 
-def _response_body(results: Outcomes, asked: Asked) -> ProduceResponse:
+def _response_body(results: Outcomes, request: ProduceRequest) -> ProduceResponse:
     """The ProduceResponse for the request, its partitions in the order they were asked."""
     responses: list[ProduceResponseResponses] = []
-    for name, partitions in asked:
+    for topic in request["topic_data"]:
+        name = topic["name"]
         partition_responses: list[ProduceResponseResponsesPartitionResponses] = []
-        for index, _records in partitions:
+        for data in topic["partition_data"]:
+            index = data["index"]
             outcome = results[(name, index)]
+            errors = outcome.record_errors
             partition_responses.append({
                 "index": index, "error_code": outcome.error_code,
                 "base_offset": outcome.base_offset, "log_append_time_ms": outcome.log_append_time,
                 "log_start_offset": outcome.log_start_offset,
-                "record_errors": [{"batch_index": index, "batch_index_error_message": message}
-                                  for index, message in outcome.record_errors],
+                "record_errors": [{"batch_index": batch, "batch_index_error_message": message}
+                                  for batch, message in errors] if errors else [],
                 "error_message": outcome.error_message})
         responses.append({"name": name, "partition_responses": partition_responses})
     return {"responses": responses, "throttle_time_ms": 0}
