@@ -32,9 +32,16 @@ os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
 # two busy cores the server compiler's threads cost more than they win (a driver's start
 # and first queries took a third to a half less so). Only speed changes, never what a test
 # checks.
+# The executors a driver starts on a Spark standalone cluster (test_standalone.py, the
+# run_cluster.sh demo, the docs' Spark-cluster page: two executor JVMs per driver start)
+# get the client compiler only too, through Spark's defaultJavaOptions, which Spark puts
+# before the extraJavaOptions that simplekafka.spark.session sets (the serial collector).
 SPARK_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
-                      f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' pyspark-shell")
+                      f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' "
+                      f"--conf 'spark.executor.defaultJavaOptions="
+                      f"{SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS}' pyspark-shell")
 
 # Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
 pytest_plugins = ["simplekafka.coordination.pytest_plugin"]
