@@ -5,6 +5,7 @@ Keep each fixture small and add new ones below the others; several stages share 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -36,7 +37,15 @@ os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
 # run_cluster.sh demo, the docs' Spark-cluster page: two executor JVMs per driver start)
 # get the client compiler only too, through Spark's defaultJavaOptions, which Spark puts
 # before the extraJavaOptions that simplekafka.spark.session sets (the serial collector).
-SPARK_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+# A driver also maps the classes Spark loads from the class-data-sharing archive that
+# tools/bootstrap.sh writes (tools/spark_cds.py: about half a driver start's CPU), when
+# there is one; a JVM ignores one that does not match it, silently.
+_spec = importlib.util.spec_from_file_location(
+    "spark_cds", Path(__file__).resolve().parent / "tools" / "spark_cds.py")
+spark_cds = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(spark_cds)  # type: ignore[union-attr]
+SPARK_DRIVER_JAVA_OPTIONS = " ".join(filter(None, [spark_cds.DRIVER_OPTIONS,
+                                                   spark_cds.use_options()]))
 SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                       f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' "
