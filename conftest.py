@@ -38,14 +38,17 @@ os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
 # get the client compiler only too, through Spark's defaultJavaOptions, which Spark puts
 # before the extraJavaOptions that simplekafka.spark.session sets (the serial collector).
 # A driver also maps the classes Spark loads from the class-data-sharing archive that
-# tools/bootstrap.sh writes (tools/spark_cds.py: about half a driver start's CPU), when
-# there is one; a JVM ignores one that does not match it, silently.
+# tools/bootstrap.sh writes (tools/jvm_cds.py: about half a driver start's CPU), and every
+# embedded ZooKeeper its own, when they exist; a JVM ignores one that does not match it,
+# silently.
 _spec = importlib.util.spec_from_file_location(
-    "spark_cds", Path(__file__).resolve().parent / "tools" / "spark_cds.py")
-spark_cds = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(spark_cds)  # type: ignore[union-attr]
-SPARK_DRIVER_JAVA_OPTIONS = " ".join(filter(None, [spark_cds.DRIVER_OPTIONS,
-                                                   spark_cds.use_options()]))
+    "jvm_cds", Path(__file__).resolve().parent / "tools" / "jvm_cds.py")
+jvm_cds = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jvm_cds)  # type: ignore[union-attr]
+SPARK_DRIVER_JAVA_OPTIONS = " ".join(filter(None, [jvm_cds.DRIVER_OPTIONS,
+                                                   jvm_cds.use_options(jvm_cds.SPARK_ARCHIVE)]))
+os.environ.setdefault("SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS",
+                      jvm_cds.use_options(jvm_cds.ZOOKEEPER_ARCHIVE))
 SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                       f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' "

@@ -88,13 +88,13 @@ else
   fi
 fi
 
-# The class-data-sharing archive of a Spark driver's classes (tools/spark_cds.py: the
-# suite's few dozen drivers start on about half the CPU; once per virtualenv, ~1 min).
+# Class-data-sharing archives of a Spark driver's and ZooKeeper's classes (tools/jvm_cds.py:
+# the suite's JVMs start on about half the CPU; once per virtualenv, about a minute).
 if [ "$MODE" = full ]; then
   if [ "$DRY_RUN" = 1 ]; then
-    echo "spark class archive"
+    echo "jvm class archives"
   else
-    "$VENV/bin/python" "$ROOT/tools/spark_cds.py" >/dev/null
+    "$VENV/bin/python" "$ROOT/tools/jvm_cds.py" >/dev/null
   fi
 fi
 
