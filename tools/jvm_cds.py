@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,13 +109,16 @@ def write() -> list[Path]:
                                                         os.environ.get("PYTHONPATH")]))}
     base.pop("SPARK_CONF_DIR", None)  # the class path the suite's drivers have
     dump = f"-XX:ArchiveClassesAtExit={{scratch}} {QUIET}"
-    return [
-        _write(SPARK_ARCHIVE, SPARK_WORKLOAD, fingerprint, {
-            **base, "PYSPARK_SUBMIT_ARGS":
-                f"--driver-java-options '{DRIVER_OPTIONS} {dump}' pyspark-shell"}),
-        _write(ZOOKEEPER_ARCHIVE, ZOOKEEPER_WORKLOAD, fingerprint,
-               {**base, "SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS": dump}),
-    ]
+    # Side by side: the bootstrap runs before the suite, on an otherwise idle machine.
+    with ThreadPoolExecutor(2) as pool:
+        runs = [
+            pool.submit(_write, SPARK_ARCHIVE, SPARK_WORKLOAD, fingerprint, {
+                **base, "PYSPARK_SUBMIT_ARGS":
+                    f"--driver-java-options '{DRIVER_OPTIONS} {dump}' pyspark-shell"}),
+            pool.submit(_write, ZOOKEEPER_ARCHIVE, ZOOKEEPER_WORKLOAD, fingerprint,
+                        {**base, "SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS": dump}),
+        ]
+        return [run.result() for run in runs]
 
 
 def main() -> int:
