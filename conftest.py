@@ -5,6 +5,7 @@ Keep each fixture small and add new ones below the others; several stages share 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -32,9 +33,27 @@ os.environ.setdefault("SIMPLEKAFKA_STRICT_ENCODE", "1")
 # two busy cores the server compiler's threads cost more than they win (a driver's start
 # and first queries took a third to a half less so). Only speed changes, never what a test
 # checks.
-SPARK_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+# The executors a driver starts on a Spark standalone cluster (test_standalone.py, the
+# run_cluster.sh demo, the docs' Spark-cluster page: two executor JVMs per driver start)
+# get the client compiler only too, through Spark's defaultJavaOptions, which Spark puts
+# before the extraJavaOptions that simplekafka.spark.session sets (the serial collector).
+# A driver also maps the classes Spark loads from the class-data-sharing archive that
+# tools/bootstrap.sh writes (tools/jvm_cds.py: about half a driver start's CPU), and every
+# embedded ZooKeeper its own, when they exist; a JVM ignores one that does not match it,
+# silently.
+_spec = importlib.util.spec_from_file_location(
+    "jvm_cds", Path(__file__).resolve().parent / "tools" / "jvm_cds.py")
+jvm_cds = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jvm_cds)  # type: ignore[union-attr]
+SPARK_DRIVER_JAVA_OPTIONS = " ".join(filter(None, [jvm_cds.DRIVER_OPTIONS,
+                                                   jvm_cds.use_options(jvm_cds.SPARK_ARCHIVE)]))
+os.environ.setdefault("SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS",
+                      jvm_cds.use_options(jvm_cds.ZOOKEEPER_ARCHIVE))
+SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
-                      f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' pyspark-shell")
+                      f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' "
+                      f"--conf 'spark.executor.defaultJavaOptions="
+                      f"{SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS}' pyspark-shell")
 
 # Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
 pytest_plugins = ["simplekafka.coordination.pytest_plugin"]

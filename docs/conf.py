@@ -43,6 +43,7 @@ extensions = [
     "sphinx.ext.graphviz",
     "sphinx_copybutton",
     "executed_pages",
+    "shared_navigation",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 # _static: the benchmark suite's plots and tables, which pages include

@@ -54,7 +54,7 @@ def test_junit_names_map_back_to_node_ids_and_units():
 @pytest.mark.integration  # runs the tool as a process, on a copy of the tree's conftest
 def test_the_tool_sums_a_junit_run_per_unit(tmp_path):
     (tmp_path / "tools").mkdir()
-    for name in ("conftest.py", "tools/test_durations.py"):
+    for name in ("conftest.py", "tools/test_durations.py", "tools/jvm_cds.py"):  # conftest's
         (tmp_path / name).write_text((ROOT / name).read_text())
     (tmp_path / "run.xml").write_text(JUNIT)
     result = subprocess.run([sys.executable, "tools/test_durations.py", "run.xml", "--top", "1"],

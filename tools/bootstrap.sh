@@ -88,6 +88,16 @@ else
   fi
 fi
 
+# Class-data-sharing archives of a Spark driver's and ZooKeeper's classes (tools/jvm_cds.py:
+# the suite's JVMs start on about half the CPU; once per virtualenv, about a minute).
+if [ "$MODE" = full ]; then
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "jvm class archives"
+  else
+    "$VENV/bin/python" "$ROOT/tools/jvm_cds.py" >/dev/null
+  fi
+fi
+
 # librdkafka's C benchmark tool, from Debian's source package (once; a few minutes niced).
 if [ "$MODE" = full ]; then
   if [ "$DRY_RUN" = 1 ]; then

@@ -50,6 +50,9 @@ MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 # the machine is shared with brokers, clients and Spark.
 JVM_OPTIONS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Djava.net.preferIPv4Stack=true"]
+#: More JVM options, space-separated, from the environment: the test suite's
+#: class-data-sharing archive (tools/jvm_cds.py), which about halves a start's CPU.
+JVM_OPTIONS_ENV = "SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS"
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -256,7 +259,8 @@ class EmbeddedZooKeeper:
         config_file = self.data_dir / "zoo.cfg"
         config_file.write_text(config)
         return [
-            find_java(), *JVM_OPTIONS, *login_options,
+            find_java(), *JVM_OPTIONS, *os.environ.get(JVM_OPTIONS_ENV, "").split(),
+            *login_options,
             "-cp", find_zookeeper_classpath(),
             f"-Dlog4j2.configurationFile={conf_dir / 'log4j2.xml'}",
             f"-Dzookeeper.log.dir={self.data_dir}",
