@@ -54,6 +54,7 @@ apt_packages() {
 apt_packages "a Java runtime for ZooKeeper" java openjdk-17-jre-headless
 if [ "$MODE" = full ]; then
   apt_packages "the interop tests and the learner's checks" kcat kcat
+  apt_packages "benchmarks/bench_instructions.py (callgrind)" callgrind_control valgrind
   apt_packages "the docs site's diagrams" dot graphviz
   # The console's browser test drives Debian's Chromium; deploy/ is checked with docker-compose.
   # The benchmarks' Redis Streams peer is Debian's redis-server with its redis-benchmark.

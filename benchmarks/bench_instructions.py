@@ -1,0 +1,172 @@
+"""Instructions per request on the broker's hot paths, counted by callgrind: figures a busy
+machine does not move.
+
+The CPU-time benchmarks (``bench_fetch_path.py``, ``bench_replication_path.py``,
+``bench_broker.py``) move by 10-40 % from run to run on a shared two-core
+machine; the number of instructions the interpreter executes does not (the
+same code on the same input gives the same count, to a few parts in a
+thousand). So a before/after comparison of the request path is made here:
+run the script in each tree and compare. Three figures:
+
+- ``produce``: a broker process (LocalCluster, under callgrind with
+  instrumentation off until the load starts) answering pipelined one-record
+  ProduceRequests v8, acks=1; instructions of the broker process per request.
+- ``fetch cycle``: ``bench_fetch_path``'s cycle in one process (a parked
+  consumer fetch woken by a produce), and the produce alone; the difference
+  is the fetch's part.
+- ``replication``: ``bench_replication_path``'s leader at RF 3, acks=all,
+  instructions of the leader's calls per record, 1 and 8 produces per read.
+
+Needs valgrind (``callgrind_control``); takes a few minutes (the interpreter
+runs some 50 times slower under it). Prints figures, never passes or fails.
+
+    .venv/bin/python benchmarks/bench_instructions.py [--requests 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _totals(path: str) -> int:
+    with open(path) as dump:
+        return next(int(line.split()[1]) for line in dump if line.startswith("totals:"))
+
+
+def _valgrind(out: str, *args: str, toggle: str | None = None) -> list[str]:
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    command += [f"--toggle-collect={toggle}"] if toggle else ["--instr-atstart=no"]
+    return [*command, sys.executable, *args]
+
+
+def produce(requests: int, workdir: str) -> float:
+    """Broker-process instructions per pipelined one-record ProduceRequest."""
+    out = os.path.join(workdir, "produce.out")
+    child = _CHILD_PRODUCE.format(root=str(ROOT), requests=requests, out=out,
+                                  launcher=_valgrind(out, "-m", "simplekafka"))
+    subprocess.run([sys.executable, "-c", child], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+    return _totals(sorted(glob.glob(out + ".*"))[-1]) / requests
+
+
+def fetch_cycle(cycles: int, workdir: str) -> tuple[float, float]:
+    """Instructions per parked-fetch cycle and per produce alone (one process)."""
+    out = os.path.join(workdir, "cycle.out")
+    subprocess.run(_valgrind(out, "-c", _CHILD_CYCLE.format(root=str(ROOT), cycles=cycles,
+                                                            out=out)),
+                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=1800)
+    cycle, alone = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))[-2:]
+    return _totals(cycle) / cycles, _totals(alone) / cycles
+
+
+def replication(per_read: int, reads: int, workdir: str) -> float:
+    """Instructions of the leader's calls per record (only calls inside functools.reduce
+    are collected: the script routes each broker call through it)."""
+    out = os.path.join(workdir, f"replication-{per_read}.out")
+    subprocess.run(_valgrind(out, "-c", _CHILD_REPLICATION.format(
+        root=str(ROOT), per_read=per_read, reads=reads), toggle="functools_reduce"),
+                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=1800)
+    return _totals(out) / (per_read * reads)
+
+
+_CHILD_PRODUCE = """
+import subprocess, sys, tempfile
+sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/benchmarks")
+from pathlib import Path
+import bench_broker
+from simplekafka.cluster import LocalCluster
+with tempfile.TemporaryDirectory() as d, LocalCluster(brokers=1, base_dir=Path(d),
+                                                      launcher={launcher!r}) as cluster:
+    bench_broker.create_topic(cluster.bootstrap_servers, "raw-small")
+    port, pid = cluster.broker_ports[1], str(cluster.broker_pids[1])
+    frames = bench_broker.produce_frames("raw-small", {requests}, b"x" * 100, per_batch=1)
+    bench_broker.raw_to_broker(port, frames[:500])
+    subprocess.run(["callgrind_control", "-i", "on", pid], capture_output=True)
+    bench_broker.raw_to_broker(port, frames)
+    subprocess.run(["callgrind_control", "-i", "off", pid], capture_output=True)
+    subprocess.run(["callgrind_control", "-d", pid], capture_output=True)
+"""
+
+_CHILD_CYCLE = """
+import os, subprocess, sys, tempfile
+sys.path.insert(0, {root!r})
+from benchmarks.bench_fetch_path import CycleBench
+pid = str(os.getpid())
+def ctl(*a): subprocess.run(["callgrind_control", *a, pid], capture_output=True)
+with tempfile.TemporaryDirectory() as d:
+    bench = CycleBench(d)
+    bench.cycles(300)
+    for park in (True, False):
+        ctl("-z"); ctl("-i", "on"); bench.cycles({cycles}, park=park); ctl("-d"); ctl("-i", "off")
+    bench.close()
+"""
+
+_CHILD_REPLICATION = """
+import functools, inspect, sys, tempfile
+sys.path.insert(0, {root!r})
+import benchmarks.bench_replication_path as path
+source = inspect.getsource(path.run_reads).replace(
+    "        call(data)\\n", "        functools.reduce(lambda _a, _b: call(data), (0, 0))\\n")
+namespace = dict(vars(path), functools=functools)
+exec(source, namespace)
+with tempfile.TemporaryDirectory() as d:
+    namespace["run_reads"]({per_read}, {reads}, d)
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=5000,
+                        help="produce requests and fetch cycles counted (default 5000)")
+    parser.add_argument("--paths", default="produce,cycle,replication",
+                        help="which of produce, cycle, replication (default: all three)")
+    args = parser.parse_args()
+    paths = set(args.paths.split(","))
+    unknown = paths - {"produce", "cycle", "replication"}
+    if unknown:
+        print(f"bench_instructions: unknown path(s) {', '.join(sorted(unknown))}; "
+              "choose from produce, cycle, replication", file=sys.stderr)
+        return 2
+    if shutil.which("callgrind_control") is None:
+        print("bench_instructions: needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="bench-instructions-") as workdir:
+        print(f"tree {ROOT} at {_head()}, instructions counted by callgrind")
+        if "produce" in paths:
+            per_request = produce(args.requests, workdir)
+            print(f"  produce, one record, pipelined, broker process  {per_request:>11,.0f}"
+                  " per request")
+        if "cycle" in paths:
+            cycle, alone = fetch_cycle(max(args.requests // 2, 100), workdir)
+            print(f"  parked fetch woken by a produce (one process)   {cycle:>11,.0f} per cycle")
+            print(f"    the produce alone                              {alone:>11,.0f}")
+            print(f"    the fetch's part                               {cycle - alone:>11,.0f}")
+        if "replication" in paths:
+            for per_read, reads in ((1, max(args.requests // 25, 20)),
+                                    (8, max(args.requests // 100, 5))):
+                print(f"  RF 3 leader, {per_read} produce(s) per read             "
+                      f"{replication(per_read, reads, workdir):>11,.0f} per record")
+    return 0
+
+
+def _head() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""benchmarks/bench_instructions.py runs in a tiny mode (figures printed, never asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_fetch_cycle_is_counted_in_instructions():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/bench_instructions.py", "--paths", "cycle",
+         "--requests", "200"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = dict(re.findall(
+        r"(parked fetch woken by a produce|the produce alone|the fetch's part)\D*?([\d,]{3,})",
+        result.stdout))
+    assert set(figures) == {"parked fetch woken by a produce", "the produce alone",
+                            "the fetch's part"}, result.stdout
+    assert all(int(value.replace(",", "")) > 0 for value in figures.values())
+
+
+def test_an_unknown_path_is_one_line():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/bench_instructions.py", "--paths", "fetch"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "unknown path(s) fetch" in result.stderr
