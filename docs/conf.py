@@ -30,6 +30,9 @@ os.environ["JUPYTER_PATH"] = os.pathsep.join(
 # Spark, started by notebook 08 and chapter 8's listings, logs errors only from its
 # first line (it would announce its default logging set-up and warn about Hadoop's
 # native library before the code can call setLogLevel): _spark/log4j2.properties.
+# The notebooks' drivers find it here; the listings' drivers are handed the file itself
+# (_ext/executed_pages.py), which keeps their class path the one the suite's archive of
+# Spark's classes was written for.
 os.environ.setdefault("SPARK_CONF_DIR", str(DOCS / "_spark"))
 
 project = "SimpleKafka"

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from simplekafka.cli import build_parser
+from simplekafka.cli import SOLE_COMMANDS, build_parser
 from simplekafka.cli.help_texts import HELP
 
 RST_MARKUP = {
@@ -27,7 +27,8 @@ RST_MARKUP = {
 }
 
 
-def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+def _parsers(top: argparse.ArgumentParser | None = None,
+             ) -> list[tuple[str, argparse.ArgumentParser]]:
     """(command path, parser) for the top level and every command and subcommand."""
     found = []
 
@@ -38,12 +39,25 @@ def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
                 for name, child in action.choices.items():
                     walk(child, f"{path} {name}".strip())
 
-    walk(build_parser(), "")
+    walk(top or build_parser(), "")
     return found
 
 
 PARSERS = _parsers()
 IDS = [path or "simplekafka" for path, _ in PARSERS]
+
+
+@pytest.mark.parametrize("command", sorted(SOLE_COMMANDS))
+def test_a_command_registered_alone_parses_and_helps_as_among_all(command):
+    """A broker process registers only ``broker`` (fewer imports); nothing else may change."""
+    alone = dict(_parsers(build_parser(command)))
+    among_all = dict(PARSERS)
+    assert set(alone) == {""} | {path for path in among_all if path.split()[:1] == [command]}
+    for path in alone:
+        if path:
+            assert alone[path].format_help() == among_all[path].format_help()
+    assert build_parser(command).parse_args([command, "--broker-id", "7"]) == \
+        build_parser().parse_args([command, "--broker-id", "7"])
 
 
 def test_every_command_is_found():

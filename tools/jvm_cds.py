@@ -13,8 +13,9 @@ conftest.py hands the archives to every driver (PYSPARK_SUBMIT_ARGS) and every e
 ZooKeeper (SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS) when they exist. The JVM checks an archive
 against itself and against the class path (each jar's size and time); one that does not
 match is ignored, silently (the ``cds`` log is off), and the JVM starts as it would
-without it: only speed changes, never what runs. A driver run with another
-SPARK_CONF_DIR (the docs build's) has another class path and starts without it.
+without it: only speed changes, never what runs. A driver run with a SPARK_CONF_DIR
+has that directory first on its class path and starts without it (the docs build's
+listings name their log4j configuration through LOG4J_CONFIGURATION_FILE instead).
 """
 
 from __future__ import annotations

@@ -51,6 +51,10 @@ OUTPUT_MARKER = "<!-- output: written by tools/chapter_outputs.py from a real ru
 OUTPUT_BLOCK = re.compile(
     r"\n" + re.escape(OUTPUT_MARKER) + r"\n(?P<fence>`{3,})text\n(?P<text>.*?)^(?P=fence)[ \t]*\n",
     re.S | re.M)
+#: Spark's configuration for the build: log4j2.properties (errors only) and spark-env.sh.
+SPARK_CONF = Path(__file__).resolve().parent.parent / "_spark"
+#: Java's notice for the module Spark 4 adds; no JVM option turns it off.
+INCUBATOR_NOTICE = re.compile(r"^WARNING: Using incubator modules: jdk\.incubator\.vector\n", re.M)
 CHAPTER_TIMEOUT = 900  # seconds for all listings of a chapter; some start clusters
 
 
@@ -60,8 +64,14 @@ def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
                          for n, code in enumerate(listings))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    # Spark logs errors only (docs/_spark), for the site and tools/chapter_outputs.py alike
-    env.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent.parent / "_spark"))
+    # Spark logs errors only (docs/_spark/log4j2.properties), for the site and
+    # tools/chapter_outputs.py alike. Named to log4j itself, not through SPARK_CONF_DIR
+    # (which conf.py sets for the notebooks): Spark puts that directory first on the
+    # driver's class path, and a driver whose class path is not the suite's ignores the
+    # class-data-sharing archive (tools/jvm_cds.py), silently, starting twice as slowly.
+    env.setdefault("LOG4J_CONFIGURATION_FILE", str(SPARK_CONF / "log4j2.properties"))
+    if env.get("SPARK_CONF_DIR") == str(SPARK_CONF):
+        del env["SPARK_CONF_DIR"]
     with tempfile.TemporaryDirectory(prefix="simplekafka-chapter-") as workdir:
         path = Path(workdir) / "chapter.py"
         path.write_text(script)
@@ -69,7 +79,9 @@ def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 timeout=CHAPTER_TIMEOUT, check=False)
     outputs = [""] * len(listings)
-    pieces = re.split("\x1esimplekafka-listing-(\\d+)\x1e\n", result.stdout)
+    # What docs/_spark/spark-env.sh drops when Spark's scripts source it (see there).
+    printed = INCUBATOR_NOTICE.sub("", result.stdout)
+    pieces = re.split("\x1esimplekafka-listing-(\\d+)\x1e\n", printed)
     for number, text in zip(pieces[1::2], pieces[2::2]):
         outputs[int(number)] = text
     return outputs, result.returncode

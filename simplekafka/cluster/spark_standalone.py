@@ -272,10 +272,11 @@ class SparkStandalone:
         daemon.log_file.parent.mkdir(parents=True, exist_ok=True)
         java = Path(find_java()).resolve()
         # Not the caller's PYTHONPATH: executors get SimpleKafka the Spark way (addPyFile).
-        # Nor its SPARK_CONF_DIR (the docs build's quiet logging): the daemons log to their
-        # own files at Spark's default level, which is where their URLs are read from.
+        # Nor its SPARK_CONF_DIR or LOG4J_CONFIGURATION_FILE (the docs build's quiet
+        # logging): the daemons log to their own files at Spark's default level, which is
+        # where their URLs are read from.
         inherited = {k: v for k, v in os.environ.items()
-                     if k not in ("PYTHONPATH", "SPARK_CONF_DIR")}
+                     if k not in ("PYTHONPATH", "SPARK_CONF_DIR", "LOG4J_CONFIGURATION_FILE")}
         env = {**inherited, "SPARK_HOME": str(home), "JAVA_HOME": str(java.parents[1]),
                "SPARK_LOCAL_IP": LOOPBACK, "SPARK_PUBLIC_DNS": LOOPBACK,
                "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
