@@ -273,51 +273,24 @@ def _emit_read(
                 f"{ind}else:",
                 f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)",
             ]
-        elif isinstance(t, String) and not t.compact:
-            # Inline the common cases (a whole, valid string; null where nullable); a short
-            # buffer or bad UTF-8 go through the generic reader, which names the error.
+        elif isinstance(t, String | Bytes):
+            # Inline the common cases (a whole value, null where nullable; for a compact
+            # one, a one-byte length); a short buffer, bad UTF-8 or a longer compact length
+            # go through the type's reader, which reads them or names the error.
             ns[f"_read{i}"] = t.read
-            lines += [
-                f"{ind}n = _int16(buf, pos)[0] if pos + 2 <= blen else -2",
-                f"{ind}if 0 <= n and pos + 2 + n <= blen:",
-                f"{ind}    try:",
-                f"{ind}        {slot(f.name)} = _str(buf[pos + 2:pos + 2 + n], 'utf-8')",
-                f"{ind}    except UnicodeDecodeError:",
-                f"{ind}        _read{i}(buf, pos)",
-                f"{ind}    pos += 2 + n",
-            ]
-            if t.nullable:
-                lines += [f"{ind}elif n == -1:", f"{ind}    {slot(f.name)} = None",
-                          f"{ind}    pos += 2"]
-            lines += [f"{ind}else:", f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)"]
-        elif isinstance(t, String):  # compact: a one-byte length inline, as above
-            ns[f"_read{i}"] = t.read
-            lines += [
-                f"{ind}n = buf[pos] if pos < blen else 0x80",
-                f"{ind}if 0 < n < 0x80 and pos + n <= blen:",
-                f"{ind}    try:",
-                f"{ind}        {slot(f.name)} = _str(buf[pos + 1:pos + n], 'utf-8')",
-                f"{ind}    except UnicodeDecodeError:",
-                f"{ind}        _read{i}(buf, pos)",
-                f"{ind}    pos += n",
-            ]
-            if t.nullable:
-                lines += [f"{ind}elif n == 0:", f"{ind}    {slot(f.name)} = None",
-                          f"{ind}    pos += 1"]
-            lines += [f"{ind}else:", f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)"]
-        elif isinstance(t, Bytes) and not t.compact:
-            # Bytes and record sets: a whole one, or null where nullable, inline.
-            ns[f"_read{i}"] = t.read
-            lines += [
-                f"{ind}n = _int32(buf, pos)[0] if pos + 4 <= blen else -2",
-                f"{ind}if 0 <= n and pos + 4 + n <= blen:",
-                f"{ind}    {slot(f.name)} = _bytes(buf[pos + 4:pos + 4 + n])",
-                f"{ind}    pos += 4 + n",
-            ]
-            if t.nullable:
-                lines += [f"{ind}elif n == -1:", f"{ind}    {slot(f.name)} = None",
-                          f"{ind}    pos += 4"]
-            lines += [f"{ind}else:", f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)"]
+            if not t.compact:
+                width, unpack = (2, "_int16") if isinstance(t, String) else (4, "_int32")
+                header = (f"{unpack}(buf, pos)[0] if pos + {width} <= blen else -2",
+                          f"0 <= n and pos + {width} + n <= blen",
+                          f"pos + {width}", f"pos + {width} + n", (-1, width))
+            elif isinstance(t, String):
+                header = ("buf[pos] if pos < blen else 0x80", "0 < n < 0x80 and pos + n <= blen",
+                          "pos + 1", "pos + n", (0, 1))
+            else:  # compact bytes: seldom under 127 bytes, so no inline case
+                lines.append(f"{ind}{slot(f.name)}, pos = _read{i}(buf, pos)")
+                continue
+            _emit_sized(lines, ind, slot(f.name), f"_read{i}", *header[:4],
+                        text=isinstance(t, String), null=header[4] if t.nullable else None)
         else:
             ns[f"_read{i}"] = dict_reader(t) if as_dict else t.read
             lines.append(f"{ind}{slot(f.name)}, pos = _read{i}(buf, pos)")
@@ -334,6 +307,24 @@ def _emit_read(
             ns[f"_untag{i}"] = untag_dict(schema.tagged, schema.name) if as_dict \
                 else untag(schema.tagged, schema.name)
             lines.append(f"{ind}_untag{i}({target})")
+
+
+def _emit_sized(lines: list[str], ind: str, into: str, reader: str, length: str, whole: str,
+                start: str, end: str, text: bool, null: tuple[int, int] | None) -> None:
+    """A length-prefixed value read inline: ``length`` reads n, ``whole`` says the value is
+    all there, ``start``/``end`` are its bytes; ``null`` is (the n of a null, its size)."""
+    value = f"_str(buf[{start}:{end}], 'utf-8')" if text else f"_bytes(buf[{start}:{end}])"
+    lines += [f"{ind}n = {length}", f"{ind}if {whole}:"]
+    if text:
+        lines += [f"{ind}    try:", f"{ind}        {into} = {value}",
+                  f"{ind}    except UnicodeDecodeError:", f"{ind}        {reader}(buf, pos)"]
+    else:
+        lines.append(f"{ind}    {into} = {value}")
+    lines.append(f"{ind}    pos = {end}")
+    if null is not None:
+        lines += [f"{ind}elif n == {null[0]}:", f"{ind}    {into} = None",
+                  f"{ind}    pos += {null[1]}"]
+    lines += [f"{ind}else:", f"{ind}    {into}, pos = {reader}(buf, pos)"]
 
 
 def dict_reader(field_type: FieldType[object]) -> Callable[[Buffer, int], tuple[object, int]]:
