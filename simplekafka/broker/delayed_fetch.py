@@ -22,6 +22,7 @@ partitions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from twisted.internet import defer
@@ -41,9 +42,11 @@ HW_NOTICE_SECONDS = 0.01
 class DelayedFetch:
     """A parked fetch: re-read on appends to its partitions, answered at max_wait_ms."""
 
-    def __init__(self, fetches: FetchMessages, params: FetchParams):
+    def __init__(self, fetches: FetchMessages, params: FetchParams,
+                 respond: Callable[[FetchResult], object]):
         self.fetches = fetches
         self.params = params
+        self.respond = respond  # the answer of the result (Kafka's responseCallback)
         self.result: defer.Deferred = defer.Deferred()
         self.timer: DelayedCall | None = None
         # The partitions it listens on, and where it reads each.
@@ -60,7 +63,8 @@ class DelayedFetch:
         self.read_committed = params.isolation_level == READ_COMMITTED
 
     def start(self) -> defer.Deferred:
-        """Listen and set the max_wait timer; the Deferred fires with the FetchResult."""
+        """Listen and set the max_wait timer; the Deferred fires with the answer ``respond``
+        makes of the FetchResult."""
         for partition in self.partitions:
             partition.add_append_listener(self.on_append)
         self.params.partitions.wait_on_session(self.on_append)
@@ -116,4 +120,9 @@ class DelayedFetch:
         self.fetches.waiting -= 1
         if result is None:
             result = self.fetches.read_from_log(self.params)
-        self.result.callback(result)
+        try:
+            answer = self.respond(result)
+        except Exception:  # the waiter gets the failure; the append that woke us goes on
+            self.result.errback()
+            return
+        self.result.callback(answer)

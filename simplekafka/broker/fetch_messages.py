@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from twisted.internet import defer
 
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+_Answer = TypeVar("_Answer")
 
 
 
@@ -205,15 +206,19 @@ class FetchMessages:
         handlers are built; a unit test's lookups may have none)."""
         return getattr(self.replicas, "leader_throttle", None)
 
-    def fetch_messages(self, params: FetchParams) -> FetchResult | defer.Deferred:
-        """Read now; answer now if there is enough, an error, or no wait; else park."""
+    def fetch_messages(self, params: FetchParams, respond: Callable[[FetchResult], _Answer]
+                       ) -> _Answer | defer.Deferred[_Answer]:
+        """Read now; answer now if there is enough, an error, or no wait; else park.
+
+        ``respond`` makes the answer of the result (Kafka's ``responseCallback``): called
+        now, or by the parked fetch when it completes, whose Deferred fires with it."""
         result = self.read_from_log(params)
         if (params.max_wait_ms <= 0 or result.total_bytes >= max(params.min_bytes, 1)
                 or result.has_error
                 # A follower's session fetch may examine nothing (all settled) and park.
                 or not params.partitions.names_partitions()):
-            return result
-        return DelayedFetch(self, params).start()
+            return respond(result)
+        return DelayedFetch(self, params, respond).start()
 
     def read_from_log(self, params: FetchParams) -> FetchResult:
         """Read every partition of the fetch once (see the module docstring)."""

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from twisted.internet import defer
-
 from simplekafka.broker.fetch_messages import FetchPartitionData, FetchResult, FetchSource
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, Compression
@@ -132,15 +130,6 @@ def _bytes(records: bytes | FileRegion) -> bytes:
         finally:
             records.close()
     return records
-
-
-def down_convert_fetched(fetched: FetchResult | defer.Deferred, api_version: int,
-                         request: FetchRequest,
-                         replicas: FetchSource) -> FetchResult | defer.Deferred:
-    """:func:`down_convert_answers` now, or when a parked fetch completes."""
-    if isinstance(fetched, FetchResult):
-        return down_convert_answers(fetched, api_version, request, replicas)
-    return fetched.addCallback(down_convert_answers, api_version, request, replicas)
 
 
 def down_convert_answers(result: FetchResult, api_version: int, request: FetchRequest,

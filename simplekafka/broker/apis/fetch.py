@@ -29,6 +29,7 @@ the leader a refused partition should go to, with its endpoint.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from twisted.internet import defer
 
@@ -51,7 +52,7 @@ from simplekafka.broker.fetch_session import (
     FetchSessionCache,
     unknown_topic_name,
 )
-from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_fetched
+from simplekafka.broker.message_format import FIRST_V2_FETCH, down_convert_answers
 from simplekafka.broker.metadata_cache import MetadataCache
 from simplekafka.broker.replica_selector import RackAwareReplicaSelector
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
@@ -123,15 +124,13 @@ class FetchHandler:
                     "responses": []}
         refused = self._refused(context, replica_id, ids) if self.authorizer.enabled \
             else frozenset()
-        fetched = self.fetches.fetch_messages(
-            _params(request, version, session, refused, replica_id))
+        # What the answer is made of the result, now or when a parked fetch completes (the
+        # one step between the append that wakes it and the dispatcher's encoding).
+        respond = partial(self._leaving, session, replica_id, ids)
         if context is not None and version < FIRST_V2_FETCH:  # message sets v0/v1
-            fetched = down_convert_fetched(fetched, version, request, self.fetches.replicas)
-        if isinstance(fetched, FetchResult):
-            return self._leaving(fetched, session, replica_id, ids)
-        # One callback shapes and counts a parked fetch's answer, the one step between the
-        # append that wakes it and the dispatcher's encoding.
-        return fetched.addCallback(self._leaving, session, replica_id, ids)
+            respond = partial(self._down_converted, respond, version, request)
+        return self.fetches.fetch_messages(
+            _params(request, version, session, refused, replica_id), respond)
 
     def read(self, request: FetchRequest, refused: frozenset[str] = frozenset(),
              version: int | None = None) -> tuple[FetchResponse, int, bool]:
@@ -145,8 +144,12 @@ class FetchHandler:
             fetch_replica_id(request)))
         return ids.body(result.responses, 0), result.total_bytes, result.has_error
 
-    def _leaving(self, result: FetchResult, session: FetchContext, replica_id: int,
-                 ids: _TopicIds) -> FetchResponse:
+    def _down_converted(self, respond: Callable[[FetchResult], FetchResponse], version: int,
+                        request: FetchRequest, result: FetchResult) -> FetchResponse:
+        return respond(down_convert_answers(result, version, request, self.fetches.replicas))
+
+    def _leaving(self, session: FetchContext, replica_id: int, ids: _TopicIds,
+                 result: FetchResult) -> FetchResponse:
         """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
         body = ids.body(session.finish(result.responses), session.session_id, session)
         if self.on_consumer_answer is not None and replica_id < 0:
