@@ -35,6 +35,7 @@ from simplekafka.protocol.fields import (
     StructType,
     is_fixed,
     plain,
+    read_tag,
     retag,
     untag,
 )
@@ -362,12 +363,7 @@ def untag_dict(tagged: tuple[Field, ...], schema_name: str
             if data is None:
                 obj[f.name] = _fresh(default)
                 continue
-            value, end = read(data, 0)
-            if end != len(data):
-                raise ProtocolError(
-                    f"tagged field {f.tag} ({schema_name}.{f.name}) is {len(data)} bytes but "
-                    f"its value ends at {end}", offset=None, expected=f"{f.type.name} {f.name}")
-            obj[f.name] = value
+            obj[f.name] = read_tag(f, read, data, schema_name)
 
     return apply
 

@@ -461,14 +461,20 @@ def untag(tagged: tuple[Field, ...], schema_name: str) -> Callable[[Struct], Non
             if data is None:
                 setattr(obj, f.name, f.make_default())
                 continue
-            value, end = f.type.read(data, 0)
-            if end != len(data):
-                raise ProtocolError(
-                    f"tagged field {f.tag} ({schema_name}.{f.name}) is {len(data)} bytes but "
-                    f"its value ends at {end}", offset=None, expected=f"{f.type.name} {f.name}")
-            setattr(obj, f.name, value)
+            setattr(obj, f.name, read_tag(f, f.type.read, data, schema_name))
 
     return apply
+
+
+def read_tag(f: Field, read: Callable[[Buffer, int], tuple[object, int]], data: bytes,
+             schema_name: str) -> object:
+    """A known tagged field's value, read from its own bytes, which it must use up."""
+    value, end = read(data, 0)
+    if end != len(data):
+        raise ProtocolError(
+            f"tagged field {f.tag} ({schema_name}.{f.name}) is {len(data)} bytes but "
+            f"its value ends at {end}", offset=None, expected=f"{f.type.name} {f.name}")
+    return value
 
 
 def retag(tagged: tuple[Field, ...]) -> Callable[..., dict[int, bytes] | None]:
