@@ -217,12 +217,17 @@ def test_offset_delete_errors(cluster, sized_topic, kafka_python):
 # -- DescribeProducers (61), ListTransactions (66), DescribeTransactions (65) -----------------
 
 
-def test_a_hanging_transaction_found_as_kip_664_finds_it(cluster, sized_topic, kafka_python):
+def test_a_hanging_transaction_found_as_kip_664_finds_it(cluster, admin, kafka_python):
     from confluent_kafka import Producer
     from kafka import TopicPartition as KTopicPartition
     from kafka.admin import TransactionState
     from kafka.errors import TransactionalIdNotFoundError
 
+    # Its own topic: the transaction's start offset is then 0 on a first try and on a rerun.
+    sized_topic = unique("hanging")
+    admin.create_topic(sized_topic, num_partitions=2, replication_factor=2)
+    for partition in (0, 1):
+        cluster.wait_for_isr(sized_topic, partition, cluster.brokers)
     transactional_id = unique("txn")
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
                          "transactional.id": transactional_id})
@@ -255,10 +260,16 @@ def test_a_hanging_transaction_found_as_kip_664_finds_it(cluster, sized_topic, k
     assert set(described.topic_partitions) == {KTopicPartition(sized_topic, 1)}
     assert described.transaction_start_time_ms > 0
     producer.commit_transaction(30)
-    after = kafka_python.describe_producers([KTopicPartition(sized_topic, 1)])
-    assert [p.current_transaction_start_offset for p in
-            after[KTopicPartition(sized_topic, 1)].active_producers
-            if p.producer_id == ours.producer_id] == [-1]
+
+    # EndTxn answers once the decision is stored; the markers follow in the background, as in
+    # Kafka, so the partition's leader learns of the commit a moment later.
+    def start_offsets() -> list[int]:
+        after = kafka_python.describe_producers([KTopicPartition(sized_topic, 1)])
+        return [p.current_transaction_start_offset for p in
+                after[KTopicPartition(sized_topic, 1)].active_producers
+                if p.producer_id == ours.producer_id]
+
+    cluster.wait_for(lambda: start_offsets() == [-1], "the commit marker on partition 1")
     cluster.wait_for(lambda: kafka_python.describe_transactions([transactional_id])[
         transactional_id].state == TransactionState.COMPLETE_COMMIT, "the commit to complete")
     with pytest.raises(TransactionalIdNotFoundError):
