@@ -229,3 +229,48 @@ def test_the_benchmark_pages_idle_latency_command_runs_the_lead_table(monkeypatc
     for bad in ("0", "-1", "x", "inf"):
         with pytest.raises(SystemExit):
             main(["bench", "latency", "--latency-seconds", bad])
+
+
+def test_brokers_from_a_directory_without_the_package_is_one_line(monkeypatch, capsys,
+                                                                   tmp_path):
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert main(["bench", "latency", "--brokers-from", str(tmp_path),
+                 "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "--brokers-from" in error and str(tmp_path) in error
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_brokers_from_another_checkout_run_that_checkouts_code(monkeypatch, tmp_path):
+    """An A/B of two trees through one harness: the suite passes the other checkout on, and
+    a broker started with ``checkout_launcher`` imports that checkout's package."""
+    import shutil
+
+    from simplekafka.cluster import LocalCluster, checkout_launcher
+
+    other = tmp_path / "other"
+    shutil.copytree(ROOT / "simplekafka", other / "simplekafka",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "simplekafka" / "__init__.py", "a") as init:
+        init.write("\nimport os as _os\n_mark = _os.environ.get('SIMPLEKAFKA_TEST_MARK')\n"
+                   "if _mark:\n    open(_mark, 'a').write(__file__ + '\\n')\n")
+    calls = []
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    monkeypatch.setattr(subprocess, "run",
+                        lambda command, **kw: calls.append(command) or
+                        subprocess.CompletedProcess(command, 0))
+    assert main(["bench", "latency", "--brokers-from", str(other), "--out",
+                 str(tmp_path / "out")]) == 0
+    (command,) = calls
+    assert command[command.index("--brokers-from") + 1] == str(other)
+    monkeypatch.undo()
+    mark = tmp_path / "imported"
+    monkeypatch.setenv("SIMPLEKAFKA_TEST_MARK", str(mark))
+    with LocalCluster(brokers=1, base_dir=tmp_path / "cluster", metrics=False,
+                      launcher=checkout_launcher(other)) as cluster:
+        assert cluster.broker_pids
+    imported = mark.read_text().split()
+    assert imported and all(Path(path).is_relative_to(other) for path in imported), imported
+    with pytest.raises(ValueError, match="no simplekafka package"):
+        checkout_launcher(tmp_path / "cluster")

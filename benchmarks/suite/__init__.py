@@ -33,11 +33,13 @@ NAMES = ("produce", "consume", "latency", "replication", "scale")
 
 def run(names: list[str], mode: str, out_dir: Path, bootstrap_server: str | None = None,
         noisy: bool = False, plots: bool = True, progress: bool = True,
-        latency_seconds: float | None = None, latency_runs: int | None = None) -> Run:
+        latency_seconds: float | None = None, latency_runs: int | None = None,
+        launcher: list[str] | None = None) -> Run:
     """Run the named scenarios; write ``bench.json`` and the PNGs into ``out_dir``.
 
     ``latency_seconds``/``latency_runs`` override the mode's length of the lead
     latency table (Python clients against Redis), the one figure worth a long run.
+    ``launcher`` starts the brokers (``checkout_launcher``: another tree's code, for an A/B).
     """
     sizes = SIZES[mode]
     if latency_seconds is not None:
@@ -49,7 +51,9 @@ def run(names: list[str], mode: str, out_dir: Path, bootstrap_server: str | None
                  noisy=noisy)
     with _Progress(len(names), enabled=progress) as bar:
         ctx = Context(sizes=sizes, mode=mode, out_dir=out_dir,
-                      bootstrap_server=bootstrap_server, step=bar.step)
+                      bootstrap_server=bootstrap_server, launcher=launcher, step=bar.step)
+        if launcher:
+            ctx.note(f"the brokers ran with: {' '.join(launcher[:2])} ... {launcher[-1]}")
         try:
             for name in names:
                 bar.scenario(name)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.suite import NAMES, print_table, run
+from simplekafka.cluster import checkout_launcher
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("tiny", "small", "full"), default="small")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--bootstrap-server", default=None)
+    parser.add_argument("--brokers-from", type=Path, default=None)
     parser.add_argument("--noisy", action="store_true")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--latency-seconds", type=float, default=None)
@@ -29,9 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction,
                         default=sys.stderr.isatty())
     args = parser.parse_args(argv)
+    launcher = checkout_launcher(args.brokers_from) if args.brokers_from else None
     record = run(args.scenarios, args.mode, args.out, bootstrap_server=args.bootstrap_server,
                  noisy=args.noisy, plots=not args.no_plots, progress=args.progress,
-                 latency_seconds=args.latency_seconds, latency_runs=args.latency_runs)
+                 latency_seconds=args.latency_seconds, latency_runs=args.latency_runs,
+                 launcher=launcher)
     print_table(record)
     print(f"wrote {args.out / 'bench.json'}" +
           (f" and {len(record.plots)} plots" if record.plots else ""))

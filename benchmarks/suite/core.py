@@ -119,6 +119,8 @@ class Context:
     mode: str
     out_dir: Path
     bootstrap_server: str | None = None
+    #: what starts each broker (``checkout_launcher``: another tree's code); None, this tree's
+    launcher: list[str] | None = None
     step: Callable[[str], None] = lambda _what: None
     notes: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
@@ -142,7 +144,8 @@ class Context:
         key = f"{brokers}:{sorted((config or {}).items())}"
         if key not in self._clusters:
             self.step(f"starting {brokers} broker(s)")
-            cluster = LocalCluster(brokers=brokers, broker_config=config)
+            cluster = LocalCluster(brokers=brokers, broker_config=config,
+                                   launcher=self.launcher)
             self._clusters[key] = cluster.start()
         return self._clusters[key]
 
@@ -151,7 +154,8 @@ class Context:
                     ) -> Iterator[LocalCluster]:
         """A LocalCluster for one scenario alone (it kills or fills brokers)."""
         self.step(f"starting {brokers} broker(s)")
-        with LocalCluster(brokers=brokers, broker_config=config) as cluster:
+        with LocalCluster(brokers=brokers, broker_config=config,
+                          launcher=self.launcher) as cluster:
             yield cluster
 
     def bootstrap(self) -> str:

@@ -120,7 +120,8 @@ def loopback_limit(total: int) -> float:
 
 
 def measure(mode: str, step=lambda _what: None, sizes: tuple[int, ...] = SIZES,
-            rounds: int = 1) -> dict[str, dict[int, tuple[float, float]]]:
+            rounds: int = 1, launcher: list[str] | None = None,
+            ) -> dict[str, dict[int, tuple[float, float]]]:
     """{"on"/"off": {size: (seconds, broker CPU seconds)}} for the sizes' volumes: the
     settings alternate (the broker restarted between), ``rounds`` times each; the median
     round by time is kept."""
@@ -130,7 +131,7 @@ def measure(mode: str, step=lambda _what: None, sizes: tuple[int, ...] = SIZES,
     runs: dict[str, dict[int, list[tuple[float, float]]]] = {
         "on": {size: [] for size in sizes}, "off": {size: [] for size in sizes}}
     config = {"fetch.zero.copy.enable": "true", "message.max.bytes": str(2 << 20)}
-    with LocalCluster(brokers=1, broker_config=config) as cluster:
+    with LocalCluster(brokers=1, broker_config=config, launcher=launcher) as cluster:
         bootstrap = cluster.bootstrap_servers
         topics = {}
         for size in sizes:
@@ -156,7 +157,7 @@ def measure(mode: str, step=lambda _what: None, sizes: tuple[int, ...] = SIZES,
 def zero_copy(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     """The figures: per size, with and without zero-copy; the loopback limit."""
     volumes = _volumes(ctx.mode)
-    results = measure(ctx.mode, ctx.step, rounds=ctx.sizes.runs)
+    results = measure(ctx.mode, ctx.step, rounds=ctx.sizes.runs, launcher=ctx.launcher)
     ctx.step("consume, zero-copy: the loopback limit")
     limit = loopback_limit(64 << 20 if ctx.mode == "tiny" else 2 << 30)
     figures = [Figure("consume", "loopback limit (sendfile -> recv_into, no broker)", limit,

@@ -57,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--latency-runs", type=positive_int, default=None, metavar="N",
                         help="runs of that table, whose medians are printed (default 3; 1 "
                              "with --tiny)")
+    parser.add_argument("--brokers-from", type=Path, default=None, metavar="CHECKOUT",
+                        help="start the brokers from another checkout's simplekafka package, "
+                             "the harness and clients from this one: an A/B of two trees "
+                             "through one harness")
     parser.set_defaults(func=bench)
 
 
@@ -85,6 +89,8 @@ def suite_command(args: argparse.Namespace) -> list[str]:
         command += ["--latency-seconds", str(args.latency_seconds)]
     if args.latency_runs is not None:
         command += ["--latency-runs", str(args.latency_runs)]
+    if args.brokers_from is not None:
+        command += ["--brokers-from", str(args.brokers_from.resolve())]
     return command
 
 
@@ -98,6 +104,10 @@ def bench(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise CliError(f"--out {args.out} exists and is not a directory")
     checkout = _checkout()
+    if args.brokers_from is not None and not (args.brokers_from / "simplekafka" /
+                                              "__init__.py").is_file():
+        raise CliError(f"--brokers-from {args.brokers_from}: no simplekafka package there "
+                       "(give the root of a SimpleKafka checkout)")
     # 1,000 idle connections (--full) and the clients' own: more than a soft 1024
     # (the limit is inherited by the suite's process).
     raise_open_files_limit()

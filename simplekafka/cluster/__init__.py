@@ -9,6 +9,7 @@ from simplekafka.cluster.local import (
     ClusterError,
     LocalCluster,
     ProbeResult,
+    checkout_launcher,
     free_port,
     probe_broker,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "ProbeResult",
     "SparkClusterError",
     "SparkStandalone",
+    "checkout_launcher",
     "free_port",
     "probe_broker",
 ]

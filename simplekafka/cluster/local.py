@@ -173,6 +173,22 @@ def _port_or_free(wanted: int, otherwise: int | None = None) -> int:
     return free_port() if otherwise is None else otherwise
 
 
+def checkout_launcher(checkout: Path) -> list[str]:
+    """``python -m simplekafka`` run from another checkout's ``simplekafka`` package.
+
+    For an A/B of two trees through one harness (``simplekafka bench --brokers-from``):
+    the brokers run the other tree's code while the clients, the harness and the
+    cluster's own bookkeeping run this one's. ``-P`` keeps the working directory off
+    ``sys.path``, so the other checkout comes first even when run from this one.
+    """
+    package = Path(checkout).resolve()
+    if not (package / "simplekafka" / "__init__.py").is_file():
+        raise ValueError(f"{checkout} holds no simplekafka package (no simplekafka/__init__.py)")
+    run = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+           "runpy.run_module('simplekafka', run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-P", "-c", run, str(package)]
+
+
 class LocalCluster:
     """ZooKeeper (embedded unless ``zookeeper`` names one) and ``brokers`` broker processes.
 
