@@ -13,7 +13,13 @@ clients a second time. This module keeps the pacer's unit test.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = ("Redis Streams (redis-py)", "SimpleKafka, 1 broker, acks=1",
            "SimpleKafka, 3 brokers RF 3, acks=all")
 
@@ -52,3 +58,28 @@ def test_the_pacer_sends_each_millisecond_what_fell_due_and_sleeps_between(monke
     assert 0.19 <= now[0] <= 0.23  # at the rate
     assert max(groups) <= 12 and len(groups) >= 150  # about ten records a millisecond
     assert reads[0] <= 2 * len(slept) + 4  # every clock reading is followed by a sleep
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(360)
+def test_the_two_tree_table_runs_both_trees_in_each_run(tmp_path):
+    """``benchmarks/latency_ab.py``: Redis and both trees' one-broker and RF 3 rows, their
+    ratios, and the load average (tiny: this checkout stands for both trees)."""
+    root = ROOT
+    done = subprocess.run([sys.executable, "benchmarks/latency_ab.py", "--other", str(root),
+                           "--seconds", "1", "--runs", "1", "--rate", "500"], cwd=root,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout
+    for tree in ("A (this checkout)", f"B ({root})"):
+        for shape in ("1 broker, acks=1", "3 brokers RF 3, acks=all"):
+            row = re.search(rf"^{re.escape(f'{tree}: {shape}')}\s+([\d.]+)\s+([\d.]+)\s+"
+                            r"([\d.]+)\s+([\d.]+)$", printed, re.MULTILINE)
+            assert row, (tree, shape, printed)
+        assert re.search(rf"^{re.escape(tree)}: 1 broker p99 [\d.]+x Redis, RF 3 p99 "
+                         r"[\d.]+x 1 broker$", printed, re.MULTILINE), printed
+    assert re.search(r"^Redis Streams \(redis-py\)\s+[\d.]+", printed, re.MULTILINE)
+    assert "load average" in printed
+    bad = subprocess.run([sys.executable, "benchmarks/latency_ab.py", "--other", str(tmp_path)],
+                         cwd=root, capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "no simplekafka package" in bad.stderr
