@@ -16,6 +16,9 @@ run the script in each tree and compare. Three figures:
   is the fetch's part.
 - ``replication``: ``bench_replication_path``'s leader at RF 3, acks=all,
   instructions of the leader's calls per record, 1 and 8 produces per read.
+- ``follower``: ``bench_follower_cycle``'s follower, instructions per fetch
+  cycle (an answer read, its batches appended, the next fetch sent) with 1 and
+  17 one-record batches per answer.
 
 Needs valgrind (``callgrind_control``); takes a few minutes (the interpreter
 runs some 50 times slower under it). Prints figures, never passes or fails.
@@ -67,6 +70,17 @@ def fetch_cycle(cycles: int, workdir: str) -> tuple[float, float]:
                    timeout=1800)
     cycle, alone = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))[-2:]
     return _totals(cycle) / cycles, _totals(alone) / cycles
+
+
+def follower(batches: int, cycles: int, workdir: str) -> float:
+    """Instructions of the follower's calls per fetch cycle (collected inside
+    functools.reduce only, as for the leader)."""
+    out = os.path.join(workdir, f"follower-{batches}.out")
+    subprocess.run(_valgrind(out, "-c", _CHILD_FOLLOWER.format(
+        root=str(ROOT), batches=batches, cycles=cycles), toggle="functools_reduce"),
+                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=1800)
+    return _totals(out) / cycles
 
 
 def replication(per_read: int, reads: int, workdir: str) -> float:
@@ -124,16 +138,31 @@ with tempfile.TemporaryDirectory() as d:
     namespace["run_reads"]({per_read}, {reads}, d)
 """
 
+_CHILD_FOLLOWER = """
+import functools, inspect, sys, tempfile
+sys.path.insert(0, {root!r})
+import benchmarks.bench_follower_cycle as cycle
+source = inspect.getsource(cycle.measure).replace(
+    "connection.dataReceived(frame)",
+    "functools.reduce(lambda _a, _b: connection.dataReceived(frame), (0, 0))")
+assert "functools.reduce" in source
+namespace = dict(vars(cycle), functools=functools)
+exec(source, namespace)
+with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as d:
+    cycle.measure({batches}, 50, 1, warm)  # first uses (lazily compiled coders) not counted
+    namespace["measure"]({batches}, {cycles}, 1, d)
+"""
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=5000,
                         help="produce requests and fetch cycles counted (default 5000)")
-    parser.add_argument("--paths", default="produce,cycle,replication",
-                        help="which of produce, cycle, replication (default: all three)")
+    parser.add_argument("--paths", default="produce,cycle,replication,follower",
+                        help="which of produce, cycle, replication, follower (default: all)")
     args = parser.parse_args()
     paths = set(args.paths.split(","))
-    unknown = paths - {"produce", "cycle", "replication"}
+    unknown = paths - {"produce", "cycle", "replication", "follower"}
     if unknown:
         print(f"bench_instructions: unknown path(s) {', '.join(sorted(unknown))}; "
               "choose from produce, cycle, replication", file=sys.stderr)
@@ -157,6 +186,11 @@ def main() -> int:
                                     (8, max(args.requests // 100, 5))):
                 print(f"  RF 3 leader, {per_read} produce(s) per read             "
                       f"{replication(per_read, reads, workdir):>11,.0f} per record")
+        if "follower" in paths:
+            for batches in (1, 17):
+                cycles = max(args.requests // 25, 20)
+                print(f"  follower, {batches:2d} batch(es) per fetch answer         "
+                      f"{follower(batches, cycles, workdir):>11,.0f} per cycle")
     return 0
 
 
