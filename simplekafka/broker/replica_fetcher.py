@@ -40,9 +40,10 @@ import itertools
 import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar, cast
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from simplekafka.broker.collaborators import DelayedCall, Reactor
 from simplekafka.broker.controller.channel import ResponseReader, connect_reader
@@ -56,12 +57,14 @@ from simplekafka.protocol.message_types import (
     FetchRequestForgottenTopicsData,
     FetchRequestTopics,
     FetchRequestTopicsPartitions,
+    FetchResponse,
     ListOffsetsRequest,
     ListOffsetsRequestTopicsPartitions,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochRequestTopicsPartitions,
 )
-from simplekafka.protocol.messages import decode_response, encode_request
+from simplekafka.protocol.messages import decode_response, decode_response_dict, encode_request
+from simplekafka.protocol.primitives import Buffer
 from simplekafka.storage import UnexpectedAppendOffsetError
 from simplekafka.storage.epochs import end_offset_for_epoch
 
@@ -265,29 +268,50 @@ class ReplicaFetcher:
     def _request(self, api_key: ApiKey, version: int,
                  body: FetchRequest | OffsetForLeaderEpochRequest | ListOffsetsRequest,
                  timeout: float) -> Steps[Struct]:
+        frame = yield self._exchange(api_key, version, body, timeout)
+        assert isinstance(frame, bytes)
+        return decode_response(api_key, version, frame)[1]
+
+    def _exchange(self, api_key: ApiKey, version: int,
+                  body: FetchRequest | OffsetForLeaderEpochRequest | ListOffsetsRequest,
+                  timeout: float) -> defer.Deferred[bytes]:
+        """The answer's frame; a plain Deferred, not a generator, since the fetch loop
+        waits on it hundreds of times a second (each inlineCallbacks level is a
+        generator and Deferreds more per fetch)."""
         connection = self._connection
-        if connection is None or connection.transport is None or not connection.connected:
-            address = self.endpoint_of(self.leader_id)
-            if address is None:
-                raise ConnectionError(f"leader {self.leader_id} has no known address")
-            connected = yield connect_reader(self.reactor, *address)
-            assert isinstance(connected, ResponseReader)
-            connection = connected
-            if not self.running:
-                connection.transport.loseConnection()
-                raise ConnectionError("fetcher stopped")
-            self._connection = connection
+        if connection is not None and connection.transport is not None \
+                and connection.connected:
+            return self._send(connection, api_key, version, body, timeout)
+        return self._connect().addCallback(self._send, api_key, version, body, timeout)
+
+    @defer.inlineCallbacks
+    def _connect(self) -> Steps[ResponseReader]:
+        address = self.endpoint_of(self.leader_id)
+        if address is None:
+            raise ConnectionError(f"leader {self.leader_id} has no known address")
+        connection = yield connect_reader(self.reactor, *address)
+        assert isinstance(connection, ResponseReader)
+        if not self.running:
+            connection.transport.loseConnection()
+            raise ConnectionError("fetcher stopped")
+        self._connection = connection
+        return connection
+
+    def _send(self, connection: ResponseReader, api_key: ApiKey, version: int,
+              body: FetchRequest | OffsetForLeaderEpochRequest | ListOffsetsRequest,
+              timeout: float) -> defer.Deferred[bytes]:
         correlation_id = next(self._correlation)
         payload = encode_request(api_key, version, correlation_id, CLIENT_ID, body)
         waiter = connection.send(correlation_id, payload)
         self._watch(waiter, timeout)
-        try:
-            frame = yield waiter
-        except defer.CancelledError:
+        return waiter.addErrback(self._no_answer, timeout)
+
+    def _no_answer(self, failure: Failure, timeout: float) -> Failure:
+        """A request the timer cancelled fails as a TimeoutError naming the leader."""
+        if failure.check(defer.CancelledError):
             raise TimeoutError(f"no answer from leader {self.leader_id} "
-                               f"within {timeout:g} s") from None
-        assert isinstance(frame, bytes)
-        return decode_response(api_key, version, frame)[1]
+                               f"within {timeout:g} s")
+        return failure
 
     def _watch(self, waiter: defer.Deferred, timeout: float) -> None:
         """Cancel ``waiter`` if it is still unanswered after ``timeout`` seconds.
@@ -427,9 +451,10 @@ class ReplicaFetcher:
                 if (topic, index) not in sent:
                     forgotten.setdefault(topic, []).append(index)
         body = self._fetch_body(version, session_id, epoch, topics, forgotten)
-        response = yield self._request(ApiKey.FETCH, version, body,
-                                       self.settings.max_wait_ms / 1000.0 + REQUEST_TIMEOUT)
-        assert isinstance(response, Struct)
+        frame = yield self._exchange(ApiKey.FETCH, version, body,
+                                     self.settings.max_wait_ms / 1000.0 + REQUEST_TIMEOUT)
+        assert isinstance(frame, bytes)
+        response: FetchResponse = decode_response_dict(ApiKey.FETCH, version, frame)[1]
         self.fetches += 1
         if response["error_code"] in _SESSION_LOST:
             log.info("fetch session with leader %d lost (%s); starting a new one",
@@ -450,11 +475,11 @@ class ReplicaFetcher:
                 self._session_knows = positions
         names = {topic_id: name for name, topic_id in self._topic_ids.items()}
         back_off = stale = False
-        out_of_range = []
-        for topic in response["responses"]:
-            name = names.get(topic["topic_id"], "") if version >= FIRST_FETCH_BY_ID \
-                else topic["topic"]
-            for answer in topic["partitions"]:
+        out_of_range: list[_FollowerState] = []
+        for answered in response["responses"]:
+            name = names.get(answered["topic_id"], "") if version >= FIRST_FETCH_BY_ID \
+                else answered["topic"]
+            for answer in answered["partitions"]:
                 key = (name, answer["partition_index"])
                 found = sent.get(key)
                 if found is None or self.states.get(key) is not found:
@@ -468,7 +493,7 @@ class ReplicaFetcher:
                     self._diverged(key, state, last_epochs.get(key, -1), diverging["epoch"],
                                    diverging["end_offset"])
                 elif code == ErrorCode.NONE:
-                    records = bytes(answer["records"] or b"")
+                    records = bytes(cast("Buffer", answer["records"] or b""))
                     if throttle is not None:
                         throttle.record(*key, state.caught_up, len(records))
                     try:

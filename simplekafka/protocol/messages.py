@@ -317,6 +317,24 @@ def decode_response(api_key: int, api_version: int, payload: Buffer) -> tuple[in
         return correlation_id, response_schema(api_key, 0).decode(payload[pos:])
 
 
+def decode_response_dict(api_key: int, api_version: int, payload: Buffer) -> tuple[int, Any]:
+    """``decode_response`` with the body as plain dicts (its TypedDict in
+    ``message_types``), read in place (no copy of the payload): what the replica fetcher
+    reads its Fetch answers with, a key read being one dictionary lookup. The same checks
+    and errors; no ApiVersions fallback (it is for Fetch-like answers)."""
+    correlation_id, pos = p.read_int32(payload, 0)
+    layout = _RESPONSE_LAYOUTS.get((api_key, api_version)) or response_layout(api_key,
+                                                                              api_version)
+    if layout.tagged_header:
+        _, pos = p.read_tagged_fields(payload, pos)
+    body, end = layout.schema.read_dict(payload, pos)
+    if end != len(payload):
+        raise ProtocolError(
+            f"{layout.schema.name} ends at offset {end} but the response has "
+            f"{len(payload) - end} more bytes", offset=end)
+    return correlation_id, body
+
+
 def api_versions_body(error_code: int = ErrorCode.NONE) -> ApiVersionsResponse:
     """The ApiVersions response body listing what clients may use (inter-broker keys left out)."""
     return {
@@ -352,6 +370,7 @@ __all__ = [
     "decode_request",
     "decode_request_header",
     "decode_response",
+    "decode_response_dict",
     "encode_request",
     "encode_response",
     "known_versions",

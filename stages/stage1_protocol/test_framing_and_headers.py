@@ -97,6 +97,29 @@ def test_response_round_trip():
     assert correlation_id == 55 and decoded.producer_id == 1000
 
 
+@pytest.mark.parametrize("version", [4, 12, 17])
+def test_a_response_decodes_to_dicts_in_place_as_to_structs(version):
+    """``decode_response_dict`` (the replica fetcher's Fetch answers): the values of
+    ``decode_response``, as plain dicts, past a flexible header; trailing bytes refused."""
+    from simplekafka.protocol.fields import plain
+    from simplekafka.protocol.messages import decode_response_dict
+
+    partition = {"partition_index": 3, "error_code": 0, "high_watermark": 10,
+                 "last_stable_offset": 10, "log_start_offset": 0, "aborted_transactions": [],
+                 "preferred_read_replica": -1, "records": b"\x01\x02"}
+    topic = {"topic_id": bytes(range(16))} if version >= 13 else {"topic": "t"}
+    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 7,
+            "responses": [{**topic, "partitions": [partition]}]}
+    payload = encode_response(ApiKey.FETCH, version, 41, body)
+    correlation_id, as_dict = decode_response_dict(ApiKey.FETCH, version, payload)
+    assert correlation_id == 41 and isinstance(as_dict, dict)
+    assert as_dict == plain(decode_response(ApiKey.FETCH, version, payload)[1])
+    assert as_dict["responses"][0]["partitions"][0]["high_watermark"] == 10
+    assert bytes(as_dict["responses"][0]["partitions"][0]["records"]) == b"\x01\x02"
+    with pytest.raises(ProtocolError, match="more bytes"):
+        decode_response_dict(ApiKey.FETCH, version, payload + b"\x00")
+
+
 def test_flexible_response_header_carries_tags_except_api_versions():
     flexible = encode_response(ApiKey.LEADER_AND_ISR, 4, 1, {})
     assert flexible[4] == 0  # the empty tagged-field block of response header v1

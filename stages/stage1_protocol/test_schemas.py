@@ -16,7 +16,7 @@ from simplekafka.protocol import ProtocolError, Struct, decode_request, decode_r
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey, request_schema, response_schema
 from simplekafka.protocol.definitions import MESSAGES
 from simplekafka.protocol.fields import plain
-from simplekafka.protocol.messages import decode_request_dict
+from simplekafka.protocol.messages import decode_request_dict, decode_response_dict
 from simplekafka.protocol.schema import EncodeError, strict_encoding
 from stages.stage1_protocol.strategies import for_schema
 
@@ -242,7 +242,8 @@ def test_random_requests_raise_only_protocol_error(api_key, version, tail):
             decode(payload)
         except ProtocolError:
             pass
-    try:
-        decode_response(api_key, max(version, 0), tail)
-    except ProtocolError:
-        pass
+    for decode_answer in (decode_response, decode_response_dict):
+        try:
+            decode_answer(api_key, max(version, 0), tail)
+        except ProtocolError:
+            pass

@@ -255,7 +255,7 @@ def test_an_idle_follower_builds_its_fetch_without_looking_at_every_partition(tm
     manager.shutdown()
 
 
-def test_one_request_timer_per_fetcher_pushed_later_with_each_fetch(tmp_path):
+def test_one_request_timer_per_fetcher_pushed_later_with_each_fetch(tmp_path, caplog):
     """A fetch that gets no answer within max_wait + REQUEST_TIMEOUT drops the connection;
     the fetcher keeps one timer for that and moves it with each request instead of
     scheduling (and cancelling) a timer per fetch."""
@@ -282,8 +282,10 @@ def test_one_request_timer_per_fetcher_pushed_later_with_each_fetch(tmp_path):
     leader.request()  # the eleventh fetch is never answered
     reactor.advance(limit - 0.01)
     assert not leader.transport.disconnecting
-    reactor.advance(0.02)
+    with caplog.at_level("INFO", logger="simplekafka.broker.replica_fetcher"):
+        reactor.advance(0.02)
     assert leader.transport.disconnecting  # dropped; the fetcher backs off and reconnects
+    assert f"no answer from leader {LEADER} within {limit:g} s" in caplog.text
     reactor.advance(BACKOFF)
     assert len(reactor.tcpClients) == 2
     manager.shutdown()
