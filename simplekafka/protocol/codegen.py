@@ -354,18 +354,42 @@ def untag_dict(tagged: tuple[Field, ...], schema_name: str
                ) -> Callable[[dict[str, object]], None]:
     """``untag`` for a dict just read: its known tags decoded (nested structures as dicts),
     a missing one given its default as plain data, the unknown ones left as raw bytes."""
-    readers = [(f, dict_reader(f.type), plain(f.default)) for f in tagged]
+    readers = [(f, dict_reader(f.type), _fresh_maker(plain(f.default))) for f in tagged]
 
     def apply(obj: dict[str, object]) -> None:
         raw = cast("dict[int, bytes] | None", obj["tagged_fields"])
-        for f, read, default in readers:
+        for f, read, fresh in readers:
             data = raw.pop(f.tag, None) if raw and f.tag is not None else None
             if data is None:
-                obj[f.name] = _fresh(default)
+                obj[f.name] = fresh()
                 continue
             obj[f.name] = read_tag(f, read, data, schema_name)
 
     return apply
+
+
+def _fresh_maker(value: object) -> Callable[[], object]:
+    """What gives a message its own copy of a tagged field's default: a flat structure's
+    is a dict copy (Fetch answers carry three per partition), a nested one is copied all
+    the way down, a number or string is shared."""
+    if isinstance(value, dict):
+        inner = [key for key, v in value.items() if isinstance(v, (dict, list))]
+        if not inner:
+            return value.copy
+        if any(value[key] for key in inner):
+            return lambda: _fresh(value)
+        empties = [(key, type(value[key])) for key in inner]  # e.g. its tagged_fields
+
+        def copied() -> dict[str, object]:
+            fresh = value.copy()
+            for key, kind in empties:
+                fresh[key] = kind()
+            return fresh
+
+        return copied
+    if isinstance(value, list):
+        return lambda: _fresh(value)
+    return lambda: value
 
 
 def _fresh(value: object) -> object:

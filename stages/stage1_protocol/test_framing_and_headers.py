@@ -118,6 +118,13 @@ def test_a_response_decodes_to_dicts_in_place_as_to_structs(version):
     assert bytes(as_dict["responses"][0]["partitions"][0]["records"]) == b"\x01\x02"
     with pytest.raises(ProtocolError, match="more bytes"):
         decode_response_dict(ApiKey.FETCH, version, payload + b"\x00")
+    if version >= 12:  # a missing tagged structure gets its default, each answer its own copy
+        again = decode_response_dict(ApiKey.FETCH, version, payload)[1]
+        first, second = (a["responses"][0]["partitions"][0] for a in (as_dict, again))
+        assert first["diverging_epoch"] == {"epoch": -1, "end_offset": -1, "tagged_fields": {}}
+        assert first["diverging_epoch"] is not second["diverging_epoch"]
+        assert first["diverging_epoch"]["tagged_fields"] is not \
+            second["diverging_epoch"]["tagged_fields"]
 
 
 def test_flexible_response_header_carries_tags_except_api_versions():
