@@ -72,15 +72,23 @@ def fetch_cycle(cycles: int, workdir: str) -> tuple[float, float]:
     return _totals(cycle) / cycles, _totals(alone) / cycles
 
 
-def follower(batches: int, cycles: int, workdir: str) -> float:
-    """Instructions of the follower's calls per fetch cycle (collected inside
-    functools.reduce only, as for the leader)."""
-    out = os.path.join(workdir, f"follower-{batches}.out")
+def follower(cycles: int, workdir: str) -> dict[int, float]:
+    """Instructions of the follower's calls per fetch cycle, by batches per answer
+    (collected inside functools.reduce only, as for the leader; one process, a dump per
+    batch count)."""
+    out = os.path.join(workdir, "follower.out")
     subprocess.run(_valgrind(out, "-c", _CHILD_FOLLOWER.format(
-        root=str(ROOT), batches=batches, cycles=cycles), toggle="functools_reduce"),
+        root=str(ROOT), batch_counts=FOLLOWER_BATCHES, cycles=cycles),
+        toggle="functools_reduce"),
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=1800)
-    return _totals(out) / cycles
+    dumps = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+    return {batches: _totals(dump) / cycles
+            for batches, dump in zip(FOLLOWER_BATCHES, dumps[-len(FOLLOWER_BATCHES):],
+                                     strict=True)}
+
+
+FOLLOWER_BATCHES = (1, 17)
 
 
 def replication(per_read: int, reads: int, workdir: str) -> float:
@@ -139,7 +147,7 @@ with tempfile.TemporaryDirectory() as d:
 """
 
 _CHILD_FOLLOWER = """
-import functools, inspect, sys, tempfile
+import functools, inspect, os, subprocess, sys, tempfile
 sys.path.insert(0, {root!r})
 import benchmarks.bench_follower_cycle as cycle
 source = inspect.getsource(cycle.measure).replace(
@@ -148,9 +156,14 @@ source = inspect.getsource(cycle.measure).replace(
 assert "functools.reduce" in source
 namespace = dict(vars(cycle), functools=functools)
 exec(source, namespace)
-with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as d:
-    cycle.measure({batches}, 50, 1, warm)  # first uses (lazily compiled coders) not counted
-    namespace["measure"]({batches}, {cycles}, 1, d)
+pid = str(os.getpid())
+def ctl(*a): subprocess.run(["callgrind_control", *a, pid], capture_output=True)
+for batches in {batch_counts!r}:
+    with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as d:
+        cycle.measure(batches, 10, 1, warm)  # first uses (lazily compiled coders): not counted
+        ctl("-z")
+        namespace["measure"](batches, {cycles}, 1, d)
+        ctl("-d")
 """
 
 
@@ -187,10 +200,9 @@ def main() -> int:
                 print(f"  RF 3 leader, {per_read} produce(s) per read             "
                       f"{replication(per_read, reads, workdir):>11,.0f} per record")
         if "follower" in paths:
-            for batches in (1, 17):
-                cycles = max(args.requests // 25, 20)
+            for batches, per_cycle in follower(max(args.requests // 25, 20), workdir).items():
                 print(f"  follower, {batches:2d} batch(es) per fetch answer         "
-                      f"{follower(batches, cycles, workdir):>11,.0f} per cycle")
+                      f"{per_cycle:>11,.0f} per cycle")
     return 0
 
 

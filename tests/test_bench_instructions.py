@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.integration
 
 
-def test_the_fetch_cycle_is_counted_in_instructions():
+def test_the_fetch_cycle_and_the_follower_are_counted_in_instructions():
     result = subprocess.run(
-        [sys.executable, "benchmarks/bench_instructions.py", "--paths", "cycle",
+        [sys.executable, "benchmarks/bench_instructions.py", "--paths", "cycle,follower",
          "--requests", "200"],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -26,6 +26,10 @@ def test_the_fetch_cycle_is_counted_in_instructions():
     assert set(figures) == {"parked fetch woken by a produce", "the produce alone",
                             "the fetch's part"}, result.stdout
     assert all(int(value.replace(",", "")) > 0 for value in figures.values())
+    follower = dict(re.findall(r"follower, +(\d+) batch\(es\) per fetch answer +([\d,]+)",
+                               result.stdout))
+    assert set(follower) == {"1", "17"}, result.stdout
+    assert all(int(value.replace(",", "")) > 0 for value in follower.values())
 
 
 def test_an_unknown_path_is_one_line():
