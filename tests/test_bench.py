@@ -62,12 +62,13 @@ def test_the_whole_suite_runs_in_tiny_mode(tmp_path):
     assert re.search(r"RF 3 acks=all / 1 broker at p99: [\d.]+", printed)
     assert re.search(r"load average [\d.]+ at the start, [\d.]+ at the end", printed)
     assert "pacing by sleeping" in printed and f"{os.cpu_count()} cores" in printed
-    for ratio in ("1 broker / Redis p99", "RF 3 / Redis p99", "RF 3 / 1 broker p99"):
+    for ratio in ("1 broker / Redis p99", "1 broker linger.ms=0 / Redis p99",
+                  "RF 3 / Redis p99", "RF 3 / 1 broker p99"):
         assert f"Python clients, two processes: {ratio}" in latency
     # Sleeping pacers: no producer process near a whole core (a spinning one is at 100 %).
     shares = [f["value"] for f in run["figures"] if f["scenario"] == "latency"
               and f["name"].endswith("producer process CPU")]
-    assert len(shares) == 3 and all(share < 90 for share in shares), shares
+    assert len(shares) == 4 and all(share < 90 for share in shares), shares
     assert (out / "latency_clients.md").read_text().strip() in printed
     # The peers ran in the same run: the C client (built by tools/bootstrap.sh) and Redis.
     assert "rdkafka_performance (C)" in names and "Redis Streams (C)" in names, run["notes"]

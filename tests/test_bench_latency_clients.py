@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = ("Redis Streams (redis-py)", "SimpleKafka, 1 broker, acks=1",
-           "SimpleKafka, 3 brokers RF 3, acks=all")
+           "SimpleKafka, 1 broker, acks=1, linger.ms=0", "SimpleKafka, 3 brokers RF 3, acks=all")
 
 
 def rows(printed: str) -> dict[str, list[float]]:

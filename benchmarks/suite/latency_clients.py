@@ -14,6 +14,10 @@ the consumer subtracts it from the time the record reached it.
 - SimpleKafka through confluent-kafka: ``linger.ms=1``, consumers with
   ``fetch.wait.max.ms=100`` and ``fetch.queue.backoff.ms=0``; one broker with
   acks=1, and three brokers, RF 3, acks=all, ``min.insync.replicas=2``.
+  And the one broker again with ``linger.ms=0``: the producer then sends each
+  millisecond's records at once, as the Redis producer does, so that row's
+  ratio to Redis is the broker's hop against Redis's, without the
+  millisecond ``linger.ms=1`` holds each record in the producer.
 - Redis Streams through redis-py against Debian's ``redis-server`` without
   persistence: each millisecond's records ``XADD``ed in one pipeline,
   ``XREAD BLOCK`` in the consumer.
@@ -41,8 +45,11 @@ from simplekafka.cluster.local import LOOPBACK
 SIZE = 100
 REDIS = "Redis Streams (redis-py)"
 ONE_BROKER = "SimpleKafka, 1 broker, acks=1"
+# The same broker, the producer sending each millisecond's records at once as Redis's does:
+# linger.ms=1 holds every record about a millisecond, which the broker is not answerable for.
+NO_LINGER = "SimpleKafka, 1 broker, acks=1, linger.ms=0"
 RF3 = "SimpleKafka, 3 brokers RF 3, acks=all"
-SYSTEMS = (REDIS, ONE_BROKER, RF3)
+SYSTEMS = (REDIS, ONE_BROKER, NO_LINGER, RF3)
 TITLE = "Python clients, two processes"
 PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
 PRODUCER = {"linger.ms": 1}
@@ -266,8 +273,9 @@ def clients(ctx: Context) -> tuple[list[Figure], list[Curve]]:
     def measure(name: str, run: int, port: int) -> tuple[list[float], dict[str, float]]:
         if name == REDIS:
             return redis_run(port, f"latency-{run}", rate, seconds)
-        if name == ONE_BROKER:
-            return kafka_run(single, new_topic(single, "latency-clients"), "1", rate, seconds)
+        if name in (ONE_BROKER, NO_LINGER):
+            return kafka_run(single, new_topic(single, "latency-clients"), "1", rate, seconds,
+                             linger_ms=0 if name == NO_LINGER else PRODUCER["linger.ms"])
         topic = new_topic(three.bootstrap_servers, "latency-clients-rf3", 1, 3,
                           {"min.insync.replicas": "2"})
         three.wait_for_isr(topic, 0, [1, 2, 3])
@@ -323,7 +331,8 @@ def _complete(ctx: Context, name: str, run: int, delays: list[float], rate: int,
 
 def ratios(table: dict[str, dict[str, float]]) -> list[Figure]:
     """SimpleKafka against Redis, and RF 3 against one broker, percentile by percentile."""
-    pairs = [(ONE_BROKER, REDIS, "1 broker / Redis"), (RF3, REDIS, "RF 3 / Redis"),
+    pairs = [(ONE_BROKER, REDIS, "1 broker / Redis"),
+             (NO_LINGER, REDIS, "1 broker linger.ms=0 / Redis"), (RF3, REDIS, "RF 3 / Redis"),
              (RF3, ONE_BROKER, "RF 3 / 1 broker")]
     figures = []
     for top, bottom, label in pairs:
