@@ -53,10 +53,10 @@ class DelayedFetch:
         self.partitions: list[Partition] = []
         self.offsets: dict[tuple[str, int], int] = {}
         get_partition = fetches.replicas.get_partition
-        for topic in params.partitions.topics():
-            for wanted in topic.partitions:
-                self.offsets[(topic.topic, wanted.partition)] = wanted.fetch_offset
-                partition = get_partition(topic.topic, wanted.partition)
+        for name, partitions in params.partitions.topics():
+            for wanted in partitions:
+                self.offsets[(name, wanted.partition)] = wanted.fetch_offset
+                partition = get_partition(name, wanted.partition)
                 if partition is not None:
                     self.partitions.append(partition)
         self.is_follower = params.replica_id >= 0

@@ -105,9 +105,9 @@ class FetchSession:
     def apply(self, named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]) -> None:
         """Add or update the partitions a fetch names; drop the forgotten ones."""
         follower = self.replica_id >= 0
-        for topic in named:
-            for wanted in topic.partitions:
-                key = (topic.topic, wanted.partition)
+        for name, partitions in named:
+            for wanted in partitions:
+                key = (name, wanted.partition)
                 cached = self.partitions.get(key)
                 if cached is None:
                     self.partitions[key] = wanted
@@ -201,7 +201,7 @@ def _grouped(items: Iterable[tuple[PartitionKey, FetchPartition]]) -> list[Fetch
     grouped: dict[str, list[FetchPartition]] = {}
     for (topic, _index), wanted in items:
         grouped.setdefault(topic, []).append(wanted)
-    return [FetchTopic(topic, partitions) for topic, partitions in grouped.items()]
+    return list(grouped.items())
 
 
 class FetchContext:
@@ -355,6 +355,11 @@ class FetchSessionCache:
         """Open, continue or close a fetch's session; see the module docstring.
         ``topic_name`` resolves the IDs a session by topic IDs held as unknown."""
         session_id = session_id or INVALID_SESSION_ID
+        if epoch == FINAL_EPOCH and session_id == INVALID_SESSION_ID:
+            # No session to close (librdkafka's every fetch): only the housekeeping below.
+            if self.sessions:
+                self._drop_abandoned_follower_session(self.clock())
+            return FetchContext(named)
         now = self.clock()
         self._drop_abandoned_follower_session(now)
         if epoch == FINAL_EPOCH:

@@ -117,7 +117,7 @@ class FetchHandler:
             replica_id, ids.named(request),
             ids.forgotten(forgotten) if forgotten else [],
             self.cache.topic_name if self.cache is not None else None)
-        if session.error is None:
+        if session.error is None and session.session is not None:
             session.error = ids.check_session(session)
         if session.error is not None:
             return {"throttle_time_ms": 0, "error_code": session.error, "session_id": 0,
@@ -190,8 +190,14 @@ class _TopicIds:
         self.listener = listener  # the endpoints named (v16+) are those of this listener
         self.by_id = version >= 13
         self.ids: dict[str, bytes] = {}  # name used inside -> the ID the request gave
-        self.names: list[str] = [self._name(topic) for topic in request["topics"]] \
-            if self.by_id else [topic["topic"] for topic in request["topics"]]
+        # Loops, not comprehensions: each of those is a call (a fetch names one topic).
+        self.names: list[str] = []
+        if self.by_id:
+            for topic in request["topics"]:
+                self.names.append(self._name(topic))
+        else:
+            for topic in request["topics"]:
+                self.names.append(topic["topic"])
 
     def _name(self, topic: FetchRequestTopics | FetchRequestForgottenTopicsData) -> str:
         if not self.by_id:
@@ -206,14 +212,17 @@ class _TopicIds:
     def named(self, request: FetchRequest) -> list[FetchTopic]:
         """The partitions the request names, with the fields older versions lack defaulted."""
         version = self.version
-        return [FetchTopic(name, [
-            FetchPartition(wanted["partition"], wanted["fetch_offset"],
-                           wanted["partition_max_bytes"],
-                           wanted["current_leader_epoch"] if version >= 9 else -1,
-                           wanted["log_start_offset"] if version >= 5 else -1,
-                           wanted["last_fetched_epoch"] if version >= 12 else -1)
-            for wanted in topic["partitions"]])
-            for name, topic in zip(self.names, request["topics"])]
+        named = []
+        for name, topic in zip(self.names, request["topics"]):
+            partitions = []
+            for wanted in topic["partitions"]:
+                partitions.append(FetchPartition(
+                    wanted["partition"], wanted["fetch_offset"], wanted["partition_max_bytes"],
+                    wanted["current_leader_epoch"] if version >= 9 else -1,
+                    wanted["log_start_offset"] if version >= 5 else -1,
+                    wanted["last_fetched_epoch"] if version >= 12 else -1))
+            named.append((name, partitions))
+        return named
 
     def forgotten(self, forgotten: Sequence[FetchRequestForgottenTopicsData]
                   ) -> list[tuple[str, list[int]]]:
@@ -237,14 +246,16 @@ class _TopicIds:
 
     def body(self, responses: list[tuple[str, list[FetchPartitionData]]], session_id: int,
              session: FetchContext | None = None) -> FetchResponse:
-        remembered = getattr(session.session, "topic_ids", {}) if session is not None and \
-            session.session is not None else {}
         topics: list[FetchResponseResponses] = []
         leaders: set[int] = set()
         for name, answers in responses:
-            partitions = [_partition(p) for p in answers]
+            partitions = []
+            for answer in answers:
+                partitions.append(_partition(answer))
             topic: FetchResponseResponses = {"topic": name, "partitions": partitions}
             if self.by_id:
+                remembered = getattr(session.session if session is not None else None,
+                                     "topic_ids", {})
                 topic_id = self.ids.get(name) or remembered.get(name) or self._id_of(name)
                 topic["topic_id"] = topic_id
                 if self.cache is not None and self._id_of(name) != topic_id:
