@@ -99,7 +99,8 @@ class DelayedFetch:
                 self.complete()
             return
         result = self.fetches.read_from_log(params)
-        if result.total_bytes >= params.min_bytes or result.has_error:
+        _responses, total_bytes, has_error = result
+        if total_bytes >= params.min_bytes or has_error:
             self.complete(result)
 
     def _answer_within(self, seconds: float) -> None:

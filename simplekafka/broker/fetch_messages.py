@@ -172,17 +172,11 @@ class FetchPartitionData:
         self.diverging_epoch: tuple[int, int] | None = None
 
 
-class FetchResult:
-    """Every partition's outcome by topic, in the order read; the bytes read, and
-    whether any partition failed (a fetch with an error is answered at once)."""
-
-    __slots__ = ("has_error", "responses", "total_bytes")
-
-    def __init__(self, responses: list[tuple[str, list[FetchPartitionData]]],
-                 total_bytes: int, has_error: bool):
-        self.responses = responses
-        self.total_bytes = total_bytes
-        self.has_error = has_error
+#: What a read of a fetch comes to: (every partition's outcome by topic, in the order
+#: read; the bytes read; whether any partition failed: a fetch with an error is answered
+#: at once). A plain tuple: a fetch is read twice when it parks, and an object for it
+#: cost four times as much to build as the tuple.
+FetchResult = tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]
 
 
 class FetchMessages:
@@ -210,8 +204,8 @@ class FetchMessages:
         ``respond`` makes the answer of the result (Kafka's ``responseCallback``): called
         now, or by the parked fetch when it completes, whose Deferred fires with it."""
         result = self.read_from_log(params)
-        if (params.max_wait_ms <= 0 or result.total_bytes >= max(params.min_bytes, 1)
-                or result.has_error
+        _responses, total_bytes, has_error = result
+        if (params.max_wait_ms <= 0 or total_bytes >= max(params.min_bytes, 1) or has_error
                 # A follower's session fetch may examine nothing (all settled) and park.
                 or not params.partitions.names_partitions()):
             return respond(result)
@@ -259,7 +253,8 @@ class FetchMessages:
                         partition = replicas.readable_partition(name, wanted.partition)
                     else:
                         partition = replicas.leader_partition(name, wanted.partition)
-                    partition.check_leader_epoch(wanted.current_leader_epoch)
+                    if wanted.current_leader_epoch >= 0:  # -1: the fetcher does not say
+                        partition.check_leader_epoch(wanted.current_leader_epoch)
                     if wanted.last_fetched_epoch >= 0 and _diverged(partition, wanted, answer):
                         has_error = True  # answered now: the fetcher truncates first
                         continue
@@ -267,7 +262,9 @@ class FetchMessages:
                     if selector is not None and client_rack and partition.is_leader:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
-                    limit = min(wanted.partition_max_bytes, remaining)
+                    limit = wanted.partition_max_bytes
+                    if limit > remaining:
+                        limit = remaining
                     in_sync = throttle is not None and replica_id in partition.isr
                     if throttle is not None and throttle.holds_back(name, wanted.partition,
                                                                     in_sync):
@@ -283,22 +280,24 @@ class FetchMessages:
                         has_error = True  # answer now rather than park the fetch
                     elif limit > 0 or total == 0:
                         records = partition.fetch_records(
-                            wanted.fetch_offset, max(limit, 1), replica_id,
-                            wanted.log_start_offset, leader_only=not any_replica,
-                            read_committed=read_committed)
+                            wanted.fetch_offset, limit if limit > 0 else 1, replica_id,
+                            wanted.log_start_offset, not any_replica, read_committed)
                         if throttle is not None:
                             throttle.record(name, wanted.partition, in_sync, len(records))
                     else:
                         records = b""
                     answer.records = records
-                    answer.high_watermark = partition.high_watermark_for(replica_id)
+                    # A follower's is remembered (Partition.high_watermark_for).
+                    answer.high_watermark = partition.high_watermark_for(replica_id) \
+                        if replica_id >= 0 else partition.high_watermark
                     answer.last_stable_offset = partition.last_stable_offset
                     if read_committed:
                         answer.aborted_transactions = partition.aborted_transactions(
                             wanted.fetch_offset, records)
                     answer.log_start_offset = partition.log_start_offset
-                    total += len(records)
-                    remaining -= len(records)
+                    size = len(records)
+                    total += size
+                    remaining -= size
                 except KafkaError as exc:
                     answer.error_code = exc.error_code
                     has_error = True
@@ -310,7 +309,7 @@ class FetchMessages:
                         continue
                     log.exception("fetch from %s-%d failed", name, wanted.partition)
                     answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-        return FetchResult(responses, total, has_error)
+        return responses, total, has_error
 
 
 def _diverged(partition: Partition, wanted: FetchPartition, answer: FetchPartitionData) -> bool:

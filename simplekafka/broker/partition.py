@@ -472,8 +472,9 @@ class Partition:
             self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
             return b""
         records = self.read(fetch_offset, max_bytes, replica_id, follower_log_start,
-                            leader_only=leader_only, read_committed=read_committed)
-        if replica_id >= 0 and self.alter_isr is not None:
+                            leader_only, read_committed)
+        # (An ISR member cannot join it: the usual follower fetch proposes nothing.)
+        if replica_id >= 0 and self.alter_isr is not None and replica_id not in self.isr:
             new_isr = self.isr_to_expand(replica_id)
             if new_isr is not None:
                 self.alter_isr(self, new_isr, "expand")

@@ -139,10 +139,10 @@ class FetchHandler:
         if version is None:
             version = _version(None, request)
         ids = _TopicIds(self.cache, request, version)
-        result = self.fetches.read_from_log(_params(
+        responses, total_bytes, has_error = self.fetches.read_from_log(_params(
             request, version, FetchContext(ids.named(request)), refused,
             fetch_replica_id(request)))
-        return ids.body(result.responses, 0), result.total_bytes, result.has_error
+        return ids.body(responses, 0), total_bytes, has_error
 
     def _down_converted(self, respond: Callable[[FetchResult], FetchResponse], version: int,
                         request: FetchRequest, result: FetchResult) -> FetchResponse:
@@ -151,7 +151,7 @@ class FetchHandler:
     def _leaving(self, session: FetchContext, replica_id: int, ids: _TopicIds,
                  result: FetchResult) -> FetchResponse:
         """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
-        body = ids.body(session.finish(result.responses), session.session_id, session)
+        body = ids.body(session.finish(result[0]), session.session_id, session)
         if self.on_consumer_answer is not None and replica_id < 0:
             self.on_consumer_answer(body)
         return body
