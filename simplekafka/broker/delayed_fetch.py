@@ -61,13 +61,14 @@ class DelayedFetch:
                     self.partitions.append(partition)
         self.is_follower = params.replica_id >= 0
         self.read_committed = params.isolation_level == READ_COMMITTED
+        self.on_session = False  # the session wakes it (a follower's session fetch)
 
     def start(self) -> defer.Deferred:
         """Listen and set the max_wait timer; the Deferred fires with the answer ``respond``
         makes of the FetchResult."""
         for partition in self.partitions:
             partition.add_append_listener(self.on_append)
-        self.params.partitions.wait_on_session(self.on_append)
+        self.on_session = self.params.partitions.wait_on_session(self.on_append)
         self.fetches.waiting += 1
         self.timer = self.fetches.reactor.callLater(
             self.params.max_wait_ms / 1000.0, self.complete)
@@ -115,7 +116,8 @@ class DelayedFetch:
             return
         for partition in self.partitions:
             partition.remove_append_listener(self.on_append)
-        self.params.partitions.stop_waiting(self.on_append)
+        if self.on_session:
+            self.params.partitions.stop_waiting(self.on_append)
         if self.timer is not None and self.timer.active():
             self.timer.cancel()
         self.fetches.waiting -= 1

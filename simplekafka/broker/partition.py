@@ -440,7 +440,9 @@ class Partition:
         served by a follower too, up to the HW the follower learnt from its leader.
         """
 
-        if not self.is_leader and (leader_only or replica_id >= 0 or self.leader_id < 0):
+        # Not self.is_leader: a property is a call more on every fetch.
+        if self.leader_id != self.local_broker_id and (
+                leader_only or replica_id >= 0 or self.leader_id < 0):
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         log_start, log_end = self.log.log_start_offset, self.log.log_end_offset
         if not log_start <= fetch_offset <= log_end:

@@ -201,7 +201,7 @@ class ReplicaManager:
         """The local replica of topic-partition a consumer may read from any replica
         (Fetch v11+, KIP-392): the leader or a follower; else the KafkaError to answer."""
         local = self.partitions.get((topic, partition))
-        if local is not None and (local.is_leader or local.leader_id >= 0):
+        if local is not None and local.leader_id >= 0:  # this broker leads, or a known one
             return local
         return self.leader_partition(topic, partition)
 
