@@ -294,7 +294,7 @@ class FetchMessages:
                     if read_committed:
                         answer.aborted_transactions = partition.aborted_transactions(
                             wanted.fetch_offset, records)
-                    answer.log_start_offset = partition.log_start_offset
+                    answer.log_start_offset = partition.log.log_start_offset  # a call less
                     size = len(records)
                     total += size
                     remaining -= size

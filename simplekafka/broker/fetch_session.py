@@ -147,12 +147,11 @@ class FetchSession:
         self.unsettled = {(renamed.get(name, name), index) for name, index in self.unsettled}
 
     def topics(self) -> list[FetchTopic]:
-        return _grouped(self.partitions.items())
+        return _grouped(self.partitions, self.partitions)
 
     def unsettled_topics(self) -> list[FetchTopic]:
         """What a follower's next read examines (the settled partitions are left out)."""
-        partitions = self.partitions
-        return _grouped((key, partitions[key]) for key in self.unsettled if key in partitions)
+        return _grouped(self.partitions, self.unsettled)
 
     def settle(self, topic: str, index: int, partition: Partition) -> None:
         """``partition`` was quiet for the follower: leave it out until it changes."""
@@ -197,10 +196,18 @@ class FetchSession:
         self.waiter = None
 
 
-def _grouped(items: Iterable[tuple[PartitionKey, FetchPartition]]) -> list[FetchTopic]:
+def _grouped(partitions: dict[PartitionKey, FetchPartition], keys: Iterable[PartitionKey]
+             ) -> list[FetchTopic]:
+    """The session's ``partitions`` of ``keys`` by topic (a loop: a follower's every read)."""
     grouped: dict[str, list[FetchPartition]] = {}
-    for (topic, _index), wanted in items:
-        grouped.setdefault(topic, []).append(wanted)
+    for key in keys:
+        wanted = partitions.get(key)
+        if wanted is not None:
+            topic = grouped.get(key[0])
+            if topic is None:
+                grouped[key[0]] = [wanted]
+            else:
+                topic.append(wanted)
     return list(grouped.items())
 
 
@@ -308,6 +315,13 @@ class FollowerSessionContext(IncrementalFetchContext):
     """A follower's incremental fetch: it stands for the session's unsettled partitions as
     they are at each read; quiet ones settle, and a parked fetch is woken by the session
     when a settled partition changes (see the module docstring)."""
+
+    def __init__(self, session: FetchSession):
+        # Not the session's every partition (FullFetchContext's): its topics are read from
+        # the session's unsettled ones at each read.
+        FetchContext.__init__(self, [])
+        self.session = session
+        self.session_id = session.id
 
     def topics(self) -> list[FetchTopic]:
         assert self.session is not None
