@@ -125,8 +125,11 @@ class FetchHandler:
         refused = self._refused(context, replica_id, ids) if self.authorizer.enabled \
             else frozenset()
         # What the answer is made of the result, now or when a parked fetch completes (the
-        # one step between the append that wakes it and the dispatcher's encoding).
-        respond = partial(self._leaving, session, replica_id, ids)
+        # one step between the append that wakes it and the dispatcher's encoding): a bound
+        # method of the fetch's _TopicIds, which a partial would cost twice as much as.
+        ids.session = session
+        ids.counted = self if replica_id < 0 else None
+        respond: Callable[[FetchResult], FetchResponse] = ids.leaving
         if context is not None and version < FIRST_V2_FETCH:  # message sets v0/v1
             respond = partial(self._down_converted, respond, version, request)
         return self.fetches.fetch_messages(
@@ -147,14 +150,6 @@ class FetchHandler:
     def _down_converted(self, respond: Callable[[FetchResult], FetchResponse], version: int,
                         request: FetchRequest, result: FetchResult) -> FetchResponse:
         return respond(down_convert_answers(result, version, request, self.fetches.replicas))
-
-    def _leaving(self, session: FetchContext, replica_id: int, ids: _TopicIds,
-                 result: FetchResult) -> FetchResponse:
-        """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
-        body = ids.body(session.finish(result[0]), session.session_id, session)
-        if self.on_consumer_answer is not None and replica_id < 0:
-            self.on_consumer_answer(body)
-        return body
 
     def _refused(self, context: RequestContext, replica_id: int,
                  ids: _TopicIds) -> frozenset[str]:
@@ -181,7 +176,11 @@ def _version(context: RequestContext | None, request: FetchRequest) -> int:
 class _TopicIds:
     """A fetch's topics as names inside the broker and as the request named them outside
     (v13+: by ID, KIP-516). An ID no topic has now is kept under a name no topic can
-    have, so that it is read as unknown and answered UNKNOWN_TOPIC_ID."""
+    have, so that it is read as unknown and answered UNKNOWN_TOPIC_ID. It also makes
+    the fetch's answer as it leaves (``leaving``, the fetch's response callback)."""
+
+    session: FetchContext  # the fetch's session, set once the handler has it
+    counted: FetchHandler | None = None  # a consumer's fetch: its handler counts its answer
 
     def __init__(self, cache: MetadataCache | None, request: FetchRequest, version: int,
                  listener: str | None = None):
@@ -243,6 +242,14 @@ class _TopicIds:
             return ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
         held.topic_ids.update(self.ids)
         return None
+
+    def leaving(self, result: FetchResult) -> FetchResponse:
+        """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
+        session = self.session
+        body = self.body(session.finish(result[0]), session.session_id, session)
+        if self.counted is not None and self.counted.on_consumer_answer is not None:
+            self.counted.on_consumer_answer(body)
+        return body
 
     def body(self, responses: list[tuple[str, list[FetchPartitionData]]], session_id: int,
              session: FetchContext | None = None) -> FetchResponse:
