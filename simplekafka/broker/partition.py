@@ -334,17 +334,19 @@ class Partition:
 
     def maybe_advance_high_watermark(self) -> bool:
         """HW = lowest log end offset over the ISR (leader included); it never goes back."""
-        if not self.is_leader:
+        # The leader check and log end read here, not through the properties: this runs on
+        # every append and every follower fetch, and a property is a call more each time.
+        if self.leader_id != self.local_broker_id:
             return False
         if len(self.isr) == 1 and self.isr[0] == self.local_broker_id:
-            new_hw = self.log_end_offset  # alone in the ISR: everything appended is committed
+            new_hw = self.log.log_end_offset  # alone in the ISR: all appended is committed
             if new_hw <= self.high_watermark:
                 return False
             self.high_watermark = new_hw
             if self._hw_waiters:
                 self._complete_hw_waiters()
             return True
-        new_hw = high_watermark(self.isr, self.local_broker_id, self.log_end_offset,
+        new_hw = high_watermark(self.isr, self.local_broker_id, self.log.log_end_offset,
                                 self.follower_end_offsets)
         if new_hw <= self.high_watermark:
             return False
@@ -449,7 +451,7 @@ class Partition:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
                             f"offset {fetch_offset} outside {log_start}..{log_end}")
         if replica_id >= 0:
-            self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
+            self.record_follower_fetch(replica_id, fetch_offset, None, follower_log_start)
             upper = None
         else:
             upper = self.last_stable_offset if read_committed else self.high_watermark
@@ -540,7 +542,7 @@ class Partition:
         if replica_id not in self.replicas or replica_id == self.local_broker_id:
             return  # not a replica of this partition: nothing to record
         now = now_ms() if now is None else now
-        leader_end = self.log_end_offset
+        leader_end = self.log.log_end_offset
         self.follower_end_offsets[replica_id] = fetch_offset
         previous = self._follower_last_fetch.get(replica_id)
         if fetch_offset >= leader_end:

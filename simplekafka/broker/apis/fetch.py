@@ -88,6 +88,9 @@ class FetchHandler:
         self.sessions = sessions if sessions is not None else FetchSessionCache()
         self.reactor = reactor
         self.fetches = FetchMessages(replicas, reactor, is_stopping, selector)
+        # What a session by topic IDs resolves an unknown ID with (one bound method, not
+        # one per fetch).
+        self._topic_name = self.cache.topic_name if self.cache is not None else None
         # Told of each consumer answer as it leaves (the metrics count bytes out); None: off.
         self.on_consumer_answer: Callable[[FetchResponse], object] | None = None
 
@@ -115,8 +118,7 @@ class FetchHandler:
             request["session_id"] if sessions else 0,
             request["session_epoch"] if sessions else -1,
             replica_id, ids.named(request),
-            ids.forgotten(forgotten) if forgotten else [],
-            self.cache.topic_name if self.cache is not None else None)
+            ids.forgotten(forgotten) if forgotten else [], self._topic_name)
         if session.error is None and session.session is not None:
             session.error = ids.check_session(session)
         if session.error is not None:
