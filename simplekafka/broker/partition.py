@@ -491,8 +491,8 @@ class Partition:
         recorded (it stays caught up in our eyes) and no answer is built. At 10,000
         partitions this is most of an idle follower fetch, twice per
         ``replica.fetch.wait.max.ms``."""
-        if (not self.is_leader
-                or wanted.fetch_offset != self.log_end_offset
+        if (self.leader_id != self.local_broker_id  # not the leader (no property call)
+                or wanted.fetch_offset != self.log.log_end_offset
                 # We already have this offset for it: recording it moves no HW.
                 or self.follower_end_offsets.get(replica_id) != wanted.fetch_offset
                 or wanted.high_watermark != self.high_watermark
