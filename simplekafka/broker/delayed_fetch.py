@@ -79,8 +79,8 @@ class DelayedFetch:
             return
         params = self.params
         throttle = self.fetches.leader_throttle if self.is_follower else None
-        if throttle is not None and throttle.holds_back(
-                partition.topic, partition.index, params.replica_id in partition.isr):
+        if throttle is not None and params.replica_id not in partition.isr and \
+                throttle.holds_back(partition.topic, partition.index, False):
             return  # a throttled moving replica: nothing would be sent now, keep waiting
         if self.is_follower and partition.follower_behind_hw(params.replica_id):
             # The HW moved past what this follower was told: it learns it from the answer

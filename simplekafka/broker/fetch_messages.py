@@ -266,8 +266,9 @@ class FetchMessages:
                     if limit > remaining:
                         limit = remaining
                     in_sync = throttle is not None and replica_id in partition.isr
-                    if throttle is not None and throttle.holds_back(name, wanted.partition,
-                                                                    in_sync):
+                    # (An in-sync replica is never throttled: no call to ask.)
+                    if throttle is not None and not in_sync and throttle.holds_back(
+                            name, wanted.partition, in_sync):
                         # A moving replica over its rate: nothing this time, but its
                         # position still counts (it is where its log ends).
                         records = partition.fetch_records(
@@ -282,7 +283,7 @@ class FetchMessages:
                         records = partition.fetch_records(
                             wanted.fetch_offset, limit if limit > 0 else 1, replica_id,
                             wanted.log_start_offset, not any_replica, read_committed)
-                        if throttle is not None:
+                        if throttle is not None and not in_sync:
                             throttle.record(name, wanted.partition, in_sync, len(records))
                     else:
                         records = b""
