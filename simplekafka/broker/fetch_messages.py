@@ -114,7 +114,7 @@ class FetchPartition:
 
 
 # One topic of a fetch and the partitions it reads: a plain tuple, built once per fetch
-# (an object would cost five times as much to build and twice as much to read).
+# (an object of a class with an __init__ costs some five times as much to build).
 FetchTopic = tuple[str, list[FetchPartition]]
 
 
@@ -174,8 +174,8 @@ class FetchPartitionData:
 
 #: What a read of a fetch comes to: (every partition's outcome by topic, in the order
 #: read; the bytes read; whether any partition failed: a fetch with an error is answered
-#: at once). A plain tuple: a fetch is read twice when it parks, and an object for it
-#: cost four times as much to build as the tuple.
+#: at once). A plain tuple: a fetch is read twice when it parks, and an object of a
+#: class with an __init__ costs some five times as much to build.
 FetchResult = tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]
 
 

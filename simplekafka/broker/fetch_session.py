@@ -370,7 +370,7 @@ class FetchSessionCache:
         ``topic_name`` resolves the IDs a session by topic IDs held as unknown."""
         session_id = session_id or INVALID_SESSION_ID
         if epoch == FINAL_EPOCH and session_id == INVALID_SESSION_ID:
-            # No session to close (librdkafka's every fetch): only the housekeeping below.
+            # No session to close (librdkafka's every fetch): only the housekeeping.
             if self.sessions:
                 self._drop_abandoned_follower_session(self.clock())
             return FetchContext(named)
