@@ -53,21 +53,22 @@ class DelayedFetch:
         self.partitions: list[Partition] = []
         self.offsets: dict[tuple[str, int], int] = {}
         get_partition = fetches.replicas.get_partition
-        for topic in params.partitions.topics():
-            for wanted in topic.partitions:
-                self.offsets[(topic.topic, wanted.partition)] = wanted.fetch_offset
-                partition = get_partition(topic.topic, wanted.partition)
+        for name, partitions in params.partitions.topics():
+            for wanted in partitions:
+                self.offsets[(name, wanted.partition)] = wanted.fetch_offset
+                partition = get_partition(name, wanted.partition)
                 if partition is not None:
                     self.partitions.append(partition)
         self.is_follower = params.replica_id >= 0
         self.read_committed = params.isolation_level == READ_COMMITTED
+        self.on_session = False  # the session wakes it (a follower's session fetch)
 
     def start(self) -> defer.Deferred:
         """Listen and set the max_wait timer; the Deferred fires with the answer ``respond``
         makes of the FetchResult."""
         for partition in self.partitions:
             partition.add_append_listener(self.on_append)
-        self.params.partitions.wait_on_session(self.on_append)
+        self.on_session = self.params.partitions.wait_on_session(self.on_append)
         self.fetches.waiting += 1
         self.timer = self.fetches.reactor.callLater(
             self.params.max_wait_ms / 1000.0, self.complete)
@@ -78,8 +79,8 @@ class DelayedFetch:
             return
         params = self.params
         throttle = self.fetches.leader_throttle if self.is_follower else None
-        if throttle is not None and throttle.holds_back(
-                partition.topic, partition.index, params.replica_id in partition.isr):
+        if throttle is not None and params.replica_id not in partition.isr and \
+                throttle.holds_back(partition.topic, partition.index, False):
             return  # a throttled moving replica: nothing would be sent now, keep waiting
         if self.is_follower and partition.follower_behind_hw(params.replica_id):
             # The HW moved past what this follower was told: it learns it from the answer
@@ -99,7 +100,8 @@ class DelayedFetch:
                 self.complete()
             return
         result = self.fetches.read_from_log(params)
-        if result.total_bytes >= params.min_bytes or result.has_error:
+        _responses, total_bytes, has_error = result
+        if total_bytes >= params.min_bytes or has_error:
             self.complete(result)
 
     def _answer_within(self, seconds: float) -> None:
@@ -114,7 +116,8 @@ class DelayedFetch:
             return
         for partition in self.partitions:
             partition.remove_append_listener(self.on_append)
-        self.params.partitions.stop_waiting(self.on_append)
+        if self.on_session:
+            self.params.partitions.stop_waiting(self.on_append)
         if self.timer is not None and self.timer.active():
             self.timer.cancel()
         self.fetches.waiting -= 1

@@ -113,12 +113,9 @@ class FetchPartition:
         self.last_fetched_epoch = newer.last_fetched_epoch
 
 
-class FetchTopic:
-    __slots__ = ("partitions", "topic")
-
-    def __init__(self, topic: str, partitions: list[FetchPartition]):
-        self.topic = topic
-        self.partitions = partitions
+# One topic of a fetch and the partitions it reads: a plain tuple, built once per fetch
+# (an object of a class with an __init__ costs some five times as much to build).
+FetchTopic = tuple[str, list[FetchPartition]]
 
 
 class FetchPartitions(Protocol):
@@ -175,17 +172,11 @@ class FetchPartitionData:
         self.diverging_epoch: tuple[int, int] | None = None
 
 
-class FetchResult:
-    """Every partition's outcome by topic, in the order read; the bytes read, and
-    whether any partition failed (a fetch with an error is answered at once)."""
-
-    __slots__ = ("has_error", "responses", "total_bytes")
-
-    def __init__(self, responses: list[tuple[str, list[FetchPartitionData]]],
-                 total_bytes: int, has_error: bool):
-        self.responses = responses
-        self.total_bytes = total_bytes
-        self.has_error = has_error
+#: What a read of a fetch comes to: (every partition's outcome by topic, in the order
+#: read; the bytes read; whether any partition failed: a fetch with an error is answered
+#: at once). A plain tuple: a fetch is read twice when it parks, and an object of a
+#: class with an __init__ costs some five times as much to build.
+FetchResult = tuple[list[tuple[str, list[FetchPartitionData]]], int, bool]
 
 
 class FetchMessages:
@@ -213,8 +204,8 @@ class FetchMessages:
         ``respond`` makes the answer of the result (Kafka's ``responseCallback``): called
         now, or by the parked fetch when it completes, whose Deferred fires with it."""
         result = self.read_from_log(params)
-        if (params.max_wait_ms <= 0 or result.total_bytes >= max(params.min_bytes, 1)
-                or result.has_error
+        _responses, total_bytes, has_error = result
+        if (params.max_wait_ms <= 0 or total_bytes >= max(params.min_bytes, 1) or has_error
                 # A follower's session fetch may examine nothing (all settled) and park.
                 or not params.partitions.names_partitions()):
             return respond(result)
@@ -239,17 +230,16 @@ class FetchMessages:
         get_partition = replicas.get_partition
         now = now_ms() if follower >= 0 else 0.0  # only the quiet check needs the clock
         refused = params.refused
-        for topic in wanted_partitions.topics():
-            name = topic.topic
+        for name, wanted_list in wanted_partitions.topics():
             partitions: list[FetchPartitionData] = []
             responses.append((name, partitions))
             if name in refused:
                 has_error = True
                 partitions += [FetchPartitionData(wanted.partition,
                                                   ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                               for wanted in topic.partitions]
+                               for wanted in wanted_list]
                 continue
-            for wanted in topic.partitions:
+            for wanted in wanted_list:
                 if follower >= 0:
                     quiet = get_partition(name, wanted.partition)
                     if quiet is not None and quiet.record_quiet_follower_fetch(
@@ -263,7 +253,8 @@ class FetchMessages:
                         partition = replicas.readable_partition(name, wanted.partition)
                     else:
                         partition = replicas.leader_partition(name, wanted.partition)
-                    partition.check_leader_epoch(wanted.current_leader_epoch)
+                    if wanted.current_leader_epoch >= 0:  # -1: the fetcher does not say
+                        partition.check_leader_epoch(wanted.current_leader_epoch)
                     if wanted.last_fetched_epoch >= 0 and _diverged(partition, wanted, answer):
                         has_error = True  # answered now: the fetcher truncates first
                         continue
@@ -271,10 +262,13 @@ class FetchMessages:
                     if selector is not None and client_rack and partition.is_leader:
                         preferred = selector.preferred_read_replica(
                             partition, client_rack, wanted.fetch_offset)
-                    limit = min(wanted.partition_max_bytes, remaining)
+                    limit = wanted.partition_max_bytes
+                    if limit > remaining:
+                        limit = remaining
                     in_sync = throttle is not None and replica_id in partition.isr
-                    if throttle is not None and throttle.holds_back(name, wanted.partition,
-                                                                    in_sync):
+                    # (An in-sync replica is never throttled: no call to ask.)
+                    if throttle is not None and not in_sync and throttle.holds_back(
+                            name, wanted.partition, in_sync):
                         # A moving replica over its rate: nothing this time, but its
                         # position still counts (it is where its log ends).
                         records = partition.fetch_records(
@@ -287,22 +281,24 @@ class FetchMessages:
                         has_error = True  # answer now rather than park the fetch
                     elif limit > 0 or total == 0:
                         records = partition.fetch_records(
-                            wanted.fetch_offset, max(limit, 1), replica_id,
-                            wanted.log_start_offset, leader_only=not any_replica,
-                            read_committed=read_committed)
-                        if throttle is not None:
+                            wanted.fetch_offset, limit if limit > 0 else 1, replica_id,
+                            wanted.log_start_offset, not any_replica, read_committed)
+                        if throttle is not None and not in_sync:
                             throttle.record(name, wanted.partition, in_sync, len(records))
                     else:
                         records = b""
                     answer.records = records
-                    answer.high_watermark = partition.high_watermark_for(replica_id)
+                    # A follower's is remembered (Partition.high_watermark_for).
+                    answer.high_watermark = partition.high_watermark_for(replica_id) \
+                        if replica_id >= 0 else partition.high_watermark
                     answer.last_stable_offset = partition.last_stable_offset
                     if read_committed:
                         answer.aborted_transactions = partition.aborted_transactions(
                             wanted.fetch_offset, records)
-                    answer.log_start_offset = partition.log_start_offset
-                    total += len(records)
-                    remaining -= len(records)
+                    answer.log_start_offset = partition.log.log_start_offset  # a call less
+                    size = len(records)
+                    total += size
+                    remaining -= size
                 except KafkaError as exc:
                     answer.error_code = exc.error_code
                     has_error = True
@@ -314,7 +310,7 @@ class FetchMessages:
                         continue
                     log.exception("fetch from %s-%d failed", name, wanted.partition)
                     answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-        return FetchResult(responses, total, has_error)
+        return responses, total, has_error
 
 
 def _diverged(partition: Partition, wanted: FetchPartition, answer: FetchPartitionData) -> bool:

@@ -105,9 +105,9 @@ class FetchSession:
     def apply(self, named: list[FetchTopic], forgotten: list[tuple[str, list[int]]]) -> None:
         """Add or update the partitions a fetch names; drop the forgotten ones."""
         follower = self.replica_id >= 0
-        for topic in named:
-            for wanted in topic.partitions:
-                key = (topic.topic, wanted.partition)
+        for name, partitions in named:
+            for wanted in partitions:
+                key = (name, wanted.partition)
                 cached = self.partitions.get(key)
                 if cached is None:
                     self.partitions[key] = wanted
@@ -147,12 +147,11 @@ class FetchSession:
         self.unsettled = {(renamed.get(name, name), index) for name, index in self.unsettled}
 
     def topics(self) -> list[FetchTopic]:
-        return _grouped(self.partitions.items())
+        return _grouped(self.partitions, self.partitions)
 
     def unsettled_topics(self) -> list[FetchTopic]:
         """What a follower's next read examines (the settled partitions are left out)."""
-        partitions = self.partitions
-        return _grouped((key, partitions[key]) for key in self.unsettled if key in partitions)
+        return _grouped(self.partitions, self.unsettled)
 
     def settle(self, topic: str, index: int, partition: Partition) -> None:
         """``partition`` was quiet for the follower: leave it out until it changes."""
@@ -197,11 +196,19 @@ class FetchSession:
         self.waiter = None
 
 
-def _grouped(items: Iterable[tuple[PartitionKey, FetchPartition]]) -> list[FetchTopic]:
+def _grouped(partitions: dict[PartitionKey, FetchPartition], keys: Iterable[PartitionKey]
+             ) -> list[FetchTopic]:
+    """The session's ``partitions`` of ``keys`` by topic (a loop: a follower's every read)."""
     grouped: dict[str, list[FetchPartition]] = {}
-    for (topic, _index), wanted in items:
-        grouped.setdefault(topic, []).append(wanted)
-    return [FetchTopic(topic, partitions) for topic, partitions in grouped.items()]
+    for key in keys:
+        wanted = partitions.get(key)
+        if wanted is not None:
+            topic = grouped.get(key[0])
+            if topic is None:
+                grouped[key[0]] = [wanted]
+            else:
+                topic.append(wanted)
+    return list(grouped.items())
 
 
 class FetchContext:
@@ -309,6 +316,13 @@ class FollowerSessionContext(IncrementalFetchContext):
     they are at each read; quiet ones settle, and a parked fetch is woken by the session
     when a settled partition changes (see the module docstring)."""
 
+    def __init__(self, session: FetchSession):
+        # Not the session's every partition (FullFetchContext's): its topics are read from
+        # the session's unsettled ones at each read.
+        FetchContext.__init__(self, [])
+        self.session = session
+        self.session_id = session.id
+
     def topics(self) -> list[FetchTopic]:
         assert self.session is not None
         return self.session.unsettled_topics()
@@ -355,6 +369,11 @@ class FetchSessionCache:
         """Open, continue or close a fetch's session; see the module docstring.
         ``topic_name`` resolves the IDs a session by topic IDs held as unknown."""
         session_id = session_id or INVALID_SESSION_ID
+        if epoch == FINAL_EPOCH and session_id == INVALID_SESSION_ID:
+            # No session to close (librdkafka's every fetch): only the housekeeping.
+            if self.sessions:
+                self._drop_abandoned_follower_session(self.clock())
+            return FetchContext(named)
         now = self.clock()
         self._drop_abandoned_follower_session(now)
         if epoch == FINAL_EPOCH:

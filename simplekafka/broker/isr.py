@@ -67,8 +67,13 @@ def high_watermark(isr: Iterable[int], leader_id: int, leader_end_offset: int,
     A follower the leader has not heard from counts as 0, so it holds the high
     watermark back until its first fetch says where it is.
     """
-    return min([leader_end_offset] + [follower_end_offsets.get(replica, 0)
-                                      for replica in isr if replica != leader_id])
+    lowest = leader_end_offset
+    for replica in isr:
+        if replica != leader_id:
+            end = follower_end_offsets.get(replica, 0)
+            if end < lowest:
+                lowest = end
+    return lowest
 
 
 def may_join_isr(follower_end_offset: int, high_watermark: int,

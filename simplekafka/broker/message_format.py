@@ -142,7 +142,7 @@ def down_convert_answers(result: FetchResult, api_version: int, request: FetchRe
     magic = fetch_magic(api_version)
     offsets = {(topic["topic"], wanted["partition"]): wanted["fetch_offset"]
                for topic in request["topics"] for wanted in topic["partitions"]}
-    for topic, answers in result.responses:
+    for topic, answers in result[0]:
         for answer in answers:
             local = replicas.get_partition(topic, answer.partition_index)
             allowed = local is None or local.log.config.message_downconversion_enable

@@ -334,17 +334,19 @@ class Partition:
 
     def maybe_advance_high_watermark(self) -> bool:
         """HW = lowest log end offset over the ISR (leader included); it never goes back."""
-        if not self.is_leader:
+        # The leader check and log end read here, not through the properties: this runs on
+        # every append and every follower fetch, and a property is a call more each time.
+        if self.leader_id != self.local_broker_id:
             return False
         if len(self.isr) == 1 and self.isr[0] == self.local_broker_id:
-            new_hw = self.log_end_offset  # alone in the ISR: everything appended is committed
+            new_hw = self.log.log_end_offset  # alone in the ISR: all appended is committed
             if new_hw <= self.high_watermark:
                 return False
             self.high_watermark = new_hw
             if self._hw_waiters:
                 self._complete_hw_waiters()
             return True
-        new_hw = high_watermark(self.isr, self.local_broker_id, self.log_end_offset,
+        new_hw = high_watermark(self.isr, self.local_broker_id, self.log.log_end_offset,
                                 self.follower_end_offsets)
         if new_hw <= self.high_watermark:
             return False
@@ -440,14 +442,16 @@ class Partition:
         served by a follower too, up to the HW the follower learnt from its leader.
         """
 
-        if not self.is_leader and (leader_only or replica_id >= 0 or self.leader_id < 0):
+        # Not self.is_leader: a property is a call more on every fetch.
+        if self.leader_id != self.local_broker_id and (
+                leader_only or replica_id >= 0 or self.leader_id < 0):
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         log_start, log_end = self.log.log_start_offset, self.log.log_end_offset
         if not log_start <= fetch_offset <= log_end:
             raise error_for(ErrorCode.OFFSET_OUT_OF_RANGE,
                             f"offset {fetch_offset} outside {log_start}..{log_end}")
         if replica_id >= 0:
-            self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
+            self.record_follower_fetch(replica_id, fetch_offset, None, follower_log_start)
             upper = None
         else:
             upper = self.last_stable_offset if read_committed else self.high_watermark
@@ -472,8 +476,9 @@ class Partition:
             self.record_follower_fetch(replica_id, fetch_offset, log_start=follower_log_start)
             return b""
         records = self.read(fetch_offset, max_bytes, replica_id, follower_log_start,
-                            leader_only=leader_only, read_committed=read_committed)
-        if replica_id >= 0 and self.alter_isr is not None:
+                            leader_only, read_committed)
+        # (An ISR member cannot join it: the usual follower fetch proposes nothing.)
+        if replica_id >= 0 and self.alter_isr is not None and replica_id not in self.isr:
             new_isr = self.isr_to_expand(replica_id)
             if new_isr is not None:
                 self.alter_isr(self, new_isr, "expand")
@@ -486,8 +491,8 @@ class Partition:
         recorded (it stays caught up in our eyes) and no answer is built. At 10,000
         partitions this is most of an idle follower fetch, twice per
         ``replica.fetch.wait.max.ms``."""
-        if (not self.is_leader
-                or wanted.fetch_offset != self.log_end_offset
+        if (self.leader_id != self.local_broker_id  # not the leader (no property call)
+                or wanted.fetch_offset != self.log.log_end_offset
                 # We already have this offset for it: recording it moves no HW.
                 or self.follower_end_offsets.get(replica_id) != wanted.fetch_offset
                 or wanted.high_watermark != self.high_watermark
@@ -537,7 +542,7 @@ class Partition:
         if replica_id not in self.replicas or replica_id == self.local_broker_id:
             return  # not a replica of this partition: nothing to record
         now = now_ms() if now is None else now
-        leader_end = self.log_end_offset
+        leader_end = self.log.log_end_offset
         self.follower_end_offsets[replica_id] = fetch_offset
         previous = self._follower_last_fetch.get(replica_id)
         if fetch_offset >= leader_end:

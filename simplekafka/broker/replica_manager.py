@@ -188,7 +188,8 @@ class ReplicaManager:
     def leader_partition(self, topic: str, partition: int) -> Partition:
         """The local leader of topic-partition, or the KafkaError a client should get."""
         local = self.partitions.get((topic, partition))
-        if local is not None and local.is_leader:
+        # local.is_leader without the property's call (every produce and follower fetch)
+        if local is not None and local.leader_id == local.local_broker_id:
             return local
         offline = self.offline_partitions.get((topic, partition)) if local is None else None
         if offline is not None:
@@ -201,7 +202,7 @@ class ReplicaManager:
         """The local replica of topic-partition a consumer may read from any replica
         (Fetch v11+, KIP-392): the leader or a follower; else the KafkaError to answer."""
         local = self.partitions.get((topic, partition))
-        if local is not None and (local.is_leader or local.leader_id >= 0):
+        if local is not None and local.leader_id >= 0:  # this broker leads, or a known one
             return local
         return self.leader_partition(topic, partition)
 

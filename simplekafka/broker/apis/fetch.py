@@ -88,6 +88,9 @@ class FetchHandler:
         self.sessions = sessions if sessions is not None else FetchSessionCache()
         self.reactor = reactor
         self.fetches = FetchMessages(replicas, reactor, is_stopping, selector)
+        # What a session by topic IDs resolves an unknown ID with (one bound method, not
+        # one per fetch).
+        self._topic_name = self.cache.topic_name if self.cache is not None else None
         # Told of each consumer answer as it leaves (the metrics count bytes out); None: off.
         self.on_consumer_answer: Callable[[FetchResponse], object] | None = None
 
@@ -115,9 +118,8 @@ class FetchHandler:
             request["session_id"] if sessions else 0,
             request["session_epoch"] if sessions else -1,
             replica_id, ids.named(request),
-            ids.forgotten(forgotten) if forgotten else [],
-            self.cache.topic_name if self.cache is not None else None)
-        if session.error is None:
+            ids.forgotten(forgotten) if forgotten else [], self._topic_name)
+        if session.error is None and session.session is not None:
             session.error = ids.check_session(session)
         if session.error is not None:
             return {"throttle_time_ms": 0, "error_code": session.error, "session_id": 0,
@@ -125,8 +127,11 @@ class FetchHandler:
         refused = self._refused(context, replica_id, ids) if self.authorizer.enabled \
             else frozenset()
         # What the answer is made of the result, now or when a parked fetch completes (the
-        # one step between the append that wakes it and the dispatcher's encoding).
-        respond = partial(self._leaving, session, replica_id, ids)
+        # one step between the append that wakes it and the dispatcher's encoding): a bound
+        # method of the fetch's _TopicIds, which a partial would cost twice as much as.
+        ids.session = session
+        ids.counted = self if replica_id < 0 else None
+        respond: Callable[[FetchResult], FetchResponse] = ids.leaving
         if context is not None and version < FIRST_V2_FETCH:  # message sets v0/v1
             respond = partial(self._down_converted, respond, version, request)
         return self.fetches.fetch_messages(
@@ -139,22 +144,14 @@ class FetchHandler:
         if version is None:
             version = _version(None, request)
         ids = _TopicIds(self.cache, request, version)
-        result = self.fetches.read_from_log(_params(
+        responses, total_bytes, has_error = self.fetches.read_from_log(_params(
             request, version, FetchContext(ids.named(request)), refused,
             fetch_replica_id(request)))
-        return ids.body(result.responses, 0), result.total_bytes, result.has_error
+        return ids.body(responses, 0), total_bytes, has_error
 
     def _down_converted(self, respond: Callable[[FetchResult], FetchResponse], version: int,
                         request: FetchRequest, result: FetchResult) -> FetchResponse:
         return respond(down_convert_answers(result, version, request, self.fetches.replicas))
-
-    def _leaving(self, session: FetchContext, replica_id: int, ids: _TopicIds,
-                 result: FetchResult) -> FetchResponse:
-        """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
-        body = ids.body(session.finish(result.responses), session.session_id, session)
-        if self.on_consumer_answer is not None and replica_id < 0:
-            self.on_consumer_answer(body)
-        return body
 
     def _refused(self, context: RequestContext, replica_id: int,
                  ids: _TopicIds) -> frozenset[str]:
@@ -181,7 +178,11 @@ def _version(context: RequestContext | None, request: FetchRequest) -> int:
 class _TopicIds:
     """A fetch's topics as names inside the broker and as the request named them outside
     (v13+: by ID, KIP-516). An ID no topic has now is kept under a name no topic can
-    have, so that it is read as unknown and answered UNKNOWN_TOPIC_ID."""
+    have, so that it is read as unknown and answered UNKNOWN_TOPIC_ID. It also makes
+    the fetch's answer as it leaves (``leaving``, the fetch's response callback)."""
+
+    session: FetchContext  # the fetch's session, set once the handler has it
+    counted: FetchHandler | None = None  # a consumer's fetch: its handler counts its answer
 
     def __init__(self, cache: MetadataCache | None, request: FetchRequest, version: int,
                  listener: str | None = None):
@@ -190,8 +191,14 @@ class _TopicIds:
         self.listener = listener  # the endpoints named (v16+) are those of this listener
         self.by_id = version >= 13
         self.ids: dict[str, bytes] = {}  # name used inside -> the ID the request gave
-        self.names: list[str] = [self._name(topic) for topic in request["topics"]] \
-            if self.by_id else [topic["topic"] for topic in request["topics"]]
+        # Loops, not comprehensions: each of those is a call (a fetch names one topic).
+        self.names: list[str] = []
+        if self.by_id:
+            for topic in request["topics"]:
+                self.names.append(self._name(topic))
+        else:
+            for topic in request["topics"]:
+                self.names.append(topic["topic"])
 
     def _name(self, topic: FetchRequestTopics | FetchRequestForgottenTopicsData) -> str:
         if not self.by_id:
@@ -206,14 +213,17 @@ class _TopicIds:
     def named(self, request: FetchRequest) -> list[FetchTopic]:
         """The partitions the request names, with the fields older versions lack defaulted."""
         version = self.version
-        return [FetchTopic(name, [
-            FetchPartition(wanted["partition"], wanted["fetch_offset"],
-                           wanted["partition_max_bytes"],
-                           wanted["current_leader_epoch"] if version >= 9 else -1,
-                           wanted["log_start_offset"] if version >= 5 else -1,
-                           wanted["last_fetched_epoch"] if version >= 12 else -1)
-            for wanted in topic["partitions"]])
-            for name, topic in zip(self.names, request["topics"])]
+        named = []
+        for name, topic in zip(self.names, request["topics"]):
+            partitions = []
+            for wanted in topic["partitions"]:
+                partitions.append(FetchPartition(
+                    wanted["partition"], wanted["fetch_offset"], wanted["partition_max_bytes"],
+                    wanted["current_leader_epoch"] if version >= 9 else -1,
+                    wanted["log_start_offset"] if version >= 5 else -1,
+                    wanted["last_fetched_epoch"] if version >= 12 else -1))
+            named.append((name, partitions))
+        return named
 
     def forgotten(self, forgotten: Sequence[FetchRequestForgottenTopicsData]
                   ) -> list[tuple[str, list[int]]]:
@@ -235,16 +245,26 @@ class _TopicIds:
         held.topic_ids.update(self.ids)
         return None
 
+    def leaving(self, result: FetchResult) -> FetchResponse:
+        """The answer as it leaves: shaped by its session (KIP-227), counted if a consumer's."""
+        session = self.session
+        body = self.body(session.finish(result[0]), session.session_id, session)
+        if self.counted is not None and self.counted.on_consumer_answer is not None:
+            self.counted.on_consumer_answer(body)
+        return body
+
     def body(self, responses: list[tuple[str, list[FetchPartitionData]]], session_id: int,
              session: FetchContext | None = None) -> FetchResponse:
-        remembered = getattr(session.session, "topic_ids", {}) if session is not None and \
-            session.session is not None else {}
         topics: list[FetchResponseResponses] = []
         leaders: set[int] = set()
         for name, answers in responses:
-            partitions = [_partition(p) for p in answers]
+            partitions = []
+            for answer in answers:
+                partitions.append(_partition(answer))
             topic: FetchResponseResponses = {"topic": name, "partitions": partitions}
             if self.by_id:
+                remembered = getattr(session.session if session is not None else None,
+                                     "topic_ids", {})
                 topic_id = self.ids.get(name) or remembered.get(name) or self._id_of(name)
                 topic["topic_id"] = topic_id
                 if self.cache is not None and self._id_of(name) != topic_id:
