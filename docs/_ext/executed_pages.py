@@ -18,13 +18,14 @@ that file's text when Sphinx reads it.
   is run like a chapter: its own ```` ```python ```` listings, as one script, each
   output under its listing (recorded as ``listings/further-<page>.json``).
 
-The listings of all pages are started when Sphinx is about to read them, two
-scripts at once (``SIMPLEKAFKA_DOCS_LISTING_JOBS``; 1 runs them in turn): the pages
-that start Spark one after another, the others beside them, each page's script still
-on its own in its own directory; reading a page waits for its own script. A script
-spends much of its time waiting on the processes it starts (brokers, Spark's
-triggers), and Sphinx reads the other pages meanwhile. Two Spark pages side by side
-were slower than one after the other (their JVMs share two cores).
+The listings of all pages are started when Sphinx is about to read them, in a
+thread beside Sphinx's reading of the other pages; reading a page waits for its own
+script. ``SIMPLEKAFKA_DOCS_LISTING_JOBS=2`` runs two scripts at once (the pages that
+start Spark one after another, the others beside them), each page's script still on
+its own in its own directory. It is not the default: on the suite's loaded two-core
+machine it gained little (557 s -> 485 s for a build, at different loads), two Spark
+pages side by side were slower than one after the other, and once, at a load
+average of 10, a Spark listing's Python worker missed Spark's 10 s to connect back.
 
 Whatever the page holds after the include (a diagram, say) goes in before the
 chapter's first ``##`` section. The chapters stay plain markdown that reads well
@@ -65,8 +66,8 @@ SPARK_CONF = Path(__file__).resolve().parent.parent / "_spark"
 #: Java's notice for the module Spark 4 adds; no JVM option turns it off.
 INCUBATOR_NOTICE = re.compile(r"^WARNING: Using incubator modules: jdk\.incubator\.vector\n", re.M)
 CHAPTER_TIMEOUT = 900  # seconds for all listings of a chapter; some start clusters
-#: How many pages' scripts run at once (SIMPLEKAFKA_DOCS_LISTING_JOBS; 1 runs them in turn).
-LISTING_JOBS = 2
+#: How many pages' scripts run at once (SIMPLEKAFKA_DOCS_LISTING_JOBS): one at a time.
+LISTING_JOBS = 1
 
 
 def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
