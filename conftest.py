@@ -49,7 +49,12 @@ SPARK_DRIVER_JAVA_OPTIONS = " ".join(filter(None, [jvm_cds.DRIVER_OPTIONS,
                                                    jvm_cds.use_options(jvm_cds.SPARK_ARCHIVE)]))
 os.environ.setdefault("SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS",
                       jvm_cds.use_options(jvm_cds.ZOOKEEPER_ARCHIVE))
-SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# The executors and a standalone cluster's master and workers run with Spark's class path
+# too (the driver's, the archive's), so they map the driver's archive as well.
+SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS = " ".join(filter(None, [
+    "-XX:TieredStopAtLevel=1", jvm_cds.use_options(jvm_cds.SPARK_ARCHIVE)]))
+os.environ.setdefault("SIMPLEKAFKA_SPARK_DAEMON_JVM_OPTIONS",
+                      jvm_cds.use_options(jvm_cds.SPARK_ARCHIVE))
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                       f"--driver-java-options '{SPARK_DRIVER_JAVA_OPTIONS}' "
                       f"--conf 'spark.executor.defaultJavaOptions="

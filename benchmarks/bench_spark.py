@@ -254,10 +254,13 @@ TINY_RECORDS, TINY_PER_TRIGGER = 20_000, 5_000
 
 
 def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Path,
-                 topic: str = "events") -> None:
+                 topic: str = "events", session=None, event_log: Path | None = None) -> None:
     """The window count and the source alone on a standalone cluster (two workers if ours).
 
-    stages/stage8_spark/test_standalone.py runs it against that module's cluster.
+    stages/stage8_spark/test_standalone.py runs it against that module's cluster, in
+    the module's session on it (``session``, whose Spark event log is ``event_log``):
+    each application on the cluster starts its own executors, so one application
+    fewer is two executor JVMs fewer. Without ``session``, it runs in one of its own.
     """
     from simplekafka.cluster.spark_standalone import SparkStandalone
     from simplekafka.spark.session import tasks_by_executor
@@ -267,8 +270,9 @@ def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Pat
         started = SparkStandalone(workers=2, base_dir=work / "spark").start()
         master = started.master_url
     try:
-        events = work / "events"
-        spark = spark_session(master, events)
+        events = event_log if session is not None and event_log is not None \
+            else work / "events"
+        spark = session if session is not None else spark_session(master, events)
         where = f"standalone {master}"
         run_available_now(stream(spark, bootstrap, topic, per_trigger), work / "swarm",
                           aggregate=True)
@@ -276,7 +280,8 @@ def on_a_cluster(master: str | None, bootstrap: str, per_trigger: int, work: Pat
             stream(spark, bootstrap, topic, per_trigger), work / "sagg", aggregate=True)))
         report(f"source alone into noop, Arrow, {where}: " + describe(run_available_now(
             stream(spark, bootstrap, topic, per_trigger), work / "salone", aggregate=False)))
-        spark.stop()
+        if session is None:
+            spark.stop()  # its event log is complete once the application ends
         tasks = next(iter(tasks_by_executor(events).values()), {})
         report(f"tasks per executor (id@worker) on {where}: "
                + ", ".join(f"{name} {count}" for name, count in sorted(tasks.items())))

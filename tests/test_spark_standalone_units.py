@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from types import SimpleNamespace
 
 import pytest
 
@@ -57,3 +59,29 @@ def test_a_cluster_needs_a_worker_and_a_record(tmp_path):
     assert SparkStandalone.recorded(tmp_path) is None
     with pytest.raises(SparkClusterError, match="no Spark cluster recorded"):
         SparkStandalone.stop_recorded(tmp_path)
+
+
+def test_the_daemons_take_more_jvm_options_from_the_environment(tmp_path, monkeypatch):
+    """SIMPLEKAFKA_SPARK_DAEMON_JVM_OPTIONS (the suite's class archive) joins the daemons'
+    own options; without it they start with their own alone."""
+    from simplekafka.cluster import spark_standalone
+
+    spawned: list[dict[str, str]] = []
+
+    class Recorded:  # what Popen was asked for; nothing starts
+        def __init__(self, args: list[str], **kwargs) -> None:
+            spawned.append(kwargs["env"])
+            self.pid = 0
+
+    # The module's name for subprocess, not subprocess.Popen itself (conftest guards that).
+    monkeypatch.setattr(spark_standalone, "subprocess", SimpleNamespace(
+        Popen=Recorded, DEVNULL=subprocess.DEVNULL, STDOUT=subprocess.STDOUT))
+    cluster = SparkStandalone(workers=1, base_dir=tmp_path, detach=True)
+    monkeypatch.delenv(spark_standalone.DAEMON_JVM_OPTIONS_ENV, raising=False)
+    cluster._spawn(cluster.master, [spark_standalone.MASTER_CLASS])
+    monkeypatch.setenv(spark_standalone.DAEMON_JVM_OPTIONS_ENV,
+                       " -XX:SharedArchiveFile=/x/spark.jsa  -Xlog:cds=off ")
+    cluster._spawn(cluster.workers[0], [spark_standalone.WORKER_CLASS])
+    assert spawned[0]["SPARK_DAEMON_JAVA_OPTS"] == spark_standalone.DAEMON_JAVA_OPTS
+    assert spawned[1]["SPARK_DAEMON_JAVA_OPTS"] == (
+        spark_standalone.DAEMON_JAVA_OPTS + " -XX:SharedArchiveFile=/x/spark.jsa -Xlog:cds=off")

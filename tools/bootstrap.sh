@@ -30,8 +30,15 @@ done
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# apt_packages "why" COMMAND PACKAGE [COMMAND PACKAGE ...]: install each Debian PACKAGE
-# whose COMMAND is missing, in one apt-get call.
+# The steps overlap where they can (a fresh CI machine spends minutes here, most of it
+# downloading): the virtualenv's pip install runs beside the Debian packages' install,
+# and the rdkafka_performance build (apt, then a niced compile) beside the class-data
+# archives. What each step does is unchanged; only when it runs.
+
+# apt_packages "why" COMMAND PACKAGE [COMMAND PACKAGE ...]: note each Debian PACKAGE whose
+# COMMAND is missing; apt_install installs all the noted ones with one apt-get update and
+# one apt-get install.
+APT_MISSING="" APT_WHY=""
 apt_packages() {
   local why="$1" missing=""
   shift
@@ -44,10 +51,16 @@ apt_packages() {
     shift 2
   done
   if [ -n "$missing" ]; then
-    echo "bootstrap: installing$missing (Debian packages; $why)" >&2
+    APT_MISSING="$APT_MISSING$missing"
+    APT_WHY="${APT_WHY:+$APT_WHY; }$why"
+  fi
+}
+apt_install() {
+  if [ -n "$APT_MISSING" ]; then
+    echo "bootstrap: installing$APT_MISSING (Debian packages; $APT_WHY)" >&2
     as_root apt-get update -qq >/dev/null
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq $missing >/dev/null
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq $APT_MISSING >/dev/null
   fi
 }
 
@@ -66,9 +79,8 @@ fi
 # The extra installed into the virtualenv: all of them for the tests, the demo's otherwise.
 if [ "$MODE" = full ]; then EXTRA=all; else EXTRA=demo; fi
 
-if [ "$DRY_RUN" = 1 ]; then
-  echo "pip $EXTRA"
-else
+# pip_install: the virtualenv and simplekafka[$EXTRA] in it (needs no Debian package).
+pip_install() {
   if [ ! -x "$VENV/bin/python" ]; then
     echo "bootstrap: creating $VENV" >&2
     "$PYTHON" -m venv "$VENV"
@@ -87,6 +99,44 @@ else
     "$VENV/bin/pip" install -q -e "$ROOT[$EXTRA]"
     echo "$WANT $EXTRA" > "$STAMP"
   fi
+}
+
+# in_background NAME COMMAND...: run it with its output kept in a file; await NAME
+# waits for it and fails the bootstrap, showing that output, if it failed.
+LOGS=""
+declare -A PIDS=()
+in_background() {
+  local name="$1"
+  shift
+  if [ -z "$LOGS" ]; then
+    LOGS="$(mktemp -d "${TMPDIR:-/tmp}/simplekafka-bootstrap.XXXXXX")"
+    trap 'rm -rf "$LOGS"' EXIT
+  fi
+  "$@" >"$LOGS/$name" 2>&1 &
+  PIDS[$name]=$!
+}
+await() {
+  if ! wait "${PIDS[$1]}"; then
+    cat "$LOGS/$1" >&2
+    echo "bootstrap: $1 failed" >&2
+    kill "${PIDS[@]}" 2>/dev/null || true  # the other step still running, if any
+    exit 1
+  fi
+  cat "$LOGS/$1" >&2
+}
+
+if [ "$DRY_RUN" = 1 ]; then
+  echo "pip $EXTRA"
+else
+  in_background pip pip_install
+  apt_install
+  # librdkafka's C benchmark tool, from Debian's source package (tools/
+  # build_rdkafka_performance.sh runs apt-get itself, so only after the install above).
+  if [ "$MODE" = full ]; then
+    in_background rdkafka_performance env SIMPLEKAFKA_VENV="$VENV" \
+      "$ROOT/tools/build_rdkafka_performance.sh"
+  fi
+  await pip
 fi
 
 # Class-data-sharing archives of a Spark driver's and ZooKeeper's classes (tools/jvm_cds.py:
@@ -99,11 +149,11 @@ if [ "$MODE" = full ]; then
   fi
 fi
 
-# librdkafka's C benchmark tool, from Debian's source package (once; a few minutes niced).
+# librdkafka's C benchmark tool, started above: its end (once; a few minutes niced).
 if [ "$MODE" = full ]; then
   if [ "$DRY_RUN" = 1 ]; then
     echo "build rdkafka_performance"
   else
-    SIMPLEKAFKA_VENV="$VENV" "$ROOT/tools/build_rdkafka_performance.sh"
+    await rdkafka_performance
   fi
 fi

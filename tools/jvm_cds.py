@@ -10,7 +10,10 @@ them instead: on the two-core machine a driver's start and first query took 8.3 
 CPU instead of 15.5, a ZooKeeper's start 1.4 s instead of 2.3. tools/bootstrap.sh runs this
 once per virtualenv (one driver start and one ZooKeeper start, about a minute);
 conftest.py hands the archives to every driver (PYSPARK_SUBMIT_ARGS) and every embedded
-ZooKeeper (SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS) when they exist. The JVM checks an archive
+ZooKeeper (SIMPLEKAFKA_ZOOKEEPER_JVM_OPTIONS) when they exist; the driver's archive also to
+the executors on a standalone cluster (spark.executor.defaultJavaOptions) and to its master
+and workers (SIMPLEKAFKA_SPARK_DAEMON_JVM_OPTIONS): their JVMs run with the driver's class
+path and load mostly the same classes. The JVM checks an archive
 against itself and against the class path (each jar's size and time); one that does not
 match is ignored, silently (the ``cds`` log is off), and the JVM starts as it would
 without it: only speed changes, never what runs. A driver run with a SPARK_CONF_DIR

@@ -18,6 +18,15 @@ that file's text when Sphinx reads it.
   is run like a chapter: its own ```` ```python ```` listings, as one script, each
   output under its listing (recorded as ``listings/further-<page>.json``).
 
+The listings of all pages are started when Sphinx is about to read them, in a
+thread beside Sphinx's reading of the other pages; reading a page waits for its own
+script. ``SIMPLEKAFKA_DOCS_LISTING_JOBS=2`` runs two scripts at once (the pages that
+start Spark one after another, the others beside them), each page's script still on
+its own in its own directory. It is not the default: on the suite's loaded two-core
+machine it gained little (557 s -> 485 s for a build, at different loads), two Spark
+pages side by side were slower than one after the other, and once, at a load
+average of 10, a Spark listing's Python worker missed Spark's 10 s to connect back.
+
 Whatever the page holds after the include (a diagram, say) goes in before the
 chapter's first ``##`` section. The chapters stay plain markdown that reads well
 on GitHub; only the site adds their outputs. A chapter's images are relative to
@@ -33,6 +42,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -56,6 +66,8 @@ SPARK_CONF = Path(__file__).resolve().parent.parent / "_spark"
 #: Java's notice for the module Spark 4 adds; no JVM option turns it off.
 INCUBATOR_NOTICE = re.compile(r"^WARNING: Using incubator modules: jdk\.incubator\.vector\n", re.M)
 CHAPTER_TIMEOUT = 900  # seconds for all listings of a chapter; some start clusters
+#: How many pages' scripts run at once (SIMPLEKAFKA_DOCS_LISTING_JOBS): one at a time.
+LISTING_JOBS = 1
 
 
 def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
@@ -122,8 +134,12 @@ def with_images_from(text: str, chapter_dir: Path, page_dir: Path) -> str:
 def with_outputs_run(app: Sphinx, name: str, text: str, path: Path) -> str:
     """``text`` with each listing's output under it; a failing listing fails the build."""
     listings = LISTING.findall(text)
-    log.info("running the %d listings of %s", len(listings), name)
-    outputs, status = run_listings(listings, Path(app.confdir).parent)
+    started = _started(app).pop(name, None)
+    if started is None:  # not started ahead (a page Sphinx reads again, say): run it now
+        log.info("running the %d listings of %s", len(listings), name)
+        outputs, status = run_listings(listings, Path(app.confdir).parent)
+    else:
+        outputs, status = started.result()
     record = Path(app.doctreedir) / "listings" / f"{name}.json"
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps({"chapter": str(path), "status": status, "listings": [
@@ -136,20 +152,68 @@ def with_outputs_run(app: Sphinx, name: str, text: str, path: Path) -> str:
     return chapter_with_outputs(text, outputs)
 
 
-def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+def executed_text(app: Sphinx, docname: str, source: str) -> tuple[str, str, Path] | None:
+    """(record name, the text whose listings run, its file) for a page that runs listings."""
     if docname.startswith("further/"):
-        if LISTING.search(source[0]):
-            source[0] = with_outputs_run(app, docname.replace("/", "-"), source[0],
-                                         Path(app.env.doc2path(docname)))
+        if LISTING.search(source):
+            return docname.replace("/", "-"), source, Path(app.env.doc2path(docname))
+        return None
+    match = INCLUDE.match(source)
+    if match is None:
+        return None
+    path = (Path(app.env.doc2path(docname)).parent / match.group(1)).resolve()
+    if path.name == "README.md" and path.parent.parent.name == "stages":
+        return path.parent.name, OUTPUT_BLOCK.sub("", path.read_text()), path
+    return None
+
+
+def _started(app: Sphinx) -> dict[str, Future]:
+    if not hasattr(app, "simplekafka_listings"):
+        app.simplekafka_listings = {}  # type: ignore[attr-defined]
+    return app.simplekafka_listings  # type: ignore[attr-defined]
+
+
+def start_listings(app: Sphinx, env, docnames: list[str]) -> None:
+    """Start the listings of every page about to be read: Spark's in turn, the rest beside."""
+    pages = []
+    for docname in docnames:
+        found = executed_text(app, docname, Path(env.doc2path(docname)).read_text())
+        if found is not None:
+            pages.append(found)
+    # Sphinx's own parallel reading (-j) forks readers, which would not have the threads.
+    if not pages or app.parallel > 1:
+        return
+    jobs = max(1, int(os.environ.get("SIMPLEKAFKA_DOCS_LISTING_JOBS", LISTING_JOBS)))
+    spark = ThreadPoolExecutor(1, thread_name_prefix="listings-spark")
+    others = spark if jobs == 1 else ThreadPoolExecutor(jobs - 1, thread_name_prefix="listings")
+    app.simplekafka_listing_pools = [spark, others]  # type: ignore[attr-defined]
+    root = Path(app.confdir).parent
+    for name, text, _path in pages:
+        listings = LISTING.findall(text)
+        log.info("running the %d listings of %s", len(listings), name)
+        pool = spark if "spark" in "".join(listings) else others
+        _started(app)[name] = pool.submit(run_listings, listings, root)
+
+
+def stop_listings(app: Sphinx, _exception: Exception | None) -> None:
+    """A build that ends early (an error) does not start the scripts still waiting."""
+    for pool in getattr(app, "simplekafka_listing_pools", []):
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+    found = executed_text(app, docname, source[0])
+    if docname.startswith("further/"):
+        if found is not None:
+            source[0] = with_outputs_run(app, *found)
         return
     match = INCLUDE.match(source[0])
     if match is None:
         return
     path = (Path(app.env.doc2path(docname)).parent / match.group(1)).resolve()
     extra = source[0][match.end():]
-    if path.name == "README.md" and path.parent.parent.name == "stages":
-        text = with_outputs_run(app, path.parent.name, OUTPUT_BLOCK.sub("", path.read_text()),
-                                path)
+    if found is not None:
+        text = with_outputs_run(app, *found)
         if extra.strip():
             first_section = re.search(r"^## ", text, flags=re.M)
             at = first_section.start() if first_section else len(text)
@@ -163,5 +227,7 @@ def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    app.connect("env-before-read-docs", start_listings)
     app.connect("source-read", on_source_read)
+    app.connect("build-finished", stop_listings)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

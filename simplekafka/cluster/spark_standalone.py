@@ -38,6 +38,9 @@ EXECUTOR_MEMORY = "512m"
 # The daemons' own heaps and JIT: they only schedule, the executors do the work.
 DAEMON_MEMORY = "256m"
 DAEMON_JAVA_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true"
+#: More JVM options for the master and the workers, space-separated, from the environment:
+#: the test suite's class-data-sharing archive of Spark's classes (tools/jvm_cds.py).
+DAEMON_JVM_OPTIONS_ENV = "SIMPLEKAFKA_SPARK_DAEMON_JVM_OPTIONS"
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 _MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
@@ -280,7 +283,8 @@ class SparkStandalone:
         env = {**inherited, "SPARK_HOME": str(home), "JAVA_HOME": str(java.parents[1]),
                "SPARK_LOCAL_IP": LOOPBACK, "SPARK_PUBLIC_DNS": LOOPBACK,
                "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
-               "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
+               "SPARK_DAEMON_JAVA_OPTS": " ".join(
+                   [DAEMON_JAVA_OPTS, *os.environ.get(DAEMON_JVM_OPTIONS_ENV, "").split()]),
                # Executors' own settings come from the application (the SparkSession).
                "SPARK_WORKER_OPTS": "-Dspark.worker.cleanup.enabled=false",
                # No REST submission server: it takes the fixed port 6066.

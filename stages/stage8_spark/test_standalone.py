@@ -10,10 +10,9 @@ driver ran in the workers' Python processes, which imported SimpleKafka from
 the zip the session shipped.
 
 A worker's one core is taken by whichever application holds it, so the
-drivers started as processes of their own (the restart scenarios) and the
-tiny run of benchmarks/bench_spark.py's standalone part (an application of
-its own, stopped at its end) run before the module's one in-process
-SparkSession exists.
+drivers started as processes of their own (the restart scenarios) run before
+the module's one in-process SparkSession exists; the tiny run of
+benchmarks/bench_spark.py's standalone part runs in that session.
 """
 
 from __future__ import annotations
@@ -104,32 +103,6 @@ def test_driver_sigkilled_mid_batch_on_the_cluster_resumes_files_and_exactly_onc
     assert len(assert_tasks_on_both_workers(events, standalone)) == 2  # killed, then resumed
 
 
-def test_bench_spark_figures_on_the_cluster_in_tiny_mode(standalone, spark_cluster, tmp_path,
-                                                        capsys):
-    """benchmarks/bench_spark.py's standalone part (its --master run), tiny, on this module's
-    cluster: tests/test_bench_spark.py runs the rest local only, so the suite starts one
-    standalone cluster, not two. Its figures are printed with the load average, never
-    asserted; its application ran tasks on both workers."""
-    from benchmarks import bench_spark
-    from stages.stage8_spark.conftest import _stop_active_spark
-    from stages.stage8_spark.helpers import new_topic
-
-    _stop_active_spark()  # one SparkContext a process: the bench's is on the cluster
-    topic = new_topic(spark_cluster, partitions=2, replication=1)
-    bench_spark.fill(spark_cluster.bootstrap_servers, topic, bench_spark.TINY_RECORDS)
-    bench_spark.on_a_cluster(standalone["master_url"], spark_cluster.bootstrap_servers,
-                             bench_spark.TINY_PER_TRIGGER, tmp_path, topic=topic)
-    lines = capsys.readouterr().out.splitlines()
-    where = f"standalone {standalone['master_url']}"
-    for figure in (f"window count by key, Arrow, {where}: median ",
-                   f"source alone into noop, Arrow, {where}: median ",
-                   f"tasks per executor (id@worker) on {where}: "):
-        line = next((line for line in lines if line.startswith(figure)), None)
-        assert line is not None, f"no {figure!r} in {lines}"
-        assert "load average" in line, line
-    assert_tasks_on_both_workers(tmp_path / "events", standalone)
-
-
 @pytest.fixture(scope="module")
 def standalone_spark(standalone, tmp_path_factory):
     """The module's one SparkSession, on the cluster (a local one of this process stops)."""
@@ -146,6 +119,32 @@ def standalone_spark(standalone, tmp_path_factory):
         yield session
     finally:
         _stop_active_spark()
+
+
+def test_bench_spark_figures_on_the_cluster_in_tiny_mode(standalone, standalone_spark,
+                                                        spark_cluster, tmp_path, capsys):
+    """benchmarks/bench_spark.py's standalone part (its --master run), tiny, on this module's
+    cluster and in its session there (one application, so one pair of executors, for the
+    module's in-process tests): tests/test_bench_spark.py runs the rest local only, so the
+    suite starts one standalone cluster, not two. Its figures are printed with the load
+    average, never asserted; its queries ran tasks on both workers."""
+    from benchmarks import bench_spark
+    from stages.stage8_spark.helpers import new_topic
+
+    topic = new_topic(spark_cluster, partitions=2, replication=1)
+    bench_spark.fill(spark_cluster.bootstrap_servers, topic, bench_spark.TINY_RECORDS)
+    bench_spark.on_a_cluster(standalone["master_url"], spark_cluster.bootstrap_servers,
+                             bench_spark.TINY_PER_TRIGGER, tmp_path, topic=topic,
+                             session=standalone_spark, event_log=standalone_spark.event_log)
+    lines = capsys.readouterr().out.splitlines()
+    where = f"standalone {standalone['master_url']}"
+    for figure in (f"window count by key, Arrow, {where}: median ",
+                   f"source alone into noop, Arrow, {where}: median ",
+                   f"tasks per executor (id@worker) on {where}: "):
+        line = next((line for line in lines if line.startswith(figure)), None)
+        assert line is not None, f"no {figure!r} in {lines}"
+        assert "load average" in line, line
+    assert_tasks_on_both_workers(standalone_spark.event_log, standalone)
 
 
 def test_executors_import_simplekafka_from_the_shipped_zip(standalone, standalone_spark):
