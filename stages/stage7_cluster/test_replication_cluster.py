@@ -115,6 +115,8 @@ def _wait_for_metadata_isr(cluster: LocalCluster, topic: str, partition: int,
 
 
 def test_controlled_shutdown_moves_leadership_before_the_broker_leaves(three):
+    # A broker an earlier test of the module restarted may still be registering.
+    three.wait_for(lambda: three.registered_brokers() == [1, 2, 3], "all three registered")
     make_topic(three, "handover", {0: [2, 1, 3], 1: [2, 3, 1]})
     leaving = 2
     assert {three.leader_of("handover", p) for p in (0, 1)} == {leaving}
