@@ -15,10 +15,13 @@ run the script in each tree and compare. Three figures:
   consumer fetch woken by a produce), and the produce alone; the difference
   is the fetch's part.
 - ``replication``: ``bench_replication_path``'s leader at RF 3, acks=all,
-  instructions of the leader's calls per record, 1 and 8 produces per read.
-- ``follower``: ``bench_follower_cycle``'s follower, instructions per fetch
-  cycle (an answer read, its batches appended, the next fetch sent) with 1 and
-  17 one-record batches per answer.
+  instructions of the leader's calls per record, 1 and 8 produces per read,
+  with the versions the latency run's parts speak (``3.9``: our followers'
+  Fetch v17, librdkafka's Fetch v16 and Produce v10) and the ``old`` ones by
+  name (Fetch v11, Produce v8) that earlier figures were taken with.
+- ``follower``: ``bench_follower_cycle``'s follower (Fetch v17 by topic ID, as
+  in a cluster), instructions per fetch cycle (an answer read, its batches
+  appended, the next fetch sent) with 1 and 17 one-record batches per answer.
 
 Needs valgrind (``callgrind_control``); takes a few minutes (the interpreter
 runs some 50 times slower under it). Prints figures, never passes or fails.
@@ -91,12 +94,13 @@ def follower(cycles: int, workdir: str) -> dict[int, float]:
 FOLLOWER_BATCHES = (1, 17)
 
 
-def replication(per_read: int, reads: int, workdir: str) -> float:
+def replication(per_read: int, reads: int, workdir: str, versions: str = "3.9") -> float:
     """Instructions of the leader's calls per record (only calls inside functools.reduce
     are collected: the script routes each broker call through it)."""
-    out = os.path.join(workdir, f"replication-{per_read}.out")
+    out = os.path.join(workdir, f"replication-{per_read}-{versions}.out")
     subprocess.run(_valgrind(out, "-c", _CHILD_REPLICATION.format(
-        root=str(ROOT), per_read=per_read, reads=reads), toggle="functools_reduce"),
+        root=str(ROOT), per_read=per_read, reads=reads, versions=versions),
+        toggle="functools_reduce"),
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=1800)
     return _totals(out) / (per_read * reads)
@@ -142,8 +146,12 @@ source = inspect.getsource(path.run_reads).replace(
     "        call(data)\\n", "        functools.reduce(lambda _a, _b: call(data), (0, 0))\\n")
 namespace = dict(vars(path), functools=functools)
 exec(source, namespace)
-with tempfile.TemporaryDirectory() as d:
-    namespace["run_reads"]({per_read}, {reads}, d)
+# a tree whose script predates --versions speaks the old versions only
+given = [{versions!r}] if "versions" in inspect.signature(path.run_reads).parameters else []
+with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as d:
+    # first uses (the coders compiled for each message and version): run, not counted
+    path.run_reads({per_read}, 3, warm, *given)
+    namespace["run_reads"]({per_read}, {reads}, d, *given)
 """
 
 _CHILD_FOLLOWER = """
@@ -195,10 +203,12 @@ def main() -> int:
             print(f"    the produce alone                              {alone:>11,.0f}")
             print(f"    the fetch's part                               {cycle - alone:>11,.0f}")
         if "replication" in paths:
-            for per_read, reads in ((1, max(args.requests // 25, 20)),
-                                    (8, max(args.requests // 100, 5))):
-                print(f"  RF 3 leader, {per_read} produce(s) per read             "
-                      f"{replication(per_read, reads, workdir):>11,.0f} per record")
+            for versions in ("3.9", "old"):
+                for per_read, reads in ((1, max(args.requests // 25, 20)),
+                                        (8, max(args.requests // 100, 5))):
+                    figure = replication(per_read, reads, workdir, versions)
+                    print(f"  RF 3 leader, {per_read} produce(s) per read, {versions:>3} "
+                          f"versions {figure:>11,.0f} per record")
         if "follower" in paths:
             for batches, per_cycle in follower(max(args.requests // 25, 20), workdir).items():
                 print(f"  follower, {batches:2d} batch(es) per fetch answer         "

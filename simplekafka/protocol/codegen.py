@@ -131,16 +131,27 @@ def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], 
         ns[f"_d{i}"] = f.default
         t = f.type
         value = get.format(name=f.name, default=f"_d{i}")
-        if isinstance(t, Array) and isinstance(t.element, StructType) and not t.compact:
+        if isinstance(t, Array) and isinstance(t.element, StructType):
             ns[f"_write{i}"] = t.write  # handles null
             ns[f"_elem{i}"] = t.element.schema._write_fast
-            ns[f"_count{i}"] = p.INT32.pack
             lines += [
                 f"{ind}x = {value}",
                 f"{ind}if x is None:",
                 f"{ind}    _write{i}(out, x)",
                 f"{ind}else:",
-                f"{ind}    out += _count{i}(len(x))",
+            ]
+            if t.compact:  # the count plus one as an unsigned varint: one byte under 127
+                lines += [
+                    f"{ind}    n = len(x) + 1",
+                    f"{ind}    if n < 0x80:",
+                    f"{ind}        out.append(n)",
+                    f"{ind}    else:",
+                    f"{ind}        _uvarint(out, n)",
+                ]
+            else:
+                ns[f"_count{i}"] = p.INT32.pack
+                lines.append(f"{ind}    out += _count{i}(len(x))")
+            lines += [
                 f"{ind}    for item in x:",
                 f"{ind}        _elem{i}(out, item)",
             ]
@@ -182,14 +193,21 @@ def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], 
     if schema.flexible:
         tags = get.format(name="tagged_fields", default="None")
         if schema.tagged:
+            # Each known tagged field read once; all left out (the usual case: a Fetch
+            # answer's partition rarely diverges) is one zero byte, inline.
             i = len(ns)
             ns[f"_retag{i}"] = retag(schema.tagged)
-            values = []
+            lines.append(f"{ind}x = {tags}")
+            values, untouched = [], ["not x"]
             for k, tagged in enumerate(schema.tagged):
                 ns[f"_td{i}_{k}"] = tagged.default
-                values.append(get.format(name=tagged.name, default=f"_td{i}_{k}"))
-            tags = f"_retag{i}({tags}, {', '.join(values)})"
-            lines.append(f"{ind}_write_tags(out, {tags})")
+                lines.append(f"{ind}t{k} = " + get.format(name=tagged.name,
+                                                         default=f"_td{i}_{k}"))
+                values.append(f"t{k}")
+                untouched.append(f"t{k} is _td{i}_{k}")
+            lines += [f"{ind}if {' and '.join(untouched)}:", f"{ind}    out.append(0)",
+                      f"{ind}else:",
+                      f"{ind}    _write_tags(out, _retag{i}(x, {', '.join(values)}))"]
         else:  # no tagged fields, the usual case: one zero byte, inline
             lines += [f"{ind}x = {tags}", f"{ind}if not x:", f"{ind}    out.append(0)",
                       f"{ind}else:", f"{ind}    _write_tags(out, x)"]

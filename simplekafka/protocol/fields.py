@@ -482,11 +482,20 @@ def retag(tagged: tuple[Field, ...]) -> Callable[..., dict[int, bytes] | None]:
     known tagged field that differs from its default encoded under its tag (Kafka writes
     a tagged field only then)."""
 
+    # A structure's default as plain data, made once: the encoder meets a tagged structure
+    # at every Fetch answer's partition (three of them), almost always left at its default.
+    known = [(f, f.default, plain(f.make_default()) if isinstance(f.type, StructType) else None)
+             for f in tagged]
+
     def apply(raw: dict[int, bytes] | None, *values: object) -> dict[int, bytes] | None:
         tags = dict(raw) if raw else {}
-        for f, value in zip(tagged, values, strict=True):
-            if value is _MISSING or value == f.default or (
-                    isinstance(f.type, StructType) and value == f.make_default()):
+        for (f, default, plain_default), value in zip(known, values, strict=True):
+            if value is _MISSING or value is default:
+                continue
+            if plain_default is None:
+                if value == default:
+                    continue
+            elif _is_default_struct(value, plain_default):
                 continue
             out = bytearray()
             f.type.write(out, value)
@@ -494,6 +503,13 @@ def retag(tagged: tuple[Field, ...]) -> Callable[..., dict[int, bytes] | None]:
         return tags
 
     return apply
+
+
+def _is_default_struct(value: object, plain_default: dict[str, object]) -> bool:
+    """Whether a tagged structure holds only its defaults (a key left out is at its default)."""
+    if isinstance(value, dict):
+        return all(plain_default.get(key, _MISSING) == v for key, v in value.items())
+    return plain(value) == plain_default
 
 
 def is_fixed(field_type: FieldType) -> bool:

@@ -247,3 +247,61 @@ def test_random_requests_raise_only_protocol_error(api_key, version, tail):
             decode_answer(api_key, max(version, 0), tail)
         except ProtocolError:
             pass
+
+
+def _partition_answer(**tagged: object) -> dict:
+    return {"topic_id": bytes(range(16)), "partitions": [{
+        "partition_index": 0, "error_code": 0, "high_watermark": 5, "last_stable_offset": 5,
+        "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1,
+        "records": b"", **tagged}]}
+
+
+@pytest.mark.parametrize("diverging", [
+    None,  # left out
+    {"epoch": -1, "end_offset": -1},  # given, at its default
+    {"epoch": -1},  # given in part, the rest at its default
+    {"epoch": -1, "end_offset": -1, "tagged_fields": {}},
+], ids=["left-out", "default", "part-default", "default-with-tags"])
+def test_a_tagged_structure_at_its_default_is_not_written(diverging):
+    """Kafka writes a tagged field only when it differs from its default: a Fetch answer's
+    diverging epoch at -1/-1 adds no byte, however the encoder is given it."""
+    schema = response_schema(ApiKey.FETCH, 17)
+    bare = bytearray()
+    schema.write(bare, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                        "responses": [_partition_answer()]})
+    given = bytearray()
+    extra = {} if diverging is None else {"diverging_epoch": diverging}
+    schema.write(given, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                         "responses": [_partition_answer(**extra)]})
+    assert bytes(given) == bytes(bare)
+
+
+@pytest.mark.parametrize("diverging", [{"epoch": 3, "end_offset": 42}, {"end_offset": 42}],
+                         ids=["whole", "in-part"])
+def test_a_tagged_structure_off_its_default_is_written_and_read_back(diverging):
+    schema = response_schema(ApiKey.FETCH, 17)
+    out = bytearray()
+    schema.write(out, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                       "responses": [_partition_answer(diverging_epoch=diverging)]})
+    answer = decode_response_dict(ApiKey.FETCH, 17, _with_header(bytes(out)))[1]
+    read = answer["responses"][0]["partitions"][0]["diverging_epoch"]
+    assert {k: read[k] for k in diverging} == diverging
+    assert read["epoch"] == diverging.get("epoch", -1)
+    again = bytearray()  # the decoded Struct, encoded again: the same bytes
+    schema.write(again, decode_response(ApiKey.FETCH, 17, _with_header(bytes(out)))[1])
+    assert bytes(again) == bytes(out)
+
+
+def test_a_decoded_answer_with_tagged_structures_at_default_encodes_to_the_same_bytes():
+    schema = response_schema(ApiKey.FETCH, 17)
+    out = bytearray()
+    schema.write(out, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                       "responses": [_partition_answer()]})
+    again = bytearray()
+    schema.write(again, decode_response(ApiKey.FETCH, 17, _with_header(bytes(out)))[1])
+    assert bytes(again) == bytes(out)
+
+
+def _with_header(body: bytes) -> bytes:
+    """A flexible response header (correlation id 7, no tags) before ``body``."""
+    return (7).to_bytes(4, "big") + b"\x00" + body
