@@ -305,3 +305,22 @@ def test_a_decoded_answer_with_tagged_structures_at_default_encodes_to_the_same_
 def _with_header(body: bytes) -> bytes:
     """A flexible response header (correlation id 7, no tags) before ``body``."""
     return (7).to_bytes(4, "big") + b"\x00" + body
+
+
+@pytest.mark.parametrize("count", [0, 126, 127, 300])
+def test_a_compact_array_of_structures_round_trips_at_any_count(count):
+    """The count of a compact array is its length plus one as an unsigned varint: one byte
+    up to 126 elements, two from 127 (the encoder writes the one-byte case inline)."""
+    schema = response_schema(ApiKey.FETCH, 17)
+    answer = _partition_answer()
+    answer["partitions"] = [dict(answer["partitions"][0], partition_index=i)
+                            for i in range(count)]
+    out = bytearray()
+    schema.write(out, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                       "responses": [answer]})
+    read = decode_response_dict(ApiKey.FETCH, 17, _with_header(bytes(out)))[1]
+    assert [p["partition_index"] for p in read["responses"][0]["partitions"]] == list(range(count))
+    slow = bytearray()
+    schema.write_slow(slow, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                             "responses": [answer]})
+    assert bytes(slow) == bytes(out)
