@@ -19,6 +19,12 @@ import sys
 from collections.abc import Sequence
 
 #: Each command and the module that registers it, in the order ``--help`` lists them.
+#: A process started for one command registers (imports) only that command's module: a
+#: broker process (hundreds in the suite) then imports the broker without the clients,
+#: console, cluster launcher and dissector the other commands import, and a client
+#: command (hundreds too) no longer imports the broker (about 2 s of CPU down to 0.45 s).
+#: What it parses and prints is the same; ``--help``, ``-b X COMMAND`` and an unknown
+#: command still get every command.
 COMMAND_MODULES: dict[str, str] = {
     "inspect": "simplekafka.cli.inspect_cmd",
     "cluster": "simplekafka.cli.cluster_cmd",
@@ -127,16 +133,8 @@ def _apply_help_texts(parser: argparse.ArgumentParser, path: str = "") -> None:
                 _apply_help_texts(child, f"{path} {name}".strip())
 
 
-#: A process started for one command registers only that command: a broker process
-#: (hundreds in the suite) then imports the broker without the clients, console, cluster
-#: launcher and dissector the other commands import, and a client command (the suite runs
-#: hundreds too) does not import the broker. What it parses and prints is the same;
-#: ``--help``, ``-b X COMMAND`` and an unknown command still get every command.
-SOLE_COMMANDS: dict[str, str] = COMMAND_MODULES
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Every subcommand's parser, or only ``command``'s when it is in SOLE_COMMANDS."""
+    """Every subcommand's parser, or only ``command``'s when it is one (COMMAND_MODULES)."""
     parser = _OneLineParser(prog="simplekafka")
     parser.add_argument(
         "-b", "--bootstrap-server", dest="global_bootstrap_server", default=None,
@@ -147,7 +145,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", parser_class=_OneLineParser
     )
     subparsers.required = True
-    modules = [SOLE_COMMANDS[command]] if command in SOLE_COMMANDS else SUBCOMMAND_MODULES
+    modules = [COMMAND_MODULES[command]] if command in COMMAND_MODULES else SUBCOMMAND_MODULES
     for name in modules:
         importlib.import_module(name).register(subparsers)
     _apply_help_texts(parser)
