@@ -447,10 +447,15 @@ def test_schemathesis_finds_no_500_and_no_schema_breaks(live, tmp_path):
 
 
 def test_unreachable_cluster_is_503():
-    with ConsoleProcess(f"127.0.0.1:{free_port()}") as console:
-        status, answer = call(console.url, "GET", "/api/cluster")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ConsoleProcess(f"127.0.0.1:{free_port()}") as console, ThreadPoolExecutor(2) as pool:
+        # Each answer waits the console's request timeout out (10 s): side by side, not in turn.
+        cluster = pool.submit(call, console.url, "GET", "/api/cluster")
+        topic = pool.submit(call, console.url, "GET", "/api/topics/x")
+        status, answer = cluster.result(timeout=120)
         assert status == 503 and "answer" in answer["error"]
-        assert call(console.url, "GET", "/api/topics/x")[0] == 503
+        assert topic.result(timeout=120)[0] == 503
 
 
 def test_console_cli_refuses_bad_arguments():

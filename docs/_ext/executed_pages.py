@@ -42,6 +42,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -99,6 +100,14 @@ def run_listings(listings: list[str], root: Path) -> tuple[list[str], int]:
     return outputs, result.returncode
 
 
+def timed_listings(listings: list[str], root: Path) -> tuple[list[str], int, float]:
+    """``run_listings`` and the seconds it took: a page's record keeps them, so a slow
+    build shows which pages it spent its time on."""
+    started = time.monotonic()
+    outputs, status = run_listings(listings, root)
+    return outputs, status, time.monotonic() - started
+
+
 def _output_block(text: str) -> str:
     fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     return f"\n{fence}{{code-block}} text\n:class: listing-output\n{text.rstrip()}\n{fence}\n"
@@ -137,12 +146,13 @@ def with_outputs_run(app: Sphinx, name: str, text: str, path: Path) -> str:
     started = _started(app).pop(name, None)
     if started is None:  # not started ahead (a page Sphinx reads again, say): run it now
         log.info("running the %d listings of %s", len(listings), name)
-        outputs, status = run_listings(listings, Path(app.confdir).parent)
+        outputs, status, seconds = timed_listings(listings, Path(app.confdir).parent)
     else:
-        outputs, status = started.result()
+        outputs, status, seconds = started.result()
     record = Path(app.doctreedir) / "listings" / f"{name}.json"
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"chapter": str(path), "status": status, "listings": [
+    record.write_text(json.dumps({
+        "chapter": str(path), "status": status, "seconds": round(seconds, 1), "listings": [
         {"code": code, "output": output} for code, output in zip(listings, outputs)]},
         indent=1))
     if status != 0:
@@ -192,7 +202,7 @@ def start_listings(app: Sphinx, env, docnames: list[str]) -> None:
         listings = LISTING.findall(text)
         log.info("running the %d listings of %s", len(listings), name)
         pool = spark if "spark" in "".join(listings) else others
-        _started(app)[name] = pool.submit(run_listings, listings, root)
+        _started(app)[name] = pool.submit(timed_listings, listings, root)
 
 
 def stop_listings(app: Sphinx, _exception: Exception | None) -> None:

@@ -146,7 +146,12 @@ def consumer_group(bootstrap: str) -> None:
         section("chloe leaves: the group rebalances")
         members[2].stop.set()
         members[2].join(30)
-        time.sleep(3)
+        deadline = time.monotonic() + 30  # until the two left have rejoined (no fixed pause)
+        while time.monotonic() < deadline:
+            group = admin.describe_group("couriers")
+            if group.state == "Stable" and len(group.members) == 2:
+                break
+            time.sleep(0.2)
         show_group(admin)
         for member in members[:2]:
             member.stop.set()

@@ -211,7 +211,8 @@ def test_the_isr_is_never_emptied_and_an_out_of_sync_replica_does_not_lead(three
 
 @pytest.mark.parametrize("arguments, message", [
     ([], "needs --zookeeper"),
-    (["--bootstrap-server", "127.0.0.1:9092"], "ElectLeaders"),
+    # nothing listens there: the client would retry for the default 35 s, so 2 s is enough
+    (["--bootstrap-server", "127.0.0.1:9092", "--timeout", "2"], "ElectLeaders"),
     (["--zookeeper", "127.0.0.1:1", "--partition", "0"], "--partition needs --topic"),
 ])
 def test_leader_election_bad_input_is_one_line_and_exit_2(arguments, message):
