@@ -543,7 +543,9 @@ class Partition:
             return  # not a replica of this partition: nothing to record
         now = now_ms() if now is None else now
         leader_end = self.log.log_end_offset
-        self.follower_end_offsets[replica_id] = fetch_offset
+        ends = self.follower_end_offsets
+        moved = ends.get(replica_id) != fetch_offset
+        ends[replica_id] = fetch_offset
         previous = self._follower_last_fetch.get(replica_id)
         if fetch_offset >= leader_end:
             self.follower_caught_up_ms[replica_id] = now
@@ -551,7 +553,11 @@ class Partition:
             self.follower_caught_up_ms[replica_id] = max(
                 self.follower_caught_up_ms.get(replica_id, 0.0), previous[0])
         self._follower_last_fetch[replica_id] = (now, leader_end)
-        self.maybe_advance_high_watermark()
+        # Every other input of the HW (the ISR, our log end) moves it where it changes: the
+        # same offset again (a parked fetch's read when it is answered, twice per follower
+        # fetch) cannot move it.
+        if moved:
+            self.maybe_advance_high_watermark()
         if log_start >= 0:
             self.follower_log_starts[replica_id] = log_start
             self._fire_low_watermark_waiters()
