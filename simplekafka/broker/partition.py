@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from twisted.internet import defer
 
 from simplekafka.broker.action_queue import ActionQueue
-from simplekafka.broker.delayed_produce import DelayedProduceQueue
+from simplekafka.broker.delayed_produce import DelayedProduceQueue, Done
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
@@ -410,9 +410,19 @@ class Partition:
         batch was written, but fewer replicas than asked for hold it);
         REQUEST_TIMED_OUT after ``timeout`` seconds (None: never).
         """
+        waited: defer.Deferred = defer.Deferred()
+        self.on_high_watermark(offset, min_insync, timeout, _fire_unless_called, waited)
+        return waited
+
+    def on_high_watermark(self, offset: int, min_insync: int, timeout: float | None,
+                          done: Done, context: object = None) -> None:
+        """``wait_for_high_watermark`` as a plain call, ``done(code, context)``, at once if
+        the HW is there: the acks=all produce path joins its partitions' waits without a
+        Deferred each (``ReplicaManager.append_records``)."""
         if self.high_watermark >= offset:
-            return defer.succeed(self._acks_code(min_insync))
-        return self._hw_waiters.add(offset, min_insync, timeout)
+            done(self._acks_code(min_insync), context)
+        else:
+            self._hw_waiters.add(offset, min_insync, timeout, done, context)
 
     def _acks_code(self, min_insync: int) -> ErrorCode:
         if len(self.isr) < min_insync:
@@ -780,6 +790,12 @@ def _end_txn_marker(batch: bytes) -> ControlMarker:
         raise error_for(ErrorCode.INVALID_RECORD,
                         "a control batch must hold one commit or abort marker")
     return marker
+
+
+def _fire_unless_called(code: ErrorCode, waited: defer.Deferred) -> None:
+    """``wait_for_high_watermark``'s Deferred fired (unless its holder cancelled it)."""
+    if not waited.called:
+        waited.callback(code)
 
 
 def _raise_if_corrupt(records: bytes) -> None:

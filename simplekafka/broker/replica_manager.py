@@ -350,23 +350,20 @@ class ReplicaManager:
             for key in entries:
                 results[key] = PartitionResponse(ErrorCode.INVALID_REQUIRED_ACKS)
             return defer.succeed(results)
-        waits: list[tuple[PartitionResponse, defer.Deferred]] = []
+        acks_wait = _AcksWait(results) if acks == -1 else None
         # Several partitions: parked fetches are woken once all are appended (Kafka's
         # tryCompleteActions after the request), so a follower fetching them all gets all.
         with self.actions.wakeups_after() if len(entries) > 1 else _NO_BLOCK:
             for key, records in entries.items():
-                response, wait = self._append_to_leader(key, records, acks, internal,
-                                                        api_version, timeout_ms)
-                results[key] = response
-                if wait is not None:
-                    waits.append((response, wait))
-        if not waits:
+                results[key] = self._append_to_leader(key, records, acks, internal,
+                                                      api_version, timeout_ms, acks_wait)
+        if acks_wait is None:
             return defer.succeed(results)
-        return _wait_for_acks(results, waits)
+        return acks_wait.appended()
 
     def _append_to_leader(self, key: TopicPartitionKey, records: bytes | None, acks: int,
-                          internal: bool, api_version: int | None, timeout_ms: int
-                          ) -> tuple[PartitionResponse, defer.Deferred | None]:
+                          internal: bool, api_version: int | None, timeout_ms: int,
+                          acks_wait: _AcksWait | None) -> PartitionResponse:
         topic, index = key
         response = PartitionResponse()
         try:
@@ -390,17 +387,18 @@ class ReplicaManager:
             response.error_code = code
             response.error_message = exc.reason if isinstance(exc, KafkaError) else str(exc)
             response.record_errors = getattr(exc, "record_errors", [])
-            return response, None
+            return response
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
         response.log_append_time = result.log_append_time
         if self.on_append is not None and not internal and not result.duplicate:
             self.on_append(topic, result.last_offset - result.base_offset + 1,
                            len(records or b""))
-        if acks == -1 and partition.high_watermark <= result.last_offset:
-            return response, partition.wait_for_high_watermark(
-                result.last_offset + 1, min_insync, max(timeout_ms, 0) / 1000.0)
-        return response, None
+        if acks_wait is not None and partition.high_watermark <= result.last_offset:
+            acks_wait.pending += 1
+            partition.on_high_watermark(result.last_offset + 1, min_insync,
+                                        max(timeout_ms, 0) / 1000.0, acks_wait.done, response)
+        return response
 
     # -- controller requests ------------------------------------------------------------
 
@@ -620,34 +618,36 @@ def _partition_states(request: LeaderAndIsrRequest
     return states
 
 
-def _wait_for_acks(results: dict, waits: list[tuple[PartitionResponse, defer.Deferred]]
-                   ) -> defer.Deferred:
-    """Fire with ``results`` once every acks=all wait has fired (committed, or timed out by
-    its partition's queue: ``delayed_produce``); a failed wait's code goes into its response.
+class _AcksWait:
+    """One acks=all request's waits for its partitions' high watermarks, joined: its
+    Deferred fires with the results once the last is done (committed, or timed out by its
+    partition's queue: ``delayed_produce``); a failed wait's code goes into its response.
 
-    No timer of its own: each partition's queue times its waiters out, one timer per
-    partition rather than one per request."""
+    Plain calls from the queues, one Deferred for the request: a Deferred per partition,
+    and a callback to join them, were two more callback rounds on every acks=all produce.
+    No timer of its own: each partition's queue times its waiters out."""
 
-    def note(code: ErrorCode, response: PartitionResponse) -> dict:
+    __slots__ = ("deferred", "pending", "results")
+
+    def __init__(self, results: dict[TopicPartitionKey, PartitionResponse]):
+        self.results = results
+        self.pending = 1  # the request's own hold, released once all its batches are appended
+        self.deferred: defer.Deferred | None = None
+
+    def done(self, code: ErrorCode, response: PartitionResponse) -> None:
         if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
             response.error_code = code
-        return results
+        self.pending -= 1
+        if not self.pending and self.deferred is not None:
+            self.deferred.callback(self.results)
 
-    if len(waits) == 1:  # the common case: one partition, no joining Deferred
-        response, wait = waits[0]
-        return wait.addCallback(note, response)
-    finished: defer.Deferred = defer.Deferred()
-    remaining = [len(waits)]
-
-    def one_done(code: ErrorCode, response: PartitionResponse) -> None:
-        note(code, response)
-        remaining[0] -= 1
-        if remaining[0] == 0:
-            finished.callback(results)
-
-    for response, wait in waits:
-        wait.addCallback(one_done, response)
-    return finished
+    def appended(self) -> defer.Deferred:
+        """The request's Deferred, once its batches are appended (fired if none waits)."""
+        self.pending -= 1
+        if not self.pending:
+            return defer.succeed(self.results)
+        self.deferred = defer.Deferred()
+        return self.deferred
 
 
 _T = TypeVar("_T")
