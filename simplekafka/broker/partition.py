@@ -230,8 +230,9 @@ class Partition:
             )
         header = _single_batch_header(records)
         try:
-            if header.compression > Compression.ZSTD or (
-                    header.compression == Compression.ZSTD
+            compression = header.compression
+            if compression > Compression.ZSTD or (
+                    compression == Compression.ZSTD
                     and api_version is not None and api_version < 7):
                 raise error_for(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             marker = None
@@ -270,7 +271,7 @@ class Partition:
             self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
-        return AppendResult(info.base_offset, info.last_offset, self.log_start_offset,
+        return AppendResult(info.base_offset, info.last_offset, self.log.log_start_offset,
                             log_append_time=info.log_append_time)
 
     # -- DeleteRecords ------------------------------------------------------------------

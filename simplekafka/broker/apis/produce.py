@@ -156,7 +156,10 @@ def _transactional_refused(authorizer: Authorizer, context: RequestContext, entr
     with one the principal may not Write (checked by ``_refused`` too, per request)."""
     if transactional_id is not None and not authorizer.enabled:
         return False  # the common case costs no walk over the batches
-    if not any(has_transactional_batch(records) for records in entries.values()):
+    for records in entries.values():  # a loop, not any() over a generator: one per produce
+        if has_transactional_batch(records):
+            break
+    else:
         return False
     return transactional_id is None or not authorizer.authorize(
         context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
