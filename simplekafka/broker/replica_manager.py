@@ -20,7 +20,6 @@ waits until the high watermark has passed each batch (or the timeout).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 from collections.abc import Callable, Mapping
@@ -64,7 +63,6 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
-_NO_BLOCK = contextlib.nullcontext()
 
 
 class PartitionErrors(NamedTuple):
@@ -351,12 +349,18 @@ class ReplicaManager:
                 results[key] = PartitionResponse(ErrorCode.INVALID_REQUIRED_ACKS)
             return defer.succeed(results)
         acks_wait = _AcksWait(results) if acks == -1 else None
-        # Several partitions: parked fetches are woken once all are appended (Kafka's
-        # tryCompleteActions after the request), so a follower fetching them all gets all.
-        with self.actions.wakeups_after() if len(entries) > 1 else _NO_BLOCK:
+        if len(entries) == 1:  # the usual produce: no block (a nullcontext is two calls)
             for key, records in entries.items():
                 results[key] = self._append_to_leader(key, records, acks, internal,
                                                       api_version, timeout_ms, acks_wait)
+        else:
+            # Several partitions: parked fetches are woken once all are appended (Kafka's
+            # tryCompleteActions after the request), so a follower fetching them all gets
+            # all.
+            with self.actions.wakeups_after():
+                for key, records in entries.items():
+                    results[key] = self._append_to_leader(key, records, acks, internal,
+                                                          api_version, timeout_ms, acks_wait)
         if acks_wait is None:
             return defer.succeed(results)
         return acks_wait.appended()
