@@ -63,6 +63,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
+# What an append came to, by partition, in the order asked (``append_records``).
+Outcomes = dict[TopicPartitionKey, "PartitionResponse"]
 
 
 class PartitionErrors(NamedTuple):
@@ -330,7 +332,8 @@ class ReplicaManager:
 
     def append_records(self, entries: Mapping[TopicPartitionKey, bytes | None], acks: int,
                        timeout_ms: int, internal: bool = False,
-                       api_version: int | None = None) -> defer.Deferred:
+                       api_version: int | None = None,
+                       respond: Callable[[Outcomes], object] | None = None) -> defer.Deferred:
         """Append one batch per partition at its leader; fires with the outcome of each.
 
         The Deferred fires with ``{(topic, partition): PartitionResponse}`` in the
@@ -342,13 +345,17 @@ class ReplicaManager:
         (NOT_ENOUGH_REPLICAS_AFTER_APPEND). Only ``internal`` appends (the
         broker's own) may write to an internal topic. ``api_version`` is the
         Produce version for the client-version checks (None: internal, none).
+
+        ``respond`` (Kafka's responseCallback) makes the answer of the outcomes: the
+        Deferred then fires with what it returns, called without a callback round of
+        its own (the produce handler's wire answer).
         """
         results: dict[TopicPartitionKey, PartitionResponse] = {}
         if acks not in (0, 1, -1):
             for key in entries:
                 results[key] = PartitionResponse(ErrorCode.INVALID_REQUIRED_ACKS)
-            return defer.succeed(results)
-        acks_wait = _AcksWait(results) if acks == -1 else None
+            return defer.succeed(results if respond is None else respond(results))
+        acks_wait = _AcksWait(results, respond) if acks == -1 else None
         if len(entries) == 1:  # the usual produce: no block (a nullcontext is two calls)
             for key, records in entries.items():
                 results[key] = self._append_to_leader(key, records, acks, internal,
@@ -362,7 +369,7 @@ class ReplicaManager:
                     results[key] = self._append_to_leader(key, records, acks, internal,
                                                           api_version, timeout_ms, acks_wait)
         if acks_wait is None:
-            return defer.succeed(results)
+            return defer.succeed(results if respond is None else respond(results))
         return acks_wait.appended()
 
     def _append_to_leader(self, key: TopicPartitionKey, records: bytes | None, acks: int,
@@ -631,10 +638,12 @@ class _AcksWait:
     and a callback to join them, were two more callback rounds on every acks=all produce.
     No timer of its own: each partition's queue times its waiters out."""
 
-    __slots__ = ("deferred", "pending", "results")
+    __slots__ = ("deferred", "pending", "respond", "results")
 
-    def __init__(self, results: dict[TopicPartitionKey, PartitionResponse]):
+    def __init__(self, results: dict[TopicPartitionKey, PartitionResponse],
+                 respond: Callable[[Outcomes], object] | None):
         self.results = results
+        self.respond = respond
         self.pending = 1  # the request's own hold, released once all its batches are appended
         self.deferred: defer.Deferred | None = None
 
@@ -642,14 +651,25 @@ class _AcksWait:
         if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
             response.error_code = code
         self.pending -= 1
-        if not self.pending and self.deferred is not None:
-            self.deferred.callback(self.results)
+        deferred = self.deferred
+        if self.pending or deferred is None:
+            return
+        if self.respond is None:
+            deferred.callback(self.results)
+            return
+        try:  # a Deferred's callback would catch it: so does this, for the queue's sake
+            answer = self.respond(self.results)
+        except Exception:
+            deferred.errback()
+            return
+        deferred.callback(answer)
 
     def appended(self) -> defer.Deferred:
         """The request's Deferred, once its batches are appended (fired if none waits)."""
         self.pending -= 1
         if not self.pending:
-            return defer.succeed(self.results)
+            respond = self.respond
+            return defer.succeed(self.results if respond is None else respond(self.results))
         self.deferred = defer.Deferred()
         return self.deferred
 

@@ -27,6 +27,7 @@ told (TRANSACTION_ABORTABLE), which this broker answers the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from twisted.internet import defer
@@ -111,13 +112,16 @@ class ProduceHandler:
             refused.update(self._refused(context, entries, transactional_id))
         if refused:
             return self._append_allowed(request, entries, refused, version)
+        # The answer is made by the append (Kafka's responseCallback), not by a callback on
+        # its Deferred: an acks=all produce has a callback round less.
         appended = self.replica_manager.append_records(
-            entries, acks, request["timeout_ms"], internal=False, api_version=version)
+            entries, acks, request["timeout_ms"], internal=False, api_version=version,
+            respond=None if acks == 0 else partial(_response_body, request=request))
         if acks == 0:
             return None
         if appended.called:  # nothing to wait for: answer now, without a callback round trip
-            return _response_body(cast(Outcomes, appended.result), request)
-        return appended.addCallback(_response_body, request)
+            return cast(ProduceResponse, appended.result)
+        return appended
 
     def _refused(self, context: RequestContext, entries: Entries,
                  transactional_id: str | None) -> dict[tuple[str, int], PartitionResponse]:
