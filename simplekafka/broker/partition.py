@@ -219,7 +219,7 @@ class Partition:
         Kafka's AppendOrigin.Coordinator) may be control batches. Errors carry
         their wire code (``.error_code``).
         """
-        if not self.is_leader:
+        if self.leader_id != self.local_broker_id:  # not self.is_leader: a call less
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not records:
             raise error_for(ErrorCode.INVALID_RECORD, "produce without a record batch")

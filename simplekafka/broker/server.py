@@ -318,8 +318,9 @@ class KafkaConnection(Int32StringReceiver):
         if self._outgoing is not None:
             self._outgoing += frames
             return
-        if self.answers.hold(self, self._write_held, frames):  # released with others: one write
-            return
+        answers = self.answers
+        if answers.depth and answers.hold(self, self._write_held, frames):
+            return  # released with others: one write
         self._write_now(frames)
 
     def _write_held(self, frames: list[Piece]) -> None:
@@ -415,8 +416,10 @@ class KafkaConnection(Int32StringReceiver):
     def _fill_answer(self, answer: Response | CloseAfter | None, slot: _Slot) -> None:
         if isinstance(answer, CloseAfter):
             self._fill(slot, answer.response, close=True)
-        else:
-            self._fill(slot, answer)
+            return
+        slot.done = True  # _fill's work, without its call: every answer that waited
+        slot.response = answer
+        self._write_ready_responses()
 
     def _failed(self, failure: Failure, slot: _Slot) -> None:
         if not failure.check(CloseConnection):
