@@ -19,7 +19,7 @@ come in offset order: the queue is sorted by construction. So
 A waiter is a plain call, ``done(code, context)``, not a Deferred: the
 acks=all produce joins its partitions' waits itself (``replica_manager``) and
 makes the one Deferred its handler answers through; a Deferred per partition
-with a callback to join it cost two more callback rounds per produce. Each
+with a callback to join it cost a callback round more per partition. Each
 waiter is in exactly one place (this queue, until completed, failed or timed
 out), so each is called once.
 

@@ -635,7 +635,8 @@ class _AcksWait:
     partition's queue: ``delayed_produce``); a failed wait's code goes into its response.
 
     Plain calls from the queues, one Deferred for the request: a Deferred per partition,
-    and a callback to join them, were two more callback rounds on every acks=all produce.
+    and a callback to join them, were a callback round more per partition on every
+    acks=all produce.
     No timer of its own: each partition's queue times its waiters out."""
 
     __slots__ = ("deferred", "pending", "respond", "results")
