@@ -25,10 +25,10 @@ Writer = Callable[[list[Piece]], None]
 class AnswersTogether:
     """Answers released inside an open block, per connection, sent when it closes."""
 
-    __slots__ = ("_depth", "_held")
+    __slots__ = ("_held", "depth")
 
     def __init__(self) -> None:
-        self._depth = 0
+        self.depth = 0  # open blocks; a writer reads it first (no call while none is open)
         self._held: dict[int, tuple[Writer, list[Piece]]] = {}
 
     def together(self) -> AnswersTogether:
@@ -36,11 +36,11 @@ class AnswersTogether:
         return self
 
     def __enter__(self) -> None:
-        self._depth += 1
+        self.depth += 1
 
     def __exit__(self, *exc_info: object) -> None:
-        self._depth -= 1
-        if self._depth or not self._held:
+        self.depth -= 1
+        if self.depth or not self._held:
             return  # an outer block sends, or nothing was held
         held, self._held = self._held, {}
         for write, frames in held.values():
@@ -48,7 +48,7 @@ class AnswersTogether:
 
     def hold(self, owner: object, write: Writer, frames: list[Piece]) -> bool:
         """Keep ``frames`` for ``write`` (the ``owner`` connection's) if a block is open."""
-        if not self._depth:
+        if not self.depth:
             return False
         entry = self._held.get(id(owner))
         if entry is None:

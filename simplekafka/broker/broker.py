@@ -199,12 +199,11 @@ class KafkaBroker:
                                    config["replica.fetch.max.bytes"], self._broker_epoch),
             self._endpoint_of, self.follower_throttle)
         self.alter_partitions = AlterPartitionManager(self.broker_id, reactor, lambda: self.zk)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager,
-                                              self.metadata_cache, self.log_config_for,
-                                              fetchers=self.fetchers,
-                                              isr_writer=self.alter_partitions.write_isr,
-                                              reactor=reactor,
-                                              min_insync_for=self.min_insync_replicas_for)
+        # min.insync.replicas straight from the config manager: read on every acks=all produce.
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self.metadata_cache, self.log_config_for,
+            fetchers=self.fetchers, isr_writer=self.alter_partitions.write_isr, reactor=reactor,
+            min_insync_for=self.dynamic_configs.min_insync_replicas_for)
         self.replica_manager.leader_throttle = self.leader_throttle
         self.replica_manager.max_decompressed_bytes = config["message.max.decompressed.bytes"]
         if config["fetch.zero.copy.enable"] and can_sendfile():
@@ -453,10 +452,6 @@ class KafkaBroker:
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's overrides from ZooKeeper (as last read; {} if none)."""
         return self.dynamic_configs.topic_config(topic)
-
-    def min_insync_replicas_for(self, topic: str) -> int:
-        """min.insync.replicas for ``topic``: its override, else the broker's."""
-        return self.dynamic_configs.min_insync_replicas_for(topic)
 
     def deletes_by_retention(self, topic: str) -> bool:
         """Whether retention may delete the topic's segments (``cleanup.policy``)."""

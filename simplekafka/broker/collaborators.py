@@ -89,7 +89,8 @@ class RecordAppender(Protocol):
 
     def append_records(self, entries: Mapping[tuple[str, int], bytes | None], acks: int,
                        timeout_ms: int, internal: bool = False,
-                       api_version: int | None = None) -> defer.Deferred: ...
+                       api_version: int | None = None,
+                       respond: Callable[[Any], Any] | None = None) -> defer.Deferred: ...
 
 
 # Read when asked, because they change after the parts are built.

@@ -101,6 +101,12 @@ class DynamicBrokerConfig:
             return False
         return True
 
+    def value(self, key: str) -> str | None:
+        """One key's value as ``effective`` has it, without building the whole dict (read on
+        every acks=all produce: min.insync.replicas)."""
+        value = self.own.get(key)
+        return value if value is not None else self.default.get(key)
+
     def effective(self) -> dict[str, tuple[str, int]]:
         """key -> (value, ConfigSource)."""
         merged = {k: (v, DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in self.default.items()}

@@ -16,6 +16,13 @@ come in offset order: the queue is sorted by construction. So
   answers REQUEST_TIMED_OUT to every waiter past its deadline and sets itself
   for the next one; waiters completed meanwhile are simply gone.
 
+A waiter is a plain call, ``done(code, context)``, not a Deferred: the
+acks=all produce joins its partitions' waits itself (``replica_manager``) and
+makes the one Deferred its handler answers through; a Deferred per partition
+with a callback to join it cost a callback round more per partition. Each
+waiter is in exactly one place (this queue, until completed, failed or timed
+out), so each is called once.
+
 Each round of completions runs inside ``completing``, a context manager the
 owner hands over (the ReplicaManager's, so that the answers one advance
 releases leave together: ``answers_together.py``); by default, none.
@@ -26,25 +33,27 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, cast
-
-from twisted.internet import defer
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from simplekafka.broker.collaborators import DelayedCall, Reactor
 
 from simplekafka.protocol.errors import ErrorCode
 
+# What a waiter calls when it is done: (its code, the context it was added with).
+Done = Callable[[ErrorCode, Any], object]
+
 
 class _Waiter:
-    __slots__ = ("deadline", "deferred", "min_insync", "offset")
+    __slots__ = ("context", "deadline", "done", "min_insync", "offset")
 
-    def __init__(self, offset: int, min_insync: int, deadline: float | None,
-                 deferred: defer.Deferred):
+    def __init__(self, offset: int, min_insync: int, deadline: float | None, done: Done,
+                 context: object):
         self.offset = offset  # the high watermark this produce needs (its last offset + 1)
         self.min_insync = min_insync
         self.deadline = deadline  # clock seconds, None: no timeout
-        self.deferred = deferred
+        self.done = done
+        self.context = context
 
 
 _NO_WAITERS: tuple[_Waiter, ...] = ()
@@ -68,16 +77,15 @@ class DelayedProduceQueue:
     def __len__(self) -> int:
         return len(self._waiters)
 
-    def add(self, offset: int, min_insync: int, timeout: float | None = None
-            ) -> defer.Deferred:
-        """A Deferred firing with an ErrorCode once the high watermark reaches ``offset``
-        (see ``complete``), or with REQUEST_TIMED_OUT after ``timeout`` seconds."""
-        deferred: defer.Deferred = defer.Deferred()
+    def add(self, offset: int, min_insync: int, timeout: float | None, done: Done,
+            context: object = None) -> None:
+        """Call ``done(code, context)`` once the high watermark reaches ``offset`` (see
+        ``complete``), or with REQUEST_TIMED_OUT after ``timeout`` seconds (None: never)."""
         deadline = None
         if timeout is not None:
             clock = self._clock()
             deadline = clock.seconds() + max(timeout, 0.0)
-        waiter = _Waiter(offset, min_insync, deadline, deferred)
+        waiter = _Waiter(offset, min_insync, deadline, done, context)
         waiters = self._waiters
         if not isinstance(waiters, deque):
             waiters = self._waiters = deque()
@@ -90,7 +98,6 @@ class DelayedProduceQueue:
             waiters.insert(index, waiter)
         if deadline is not None:
             self._schedule(deadline)
-        return deferred
 
     def complete(self, high_watermark: int, code_for: Callable[[int], ErrorCode]) -> None:
         """Answer every waiter the high watermark has passed, ``code_for(min_insync)`` each."""
@@ -100,16 +107,14 @@ class DelayedProduceQueue:
         with self.completing:
             while waiters and waiters[0].offset <= high_watermark:
                 waiter = waiters.popleft()
-                if not waiter.deferred.called:
-                    waiter.deferred.callback(code_for(waiter.min_insync))
+                waiter.done(code_for(waiter.min_insync), waiter.context)
 
     def fail_all(self, code: ErrorCode) -> None:
         """Answer every waiter with ``code`` (the partition is no longer led here)."""
         waiters, self._waiters = self._waiters, _NO_WAITERS
         self._cancel_timer()
         for waiter in waiters:
-            if not waiter.deferred.called:
-                waiter.deferred.callback(code)
+            waiter.done(code, waiter.context)
 
     # -- timeouts ---------------------------------------------------------------------------
 
@@ -141,8 +146,6 @@ class DelayedProduceQueue:
         kept: deque[_Waiter] = deque()
         expired = []
         for waiter in self._waiters:
-            if waiter.deferred.called:
-                continue
             if waiter.deadline is not None and waiter.deadline <= now:
                 expired.append(waiter)
             else:
@@ -152,4 +155,4 @@ class DelayedProduceQueue:
         if deadlines:
             self._schedule(min(deadlines))
         for waiter in expired:
-            waiter.deferred.callback(ErrorCode.REQUEST_TIMED_OUT)
+            waiter.done(ErrorCode.REQUEST_TIMED_OUT, waiter.context)

@@ -94,9 +94,10 @@ class DynamicConfigManager(service.Service):
 
     def min_insync_replicas_for(self, topic: str) -> int:
         """min.insync.replicas for ``topic``: its override, else the broker's."""
-        value = self.topic_config(topic).get("min.insync.replicas")
+        overrides = self.topic_configs.get(topic)
+        value = overrides.get("min.insync.replicas") if overrides else None
         if value is None:
-            value = self.dynamic_config.effective().get("min.insync.replicas", (None, 0))[0]
+            value = self.dynamic_config.value("min.insync.replicas")
         return int(value) if value is not None else self.config.min_insync_replicas
 
     def log_config_for(self, topic: str) -> LogConfig:

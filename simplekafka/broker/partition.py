@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from twisted.internet import defer
 
 from simplekafka.broker.action_queue import ActionQueue
-from simplekafka.broker.delayed_produce import DelayedProduceQueue
+from simplekafka.broker.delayed_produce import DelayedProduceQueue, Done
 from simplekafka.broker.isr import high_watermark, may_join_isr, now_ms, out_of_sync_replicas
 from simplekafka.broker.producer_state import ProducerStateTable
 from simplekafka.protocol.batch_header import (
@@ -219,7 +219,7 @@ class Partition:
         Kafka's AppendOrigin.Coordinator) may be control batches. Errors carry
         their wire code (``.error_code``).
         """
-        if not self.is_leader:
+        if self.leader_id != self.local_broker_id:  # not self.is_leader: a call less
             raise error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not records:
             raise error_for(ErrorCode.INVALID_RECORD, "produce without a record batch")
@@ -230,8 +230,9 @@ class Partition:
             )
         header = _single_batch_header(records)
         try:
-            if header.compression > Compression.ZSTD or (
-                    header.compression == Compression.ZSTD
+            compression = header.compression
+            if compression > Compression.ZSTD or (
+                    compression == Compression.ZSTD
                     and api_version is not None and api_version < 7):
                 raise error_for(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             marker = None
@@ -270,7 +271,7 @@ class Partition:
             self.producers.record(header, info.base_offset)
         self.maybe_advance_high_watermark()
         self._notify_append()
-        return AppendResult(info.base_offset, info.last_offset, self.log_start_offset,
+        return AppendResult(info.base_offset, info.last_offset, self.log.log_start_offset,
                             log_append_time=info.log_append_time)
 
     # -- DeleteRecords ------------------------------------------------------------------
@@ -410,9 +411,19 @@ class Partition:
         batch was written, but fewer replicas than asked for hold it);
         REQUEST_TIMED_OUT after ``timeout`` seconds (None: never).
         """
+        waited: defer.Deferred = defer.Deferred()
+        self.on_high_watermark(offset, min_insync, timeout, _fire_unless_called, waited)
+        return waited
+
+    def on_high_watermark(self, offset: int, min_insync: int, timeout: float | None,
+                          done: Done, context: object = None) -> None:
+        """``wait_for_high_watermark`` as a plain call, ``done(code, context)``, at once if
+        the HW is there: the acks=all produce path joins its partitions' waits without a
+        Deferred each (``ReplicaManager.append_records``)."""
         if self.high_watermark >= offset:
-            return defer.succeed(self._acks_code(min_insync))
-        return self._hw_waiters.add(offset, min_insync, timeout)
+            done(self._acks_code(min_insync), context)
+        else:
+            self._hw_waiters.add(offset, min_insync, timeout, done, context)
 
     def _acks_code(self, min_insync: int) -> ErrorCode:
         if len(self.isr) < min_insync:
@@ -543,7 +554,9 @@ class Partition:
             return  # not a replica of this partition: nothing to record
         now = now_ms() if now is None else now
         leader_end = self.log.log_end_offset
-        self.follower_end_offsets[replica_id] = fetch_offset
+        ends = self.follower_end_offsets
+        moved = ends.get(replica_id) != fetch_offset
+        ends[replica_id] = fetch_offset
         previous = self._follower_last_fetch.get(replica_id)
         if fetch_offset >= leader_end:
             self.follower_caught_up_ms[replica_id] = now
@@ -551,7 +564,11 @@ class Partition:
             self.follower_caught_up_ms[replica_id] = max(
                 self.follower_caught_up_ms.get(replica_id, 0.0), previous[0])
         self._follower_last_fetch[replica_id] = (now, leader_end)
-        self.maybe_advance_high_watermark()
+        # Every other input of the HW (the ISR, our log end) moves it where it changes: the
+        # same offset again (a parked fetch's read when it is answered, twice per follower
+        # fetch) cannot move it.
+        if moved:
+            self.maybe_advance_high_watermark()
         if log_start >= 0:
             self.follower_log_starts[replica_id] = log_start
             self._fire_low_watermark_waiters()
@@ -774,6 +791,12 @@ def _end_txn_marker(batch: bytes) -> ControlMarker:
         raise error_for(ErrorCode.INVALID_RECORD,
                         "a control batch must hold one commit or abort marker")
     return marker
+
+
+def _fire_unless_called(code: ErrorCode, waited: defer.Deferred) -> None:
+    """``wait_for_high_watermark``'s Deferred fired (unless its holder cancelled it)."""
+    if not waited.called:
+        waited.callback(code)
 
 
 def _raise_if_corrupt(records: bytes) -> None:

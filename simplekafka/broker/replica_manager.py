@@ -20,7 +20,6 @@ waits until the high watermark has passed each batch (or the timeout).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 from collections.abc import Callable, Mapping
@@ -64,7 +63,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _QUIET_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 TopicPartitionKey = tuple[str, int]
-_NO_BLOCK = contextlib.nullcontext()
+# What an append came to, by partition, in the order asked (``append_records``).
+Outcomes = dict[TopicPartitionKey, "PartitionResponse"]
 
 
 class PartitionErrors(NamedTuple):
@@ -332,7 +332,8 @@ class ReplicaManager:
 
     def append_records(self, entries: Mapping[TopicPartitionKey, bytes | None], acks: int,
                        timeout_ms: int, internal: bool = False,
-                       api_version: int | None = None) -> defer.Deferred:
+                       api_version: int | None = None,
+                       respond: Callable[[Outcomes], object] | None = None) -> defer.Deferred:
         """Append one batch per partition at its leader; fires with the outcome of each.
 
         The Deferred fires with ``{(topic, partition): PartitionResponse}`` in the
@@ -344,29 +345,36 @@ class ReplicaManager:
         (NOT_ENOUGH_REPLICAS_AFTER_APPEND). Only ``internal`` appends (the
         broker's own) may write to an internal topic. ``api_version`` is the
         Produce version for the client-version checks (None: internal, none).
+
+        ``respond`` (Kafka's responseCallback) makes the answer of the outcomes: the
+        Deferred then fires with what it returns, called without a callback round of
+        its own (the produce handler's wire answer).
         """
         results: dict[TopicPartitionKey, PartitionResponse] = {}
         if acks not in (0, 1, -1):
             for key in entries:
                 results[key] = PartitionResponse(ErrorCode.INVALID_REQUIRED_ACKS)
-            return defer.succeed(results)
-        waits: list[tuple[PartitionResponse, defer.Deferred]] = []
-        # Several partitions: parked fetches are woken once all are appended (Kafka's
-        # tryCompleteActions after the request), so a follower fetching them all gets all.
-        with self.actions.wakeups_after() if len(entries) > 1 else _NO_BLOCK:
+            return defer.succeed(results if respond is None else respond(results))
+        acks_wait = _AcksWait(results, respond) if acks == -1 else None
+        if len(entries) == 1:  # the usual produce: no block (a nullcontext is two calls)
             for key, records in entries.items():
-                response, wait = self._append_to_leader(key, records, acks, internal,
-                                                        api_version, timeout_ms)
-                results[key] = response
-                if wait is not None:
-                    waits.append((response, wait))
-        if not waits:
-            return defer.succeed(results)
-        return _wait_for_acks(results, waits)
+                results[key] = self._append_to_leader(key, records, acks, internal,
+                                                      api_version, timeout_ms, acks_wait)
+        else:
+            # Several partitions: parked fetches are woken once all are appended (Kafka's
+            # tryCompleteActions after the request), so a follower fetching them all gets
+            # all.
+            with self.actions.wakeups_after():
+                for key, records in entries.items():
+                    results[key] = self._append_to_leader(key, records, acks, internal,
+                                                          api_version, timeout_ms, acks_wait)
+        if acks_wait is None:
+            return defer.succeed(results if respond is None else respond(results))
+        return acks_wait.appended()
 
     def _append_to_leader(self, key: TopicPartitionKey, records: bytes | None, acks: int,
-                          internal: bool, api_version: int | None, timeout_ms: int
-                          ) -> tuple[PartitionResponse, defer.Deferred | None]:
+                          internal: bool, api_version: int | None, timeout_ms: int,
+                          acks_wait: _AcksWait | None) -> PartitionResponse:
         topic, index = key
         response = PartitionResponse()
         try:
@@ -390,17 +398,18 @@ class ReplicaManager:
             response.error_code = code
             response.error_message = exc.reason if isinstance(exc, KafkaError) else str(exc)
             response.record_errors = getattr(exc, "record_errors", [])
-            return response, None
+            return response
         response.base_offset = result.base_offset
         response.log_start_offset = result.log_start_offset
         response.log_append_time = result.log_append_time
         if self.on_append is not None and not internal and not result.duplicate:
             self.on_append(topic, result.last_offset - result.base_offset + 1,
                            len(records or b""))
-        if acks == -1 and partition.high_watermark <= result.last_offset:
-            return response, partition.wait_for_high_watermark(
-                result.last_offset + 1, min_insync, max(timeout_ms, 0) / 1000.0)
-        return response, None
+        if acks_wait is not None and partition.high_watermark <= result.last_offset:
+            acks_wait.pending += 1
+            partition.on_high_watermark(result.last_offset + 1, min_insync,
+                                        max(timeout_ms, 0) / 1000.0, acks_wait.done, response)
+        return response
 
     # -- controller requests ------------------------------------------------------------
 
@@ -620,34 +629,50 @@ def _partition_states(request: LeaderAndIsrRequest
     return states
 
 
-def _wait_for_acks(results: dict, waits: list[tuple[PartitionResponse, defer.Deferred]]
-                   ) -> defer.Deferred:
-    """Fire with ``results`` once every acks=all wait has fired (committed, or timed out by
-    its partition's queue: ``delayed_produce``); a failed wait's code goes into its response.
+class _AcksWait:
+    """One acks=all request's waits for its partitions' high watermarks, joined: its
+    Deferred fires with the results once the last is done (committed, or timed out by its
+    partition's queue: ``delayed_produce``); a failed wait's code goes into its response.
 
-    No timer of its own: each partition's queue times its waiters out, one timer per
-    partition rather than one per request."""
+    Plain calls from the queues, one Deferred for the request: a Deferred per partition,
+    and a callback to join them, were a callback round more per partition on every
+    acks=all produce.
+    No timer of its own: each partition's queue times its waiters out."""
 
-    def note(code: ErrorCode, response: PartitionResponse) -> dict:
+    __slots__ = ("deferred", "pending", "respond", "results")
+
+    def __init__(self, results: dict[TopicPartitionKey, PartitionResponse],
+                 respond: Callable[[Outcomes], object] | None):
+        self.results = results
+        self.respond = respond
+        self.pending = 1  # the request's own hold, released once all its batches are appended
+        self.deferred: defer.Deferred | None = None
+
+    def done(self, code: ErrorCode, response: PartitionResponse) -> None:
         if code != ErrorCode.NONE and response.error_code == ErrorCode.NONE:
             response.error_code = code
-        return results
+        self.pending -= 1
+        deferred = self.deferred
+        if self.pending or deferred is None:
+            return
+        if self.respond is None:
+            deferred.callback(self.results)
+            return
+        try:  # a Deferred's callback would catch it: so does this, for the queue's sake
+            answer = self.respond(self.results)
+        except Exception:
+            deferred.errback()
+            return
+        deferred.callback(answer)
 
-    if len(waits) == 1:  # the common case: one partition, no joining Deferred
-        response, wait = waits[0]
-        return wait.addCallback(note, response)
-    finished: defer.Deferred = defer.Deferred()
-    remaining = [len(waits)]
-
-    def one_done(code: ErrorCode, response: PartitionResponse) -> None:
-        note(code, response)
-        remaining[0] -= 1
-        if remaining[0] == 0:
-            finished.callback(results)
-
-    for response, wait in waits:
-        wait.addCallback(one_done, response)
-    return finished
+    def appended(self) -> defer.Deferred:
+        """The request's Deferred, once its batches are appended (fired if none waits)."""
+        self.pending -= 1
+        if not self.pending:
+            respond = self.respond
+            return defer.succeed(self.results if respond is None else respond(self.results))
+        self.deferred = defer.Deferred()
+        return self.deferred
 
 
 _T = TypeVar("_T")

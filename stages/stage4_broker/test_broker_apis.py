@@ -40,12 +40,13 @@ class FakeAppender:
         self.calls: list[tuple[dict, int, bool, int | None]] = []
         self.answer = answer
 
-    def append_records(self, entries, acks, timeout_ms, internal=False, api_version=None):
+    def append_records(self, entries, acks, timeout_ms, internal=False, api_version=None,
+                       respond=None):
         self.calls.append((dict(entries), acks, internal, api_version))
         if self.answer is not None:
-            return self.answer
-        return defer.succeed({key: PartitionResponse(ErrorCode.NONE, 40 + key[1], 0)
-                              for key in entries})
+            return self.answer if respond is None else self.answer.addCallback(respond)
+        results = {key: PartitionResponse(ErrorCode.NONE, 40 + key[1], 0) for key in entries}
+        return defer.succeed(results if respond is None else respond(results))
 
 
 def context(api_key: ApiKey, version: int) -> RequestContext:

@@ -27,7 +27,8 @@ told (TRANSACTION_ABORTABLE), which this broker answers the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
+from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from twisted.internet import defer
 
@@ -37,6 +38,7 @@ from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.message_format import FIRST_V2_PRODUCE, to_record_batches
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
+from simplekafka.broker.server import NOT_DEFERRED
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
@@ -68,8 +70,10 @@ class ProduceHandler:
                  ) -> ProduceResponse | defer.Deferred | None:
         if context.api_version >= LEADER_HINTS_VERSION:
             answer = self._answer(context, request)
-            if isinstance(answer, defer.Deferred):
+            if type(answer) not in NOT_DEFERRED and isinstance(answer, defer.Deferred):
                 return answer.addCallback(self._with_leader_hints, context.listener)
+            if TYPE_CHECKING:  # what the test above rules out (no call at run time)
+                assert not isinstance(answer, defer.Deferred)
             return self._with_leader_hints(answer, context.listener)
         return self._answer(context, request)
 
@@ -108,13 +112,16 @@ class ProduceHandler:
             refused.update(self._refused(context, entries, transactional_id))
         if refused:
             return self._append_allowed(request, entries, refused, version)
+        # The answer is made by the append (Kafka's responseCallback), not by a callback on
+        # its Deferred: an acks=all produce has a callback round less.
         appended = self.replica_manager.append_records(
-            entries, acks, request["timeout_ms"], internal=False, api_version=version)
+            entries, acks, request["timeout_ms"], internal=False, api_version=version,
+            respond=None if acks == 0 else partial(_response_body, request=request))
         if acks == 0:
             return None
         if appended.called:  # nothing to wait for: answer now, without a callback round trip
-            return _response_body(cast(Outcomes, appended.result), request)
-        return appended.addCallback(_response_body, request)
+            return cast(ProduceResponse, appended.result)
+        return appended
 
     def _refused(self, context: RequestContext, entries: Entries,
                  transactional_id: str | None) -> dict[tuple[str, int], PartitionResponse]:
@@ -153,7 +160,10 @@ def _transactional_refused(authorizer: Authorizer, context: RequestContext, entr
     with one the principal may not Write (checked by ``_refused`` too, per request)."""
     if transactional_id is not None and not authorizer.enabled:
         return False  # the common case costs no walk over the batches
-    if not any(has_transactional_batch(records) for records in entries.values()):
+    for records in entries.values():  # a loop, not any() over a generator: one per produce
+        if has_transactional_batch(records):
+            break
+    else:
         return False
     return transactional_id is None or not authorizer.authorize(
         context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
