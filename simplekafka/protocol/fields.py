@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping, Sequence, Sized
-from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar, cast
 
 from simplekafka.protocol import primitives as p
 from simplekafka.protocol.errors import ProtocolError
@@ -484,8 +484,9 @@ def retag(tagged: tuple[Field, ...]) -> Callable[..., dict[int, bytes] | None]:
 
     # A structure's default as plain data, made once: the encoder meets a tagged structure
     # at every Fetch answer's partition (three of them), almost always left at its default.
-    known = [(f, f.default, plain(f.make_default()) if isinstance(f.type, StructType) else None)
-             for f in tagged]
+    known: list[tuple[Field, object, dict[str, object] | None]] = [
+        (f, f.default, cast("dict[str, object]", plain(f.make_default()))
+         if isinstance(f.type, StructType) else None) for f in tagged]
 
     def apply(raw: dict[int, bytes] | None, *values: object) -> dict[int, bytes] | None:
         tags = dict(raw) if raw else {}
