@@ -8,7 +8,9 @@ runs the lead table's harness (``benchmarks/suite/latency_clients.py``: a
 producer process pacing by sleeping, ``linger.ms=1``, and a consumer process,
 10,000 records/s of 100 B) against both trees' brokers *in the same run*:
 each run measures Redis, one broker of tree A, one of tree B, three brokers
-RF 3 of A and of B, in that order, so each pair shares the same minutes. Tree
+RF 3 of A and of B, so each pair shares the same minutes; every other run
+takes the trees in the other order (B before A), so that neither tree is
+always the one measured first. Tree
 B's brokers are another checkout's code (``checkout_launcher``); the clients,
 the harness and ZooKeeper are this checkout's. Medians over runs of each
 percentile, and each tree's ratios, as the lead table takes them. Prints
@@ -52,12 +54,13 @@ def measure(other: Path, seconds: float, runs: int, rate: int) -> dict[str, list
             if port is not None:
                 delays, _ = lead.redis_run(port, f"latency-ab-{run}", rate, seconds)
                 samples.setdefault(lead.REDIS, []).append(delays)
-            for tree, cluster in singles.items():
+            turn = 1 if run % 2 == 0 else -1  # A first, then B first, ...
+            for tree, cluster in list(singles.items())[::turn]:
                 boot = cluster.bootstrap_servers
                 delays, _ = lead.kafka_run(boot, new_topic(boot, "latency-ab"), "1", rate,
                                            seconds)
                 samples.setdefault(f"{tree}: 1 broker, acks=1", []).append(delays)
-            for tree, cluster in threes.items():
+            for tree, cluster in list(threes.items())[::turn]:
                 boot = cluster.bootstrap_servers
                 topic = new_topic(boot, "latency-ab-rf3", 1, 3, {"min.insync.replicas": "2"})
                 cluster.wait_for_isr(topic, 0, [1, 2, 3])
