@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from simplekafka.broker.server import ANONYMOUS, NOT_DEFERRED, CloseConnection, Response
+from simplekafka.broker.server import ANONYMOUS, CloseConnection, Response, is_deferred
 from simplekafka.protocol.api import SUPPORTED_VERSIONS, ApiKey
 from simplekafka.protocol.errors import ProtocolError
 from simplekafka.protocol.messages import (
@@ -140,7 +140,7 @@ class RequestDispatcher:
                                   connection)
         else:
             result = handler(context, body)
-        if type(result) not in NOT_DEFERRED and isinstance(result, defer.Deferred):
+        if is_deferred(result):
             # One callback encodes and times the answer (a failure passes on, timed).
             return result.addBoth(self._answered, context, started)
         return self._answered(result, context, started)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from twisted.internet import defer
 
@@ -38,7 +38,7 @@ from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.message_format import FIRST_V2_PRODUCE, to_record_batches
 from simplekafka.broker.replica_manager import PartitionResponse
 from simplekafka.broker.security.authorizer import ALLOW_EVERYONE
-from simplekafka.broker.server import NOT_DEFERRED
+from simplekafka.broker.server import is_deferred
 from simplekafka.protocol.acls import AclOperation, ResourceType
 from simplekafka.protocol.batch_header import has_transactional_batch
 from simplekafka.protocol.errors import ErrorCode
@@ -70,10 +70,8 @@ class ProduceHandler:
                  ) -> ProduceResponse | defer.Deferred | None:
         if context.api_version >= LEADER_HINTS_VERSION:
             answer = self._answer(context, request)
-            if type(answer) not in NOT_DEFERRED and isinstance(answer, defer.Deferred):
+            if is_deferred(answer):
                 return answer.addCallback(self._with_leader_hints, context.listener)
-            if TYPE_CHECKING:  # what the test above rules out (no call at run time)
-                assert not isinstance(answer, defer.Deferred)
             return self._with_leader_hints(answer, context.listener)
         return self._answer(context, request)
 
