@@ -30,27 +30,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from twisted.internet.testing import StringTransport
 
-from benchmarks.bench_produce_path import leading_broker
+from benchmarks.bench_produce_path import TOPIC_ID, leading_broker
 from simplekafka.broker.server import KafkaServerFactory
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.framing import encode_frame
 from simplekafka.protocol.messages import encode_request
 from simplekafka.protocol.records import build_batch
 
+#: (consumer Fetch, Produce) versions: by name, or as librdkafka 2.x sends them to a broker
+#: that offers Kafka 3.9's (Fetch v16 by topic ID, Produce v10: both flexible)
+VERSIONS = {"old": (11, 8), "3.9": (16, 10)}
 
-def fetch_frame(offset: int, correlation_id: int) -> bytes:
-    """A Fetch v11 as librdkafka sends it: no session, rack "" (KIP-392), long poll."""
-    return encode_frame(encode_request(ApiKey.FETCH, 11, correlation_id, "bench", {
+
+def fetch_frame(offset: int, correlation_id: int, version: int = 11) -> bytes:
+    """A Fetch as librdkafka sends it: no session, rack "" (KIP-392), long poll; from v13
+    the topic by its ID."""
+    topic: dict = {"topic_id": TOPIC_ID} if version >= 13 else {"topic": "t"}
+    return encode_frame(encode_request(ApiKey.FETCH, version, correlation_id, "bench", {
         "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20,
         "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-        "topics": [{"topic": "t", "partitions": [{
+        "topics": [{**topic, "partitions": [{
             "partition": 0, "current_leader_epoch": -1, "fetch_offset": offset,
             "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
         "forgotten_topics_data": [], "rack_id": ""}))
 
 
-def produce_frame(correlation_id: int) -> bytes:
-    return encode_frame(encode_request(ApiKey.PRODUCE, 8, correlation_id, "bench", {
+def produce_frame(correlation_id: int, version: int = 8) -> bytes:
+    return encode_frame(encode_request(ApiKey.PRODUCE, version, correlation_id, "bench", {
         "transactional_id": None, "acks": 1, "timeout_ms": 5000,
         "topic_data": [{"name": "t", "partition_data": [
             {"index": 0, "records": build_batch([(None, b"x" * 100)])}]}]}))
@@ -59,7 +65,8 @@ def produce_frame(correlation_id: int) -> bytes:
 class CycleBench:
     """One broker leading ``t``, a consumer and a producer connection to it."""
 
-    def __init__(self, data_dir: str, metrics: bool = False):
+    def __init__(self, data_dir: str, metrics: bool = False, versions: str = "old"):
+        self.fetch_version, self.produce_version = VERSIONS[versions]
         self.broker = leading_broker(data_dir, metrics)
         factory = KafkaServerFactory(self.broker.dispatcher, 100 << 20,
                                      replicas=self.broker.replica_manager)
@@ -77,8 +84,8 @@ class CycleBench:
     def cycles(self, count: int, park: bool = True) -> float:
         """CPU seconds of ``count`` cycles (``park=False``: the produces alone)."""
         start = self.partition.log_end_offset
-        fetches = [fetch_frame(start + i, i) for i in range(count)]
-        produces = [produce_frame(i) for i in range(count)]
+        fetches = [fetch_frame(start + i, i, self.fetch_version) for i in range(count)]
+        produces = [produce_frame(i, self.produce_version) for i in range(count)]
         consumer, producer = self.consumer.dataReceived, self.producer.dataReceived
         self.consumer_wire.clear()
         self.producer_wire.clear()
@@ -98,17 +105,18 @@ class CycleBench:
         self.broker.log_manager.close()
 
 
-def measure(cycles: int = 5000, rounds: int = 5, profile: bool = False) -> dict[str, float]:
+def measure(cycles: int = 5000, rounds: int = 5, profile: bool = False,
+            versions: str = "old") -> dict[str, float]:
     """Best-of-``rounds`` CPU µs per cycle and per produce alone, and per cycle with the
     metrics hooks in (request timing, bytes in and out: how a LocalCluster broker runs)."""
     with tempfile.TemporaryDirectory() as data_dir:
-        metered = CycleBench(str(Path(data_dir) / "metered"), metrics=True)
+        metered = CycleBench(str(Path(data_dir) / "metered"), metrics=True, versions=versions)
         try:
             metered.cycles(min(cycles, 200))
             best_metered = min(metered.cycles(cycles) for _ in range(rounds))
         finally:
             metered.close()
-        bench = CycleBench(str(Path(data_dir) / "plain"))
+        bench = CycleBench(str(Path(data_dir) / "plain"), versions=versions)
         try:
             bench.cycles(min(cycles, 200))  # warm up
             best_cycle = min(bench.cycles(cycles) for _ in range(rounds))
@@ -130,10 +138,15 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one round")
+    parser.add_argument("--versions", choices=sorted(VERSIONS), default="old",
+                        help="old: Fetch v11 and Produce v8, by name; 3.9: Fetch v16 by topic "
+                             "ID and Produce v10, as librdkafka 2.x sends them (default old)")
     args = parser.parse_args()
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; best CPU-time round of {args.rounds}")
-    figures = measure(args.cycles, args.rounds, args.profile)
+    fetch, produce = VERSIONS[args.versions]
+    print(f"  versions: consumer Fetch v{fetch}, Produce v{produce}")
+    figures = measure(args.cycles, args.rounds, args.profile, args.versions)
     print(f"  parked fetch woken by a produce  {figures['cycle_us']:7.1f} µs CPU per cycle")
     print(f"  the produce alone                {figures['produce_us']:7.1f} µs CPU per request")
     print(f"  the fetch wake-up, read, answer  "

@@ -13,7 +13,8 @@ run the script in each tree and compare. Three figures:
   ProduceRequests v8, acks=1; instructions of the broker process per request.
 - ``fetch cycle``: ``bench_fetch_path``'s cycle in one process (a parked
   consumer fetch woken by a produce), and the produce alone; the difference
-  is the fetch's part.
+  is the fetch's part; at librdkafka 2.x's versions against a Kafka 3.9
+  broker (``3.9``: Fetch v16 by topic ID, Produce v10) and the ``old`` ones.
 - ``replication``: ``bench_replication_path``'s leader at RF 3, acks=all,
   instructions of the leader's calls per record, 1 and 8 produces per read,
   with the versions the latency run's parts speak (``3.9``: our followers'
@@ -64,11 +65,11 @@ def produce(requests: int, workdir: str) -> float:
     return _totals(sorted(glob.glob(out + ".*"))[-1]) / requests
 
 
-def fetch_cycle(cycles: int, workdir: str) -> tuple[float, float]:
+def fetch_cycle(cycles: int, workdir: str, versions: str = "3.9") -> tuple[float, float]:
     """Instructions per parked-fetch cycle and per produce alone (one process)."""
-    out = os.path.join(workdir, "cycle.out")
+    out = os.path.join(workdir, f"cycle-{versions}.out")
     subprocess.run(_valgrind(out, "-c", _CHILD_CYCLE.format(root=str(ROOT), cycles=cycles,
-                                                            out=out)),
+                                                            versions=versions)),
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=1800)
     cycle, alone = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))[-2:]
@@ -125,13 +126,16 @@ with tempfile.TemporaryDirectory() as d, LocalCluster(brokers=1, base_dir=Path(d
 """
 
 _CHILD_CYCLE = """
-import os, subprocess, sys, tempfile
+import inspect, os, subprocess, sys, tempfile
 sys.path.insert(0, {root!r})
 from benchmarks.bench_fetch_path import CycleBench
 pid = str(os.getpid())
 def ctl(*a): subprocess.run(["callgrind_control", *a, pid], capture_output=True)
+# a tree whose script predates --versions speaks the old versions only
+given = dict(versions={versions!r}) if "versions" in inspect.signature(CycleBench).parameters \
+    else dict()
 with tempfile.TemporaryDirectory() as d:
-    bench = CycleBench(d)
+    bench = CycleBench(d, **given)
     bench.cycles(300)
     for park in (True, False):
         ctl("-z"); ctl("-i", "on"); bench.cycles({cycles}, park=park); ctl("-d"); ctl("-i", "off")
@@ -198,10 +202,13 @@ def main() -> int:
             print(f"  produce, one record, pipelined, broker process  {per_request:>11,.0f}"
                   " per request")
         if "cycle" in paths:
-            cycle, alone = fetch_cycle(max(args.requests // 2, 100), workdir)
-            print(f"  parked fetch woken by a produce (one process)   {cycle:>11,.0f} per cycle")
-            print(f"    the produce alone                              {alone:>11,.0f}")
-            print(f"    the fetch's part                               {cycle - alone:>11,.0f}")
+            for versions in ("3.9", "old"):
+                cycle, alone = fetch_cycle(max(args.requests // 2, 100), workdir, versions)
+                print(f"  parked fetch woken by a produce, {versions:>3} versions {cycle:>11,.0f}"
+                      " per cycle")
+                print(f"    the produce alone                              {alone:>11,.0f}")
+                print(f"    the fetch's part                               "
+                      f"{cycle - alone:>11,.0f}")
         if "replication" in paths:
             for versions in ("3.9", "old"):
                 for per_read, reads in ((1, max(args.requests // 25, 20)),

@@ -41,13 +41,19 @@ CASES = [  # (label, records per batch, requests, bytes per read or 0 for whole 
 
 
 
+#: The topic's ID: clients that speak Fetch v13 and later name the topic by it.
+TOPIC_ID = bytes(range(1, 17))
+
+
 def _without_offline(state: dict) -> dict:
-    """LeaderAndIsr v2's partition state: UpdateMetadata's without ``offline_replicas``."""
-    return {k: v for k, v in state.items() if k != "offline_replicas"}
+    """LeaderAndIsr's partition state: UpdateMetadata's without ``offline_replicas``."""
+    return {k: v for k, v in state.items() if k != "offline_replicas"} | {
+        "adding_replicas": [], "removing_replicas": []}
+
 
 def leading_broker(data_dir: str, metrics: bool = False) -> KafkaBroker:
-    """A broker that leads topic ``t`` (this script plays the controller); ``metrics``:
-    with its metrics hooks in, as a LocalCluster broker runs (nothing listens)."""
+    """A broker that leads topic ``t`` (ID ``TOPIC_ID``; this script plays the controller);
+    ``metrics``: with its metrics hooks in, as a LocalCluster broker runs (nothing listens)."""
     properties = {"broker.id": "1", "log.dirs": data_dir, "zookeeper.connect": "127.0.0.1:1",
                   "listeners": "PLAINTEXT://127.0.0.1:9092"}
     if metrics:
@@ -58,13 +64,13 @@ def leading_broker(data_dir: str, metrics: bool = False) -> KafkaBroker:
     endpoint = {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT",
                 "security_protocol": 0}
     for key, version, body in [
-            (ApiKey.UPDATE_METADATA, 5, {"live_brokers": [
+            (ApiKey.UPDATE_METADATA, 7, {"live_brokers": [
                 {"id": 1, "rack": None, "endpoints": [endpoint]}]}),
-            (ApiKey.LEADER_AND_ISR, 2, {"live_leaders": [
+            (ApiKey.LEADER_AND_ISR, 5, {"type": 0, "live_leaders": [
                 {"broker_id": 1, "host_name": "127.0.0.1", "port": 9092}]})]:
         broker.dispatcher(encode_request(key, version, 0, "bench", {
             "controller_id": 1, "controller_epoch": 1,
-            "topic_states": [{"topic_name": "t", "partition_states": [
+            "topic_states": [{"topic_name": "t", "topic_id": TOPIC_ID, "partition_states": [
                 state if key == ApiKey.UPDATE_METADATA else _without_offline(state)]}],
             **body}))
     return broker

@@ -33,6 +33,7 @@ from simplekafka.protocol.fields import (
     String,
     Struct,
     StructType,
+    Uuid,
     is_fixed,
     plain,
     read_tag,
@@ -134,10 +135,15 @@ def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], 
         if isinstance(t, Array) and isinstance(t.element, StructType):
             ns[f"_write{i}"] = t.write  # handles null
             ns[f"_elem{i}"] = t.element.schema._write_fast
+            # null: written inline where the array may be null, else the type's writer
+            # (which names the error)
+            null = f"_write{i}(out, x)"
+            if t.nullable:
+                null = "out.append(0)" if t.compact else "out += b'\\xff\\xff\\xff\\xff'"
             lines += [
                 f"{ind}x = {value}",
                 f"{ind}if x is None:",
-                f"{ind}    _write{i}(out, x)",
+                f"{ind}    {null}",
                 f"{ind}else:",
             ]
             if t.compact:  # the count plus one as an unsigned varint: one byte under 127
@@ -178,11 +184,30 @@ def _emit_write(schema: MessageSchema, ns: dict[str, object], lines: list[str], 
             # Bytes and record sets held as bytes inline; null, a file region (the broker's
             # zero-copy reads) or a wrong value go through the type's writer.
             ns[f"_write{i}"] = t.write
-            length = "_uvarint(out, len(x) + 1)" if t.compact else "out += _int32(len(x))"
+            lines += [f"{ind}x = {value}", f"{ind}if x.__class__ is _bytes:"]
+            if t.compact:  # the length plus one as an unsigned varint: inline up to 16 KB
+                lines += [
+                    f"{ind}    n = len(x) + 1",
+                    f"{ind}    if n < 0x80:",
+                    f"{ind}        out.append(n)",
+                    f"{ind}    elif n < 0x4000:",
+                    f"{ind}        out.append((n & 0x7F) | 0x80)",
+                    f"{ind}        out.append(n >> 7)",
+                    f"{ind}    else:",
+                    f"{ind}        _uvarint(out, n)",
+                ]
+            else:
+                lines.append(f"{ind}    out += _int32(len(x))")
+            lines += [
+                f"{ind}    out += x",
+                f"{ind}else:",
+                f"{ind}    _write{i}(out, x)",
+            ]
+        elif isinstance(t, Uuid):  # 16 bytes as given; anything else: the type's error
+            ns[f"_write{i}"] = t.write
             lines += [
                 f"{ind}x = {value}",
-                f"{ind}if x.__class__ is _bytes:",
-                f"{ind}    {length}",
+                f"{ind}if x.__class__ is _bytes and len(x) == 16:",
                 f"{ind}    out += x",
                 f"{ind}else:",
                 f"{ind}    _write{i}(out, x)",
@@ -292,6 +317,13 @@ def _emit_read(
                 f"{ind}else:",
                 f"{ind}    {slot(f.name)}, pos = _read{i}(buf, pos)",
             ]
+        elif isinstance(t, Uuid):  # 16 bytes inline; a short buffer: the type's error
+            ns[f"_read{i}"] = t.read
+            lines += [
+                f"{ind}if pos + 16 > blen: _read{i}(buf, pos)",
+                f"{ind}{slot(f.name)} = _bytes(buf[pos:pos + 16])",
+                f"{ind}pos += 16",
+            ]
         elif isinstance(t, String | Bytes):
             # Inline the common cases (a whole value, null where nullable; for a compact
             # one, a one-byte length); a short buffer, bad UTF-8 or a longer compact length
@@ -305,8 +337,21 @@ def _emit_read(
             elif isinstance(t, String):
                 header = ("buf[pos] if pos < blen else 0x80", "0 < n < 0x80 and pos + n <= blen",
                           "pos + 1", "pos + n", (0, 1))
-            else:  # compact bytes: seldom under 127 bytes, so no inline case
-                lines.append(f"{ind}{slot(f.name)}, pos = _read{i}(buf, pos)")
+            else:  # compact bytes (record sets): a one- or two-byte length inline
+                into = slot(f.name)
+                lines += [
+                    f"{ind}n = buf[pos] if pos < blen else 0",
+                    f"{ind}if 0 < n < 0x80 and pos + n <= blen:",
+                    f"{ind}    {into} = _bytes(buf[pos + 1:pos + n])",
+                    f"{ind}    pos += n",
+                    f"{ind}elif n >= 0x80 and pos + 1 < blen and buf[pos + 1] < 0x80 and "
+                    f"0 < ((n & 0x7F) | (buf[pos + 1] << 7)) <= blen - pos - 1:",
+                    f"{ind}    n = ((n & 0x7F) | (buf[pos + 1] << 7)) + pos + 1",
+                    f"{ind}    {into} = _bytes(buf[pos + 2:n])",
+                    f"{ind}    pos = n",
+                    f"{ind}else:",
+                    f"{ind}    {into}, pos = _read{i}(buf, pos)",
+                ]
                 continue
             _emit_sized(lines, ind, slot(f.name), f"_read{i}", *header[:4],
                         text=isinstance(t, String), null=header[4] if t.nullable else None)
@@ -318,6 +363,21 @@ def _emit_read(
             f"{ind}if pos < blen and buf[pos] == 0:",
             f"{ind}    {slot('tagged_fields')} = {{}}",
             f"{ind}    pos += 1",
+        ]
+        if schema.tagged and as_dict:
+            # ...and the known tagged fields' defaults set inline: a number, string or
+            # null shared, a structure each message's own copy (what untag_dict gives)
+            i = len(ns)
+            for k, tagged in enumerate(schema.tagged):
+                default = plain(tagged.default)
+                if isinstance(default, dict | list):
+                    ns[f"_tfresh{i}_{k}"] = _fresh_maker(default)
+                    value = f"_tfresh{i}_{k}()"
+                else:
+                    ns[f"_tdefault{i}_{k}"] = default
+                    value = f"_tdefault{i}_{k}"
+                lines.append(f"{ind}    {slot(tagged.name)} = {value}")
+        lines += [
             f"{ind}else:",
             f"{ind}    {slot('tagged_fields')}, pos = _read_tags(buf, pos)",
         ]
@@ -325,7 +385,8 @@ def _emit_read(
             i = len(ns)
             ns[f"_untag{i}"] = untag_dict(schema.tagged, schema.name) if as_dict \
                 else untag(schema.tagged, schema.name)
-            lines.append(f"{ind}_untag{i}({target})")
+            lines.append(f"{ind}    _untag{i}({target})" if as_dict
+                         else f"{ind}_untag{i}({target})")
 
 
 def _emit_sized(lines: list[str], ind: str, into: str, reader: str, length: str, whole: str,

@@ -164,8 +164,11 @@ def _decode_request(payload: Buffer, as_dict: bool) -> tuple[RequestHeader, Any]
             client_id, pos = p.read_string(payload, 8, nullable=True)
     else:
         client_id, pos = p.read_string(payload, 8, nullable=True)
-    if tagged_header:
-        _, pos = p.read_tagged_fields(payload, pos)
+    if tagged_header:  # nearly always no tagged fields: one zero byte
+        if pos < len(payload) and payload[pos] == 0:
+            pos += 1
+        else:
+            _, pos = p.read_tagged_fields(payload, pos)
     header = _new_header(RequestHeader, (api_key, api_version, correlation_id, client_id))
     body, end = (schema.read_dict if as_dict else schema.read)(payload, pos)
     if end != len(payload) and api_key not in TRAILING_BYTES_TOLERATED:

@@ -324,3 +324,90 @@ def test_a_compact_array_of_structures_round_trips_at_any_count(count):
     schema.write_slow(slow, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
                              "responses": [answer]})
     assert bytes(slow) == bytes(out)
+
+
+def _produce_v10(records: bytes | None) -> dict:
+    return {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": records}]}]}
+
+
+# Lengths around the one-byte and two-byte varint boundaries of a compact length (n + 1):
+# 126 bytes is the last one-byte length, 16,382 the last two-byte one.
+@pytest.mark.parametrize("size", [0, 1, 126, 127, 300, 16_382, 16_383, 20_000])
+def test_compact_bytes_are_read_and_written_at_every_length_width(size):
+    """A compact record set's length is read and written inline when it takes one or two
+    bytes, through the varint reader beyond: both give the field-by-field codec's bytes and
+    values, and a buffer cut anywhere in the length or the bytes is a ProtocolError."""
+    schema = request_schema(ApiKey.PRODUCE, 10)
+    records = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+    out = bytearray()
+    schema.write(out, _produce_v10(records))
+    slow = bytearray()
+    schema.write_slow(slow, _produce_v10(records))
+    assert bytes(out) == bytes(slow)
+    as_dict, end = schema.read_dict(bytes(out), 0)
+    assert end == len(out)
+    assert as_dict["topic_data"][0]["partition_data"][0]["records"] == records
+    assert schema.read_slow(bytes(out), 0)[0].topic_data[0].partition_data[0].records == records
+    at = bytes(out).index(b"t") + 1 + 1 + 4  # the name, the partitions' count, the index
+    for cut in sorted({at, at + 1, at + 2, len(out) - 2}):
+        with pytest.raises(ProtocolError):
+            schema.read_dict(bytes(out[:cut]), 0)
+
+
+def test_a_null_compact_record_set_reads_as_null():
+    schema = request_schema(ApiKey.PRODUCE, 10)
+    out = bytearray()
+    schema.write(out, _produce_v10(None))
+    assert schema.read_dict(bytes(out), 0)[0]["topic_data"][0]["partition_data"][0][
+        "records"] is None
+
+
+def test_a_uuid_is_written_as_its_16_bytes_and_refused_otherwise():
+    schema = response_schema(ApiKey.FETCH, 16)
+    answer = _partition_answer()
+    answer["topic_id"] = bytes(range(16))
+    out = bytearray()
+    schema.write(out, {"responses": [answer]})
+    assert bytes(range(16)) in bytes(out)
+    read = schema.read_dict(bytes(out), 0)[0]
+    assert read["responses"][0]["topic_id"] == bytes(range(16))
+    answer["topic_id"] = b"short"
+    with pytest.raises(EncodeError, match="16 bytes"):
+        schema.write(bytearray(), {"responses": [answer]})
+    start = bytes(out).index(bytes(range(16)))
+    with pytest.raises(ProtocolError):  # cut inside the uuid
+        schema.read_dict(bytes(out[:start + 8]), 0)
+
+
+def test_a_missing_tagged_structure_is_each_decoded_requests_own_default():
+    """A request without tagged fields gets each known tagged field's default (set inline by
+    the dict decoder): numbers shared, structures a fresh dict per message."""
+    schema = request_schema(ApiKey.FETCH, 16)
+    data = schema.encode({"max_wait_ms": 500, "topics": []})
+    first, second = schema.read_dict(data, 0)[0], schema.read_dict(data, 0)[0]
+    assert first["replica_state"] == {"replica_id": -1, "replica_epoch": -1,
+                                      "tagged_fields": {}}
+    assert first["cluster_id"] is None
+    first["replica_state"]["replica_id"] = 3
+    first["replica_state"]["tagged_fields"][0] = b"x"
+    assert second["replica_state"] == {"replica_id": -1, "replica_epoch": -1,
+                                       "tagged_fields": {}}
+
+
+def test_a_nullable_array_left_null_is_written_as_null():
+    schema = response_schema(ApiKey.FETCH, 16)
+    answer = _partition_answer()
+    answer["partitions"][0]["aborted_transactions"] = None
+    out = bytearray()
+    schema.write(out, {"responses": [answer]})
+    slow = bytearray()
+    schema.write_slow(slow, {"responses": [answer]})
+    assert bytes(out) == bytes(slow)
+    read = schema.read_dict(bytes(out), 0)[0]
+    assert read["responses"][0]["partitions"][0]["aborted_transactions"] is None
+    old = response_schema(ApiKey.FETCH, 11)
+    out, slow = bytearray(), bytearray()
+    old.write(out, {"responses": [dict(answer, topic="t")]})
+    old.write_slow(slow, {"responses": [dict(answer, topic="t")]})
+    assert bytes(out) == bytes(slow)

@@ -34,7 +34,11 @@ from functools import partial
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, Flag, Reactor
-from simplekafka.broker.apis.leader_hints import current_leader, node_endpoints
+from simplekafka.broker.apis.leader_hints import (
+    LEADER_HINT_ERRORS,
+    current_leader,
+    node_endpoints,
+)
 from simplekafka.broker.delayed_fetch import HW_NOTICE_SECONDS
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.fetch_messages import (
@@ -263,17 +267,22 @@ class _TopicIds:
                 partitions.append(_partition(answer))
             topic: FetchResponseResponses = {"topic": name, "partitions": partitions}
             if self.by_id:
-                remembered = getattr(session.session if session is not None else None,
-                                     "topic_ids", {})
-                topic_id = self.ids.get(name) or remembered.get(name) or self._id_of(name)
+                known = self._id_of(name)  # the topic's ID now
+                topic_id = self.ids.get(name)  # as this request named it, else its session
+                if topic_id is None:
+                    remembered = getattr(session.session if session is not None else None,
+                                         "topic_ids", None)
+                    topic_id = (remembered.get(name) if remembered else None) or known
                 topic["topic_id"] = topic_id
-                if self.cache is not None and self._id_of(name) != topic_id:
+                if self.cache is not None and known != topic_id:
                     # The session's topic was deleted (and maybe created again) since.
                     for entry in partitions:
                         entry.update({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "records": b"",
                                       "high_watermark": -1})
             if self.version >= 12:
                 for entry in partitions:
+                    if entry["error_code"] not in LEADER_HINT_ERRORS:
+                        continue  # nearly every partition: no hint to look up
                     leader = current_leader(self.cache, name, entry["partition_index"],
                                             entry["error_code"])
                     if leader is not None:

@@ -33,7 +33,11 @@ from typing import cast
 from twisted.internet import defer
 
 from simplekafka.broker.apis.collaborators import Authorizer, RecordAppender
-from simplekafka.broker.apis.leader_hints import current_leader, node_endpoints
+from simplekafka.broker.apis.leader_hints import (
+    LEADER_HINT_ERRORS,
+    current_leader,
+    node_endpoints,
+)
 from simplekafka.broker.dispatch import RequestContext
 from simplekafka.broker.message_format import FIRST_V2_PRODUCE, to_record_batches
 from simplekafka.broker.replica_manager import PartitionResponse
@@ -82,6 +86,8 @@ class ProduceHandler:
         leaders: set[int] = set()
         for topic in body["responses"]:
             for entry in topic["partition_responses"]:
+                if entry["error_code"] not in LEADER_HINT_ERRORS:
+                    continue  # nearly every partition: no hint to look up
                 leader = current_leader(self.cache, topic["name"], entry["index"],
                                         entry["error_code"])
                 if leader is not None:
