@@ -390,12 +390,16 @@ class Log:
         if headers is None:
             headers = self._validate(view, follower=True)
         expected = self.log_end_offset
+        final = []
+        # One loop, with the header's size and next offset summed here: a follower appends a
+        # fetch answer's batches (15-20 at 10,000 records/s), a property call each adds up.
         for _, header in headers:
-            if header.base_offset < expected:
+            base = header.base_offset
+            if base < expected:
                 raise UnexpectedAppendOffsetError(
-                    f"follower append at offset {header.base_offset}, log end is {expected}")
-            expected = header.next_offset
-        final = [(header.size, header) for _, header in headers]
+                    f"follower append at offset {base}, log end is {expected}")
+            expected = base + header.last_offset_delta + 1  # header.next_offset
+            final.append((header.batch_length + LOG_OVERHEAD, header))  # (header.size, header)
 
         def slices(first: int, last: int) -> list[Buffer]:
             start = headers[first][0]
@@ -458,7 +462,8 @@ class Log:
             if last == first:
                 segment = self._roll(self._clock_ms())
                 continue
-            batches = [(size, h.last_offset, h.max_timestamp) for size, h in final[first:last]]
+            batches = [(size, h.base_offset + h.last_offset_delta, h.max_timestamp)
+                       for size, h in final[first:last]]  # h.last_offset, without the call
             segment.append(parts_for(first, last), used, batches)
             first = last
 
@@ -476,15 +481,21 @@ class Log:
             self.flush()
 
     def _after_append(self, final: list[tuple[int, BatchHeader]]) -> AppendInfo:
-        records = sum(header.records_count for _, header in final)
+        records = total = 0
+        newest = final[0][1].max_timestamp
+        for size, header in final:  # one loop for the three sums
+            records += header.records_count
+            total += size
+            if header.max_timestamp > newest:
+                newest = header.max_timestamp
         self._count_unflushed(records)
         return AppendInfo(
             base_offset=final[0][1].base_offset,
             last_offset=final[-1][1].last_offset,
-            max_timestamp=max(header.max_timestamp for _, header in final),
+            max_timestamp=newest,
             record_count=records,
             batch_count=len(final),
-            size=sum(size for size, _ in final),
+            size=total,
         )
 
     # -- reading -------------------------------------------------------------------

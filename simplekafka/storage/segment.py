@@ -73,15 +73,20 @@ class _RecentBatches:
         self.sizes = array("q")
 
     def add(self, last_offset: int, position: int, size: int) -> None:
+        self.trim()
+        self.lasts.append(last_offset)
+        self.positions.append(position)
+        self.sizes.append(size)
+
+    def trim(self) -> None:
+        """Drop the older half, now and then: held below twice ``RECENT_BATCHES`` (a bulk
+        append adds its batches first, then trims once)."""
         lasts = self.lasts
-        if len(lasts) >= 2 * RECENT_BATCHES:  # drop the older half, now and then
+        while len(lasts) >= 2 * RECENT_BATCHES:
             self.first = lasts[RECENT_BATCHES - 1] + 1
             del lasts[:RECENT_BATCHES]
             del self.positions[:RECENT_BATCHES]
             del self.sizes[:RECENT_BATCHES]
-        lasts.append(last_offset)
-        self.positions.append(position)
-        self.sizes.append(size)
 
     def find(self, offset: int) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset is >= ``offset``, if held."""
@@ -283,9 +288,45 @@ class LogSegment:
         if written != total:
             os.ftruncate(self._fd, position)
             raise StorageError(f"short write to {self.log_path}: {written} of {total} bytes")
-        for size, last_offset, max_timestamp in batches:
+        if len(batches) <= 1:
+            if not batches:
+                return
+            size, last_offset, max_timestamp = batches[0]
             self._index_batch(position, size, last_offset, max_timestamp)
+            self.size = position + size
+            return
+        # _index_batch for each batch, inline: a follower appends a fetch answer's batches
+        # (15-20 at 10,000 records/s) in one call, on the reactor between fetches.
+        recent = self._recent
+        if recent is None:
+            recent = self._recent = _RecentBatches(self.next_offset)
+        add_last, add_position, add_size = (recent.lasts.append, recent.positions.append,
+                                            recent.sizes.append)
+        interval = self.config.index_interval_bytes
+        since = self._bytes_since_index_entry
+        newest = self.max_timestamp
+        last_offset = batch_position = 0  # both set by the loop (two batches at least)
+        for size, last_offset, max_timestamp in batches:
+            if max_timestamp > newest:
+                newest = max_timestamp
+            if since > interval:
+                if not self.offset_index.is_full:
+                    self.offset_index.append(last_offset, position)
+                    self.time_index.maybe_append(newest, last_offset)
+                since = 0
+            since += size
+            add_last(last_offset)
+            add_position(position)
+            add_size(size)
+            batch_position = position
             position += size
+        recent.trim()
+        # the last batch's (base offset, last offset, position): what _index_batch leaves
+        self._last_batch = (batches[-2][1] + 1, last_offset, batch_position, None)
+        self._last_head = None
+        self.max_timestamp = newest
+        self._bytes_since_index_entry = since
+        self.next_offset = last_offset + 1
         self.size = position
 
     def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:

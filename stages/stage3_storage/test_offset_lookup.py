@@ -143,3 +143,44 @@ def test_the_remembered_batches_answer_what_the_scan_answers(tmp_path):
     segment.recover()
     agree()
     segment.close()
+
+
+def test_batches_appended_together_are_indexed_as_one_by_one(tmp_path):
+    """A follower appends a fetch answer's batches in one call, indexed in one loop: the
+    segment ends as one fed the same batches one call each (offset and time index
+    entries, remembered positions, the newest timestamp, sizes and reads), across the
+    index interval and the trimming of the remembered batches."""
+    from simplekafka.storage.segment import RECENT_BATCHES, LogSegment
+    config = LogConfig(index_interval_bytes=500)
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "together").mkdir()
+    alone = LogSegment(tmp_path / "alone", 0, config, active=True, created_ms=0)
+    together = LogSegment(tmp_path / "together", 0, config, active=True, created_ms=0)
+    base, group = 0, []
+    for number in range(5 * RECENT_BATCHES):
+        count = 1 + number % 3
+        timestamp = 1_000 + (number * 37) % 101  # not in order: the newest is a maximum
+        data = build_batch([Record(timestamp=timestamp, key=None, value=b"v" * 40)] * count,
+                           base_offset=base)
+        entry = (len(data), base + count - 1, timestamp)
+        alone.append([data], len(data), [entry])
+        group.append((data, entry))
+        if len(group) == 1 + number % 41:  # groups of 1 to 41 batches
+            together.append([d for d, _ in group], sum(len(d) for d, _ in group),
+                            [e for _, e in group])
+            group = []
+        base += count + (1 if number % 7 == 0 else 0)  # a gap now and then
+    if group:
+        together.append([d for d, _ in group], sum(len(d) for d, _ in group),
+                        [e for _, e in group])
+    assert together.offset_index.entries() == alone.offset_index.entries()
+    assert together.time_index.entries() == alone.time_index.entries()
+    assert (together.size, together.next_offset, together.max_timestamp) == (
+        alone.size, alone.next_offset, alone.max_timestamp)
+    for offset in range(0, together.next_offset + 2):
+        assert together.batch_position(offset) == alone.batch_position(offset), offset
+        assert together.translate_offset(offset) == alone.translate_offset(offset), offset
+    assert RECENT_BATCHES <= len(together._recent.lasts) < 2 * RECENT_BATCHES
+    assert together.read(0, together.size) == alone.read(0, alone.size)
+    alone.close()
+    together.close()
