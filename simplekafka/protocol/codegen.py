@@ -370,7 +370,13 @@ def _emit_read(
             i = len(ns)
             for k, tagged in enumerate(schema.tagged):
                 default = plain(tagged.default)
-                if isinstance(default, dict | list):
+                empties = _empty_containers(default)
+                if empties is not None:  # a flat structure (its own empty tag dict, say):
+                    # a dict display, no call (replica_state on every Fetch v15+ request)
+                    ns[f"_tdefault{i}_{k}"] = default
+                    fresh = [f"{key!r}: {'{}' if kind is dict else '[]'}" for key, kind in empties]
+                    value = "{" + ", ".join([f"**_tdefault{i}_{k}", *fresh]) + "}"
+                elif isinstance(default, dict | list):
                     ns[f"_tfresh{i}_{k}"] = _fresh_maker(default)
                     value = f"_tfresh{i}_{k}()"
                 else:
@@ -445,6 +451,17 @@ def untag_dict(tagged: tuple[Field, ...], schema_name: str
             obj[f.name] = read_tag(f, read, data, schema_name)
 
     return apply
+
+
+def _empty_containers(value: object) -> list[tuple[str, type]] | None:
+    """For a dict whose only containers are empty dicts or lists: those keys and their types
+    (a copy is the dict with each made anew); None for anything else."""
+    if not isinstance(value, dict):
+        return None
+    inner = [(key, type(v)) for key, v in value.items() if isinstance(v, dict | list)]
+    if any(value[key] for key, _ in inner) or any(kind not in (dict, list) for _, kind in inner):
+        return None
+    return inner
 
 
 def _fresh_maker(value: object) -> Callable[[], object]:

@@ -267,14 +267,15 @@ class _TopicIds:
                 partitions.append(_partition(answer))
             topic: FetchResponseResponses = {"topic": name, "partitions": partitions}
             if self.by_id:
-                known = self._id_of(name)  # the topic's ID now
+                cache = self.cache  # the topic's ID now (_id_of, inline)
+                known = cache.topic_id(name) if cache is not None else ZERO_ID
                 topic_id = self.ids.get(name)  # as this request named it, else its session
                 if topic_id is None:
                     remembered = getattr(session.session if session is not None else None,
                                          "topic_ids", None)
                     topic_id = (remembered.get(name) if remembered else None) or known
                 topic["topic_id"] = topic_id
-                if self.cache is not None and known != topic_id:
+                if cache is not None and known != topic_id:
                     # The session's topic was deleted (and maybe created again) since.
                     for entry in partitions:
                         entry.update({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "records": b"",
