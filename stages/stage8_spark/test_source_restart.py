@@ -64,13 +64,17 @@ def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
       aborts that open transaction (its ``init_transactions`` fences the old one) and
       replays batch 1; read_committed readers see every record once.
 
+    300 records at the job's 100 per batch make batch 2 the first driver's last; the 50
+    produced while no driver runs make one batch more after the replays (each batch a
+    driver runs is CPU on a loaded machine, so no more than these).
+
     ``driver``: ``master``/``event_log`` for ``start_restart_job`` (test_standalone.py runs
     it on a Spark cluster); ``patience``: seconds a driver may take to start and reach the
     batches."""
     from stages.stage8_spark.test_sink import read_committed
 
     topic, sink = new_topic(cluster), new_topic(cluster)
-    produced = [v.decode() for v in produce(cluster, topic, 450)]
+    produced = [v.decode() for v in produce(cluster, topic, 300)]
     out = tmp_path / "out"
     checkpoint = tmp_path / "cp"
     sink_checkpoint = tmp_path / "cp-sink"
@@ -95,7 +99,7 @@ def driver_sigkilled_mid_batch(cluster, tmp_path: Path, patience: float = 240,
     assert (checkpoint / "offsets" / "2").exists() and not (checkpoint / "commits" / "2").exists()
     assert (sink_checkpoint / "offsets" / "1").exists()
     assert not (sink_checkpoint / "commits" / "1").exists()
-    more = [v.decode() for v in produce(cluster, topic, 150, start=450)]
+    more = [v.decode() for v in produce(cluster, topic, 50, start=300)]
     job = start_restart_job(cluster, topic, checkpoint, out, exactly_once=sink, **driver)
     try:
         output, _ = job.communicate(timeout=patience + 60)
