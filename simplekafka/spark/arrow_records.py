@@ -198,7 +198,7 @@ def _fixed(values: np.ndarray, kind: pa.DataType, dtype: type) -> pa.Array:
     imports pandas when it is installed (to ask whether the array is a pandas one),
     which cost each Spark worker process about 0.75 s of CPU before its first batch.
     """
-    data = np.ascontiguousarray(values, dtype=dtype)
+    data: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
     return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(data)], null_count=0)
 
 
