@@ -468,22 +468,20 @@ def _fresh_maker(value: object) -> Callable[[], object]:
     """What gives a message its own copy of a tagged field's default: a flat structure's
     is a dict copy (Fetch answers carry three per partition), a nested one is copied all
     the way down, a number or string is shared."""
-    if isinstance(value, dict):
-        inner = [key for key, v in value.items() if isinstance(v, (dict, list))]
-        if not inner:
-            return value.copy
-        if any(value[key] for key in inner):
-            return lambda: _fresh(value)
-        empties = [(key, type(value[key])) for key in inner]  # e.g. its tagged_fields
+    empties = _empty_containers(value)
+    if empties is not None:
+        flat = cast("dict[str, object]", value)
+        if not empties:
+            return flat.copy
 
         def copied() -> dict[str, object]:
-            fresh = value.copy()
-            for key, kind in empties:
+            fresh = flat.copy()
+            for key, kind in empties:  # e.g. its tagged_fields
                 fresh[key] = kind()
             return fresh
 
         return copied
-    if isinstance(value, list):
+    if isinstance(value, dict | list):
         return lambda: _fresh(value)
     return lambda: value
 
