@@ -156,7 +156,7 @@ def test_batches_appended_together_are_indexed_as_one_by_one(tmp_path):
     (tmp_path / "together").mkdir()
     alone = LogSegment(tmp_path / "alone", 0, config, active=True, created_ms=0)
     together = LogSegment(tmp_path / "together", 0, config, active=True, created_ms=0)
-    base, group = 0, []
+    base, group, every = 0, [], []
     for number in range(5 * RECENT_BATCHES):
         count = 1 + number % 3
         timestamp = 1_000 + (number * 37) % 101  # not in order: the newest is a maximum
@@ -165,6 +165,7 @@ def test_batches_appended_together_are_indexed_as_one_by_one(tmp_path):
         entry = (len(data), base + count - 1, timestamp)
         alone.append([data], len(data), [entry])
         group.append((data, entry))
+        every.append(entry)
         if len(group) == 1 + number % 41:  # groups of 1 to 41 batches
             together.append([d for d, _ in group], sum(len(d) for d, _ in group),
                             [e for _, e in group])
@@ -175,6 +176,8 @@ def test_batches_appended_together_are_indexed_as_one_by_one(tmp_path):
                         [e for _, e in group])
     assert together.offset_index.entries() == alone.offset_index.entries()
     assert together.time_index.entries() == alone.time_index.entries()
+    for timestamp, offset in together.time_index.entries():  # the newest so far, not the batch's
+        assert timestamp == max(t for _, last, t in every if last <= offset), offset
     assert (together.size, together.next_offset, together.max_timestamp) == (
         alone.size, alone.next_offset, alone.max_timestamp)
     for offset in range(0, together.next_offset + 2):
