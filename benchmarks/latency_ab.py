@@ -13,8 +13,10 @@ takes the trees in the other order (B before A), so that neither tree is
 always the one measured first. Tree
 B's brokers are another checkout's code (``checkout_launcher``); the clients,
 the harness and ZooKeeper are this checkout's. Medians over runs of each
-percentile, and each tree's ratios, as the lead table takes them. Prints
-figures with the load average, never asserts.
+percentile, and each tree's ratios, as the lead table takes them; each run's p50/p99 as
+it ends, and in how many runs tree A's p99 was below B's (the medians of a few runs
+can hide that one tree loses every pairing). Prints figures with the load average,
+never asserts.
 
     .venv/bin/python benchmarks/latency_ab.py --other CHECKOUT [--seconds 20] [--runs 3]
 """
@@ -32,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.suite import latency_clients as lead
 from benchmarks.suite import peers
-from benchmarks.suite.core import load_average, new_topic
+from benchmarks.suite.core import load_average, new_topic, percentile
 from benchmarks.suite.replication import THREE_BROKERS
 from simplekafka.cluster import LocalCluster, checkout_launcher
 
@@ -66,8 +68,10 @@ def measure(other: Path, seconds: float, runs: int, rate: int) -> dict[str, list
                 cluster.wait_for_isr(topic, 0, [1, 2, 3])
                 delays, _ = lead.kafka_run(boot, topic, "all", rate, seconds)
                 samples.setdefault(f"{tree}: 3 brokers RF 3, acks=all", []).append(delays)
-            print(f"run {run + 1} of {runs} done, load average {load_average()[0]:.2f}",
-                  flush=True)
+            print(f"run {run + 1} of {runs} done, load average {load_average()[0]:.2f}; p50/p99 "
+                  "(ms): " + "; ".join(f"{system} {percentile(delays[-1], 0.5):.2f}/"
+                                      f"{percentile(delays[-1], 0.99):.2f}"
+                                      for system, delays in samples.items()), flush=True)
     return samples
 
 
@@ -93,11 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     for system, runs in samples.items():
         table[system] = lead.medians(runs)
         print(f"{system:58}" + "".join(f"{table[system][name]:9.2f}" for name in names))
-    for tree in [s.split(":")[0] for s in samples if s.endswith("acks=1")]:
+    trees = [s.split(":")[0] for s in samples if s.endswith("acks=1")]
+    for tree in trees:
         one, three = table[f"{tree}: 1 broker, acks=1"], table[f"{tree}: 3 brokers RF 3, acks=all"]
         redis = table.get(lead.REDIS)
         against = f"p99 {one['p99'] / redis['p99']:.2f}x Redis, " if redis else ""
         print(f"{tree}: 1 broker {against}RF 3 p99 {three['p99'] / one['p99']:.2f}x 1 broker")
+    for shape in ("1 broker, acks=1", "3 brokers RF 3, acks=all"):
+        a, b = (samples[f"{tree}: {shape}"] for tree in trees)
+        lower = sum(percentile(x, 0.99) < percentile(y, 0.99) for x, y in zip(a, b))
+        print(f"{shape}: A's p99 below B's in {lower} of {len(a)} runs")
     return 0
 
 

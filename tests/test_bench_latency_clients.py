@@ -81,6 +81,11 @@ def test_the_two_tree_table_runs_both_trees_in_each_run(tmp_path):
                          r"[\d.]+x 1 broker$", printed, re.MULTILINE), printed
     assert re.search(r"^Redis Streams \(redis-py\)\s+[\d.]+", printed, re.MULTILINE)
     assert "load average" in printed
+    assert re.search(r"^run 2 of 2 done, load average [\d.]+; p50/p99 \(ms\): Redis", printed,
+                     re.MULTILINE), printed
+    for shape in ("1 broker, acks=1", "3 brokers RF 3, acks=all"):
+        assert re.search(rf"^{re.escape(shape)}: A's p99 below B's in [0-2] of 2 runs$", printed,
+                         re.MULTILINE), printed
     bad = subprocess.run([sys.executable, "benchmarks/latency_ab.py", "--other", str(tmp_path)],
                          cwd=root, capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "no simplekafka package" in bad.stderr
