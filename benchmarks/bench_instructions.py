@@ -23,6 +23,18 @@ run the script in each tree and compare. Three figures:
 - ``follower``: ``bench_follower_cycle``'s follower (Fetch v17 by topic ID, as
   in a cluster), instructions per fetch cycle (an answer read, its batches
   appended, the next fetch sent) with 1 and 17 one-record batches per answer.
+- ``clients``: the whole broker process (reactor, sockets, fetch sessions,
+  timers: everything the paths above leave out) serving the latency table's
+  real clients (``benchmarks/suite/latency_clients.py``: a confluent-kafka
+  producer process pacing by sleeping and a consumer process, acks=1),
+  instructions per record at two paces callgrind's slowdown lets the broker
+  keep: 50 records/s with ``linger.ms`` 1 (a produce request and a fetch
+  answer per record) and 1,000 records/s with ``linger.ms`` 20 (some twenty
+  records per request, the shape of the 10,000 records/s run at one
+  millisecond). Batching depends on timing, so these counts move by about
+  1 %, not the few parts in a thousand of the others. ``--brokers-from
+  CHECKOUT`` runs another checkout's broker under the same clients: the
+  before/after of a change in one script.
 
 Needs valgrind (``callgrind_control``); takes a few minutes (the interpreter
 runs some 50 times slower under it). Prints figures, never passes or fails.
@@ -107,6 +119,34 @@ def replication(per_read: int, reads: int, workdir: str, versions: str = "3.9") 
     return _totals(out) / (per_read * reads)
 
 
+def clients(rate: int, seconds: float, linger_ms: float, workdir: str,
+            brokers_from: Path | None = None) -> float:
+    """Broker-process instructions per record the real clients sent through it."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.suite import latency_clients
+    from benchmarks.suite.core import new_topic
+    from simplekafka.cluster import LocalCluster, checkout_launcher
+
+    out = os.path.join(workdir, f"clients-{rate}.out")
+    base = (checkout_launcher(brokers_from) if brokers_from is not None
+            else [sys.executable, "-m", "simplekafka"])
+    launcher = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                "--instr-atstart=no", *base]
+    with LocalCluster(brokers=1, base_dir=Path(workdir) / f"cluster-{rate}", metrics=False,
+                      launcher=launcher, start_timeout=300) as cluster:
+        boot, pid = cluster.bootstrap_servers, str(cluster.broker_pids[1])
+        # first uses (coders compiled per message and version, the consumer's session)
+        latency_clients.kafka_run(boot, new_topic(boot, "instructions-warm"), "1", rate,
+                                  min(seconds, 3), linger_ms=linger_ms)
+        topic = new_topic(boot, "instructions")
+        subprocess.run(["callgrind_control", "-i", "on", pid], capture_output=True)
+        delays, _ = latency_clients.kafka_run(boot, topic, "1", rate, seconds,
+                                              linger_ms=linger_ms)
+        subprocess.run(["callgrind_control", "-i", "off", pid], capture_output=True)
+        subprocess.run(["callgrind_control", "-d", pid], capture_output=True)
+    return _totals(sorted(glob.glob(out + ".*"))[-1]) / max(len(delays), 1)
+
+
 _CHILD_PRODUCE = """
 import subprocess, sys, tempfile
 sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/benchmarks")
@@ -179,18 +219,29 @@ for batches in {batch_counts!r}:
 """
 
 
+PATHS = ("produce", "cycle", "replication", "follower", "clients")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=5000,
                         help="produce requests and fetch cycles counted (default 5000)")
-    parser.add_argument("--paths", default="produce,cycle,replication,follower",
-                        help="which of produce, cycle, replication, follower (default: all)")
+    parser.add_argument("--paths", default=",".join(PATHS),
+                        help=f"which of {', '.join(PATHS)} (default: all)")
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="how long the clients path's clients run at each pace (default 20)")
+    parser.add_argument("--brokers-from", type=Path, default=None, metavar="CHECKOUT",
+                        help="the clients path runs this checkout's broker (default: this one)")
     args = parser.parse_args()
     paths = set(args.paths.split(","))
-    unknown = paths - {"produce", "cycle", "replication", "follower"}
+    unknown = paths - set(PATHS)
     if unknown:
         print(f"bench_instructions: unknown path(s) {', '.join(sorted(unknown))}; "
-              "choose from produce, cycle, replication", file=sys.stderr)
+              f"choose from {', '.join(PATHS)}", file=sys.stderr)
+        return 2
+    if args.brokers_from is not None and not (args.brokers_from / "simplekafka").is_dir():
+        print(f"bench_instructions: --brokers-from {args.brokers_from}: no simplekafka "
+              "package there", file=sys.stderr)
         return 2
     if shutil.which("callgrind_control") is None:
         print("bench_instructions: needs valgrind (apt-get install valgrind)", file=sys.stderr)
@@ -220,6 +271,14 @@ def main() -> int:
             for batches, per_cycle in follower(max(args.requests // 25, 20), workdir).items():
                 print(f"  follower, {batches:2d} batch(es) per fetch answer         "
                       f"{per_cycle:>11,.0f} per cycle")
+        if "clients" in paths:
+            brokers = args.brokers_from.resolve() if args.brokers_from else ROOT
+            print(f"  real clients, acks=1, the broker of {brokers}:")
+            for rate, linger_ms in ((50, 1.0), (1000, 20.0)):
+                per_record = clients(rate, args.seconds, linger_ms, workdir,
+                                     args.brokers_from and args.brokers_from.resolve())
+                print(f"    {rate:>5,} records/s, linger.ms {linger_ms:>2.0f}, broker process "
+                      f"{per_record:>11,.0f} per record")
     return 0
 
 

@@ -38,3 +38,23 @@ def test_an_unknown_path_is_one_line():
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "unknown path(s) fetch" in result.stderr
+
+
+def test_a_real_broker_under_real_clients_is_counted_per_record():
+    """The whole broker process, other checkout's code by ``--brokers-from`` (this one
+    stands in for it), at both paces."""
+    result = subprocess.run(
+        [sys.executable, "benchmarks/bench_instructions.py", "--paths", "clients",
+         "--seconds", "2", "--brokers-from", str(ROOT)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"the broker of {ROOT}" in result.stdout, result.stdout
+    paces = dict(re.findall(r"([\d,]+) records/s, linger\.ms +\d+, broker process +([\d,]+) "
+                            r"per record", result.stdout))
+    assert set(paces) == {"50", "1,000"}, result.stdout
+    assert all(int(value.replace(",", "")) > 10_000 for value in paces.values())
+    bad = subprocess.run(
+        [sys.executable, "benchmarks/bench_instructions.py", "--paths", "clients",
+         "--brokers-from", "/nonexistent"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "no simplekafka package there" in bad.stderr
