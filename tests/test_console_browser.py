@@ -22,6 +22,7 @@ import pytest
 from simplekafka.admin import Admin
 from simplekafka.cluster import LocalCluster
 from simplekafka.console.process import ConsoleProcess
+from simplekafka.coordination.processes import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -470,7 +471,11 @@ def test_broker_configs_view_and_edit(live, page):
     page.fill("#config-add-value", "2")
     page.click("#config-add button[type=submit]")
     config_shows(page, "log.cleaner.threads", "2")
-    assert config_value(cluster.bootstrap_servers, "broker", "2", "log.cleaner.threads") == "2"
+    # Each broker learns a dynamic config from ZooKeeper's change notification, as Kafka's
+    # brokers do: what broker 2 itself describes follows the write, a moment later.
+    wait_until(lambda: config_value(cluster.bootstrap_servers, "broker", "2",
+                                    "log.cleaner.threads") == "2",
+               "broker 2 to describe log.cleaner.threads=2", timeout=30)
     shot(page, "broker-configs")
     go(page, "#/broker/default")
     page.locator("#broker-title").filter(has_text="defaults").wait_for()
@@ -479,8 +484,9 @@ def test_broker_configs_view_and_edit(live, page):
     page.click("#config-add button[type=submit]")
     config_shows(page, "log.retention.ms", "86400000")
     # A broker without its own value takes the cluster-wide default.
-    assert config_value(cluster.bootstrap_servers, "broker", "3",
-                        "log.retention.ms") == "86400000"
+    wait_until(lambda: config_value(cluster.bootstrap_servers, "broker", "3",
+                                    "log.retention.ms") == "86400000",
+               "broker 3 to describe the cluster-wide log.retention.ms", timeout=30)
 
 
 def test_acls_list_create_delete(live, page):
