@@ -562,6 +562,9 @@ def test_broker_configs_and_the_cluster_default(live, api):
     status, answer = api("PATCH", "/api/brokers/default/configs",
                          {"set": {"log.retention.ms": "7200000"}})
     assert status == 200, answer
+    # The answer reads the write: the controller described the change before it was given.
+    [changed] = [c for c in answer["configs"] if c["name"] == "log.retention.ms"]
+    assert (changed["value"], changed["source"]) == ("7200000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
 
     def entry(broker):
         configs = api("GET", f"/api/brokers/{broker}/configs")[1]["configs"]

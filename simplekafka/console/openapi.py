@@ -449,7 +449,10 @@ PATHS: JsonObject = {
                               "404": _error("unknown broker"), "503": UNREACHABLE}},
         "patch": {"summary": "Set and delete dynamic broker configs (IncrementalAlterConfigs)",
                   "operationId": "alterBrokerConfigs", "requestBody": _body("ConfigChanges"),
-                  "responses": {"200": _json(_ref("Configs"), "the configs after the change"),
+                  "responses": {"200": _json(_ref("Configs"),
+                                             "the configs once the broker describes the change "
+                                             "(a broker takes it from ZooKeeper's notification; "
+                                             "waited for up to 10 s)"),
                                 "400": BAD_INPUT, "404": _error("unknown broker"),
                                 "503": UNREACHABLE}},
     },

@@ -73,6 +73,21 @@ T = TypeVar("T")
 E = TypeVar("E", bound=Enum)
 
 
+# How long a config change's answer waits for the broker to describe it.
+CHANGE_SHOWN_WITHIN_SECONDS = 10.0
+
+
+def shows_change(entries: Mapping[str, admin_configs.ConfigEntry], set_configs: Mapping[str, str],
+                 delete: Iterable[str], source: str) -> bool:
+    """Whether described ``entries`` show each set key's value (a sensitive one: set at
+    ``source``) and no deleted key still set at ``source``."""
+    for key, value in set_configs.items():
+        entry = entries.get(key)
+        if entry is None or entry.source != source or \
+                (entry.value != value and not entry.is_sensitive):
+            return False
+    return all(key not in entries or entries[key].source != source for key in delete)
+
 class HeaderJson(TypedDict):
     key: str
     value: str | None
@@ -515,10 +530,21 @@ class ConsoleService:
             self.call(lambda: self.admin.describe_configs("broker", resource)))
 
     def alter_broker_configs(self, broker: str, body: JsonValue) -> JsonObject:
-        changes = self._config_changes(body)
+        set_configs, delete = changes = self._config_changes(body)
         resource = self._broker_resource(broker)
         self.call(lambda: self.admin.alter_configs("broker", resource, *changes))
-        return self.broker_configs(broker)
+        # The broker that answers (the controller for the default, else the broker itself)
+        # takes the change from ZooKeeper's notification, as Kafka's brokers do, a moment
+        # after the write: answer with its configs once they show it, so the caller reads
+        # its own write (bounded: past it, what the broker describes then).
+        source = "DYNAMIC_DEFAULT_BROKER_CONFIG" if resource == "" else "DYNAMIC_BROKER_CONFIG"
+        deadline = time.monotonic() + CHANGE_SHOWN_WITHIN_SECONDS
+        while True:
+            entries = self.call(lambda: self.admin.describe_configs("broker", resource))
+            if shows_change(entries, set_configs, delete, source) \
+                    or time.monotonic() > deadline:
+                return self._configs_json(entries)
+            time.sleep(0.05)
 
     @staticmethod
     def _config_changes(body: JsonValue) -> tuple[dict[str, str], list[str]]:

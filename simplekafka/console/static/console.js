@@ -309,10 +309,11 @@ function configEditor(url, what) {
   const note = el("p", { class: "muted", id: "configs-note" });
   const filter = el("input", { id: "configs-filter", placeholder: "filter", size: 20 });
   let entries = [];
+  // A change's answer is the configs once the broker describes it (read-your-writes):
+  // shown as they are, where a fresh GET could still meet the broker before the change.
   const patch = async (change, message) => {
-    await api("PATCH", url, change);
+    show(await api("PATCH", url, change));
     flash(message);
-    await load();
   };
   const draw = () => {
     const needle = filter.value.trim().toLowerCase();
@@ -343,11 +344,12 @@ function configEditor(url, what) {
         return row;
       }));
   };
-  const load = async () => {
-    entries = configList(await getJson(url)).slice().sort((a, b) => a.name.localeCompare(b.name));
+  const show = (answer) => {
+    entries = configList(answer).slice().sort((a, b) => a.name.localeCompare(b.name));
     note.textContent = `${entries.length} configs; Edit sets a dynamic value, Reset removes it`;
     draw();
   };
+  const load = async () => show(await getJson(url));
   filter.addEventListener("input", draw);
   const newName = el("input", { id: "config-add-name", placeholder: "config name", required: true });
   const newValue = el("input", { id: "config-add-value", placeholder: "value", required: true });
