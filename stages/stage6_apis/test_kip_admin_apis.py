@@ -294,6 +294,18 @@ def test_describe_producers_where_no_replica_is(cluster, admin, kafka_python):
     admin.create_topic(topic, num_partitions=1, replication_factor=1)
     leader = cluster.leader_of(topic, 0)
     (elsewhere,) = [b for b in cluster.brokers if b != leader]
+
+    def error_from(broker_id: int) -> int:
+        answer = ask(admin, broker_id, ApiKey.DESCRIBE_PRODUCERS,
+                     {"topics": [{"name": topic, "partition_indexes": [0]}]})
+        return answer.topics[0].partitions[0].error_code
+
+    # Each broker learns of the new partition from the controller a moment after it is
+    # created (LeaderAndIsr to its replica, UpdateMetadata to all): wait for both.
+    cluster.wait_for(lambda: error_from(leader) == ErrorCode.NONE
+                     and error_from(elsewhere) == ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                     "the leader to lead the new partition and the other broker to know it",
+                     timeout=30)
     with pytest.raises(NotLeaderForPartitionError):
         kafka_python.describe_producers([KTopicPartition(topic, 0)], broker_id=elsewhere)
     with pytest.raises(UnknownTopicOrPartitionError):
