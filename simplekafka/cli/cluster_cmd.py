@@ -32,7 +32,7 @@ from simplekafka.cli.client_common import (
 from simplekafka.cluster import ClusterError, LocalCluster, probe_broker
 from simplekafka.cluster.local import LOOPBACK, tail
 from simplekafka.console.process import ConsoleProcess
-from simplekafka.coordination.processes import pid_alive, stop_recorded_pid
+from simplekafka.coordination.processes import command_line, pid_alive, stop_recorded_pid
 
 STATE_FILE = CLUSTER_STATE_FILE
 SUPERVISOR_LOG = "cluster.log"
@@ -261,7 +261,8 @@ def cluster_down(args: argparse.Namespace) -> int:
     if state is None:
         raise CliError(f"no cluster recorded in {directory / STATE_FILE}")
     pid = state.get("supervisor_pid")
-    if pid_alive(pid):
+    # Only this directory's supervisor: a recorded pid may belong to something else by now.
+    if pid_alive(pid) and str(directory) in command_line(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + DOWN_TIMEOUT
         while pid_alive(pid):
@@ -272,24 +273,28 @@ def cluster_down(args: argparse.Namespace) -> int:
             time.sleep(0.2)
     else:
         print(f"the supervisor of {directory} is not running")
-    orphans = _stop_orphans(state)
+    orphans = _stop_orphans(state, directory)
     if orphans:
         print(f"stopped processes the supervisor left behind: {orphans}")
     print(f"cluster in {directory} stopped")
     return 0
 
 
-def _stop_orphans(state: dict) -> list[int]:
+def _stop_orphans(state: dict, directory: Path) -> list[int]:
     """SIGTERM (then SIGKILL) recorded brokers and ZooKeeper that outlived a dead supervisor.
 
     A pid is only signalled if its command line is still one of ours, so a
-    recycled pid belonging to something else is left alone.
+    recycled pid belonging to something else is left alone; a broker's must
+    also name this cluster's directory (its data directory lies there), so a
+    recycled pid now held by another cluster's broker is left alone too.
     """
-    candidates = [(state.get("console_pid"), "simplekafka console")]
-    candidates += [(b.get("pid"), "simplekafka broker") for b in state.get("brokers", {}).values()]
-    candidates.append((state.get("zookeeper_pid"), "ZooKeeperServerMain"))
+    console = (state.get("console_pid"), "simplekafka console", None)
+    brokers = [(b.get("pid"), "simplekafka broker", str(directory))
+               for b in state.get("brokers", {}).values()]
+    zookeeper = (state.get("zookeeper_pid"), "ZooKeeperServerMain", None)
     # the console, brokers, ZooKeeper last
-    return [pid for pid, marker in candidates if stop_recorded_pid(pid, marker)]
+    return [pid for pid, marker, within in [console, *brokers, zookeeper]
+            if stop_recorded_pid(pid, marker, within=within)]
 
 
 def cluster_status(args: argparse.Namespace) -> int:

@@ -77,14 +77,20 @@ def command_line(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace")
 
 
-def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0) -> TypeGuard[int]:
+def stop_recorded_pid(pid: int | None, marker: str, timeout: float = 30.0, *,
+                      within: str | None = None) -> TypeGuard[int]:
     """SIGTERM (then SIGKILL after ``timeout``) a recorded pid whose command line holds ``marker``.
 
     A pid read back from a file may have been recycled by something else by
-    now: only a process whose command line still names ``marker`` is signalled.
-    Returns True if it was ours and is now gone.
+    now: only a process whose command line still names ``marker`` (and
+    ``within``, when given: a directory of its own, so that a recycled pid now
+    held by the same kind of process of another cluster is left alone) is
+    signalled. Returns True if it was ours and is now gone.
     """
-    if pid is None or not pid_alive(pid) or marker not in command_line(pid):
+    if pid is None or not pid_alive(pid):
+        return False
+    held = command_line(pid)
+    if marker not in held or (within is not None and within not in held):
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
