@@ -88,6 +88,7 @@ def shows_change(entries: Mapping[str, admin_configs.ConfigEntry], set_configs: 
             return False
     return all(key not in entries or entries[key].source != source for key in delete)
 
+
 class HeaderJson(TypedDict):
     key: str
     value: str | None
