@@ -130,10 +130,9 @@ def clients(rate: int, seconds: float, linger_ms: float, workdir: str,
     out = os.path.join(workdir, f"clients-{rate}.out")
     base = (checkout_launcher(brokers_from) if brokers_from is not None
             else [sys.executable, "-m", "simplekafka"])
-    launcher = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                "--instr-atstart=no", *base]
+    # both launchers start with this interpreter, as _valgrind's command does
     with LocalCluster(brokers=1, base_dir=Path(workdir) / f"cluster-{rate}", metrics=False,
-                      launcher=launcher, start_timeout=300) as cluster:
+                      launcher=_valgrind(out, *base[1:]), start_timeout=300) as cluster:
         boot, pid = cluster.bootstrap_servers, str(cluster.broker_pids[1])
         # first uses (coders compiled per message and version, the consumer's session)
         latency_clients.kafka_run(boot, new_topic(boot, "instructions-warm"), "1", rate,
