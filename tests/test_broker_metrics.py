@@ -26,6 +26,7 @@ from simplekafka.admin import Admin
 from simplekafka.cluster import LocalCluster, free_port
 from simplekafka.console.process import ConsoleProcess
 from simplekafka.consumer import Consumer
+from simplekafka.coordination.processes import wait_until as _poll
 from simplekafka.producer import Producer
 
 pytestmark = pytest.mark.integration
@@ -64,14 +65,7 @@ def health(url: str) -> tuple[int, dict]:
 
 
 def wait_until(condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
+    return _poll(condition, what, timeout=timeout, interval=0.25, error=AssertionError)
 
 
 @pytest.fixture(scope="module")

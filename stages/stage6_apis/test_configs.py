@@ -20,6 +20,7 @@ import pytest
 from simplekafka.admin import Admin
 from simplekafka.client.errors import MessageTooLargeError, NotEnoughReplicasError
 from simplekafka.cluster import LocalCluster
+from simplekafka.coordination.processes import wait_until as _poll
 from simplekafka.producer import Producer
 
 pytestmark = pytest.mark.integration
@@ -61,12 +62,7 @@ def produce(cluster, topic: str, size: int, acks="all"):
 
 
 def wait_until(condition, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    _poll(condition, what, timeout=timeout, interval=0.1, error=AssertionError)
 
 
 def test_confluent_describe_alter_and_incremental_alter(cluster, admin):

@@ -21,6 +21,7 @@ import pytest
 from simplekafka.admin import Admin
 from simplekafka.cluster import LocalCluster
 from simplekafka.consumer import Consumer
+from simplekafka.coordination.processes import wait_until as _poll
 from simplekafka.producer import Producer
 
 pytestmark = pytest.mark.integration
@@ -178,10 +179,7 @@ class Traffic(threading.Thread):
 
 
 def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.05)
+    _poll(condition, what, timeout=timeout, interval=0.05, error=AssertionError)
 
 
 def covers_all(*members: Member) -> bool:

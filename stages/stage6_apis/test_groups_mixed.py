@@ -24,6 +24,7 @@ import pytest
 from simplekafka.admin import Admin
 from simplekafka.cluster import LocalCluster
 from simplekafka.consumer import Consumer
+from simplekafka.coordination.processes import wait_until as _poll
 from simplekafka.producer import Producer
 
 pytestmark = pytest.mark.integration
@@ -191,12 +192,10 @@ class Traffic(threading.Thread):
 
 
 def wait_until(condition, timeout: float, what: str) -> float:
+    """The seconds ``condition`` took to hold."""
     start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if condition():
-            return time.monotonic() - start
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout} s: {what}")
+    _poll(condition, what, timeout=timeout, interval=0.1, error=AssertionError)
+    return time.monotonic() - start
 
 
 def covers_exactly_once(members) -> bool:

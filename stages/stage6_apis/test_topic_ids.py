@@ -25,6 +25,7 @@ import uuid
 import pytest
 
 from simplekafka.cluster import LocalCluster
+from simplekafka.coordination.processes import wait_until as _poll
 from simplekafka.protocol.api import ApiKey
 from simplekafka.protocol.errors import ErrorCode
 from simplekafka.protocol.topic_ids import new_topic_id, topic_id_from_text, topic_id_text
@@ -51,10 +52,7 @@ def unique(prefix: str) -> str:
 
 
 def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.1)
+    _poll(condition, what, timeout=timeout, interval=0.1, error=AssertionError)
 
 
 def admin(cluster):

@@ -20,6 +20,7 @@ import pytest
 
 from simplekafka.admin import Admin
 from simplekafka.cluster import LocalCluster
+from simplekafka.coordination.processes import wait_until as _poll
 
 pytestmark = pytest.mark.integration
 
@@ -37,10 +38,7 @@ def cluster(tmp_path_factory):
 
 
 def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.05)
+    _poll(condition, what, timeout=timeout, interval=0.05, error=AssertionError)
 
 
 class Producing(threading.Thread):
