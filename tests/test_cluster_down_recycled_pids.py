@@ -22,15 +22,24 @@ from pathlib import Path
 import pytest
 
 from simplekafka.cli.cluster_cmd import STATE_FILE, _stop_orphans, cluster_down
+from simplekafka.coordination.processes import command_line, wait_until
 
 pytestmark = pytest.mark.integration  # real processes
 
 
 @contextmanager
 def sleeping(*words: str) -> Iterator[subprocess.Popen]:
-    """A process whose command line ends with ``words``, killed afterwards if still there."""
+    """A process whose command line ends with ``words``, killed afterwards if still there.
+
+    Popen returns once the child's exec has passed the point where its inherited
+    descriptors close, which on Linux comes before the new program's arguments are
+    set: for a moment ``/proc/<pid>/cmdline`` is empty. A real recorded pid is long
+    past that, so the stand-in is only handed over once its command line shows.
+    """
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", *words])
     try:
+        wait_until(lambda: " ".join(words) in command_line(process.pid),
+                   f"pid {process.pid}'s command line", 10.0)
         yield process
     finally:
         process.kill()
