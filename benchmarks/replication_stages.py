@@ -29,7 +29,10 @@ the high watermark (each follower is told apart by its connection's port):
 Then the round trip of each follower's fetches (its answer read to its next
 fetch sent, the gaps between its fetches), the fetches the leader answered per
 record, and the leader's reactor: the share of the wall time it spent in turns
-and the CPU it used in them (the difference is time it waited for a CPU). The
+and the CPU it used in them (the difference is time it waited for a CPU), and
+for each broker the time it ran and the time it sat runnable waiting for a
+CPU over the run (the kernel's ``/proc/<pid>/schedstat``): on two cores the
+follower woken second waits behind the leader's turn. The
 stages are p50s and p99s over records; for the records at or above the
 end-to-end p99, the mean of each stage. Prints the load average; writes
 ``replication_stages.json`` to ``--out``. Figures, never asserts.
@@ -69,9 +72,32 @@ HOPS = ("append -> sent to it", "sent -> it read it", "its read -> its next fetc
         "next fetch -> leader read it", "leader read it -> HW")
 
 
+def schedstat(pid: int | None) -> tuple[float, float, int]:
+    """(seconds on a CPU, seconds runnable but waiting for one, times run) of a process so far."""
+    try:
+        on, waiting, runs = Path(f"/proc/{pid}/schedstat").read_text().split()[:3]
+    except (OSError, ValueError):
+        return 0.0, 0.0, 0
+    return int(on) / 1e9, int(waiting) / 1e9, int(runs)
+
+
+def scheduling(before: dict[int, tuple[float, float, int]],
+               after: dict[int, tuple[float, float, int]], leader: int) -> list[dict]:
+    """Each broker's CPU time and run-queue wait between two ``schedstat`` readings."""
+    rows = []
+    for broker, (on, waiting, runs) in sorted(after.items()):
+        was = before.get(broker, (0.0, 0.0, 0))
+        rows.append({"broker": broker, "role": "leader" if broker == leader else "follower",
+                     "on_cpu_s": on - was[0], "waiting_s": waiting - was[1],
+                     "runs": runs - was[2]})
+    return rows
+
+
 def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
-               idle_pacer: bool = False, python_clients: bool = False) -> list[float]:
-    """One run against three fresh traced brokers: the consumer's delays (ms), in order."""
+               idle_pacer: bool = False, python_clients: bool = False
+               ) -> tuple[list[float], list[dict]]:
+    """One run against three fresh traced brokers: the consumer's delays (ms), in order, and
+    each broker's CPU time and run-queue wait over the run."""
     tool = peers.rdkafka_performance()
     if tool is None and not python_clients:
         sys.exit(peers.missing_rdkafka_note())
@@ -82,8 +108,10 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
         with LocalCluster(brokers=3) as cluster:
             topic = new_topic(cluster.bootstrap_servers, "rf3stages", 1, 3,
                               {"min.insync.replicas": "2"})
+            cluster.wait_for_isr(topic, 0, [1, 2, 3])
+            pids = cluster.broker_pids
+            before = {broker: schedstat(pid) for broker, pid in pids.items()}
             if python_clients:
-                cluster.wait_for_isr(topic, 0, [1, 2, 3])
                 delays, _shares = latency_clients.kafka_run(cluster.bootstrap_servers, topic,
                                                             "all", rate, seconds)
             else:
@@ -91,9 +119,11 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
                 delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate,
                                          seconds, 100, trace, acks="all", settings=settings,
                                          idle_pacer=idle_pacer)
+            after = {broker: schedstat(pid) for broker, pid in pids.items()}
+            shares = scheduling(before, after, cluster.leader_of(topic, 0))
     finally:
         del os.environ["SIMPLEKAFKA_REPLICATION_TRACE"]
-    return delays
+    return delays, shares
 
 
 def _first_times(rows, stamp_field: int = 1) -> dict[int, float]:
@@ -284,13 +314,19 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"{args.rate:,} records/s for {args.seconds:g} s, 3 brokers, acks=all, {clients}")
     with tempfile.TemporaryDirectory(prefix="simplekafka-rf3-stages-") as scratch:
-        delays = traced_run(args.seconds, args.rate, settings, Path(scratch),
-                            args.idle_pacer, args.python_clients)
+        delays, shares = traced_run(args.seconds, args.rate, settings, Path(scratch),
+                                    args.idle_pacer, args.python_clients)
         result = report(analyse(Path(scratch), delays))
+    for row in shares:
+        mean = 1e6 * row["waiting_s"] / row["runs"] if row["runs"] else 0.0
+        print(f"broker {row['broker']} ({row['role']}): on a CPU {row['on_cpu_s']:.2f} s, "
+              f"runnable but waiting for a CPU {row['waiting_s']:.2f} s over {row['runs']:,} "
+              f"runs ({mean:.0f} us a run)")
     end = os.getloadavg()
     print(f"load average at the end {end[0]:.2f}")
     args.out.mkdir(parents=True, exist_ok=True)
-    result.update(load_before=load, load_after=end, settings=settings, seconds=args.seconds,
+    result.update(load_before=load, load_after=end, scheduling=shares,
+                  settings=settings, seconds=args.seconds,
                   rate=args.rate, idle_pacer=args.idle_pacer,
                   python_clients=args.python_clients)
     (args.out / "replication_stages.json").write_text(json.dumps(result, indent=1))

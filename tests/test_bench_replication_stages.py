@@ -43,3 +43,8 @@ def test_every_record_is_traced_through_the_three_brokers(tmp_path, clients):
     assert len(found["followers"]) == 2 and all(f["fetches"] > 0 for f in found["followers"])
     assert 0 < found["leader"]["follower_fetches_per_record"]
     assert found["python_clients"] == bool(clients)
+    # each broker's CPU time and run-queue wait over the run, from /proc/<pid>/schedstat
+    assert sorted(row["role"] for row in found["scheduling"]) == ["follower", "follower", "leader"]
+    assert all(row["on_cpu_s"] > 0 and row["runs"] > 0 and row["waiting_s"] >= 0
+               for row in found["scheduling"])
+    assert "runnable but waiting for a CPU" in result.stdout
