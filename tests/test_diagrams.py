@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.small_site import build, small_site
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "stages").glob("*/README.md"))
 IMAGE_LINE = re.compile(r"^!\[[^\]]+\]\(([\w.-]+\.svg)\)[ \t]*$", re.M)
@@ -146,27 +148,12 @@ def test_image_paths_are_rewritten_relative_to_the_page():
 
 def _site(tmp_path: Path, image: str) -> subprocess.CompletedProcess:
     """A site shaped like docs/ (conf, _ext, a page including a chapter), built with -W."""
-    docs = tmp_path / "docs"
-    (docs / "stages").mkdir(parents=True)
-    shutil.copytree(ROOT / "docs" / "_ext", docs / "_ext",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (docs / "conf.py").write_text(
-        "import sys\nfrom pathlib import Path\n"
-        "sys.path.insert(0, str(Path(__file__).parent / '_ext'))\n"
-        "project = 'diagrams'\nextensions = ['myst_parser', 'executed_pages']\n"
-        "exclude_patterns = ['_build']\n")
-    (docs / "index.md").write_text("# Site\n\n```{toctree}\nstages/stage0\n```\n")
-    (docs / "stages" / "stage0.md").write_text(
-        "```{include} ../../stages/stage0_demo/README.md\n```\n")
-    chapter = tmp_path / "stages" / "stage0_demo"
-    chapter.mkdir(parents=True)
-    shutil.copy(ROOT / "stages" / "stage1_protocol" / "record_batch.svg", chapter)
-    (chapter / "README.md").write_text(
+    docs = small_site(tmp_path, {"stage0_demo": (
         "# Stage 0\n\n## 0.1 A picture\n\n```python\nprint('listing ran')\n```\n\n"
-        f"![the layout]({image})\n\n*The caption.*\n")
-    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b",
-                           "html", str(docs), str(tmp_path / "html")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        f"![the layout]({image})\n\n*The caption.*\n")}, project="diagrams")
+    shutil.copy(ROOT / "stages" / "stage1_protocol" / "record_batch.svg",
+                tmp_path / "stages" / "stage0_demo")
+    return build(docs, tmp_path / "html", "-W", "--keep-going")
 
 
 @pytest.mark.integration

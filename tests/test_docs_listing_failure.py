@@ -12,44 +12,27 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.small_site import build, small_site
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.integration  # builds small sites, whose listings run as processes
 
 
+BROKEN = ("# Stage 0\n\n## 0.1 First\n\n```python\nprint('first ran')\n```\n\n"
+          "## 0.2 Second\n\n```python\nimport sys\nprint('about to fail')\nsys.exit(3)\n```\n\n"
+          "## 0.3 Third\n\n```python\nprint('never')\n```\n")
+FINE = "# Stage 9\n\n## 9.1 Only\n\n```python\nprint('stage nine ran')\n```\n"
+
+
 def _site(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
     """Two chapters: stage 0's second listing exits 3, stage 9's listings run."""
-    docs = tmp_path / "docs"
-    (docs / "stages").mkdir(parents=True)
-    shutil.copytree(ROOT / "docs" / "_ext", docs / "_ext",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (docs / "conf.py").write_text(
-        "import sys\nfrom pathlib import Path\n"
-        "sys.path.insert(0, str(Path(__file__).parent / '_ext'))\n"
-        "project = 'listings'\nextensions = ['myst_parser', 'executed_pages']\n"
-        "exclude_patterns = ['_build']\n")
-    (docs / "index.md").write_text(
-        "# Site\n\n```{toctree}\nstages/stage0\nstages/stage9\n```\n")
-    chapters = {
-        "stage0_broken": "# Stage 0\n\n## 0.1 First\n\n```python\nprint('first ran')\n```\n\n"
-                         "## 0.2 Second\n\n```python\nimport sys\nprint('about to fail')\n"
-                         "sys.exit(3)\n```\n\n## 0.3 Third\n\n```python\nprint('never')\n```\n",
-        "stage9_fine": "# Stage 9\n\n## 9.1 Only\n\n```python\nprint('stage nine ran')\n```\n",
-    }
-    for name, text in chapters.items():
-        chapter = tmp_path / "stages" / name
-        chapter.mkdir(parents=True)
-        (chapter / "README.md").write_text(text)
-        number = name.split("_")[0].removeprefix("stage")
-        (docs / "stages" / f"stage{number}.md").write_text(
-            f"```{{include}} ../../stages/{name}/README.md\n```\n")
-    return subprocess.run([sys.executable, "-m", "sphinx", *flags, "-q", "-b", "html",
-                           str(docs), str(tmp_path / "html")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    docs = small_site(tmp_path, {"stage0_broken": BROKEN, "stage9_fine": FINE},
+                      project="listings")
+    return build(docs, tmp_path / "html", *flags)
 
 
 def _record(tmp_path: Path, name: str) -> dict:
@@ -81,9 +64,6 @@ def test_a_build_whose_listings_all_run_succeeds(tmp_path):
     chapter = tmp_path / "stages" / "stage0_broken" / "README.md"
     chapter.write_text(chapter.read_text().replace("sys.exit(3)\n", ""))
     shutil.rmtree(tmp_path / "html")
-    again = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b",
-                            "html", str(tmp_path / "docs"), str(tmp_path / "html")],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                           check=False)
+    again = build(tmp_path / "docs", tmp_path / "html", "-W", "--keep-going")
     assert again.returncode == 0, again.stdout + again.stderr
     assert _record(tmp_path, "stage0_broken")["status"] == 0
