@@ -60,8 +60,9 @@ os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                       f"--conf 'spark.executor.defaultJavaOptions="
                       f"{SPARK_EXECUTOR_DEFAULT_JAVA_OPTIONS}' pyspark-shell")
 
-# Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage.
-pytest_plugins = ["simplekafka.coordination.pytest_plugin"]
+# Real-ZooKeeper fixtures (zookeeper, zk_connect, zk, zk_client_factory) for every stage;
+# and the first failure of each rerun test, printed at the end of the run.
+pytest_plugins = ["simplekafka.coordination.pytest_plugin", "tests.rerun_text"]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ set +e
 # One rerun for a failed test: the real-process tests share two cores with
 # ZooKeeper, brokers and clients, and a rare timing loss should not sink a run.
 # Reruns stay visible: pytest marks them R, counts them in its summary line and
-# names them in the rerun summary (-rR).
+# names them in the rerun summary (-rR); tests/rerun_text.py prints how each first failed.
 # Most of the wall time is spent waiting on real processes, so the suite runs on
 # several pytest workers (SIMPLEKAFKA_TEST_WORKERS, 0 for one process); a test
 # module, and all of Spark, stays on one worker (conftest.py's worker_group); the units
