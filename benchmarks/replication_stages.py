@@ -30,10 +30,10 @@ Then the round trip of each follower's fetches (its answer read to its next
 fetch sent, the gaps between its fetches), the fetches the leader answered per
 record, and the leader's reactor: the share of the wall time it spent in turns
 and the CPU it used in them (the difference is time it waited for a CPU), and
-for each broker the time it ran and the time it sat runnable waiting for a
-CPU over the run (the kernel's ``/proc/<pid>/schedstat``): on two cores the
-follower woken second waits behind the leader's turn. The
-stages are p50s and p99s over records; for the records at or above the
+for each broker's reactor thread the time it ran and the time it sat runnable
+waiting for a CPU over the run (``benchmarks/suite/cpu_share.py``'s reading of
+the kernel's schedstat): on two cores the follower woken second waits behind
+the leader's turn. The stages are p50s and p99s over records; for the records at or above the
 end-to-end p99, the mean of each stage. Prints the load average; writes
 ``replication_stages.json`` to ``--out``. Figures, never asserts.
 
@@ -62,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.suite import latency_clients, peers  # noqa: E402
 from benchmarks.suite.core import new_topic, percentile  # noqa: E402
+from benchmarks.suite.cpu_share import ThreadTimes, thread_times  # noqa: E402
 from simplekafka.cluster import LocalCluster  # noqa: E402
 
 HOOK = Path(__file__).resolve().parent / "replication_trace"
@@ -72,24 +73,16 @@ HOPS = ("append -> sent to it", "sent -> it read it", "its read -> its next fetc
         "next fetch -> leader read it", "leader read it -> HW")
 
 
-def schedstat(pid: int | None) -> tuple[float, float, int]:
-    """(seconds on a CPU, seconds runnable but waiting for one, times run) of a process so far."""
-    try:
-        on, waiting, runs = Path(f"/proc/{pid}/schedstat").read_text().split()[:3]
-    except (OSError, ValueError):
-        return 0.0, 0.0, 0
-    return int(on) / 1e9, int(waiting) / 1e9, int(runs)
-
-
-def scheduling(before: dict[int, tuple[float, float, int]],
-               after: dict[int, tuple[float, float, int]], leader: int) -> list[dict]:
-    """Each broker's CPU time and run-queue wait between two ``schedstat`` readings."""
+def scheduling(before: dict[int, ThreadTimes | None], after: dict[int, ThreadTimes | None],
+               leader: int) -> list[dict]:
+    """Each broker's reactor thread: CPU time and run-queue wait between two readings."""
     rows = []
-    for broker, (on, waiting, runs) in sorted(after.items()):
-        was = before.get(broker, (0.0, 0.0, 0))
+    for broker, last in sorted(after.items()):
+        first = before.get(broker) or ThreadTimes()
+        last = last or first
         rows.append({"broker": broker, "role": "leader" if broker == leader else "follower",
-                     "on_cpu_s": on - was[0], "waiting_s": waiting - was[1],
-                     "runs": runs - was[2]})
+                     "on_cpu_s": last.cpu - first.cpu, "waiting_s": last.wait - first.wait,
+                     "runs": last.slices - first.slices})
     return rows
 
 
@@ -97,7 +90,7 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
                idle_pacer: bool = False, python_clients: bool = False
                ) -> tuple[list[float], list[dict]]:
     """One run against three fresh traced brokers: the consumer's delays (ms), in order, and
-    each broker's CPU time and run-queue wait over the run."""
+    each broker's reactor thread's CPU time and run-queue wait over the run."""
     tool = peers.rdkafka_performance()
     if tool is None and not python_clients:
         sys.exit(peers.missing_rdkafka_note())
@@ -110,7 +103,7 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
                               {"min.insync.replicas": "2"})
             cluster.wait_for_isr(topic, 0, [1, 2, 3])
             pids = cluster.broker_pids
-            before = {broker: schedstat(pid) for broker, pid in pids.items()}
+            before = {broker: thread_times(pid, pid) for broker, pid in pids.items() if pid}
             if python_clients:
                 delays, _shares = latency_clients.kafka_run(cluster.bootstrap_servers, topic,
                                                             "all", rate, seconds)
@@ -119,7 +112,7 @@ def traced_run(seconds: float, rate: int, settings: dict[str, str], trace: Path,
                 delays = peers.c_latency(tool, cluster.bootstrap_servers, topic, rate,
                                          seconds, 100, trace, acks="all", settings=settings,
                                          idle_pacer=idle_pacer)
-            after = {broker: schedstat(pid) for broker, pid in pids.items()}
+            after = {broker: thread_times(pid, pid) for broker, pid in pids.items() if pid}
             shares = scheduling(before, after, cluster.leader_of(topic, 0))
     finally:
         del os.environ["SIMPLEKAFKA_REPLICATION_TRACE"]
@@ -319,7 +312,8 @@ def main() -> None:
         result = report(analyse(Path(scratch), delays))
     for row in shares:
         mean = 1e6 * row["waiting_s"] / row["runs"] if row["runs"] else 0.0
-        print(f"broker {row['broker']} ({row['role']}): on a CPU {row['on_cpu_s']:.2f} s, "
+        print(f"broker {row['broker']} ({row['role']}), reactor thread: on a CPU "
+              f"{row['on_cpu_s']:.2f} s, "
               f"runnable but waiting for a CPU {row['waiting_s']:.2f} s over {row['runs']:,} "
               f"runs ({mean:.0f} us a run)")
     end = os.getloadavg()

@@ -40,7 +40,8 @@ class ThreadTimes:
         self.slices += other.slices
 
 
-def _read(pid: int, tid: int) -> ThreadTimes | None:
+def thread_times(pid: int, tid: int) -> ThreadTimes | None:
+    """One thread's run time, run-queue wait and time slices so far (None: gone)."""
     try:
         run, wait, slices = (PROC / str(pid) / "task" / str(tid) / "schedstat"
                              ).read_text().split()[:3]
@@ -84,7 +85,7 @@ class CpuShare:
 
     def sample(self) -> None:
         for pid, tid, role in self._roles():
-            times = _read(pid, tid)
+            times = thread_times(pid, tid)
             if times is None:
                 continue
             key = (pid, tid)
